@@ -1,0 +1,206 @@
+//! The envelope: one JSON object per line, classified by its fields alone.
+//!
+//! `method` + `id` is a request, `method` alone a notification, and a line without `method`
+//! but with an `id` a response. `"jsonrpc":"2.0"` is accepted and never required nor emitted.
+//! Ids are u64; a string or negative id counts as absent, as in yolop.
+
+use crate::error::ErrorObject;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One wire message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Request(Request),
+    Notification(Notification),
+    Response(Response),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: u64,
+    pub method: String,
+    pub params: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    pub method: String,
+    pub params: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub id: u64,
+    pub result: Result<Value, ErrorObject>,
+}
+
+/// Why a line is not a message. The caller logs it and skips the line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    #[error("line is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("line is neither a request, a notification nor a response (no `method`, no numeric `id`)")]
+    Unclassifiable,
+}
+
+/// The union of envelope fields, borrowed where it can be.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+impl Message {
+    /// Parse one line (without its newline). Blank lines are the caller's to skip.
+    pub fn parse(line: &[u8]) -> Result<Message, ParseError> {
+        let env: Envelope = serde_json::from_slice(line)?;
+        let id = env.id.as_ref().and_then(Value::as_u64);
+        let params = env.params.unwrap_or(Value::Null);
+        Ok(match (env.method, id) {
+            (Some(method), Some(id)) => Message::Request(Request { id, method, params }),
+            (Some(method), None) => Message::Notification(Notification { method, params }),
+            (None, Some(id)) => Message::Response(Response {
+                id,
+                result: match env.error {
+                    Some(err) => Err(ErrorObject::from_wire(err)),
+                    None => Ok(env.result.unwrap_or(Value::Null)),
+                },
+            }),
+            (None, None) => return Err(ParseError::Unclassifiable),
+        })
+    }
+
+    /// Encode as one line, without the trailing newline.
+    pub fn to_line(&self) -> String {
+        match self {
+            Message::Request(r) => request_line(r.id, &r.method, non_null(&r.params)),
+            Message::Notification(n) => notification_line(&n.method, non_null(&n.params)),
+            Message::Response(r) => response_line(r.id, r.result.as_ref()),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct OutRequest<'a, P: Serialize> {
+    id: u64,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a P>,
+}
+
+#[derive(Serialize)]
+struct OutNotification<'a, P: Serialize> {
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a P>,
+}
+
+#[derive(Serialize)]
+struct OutResult<'a, R: Serialize> {
+    id: u64,
+    result: &'a R,
+}
+
+#[derive(Serialize)]
+struct OutError<'a> {
+    id: u64,
+    error: &'a ErrorObject,
+}
+
+fn encode<T: Serialize>(value: &T) -> String {
+    // Serializing plain data with string keys cannot fail.
+    serde_json::to_string(value).expect("wire payloads always serialize")
+}
+
+/// `{"id":N,"method":M,"params":P}`; `None` params are omitted from the line, as yolop does.
+pub fn request_line<P: Serialize>(id: u64, method: &str, params: Option<&P>) -> String {
+    encode(&OutRequest { id, method, params })
+}
+
+/// `{"method":M,"params":P}`; `None` params are omitted from the line.
+pub fn notification_line<P: Serialize>(method: &str, params: Option<&P>) -> String {
+    encode(&OutNotification { method, params })
+}
+
+/// `Some(params)` unless they are `null`: the wire omits null params.
+pub fn non_null(params: &Value) -> Option<&Value> {
+    (!params.is_null()).then_some(params)
+}
+
+/// `{"id":N,"result":R}`.
+pub fn result_line<R: Serialize>(id: u64, result: &R) -> String {
+    encode(&OutResult { id, result })
+}
+
+/// `{"id":N,"error":E}`.
+pub fn error_line(id: u64, error: &ErrorObject) -> String {
+    encode(&OutError { id, error })
+}
+
+fn response_line(id: u64, result: Result<&Value, &ErrorObject>) -> String {
+    match result {
+        Ok(value) => result_line(id, value),
+        Err(err) => error_line(id, err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(line: &str) -> Message {
+        Message::parse(line.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn classification_is_by_fields_only() {
+        assert!(matches!(parse(r#"{"id":1,"method":"tool/call"}"#), Message::Request(r) if r.id == 1 && r.params.is_null()));
+        assert!(matches!(parse(r#"{"method":"log","params":{"message":"hi"}}"#), Message::Notification(_)));
+        assert!(matches!(parse(r#"{"id":7,"result":{"ok":true}}"#), Message::Response(Response { id: 7, result: Ok(_) })));
+        assert!(matches!(parse(r#"{"id":7}"#), Message::Response(Response { result: Ok(Value::Null), .. })));
+        assert!(matches!(parse(r#"{"id":7,"error":{"message":"x"}}"#), Message::Response(Response { result: Err(e), .. }) if e.message == "x"));
+    }
+
+    #[test]
+    fn jsonrpc_field_is_accepted_and_not_required() {
+        let with = parse(r#"{"jsonrpc":"2.0","id":3,"method":"shutdown"}"#);
+        let without = parse(r#"{"id":3,"method":"shutdown"}"#);
+        assert_eq!(with, without);
+        assert!(!with.to_line().contains("jsonrpc"));
+    }
+
+    #[test]
+    fn string_and_negative_ids_count_as_absent() {
+        assert!(matches!(parse(r#"{"id":"a","method":"m"}"#), Message::Notification(_)));
+        assert!(matches!(parse(r#"{"id":-1,"method":"m"}"#), Message::Notification(_)));
+        assert!(matches!(Message::parse(br#"{"id":"a","result":1}"#), Err(ParseError::Unclassifiable)));
+    }
+
+    #[test]
+    fn malformed_lines_are_errors_not_panics() {
+        assert!(matches!(Message::parse(b"not json"), Err(ParseError::Json(_))));
+        assert!(matches!(Message::parse(b"[1,2]"), Err(ParseError::Json(_))));
+        assert!(matches!(Message::parse(b"{}"), Err(ParseError::Unclassifiable)));
+    }
+
+    #[test]
+    fn null_params_are_omitted_and_lines_round_trip() {
+        assert_eq!(request_line(1, "prompt/contribution", non_null(&Value::Null)), r#"{"id":1,"method":"prompt/contribution"}"#);
+        assert_eq!(notification_line::<()>("initialized", None), r#"{"method":"initialized"}"#);
+        let msg = Message::Request(Request { id: 9, method: "tool/call".into(), params: json!({"name":"echo"}) });
+        assert_eq!(parse(&msg.to_line()), msg);
+        let err = Message::Response(Response { id: 2, result: Err(ErrorObject::cancelled()) });
+        assert_eq!(parse(&err.to_line()), err);
+    }
+}

@@ -1,0 +1,153 @@
+//! Method names and the typed method enums, one per direction and kind.
+//!
+//! Each enum has an `Unknown` arm so a newer peer's method parses instead of failing; the
+//! receiver answers an unknown request with -32601 and ignores an unknown notification.
+
+use crate::types::*;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub const INITIALIZE: &str = "initialize";
+pub const INITIALIZED: &str = "initialized";
+pub const TOOL_CALL: &str = "tool/call";
+pub const TOOL_UPDATE: &str = "tool/update";
+pub const CANCEL: &str = "cancel";
+pub const PROMPT_CONTRIBUTION: &str = "prompt/contribution";
+pub const HOOK_FIRE: &str = "hook/fire";
+pub const COMMAND_EXECUTE: &str = "command/execute";
+pub const CONFIG_CHANGED: &str = "config/changed";
+pub const WORKSPACE_CHANGED: &str = "workspace/changed";
+pub const TRACE_EVENT: &str = "trace/event";
+pub const UI_ASK: &str = "ui/ask";
+pub const STATUS_CHANGED: &str = "status/changed";
+pub const LOG: &str = "log";
+pub const SHUTDOWN: &str = "shutdown";
+pub const EXIT: &str = "exit";
+
+/// Parse params leniently: absent (`null`) params are the type's default.
+fn params<T: DeserializeOwned + Default>(params: Value) -> Result<T, serde_json::Error> {
+    if params.is_null() {
+        Ok(T::default())
+    } else {
+        serde_json::from_value(params)
+    }
+}
+
+macro_rules! method_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident {
+            $($variant:ident $(($payload:ty))? = $method:ident,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq)]
+        #[non_exhaustive]
+        pub enum $name {
+            $($variant $(($payload))?,)*
+            /// A method this version does not know, carried verbatim.
+            Unknown { method: String, params: Value },
+        }
+
+        impl $name {
+            /// Type a method and its params. A known method with params of the wrong shape is
+            /// an error (answer -32602); an unknown method is `Unknown`.
+            pub fn parse(method: &str, raw: Value) -> Result<Self, serde_json::Error> {
+                #[allow(unused_variables)]
+                let raw = raw;
+                Ok(match method {
+                    $($method => method_enum!(@parse $variant raw $(($payload))?),)*
+                    _ => $name::Unknown { method: method.to_string(), params: raw },
+                })
+            }
+
+            /// The wire method name.
+            pub fn method(&self) -> &str {
+                match self {
+                    $(method_enum!(@pat $name $variant $(($payload))?) => $method,)*
+                    $name::Unknown { method, .. } => method,
+                }
+            }
+
+            /// The params as a JSON value (`null` for bare methods).
+            pub fn params(&self) -> Value {
+                match self {
+                    $(method_enum!(@bind $name $variant p $(($payload))?) => method_enum!(@value p $(($payload))?),)*
+                    $name::Unknown { params, .. } => params.clone(),
+                }
+            }
+        }
+    };
+    (@parse $variant:ident $raw:ident ($payload:ty)) => { Self::$variant(params::<$payload>($raw)?) };
+    (@parse $variant:ident $raw:ident) => { Self::$variant };
+    (@pat $name:ident $variant:ident ($payload:ty)) => { $name::$variant(_) };
+    (@pat $name:ident $variant:ident) => { $name::$variant };
+    (@bind $name:ident $variant:ident $p:ident ($payload:ty)) => { $name::$variant($p) };
+    (@bind $name:ident $variant:ident $p:ident) => { $name::$variant };
+    (@value $p:ident ($payload:ty)) => { serde_json::to_value($p).unwrap_or(Value::Null) };
+    (@value $p:ident) => { Value::Null };
+}
+
+method_enum! {
+    /// Requests the host sends to a server.
+    HostRequest {
+        Initialize(InitializeParams) = INITIALIZE,
+        ToolCall(ToolCallParams) = TOOL_CALL,
+        Cancel(CancelParams) = CANCEL,
+        PromptContribution = PROMPT_CONTRIBUTION,
+        HookFire(HookFireParams) = HOOK_FIRE,
+        CommandExecute(CommandExecuteParams) = COMMAND_EXECUTE,
+        ConfigChanged(ConfigChangedParams) = CONFIG_CHANGED,
+        Shutdown = SHUTDOWN,
+    }
+}
+
+method_enum! {
+    /// Notifications the host sends to a server.
+    HostNotification {
+        Initialized = INITIALIZED,
+        TraceEvent(TraceEventParams) = TRACE_EVENT,
+        WorkspaceChanged(WorkspaceChangedParams) = WORKSPACE_CHANGED,
+        Exit = EXIT,
+    }
+}
+
+method_enum! {
+    /// Requests a server sends to the host (reverse requests).
+    ServerRequest {
+        UiAsk(UiAskParams) = UI_ASK,
+    }
+}
+
+method_enum! {
+    /// Notifications a server sends to the host.
+    ServerNotification {
+        ToolUpdate(ToolUpdateParams) = TOOL_UPDATE,
+        StatusChanged(StatusChangedParams) = STATUS_CHANGED,
+        Log(LogParams) = LOG,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn known_methods_parse_typed_and_unknown_ones_are_carried() {
+        let req = HostRequest::parse("tool/call", json!({"name": "echo", "args": {"text": "hi"}})).unwrap();
+        assert!(matches!(&req, HostRequest::ToolCall(p) if p.name == "echo"));
+        assert_eq!(req.method(), "tool/call");
+        assert_eq!(HostRequest::parse("shutdown", Value::Null).unwrap(), HostRequest::Shutdown);
+        let unknown = HostRequest::parse("frobnicate", json!([1])).unwrap();
+        assert_eq!(unknown.method(), "frobnicate");
+        assert_eq!(unknown.params(), json!([1]));
+    }
+
+    #[test]
+    fn absent_params_default_and_wrong_shapes_are_errors() {
+        assert!(matches!(HostRequest::parse("cancel", Value::Null).unwrap(), HostRequest::Cancel(CancelParams { id: 0 })));
+        assert!(HostRequest::parse("cancel", json!({"id": "x"})).is_err());
+        assert!(matches!(ServerNotification::parse("log", json!({"message": "m"})).unwrap(), ServerNotification::Log(_)));
+    }
+}
