@@ -1,1 +1,32 @@
+//! Write a YEP capability server in Rust: register handlers on a [`Server`], call `serve()`.
+//!
+//! No async runtime is needed. The SDK runs a stdin reader thread (the caller's), an ordered
+//! notification thread, and a growing pool of request workers, so tool calls run concurrently
+//! while notifications arrive in order. Handlers get a [`Context`] to stream progress, see
+//! cancellation, ask the user, push status and log.
+//!
+//! ```no_run
+//! use serde_json::json;
+//! use yep_sdk::{Server, HookDecision};
+//!
+//! Server::new("echo")
+//!     .tool("echo", |args, _ctx| Ok(json!({ "echoed": args["text"] })))
+//!     .on_hook(|fire| if fire.args["forbidden"] == true { HookDecision::block("forbidden") } else { HookDecision::allow() })
+//!     .serve()
+//!     .unwrap();
+//! ```
+#![deny(clippy::print_stdout)]
 
+mod context;
+mod framing;
+mod pool;
+mod server;
+
+pub use context::{Context, Notifier};
+pub use server::{Server, ToolError, ToolResult};
+pub use yep_protocol::{
+    CommandExecuteResult, ConfigStatus, ErrorObject, HookDecision, HookFireParams, StatusLevel,
+    TraceEventParams, UiAskParams, UiAskResult,
+};
+/// The wire types, for authors who need the rest.
+pub use yep_protocol as protocol;
