@@ -1,1 +1,19 @@
+//! The library an agent embeds to run YEP extensions.
+//!
+//! Layers, bottom up:
+//! - [`rpc`]: a multiplexed connection over any `AsyncRead`/`AsyncWrite` pair;
+//! - [`process`]: spawning a server in its own process group, its stderr log, graceful stop;
+//! - [`dialect`]: the YEP handshake and typed calls over a connection;
+//! - [`supervisor`]: one extension's live server: lazy spawn, crash errors, backoff respawn;
+//! - [`manifest`]: the `plugin.json` a user approves.
 
+pub mod dialect;
+pub mod manifest;
+pub mod process;
+pub mod rpc;
+pub mod supervisor;
+
+pub use dialect::yep::{Events, NoEvents};
+pub use manifest::Manifest;
+pub use rpc::{CallError, CallOptions, CloseReason, UpdateSink};
+pub use supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};

@@ -1,0 +1,278 @@
+//! The package manifest, `plugin.json` with a `yolop` facet: what a user approves.
+//!
+//! Read exactly as yolop reads it (lenient at the top level and in the facet, strict where
+//! yolop is strict), without executing anything.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const MANIFEST_FILE: &str = "plugin.json";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub yolop: Facet,
+}
+
+/// The `yolop` block.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Facet {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    #[serde(rename = "capabilityServer", default, skip_serializing_if = "Option::is_none")]
+    pub capability_server: Option<CapabilityServer>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_schema: Option<Value>,
+    #[serde(default)]
+    pub tools: Vec<ToolDef>,
+    #[serde(default)]
+    pub prompt: bool,
+    #[serde(default)]
+    pub dynamic_prompt: bool,
+    #[serde(rename = "mcpServers", default)]
+    pub mcp_servers: BTreeMap<String, McpServer>,
+    #[serde(default)]
+    pub hooks: Vec<HookDef>,
+    #[serde(default)]
+    pub commands: Vec<CommandDef>,
+    #[serde(default)]
+    pub status: bool,
+    #[serde(default)]
+    pub skills: bool,
+    #[serde(default)]
+    pub ui_ask: bool,
+    #[serde(default)]
+    pub trace: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CapabilityServer {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binaries: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolDef {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "object_schema")]
+    pub schema: Value,
+    #[serde(default)]
+    pub never_defer: bool,
+}
+
+fn object_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServer {
+    #[serde(rename = "type", default = "stdio")]
+    pub transport: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+fn stdio() -> String {
+    "stdio".into()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookEvent {
+    PreToolUse,
+    PostToolUse,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    #[default]
+    Warn,
+    Block,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookDef {
+    pub event: HookEvent,
+    #[serde(default = "match_all")]
+    pub tool_name_glob: String,
+    #[serde(default = "default_hook_timeout")]
+    pub timeout_ms: u64,
+    #[serde(default)]
+    pub on_error: OnError,
+}
+
+fn match_all() -> String {
+    "*".into()
+}
+
+fn default_hook_timeout() -> u64 {
+    5000
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandDef {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub args: Vec<CommandArg>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandArg {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// Why a manifest was refused. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManifestError {
+    #[error("failed to read manifest {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("failed to parse manifest {path}: {message} at line {line} column {column}")]
+    Syntax { path: PathBuf, message: String, line: usize, column: usize },
+    #[error("invalid manifest {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Manifest {
+    /// Read and validate `<dir>/plugin.json`.
+    pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
+        let path = dir.join(MANIFEST_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|source| ManifestError::Read { path: path.clone(), source })?;
+        Self::parse(&text, &path)
+    }
+
+    /// Parse and validate manifest text; `path` is only used in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+        let manifest: Manifest = serde_json::from_str(text).map_err(|e| ManifestError::Syntax {
+            path: path.to_path_buf(),
+            message: strip_position(&e.to_string()),
+            line: e.line(),
+            column: e.column(),
+        })?;
+        manifest.validate().map_err(|message| ManifestError::Invalid { path: path.to_path_buf(), message })?;
+        Ok(manifest)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if !valid_name(&self.name) {
+            return Err(format!("name {:?} must be non-empty and use only A-Z a-z 0-9 _ -", self.name));
+        }
+        let f = &self.yolop;
+        if let Some(v) = &f.protocol_version
+            && !yep_protocol::version_compatible(v)
+        {
+            return Err(format!(
+                "protocol_version {v:?} is incompatible with this host ({})",
+                yep_protocol::PROTOCOL_VERSION
+            ));
+        }
+        if let Some(server) = &f.capability_server
+            && server.command.trim().is_empty()
+        {
+            return Err("capabilityServer.command is empty".into());
+        }
+        for c in &f.commands {
+            if !valid_name(&c.name) {
+                return Err(format!("command name {:?} must use only A-Z a-z 0-9 _ -", c.name));
+            }
+        }
+        let contributes = !f.tools.is_empty()
+            || f.prompt
+            || f.dynamic_prompt
+            || !f.mcp_servers.is_empty()
+            || !f.hooks.is_empty()
+            || !f.commands.is_empty()
+            || f.status
+            || f.skills
+            || f.trace;
+        if !contributes {
+            return Err("extension declares no contributions; nothing to contribute".into());
+        }
+        Ok(())
+    }
+
+    /// The tool definition for `name`, if the manifest declares it.
+    pub fn tool(&self, name: &str) -> Option<&ToolDef> {
+        self.yolop.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// `[A-Za-z0-9_-]+`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// serde_json appends " at line L column C"; the error carries those as fields.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        Manifest::parse(text, Path::new("/pkg/plugin.json"))
+    }
+
+    #[test]
+    fn a_minimal_tool_manifest_parses_with_defaults() {
+        let m = parse(r#"{"name":"x","yolop":{"capabilityServer":{"command":"x-server"},"tools":[{"name":"t"}],"hooks":[{"event":"pre_tool_use"}]}}"#).unwrap();
+        assert_eq!(m.yolop.tools[0].schema, serde_json::json!({"type": "object"}));
+        assert_eq!(m.yolop.hooks[0].tool_name_glob, "*");
+        assert_eq!(m.yolop.hooks[0].timeout_ms, 5000);
+        assert_eq!(m.yolop.hooks[0].on_error, OnError::Warn);
+    }
+
+    #[test]
+    fn syntax_errors_name_the_file_line_and_column() {
+        let err = parse("{\n  \"name\": \"x\"\n  \"yolop\": {}\n}").unwrap_err().to_string();
+        assert!(err.contains("/pkg/plugin.json"), "{err}");
+        assert!(err.contains("line 3 column 3"), "{err}");
+    }
+
+    #[test]
+    fn bad_names_no_contributions_and_wrong_majors_are_refused() {
+        let bad_name = parse(r#"{"name":"a b","yolop":{"prompt":true}}"#).unwrap_err().to_string();
+        assert!(bad_name.contains("A-Z a-z 0-9"), "{bad_name}");
+        let empty = parse(r#"{"name":"a","yolop":{}}"#).unwrap_err().to_string();
+        assert!(empty.contains("declares no contributions"), "{empty}");
+        let major = parse(r#"{"name":"a","yolop":{"protocol_version":"2.0","prompt":true}}"#).unwrap_err().to_string();
+        assert!(major.contains("incompatible"), "{major}");
+        let hook = parse(r#"{"name":"a","yolop":{"hooks":[{"event":"pre_tool_use","extra":1}]}}"#).unwrap_err().to_string();
+        assert!(hook.contains("unknown field"), "{hook}");
+    }
+}

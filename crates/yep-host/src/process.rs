@@ -1,0 +1,235 @@
+//! Server processes: spawned in their own process group, stderr drained into a log file and
+//! an in-memory tail, killed with the whole group when dropped.
+//!
+//! This is the one place that builds a `Command`; `clippy.toml` bans it everywhere else.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+/// How many stderr lines are kept in memory for error messages.
+pub const STDERR_TAIL_LINES: usize = 20;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// Put first on PATH (the package's `bin/`), when it exists.
+    pub bin_dir: Option<PathBuf>,
+    pub env: Vec<(String, String)>,
+    /// Where stderr is appended.
+    pub log_path: PathBuf,
+}
+
+/// The last lines a server wrote to stderr.
+#[derive(Clone, Default)]
+pub struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    done: Option<watch::Receiver<bool>>,
+}
+
+impl StderrTail {
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect()
+    }
+
+    /// Wait (bounded) until stderr reached EOF, so the tail holds the server's last words.
+    pub async fn drained(&self, within: Duration) {
+        if let Some(mut rx) = self.done.clone() {
+            let _ = tokio::time::timeout(within, rx.wait_for(|done| *done)).await;
+        }
+    }
+}
+
+/// A running server process. Dropping it kills its whole process group.
+pub struct ServerProcess {
+    child: Child,
+    pgid: Option<i32>,
+    pub stderr: StderrTail,
+    pub log_path: PathBuf,
+}
+
+/// The spawned process plus its stdio pipes.
+pub struct Spawned {
+    pub process: ServerProcess,
+    pub stdin: ChildStdin,
+    pub stdout: ChildStdout,
+}
+
+/// Why a spawn failed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot spawn `{program}`: {source}")]
+pub struct SpawnError {
+    pub program: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// PATH with `dir` first.
+fn path_with(dir: &Path) -> OsString {
+    let mut parts = vec![dir.to_path_buf()];
+    if let Some(path) = std::env::var_os("PATH") {
+        parts.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(parts).unwrap_or_default()
+}
+
+/// Spawn a server: cwd set, `bin/` first on PATH, its own process group, stderr to its log.
+pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
+    let err = |source| SpawnError { program: spec.program.clone(), source };
+    if let Some(parent) = spec.log_path.parent() {
+        std::fs::create_dir_all(parent).map_err(err)?;
+    }
+    #[allow(clippy::disallowed_methods)] // the one spawn wrapper
+    let mut cmd = Command::new(resolve_program(spec));
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(bin) = spec.bin_dir.as_deref().filter(|d| d.is_dir()) {
+        cmd.env("PATH", path_with(bin));
+    }
+    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let mut child = cmd.spawn().map_err(err)?;
+    let pgid = child.id().map(|pid| pid as i32);
+    let stdin = child.stdin.take().expect("stdin is piped");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let tail = drain_stderr(stderr, spec.log_path.clone());
+    Ok(Spawned {
+        process: ServerProcess { child, pgid, stderr: tail, log_path: spec.log_path.clone() },
+        stdin,
+        stdout,
+    })
+}
+
+/// A program named without a slash is looked up in `bin/` first, then on PATH, matching the
+/// PATH the child sees.
+fn resolve_program(spec: &SpawnSpec) -> PathBuf {
+    let program = Path::new(&spec.program);
+    if program.components().count() == 1
+        && let Some(candidate) = spec.bin_dir.as_ref().map(|b| b.join(program)).filter(|c| c.is_file())
+    {
+        return candidate;
+    }
+    if program.is_relative() && program.components().count() > 1 {
+        // Relative paths with a slash are relative to the package (its bin dir's parent).
+        if let Some(pkg) = spec.bin_dir.as_ref().and_then(|b| b.parent()) {
+            return pkg.join(program);
+        }
+    }
+    program.to_path_buf()
+}
+
+fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> StderrTail {
+    let (done_tx, done_rx) = watch::channel(false);
+    let tail = StderrTail { lines: Arc::default(), done: Some(done_rx) };
+    let lines = Arc::clone(&tail.lines);
+    tokio::spawn(async move {
+        let mut log = tokio::fs::OpenOptions::new().create(true).append(true).open(&log_path).await.ok();
+        let mut reader = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            if let Some(file) = log.as_mut()
+                && file.write_all(format!("{line}\n").as_bytes()).await.is_err()
+            {
+                log = None;
+            }
+            let mut tail = lines.lock().unwrap_or_else(|p| p.into_inner());
+            if tail.len() == STDERR_TAIL_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(line);
+        }
+        if let Some(mut file) = log {
+            let _ = file.flush().await;
+        }
+        let _ = done_tx.send(true);
+    });
+    tail
+}
+
+impl ServerProcess {
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The exit status, if it exited within `within`.
+    pub async fn wait_for_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        tokio::time::timeout(within, self.child.wait()).await.ok().and_then(Result::ok)
+    }
+
+    /// Send a signal to the whole process group.
+    fn signal_group(&self, signal: i32) {
+        #[cfg(unix)]
+        if let Some(pgid) = self.pgid {
+            // SAFETY: killpg only sends a signal; the group is the one we created at spawn.
+            unsafe {
+                libc::killpg(pgid, signal);
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = signal;
+    }
+
+    /// After stdin was closed: wait `grace`, SIGTERM the group, wait `grace`, SIGKILL, reap.
+    pub async fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {
+        if let Some(status) = self.wait_for_exit(grace).await {
+            self.signal_group(libc::SIGKILL); // stragglers the server left in its group
+            return Some(status);
+        }
+        self.signal_group(libc::SIGTERM);
+        if let Some(status) = self.wait_for_exit(grace).await {
+            self.signal_group(libc::SIGKILL);
+            return Some(status);
+        }
+        self.signal_group(libc::SIGKILL);
+        let _ = self.child.start_kill();
+        self.wait_for_exit(Duration::from_secs(5)).await
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // `kill_on_drop` reaps the direct child; the group kill takes its descendants too.
+        if matches!(self.child.try_wait(), Ok(None)) || self.pgid.is_some() {
+            self.signal_group(libc::SIGKILL);
+        }
+    }
+}
+
+/// Render an exit status the way people read it: `exit code 3`, `signal 9 (SIGKILL)`.
+pub fn describe_status(status: Option<ExitStatus>) -> String {
+    let Some(status) = status else {
+        return "still running or not reaped".to_string();
+    };
+    if let Some(code) = status.code() {
+        return format!("exit code {code}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            let name = match sig {
+                libc::SIGKILL => " (SIGKILL)",
+                libc::SIGTERM => " (SIGTERM)",
+                libc::SIGSEGV => " (SIGSEGV)",
+                libc::SIGABRT => " (SIGABRT)",
+                _ => "",
+            };
+            return format!("signal {sig}{name}");
+        }
+    }
+    status.to_string()
+}

@@ -1,0 +1,526 @@
+//! A multiplexed YEP connection over any async reader/writer pair.
+//!
+//! The caller's task writes its request line itself (under a lock) and awaits a oneshot; one
+//! reader task resolves that oneshot directly when the response arrives. That keeps a call to
+//! one hop each way. `tool/update` notifications are routed by `request_id` to the call's
+//! update sink and count as activity for its timeout. Everything else the server sends goes
+//! to a [`Handler`].
+
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use yep_protocol::methods::{CANCEL, TOOL_UPDATE};
+use yep_protocol::{
+    CancelParams, ErrorObject, Message, ToolUpdateParams, error_line, notification_line,
+    request_line, result_line,
+};
+
+/// Receives streamed `tool/update` output for one call. Runs on the reader task: keep it cheap.
+pub type UpdateSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A boxed future, for handler answers.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The default cap on one incoming line.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+
+/// What the server sends besides responses.
+pub trait Handler: Send + Sync + 'static {
+    /// A notification other than a correlated `tool/update`. Runs on the reader task, in
+    /// arrival order: keep it cheap.
+    fn notification(&self, method: &str, params: Value);
+    /// A reverse request. The future runs on its own task, so a slow answer (a human typing)
+    /// never stalls the reader.
+    fn request(&self, method: &str, params: Value) -> BoxFuture<Result<Value, ErrorObject>>;
+}
+
+/// Why a connection closed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CloseReason {
+    #[error("the server closed its stdout")]
+    Eof,
+    #[error("reading from the server failed: {0}")]
+    Io(String),
+    #[error("the server sent a {len}-byte line, over the {cap}-byte frame cap; disconnected")]
+    FrameTooLarge { len: usize, cap: usize },
+    #[error("the host closed the connection")]
+    Shutdown,
+}
+
+/// Why a call did not produce a result.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The server answered with an error.
+    #[error("{0}")]
+    Remote(ErrorObject),
+    /// The caller cancelled; `cancel` went on the wire.
+    #[error("cancelled")]
+    Cancelled,
+    #[error("`{method}` timed out after {} ms", after.as_millis())]
+    Timeout { method: String, after: Duration },
+    #[error("connection closed: {0}")]
+    Closed(CloseReason),
+    #[error("failed to write to the server: {0}")]
+    Write(String),
+}
+
+/// Per-call options.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Fail the call after this long without a response (or, with `updates`, without progress).
+    pub timeout: Option<Duration>,
+    /// Where `tool/update` progress for this call goes. Progress also resets the timeout.
+    pub updates: Option<UpdateSink>,
+    /// Cancel the call: `cancel {id}` is sent and the call resolves [`CallError::Cancelled`].
+    pub cancel: Option<CancellationToken>,
+}
+
+impl CallOptions {
+    pub fn timeout(timeout: Duration) -> Self {
+        CallOptions {
+            timeout: Some(timeout),
+            ..Self::default()
+        }
+    }
+}
+
+/// Connection tuning.
+#[derive(Debug, Clone)]
+pub struct ConnectionOptions {
+    /// Label for logs and errors (the extension name).
+    pub label: String,
+    /// Longest line accepted from the server.
+    pub max_frame_bytes: usize,
+}
+
+impl Default for ConnectionOptions {
+    fn default() -> Self {
+        ConnectionOptions {
+            label: "extension".into(),
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+        }
+    }
+}
+
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+struct Slot {
+    tx: oneshot::Sender<Result<Value, CallError>>,
+    /// Micros since `Inner::epoch` of the last activity on this call.
+    activity: Option<Arc<Activity>>,
+}
+
+struct Activity {
+    last_micros: AtomicU64,
+    sink: Option<UpdateSink>,
+}
+
+#[derive(Default)]
+struct Pending {
+    slots: HashMap<u64, Slot>,
+    closed: Option<CloseReason>,
+}
+
+struct Inner {
+    label: String,
+    writer: tokio::sync::Mutex<Option<Writer>>,
+    pending: Mutex<Pending>,
+    next_id: AtomicU64,
+    epoch: Instant,
+    closed: tokio::sync::watch::Sender<Option<CloseReason>>,
+}
+
+/// A live, multiplexed connection to one server. Cheap to clone.
+#[derive(Clone)]
+pub struct Connection {
+    inner: Arc<Inner>,
+}
+
+impl Connection {
+    /// Start a connection: spawns the reader task on the current tokio runtime.
+    pub fn start<R, W>(reader: R, writer: W, handler: Arc<dyn Handler>, opts: ConnectionOptions) -> Connection
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (closed, _) = tokio::sync::watch::channel(None);
+        let inner = Arc::new(Inner {
+            label: opts.label.clone(),
+            writer: tokio::sync::Mutex::new(Some(Box::new(writer))),
+            pending: Mutex::new(Pending::default()),
+            next_id: AtomicU64::new(1),
+            epoch: Instant::now(),
+            closed,
+        });
+        let conn = Connection { inner };
+        let reader_conn = conn.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::with_capacity(64 * 1024, reader);
+            let reason = reader_conn.read_loop(&mut reader, handler, opts.max_frame_bytes).await;
+            reader_conn.close(reason);
+        });
+        conn
+    }
+
+    /// Why the connection closed, once it has.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.lock_pending().closed.clone()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.close_reason().is_some()
+    }
+
+    /// Resolves when the connection closes, with the reason.
+    pub async fn closed(&self) -> CloseReason {
+        let mut rx = self.inner.closed.subscribe();
+        loop {
+            if let Some(reason) = rx.borrow_and_update().clone() {
+                return reason;
+            }
+            if rx.changed().await.is_err() {
+                return CloseReason::Shutdown;
+            }
+        }
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.inner.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Mark the connection closed and fail every pending call with `reason`.
+    pub fn close(&self, reason: CloseReason) {
+        let slots = {
+            let mut pending = self.lock_pending();
+            if pending.closed.is_some() {
+                return;
+            }
+            pending.closed = Some(reason.clone());
+            std::mem::take(&mut pending.slots)
+        };
+        for (_, slot) in slots {
+            let _ = slot.tx.send(Err(CallError::Closed(reason.clone())));
+        }
+        self.inner.closed.send_replace(Some(reason));
+    }
+
+    /// Close our writing half: the server sees EOF on stdin.
+    pub async fn close_write(&self) {
+        if let Some(mut w) = self.inner.writer.lock().await.take() {
+            let _ = w.shutdown().await;
+        }
+    }
+
+    async fn write_line(&self, line: String) -> Result<(), CallError> {
+        let mut guard = self.inner.writer.lock().await;
+        let Some(w) = guard.as_mut() else {
+            return Err(CallError::Write("the connection is closed for writing".into()));
+        };
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        let res = async {
+            w.write_all(&bytes).await?;
+            w.flush().await
+        }
+        .await;
+        res.map_err(|e| CallError::Write(e.to_string()))
+    }
+
+    /// Send a notification.
+    pub async fn notify<P: Serialize>(&self, method: &str, params: Option<&P>) -> Result<(), CallError> {
+        self.write_line(notification_line(method, params)).await
+    }
+
+    /// Send a request and wait for its result.
+    pub async fn call<P: Serialize>(&self, method: &str, params: Option<&P>, opts: CallOptions) -> Result<Value, CallError> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, mut rx) = oneshot::channel();
+        let activity = opts.updates.clone().map(|sink| {
+            Arc::new(Activity {
+                last_micros: AtomicU64::new(self.micros()),
+                sink: Some(sink),
+            })
+        });
+        {
+            let mut pending = self.lock_pending();
+            if let Some(reason) = &pending.closed {
+                return Err(CallError::Closed(reason.clone()));
+            }
+            pending.slots.insert(id, Slot { tx, activity: activity.clone() });
+        }
+        // From here on, leaving early (drop, cancel, timeout) must forget the slot and tell
+        // the server, so a late answer is dropped and the server can stop work.
+        let mut guard = PendingGuard { conn: self, id, armed: true };
+        self.write_line(request_line(id, method, params)).await?;
+
+        let cancel = opts.cancel.clone().unwrap_or_default();
+        let started = Instant::now();
+        let mut deadline = opts.timeout.map(|t| started + t);
+        loop {
+            let sleep = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                res = &mut rx => {
+                    guard.armed = false;
+                    return res.unwrap_or(Err(CallError::Closed(CloseReason::Shutdown)));
+                }
+                () = cancel.cancelled() => {
+                    return Err(CallError::Cancelled);
+                }
+                () = sleep => {
+                    let timeout = opts.timeout.unwrap_or_default();
+                    // Progress since the deadline was set pushes it out.
+                    if let Some(act) = &activity {
+                        let last = self.inner.epoch + Duration::from_micros(act.last_micros.load(Ordering::Relaxed));
+                        let extended = last + timeout;
+                        if extended > Instant::now() {
+                            deadline = Some(extended);
+                            continue;
+                        }
+                    }
+                    return Err(CallError::Timeout { method: method.to_string(), after: timeout });
+                }
+            }
+        }
+    }
+
+    fn micros(&self) -> u64 {
+        self.inner.epoch.elapsed().as_micros() as u64
+    }
+
+    /// Forget a pending call and send `cancel {id}` (its answer is dropped as late).
+    fn abandon(&self, id: u64) {
+        let had = self.lock_pending().slots.remove(&id).is_some();
+        if !had {
+            return;
+        }
+        let conn = self.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let cancel_id = conn.inner.next_id.fetch_add(1, Ordering::Relaxed);
+                let line = request_line(cancel_id, CANCEL, Some(&CancelParams { id }));
+                if let Err(err) = conn.write_line(line).await {
+                    tracing::debug!(extension = %conn.inner.label, "could not send cancel for request {id}: {err}");
+                }
+            });
+        }
+    }
+
+    async fn read_loop<R: AsyncBufRead + Unpin>(&self, reader: &mut R, handler: Arc<dyn Handler>, cap: usize) -> CloseReason {
+        let mut buf = Vec::with_capacity(4096);
+        loop {
+            match read_line_capped(reader, &mut buf, cap).await {
+                Ok(ReadLine::Eof) => return CloseReason::Eof,
+                Ok(ReadLine::TooLong(len)) => {
+                    tracing::error!(extension = %self.inner.label, "server sent a {len}-byte line over the {cap}-byte frame cap; disconnecting");
+                    return CloseReason::FrameTooLarge { len, cap };
+                }
+                Ok(ReadLine::Line) => self.dispatch(&buf, &handler).await,
+                Err(err) => return CloseReason::Io(err.to_string()),
+            }
+        }
+    }
+
+    async fn dispatch(&self, line: &[u8], handler: &Arc<dyn Handler>) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let msg = match Message::parse(line) {
+            Ok(msg) => msg,
+            Err(err) => {
+                tracing::warn!(extension = %self.inner.label, "skipping malformed line from the server: {err}: {}", preview(line));
+                return;
+            }
+        };
+        match msg {
+            Message::Response(resp) => {
+                let slot = self.lock_pending().slots.remove(&resp.id);
+                match slot {
+                    Some(slot) => {
+                        let _ = slot.tx.send(resp.result.map_err(CallError::Remote));
+                    }
+                    None => tracing::debug!(extension = %self.inner.label, "dropping a late or unknown response for id {}", resp.id),
+                }
+            }
+            Message::Notification(n) if n.method == TOOL_UPDATE => {
+                let update: ToolUpdateParams = serde_json::from_value(n.params).unwrap_or_default();
+                let activity = self.lock_pending().slots.get(&update.request_id).and_then(|s| s.activity.clone());
+                match activity {
+                    Some(act) => {
+                        act.last_micros.store(self.micros(), Ordering::Relaxed);
+                        if let Some(sink) = &act.sink {
+                            sink(&update.output);
+                        }
+                    }
+                    None => tracing::debug!(extension = %self.inner.label, "tool/update for request {} nobody awaits: {}", update.request_id, update.output),
+                }
+            }
+            Message::Notification(n) => handler.notification(&n.method, n.params),
+            Message::Request(req) => {
+                let fut = handler.request(&req.method, req.params);
+                let conn = self.clone();
+                tokio::spawn(async move {
+                    let line = match fut.await {
+                        Ok(v) => result_line(req.id, &v),
+                        Err(e) => error_line(req.id, &e),
+                    };
+                    if let Err(err) = conn.write_line(line).await {
+                        tracing::debug!(extension = %conn.inner.label, "could not answer {}: {err}", req.method);
+                    }
+                });
+            }
+        }
+    }
+}
+
+struct PendingGuard<'a> {
+    conn: &'a Connection,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.conn.abandon(self.id);
+        }
+    }
+}
+
+fn preview(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
+    if line.len() > 120 { format!("{text}…") } else { text }
+}
+
+enum ReadLine {
+    Line,
+    TooLong(usize),
+    Eof,
+}
+
+/// Read one line into `buf` without ever holding more than `cap` bytes of it.
+async fn read_line_capped<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<ReadLine> {
+    buf.clear();
+    let mut total = 0usize;
+    loop {
+        let available = r.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match total {
+                0 => ReadLine::Eof,
+                n if n > cap => ReadLine::TooLong(n),
+                _ => ReadLine::Line,
+            });
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let chunk = &available[..newline.unwrap_or(available.len())];
+        total += chunk.len();
+        if total > cap {
+            // Past the cap the connection is dropped; no need to read the rest.
+            return Ok(ReadLine::TooLong(total));
+        }
+        buf.extend_from_slice(chunk);
+        let consumed = newline.map_or(available.len(), |i| i + 1);
+        r.consume(consumed);
+        if newline.is_some() {
+            return Ok(ReadLine::Line);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, duplex};
+
+    struct Silent;
+    impl Handler for Silent {
+        fn notification(&self, _: &str, _: Value) {}
+        fn request(&self, method: &str, _: Value) -> BoxFuture<Result<Value, ErrorObject>> {
+            let err = ErrorObject::method_not_found(method);
+            Box::pin(async move { Err(err) })
+        }
+    }
+
+    #[tokio::test]
+    async fn responses_resolve_out_of_order() {
+        let (a, b) = duplex(1 << 20);
+        let (host_r, host_w) = tokio::io::split(a);
+        let conn = Connection::start(host_r, host_w, Arc::new(Silent), ConnectionOptions::default());
+        let (server_r, mut server_w) = tokio::io::split(b);
+        let c1 = conn.clone();
+        let c2 = conn.clone();
+        let first = tokio::spawn(async move { c1.call("tool/call", Some(&json!({"n": 1})), CallOptions::default()).await });
+        let second = tokio::spawn(async move { c2.call("tool/call", Some(&json!({"n": 2})), CallOptions::default()).await });
+        let mut lines = BufReader::new(server_r).lines();
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let line = lines.next_line().await.unwrap().unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            ids.push((v["id"].as_u64().unwrap(), v["params"]["n"].as_u64().unwrap()));
+        }
+        // Answer in reverse order, with a blank and a malformed line in between.
+        for (id, n) in ids.iter().rev() {
+            server_w.write_all(format!("\nnot json\n{{\"id\":{id},\"result\":{n}}}\n").as_bytes()).await.unwrap();
+        }
+        assert_eq!(first.await.unwrap().unwrap(), json!(1));
+        assert_eq!(second.await.unwrap().unwrap(), json!(2));
+    }
+
+    #[tokio::test]
+    async fn an_oversized_line_closes_the_connection_and_fails_pending_calls() {
+        let (a, b) = duplex(1 << 20);
+        let (host_r, host_w) = tokio::io::split(a);
+        let conn = Connection::start(host_r, host_w, Arc::new(Silent), ConnectionOptions { label: "t".into(), max_frame_bytes: 64 });
+        let (_server_r, mut server_w) = tokio::io::split(b);
+        let c = conn.clone();
+        let call = tokio::spawn(async move { c.call::<Value>("tool/call", None, CallOptions::default()).await });
+        server_w.write_all(format!("{}\n", "x".repeat(200)).as_bytes()).await.unwrap();
+        let err = call.await.unwrap().unwrap_err();
+        assert!(matches!(err, CallError::Closed(CloseReason::FrameTooLarge { len: 200, cap: 64 })), "{err}");
+        assert!(err.to_string().contains("frame cap"), "{err}");
+        assert!(conn.is_closed());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_resets_the_timeout() {
+        let (a, b) = duplex(1 << 20);
+        let (host_r, host_w) = tokio::io::split(a);
+        let conn = Connection::start(host_r, host_w, Arc::new(Silent), ConnectionOptions::default());
+        let (server_r, mut server_w) = tokio::io::split(b);
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink_seen = Arc::clone(&seen);
+        let opts = CallOptions {
+            timeout: Some(Duration::from_millis(100)),
+            updates: Some(Arc::new(move |s: &str| sink_seen.lock().unwrap().push(s.to_string()))),
+            cancel: None,
+        };
+        let c = conn.clone();
+        let call = tokio::spawn(async move { c.call::<Value>("tool/call", None, opts).await });
+        let mut lines = BufReader::new(server_r).lines();
+        let id = serde_json::from_str::<Value>(&lines.next_line().await.unwrap().unwrap()).unwrap()["id"].as_u64().unwrap();
+        for i in 0..5 {
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            server_w.write_all(format!("{{\"method\":\"tool/update\",\"params\":{{\"request_id\":{id},\"output\":\"{i}\"}}}}\n").as_bytes()).await.unwrap();
+        }
+        server_w.write_all(format!("{{\"id\":{id},\"result\":\"done\"}}\n").as_bytes()).await.unwrap();
+        assert_eq!(call.await.unwrap().unwrap(), json!("done"));
+        assert_eq!(seen.lock().unwrap().len(), 5);
+    }
+}

@@ -1,0 +1,112 @@
+//! Shared helpers: locating the binaries cargo built, specs in a temp dir, recording events.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use yep_host::rpc::BoxFuture;
+use yep_host::{Events, Extension, ServerSpec, SupervisorOptions};
+use yep_protocol::{LogParams, StatusChangedParams, UiAskParams, UiAskResult};
+
+/// `target/<profile>`, found from this test binary (`target/<profile>/deps/<test>`).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(|deps| deps.parent()).unwrap().to_path_buf()
+}
+
+fn built(path: PathBuf, how: &str) -> String {
+    assert!(path.is_file(), "{} is missing; build it first: {how} (or run `cargo test --workspace`)", path.display());
+    path.to_string_lossy().into_owned()
+}
+
+/// The real `yep-example-echo` binary.
+pub fn echo_bin() -> String {
+    built(target_dir().join("yep-example-echo"), "cargo build -p yep-example-echo")
+}
+
+/// The yolop-yep fixture (an example of this package, built by `cargo test`).
+pub fn yolop_fixture_bin() -> String {
+    built(target_dir().join("examples/yolop_fixture"), "cargo build -p yep-host --example yolop_fixture")
+}
+
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        Fixture { dir: tempfile::tempdir().unwrap() }
+    }
+
+    pub fn spec(&self, name: &str, command: &str, args: &[&str]) -> ServerSpec {
+        ServerSpec {
+            name: name.into(),
+            command: command.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            package_dir: self.dir.path().to_path_buf(),
+            workspace_root: self.dir.path().to_path_buf(),
+            session_id: "test-session".into(),
+            config: Value::Null,
+            env: Vec::new(),
+            log_dir: self.dir.path().join("logs"),
+        }
+    }
+
+    pub fn echo(&self) -> ServerSpec {
+        self.spec("echo", &echo_bin(), &[])
+    }
+}
+
+pub fn quick_opts() -> SupervisorOptions {
+    SupervisorOptions {
+        request_timeout: Duration::from_secs(20),
+        handshake_timeout: Duration::from_secs(10),
+        grace: Duration::from_millis(500),
+        backoff_base: Duration::from_millis(50),
+        ..SupervisorOptions::default()
+    }
+}
+
+/// Events that record what arrives and answer questions from a script.
+#[derive(Default)]
+pub struct Recorder {
+    pub statuses: Mutex<Vec<StatusChangedParams>>,
+    pub logs: Mutex<Vec<LogParams>>,
+    pub asked: Mutex<Vec<UiAskParams>>,
+    pub answer: Mutex<Option<String>>,
+}
+
+impl Events for Recorder {
+    fn status(&self, _: &str, status: StatusChangedParams) {
+        self.statuses.lock().unwrap().push(status);
+    }
+    fn log(&self, _: &str, log: LogParams) {
+        self.logs.lock().unwrap().push(log);
+    }
+    fn ask(&self, _: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+        self.asked.lock().unwrap().push(params);
+        let answer = self.answer.lock().unwrap().clone();
+        Box::pin(async move {
+            match answer {
+                Some(a) => UiAskResult::answered(a),
+                None => UiAskResult::cancelled(),
+            }
+        })
+    }
+}
+
+pub fn extension(spec: ServerSpec, events: Arc<Recorder>) -> Extension {
+    Extension::new(spec, quick_opts(), events)
+}
+
+/// Poll `cond` for up to five seconds.
+pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..500 {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cond()
+}
