@@ -12,6 +12,10 @@ fn main() -> std::io::Result<()> {
             ToolResponse::ok(json!({ "echoed": text }))
         })
         .tool("fail", |_| ToolResponse::err("fixture failure"))
+        .tool("slow", |_| {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            ToolResponse::ok(json!("slow done"))
+        })
         .on_hook(|params| {
             if params.args.get("forbidden") == Some(&json!(true)) {
                 HookResponse::block("blocked by the yolop fixture")
