@@ -10,6 +10,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use yep_protocol::{
     CancelResult, CommandExecuteResult, ConfigChangedResult, ConfigStatus, ErrorCode, ErrorObject,
     HookDecision, HookFireParams, HostNotification, HostRequest, InitializeParams,
@@ -62,6 +63,9 @@ type ConfigHandler = Box<dyn FnMut(&Value) -> ConfigStatus + Send>;
 type WorkspaceHandler = Box<dyn FnMut(&str) + Send>;
 type TraceHandler = Box<dyn FnMut(&TraceEventParams) + Send>;
 type StartHandler = Box<dyn FnMut(&Notifier) + Send>;
+
+/// At EOF, requests still running get this long to answer before they are cancelled.
+const EOF_GRACE: Duration = Duration::from_secs(2);
 
 /// The default cap on one incoming line.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
@@ -213,12 +217,16 @@ impl Server {
         let mut buf = Vec::with_capacity(4096);
         loop {
             match read_line_capped(&mut reader, &mut buf, max_frame)? {
-                Line::Eof => return Ok(()),
+                Line::Eof => {
+                    serve.finish(EOF_GRACE);
+                    return Ok(());
+                }
                 Line::TooLong(n) => eprintln!("yep-sdk: skipping a {n}-byte line over the {max_frame}-byte frame cap"),
                 Line::Complete if buf.iter().all(u8::is_ascii_whitespace) => {}
                 Line::Complete => match Message::parse(&buf) {
                     Ok(msg) => {
                         if serve.handle(msg) == Flow::Exit {
+                            serve.finish(EOF_GRACE);
                             return Ok(());
                         }
                     }
@@ -270,7 +278,8 @@ struct Serve {
     config: Arc<Mutex<Option<ConfigHandler>>>,
     inflight: Arc<Mutex<HashMap<u64, Arc<CancelFlag>>>>,
     pool: Pool,
-    ordered: Sender<Ordered>,
+    ordered: Option<Sender<Ordered>>,
+    ordered_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 struct Handlers {
@@ -298,9 +307,9 @@ impl Serve {
                 }
             }
         });
-        if let Err(err) = spawned {
-            eprintln!("yep-sdk: failed to start the notification thread: {err}");
-        }
+        let ordered_thread = spawned
+            .map_err(|err| eprintln!("yep-sdk: failed to start the notification thread: {err}"))
+            .ok();
         Serve {
             shared,
             handlers: Arc::new(Handlers {
@@ -315,7 +324,8 @@ impl Serve {
             config: Arc::new(Mutex::new(server.config)),
             inflight: Arc::new(Mutex::new(HashMap::new())),
             pool: Pool::new(server.max_concurrency),
-            ordered: tx,
+            ordered: Some(tx),
+            ordered_thread,
         }
     }
 
@@ -351,8 +361,29 @@ impl Serve {
         Flow::Continue
     }
 
+    /// Before returning from serve: let in-flight requests finish (up to `grace`), answer the
+    /// rest `cancelled`, so every request gets exactly one answer, and let the notification
+    /// handlers finish what already arrived (the last trace events of a session).
+    fn finish(&mut self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline && !self.inflight.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let rest: Vec<_> = self.inflight.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
+        for (id, flag) in rest {
+            flag.cancel();
+            self.send_result(id, Err(ErrorObject::cancelled()));
+        }
+        drop(self.ordered.take());
+        if let Some(thread) = self.ordered_thread.take() {
+            let _ = thread.join();
+        }
+    }
+
     fn order(&self, msg: Ordered) {
-        let _ = self.ordered.send(msg);
+        if let Some(tx) = &self.ordered {
+            let _ = tx.send(msg);
+        }
     }
 
     fn request(&mut self, id: u64, request: HostRequest) {
