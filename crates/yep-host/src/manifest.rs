@@ -25,7 +25,11 @@ pub struct Manifest {
 pub struct Facet {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
-    #[serde(rename = "capabilityServer", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "capabilityServer",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub capability_server: Option<CapabilityServer>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_schema: Option<Value>,
@@ -155,10 +159,18 @@ pub struct CommandArg {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ManifestError {
-    #[error("failed to read manifest {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    #[error("failed to read manifest {path}: {error}")]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
     #[error("failed to parse manifest {path}: {message} at line {line} column {column}")]
-    Syntax { path: PathBuf, message: String, line: usize, column: usize },
+    Syntax {
+        path: PathBuf,
+        message: String,
+        line: usize,
+        column: usize,
+    },
     #[error("invalid manifest {path}: {message}")]
     Invalid { path: PathBuf, message: String },
 }
@@ -167,7 +179,10 @@ impl Manifest {
     /// Read and validate `<dir>/plugin.json`.
     pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
         let path = dir.join(MANIFEST_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| ManifestError::Read { path: path.clone(), source })?;
+        let text = std::fs::read_to_string(&path).map_err(|error| ManifestError::Read {
+            path: path.clone(),
+            error,
+        })?;
         Self::parse(&text, &path)
     }
 
@@ -179,13 +194,21 @@ impl Manifest {
             line: e.line(),
             column: e.column(),
         })?;
-        manifest.validate().map_err(|message| ManifestError::Invalid { path: path.to_path_buf(), message })?;
+        manifest
+            .validate()
+            .map_err(|message| ManifestError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            })?;
         Ok(manifest)
     }
 
     fn validate(&self) -> Result<(), String> {
         if !valid_name(&self.name) {
-            return Err(format!("name {:?} must be non-empty and use only A-Z a-z 0-9 _ -", self.name));
+            return Err(format!(
+                "name {:?} must be non-empty and use only A-Z a-z 0-9 _ -",
+                self.name
+            ));
         }
         let f = &self.yolop;
         if let Some(v) = &f.protocol_version
@@ -203,7 +226,10 @@ impl Manifest {
         }
         for c in &f.commands {
             if !valid_name(&c.name) {
-                return Err(format!("command name {:?} must use only A-Z a-z 0-9 _ -", c.name));
+                return Err(format!(
+                    "command name {:?} must use only A-Z a-z 0-9 _ -",
+                    c.name
+                ));
             }
         }
         let contributes = !f.tools.is_empty()
@@ -229,7 +255,10 @@ impl Manifest {
 
 /// `[A-Za-z0-9_-]+`.
 pub fn valid_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// serde_json appends " at line L column C"; the error carries those as fields.
@@ -251,7 +280,10 @@ mod tests {
     #[test]
     fn a_minimal_tool_manifest_parses_with_defaults() {
         let m = parse(r#"{"name":"x","yolop":{"capabilityServer":{"command":"x-server"},"tools":[{"name":"t"}],"hooks":[{"event":"pre_tool_use"}]}}"#).unwrap();
-        assert_eq!(m.yolop.tools[0].schema, serde_json::json!({"type": "object"}));
+        assert_eq!(
+            m.yolop.tools[0].schema,
+            serde_json::json!({"type": "object"})
+        );
         assert_eq!(m.yolop.hooks[0].tool_name_glob, "*");
         assert_eq!(m.yolop.hooks[0].timeout_ms, 5000);
         assert_eq!(m.yolop.hooks[0].on_error, OnError::Warn);
@@ -259,20 +291,28 @@ mod tests {
 
     #[test]
     fn syntax_errors_name_the_file_line_and_column() {
-        let err = parse("{\n  \"name\": \"x\"\n  \"yolop\": {}\n}").unwrap_err().to_string();
+        let err = parse("{\n  \"name\": \"x\"\n  \"yolop\": {}\n}")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("/pkg/plugin.json"), "{err}");
         assert!(err.contains("line 3 column 3"), "{err}");
     }
 
     #[test]
     fn bad_names_no_contributions_and_wrong_majors_are_refused() {
-        let bad_name = parse(r#"{"name":"a b","yolop":{"prompt":true}}"#).unwrap_err().to_string();
+        let bad_name = parse(r#"{"name":"a b","yolop":{"prompt":true}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(bad_name.contains("A-Z a-z 0-9"), "{bad_name}");
         let empty = parse(r#"{"name":"a","yolop":{}}"#).unwrap_err().to_string();
         assert!(empty.contains("declares no contributions"), "{empty}");
-        let major = parse(r#"{"name":"a","yolop":{"protocol_version":"2.0","prompt":true}}"#).unwrap_err().to_string();
+        let major = parse(r#"{"name":"a","yolop":{"protocol_version":"2.0","prompt":true}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(major.contains("incompatible"), "{major}");
-        let hook = parse(r#"{"name":"a","yolop":{"hooks":[{"event":"pre_tool_use","extra":1}]}}"#).unwrap_err().to_string();
+        let hook = parse(r#"{"name":"a","yolop":{"hooks":[{"event":"pre_tool_use","extra":1}]}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(hook.contains("unknown field"), "{hook}");
     }
 }

@@ -38,7 +38,12 @@ pub struct StderrTail {
 
 impl StderrTail {
     pub fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect()
+        self.lines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// Wait (bounded) until stderr reached EOF, so the tail holds the server's last words.
@@ -84,7 +89,10 @@ fn path_with(dir: &Path) -> OsString {
 
 /// Spawn a server: cwd set, `bin/` first on PATH, its own process group, stderr to its log.
 pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
-    let err = |source| SpawnError { program: spec.program.clone(), source };
+    let err = |source| SpawnError {
+        program: spec.program.clone(),
+        source,
+    };
     if let Some(parent) = spec.log_path.parent() {
         std::fs::create_dir_all(parent).map_err(err)?;
     }
@@ -109,7 +117,12 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     let stderr = child.stderr.take().expect("stderr is piped");
     let tail = drain_stderr(stderr, spec.log_path.clone());
     Ok(Spawned {
-        process: ServerProcess { child, pgid, stderr: tail, log_path: spec.log_path.clone() },
+        process: ServerProcess {
+            child,
+            pgid,
+            stderr: tail,
+            log_path: spec.log_path.clone(),
+        },
         stdin,
         stdout,
     })
@@ -120,7 +133,11 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
 fn resolve_program(spec: &SpawnSpec) -> PathBuf {
     let program = Path::new(&spec.program);
     if program.components().count() == 1
-        && let Some(candidate) = spec.bin_dir.as_ref().map(|b| b.join(program)).filter(|c| c.is_file())
+        && let Some(candidate) = spec
+            .bin_dir
+            .as_ref()
+            .map(|b| b.join(program))
+            .filter(|c| c.is_file())
     {
         return candidate;
     }
@@ -135,14 +152,25 @@ fn resolve_program(spec: &SpawnSpec) -> PathBuf {
 
 fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> StderrTail {
     let (done_tx, done_rx) = watch::channel(false);
-    let tail = StderrTail { lines: Arc::default(), done: Some(done_rx) };
+    let tail = StderrTail {
+        lines: Arc::default(),
+        done: Some(done_rx),
+    };
     let lines = Arc::clone(&tail.lines);
     tokio::spawn(async move {
-        let mut log = tokio::fs::OpenOptions::new().create(true).append(true).open(&log_path).await.ok();
+        let mut log = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .await
+            .ok();
         let mut reader = BufReader::new(stderr).lines();
         while let Ok(Some(line)) = reader.next_line().await {
             if let Some(file) = log.as_mut()
-                && file.write_all(format!("{line}\n").as_bytes()).await.is_err()
+                && file
+                    .write_all(format!("{line}\n").as_bytes())
+                    .await
+                    .is_err()
             {
                 log = None;
             }
@@ -167,7 +195,10 @@ impl ServerProcess {
 
     /// The exit status, if it exited within `within`.
     pub async fn wait_for_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        tokio::time::timeout(within, self.child.wait()).await.ok().and_then(Result::ok)
+        tokio::time::timeout(within, self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
     }
 
     /// Send a signal to the whole process group.

@@ -14,9 +14,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::time::Instant;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use yep_protocol::methods::{CANCEL, TOOL_UPDATE};
 use yep_protocol::{
@@ -149,7 +149,12 @@ pub struct Connection {
 
 impl Connection {
     /// Start a connection: spawns the reader task on the current tokio runtime.
-    pub fn start<R, W>(reader: R, writer: W, handler: Arc<dyn Handler>, opts: ConnectionOptions) -> Connection
+    pub fn start<R, W>(
+        reader: R,
+        writer: W,
+        handler: Arc<dyn Handler>,
+        opts: ConnectionOptions,
+    ) -> Connection
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
@@ -167,7 +172,9 @@ impl Connection {
         let reader_conn = conn.clone();
         tokio::spawn(async move {
             let mut reader = BufReader::with_capacity(64 * 1024, reader);
-            let reason = reader_conn.read_loop(&mut reader, handler, opts.max_frame_bytes).await;
+            let reason = reader_conn
+                .read_loop(&mut reader, handler, opts.max_frame_bytes)
+                .await;
             reader_conn.close(reason);
         });
         conn
@@ -225,7 +232,9 @@ impl Connection {
     async fn write_line(&self, line: String) -> Result<(), CallError> {
         let mut guard = self.inner.writer.lock().await;
         let Some(w) = guard.as_mut() else {
-            return Err(CallError::Write("the connection is closed for writing".into()));
+            return Err(CallError::Write(
+                "the connection is closed for writing".into(),
+            ));
         };
         let mut bytes = line.into_bytes();
         bytes.push(b'\n');
@@ -238,12 +247,21 @@ impl Connection {
     }
 
     /// Send a notification.
-    pub async fn notify<P: Serialize>(&self, method: &str, params: Option<&P>) -> Result<(), CallError> {
+    pub async fn notify<P: Serialize>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), CallError> {
         self.write_line(notification_line(method, params)).await
     }
 
     /// Send a request and wait for its result.
-    pub async fn call<P: Serialize>(&self, method: &str, params: Option<&P>, opts: CallOptions) -> Result<Value, CallError> {
+    pub async fn call<P: Serialize>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+        opts: CallOptions,
+    ) -> Result<Value, CallError> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, mut rx) = oneshot::channel();
         let activity = opts.updates.clone().map(|sink| {
@@ -257,11 +275,21 @@ impl Connection {
             if let Some(reason) = &pending.closed {
                 return Err(CallError::Closed(reason.clone()));
             }
-            pending.slots.insert(id, Slot { tx, activity: activity.clone() });
+            pending.slots.insert(
+                id,
+                Slot {
+                    tx,
+                    activity: activity.clone(),
+                },
+            );
         }
         // From here on, leaving early (drop, cancel, timeout) must forget the slot and tell
         // the server, so a late answer is dropped and the server can stop work.
-        let mut guard = PendingGuard { conn: self, id, armed: true };
+        let mut guard = PendingGuard {
+            conn: self,
+            id,
+            armed: true,
+        };
         self.write_line(request_line(id, method, params)).await?;
 
         let cancel = opts.cancel.clone().unwrap_or_default();
@@ -322,7 +350,12 @@ impl Connection {
         }
     }
 
-    async fn read_loop<R: AsyncBufRead + Unpin>(&self, reader: &mut R, handler: Arc<dyn Handler>, cap: usize) -> CloseReason {
+    async fn read_loop<R: AsyncBufRead + Unpin>(
+        &self,
+        reader: &mut R,
+        handler: Arc<dyn Handler>,
+        cap: usize,
+    ) -> CloseReason {
         let mut buf = Vec::with_capacity(4096);
         loop {
             match read_line_capped(reader, &mut buf, cap).await {
@@ -355,12 +388,18 @@ impl Connection {
                     Some(slot) => {
                         let _ = slot.tx.send(resp.result.map_err(CallError::Remote));
                     }
-                    None => tracing::debug!(extension = %self.inner.label, "dropping a late or unknown response for id {}", resp.id),
+                    None => {
+                        tracing::debug!(extension = %self.inner.label, "dropping a late or unknown response for id {}", resp.id)
+                    }
                 }
             }
             Message::Notification(n) if n.method == TOOL_UPDATE => {
                 let update: ToolUpdateParams = serde_json::from_value(n.params).unwrap_or_default();
-                let activity = self.lock_pending().slots.get(&update.request_id).and_then(|s| s.activity.clone());
+                let activity = self
+                    .lock_pending()
+                    .slots
+                    .get(&update.request_id)
+                    .and_then(|s| s.activity.clone());
                 match activity {
                     Some(act) => {
                         act.last_micros.store(self.micros(), Ordering::Relaxed);
@@ -368,7 +407,9 @@ impl Connection {
                             sink(&update.output);
                         }
                     }
-                    None => tracing::debug!(extension = %self.inner.label, "tool/update for request {} nobody awaits: {}", update.request_id, update.output),
+                    None => {
+                        tracing::debug!(extension = %self.inner.label, "tool/update for request {} nobody awaits: {}", update.request_id, update.output)
+                    }
                 }
             }
             Message::Notification(n) => handler.notification(&n.method, n.params),
@@ -405,7 +446,11 @@ impl Drop for PendingGuard<'_> {
 
 fn preview(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
-    if line.len() > 120 { format!("{text}…") } else { text }
+    if line.len() > 120 {
+        format!("{text}…")
+    } else {
+        text
+    }
 }
 
 enum ReadLine {
@@ -415,7 +460,11 @@ enum ReadLine {
 }
 
 /// Read one line into `buf` without ever holding more than `cap` bytes of it.
-async fn read_line_capped<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<ReadLine> {
+async fn read_line_capped<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<ReadLine> {
     buf.clear();
     let mut total = 0usize;
     loop {
@@ -462,22 +511,39 @@ mod tests {
     async fn responses_resolve_out_of_order() {
         let (a, b) = duplex(1 << 20);
         let (host_r, host_w) = tokio::io::split(a);
-        let conn = Connection::start(host_r, host_w, Arc::new(Silent), ConnectionOptions::default());
+        let conn = Connection::start(
+            host_r,
+            host_w,
+            Arc::new(Silent),
+            ConnectionOptions::default(),
+        );
         let (server_r, mut server_w) = tokio::io::split(b);
         let c1 = conn.clone();
         let c2 = conn.clone();
-        let first = tokio::spawn(async move { c1.call("tool/call", Some(&json!({"n": 1})), CallOptions::default()).await });
-        let second = tokio::spawn(async move { c2.call("tool/call", Some(&json!({"n": 2})), CallOptions::default()).await });
+        let first = tokio::spawn(async move {
+            c1.call("tool/call", Some(&json!({"n": 1})), CallOptions::default())
+                .await
+        });
+        let second = tokio::spawn(async move {
+            c2.call("tool/call", Some(&json!({"n": 2})), CallOptions::default())
+                .await
+        });
         let mut lines = BufReader::new(server_r).lines();
         let mut ids = Vec::new();
         for _ in 0..2 {
             let line = lines.next_line().await.unwrap().unwrap();
             let v: Value = serde_json::from_str(&line).unwrap();
-            ids.push((v["id"].as_u64().unwrap(), v["params"]["n"].as_u64().unwrap()));
+            ids.push((
+                v["id"].as_u64().unwrap(),
+                v["params"]["n"].as_u64().unwrap(),
+            ));
         }
         // Answer in reverse order, with a blank and a malformed line in between.
         for (id, n) in ids.iter().rev() {
-            server_w.write_all(format!("\nnot json\n{{\"id\":{id},\"result\":{n}}}\n").as_bytes()).await.unwrap();
+            server_w
+                .write_all(format!("\nnot json\n{{\"id\":{id},\"result\":{n}}}\n").as_bytes())
+                .await
+                .unwrap();
         }
         assert_eq!(first.await.unwrap().unwrap(), json!(1));
         assert_eq!(second.await.unwrap().unwrap(), json!(2));
@@ -487,13 +553,33 @@ mod tests {
     async fn an_oversized_line_closes_the_connection_and_fails_pending_calls() {
         let (a, b) = duplex(1 << 20);
         let (host_r, host_w) = tokio::io::split(a);
-        let conn = Connection::start(host_r, host_w, Arc::new(Silent), ConnectionOptions { label: "t".into(), max_frame_bytes: 64 });
+        let conn = Connection::start(
+            host_r,
+            host_w,
+            Arc::new(Silent),
+            ConnectionOptions {
+                label: "t".into(),
+                max_frame_bytes: 64,
+            },
+        );
         let (_server_r, mut server_w) = tokio::io::split(b);
         let c = conn.clone();
-        let call = tokio::spawn(async move { c.call::<Value>("tool/call", None, CallOptions::default()).await });
-        server_w.write_all(format!("{}\n", "x".repeat(200)).as_bytes()).await.unwrap();
+        let call = tokio::spawn(async move {
+            c.call::<Value>("tool/call", None, CallOptions::default())
+                .await
+        });
+        server_w
+            .write_all(format!("{}\n", "x".repeat(200)).as_bytes())
+            .await
+            .unwrap();
         let err = call.await.unwrap().unwrap_err();
-        assert!(matches!(err, CallError::Closed(CloseReason::FrameTooLarge { len: 200, cap: 64 })), "{err}");
+        assert!(
+            matches!(
+                err,
+                CallError::Closed(CloseReason::FrameTooLarge { len: 200, cap: 64 })
+            ),
+            "{err}"
+        );
         assert!(err.to_string().contains("frame cap"), "{err}");
         assert!(conn.is_closed());
     }
@@ -502,24 +588,37 @@ mod tests {
     async fn progress_resets_the_timeout() {
         let (a, b) = duplex(1 << 20);
         let (host_r, host_w) = tokio::io::split(a);
-        let conn = Connection::start(host_r, host_w, Arc::new(Silent), ConnectionOptions::default());
+        let conn = Connection::start(
+            host_r,
+            host_w,
+            Arc::new(Silent),
+            ConnectionOptions::default(),
+        );
         let (server_r, mut server_w) = tokio::io::split(b);
         let seen = Arc::new(Mutex::new(Vec::<String>::new()));
         let sink_seen = Arc::clone(&seen);
         let opts = CallOptions {
             timeout: Some(Duration::from_millis(100)),
-            updates: Some(Arc::new(move |s: &str| sink_seen.lock().unwrap().push(s.to_string()))),
+            updates: Some(Arc::new(move |s: &str| {
+                sink_seen.lock().unwrap().push(s.to_string())
+            })),
             cancel: None,
         };
         let c = conn.clone();
         let call = tokio::spawn(async move { c.call::<Value>("tool/call", None, opts).await });
         let mut lines = BufReader::new(server_r).lines();
-        let id = serde_json::from_str::<Value>(&lines.next_line().await.unwrap().unwrap()).unwrap()["id"].as_u64().unwrap();
+        let id = serde_json::from_str::<Value>(&lines.next_line().await.unwrap().unwrap()).unwrap()
+            ["id"]
+            .as_u64()
+            .unwrap();
         for i in 0..5 {
             tokio::time::sleep(Duration::from_millis(60)).await;
             server_w.write_all(format!("{{\"method\":\"tool/update\",\"params\":{{\"request_id\":{id},\"output\":\"{i}\"}}}}\n").as_bytes()).await.unwrap();
         }
-        server_w.write_all(format!("{{\"id\":{id},\"result\":\"done\"}}\n").as_bytes()).await.unwrap();
+        server_w
+            .write_all(format!("{{\"id\":{id},\"result\":\"done\"}}\n").as_bytes())
+            .await
+            .unwrap();
         assert_eq!(call.await.unwrap().unwrap(), json!("done"));
         assert_eq!(seen.lock().unwrap().len(), 5);
     }

@@ -47,7 +47,12 @@ pub struct ServerSpec {
 
 impl ServerSpec {
     /// The spec a manifest describes, or `None` when it declares no capability server.
-    pub fn from_manifest(manifest: &Manifest, package_dir: PathBuf, workspace_root: PathBuf, log_dir: PathBuf) -> Option<ServerSpec> {
+    pub fn from_manifest(
+        manifest: &Manifest,
+        package_dir: PathBuf,
+        workspace_root: PathBuf,
+        log_dir: PathBuf,
+    ) -> Option<ServerSpec> {
         let server = manifest.yolop.capability_server.as_ref()?;
         Some(ServerSpec {
             name: manifest.name.clone(),
@@ -100,22 +105,63 @@ impl Default for SupervisorOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExtensionError {
-    #[error("extension `{extension}`: cannot spawn `{command}`: {source} (install it, or fix capabilityServer.command)")]
-    Spawn { extension: String, command: String, source: std::io::Error },
-    #[error("extension `{extension}`: handshake failed: {source}{}", report(Some(status), stderr_tail, log_path))]
-    Handshake { extension: String, source: HandshakeError, status: String, stderr_tail: Vec<String>, log_path: PathBuf },
-    #[error("extension `{extension}` server stopped during `{method}`: {reason} ({status}){}", report(None, stderr_tail, log_path))]
-    Exited { extension: String, method: String, reason: CloseReason, status: String, stderr_tail: Vec<String>, log_path: PathBuf },
+    #[error(
+        "extension `{extension}`: cannot spawn `{command}`: {source} (install it, or fix capabilityServer.command)"
+    )]
+    Spawn {
+        extension: String,
+        command: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "extension `{extension}`: handshake failed: {source}{}",
+        report(Some(status), stderr_tail, log_path)
+    )]
+    Handshake {
+        extension: String,
+        source: HandshakeError,
+        status: String,
+        stderr_tail: Vec<String>,
+        log_path: PathBuf,
+    },
+    #[error(
+        "extension `{extension}` server stopped during `{method}`: {reason} ({status}){}",
+        report(None, stderr_tail, log_path)
+    )]
+    Exited {
+        extension: String,
+        method: String,
+        reason: CloseReason,
+        status: String,
+        stderr_tail: Vec<String>,
+        log_path: PathBuf,
+    },
     #[error("extension `{extension}`: `{method}` failed: {error}")]
-    Remote { extension: String, method: String, error: ErrorObject },
+    Remote {
+        extension: String,
+        method: String,
+        error: ErrorObject,
+    },
     #[error("extension `{extension}`: `{method}` timed out after {} ms", after.as_millis())]
-    Timeout { extension: String, method: String, after: Duration },
+    Timeout {
+        extension: String,
+        method: String,
+        after: Duration,
+    },
     #[error("extension `{extension}`: `{method}` cancelled")]
     Cancelled { extension: String, method: String },
     #[error("extension `{extension}`: not restarting yet after {failures} failed starts; retry in {} ms", retry_in.as_millis())]
-    BackingOff { extension: String, failures: u32, retry_in: Duration },
+    BackingOff {
+        extension: String,
+        failures: u32,
+        retry_in: Duration,
+    },
     #[error("extension `{extension}`: failed to write `{method}`: {message}")]
-    Write { extension: String, method: String, message: String },
+    Write {
+        extension: String,
+        method: String,
+        message: String,
+    },
 }
 
 impl ExtensionError {
@@ -229,7 +275,8 @@ impl Extension {
         if failures == 0 {
             return None;
         }
-        backoff_delay(self.opts.backoff_base, self.opts.backoff_max, failures).checked_sub(last.elapsed())
+        backoff_delay(self.opts.backoff_base, self.opts.backoff_max, failures)
+            .checked_sub(last.elapsed())
     }
 
     fn note_failure(&self) {
@@ -248,7 +295,11 @@ impl Extension {
         }
         if let Some(wait) = self.backoff() {
             if wait > self.opts.request_timeout {
-                return Err(ExtensionError::BackingOff { extension: self.spec.name.clone(), failures: self.failures(), retry_in: wait });
+                return Err(ExtensionError::BackingOff {
+                    extension: self.spec.name.clone(),
+                    failures: self.failures(),
+                    retry_in: wait,
+                });
             }
             tracing::info!(extension = %self.spec.name, "waiting {} ms before restarting after {} failures", wait.as_millis(), self.failures());
             tokio::time::sleep(wait).await;
@@ -287,21 +338,37 @@ impl Extension {
         })?;
         let mut proc_ = spawned.process;
         let pid = proc_.pid();
-        let router = Arc::new(EventRouter { extension: spec.name.clone(), events: Arc::clone(&self.events) });
+        let router = Arc::new(EventRouter {
+            extension: spec.name.clone(),
+            events: Arc::clone(&self.events),
+        });
         let conn = Connection::start(
             spawned.stdout,
             spawned.stdin,
             router,
-            ConnectionOptions { label: spec.name.clone(), max_frame_bytes: self.opts.max_frame_bytes },
+            ConnectionOptions {
+                label: spec.name.clone(),
+                max_frame_bytes: self.opts.max_frame_bytes,
+            },
         );
-        let params = initialize_params(&spec.session_id, &spec.workspace_root.to_string_lossy(), spec.config.clone());
+        let params = initialize_params(
+            &spec.session_id,
+            &spec.workspace_root.to_string_lossy(),
+            spec.config.clone(),
+        );
         match handshake(&conn, &params, self.opts.handshake_timeout).await {
             Ok(init) => {
                 if !init.name.is_empty() && init.name != spec.name {
                     tracing::warn!(extension = %spec.name, "server calls itself `{}`; the manifest name wins", init.name);
                 }
                 tracing::debug!(extension = %spec.name, pid, "started");
-                Ok(Arc::new(Live { conn, process: tokio::sync::Mutex::new(proc_), pid, init, crash_counted: AtomicBool::new(false) }))
+                Ok(Arc::new(Live {
+                    conn,
+                    process: tokio::sync::Mutex::new(proc_),
+                    pid,
+                    init,
+                    crash_counted: AtomicBool::new(false),
+                }))
             }
             Err(source) => {
                 conn.close(CloseReason::Shutdown);
@@ -329,10 +396,25 @@ impl Extension {
     async fn call_failed(&self, live: &Live, method: &str, err: CallError) -> ExtensionError {
         let extension = self.spec.name.clone();
         match err {
-            CallError::Remote(error) => ExtensionError::Remote { extension, method: method.into(), error },
-            CallError::Cancelled => ExtensionError::Cancelled { extension, method: method.into() },
-            CallError::Timeout { after, .. } => ExtensionError::Timeout { extension, method: method.into(), after },
-            CallError::Write(message) if !live.conn.is_closed() => ExtensionError::Write { extension, method: method.into(), message },
+            CallError::Remote(error) => ExtensionError::Remote {
+                extension,
+                method: method.into(),
+                error,
+            },
+            CallError::Cancelled => ExtensionError::Cancelled {
+                extension,
+                method: method.into(),
+            },
+            CallError::Timeout { after, .. } => ExtensionError::Timeout {
+                extension,
+                method: method.into(),
+                after,
+            },
+            CallError::Write(message) if !live.conn.is_closed() => ExtensionError::Write {
+                extension,
+                method: method.into(),
+                message,
+            },
             CallError::Closed(_) | CallError::Write(_) => {
                 let reason = live.conn.closed().await;
                 let mut proc_ = live.process.lock().await;
@@ -344,7 +426,11 @@ impl Extension {
                 proc_.stderr.drained(Duration::from_millis(500)).await;
                 if !live.crash_counted.swap(true, Ordering::Relaxed) {
                     self.note_failure();
-                    tracing::warn!(extension, "server stopped: {reason} ({})", describe_status(status));
+                    tracing::warn!(
+                        extension,
+                        "server stopped: {reason} ({})",
+                        describe_status(status)
+                    );
                 }
                 ExtensionError::Exited {
                     extension,
@@ -359,7 +445,12 @@ impl Extension {
     }
 
     /// Send a request to the (started) server and decode its result.
-    async fn request<P: Serialize, R: DeserializeOwned>(&self, method: &str, params: Option<&P>, opts: CallOptions) -> Result<R, ExtensionError> {
+    async fn request<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+        opts: CallOptions,
+    ) -> Result<R, ExtensionError> {
         let live = self.live().await?;
         match live.conn.call(method, params, opts).await {
             Ok(value) => {
@@ -369,7 +460,10 @@ impl Extension {
                 serde_json::from_value(value).map_err(|e| ExtensionError::Remote {
                     extension: self.spec.name.clone(),
                     method: method.into(),
-                    error: ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("malformed result: {e}")),
+                    error: ErrorObject::new(
+                        ErrorCode::INVALID_PARAMS,
+                        format!("malformed result: {e}"),
+                    ),
                 })
             }
             Err(err) => Err(self.call_failed(&live, method, err).await),
@@ -382,51 +476,96 @@ impl Extension {
 
     /// Send any request with the default timeout and return the raw result: for tools like
     /// `yep doctor` that probe a server beyond the typed calls.
-    pub async fn request_raw(&self, method: &str, params: Option<&Value>) -> Result<Value, ExtensionError> {
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Result<Value, ExtensionError> {
         self.request(method, params, self.timeout()).await
     }
 
     /// Call a tool. Progress goes to `updates` and resets the timeout; firing `cancel` sends
     /// `cancel` on the wire and resolves the call as cancelled. Dropping the future does too.
-    pub async fn call_tool(&self, tool: &str, args: Value, updates: Option<UpdateSink>, cancel: Option<CancellationToken>) -> Result<Value, ExtensionError> {
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        args: Value,
+        updates: Option<UpdateSink>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<Value, ExtensionError> {
         let params = ToolCallParams {
-            tool_call_id: format!("{}-{}", self.spec.name, self.next_call.fetch_add(1, Ordering::Relaxed)),
+            tool_call_id: format!(
+                "{}-{}",
+                self.spec.name,
+                self.next_call.fetch_add(1, Ordering::Relaxed)
+            ),
             name: tool.to_string(),
             args,
         };
-        let opts = CallOptions { timeout: Some(self.opts.request_timeout), updates: Some(updates.unwrap_or_else(|| Arc::new(|_: &str| {}))), cancel };
+        let opts = CallOptions {
+            timeout: Some(self.opts.request_timeout),
+            updates: Some(updates.unwrap_or_else(|| Arc::new(|_: &str| {}))),
+            cancel,
+        };
         self.request(TOOL_CALL, Some(&params), opts).await
     }
 
     /// Fire a hook with its own timeout.
-    pub async fn fire_hook(&self, params: &HookFireParams, timeout: Duration) -> Result<HookDecision, ExtensionError> {
-        self.request(HOOK_FIRE, Some(params), CallOptions::timeout(timeout)).await
+    pub async fn fire_hook(
+        &self,
+        params: &HookFireParams,
+        timeout: Duration,
+    ) -> Result<HookDecision, ExtensionError> {
+        self.request(HOOK_FIRE, Some(params), CallOptions::timeout(timeout))
+            .await
     }
 
     /// Ask for the dynamic prompt contribution.
     pub async fn prompt_contribution(&self) -> Result<PromptContribution, ExtensionError> {
-        self.request::<(), _>(PROMPT_CONTRIBUTION, None, self.timeout()).await
+        self.request::<(), _>(PROMPT_CONTRIBUTION, None, self.timeout())
+            .await
     }
 
     /// Run a slash command.
-    pub async fn execute_command(&self, name: &str, arguments: &str) -> Result<CommandExecuteResult, ExtensionError> {
-        let params = CommandExecuteParams { name: name.into(), arguments: arguments.into() };
-        self.request(COMMAND_EXECUTE, Some(&params), self.timeout()).await
+    pub async fn execute_command(
+        &self,
+        name: &str,
+        arguments: &str,
+    ) -> Result<CommandExecuteResult, ExtensionError> {
+        let params = CommandExecuteParams {
+            name: name.into(),
+            arguments: arguments.into(),
+        };
+        self.request(COMMAND_EXECUTE, Some(&params), self.timeout())
+            .await
     }
 
     /// Push new config. A server that does not know `config/changed` (-32601) needs a restart.
     pub async fn config_changed(&self, config: Value) -> Result<ConfigStatus, ExtensionError> {
         let params = ConfigChangedParams { config };
-        match self.request::<_, Value>(CONFIG_CHANGED, Some(&params), self.timeout()).await {
+        match self
+            .request::<_, Value>(CONFIG_CHANGED, Some(&params), self.timeout())
+            .await
+        {
             Ok(v) => Ok(ConfigChangedResult::from_wire(&v).status),
-            Err(ExtensionError::Remote { error, .. }) if error.code == ErrorCode::METHOD_NOT_FOUND => Ok(ConfigStatus::RestartRequired),
+            Err(ExtensionError::Remote { error, .. })
+                if error.code == ErrorCode::METHOD_NOT_FOUND =>
+            {
+                Ok(ConfigStatus::RestartRequired)
+            }
             Err(err) => Err(err),
         }
     }
 
     /// Tell a running server the workspace moved. Nothing is sent when none runs.
     pub async fn workspace_changed(&self, root: &str) -> Result<(), ExtensionError> {
-        self.notify_live(WORKSPACE_CHANGED, &WorkspaceChangedParams { workspace_root: root.into() }).await
+        self.notify_live(
+            WORKSPACE_CHANGED,
+            &WorkspaceChangedParams {
+                workspace_root: root.into(),
+            },
+        )
+        .await
     }
 
     /// Forward a trace event to a running server (never awaited by the server).
@@ -434,22 +573,38 @@ impl Extension {
         self.notify_live(TRACE_EVENT, event).await
     }
 
-    async fn notify_live<P: Serialize>(&self, method: &str, params: &P) -> Result<(), ExtensionError> {
-        let Some(live) = self.live_now() else { return Ok(()) };
-        live.conn.notify(method, Some(params)).await.map_err(|e| ExtensionError::Write {
-            extension: self.spec.name.clone(),
-            method: method.into(),
-            message: e.to_string(),
-        })
+    async fn notify_live<P: Serialize>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<(), ExtensionError> {
+        let Some(live) = self.live_now() else {
+            return Ok(());
+        };
+        live.conn
+            .notify(method, Some(params))
+            .await
+            .map_err(|e| ExtensionError::Write {
+                extension: self.spec.name.clone(),
+                method: method.into(),
+                message: e.to_string(),
+            })
     }
 
     /// Graceful stop: `shutdown`, `exit`, close stdin, grace, SIGTERM, grace, SIGKILL, reap.
     /// Returns the exit status, if a server was running.
     pub async fn stop(&self) -> Option<String> {
-        let live = self.current.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+        let live = self
+            .current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()?;
         let grace = self.opts.grace;
         if !live.conn.is_closed() {
-            let _ = live.conn.call::<()>(SHUTDOWN, None, CallOptions::timeout(grace)).await;
+            let _ = live
+                .conn
+                .call::<()>(SHUTDOWN, None, CallOptions::timeout(grace))
+                .await;
             let _ = live.conn.notify::<()>(EXIT, None).await;
         }
         live.conn.close_write().await;
@@ -466,8 +621,13 @@ mod tests {
     #[test]
     fn backoff_doubles_per_failure_up_to_the_cap() {
         let (base, max) = (Duration::from_millis(250), Duration::from_secs(30));
-        let delays: Vec<_> = (0..10).map(|n| backoff_delay(base, max, n).as_millis()).collect();
-        assert_eq!(delays, [0, 250, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+        let delays: Vec<_> = (0..10)
+            .map(|n| backoff_delay(base, max, n).as_millis())
+            .collect();
+        assert_eq!(
+            delays,
+            [0, 250, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]
+        );
         assert_eq!(backoff_delay(base, max, 400), max);
     }
 }

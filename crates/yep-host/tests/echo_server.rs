@@ -20,12 +20,31 @@ async fn handshake_reports_served_tools_and_the_static_prompt() {
     let init = ext.handshake().await.unwrap();
     assert_eq!(init.name, "echo");
     assert_eq!(init.protocol_version, "1.0");
-    let tools: Vec<_> = init.capability_params.tools.iter().map(|t| t.name.as_str()).collect();
+    let tools: Vec<_> = init
+        .capability_params
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
     assert_eq!(tools, ["ask", "count", "echo"]);
-    assert!(init.capability_params.prompt.unwrap().static_text.contains("echo tool"));
+    assert!(
+        init.capability_params
+            .prompt
+            .unwrap()
+            .static_text
+            .contains("echo tool")
+    );
     assert!(init.capabilities.iter().any(|c| c == "cancel"));
     // The status the server pushes at start reaches the host's events.
-    assert!(eventually(|| recorder.statuses.lock().unwrap().iter().any(|s| s.status == "echo ready")).await);
+    assert!(
+        eventually(|| recorder
+            .statuses
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|s| s.status == "echo ready"))
+        .await
+    );
     assert_eq!(ext.stop().await.as_deref(), Some("exit code 0"));
 }
 
@@ -42,14 +61,38 @@ async fn a_host_speaking_another_major_is_refused_by_the_server() {
         log_path: spec.log_path(),
     })
     .unwrap();
-    let conn = Connection::start(spawned.stdout, spawned.stdin, Arc::new(NoopHandler), ConnectionOptions::default());
-    let params = InitializeParams { protocol_version: "2.0".into(), ..Default::default() };
-    let err = conn.call("initialize", Some(&params), CallOptions::timeout(Duration::from_secs(10))).await.unwrap_err();
+    let conn = Connection::start(
+        spawned.stdout,
+        spawned.stdin,
+        Arc::new(NoopHandler),
+        ConnectionOptions::default(),
+    );
+    let params = InitializeParams {
+        protocol_version: "2.0".into(),
+        ..Default::default()
+    };
+    let err = conn
+        .call(
+            "initialize",
+            Some(&params),
+            CallOptions::timeout(Duration::from_secs(10)),
+        )
+        .await
+        .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("incompatible"), "{text}");
     // The refusal is an answer, not a crash: the server still serves.
-    let params = InitializeParams { protocol_version: "1.3".into(), ..Default::default() };
-    conn.call("initialize", Some(&params), CallOptions::timeout(Duration::from_secs(10))).await.unwrap();
+    let params = InitializeParams {
+        protocol_version: "1.3".into(),
+        ..Default::default()
+    };
+    conn.call(
+        "initialize",
+        Some(&params),
+        CallOptions::timeout(Duration::from_secs(10)),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -62,9 +105,15 @@ for line in sys.stdin:
     if msg.get("method") == "initialize":
         print(json.dumps({"id": msg["id"], "result": {"protocol_version": "2.0", "name": "future"}}), flush=True)
 "#;
-    let ext = extension(fx.spec("future", "python3", &["-c", script]), Arc::default());
+    let ext = extension(
+        fx.spec("future", "python3", &["-c", script]),
+        Arc::default(),
+    );
     let err = ext.handshake().await.unwrap_err().to_string();
-    assert!(err.contains("extension `future`: handshake failed"), "{err}");
+    assert!(
+        err.contains("extension `future`: handshake failed"),
+        "{err}"
+    );
     assert!(err.contains("incompatible"), "{err}");
     assert!(err.contains("log: "), "{err}");
 }
@@ -72,7 +121,11 @@ for line in sys.stdin:
 struct NoopHandler;
 impl yep_host::rpc::Handler for NoopHandler {
     fn notification(&self, _: &str, _: Value) {}
-    fn request(&self, _: &str, _: Value) -> yep_host::rpc::BoxFuture<Result<Value, yep_protocol::ErrorObject>> {
+    fn request(
+        &self,
+        _: &str,
+        _: Value,
+    ) -> yep_host::rpc::BoxFuture<Result<Value, yep_protocol::ErrorObject>> {
         Box::pin(async { Err(yep_protocol::ErrorObject::message("no")) })
     }
 }
@@ -100,7 +153,11 @@ async fn sixty_four_concurrent_calls_resolve_even_when_answered_out_of_order() {
     }
     let order = finished.lock().unwrap().clone();
     assert_eq!(order.len(), 64);
-    assert_ne!(order, (0..64).collect::<Vec<_>>(), "replies should not come back in issue order");
+    assert_ne!(
+        order,
+        (0..64).collect::<Vec<_>>(),
+        "replies should not come back in issue order"
+    );
 }
 
 #[tokio::test]
@@ -109,8 +166,17 @@ async fn every_streamed_update_arrives_before_its_result() {
     let ext = extension(fx.echo(), Arc::default());
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink_seen = Arc::clone(&seen);
-    let sink: yep_host::UpdateSink = Arc::new(move |s: &str| sink_seen.lock().unwrap().push(s.to_string()));
-    let result = ext.call_tool("count", json!({"n": 5, "interval_ms": 10}), Some(sink), None).await.unwrap();
+    let sink: yep_host::UpdateSink =
+        Arc::new(move |s: &str| sink_seen.lock().unwrap().push(s.to_string()));
+    let result = ext
+        .call_tool(
+            "count",
+            json!({"n": 5, "interval_ms": 10}),
+            Some(sink),
+            None,
+        )
+        .await
+        .unwrap();
     assert_eq!(result, json!({"counted": 5}));
     assert_eq!(*seen.lock().unwrap(), ["1/5", "2/5", "3/5", "4/5", "5/5"]);
 }
@@ -126,15 +192,32 @@ async fn cancelling_mid_count_resolves_cancelled_long_before_completion() {
         let ext = Arc::clone(&ext);
         let token = token.clone();
         // 100 steps of 100 ms: ten seconds if nobody cancels.
-        tokio::spawn(async move { ext.call_tool("count", json!({"n": 100, "interval_ms": 100}), None, Some(token)).await })
+        tokio::spawn(async move {
+            ext.call_tool(
+                "count",
+                json!({"n": 100, "interval_ms": 100}),
+                None,
+                Some(token),
+            )
+            .await
+        })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     token.cancel();
     let err = call.await.unwrap().unwrap_err();
     assert!(err.is_cancelled(), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(5), "cancel took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "cancel took {:?}",
+        started.elapsed()
+    );
     // The connection is still good afterwards.
-    assert_eq!(ext.call_tool("echo", json!({"text": "after"}), None, None).await.unwrap(), json!({"echoed": "after"}));
+    assert_eq!(
+        ext.call_tool("echo", json!({"text": "after"}), None, None)
+            .await
+            .unwrap(),
+        json!({"echoed": "after"})
+    );
 }
 
 #[tokio::test]
@@ -145,14 +228,27 @@ async fn the_server_resolves_a_wire_cancel_with_the_cancelled_error() {
     let conn_ext = Arc::new(ext);
     conn_ext.handshake().await.unwrap();
     let e2 = Arc::clone(&conn_ext);
-    let call = tokio::spawn(async move { e2.call_tool("count", json!({"n": 100, "interval_ms": 100}), None, None).await });
+    let call = tokio::spawn(async move {
+        e2.call_tool("count", json!({"n": 100, "interval_ms": 100}), None, None)
+            .await
+    });
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Ids are per connection: handshake was 1, the call is 2.
-    let answer = conn_ext.request_raw("cancel", Some(&json!({"id": 2}))).await.unwrap();
+    let answer = conn_ext
+        .request_raw("cancel", Some(&json!({"id": 2})))
+        .await
+        .unwrap();
     assert_eq!(answer, json!({"cancelled": true}));
     let err = call.await.unwrap().unwrap_err();
-    assert_eq!(err.remote().map(|e| e.message.as_str()), Some("cancelled"), "{err}");
-    let again = conn_ext.request_raw("cancel", Some(&json!({"id": 2}))).await.unwrap();
+    assert_eq!(
+        err.remote().map(|e| e.message.as_str()),
+        Some("cancelled"),
+        "{err}"
+    );
+    let again = conn_ext
+        .request_raw("cancel", Some(&json!({"id": 2})))
+        .await
+        .unwrap();
     assert_eq!(again, json!({"cancelled": false}));
 }
 
@@ -162,7 +258,10 @@ async fn ui_ask_is_answered_by_the_hosts_sink() {
     let recorder = Arc::new(Recorder::default());
     *recorder.answer.lock().unwrap() = Some("forty-two".into());
     let ext = extension(fx.echo(), Arc::clone(&recorder));
-    let result = ext.call_tool("ask", json!({"prompt": "meaning?"}), None, None).await.unwrap();
+    let result = ext
+        .call_tool("ask", json!({"prompt": "meaning?"}), None, None)
+        .await
+        .unwrap();
     assert_eq!(result, json!({"answer": "forty-two"}));
     assert_eq!(recorder.asked.lock().unwrap()[0].prompt, "meaning?");
 }
@@ -171,7 +270,11 @@ async fn ui_ask_is_answered_by_the_hosts_sink() {
 async fn a_refused_question_fails_the_tool_with_a_clear_message() {
     let fx = Fixture::new();
     let ext = Extension::new(fx.echo(), quick_opts(), Arc::new(NoEvents));
-    let err = ext.call_tool("ask", json!({"prompt": "?"}), None, None).await.unwrap_err().to_string();
+    let err = ext
+        .call_tool("ask", json!({"prompt": "?"}), None, None)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("dismissed"), "{err}");
 }
 
@@ -180,19 +283,38 @@ async fn an_unknown_method_is_answered_method_not_found() {
     let fx = Fixture::new();
     let ext = extension(fx.echo(), Arc::default());
     let err = ext.request_raw("frobnicate", None).await.unwrap_err();
-    assert_eq!(err.remote().map(|e| e.code), Some(ErrorCode::METHOD_NOT_FOUND), "{err}");
+    assert_eq!(
+        err.remote().map(|e| e.code),
+        Some(ErrorCode::METHOD_NOT_FOUND),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn hook_prompt_and_command_answer() {
     let fx = Fixture::new();
     let ext = extension(fx.echo(), Arc::default());
-    let fire = |forbidden| HookFireParams { event: "pre_tool_use".into(), tool_name: "bash".into(), args: json!({"forbidden": forbidden}) };
-    let blocked = ext.fire_hook(&fire(true), Duration::from_secs(5)).await.unwrap();
+    let fire = |forbidden| HookFireParams {
+        event: "pre_tool_use".into(),
+        tool_name: "bash".into(),
+        args: json!({"forbidden": forbidden}),
+    };
+    let blocked = ext
+        .fire_hook(&fire(true), Duration::from_secs(5))
+        .await
+        .unwrap();
     assert!(blocked.block);
     assert!(blocked.reason.contains("forbidden"));
-    assert!(!ext.fire_hook(&fire(false), Duration::from_secs(5)).await.unwrap().block);
-    assert_eq!(ext.prompt_contribution().await.unwrap().text, "echo dynamic prompt, turn 1");
+    assert!(
+        !ext.fire_hook(&fire(false), Duration::from_secs(5))
+            .await
+            .unwrap()
+            .block
+    );
+    assert_eq!(
+        ext.prompt_contribution().await.unwrap().text,
+        "echo dynamic prompt, turn 1"
+    );
     let pong = ext.execute_command("ping", "").await.unwrap();
     assert!(pong.success);
     assert_eq!(pong.message, "pong");
@@ -202,26 +324,47 @@ async fn hook_prompt_and_command_answer() {
 async fn a_malformed_line_from_the_server_is_skipped() {
     let fx = Fixture::new();
     let echo = echo_bin();
-    let script = format!("echo 'this is not json'; echo '{{\"no\":\"method or id\"}}'; exec '{echo}'");
+    let script =
+        format!("echo 'this is not json'; echo '{{\"no\":\"method or id\"}}'; exec '{echo}'");
     let ext = extension(fx.spec("echo", "sh", &["-c", &script]), Arc::default());
-    let result = ext.call_tool("echo", json!({"text": "still here"}), None, None).await.unwrap();
+    let result = ext
+        .call_tool("echo", json!({"text": "still here"}), None, None)
+        .await
+        .unwrap();
     assert_eq!(result, json!({"echoed": "still here"}));
 }
 
 #[tokio::test]
 async fn an_oversized_line_disconnects_the_server_with_a_clear_error() {
     let fx = Fixture::new();
-    let opts = SupervisorOptions { max_frame_bytes: 1024, ..quick_opts() };
+    let opts = SupervisorOptions {
+        max_frame_bytes: 1024,
+        ..quick_opts()
+    };
     let ext = Extension::new(fx.echo(), opts, Arc::new(NoEvents));
-    let err = ext.call_tool("echo", json!({"text": "x".repeat(4096)}), None, None).await.unwrap_err();
+    let err = ext
+        .call_tool("echo", json!({"text": "x".repeat(4096)}), None, None)
+        .await
+        .unwrap_err();
     match &err {
-        ExtensionError::Exited { reason: CloseReason::FrameTooLarge { cap: 1024, .. }, .. } => {}
+        ExtensionError::Exited {
+            reason: CloseReason::FrameTooLarge { cap: 1024, .. },
+            ..
+        } => {}
         other => panic!("expected a frame-cap disconnect, got {other}"),
     }
     let text = err.to_string();
-    assert!(text.contains("extension `echo`") && text.contains("frame cap"), "{text}");
+    assert!(
+        text.contains("extension `echo`") && text.contains("frame cap"),
+        "{text}"
+    );
     // The next call starts a fresh server.
-    assert_eq!(ext.call_tool("echo", json!({"text": "small"}), None, None).await.unwrap(), json!({"echoed": "small"}));
+    assert_eq!(
+        ext.call_tool("echo", json!({"text": "small"}), None, None)
+            .await
+            .unwrap(),
+        json!({"echoed": "small"})
+    );
 }
 
 #[tokio::test]
@@ -229,12 +372,18 @@ async fn a_server_killed_mid_call_fails_the_call_with_its_log_then_respawns() {
     let fx = Fixture::new();
     let echo = echo_bin();
     let script = format!("echo 'echo booting' >&2; exec '{echo}'");
-    let ext = Arc::new(extension(fx.spec("echo", "sh", &["-c", &script]), Arc::default()));
+    let ext = Arc::new(extension(
+        fx.spec("echo", "sh", &["-c", &script]),
+        Arc::default(),
+    ));
     ext.handshake().await.unwrap();
     let first_pid = ext.pid().unwrap();
     let pending = {
         let ext = Arc::clone(&ext);
-        tokio::spawn(async move { ext.call_tool("count", json!({"n": 100, "interval_ms": 50}), None, None).await })
+        tokio::spawn(async move {
+            ext.call_tool("count", json!({"n": 100, "interval_ms": 50}), None, None)
+                .await
+        })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     // SAFETY: signalling a child we spawned.
@@ -247,10 +396,19 @@ async fn a_server_killed_mid_call_fails_the_call_with_its_log_then_respawns() {
     assert!(text.contains(&log.display().to_string()), "{text}");
     assert!(text.contains("SIGKILL"), "{text}");
     assert!(text.contains("echo booting"), "stderr tail missing: {text}");
-    assert!(std::fs::read_to_string(&log).unwrap().contains("echo booting"));
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("echo booting")
+    );
     assert_eq!(ext.failures(), 1);
     // The next call respawns (after the backoff) and works.
-    assert_eq!(ext.call_tool("echo", json!({"text": "back"}), None, None).await.unwrap(), json!({"echoed": "back"}));
+    assert_eq!(
+        ext.call_tool("echo", json!({"text": "back"}), None, None)
+            .await
+            .unwrap(),
+        json!({"echoed": "back"})
+    );
     assert_ne!(ext.pid().unwrap(), first_pid);
     assert_eq!(ext.failures(), 0);
 }
@@ -258,7 +416,10 @@ async fn a_server_killed_mid_call_fails_the_call_with_its_log_then_respawns() {
 #[tokio::test]
 async fn a_server_that_never_answers_initialize_times_out() {
     let fx = Fixture::new();
-    let opts = SupervisorOptions { handshake_timeout: Duration::from_millis(300), ..quick_opts() };
+    let opts = SupervisorOptions {
+        handshake_timeout: Duration::from_millis(300),
+        ..quick_opts()
+    };
     let ext = Extension::new(fx.spec("mute", "sleep", &["30"]), opts, Arc::new(NoEvents));
     let err = ext.handshake().await.unwrap_err().to_string();
     assert!(err.contains("extension `mute`: handshake failed"), "{err}");
@@ -274,13 +435,24 @@ async fn failed_starts_back_off_exponentially() {
         request_timeout: Duration::from_secs(1),
         ..quick_opts()
     };
-    let ext = Extension::new(fx.spec("broken", "sh", &["-c", "echo dying >&2; exit 3"]), opts, Arc::new(NoEvents));
+    let ext = Extension::new(
+        fx.spec("broken", "sh", &["-c", "echo dying >&2; exit 3"]),
+        opts,
+        Arc::new(NoEvents),
+    );
     let first = ext.handshake().await.unwrap_err().to_string();
-    assert!(first.contains("exit code 3") && first.contains("dying"), "{first}");
+    assert!(
+        first.contains("exit code 3") && first.contains("dying"),
+        "{first}"
+    );
     assert_eq!(ext.failures(), 1);
     // The owed delay exceeds the request timeout, so the call fails fast instead of waiting.
     match ext.handshake().await.unwrap_err() {
-        ExtensionError::BackingOff { failures: 1, retry_in, .. } => assert!(retry_in > Duration::from_secs(100)),
+        ExtensionError::BackingOff {
+            failures: 1,
+            retry_in,
+            ..
+        } => assert!(retry_in > Duration::from_secs(100)),
         other => panic!("expected backoff, got {other}"),
     }
 }
@@ -288,15 +460,29 @@ async fn failed_starts_back_off_exponentially() {
 #[tokio::test]
 async fn a_missing_command_is_a_spawn_error_naming_it() {
     let fx = Fixture::new();
-    let ext = Extension::new(fx.spec("ghost", "no-such-yep-server", &[]), quick_opts(), Arc::new(NoEvents));
+    let ext = Extension::new(
+        fx.spec("ghost", "no-such-yep-server", &[]),
+        quick_opts(),
+        Arc::new(NoEvents),
+    );
     let err = ext.handshake().await.unwrap_err().to_string();
-    assert!(err.contains("extension `ghost`: cannot spawn `no-such-yep-server`"), "{err}");
+    assert!(
+        err.contains("extension `ghost`: cannot spawn `no-such-yep-server`"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn a_failing_tool_names_the_extension() {
     let fx = Fixture::new();
     let ext = extension(fx.echo(), Arc::default());
-    let err = ext.call_tool("nope", json!({}), None, None).await.unwrap_err().to_string();
-    assert_eq!(err, "extension `echo`: `tool/call` failed: no such tool: nope");
+    let err = ext
+        .call_tool("nope", json!({}), None, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "extension `echo`: `tool/call` failed: no such tool: nope"
+    );
 }

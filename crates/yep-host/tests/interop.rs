@@ -15,29 +15,57 @@ use yep_protocol::{ConfigStatus, HookFireParams};
 #[tokio::test]
 async fn yep_host_drives_a_yolop_yep_server() {
     let fx = Fixture::new();
-    let ext = extension(fx.spec("yolop-fixture", &yolop_fixture_bin(), &[]), Arc::default());
+    let ext = extension(
+        fx.spec("yolop-fixture", &yolop_fixture_bin(), &[]),
+        Arc::default(),
+    );
 
     let init = ext.handshake().await.unwrap();
     assert_eq!(init.name, "yolop-fixture");
-    assert_eq!(init.capability_params.prompt.unwrap().static_text, "Static prompt from a yolop-yep server.");
-    let tools: Vec<_> = init.capability_params.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        init.capability_params.prompt.unwrap().static_text,
+        "Static prompt from a yolop-yep server."
+    );
+    let tools: Vec<_> = init
+        .capability_params
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
     assert_eq!(tools, ["echo", "fail", "slow"]);
 
-    let result = ext.call_tool("echo", json!({"text": "from yep"}), None, None).await.unwrap();
+    let result = ext
+        .call_tool("echo", json!({"text": "from yep"}), None, None)
+        .await
+        .unwrap();
     assert_eq!(result, json!({"echoed": "from yep"}));
-    let err = ext.call_tool("fail", json!({}), None, None).await.unwrap_err().to_string();
+    let err = ext
+        .call_tool("fail", json!({}), None, None)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("fixture failure"), "{err}");
 
-    let fire = HookFireParams { event: "pre_tool_use".into(), tool_name: "bash".into(), args: json!({"forbidden": true}) };
+    let fire = HookFireParams {
+        event: "pre_tool_use".into(),
+        tool_name: "bash".into(),
+        args: json!({"forbidden": true}),
+    };
     let decision = ext.fire_hook(&fire, Duration::from_secs(5)).await.unwrap();
     assert!(decision.block);
     assert_eq!(decision.reason, "blocked by the yolop fixture");
     assert_eq!(decision.modified_args, None);
 
-    assert_eq!(ext.prompt_contribution().await.unwrap().text, "dynamic prompt from a yolop-yep server");
+    assert_eq!(
+        ext.prompt_contribution().await.unwrap().text,
+        "dynamic prompt from a yolop-yep server"
+    );
 
     // yolop's SDK answers -32601 to what it lacks; the host reads that sensibly.
-    assert_eq!(ext.config_changed(json!({"a": 1})).await.unwrap(), ConfigStatus::RestartRequired);
+    assert_eq!(
+        ext.config_changed(json!({"a": 1})).await.unwrap(),
+        ConfigStatus::RestartRequired
+    );
     let err = ext.execute_command("ping", "").await.unwrap_err();
     assert_eq!(err.remote().map(|e| e.code.0), Some(-32601), "{err}");
 
@@ -49,9 +77,17 @@ async fn yep_host_drives_a_yolop_yep_server() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         canceller.cancel();
     });
-    let err = ext.call_tool("slow", json!({}), None, Some(token)).await.unwrap_err();
+    let err = ext
+        .call_tool("slow", json!({}), None, Some(token))
+        .await
+        .unwrap_err();
     assert!(err.is_cancelled(), "{err}");
-    assert_eq!(ext.call_tool("echo", json!({"text": "still"}), None, None).await.unwrap(), json!({"echoed": "still"}));
+    assert_eq!(
+        ext.call_tool("echo", json!({"text": "still"}), None, None)
+            .await
+            .unwrap(),
+        json!({"echoed": "still"})
+    );
 
     // yolop's SDK keeps running after `shutdown` until EOF; the graceful stop closes stdin.
     assert_eq!(ext.stop().await.as_deref(), Some("exit code 0"));
@@ -86,14 +122,21 @@ async fn the_echo_server_answers_yolop_host_lines() {
         r#"{"id":6,"method":"shutdown"}"#.to_string(),
     ];
     for line in &sent {
-        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
     }
     stdin.flush().await.unwrap();
 
     let mut by_id = std::collections::BTreeMap::new();
     let mut notifications = Vec::new();
     while by_id.len() < 6 {
-        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.unwrap().unwrap().unwrap();
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         let v: Value = serde_json::from_str(&line).unwrap();
         assert!(v.get("jsonrpc").is_none(), "we never emit jsonrpc: {line}");
         match v.get("id").and_then(Value::as_u64) {
@@ -106,16 +149,25 @@ async fn the_echo_server_answers_yolop_host_lines() {
     let init = &by_id[&1]["result"];
     assert_eq!(init["protocol_version"], "1.0");
     assert_eq!(init["name"], "echo");
-    assert_eq!(init["capability_params"]["tools"], json!([{"name": "ask"}, {"name": "count"}, {"name": "echo"}]));
+    assert_eq!(
+        init["capability_params"]["tools"],
+        json!([{"name": "ask"}, {"name": "count"}, {"name": "echo"}])
+    );
     assert_eq!(by_id[&2], json!({"id": 2, "result": {"echoed": "hi"}}));
     assert_eq!(by_id[&3]["result"]["block"], true);
     assert_eq!(by_id[&4]["result"]["text"], "echo dynamic prompt, turn 1");
-    assert_eq!(by_id[&5]["result"], json!({"success": true, "message": "pong"}));
+    assert_eq!(
+        by_id[&5]["result"],
+        json!({"success": true, "message": "pong"})
+    );
     assert_eq!(by_id[&6], json!({"id": 6, "result": {}}));
     // Every notification it sent is one yolop's host understands.
     for n in &notifications {
         let method = n["method"].as_str().unwrap();
-        assert!(["status/changed", "tool/update", "log"].contains(&method), "{n}");
+        assert!(
+            ["status/changed", "tool/update", "log"].contains(&method),
+            "{n}"
+        );
     }
 
     // EOF on stdin: the server exits cleanly.

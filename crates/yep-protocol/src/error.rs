@@ -116,7 +116,8 @@ mod tests {
             retryable: true,
             data: json!({"k": 1}),
         };
-        let back: ErrorObject = serde_json::from_str(&serde_json::to_string(&err).unwrap()).unwrap();
+        let back: ErrorObject =
+            serde_json::from_str(&serde_json::to_string(&err).unwrap()).unwrap();
         assert_eq!(back, err);
         let line = serde_json::to_string(&ErrorObject::message("x")).unwrap();
         assert!(!line.contains("data"), "{line}");
@@ -124,7 +125,13 @@ mod tests {
 
     #[test]
     fn malformed_error_value_becomes_the_malformed_message() {
-        assert_eq!(ErrorObject::from_wire(json!(42)).message, ErrorObject::MALFORMED);
-        assert_eq!(ErrorObject::from_wire(json!({})).message, ErrorObject::MALFORMED);
+        assert_eq!(
+            ErrorObject::from_wire(json!(42)).message,
+            ErrorObject::MALFORMED
+        );
+        assert_eq!(
+            ErrorObject::from_wire(json!({})).message,
+            ErrorObject::MALFORMED
+        );
     }
 }

@@ -41,7 +41,9 @@ pub struct Response {
 pub enum ParseError {
     #[error("line is not valid JSON: {0}")]
     Json(#[from] serde_json::Error),
-    #[error("line is neither a request, a notification nor a response (no `method`, no numeric `id`)")]
+    #[error(
+        "line is neither a request, a notification nor a response (no `method`, no numeric `id`)"
+    )]
     Unclassifiable,
 }
 
@@ -165,11 +167,30 @@ mod tests {
 
     #[test]
     fn classification_is_by_fields_only() {
-        assert!(matches!(parse(r#"{"id":1,"method":"tool/call"}"#), Message::Request(r) if r.id == 1 && r.params.is_null()));
-        assert!(matches!(parse(r#"{"method":"log","params":{"message":"hi"}}"#), Message::Notification(_)));
-        assert!(matches!(parse(r#"{"id":7,"result":{"ok":true}}"#), Message::Response(Response { id: 7, result: Ok(_) })));
-        assert!(matches!(parse(r#"{"id":7}"#), Message::Response(Response { result: Ok(Value::Null), .. })));
-        assert!(matches!(parse(r#"{"id":7,"error":{"message":"x"}}"#), Message::Response(Response { result: Err(e), .. }) if e.message == "x"));
+        assert!(
+            matches!(parse(r#"{"id":1,"method":"tool/call"}"#), Message::Request(r) if r.id == 1 && r.params.is_null())
+        );
+        assert!(matches!(
+            parse(r#"{"method":"log","params":{"message":"hi"}}"#),
+            Message::Notification(_)
+        ));
+        assert!(matches!(
+            parse(r#"{"id":7,"result":{"ok":true}}"#),
+            Message::Response(Response {
+                id: 7,
+                result: Ok(_)
+            })
+        ));
+        assert!(matches!(
+            parse(r#"{"id":7}"#),
+            Message::Response(Response {
+                result: Ok(Value::Null),
+                ..
+            })
+        ));
+        assert!(
+            matches!(parse(r#"{"id":7,"error":{"message":"x"}}"#), Message::Response(Response { result: Err(e), .. }) if e.message == "x")
+        );
     }
 
     #[test]
@@ -182,25 +203,53 @@ mod tests {
 
     #[test]
     fn string_and_negative_ids_count_as_absent() {
-        assert!(matches!(parse(r#"{"id":"a","method":"m"}"#), Message::Notification(_)));
-        assert!(matches!(parse(r#"{"id":-1,"method":"m"}"#), Message::Notification(_)));
-        assert!(matches!(Message::parse(br#"{"id":"a","result":1}"#), Err(ParseError::Unclassifiable)));
+        assert!(matches!(
+            parse(r#"{"id":"a","method":"m"}"#),
+            Message::Notification(_)
+        ));
+        assert!(matches!(
+            parse(r#"{"id":-1,"method":"m"}"#),
+            Message::Notification(_)
+        ));
+        assert!(matches!(
+            Message::parse(br#"{"id":"a","result":1}"#),
+            Err(ParseError::Unclassifiable)
+        ));
     }
 
     #[test]
     fn malformed_lines_are_errors_not_panics() {
-        assert!(matches!(Message::parse(b"not json"), Err(ParseError::Json(_))));
+        assert!(matches!(
+            Message::parse(b"not json"),
+            Err(ParseError::Json(_))
+        ));
         assert!(matches!(Message::parse(b"[1,2]"), Err(ParseError::Json(_))));
-        assert!(matches!(Message::parse(b"{}"), Err(ParseError::Unclassifiable)));
+        assert!(matches!(
+            Message::parse(b"{}"),
+            Err(ParseError::Unclassifiable)
+        ));
     }
 
     #[test]
     fn null_params_are_omitted_and_lines_round_trip() {
-        assert_eq!(request_line(1, "prompt/contribution", non_null(&Value::Null)), r#"{"id":1,"method":"prompt/contribution"}"#);
-        assert_eq!(notification_line::<()>("initialized", None), r#"{"method":"initialized"}"#);
-        let msg = Message::Request(Request { id: 9, method: "tool/call".into(), params: json!({"name":"echo"}) });
+        assert_eq!(
+            request_line(1, "prompt/contribution", non_null(&Value::Null)),
+            r#"{"id":1,"method":"prompt/contribution"}"#
+        );
+        assert_eq!(
+            notification_line::<()>("initialized", None),
+            r#"{"method":"initialized"}"#
+        );
+        let msg = Message::Request(Request {
+            id: 9,
+            method: "tool/call".into(),
+            params: json!({"name":"echo"}),
+        });
         assert_eq!(parse(&msg.to_line()), msg);
-        let err = Message::Response(Response { id: 2, result: Err(ErrorObject::cancelled()) });
+        let err = Message::Response(Response {
+            id: 2,
+            result: Err(ErrorObject::cancelled()),
+        });
         assert_eq!(parse(&err.to_line()), err);
     }
 }

@@ -53,8 +53,6 @@ macro_rules! method_enum {
             /// Type a method and its params. A known method with params of the wrong shape is
             /// an error (answer -32602); an unknown method is `Unknown`.
             pub fn parse(method: &str, raw: Value) -> Result<Self, serde_json::Error> {
-                #[allow(unused_variables)]
-                let raw = raw;
                 Ok(match method {
                     $($method => method_enum!(@parse $variant raw $(($payload))?),)*
                     _ => $name::Unknown { method: method.to_string(), params: raw },
@@ -135,10 +133,14 @@ mod tests {
 
     #[test]
     fn known_methods_parse_typed_and_unknown_ones_are_carried() {
-        let req = HostRequest::parse("tool/call", json!({"name": "echo", "args": {"text": "hi"}})).unwrap();
+        let req = HostRequest::parse("tool/call", json!({"name": "echo", "args": {"text": "hi"}}))
+            .unwrap();
         assert!(matches!(&req, HostRequest::ToolCall(p) if p.name == "echo"));
         assert_eq!(req.method(), "tool/call");
-        assert_eq!(HostRequest::parse("shutdown", Value::Null).unwrap(), HostRequest::Shutdown);
+        assert_eq!(
+            HostRequest::parse("shutdown", Value::Null).unwrap(),
+            HostRequest::Shutdown
+        );
         let unknown = HostRequest::parse("frobnicate", json!([1])).unwrap();
         assert_eq!(unknown.method(), "frobnicate");
         assert_eq!(unknown.params(), json!([1]));
@@ -146,8 +148,14 @@ mod tests {
 
     #[test]
     fn absent_params_default_and_wrong_shapes_are_errors() {
-        assert!(matches!(HostRequest::parse("cancel", Value::Null).unwrap(), HostRequest::Cancel(CancelParams { id: 0 })));
+        assert!(matches!(
+            HostRequest::parse("cancel", Value::Null).unwrap(),
+            HostRequest::Cancel(CancelParams { id: 0 })
+        ));
         assert!(HostRequest::parse("cancel", json!({"id": "x"})).is_err());
-        assert!(matches!(ServerNotification::parse("log", json!({"message": "m"})).unwrap(), ServerNotification::Log(_)));
+        assert!(matches!(
+            ServerNotification::parse("log", json!({"message": "m"})).unwrap(),
+            ServerNotification::Log(_)
+        ));
     }
 }

@@ -424,7 +424,9 @@ impl TraceEventParams {
 
     /// The event family: `reason` for `reason.thinking.started`.
     pub fn family(&self) -> &str {
-        self.event_type.split_once('.').map_or(&self.event_type, |(f, _)| f)
+        self.event_type
+            .split_once('.')
+            .map_or(&self.event_type, |(f, _)| f)
     }
 
     /// The phase after the family: `thinking.started` for `reason.thinking.started`.
@@ -518,9 +520,15 @@ mod tests {
         .unwrap();
         assert_eq!(ask, json!({"prompt": "name?"}));
         let trace = serde_json::to_value(TraceEventParams::default()).unwrap();
-        assert_eq!(trace, json!({"event_type": "", "id": "", "ts": "", "session_id": ""}));
+        assert_eq!(
+            trace,
+            json!({"event_type": "", "id": "", "ts": "", "session_id": ""})
+        );
         let hook = serde_json::to_value(HookDecision::block("no")).unwrap();
-        assert_eq!(hook, json!({"block": true, "reason": "no", "user_message": null}));
+        assert_eq!(
+            hook,
+            json!({"block": true, "reason": "no", "user_message": null})
+        );
     }
 
     #[test]
@@ -536,8 +544,14 @@ mod tests {
         let read = |v: Value| ConfigChangedResult::from_wire(&v).status;
         assert_eq!(read(json!("ok")), ConfigStatus::Ok);
         assert_eq!(read(json!({"status": "ok"})), ConfigStatus::Ok);
-        assert_eq!(read(json!("restart-required")), ConfigStatus::RestartRequired);
-        assert_eq!(read(json!({"status": "restart-required"})), ConfigStatus::RestartRequired);
+        assert_eq!(
+            read(json!("restart-required")),
+            ConfigStatus::RestartRequired
+        );
+        assert_eq!(
+            read(json!({"status": "restart-required"})),
+            ConfigStatus::RestartRequired
+        );
         assert_eq!(read(json!(7)), ConfigStatus::RestartRequired);
     }
 

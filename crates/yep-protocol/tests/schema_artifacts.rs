@@ -4,16 +4,21 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn repo_file(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
 }
 
 /// yolop-yep 0.5.0's published artifacts, copied verbatim (see the README beside them).
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/yolop-yep-v1").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/yolop-yep-v1")
+        .join(name)
 }
 
 fn read_json(path: PathBuf) -> Value {
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
 }
 
@@ -32,7 +37,9 @@ fn committed_schema_files_are_up_to_date() {
 
 /// Every property of `reference` must exist in `ours` (recursively through `properties`).
 fn assert_covers(path: &str, reference: &Value, ours: &Value) {
-    let Some(props) = reference.get("properties").and_then(Value::as_object) else { return };
+    let Some(props) = reference.get("properties").and_then(Value::as_object) else {
+        return;
+    };
     let our_props = ours.get("properties").and_then(Value::as_object);
     for (field, ref_schema) in props {
         let ours = our_props
@@ -40,15 +47,32 @@ fn assert_covers(path: &str, reference: &Value, ours: &Value) {
             .unwrap_or_else(|| panic!("{path}.{field} is in yolop's schema but not ours"));
         for key in ["type", "default", "format"] {
             if let Some(want) = ref_schema.get(key) {
-                assert_eq!(ours.get(key), Some(want), "{path}.{field}: `{key}` differs from yolop's");
+                assert_eq!(
+                    ours.get(key),
+                    Some(want),
+                    "{path}.{field}: `{key}` differs from yolop's"
+                );
             }
         }
         if let Some(want) = ref_schema.get("$ref") {
-            assert_eq!(ours.get("$ref"), Some(want), "{path}.{field}: `$ref` differs");
+            assert_eq!(
+                ours.get("$ref"),
+                Some(want),
+                "{path}.{field}: `$ref` differs"
+            );
         }
     }
-    let required = |v: &Value| -> Vec<Value> { v.get("required").and_then(Value::as_array).cloned().unwrap_or_default() };
-    assert_eq!(required(reference), required(ours), "{path}: required fields differ from yolop's");
+    let required = |v: &Value| -> Vec<Value> {
+        v.get("required")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        required(reference),
+        required(ours),
+        "{path}: required fields differ from yolop's"
+    );
 }
 
 #[test]
@@ -56,18 +80,30 @@ fn our_schema_covers_every_message_and_def_of_the_reference() {
     let reference = read_json(fixture("schema.json"));
     let ours = yep_protocol::schema::schema_json();
     for (method, entry) in reference["messages"].as_object().unwrap() {
-        let mine = ours["messages"].get(method).unwrap_or_else(|| panic!("message {method} missing from our schema"));
+        let mine = ours["messages"]
+            .get(method)
+            .unwrap_or_else(|| panic!("message {method} missing from our schema"));
         for part in ["params", "result"] {
             if entry.get(part).is_some() {
-                assert_eq!(mine.get(part), entry.get(part), "{method}.{part} refers to a different type");
+                assert_eq!(
+                    mine.get(part),
+                    entry.get(part),
+                    "{method}.{part} refers to a different type"
+                );
             }
         }
     }
     for (name, def) in reference["$defs"].as_object().unwrap() {
-        let mine = ours["$defs"].get(name).unwrap_or_else(|| panic!("$defs.{name} missing from our schema"));
+        let mine = ours["$defs"]
+            .get(name)
+            .unwrap_or_else(|| panic!("$defs.{name} missing from our schema"));
         assert_covers(name, def, mine);
         if let Some(variants) = def.get("enum") {
-            assert_eq!(mine.get("enum"), Some(variants), "$defs.{name}: enum values differ");
+            assert_eq!(
+                mine.get("enum"),
+                Some(variants),
+                "$defs.{name}: enum values differ"
+            );
         }
     }
     for key in ["capability_params", "error"] {
@@ -81,11 +117,18 @@ fn our_meta_lists_every_reference_method_with_its_direction() {
     let ours = yep_protocol::meta::meta_json();
     for m in reference["methods"].as_array().unwrap() {
         let name = m["name"].as_str().unwrap();
-        let mine = ours["methods"].as_array().unwrap().iter().find(|o| o["name"] == name)
+        let mine = ours["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
             .unwrap_or_else(|| panic!("method {name} missing from our meta"));
         assert_eq!(mine["direction"], m["direction"], "{name} direction");
     }
     for token in reference["capabilities"].as_array().unwrap() {
-        assert!(ours["capabilities"].as_array().unwrap().contains(token), "capability {token} missing");
+        assert!(
+            ours["capabilities"].as_array().unwrap().contains(token),
+            "capability {token} missing"
+        );
     }
 }

@@ -63,7 +63,9 @@ impl Notifier {
             level,
             detail: None,
         };
-        self.shared.wire.send(&notification_line(STATUS_CHANGED, Some(&params)));
+        self.shared
+            .wire
+            .send(&notification_line(STATUS_CHANGED, Some(&params)));
     }
 
     /// Send a log line to the host (`log`), at `info` level.
@@ -77,7 +79,9 @@ impl Notifier {
             message: message.into(),
             level: Some(level.to_string()),
         };
-        self.shared.wire.send(&notification_line(LOG, Some(&params)));
+        self.shared
+            .wire
+            .send(&notification_line(LOG, Some(&params)));
     }
 }
 
@@ -111,7 +115,9 @@ impl Context {
             request_id: self.request_id,
             output: output.into(),
         };
-        self.shared.wire.send(&notification_line(TOOL_UPDATE, Some(&params)));
+        self.shared
+            .wire
+            .send(&notification_line(TOOL_UPDATE, Some(&params)));
     }
 
     /// Whether the host cancelled this call. The host already has its `cancelled` answer, so a
@@ -131,10 +137,20 @@ impl Context {
     pub fn ask(&self, params: UiAskParams) -> Result<UiAskResult, ErrorObject> {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
-        self.shared.asks.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
-        self.shared.wire.send(&request_line(id, UI_ASK, Some(&params)));
+        self.shared
+            .asks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, tx);
+        self.shared
+            .wire
+            .send(&request_line(id, UI_ASK, Some(&params)));
         let forget = || {
-            self.shared.asks.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            self.shared
+                .asks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
         };
         loop {
             if self.is_cancelled() {
@@ -142,7 +158,11 @@ impl Context {
                 return Err(ErrorObject::cancelled());
             }
             match rx.recv_timeout(Duration::from_millis(20)) {
-                Ok(Ok(value)) => return Ok(serde_json::from_value(value).unwrap_or_else(|_| UiAskResult::cancelled())),
+                Ok(Ok(value)) => {
+                    return Ok(
+                        serde_json::from_value(value).unwrap_or_else(|_| UiAskResult::cancelled())
+                    );
+                }
                 Ok(Err(err)) => return Err(err),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {

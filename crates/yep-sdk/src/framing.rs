@@ -15,7 +15,11 @@ pub(crate) enum Line {
 
 /// Read one `\n`-terminated line into `buf` (cleared first), refusing to hold more than `cap`
 /// bytes: an oversized line is drained and reported instead of growing memory without bound.
-pub(crate) fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, cap: usize) -> io::Result<Line> {
+pub(crate) fn read_line_capped(
+    r: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> io::Result<Line> {
     buf.clear();
     let mut total = 0usize;
     loop {
@@ -25,7 +29,13 @@ pub(crate) fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, cap: usi
             Err(e) => return Err(e),
         };
         if available.is_empty() {
-            return Ok(if total == 0 { Line::Eof } else if total > cap { Line::TooLong(total) } else { Line::Complete });
+            return Ok(if total == 0 {
+                Line::Eof
+            } else if total > cap {
+                Line::TooLong(total)
+            } else {
+                Line::Complete
+            });
         }
         let (chunk, done) = match memchr(available) {
             Some(i) => (&available[..i], Some(i + 1)),
@@ -43,7 +53,11 @@ pub(crate) fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, cap: usi
             if buf.last() == Some(&b'\r') {
                 buf.pop();
             }
-            return Ok(if total > cap { Line::TooLong(total) } else { Line::Complete });
+            return Ok(if total > cap {
+                Line::TooLong(total)
+            } else {
+                Line::Complete
+            });
         }
     }
 }
@@ -59,7 +73,9 @@ pub(crate) struct Wire {
 
 impl Wire {
     pub(crate) fn new(out: Box<dyn Write + Send>) -> Self {
-        Wire { out: Mutex::new(out) }
+        Wire {
+            out: Mutex::new(out),
+        }
     }
 
     /// Write one line and flush. A failed write means the host is gone; the reader sees EOF
@@ -85,17 +101,29 @@ mod tests {
         let input = format!("{}\nshort\n", "x".repeat(100));
         let mut r = io::BufReader::with_capacity(8, input.as_bytes());
         let mut buf = Vec::new();
-        assert!(matches!(read_line_capped(&mut r, &mut buf, 10).unwrap(), Line::TooLong(100)));
-        assert!(matches!(read_line_capped(&mut r, &mut buf, 10).unwrap(), Line::Complete));
+        assert!(matches!(
+            read_line_capped(&mut r, &mut buf, 10).unwrap(),
+            Line::TooLong(100)
+        ));
+        assert!(matches!(
+            read_line_capped(&mut r, &mut buf, 10).unwrap(),
+            Line::Complete
+        ));
         assert_eq!(buf, b"short");
-        assert!(matches!(read_line_capped(&mut r, &mut buf, 10).unwrap(), Line::Eof));
+        assert!(matches!(
+            read_line_capped(&mut r, &mut buf, 10).unwrap(),
+            Line::Eof
+        ));
     }
 
     #[test]
     fn a_last_line_without_newline_still_reads() {
         let mut r = io::BufReader::new(&b"tail"[..]);
         let mut buf = Vec::new();
-        assert!(matches!(read_line_capped(&mut r, &mut buf, 10).unwrap(), Line::Complete));
+        assert!(matches!(
+            read_line_capped(&mut r, &mut buf, 10).unwrap(),
+            Line::Complete
+        ));
         assert_eq!(buf, b"tail");
     }
 }

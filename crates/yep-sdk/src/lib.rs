@@ -24,9 +24,9 @@ mod server;
 
 pub use context::{Context, Notifier};
 pub use server::{Server, ToolError, ToolResult};
+/// The wire types, for authors who need the rest.
+pub use yep_protocol as protocol;
 pub use yep_protocol::{
     CommandExecuteResult, ConfigStatus, ErrorObject, HookDecision, HookFireParams, StatusLevel,
     TraceEventParams, UiAskParams, UiAskResult,
 };
-/// The wire types, for authors who need the rest.
-pub use yep_protocol as protocol;

@@ -29,7 +29,8 @@ impl Pool {
     /// Run `job` on a worker. When every worker is busy and the bound allows, a new one starts;
     /// past the bound the job waits for the next free worker.
     pub(crate) fn submit(&self, job: Job) {
-        if self.idle.load(Ordering::Acquire) == 0 && self.threads.load(Ordering::Relaxed) < self.max {
+        if self.idle.load(Ordering::Acquire) == 0 && self.threads.load(Ordering::Relaxed) < self.max
+        {
             self.spawn_worker();
         }
         // The receiver lives as long as the pool's workers; a send can only fail at teardown.

@@ -205,7 +205,11 @@ impl Server {
     }
 
     /// Serve on any reader/writer pair (tests, sockets).
-    pub fn serve_on<R: Read, W: Write + Send + 'static>(self, input: R, output: W) -> std::io::Result<()> {
+    pub fn serve_on<R: Read, W: Write + Send + 'static>(
+        self,
+        input: R,
+        output: W,
+    ) -> std::io::Result<()> {
         let shared = Arc::new(Shared {
             wire: Wire::new(Box::new(output)),
             asks: Mutex::new(HashMap::new()),
@@ -221,7 +225,9 @@ impl Server {
                     serve.finish(EOF_GRACE);
                     return Ok(());
                 }
-                Line::TooLong(n) => eprintln!("yep-sdk: skipping a {n}-byte line over the {max_frame}-byte frame cap"),
+                Line::TooLong(n) => eprintln!(
+                    "yep-sdk: skipping a {n}-byte line over the {max_frame}-byte frame cap"
+                ),
                 Line::Complete if buf.iter().all(u8::is_ascii_whitespace) => {}
                 Line::Complete => match Message::parse(&buf) {
                     Ok(msg) => {
@@ -295,18 +301,22 @@ struct Handlers {
 impl Serve {
     fn new(server: Server, shared: Arc<Shared>) -> Self {
         let (tx, rx) = channel::<Ordered>();
-        let notifier = Notifier { shared: Arc::clone(&shared) };
+        let notifier = Notifier {
+            shared: Arc::clone(&shared),
+        };
         let (mut trace, mut workspace, mut start) = (server.trace, server.workspace, server.start);
         let has_trace = trace.is_some();
-        let spawned = std::thread::Builder::new().name("yep-notifications".into()).spawn(move || {
-            for msg in rx {
-                match msg {
-                    Ordered::Initialized => start.as_mut().map_or((), |h| h(&notifier)),
-                    Ordered::Trace(ev) => trace.as_mut().map_or((), |h| h(&ev)),
-                    Ordered::Workspace(root) => workspace.as_mut().map_or((), |h| h(&root)),
+        let spawned = std::thread::Builder::new()
+            .name("yep-notifications".into())
+            .spawn(move || {
+                for msg in rx {
+                    match msg {
+                        Ordered::Initialized => start.as_mut().map_or((), |h| h(&notifier)),
+                        Ordered::Trace(ev) => trace.as_mut().map_or((), |h| h(&ev)),
+                        Ordered::Workspace(root) => workspace.as_mut().map_or((), |h| h(&root)),
+                    }
                 }
-            }
-        });
+            });
         let ordered_thread = spawned
             .map_err(|err| eprintln!("yep-sdk: failed to start the notification thread: {err}"))
             .ok();
@@ -340,7 +350,12 @@ impl Serve {
     fn handle(&mut self, msg: Message) -> Flow {
         match msg {
             Message::Response(resp) => {
-                let waiter = self.shared.asks.lock().unwrap_or_else(|p| p.into_inner()).remove(&resp.id);
+                let waiter = self
+                    .shared
+                    .asks
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&resp.id);
                 if let Some(tx) = waiter {
                     let _ = tx.send(resp.result);
                 }
@@ -348,14 +363,18 @@ impl Serve {
             Message::Notification(n) => match HostNotification::parse(&n.method, n.params) {
                 Ok(HostNotification::Initialized) => self.order(Ordered::Initialized),
                 Ok(HostNotification::TraceEvent(ev)) => self.order(Ordered::Trace(ev)),
-                Ok(HostNotification::WorkspaceChanged(w)) => self.order(Ordered::Workspace(w.workspace_root)),
+                Ok(HostNotification::WorkspaceChanged(w)) => {
+                    self.order(Ordered::Workspace(w.workspace_root))
+                }
                 Ok(HostNotification::Exit) => return Flow::Exit,
                 Ok(_) => {}
                 Err(err) => eprintln!("yep-sdk: ignoring {} with bad params: {err}", n.method),
             },
             Message::Request(req) => match HostRequest::parse(&req.method, req.params) {
                 Ok(request) => self.request(req.id, request),
-                Err(err) => self.send_result(req.id, Err(ErrorObject::invalid_params(&req.method, err))),
+                Err(err) => {
+                    self.send_result(req.id, Err(ErrorObject::invalid_params(&req.method, err)))
+                }
             },
         }
         Flow::Continue
@@ -366,10 +385,21 @@ impl Serve {
     /// handlers finish what already arrived (the last trace events of a session).
     fn finish(&mut self, grace: Duration) {
         let deadline = Instant::now() + grace;
-        while Instant::now() < deadline && !self.inflight.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+        while Instant::now() < deadline
+            && !self
+                .inflight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
+        {
             std::thread::sleep(Duration::from_millis(2));
         }
-        let rest: Vec<_> = self.inflight.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
+        let rest: Vec<_> = self
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
         for (id, flag) in rest {
             flag.cancel();
             self.send_result(id, Err(ErrorObject::cancelled()));
@@ -394,7 +424,11 @@ impl Serve {
                 self.send_result(id, result);
             }
             HostRequest::Cancel(params) => {
-                let flag = self.inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&params.id);
+                let flag = self
+                    .inflight
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&params.id);
                 let cancelled = flag.is_some();
                 if let Some(flag) = flag {
                     flag.cancel();
@@ -405,7 +439,12 @@ impl Serve {
             }
             HostRequest::Shutdown => self.send_result(id, Ok(json!({}))),
             HostRequest::ConfigChanged(params) => {
-                let status = match self.config.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                let status = match self
+                    .config
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_mut()
+                {
                     Some(handler) => handler(&params.config),
                     None => ConfigStatus::RestartRequired,
                 };
@@ -418,9 +457,14 @@ impl Serve {
     /// Run a request on a worker, registered as in flight so `cancel` can find it.
     fn spawn(&mut self, id: u64, request: HostRequest) {
         let flag = Arc::new(CancelFlag::default());
-        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).insert(id, Arc::clone(&flag));
+        self.inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, Arc::clone(&flag));
         let ctx = Context {
-            notifier: Notifier { shared: Arc::clone(&self.shared) },
+            notifier: Notifier {
+                shared: Arc::clone(&self.shared),
+            },
             request_id: id,
             cancel: flag,
         };
@@ -430,9 +474,19 @@ impl Serve {
         self.pool.submit(Box::new(move || {
             let method = request.method().to_string();
             let result = catch_unwind(AssertUnwindSafe(|| handlers.run(request, &ctx)))
-                .unwrap_or_else(|_| Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("handler for {method} panicked"))));
+                .unwrap_or_else(|_| {
+                    Err(ErrorObject::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        format!("handler for {method} panicked"),
+                    ))
+                });
             // Whoever removes the entry answers: a cancelled call was already answered.
-            if inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id).is_some() {
+            if inflight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id)
+                .is_some()
+            {
                 let line = match result {
                     Ok(v) => result_line(id, &v),
                     Err(e) => error_line(id, &e),
@@ -447,10 +501,17 @@ impl Serve {
         if !version.is_empty() && !version_compatible(version) {
             return Err(ErrorObject::new(
                 ErrorCode::INCOMPATIBLE_VERSION,
-                format!("host speaks YEP {version}, incompatible with this server ({PROTOCOL_VERSION})"),
+                format!(
+                    "host speaks YEP {version}, incompatible with this server ({PROTOCOL_VERSION})"
+                ),
             ));
         }
-        if let Some(handler) = self.config.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        if let Some(handler) = self
+            .config
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
             handler(&params.config);
         }
         let h = &self.handlers;
@@ -469,8 +530,14 @@ impl Serve {
             capabilities: capabilities.into_iter().map(String::from).collect(),
             ..InitializeResult::default()
         };
-        result.capability_params.tools = h.tools.keys().map(|name| ServedTool { name: name.clone() }).collect();
-        result.capability_params.prompt = h.instructions.as_ref().map(|text| PromptParams { static_text: text.clone() });
+        result.capability_params.tools = h
+            .tools
+            .keys()
+            .map(|name| ServedTool { name: name.clone() })
+            .collect();
+        result.capability_params.prompt = h.instructions.as_ref().map(|text| PromptParams {
+            static_text: text.clone(),
+        });
         Ok(json!(result))
     }
 }
@@ -487,12 +554,19 @@ impl Handlers {
                 Ok(json!(decision))
             }
             HostRequest::PromptContribution => {
-                let text = self.dynamic_prompt.as_ref().map(|p| p()).unwrap_or_default();
+                let text = self
+                    .dynamic_prompt
+                    .as_ref()
+                    .map(|p| p())
+                    .unwrap_or_default();
                 Ok(json!(PromptContribution { text }))
             }
             HostRequest::CommandExecute(cmd) => match self.commands.get(&cmd.name) {
                 Some(handler) => Ok(json!(handler(&cmd.arguments, ctx))),
-                None => Err(ErrorObject::message(format!("no such command: {}", cmd.name))),
+                None => Err(ErrorObject::message(format!(
+                    "no such command: {}",
+                    cmd.name
+                ))),
             },
             other => Err(ErrorObject::method_not_found(other.method())),
         }

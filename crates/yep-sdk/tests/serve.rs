@@ -18,7 +18,11 @@ impl Peer {
         let (in_r, in_w) = std::io::pipe().unwrap();
         let (out_r, out_w) = std::io::pipe().unwrap();
         let thread = std::thread::spawn(move || server.serve_on(in_r, out_w));
-        Peer { input: in_w, output: BufReader::new(out_r), thread: Some(thread) }
+        Peer {
+            input: in_w,
+            output: BufReader::new(out_r),
+            thread: Some(thread),
+        }
     }
 
     fn send(&mut self, v: Value) {
@@ -84,8 +88,20 @@ fn handshake_advertises_what_is_registered() {
     assert_eq!(result["protocol_version"], "1.0");
     assert_eq!(result["capability_params"]["prompt"]["static"], "be nice");
     assert_eq!(result["capability_params"]["tools"], json!([{"name": "a"}]));
-    let caps: Vec<&str> = result["capabilities"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-    for token in ["tools", "streaming", "cancel", "prompt", "hooks", "commands"] {
+    let caps: Vec<&str> = result["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for token in [
+        "tools",
+        "streaming",
+        "cancel",
+        "prompt",
+        "hooks",
+        "commands",
+    ] {
         assert!(caps.contains(&token), "{token} missing from {caps:?}");
     }
     peer.finish().unwrap();
@@ -96,7 +112,13 @@ fn an_incompatible_major_is_refused_and_shutdown_answers_empty() {
     let mut peer = Peer::start(Server::new("t"));
     peer.send(json!({"id": 1, "method": "initialize", "params": {"protocol_version": "2.0"}}));
     let (resp, _) = peer.until_response(1);
-    assert!(resp["error"]["message"].as_str().unwrap().contains("incompatible"), "{resp}");
+    assert!(
+        resp["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("incompatible"),
+        "{resp}"
+    );
     peer.send(json!({"id": 2, "method": "shutdown"}));
     assert_eq!(peer.until_response(2).0, json!({"id": 2, "result": {}}));
     // EOF ends serve() cleanly.
@@ -119,7 +141,11 @@ fn requests_run_concurrently() {
             done += 1;
         }
     }
-    assert!(started.elapsed() < Duration::from_millis(1500), "calls ran one at a time: {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "calls ran one at a time: {:?}",
+        started.elapsed()
+    );
     peer.finish().unwrap();
 }
 
@@ -127,13 +153,21 @@ fn requests_run_concurrently() {
 fn updates_carry_the_request_id_and_precede_the_result() {
     let mut peer = Peer::start(counter());
     init(&mut peer);
-    peer.send(json!({"id": 7, "method": "tool/call", "params": {"name": "count", "args": {"n": 3}}}));
+    peer.send(
+        json!({"id": 7, "method": "tool/call", "params": {"name": "count", "args": {"n": 3}}}),
+    );
     let (resp, before) = peer.until_response(7);
     assert_eq!(resp["result"], json!({"counted": 3}));
-    let updates: Vec<_> = before.iter().filter(|v| v["method"] == "tool/update").collect();
+    let updates: Vec<_> = before
+        .iter()
+        .filter(|v| v["method"] == "tool/update")
+        .collect();
     assert_eq!(updates.len(), 3);
     for (i, u) in updates.iter().enumerate() {
-        assert_eq!(u["params"], json!({"request_id": 7, "output": format!("{}/3", i + 1)}));
+        assert_eq!(
+            u["params"],
+            json!({"request_id": 7, "output": format!("{}/3", i + 1)})
+        );
     }
     peer.finish().unwrap();
 }
@@ -158,7 +192,10 @@ fn cancel_answers_at_once_and_resolves_the_call_cancelled() {
     assert_eq!(got[&5]["error"]["message"], "cancelled");
     // Cancelling what is not in flight is benign.
     peer.send(json!({"id": 8, "method": "cancel", "params": {"id": 5}}));
-    assert_eq!(peer.until_response(8).0["result"], json!({"cancelled": false}));
+    assert_eq!(
+        peer.until_response(8).0["result"],
+        json!({"cancelled": false})
+    );
     peer.finish().unwrap();
 }
 
@@ -176,7 +213,10 @@ fn ask_waits_for_the_hosts_answer() {
     assert_eq!(ask["params"], json!({"prompt": "name?"}));
     let ask_id = ask["id"].as_u64().unwrap();
     peer.send(json!({"id": ask_id, "result": {"answer": "ada"}}));
-    assert_eq!(peer.until_response(3).0["result"], json!({"answer": "ada", "cancelled": false}));
+    assert_eq!(
+        peer.until_response(3).0["result"],
+        json!({"answer": "ada", "cancelled": false})
+    );
     peer.finish().unwrap();
 }
 
@@ -187,7 +227,11 @@ fn config_and_workspace_handlers_run_and_notifications_keep_their_order() {
     let server = Server::new("t")
         .on_config(move |config| {
             s1.lock().unwrap().push(format!("config {config}"));
-            if config["restart"] == true { ConfigStatus::RestartRequired } else { ConfigStatus::Ok }
+            if config["restart"] == true {
+                ConfigStatus::RestartRequired
+            } else {
+                ConfigStatus::Ok
+            }
         })
         .on_workspace(move |root| s2.lock().unwrap().push(format!("workspace {root}")))
         .on_trace(move |ev| s3.lock().unwrap().push(format!("trace {}", ev.id)));
@@ -195,8 +239,13 @@ fn config_and_workspace_handlers_run_and_notifications_keep_their_order() {
     init(&mut peer);
     peer.send(json!({"id": 2, "method": "config/changed", "params": {"config": {"k": 2}}}));
     assert_eq!(peer.until_response(2).0["result"], json!({"status": "ok"}));
-    peer.send(json!({"id": 3, "method": "config/changed", "params": {"config": {"restart": true}}}));
-    assert_eq!(peer.until_response(3).0["result"], json!({"status": "restart-required"}));
+    peer.send(
+        json!({"id": 3, "method": "config/changed", "params": {"config": {"restart": true}}}),
+    );
+    assert_eq!(
+        peer.until_response(3).0["result"],
+        json!({"status": "restart-required"})
+    );
     for i in 0..50 {
         peer.send(json!({"method": "trace/event", "params": {"event_type": "tool.started", "id": format!("e{i}")}}));
     }
@@ -206,8 +255,15 @@ fn config_and_workspace_handlers_run_and_notifications_keep_their_order() {
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen[0], r#"config {"k":"v"}"#);
     assert_eq!(seen[1], r#"config {"k":2}"#);
-    let traces: Vec<_> = seen.iter().filter(|s| s.starts_with("trace")).cloned().collect();
-    assert_eq!(traces, (0..50).map(|i| format!("trace e{i}")).collect::<Vec<_>>());
+    let traces: Vec<_> = seen
+        .iter()
+        .filter(|s| s.starts_with("trace"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        traces,
+        (0..50).map(|i| format!("trace e{i}")).collect::<Vec<_>>()
+    );
     assert_eq!(seen.last().unwrap(), "workspace /new");
 }
 
@@ -219,7 +275,10 @@ fn unknown_methods_and_tools_get_clear_errors_and_garbage_is_skipped() {
     peer.send(json!({"id": 2, "method": "frobnicate"}));
     assert_eq!(peer.until_response(2).0["error"]["code"], -32601);
     peer.send(json!({"id": 3, "method": "tool/call", "params": {"name": "b"}}));
-    assert_eq!(peer.until_response(3).0["error"]["message"], "no such tool: b");
+    assert_eq!(
+        peer.until_response(3).0["error"]["message"],
+        "no such tool: b"
+    );
     peer.send(json!({"id": 4, "method": "cancel", "params": {"id": "not a number"}}));
     assert_eq!(peer.until_response(4).0["error"]["code"], -32602);
     peer.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tool/call", "params": {"name": "a"}}));
@@ -229,10 +288,17 @@ fn unknown_methods_and_tools_get_clear_errors_and_garbage_is_skipped() {
 
 #[test]
 fn a_panicking_handler_answers_an_error_and_the_server_lives_on() {
-    let server = Server::new("t").tool("boom", |_, _| panic!("kaboom")).tool("ok", |_, _| Ok(json!("fine")));
+    let server = Server::new("t")
+        .tool("boom", |_, _| panic!("kaboom"))
+        .tool("ok", |_, _| Ok(json!("fine")));
     let mut peer = Peer::start(server);
     peer.send(json!({"id": 1, "method": "tool/call", "params": {"name": "boom"}}));
-    assert!(peer.until_response(1).0["error"]["message"].as_str().unwrap().contains("panicked"));
+    assert!(
+        peer.until_response(1).0["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("panicked")
+    );
     peer.send(json!({"id": 2, "method": "tool/call", "params": {"name": "ok"}}));
     assert_eq!(peer.until_response(2).0["result"], "fine");
     peer.finish().unwrap();
@@ -249,8 +315,17 @@ fn exit_ends_serve() {
 #[test]
 fn stray_prints_never_reach_the_wire() {
     let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("examples/stray_print");
-    assert!(bin.is_file(), "{} missing: run `cargo test -p yep-sdk`", bin.display());
+    let bin = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/stray_print");
+    assert!(
+        bin.is_file(),
+        "{} missing: run `cargo test -p yep-sdk`",
+        bin.display()
+    );
     #[allow(clippy::disallowed_methods)] // a raw child is the point: the SDK's own stdio
     let mut child = std::process::Command::new(&bin)
         .stdin(std::process::Stdio::piped())
@@ -259,7 +334,11 @@ fn stray_prints_never_reach_the_wire() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, r#"{{"id":1,"method":"tool/call","params":{{"name":"noisy"}}}}"#).unwrap();
+    writeln!(
+        stdin,
+        r#"{{"id":1,"method":"tool/call","params":{{"name":"noisy"}}}}"#
+    )
+    .unwrap();
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();

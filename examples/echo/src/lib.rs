@@ -26,7 +26,11 @@ pub fn server() -> Server {
         })
         .tool("count", |args, ctx| {
             let n = args.get("n").and_then(Value::as_u64).unwrap_or(3);
-            let interval = Duration::from_millis(args.get("interval_ms").and_then(Value::as_u64).unwrap_or(100));
+            let interval = Duration::from_millis(
+                args.get("interval_ms")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(100),
+            );
             for i in 1..=n {
                 if ctx.sleep(interval) {
                     return Err(ToolError::new("cancelled"));
@@ -36,7 +40,10 @@ pub fn server() -> Server {
             Ok(json!({ "counted": n }))
         })
         .tool("ask", |args, ctx| {
-            let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("What is your answer?");
+            let prompt = args
+                .get("prompt")
+                .and_then(Value::as_str)
+                .unwrap_or("What is your answer?");
             let reply = ctx.ask(UiAskParams {
                 prompt: prompt.to_string(),
                 ..UiAskParams::default()

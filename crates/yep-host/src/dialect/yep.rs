@@ -34,7 +34,11 @@ pub trait Events: Send + Sync + 'static {
 
     /// `ui/ask`: ask the user. Without a prompt surface, answer `cancelled` (the default).
     fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
-        tracing::info!(extension, "no prompt surface; refusing ui/ask: {}", params.prompt);
+        tracing::info!(
+            extension,
+            "no prompt surface; refusing ui/ask: {}",
+            params.prompt
+        );
         Box::pin(async { UiAskResult::cancelled() })
     }
 }
@@ -54,8 +58,12 @@ impl Handler for EventRouter {
         match ServerNotification::parse(method, params) {
             Ok(ServerNotification::StatusChanged(s)) => self.events.status(&self.extension, s),
             Ok(ServerNotification::Log(l)) => self.events.log(&self.extension, l),
-            Ok(other) => tracing::debug!(extension = %self.extension, "ignoring notification {}", other.method()),
-            Err(err) => tracing::warn!(extension = %self.extension, "ignoring {method} with bad params: {err}"),
+            Ok(other) => {
+                tracing::debug!(extension = %self.extension, "ignoring notification {}", other.method())
+            }
+            Err(err) => {
+                tracing::warn!(extension = %self.extension, "ignoring {method} with bad params: {err}")
+            }
         }
     }
 
@@ -90,9 +98,16 @@ pub enum HandshakeError {
 }
 
 /// `initialize`, the version check, then `initialized`.
-pub async fn handshake(conn: &Connection, params: &InitializeParams, timeout: Duration) -> Result<InitializeResult, HandshakeError> {
-    let raw = conn.call(INITIALIZE, Some(params), CallOptions::timeout(timeout)).await?;
-    let result: InitializeResult = serde_json::from_value(raw).map_err(|e| HandshakeError::Malformed(e.to_string()))?;
+pub async fn handshake(
+    conn: &Connection,
+    params: &InitializeParams,
+    timeout: Duration,
+) -> Result<InitializeResult, HandshakeError> {
+    let raw = conn
+        .call(INITIALIZE, Some(params), CallOptions::timeout(timeout))
+        .await?;
+    let result: InitializeResult =
+        serde_json::from_value(raw).map_err(|e| HandshakeError::Malformed(e.to_string()))?;
     if !version_compatible(&result.protocol_version) {
         return Err(HandshakeError::Incompatible(result.protocol_version));
     }
@@ -101,7 +116,11 @@ pub async fn handshake(conn: &Connection, params: &InitializeParams, timeout: Du
 }
 
 /// The `initialize` params this host sends.
-pub fn initialize_params(session_id: &str, workspace_root: &str, config: Value) -> InitializeParams {
+pub fn initialize_params(
+    session_id: &str,
+    workspace_root: &str,
+    config: Value,
+) -> InitializeParams {
     InitializeParams {
         protocol_version: PROTOCOL_VERSION.to_string(),
         session_id: session_id.to_string(),

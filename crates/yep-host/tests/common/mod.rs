@@ -12,22 +12,35 @@ use yep_protocol::{LogParams, StatusChangedParams, UiAskParams, UiAskResult};
 /// `target/<profile>`, found from this test binary (`target/<profile>/deps/<test>`).
 pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(|deps| deps.parent()).unwrap().to_path_buf()
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .to_path_buf()
 }
 
 fn built(path: PathBuf, how: &str) -> String {
-    assert!(path.is_file(), "{} is missing; build it first: {how} (or run `cargo test --workspace`)", path.display());
+    assert!(
+        path.is_file(),
+        "{} is missing; build it first: {how} (or run `cargo test --workspace`)",
+        path.display()
+    );
     path.to_string_lossy().into_owned()
 }
 
 /// The real `yep-example-echo` binary.
 pub fn echo_bin() -> String {
-    built(target_dir().join("yep-example-echo"), "cargo build -p yep-example-echo")
+    built(
+        target_dir().join("yep-example-echo"),
+        "cargo build -p yep-example-echo",
+    )
 }
 
 /// The yolop-yep fixture (an example of this package, built by `cargo test`).
 pub fn yolop_fixture_bin() -> String {
-    built(target_dir().join("examples/yolop_fixture"), "cargo build -p yep-host --example yolop_fixture")
+    built(
+        target_dir().join("examples/yolop_fixture"),
+        "cargo build -p yep-host --example yolop_fixture",
+    )
 }
 
 pub struct Fixture {
@@ -36,7 +49,9 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new() -> Fixture {
-        Fixture { dir: tempfile::tempdir().unwrap() }
+        Fixture {
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
 
     pub fn spec(&self, name: &str, command: &str, args: &[&str]) -> ServerSpec {

@@ -14,14 +14,23 @@ fn main() -> ExitCode {
             continue;
         }
         if check {
-            eprintln!("{} is stale; run: cargo run -p yep-protocol --features schema --bin yep-schema-gen", path.display());
+            eprintln!(
+                "{} is stale; run: cargo run -p yep-protocol --features schema --bin yep-schema-gen",
+                path.display()
+            );
             stale = true;
-        } else if let Err(err) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, contents)) {
+        } else if let Err(err) =
+            std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, contents))
+        {
             eprintln!("failed to write {}: {err}", path.display());
             return ExitCode::FAILURE;
         } else {
             eprintln!("wrote {}", path.display());
         }
     }
-    if stale { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    if stale {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }

@@ -1,0 +1,100 @@
+//! `yep call <package-dir> <tool> [json-args]`: spawn a package's server and call one tool.
+
+use super::prompt::TerminalEvents;
+use crate::output::{hinted, stdout_line};
+use anyhow::Context;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use yep_host::{Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The package directory (holding plugin.json).
+    package: PathBuf,
+    /// The tool to call; it must be declared in the manifest.
+    tool: String,
+    /// The tool's arguments as a JSON object.
+    #[arg(default_value = "{}")]
+    args: String,
+    /// Fail the call after this many seconds without a result or progress.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    timeout: u64,
+}
+
+pub async fn run(args: Args, home: &Path) -> anyhow::Result<ExitCode> {
+    let manifest = Manifest::load(&args.package)?;
+    if manifest.tool(&args.tool).is_none() {
+        let declared: Vec<_> = manifest
+            .yolop
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        let list = if declared.is_empty() {
+            "none".to_string()
+        } else {
+            declared.join(", ")
+        };
+        return Err(hinted(
+            format!(
+                "tool `{}` is not declared by `{}` in {}",
+                args.tool,
+                manifest.name,
+                args.package.join("plugin.json").display()
+            ),
+            &[
+                &format!("declared tools: {list}"),
+                "a server may only serve tools its manifest declares",
+            ],
+        ));
+    }
+    let tool_args: Value = serde_json::from_str(&args.args)
+        .with_context(|| format!("failed to parse the tool arguments {:?} as JSON", args.args))?;
+    let package = std::fs::canonicalize(&args.package)
+        .with_context(|| format!("failed to resolve {}", args.package.display()))?;
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let mut spec = ServerSpec::from_manifest(&manifest, package, cwd, home.join("logs"))
+        .ok_or_else(|| {
+            hinted(
+                format!("`{}` declares no capability server", manifest.name),
+                &["add yolop.capabilityServer.command to plugin.json"],
+            )
+        })?;
+    spec.session_id = format!("yep-call-{}", std::process::id());
+    let opts = SupervisorOptions {
+        request_timeout: std::time::Duration::from_secs(args.timeout.clamp(1, 600)),
+        ..SupervisorOptions::default()
+    };
+    let ext = Extension::new(spec, opts, Arc::new(TerminalEvents::new()));
+
+    let updates: UpdateSink = Arc::new(|line: &str| eprintln!("[progress] {line}"));
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("[cancel] interrupted; cancelling the call");
+            on_interrupt.cancel();
+        }
+    });
+    let result = ext
+        .call_tool(&args.tool, tool_args, Some(updates), Some(cancel))
+        .await;
+    ext.stop().await;
+    match result {
+        Ok(value) => {
+            stdout_line(&serde_json::to_string_pretty(&value)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(err) if err.is_cancelled() => {
+            eprintln!("error: {err}");
+            Ok(ExitCode::from(130))
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! `yep demo`: the bundled echo extension driven through `yep-host`, step by step: handshake,
+//! a call, streamed progress, cancel, a hook block, prompts, a command, a question, a stop.
+
+use crate::output::stdout_line;
+use anyhow::Context;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use yep_host::manifest::HookEvent;
+use yep_host::rpc::BoxFuture;
+use yep_host::{Events, Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
+use yep_protocol::{HookFireParams, StatusChangedParams, UiAskParams, UiAskResult};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print the steps as one JSON document instead of prose.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Records what the server pushes; answers its question like a user would.
+#[derive(Default)]
+struct DemoEvents {
+    statuses: Mutex<Vec<String>>,
+    questions: Mutex<Vec<String>>,
+}
+
+impl Events for DemoEvents {
+    fn status(&self, _: &str, status: StatusChangedParams) {
+        self.statuses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(format!("{} ({:?})", status.status, status.level).to_lowercase());
+    }
+
+    fn ask(&self, _: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+        self.questions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(params.prompt);
+        Box::pin(async { UiAskResult::answered("blue") })
+    }
+}
+
+/// Collects steps; prints each at once in prose mode.
+struct Report {
+    json: bool,
+    steps: Vec<Value>,
+}
+
+impl Report {
+    fn step(&mut self, name: &str, took: Duration, text: String, data: Value) {
+        if !self.json {
+            stdout_line(&format!(
+                "{:>2}. {name:<22} {:>8}  {text}",
+                self.steps.len() + 1,
+                ms(took)
+            ));
+        }
+        self.steps.push(
+            json!({"step": name, "ms": took.as_secs_f64() * 1000.0, "summary": text, "data": data}),
+        );
+    }
+
+    fn detail(&self, text: &str) {
+        if !self.json {
+            stdout_line(&format!("    {:<22} {:>8}  {text}", "", ""));
+        }
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
+    let manifest = Manifest::parse(
+        yep_example_echo::PLUGIN_JSON,
+        "examples/echo/plugin.json".as_ref(),
+    )?;
+    let dir = tempfile::tempdir().context("failed to create a scratch directory")?;
+    let exe = std::env::current_exe().context("failed to locate the yep binary")?;
+    let spec = ServerSpec {
+        name: manifest.name.clone(),
+        command: exe.to_string_lossy().into_owned(),
+        args: vec!["serve-example-echo".into()],
+        package_dir: dir.path().to_path_buf(),
+        workspace_root: dir.path().to_path_buf(),
+        session_id: "yep-demo".into(),
+        config: Value::Null,
+        env: Vec::new(),
+        log_dir: dir.path().join("logs"),
+    };
+    let events = Arc::new(DemoEvents::default());
+    let ext = Extension::new(
+        spec,
+        SupervisorOptions::default(),
+        Arc::clone(&events) as Arc<dyn Events>,
+    );
+    let mut report = Report {
+        json: args.json,
+        steps: Vec::new(),
+    };
+    if !args.json {
+        stdout_line("yep demo: the bundled echo extension, driven through yep-host");
+        stdout_line(&format!(
+            "  manifest declares tools {:?}, a pre_tool_use hook, prompt, dynamic prompt, command /echo:ping, status, ui_ask\n",
+            tool_names(&manifest)
+        ));
+    }
+
+    // 1. Spawn and handshake; the served tools are clamped to the manifest.
+    let t = Instant::now();
+    let init = ext.handshake().await?;
+    let served: Vec<String> = init
+        .capability_params
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .filter(|n| manifest.tool(n).is_some())
+        .collect();
+    report.step(
+        "spawn + handshake",
+        t.elapsed(),
+        format!("`{}` speaks YEP {}, serves {} (pid {})", init.name, init.protocol_version, served.join(", "), ext.pid().unwrap_or(0)),
+        json!({"name": init.name, "protocol_version": init.protocol_version, "tools": served, "capabilities": init.capabilities}),
+    );
+    // The server pushes its status once the handshake completes; give it a moment to land.
+    for _ in 0..100 {
+        if !events
+            .statuses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for status in events
+        .statuses
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+    {
+        report.detail(&format!("status/changed ← {status}"));
+    }
+
+    // 2. A plain call.
+    let t = Instant::now();
+    let echoed = ext
+        .call_tool("echo", json!({"text": "hello from yep"}), None, None)
+        .await?;
+    report.step(
+        "tool/call echo",
+        t.elapsed(),
+        echoed.to_string(),
+        echoed.clone(),
+    );
+
+    // 3. Streamed progress: every update arrives before the result.
+    let t = Instant::now();
+    let seen: Arc<Mutex<Vec<(String, Duration)>>> = Arc::default();
+    let sink_seen = Arc::clone(&seen);
+    let sink: UpdateSink = Arc::new(move |line: &str| {
+        sink_seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((line.to_string(), t.elapsed()))
+    });
+    let counted = ext
+        .call_tool(
+            "count",
+            json!({"n": 5, "interval_ms": 60}),
+            Some(sink),
+            None,
+        )
+        .await?;
+    let updates = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    report.step(
+        "tool/call count",
+        t.elapsed(),
+        format!("{counted} after {} streamed updates", updates.len()),
+        json!({"result": counted, "updates": updates.iter().map(|u| &u.0).collect::<Vec<_>>()}),
+    );
+    for (line, at) in &updates {
+        report.detail(&format!("tool/update ← {line} at +{}", ms(*at)));
+    }
+
+    // 4. Cancel a long call mid-way.
+    let token = CancellationToken::new();
+    let canceller = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        canceller.cancel();
+    });
+    let t = Instant::now();
+    let outcome = ext
+        .call_tool(
+            "count",
+            json!({"n": 100, "interval_ms": 100}),
+            None,
+            Some(token),
+        )
+        .await;
+    let cancelled = matches!(&outcome, Err(e) if e.is_cancelled());
+    report.step(
+        "cancel count",
+        t.elapsed(),
+        format!(
+            "a 10 s count cancelled at 250 ms resolved {}",
+            if cancelled {
+                "`cancelled`"
+            } else {
+                "unexpectedly"
+            }
+        ),
+        json!({"cancelled": cancelled}),
+    );
+    anyhow::ensure!(cancelled, "the cancelled call resolved as {outcome:?}");
+
+    // 5. A pre_tool_use hook that blocks.
+    let hook = manifest
+        .yolop
+        .hooks
+        .iter()
+        .find(|h| h.event == HookEvent::PreToolUse)
+        .context("the echo manifest declares a pre_tool_use hook")?;
+    let fire = |forbidden: bool| HookFireParams {
+        event: "pre_tool_use".into(),
+        tool_name: "bash".into(),
+        args: json!({"command": "rm -rf /", "forbidden": forbidden}),
+    };
+    let t = Instant::now();
+    let blocked = ext
+        .fire_hook(&fire(true), Duration::from_millis(hook.timeout_ms))
+        .await?;
+    let allowed = ext
+        .fire_hook(&fire(false), Duration::from_millis(hook.timeout_ms))
+        .await?;
+    report.step(
+        "hook/fire pre_tool_use",
+        t.elapsed(),
+        format!(
+            "forbidden bash call {}: {:?}; a permitted one {}",
+            if blocked.block { "blocked" } else { "allowed" },
+            blocked.reason,
+            if allowed.block { "blocked" } else { "allowed" }
+        ),
+        json!({"blocked": blocked, "allowed": allowed}),
+    );
+
+    // 6. Prompt text: static from the handshake, dynamic per turn.
+    let t = Instant::now();
+    let dynamic = ext.prompt_contribution().await?;
+    let static_text = init
+        .capability_params
+        .prompt
+        .map(|p| p.static_text)
+        .unwrap_or_default();
+    report.step(
+        "prompt",
+        t.elapsed(),
+        format!("static {static_text:?}; dynamic {:?}", dynamic.text),
+        json!({"static": static_text, "dynamic": dynamic.text}),
+    );
+
+    // 7. A slash command.
+    let t = Instant::now();
+    let pong = ext.execute_command("ping", "").await?;
+    report.step(
+        "command/execute ping",
+        t.elapsed(),
+        format!("/echo:ping → {:?}", pong.message),
+        json!(pong),
+    );
+
+    // 8. A question to the user (answered by the demo).
+    let t = Instant::now();
+    let answer = ext
+        .call_tool("ask", json!({"prompt": "favourite colour?"}), None, None)
+        .await?;
+    let asked = events
+        .questions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .join("; ");
+    report.step(
+        "ui/ask",
+        t.elapsed(),
+        format!("server asked {asked:?}; the demo answered, tool returned {answer}"),
+        answer,
+    );
+
+    // 9. Graceful stop.
+    let t = Instant::now();
+    let status = ext.stop().await.unwrap_or_else(|| "not running".into());
+    report.step(
+        "shutdown",
+        t.elapsed(),
+        format!("shutdown, exit, stdin closed: {status}"),
+        json!({"status": status}),
+    );
+
+    if args.json {
+        stdout_line(&serde_json::to_string_pretty(
+            &json!({"steps": report.steps}),
+        )?);
+    } else {
+        stdout_line("\nEvery step ran over YEP 1.0 on the server's stdio pipes.");
+        stdout_line(
+            "Next: cargo build --release --workspace && PATH=$PWD/target/release:$PATH yep call examples/echo count '{\"n\":3}'",
+        );
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn tool_names(manifest: &Manifest) -> Vec<&str> {
+    manifest
+        .yolop
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect()
+}

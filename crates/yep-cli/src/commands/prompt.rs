@@ -1,0 +1,118 @@
+//! Server → host traffic for a terminal user: status and logs to stderr, `ui/ask` answered at
+//! the terminal (masked for secrets, a numbered choice for options), refused without one.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+use yep_host::Events;
+use yep_host::rpc::BoxFuture;
+use yep_protocol::{LogParams, StatusChangedParams, UiAskParams, UiAskResult};
+
+pub struct TerminalEvents {
+    interactive: bool,
+    /// One question at a time.
+    asking: Arc<Mutex<()>>,
+}
+
+impl TerminalEvents {
+    /// Questions are asked only when stdin and stderr are both terminals.
+    pub fn new() -> Self {
+        TerminalEvents {
+            interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+            asking: Arc::default(),
+        }
+    }
+}
+
+impl Events for TerminalEvents {
+    fn status(&self, extension: &str, status: StatusChangedParams) {
+        eprintln!(
+            "[status] {extension}: {} ({:?})",
+            status.status, status.level
+        );
+    }
+
+    fn log(&self, extension: &str, log: LogParams) {
+        eprintln!("[log] {extension}: {}", log.message);
+    }
+
+    fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+        if !self.interactive {
+            eprintln!(
+                "[ask] {extension} asked {:?}; no terminal to answer it, so it is refused (cancelled)",
+                params.prompt
+            );
+            return Box::pin(async { UiAskResult::cancelled() });
+        }
+        let extension = extension.to_string();
+        let asking = Arc::clone(&self.asking);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let _one = asking.lock().unwrap_or_else(|p| p.into_inner());
+                ask_at_terminal(&extension, &params).unwrap_or_else(|_| UiAskResult::cancelled())
+            })
+            .await
+            .unwrap_or_else(|_| UiAskResult::cancelled())
+        })
+    }
+}
+
+fn ask_at_terminal(extension: &str, params: &UiAskParams) -> std::io::Result<UiAskResult> {
+    let mut err = std::io::stderr().lock();
+    writeln!(err, "[ask] {extension} asks: {}", params.prompt)?;
+    for (i, option) in params.options.iter().enumerate() {
+        writeln!(err, "  {}) {option}", i + 1)?;
+    }
+    let hint = params
+        .placeholder
+        .as_deref()
+        .map(|p| format!(" ({p})"))
+        .unwrap_or_default();
+    write!(err, "answer{hint} (empty line cancels): ")?;
+    err.flush()?;
+    let line = if params.secret {
+        read_masked()?
+    } else {
+        read_line()?
+    };
+    let Some(answer) = line.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()) else {
+        return Ok(UiAskResult::cancelled());
+    };
+    if params.options.is_empty() {
+        return Ok(UiAskResult::answered(answer));
+    }
+    // A number picks by position; otherwise the text must be one of the options.
+    let picked = answer
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| params.options.get(n.wrapping_sub(1)))
+        .or_else(|| params.options.iter().find(|o| **o == answer));
+    Ok(picked.map_or_else(UiAskResult::cancelled, |o| UiAskResult::answered(o.clone())))
+}
+
+fn read_line() -> std::io::Result<Option<String>> {
+    let mut line = String::new();
+    let n = std::io::stdin().lock().read_line(&mut line)?;
+    Ok((n > 0).then_some(line))
+}
+
+/// Read a line with terminal echo off, restoring it afterwards.
+fn read_masked() -> std::io::Result<Option<String>> {
+    // SAFETY: termios calls on fd 0 with a zero-initialised struct that tcgetattr fills.
+    let saved = unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(0, &mut t) != 0 {
+            return read_line();
+        }
+        let saved = t;
+        t.c_lflag &= !libc::ECHO;
+        libc::tcsetattr(0, libc::TCSANOW, &t);
+        saved
+    };
+    let line = read_line();
+    // SAFETY: restoring the attributes read above.
+    unsafe {
+        libc::tcsetattr(0, libc::TCSANOW, &saved);
+    }
+    eprintln!("(saved)");
+    line
+}

@@ -1,0 +1,84 @@
+//! `yep`: the command-line tool for people who install, author and debug extensions.
+
+mod commands;
+mod output;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "yep",
+    version,
+    about = "Install, author and debug YEP extensions"
+)]
+struct Cli {
+    /// The yep home (extensions, settings, logs). Defaults to $YEP_HOME, then <config dir>/yep.
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
+    /// More logging on stderr (-v debug, -vv trace). RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Spawn a package's server and call one tool: progress to stderr, the result to stdout.
+    Call(commands::call::Args),
+    /// Run the bundled echo extension through the host and show each step.
+    Demo(commands::demo::Args),
+    /// Serve the bundled echo example on stdio (what `yep demo` spawns).
+    #[command(name = "serve-example-echo", hide = true)]
+    ServeExampleEcho,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::ServeExampleEcho = cli.command {
+        // A capability server: stdout is the wire, so nothing else may run first.
+        return match yep_example_echo::server().serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("error: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    init_tracing(cli.verbose);
+    let home = commands::home(cli.home);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(err) => {
+            return output::fail(&anyhow::anyhow!("failed to start the async runtime: {err}"));
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Call(args) => commands::call::run(args, &home).await,
+            Command::Demo(args) => commands::demo::run(args).await,
+            Command::ServeExampleEcho => unreachable!("handled above"),
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(err) => output::fail(&err),
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

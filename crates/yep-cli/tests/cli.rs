@@ -1,0 +1,180 @@
+//! The `yep` binary run for real, in a sealed temp home.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn yep(home: &Path, args: &[&str]) -> Output {
+    #[allow(clippy::disallowed_methods)] // running the CLI under test
+    Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(args)
+        .env("YEP_HOME", home)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A package whose server is this very `yep` binary serving the echo example.
+fn echo_package(dir: &Path) -> std::path::PathBuf {
+    let pkg = dir.join("echo-pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON).unwrap();
+    manifest["yolop"]["capabilityServer"] =
+        json!({"command": env!("CARGO_BIN_EXE_yep"), "args": ["serve-example-echo"]});
+    std::fs::write(
+        pkg.join("plugin.json"),
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+    pkg
+}
+
+#[test]
+fn call_prints_the_result_json_to_stdout() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    let out = yep(
+        home.path(),
+        &["call", pkg.to_str().unwrap(), "echo", r#"{"text":"hi"}"#],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result, json!({"echoed": "hi"}));
+    // The server's stderr log lands in the home.
+    assert!(home.path().join("logs/echo.log").is_file());
+}
+
+#[test]
+fn call_streams_progress_to_stderr() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    let out = yep(
+        home.path(),
+        &[
+            "call",
+            pkg.to_str().unwrap(),
+            "count",
+            r#"{"n":3,"interval_ms":10}"#,
+        ],
+    );
+    assert!(out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("[progress] 1/3\n[progress] 2/3\n[progress] 3/3"),
+        "{stderr}"
+    );
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        json!({"counted": 3})
+    );
+}
+
+#[test]
+fn call_refuses_ui_ask_without_a_terminal_and_exits_non_zero() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    let out = yep(
+        home.path(),
+        &[
+            "call",
+            pkg.to_str().unwrap(),
+            "ask",
+            r#"{"prompt":"name?"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("no terminal to answer it"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: extension `echo`: `tool/call` failed: the user dismissed the question"
+        ),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn call_errors_are_clear() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    let p = pkg.to_str().unwrap();
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(&regex_escape(home.path().to_str().unwrap()), "[HOME]");
+    settings.bind(|| {
+        let undeclared = yep(home.path(), &["call", p, "rm"]);
+        assert_eq!(undeclared.status.code(), Some(1));
+        insta::assert_snapshot!("undeclared_tool", text(&undeclared.stderr));
+        let bad_json = yep(home.path(), &["call", p, "echo", "{nope"]);
+        assert_eq!(bad_json.status.code(), Some(1));
+        insta::assert_snapshot!("bad_json_args", text(&bad_json.stderr));
+        let missing = yep(
+            home.path(),
+            &[
+                "call",
+                home.path().join("nowhere").to_str().unwrap(),
+                "echo",
+            ],
+        );
+        assert_eq!(missing.status.code(), Some(1));
+        insta::assert_snapshot!("missing_manifest", text(&missing.stderr));
+    });
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '/' {
+                c.to_string()
+            } else {
+                format!("\\{c}")
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn demo_runs_every_step() {
+    let home = tempfile::tempdir().unwrap();
+    let out = yep(home.path(), &["demo"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"\d+\.\d ms", "[T]");
+    settings.add_filter(r"pid \d+", "pid [PID]");
+    settings.bind(|| insta::assert_snapshot!("demo", stdout));
+}
+
+#[test]
+fn demo_json_lists_the_steps() {
+    let home = tempfile::tempdir().unwrap();
+    let out = yep(home.path(), &["demo", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps: Vec<&str> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "spawn + handshake",
+            "tool/call echo",
+            "tool/call count",
+            "cancel count",
+            "hook/fire pre_tool_use",
+            "prompt",
+            "command/execute ping",
+            "ui/ask",
+            "shutdown"
+        ]
+    );
+    assert_eq!(doc["steps"][3]["data"]["cancelled"], true);
+}
