@@ -233,10 +233,9 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        // `kill_on_drop` reaps the direct child; the group kill takes its descendants too.
-        if matches!(self.child.try_wait(), Ok(None)) || self.pgid.is_some() {
-            self.signal_group(libc::SIGKILL);
-        }
+        // `kill_on_drop` kills and reaps the direct child; the group kill takes whatever it
+        // started too.
+        self.signal_group(libc::SIGKILL);
     }
 }
 

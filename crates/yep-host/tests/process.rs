@@ -1,0 +1,92 @@
+//! Process lifecycle: the group dies with its owner, and a stop escalates to SIGKILL.
+
+mod common;
+
+use common::*;
+use std::sync::Arc;
+use std::time::Duration;
+use yep_host::process::{self, SpawnSpec, describe_status};
+
+/// Alive and not a zombie.
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn dropping_an_extension_kills_its_whole_process_group() {
+    let fx = Fixture::new();
+    let pidfile = fx.dir.path().join("grandchild.pid");
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; exec '{}'",
+        pidfile.display(),
+        echo_bin()
+    );
+    let ext = extension(fx.spec("echo", "sh", &["-c", &script]), Arc::default());
+    ext.handshake().await.unwrap();
+    let grandchild: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(running(grandchild));
+    drop(ext);
+    assert!(
+        eventually(|| !running(grandchild)).await,
+        "the server's child {grandchild} outlived it"
+    );
+}
+
+#[tokio::test]
+async fn a_stop_escalates_to_sigkill_when_the_server_ignores_eof_and_sigterm() {
+    let fx = Fixture::new();
+    let spawned = process::spawn(&SpawnSpec {
+        program: "sh".into(),
+        args: vec![
+            "-c".into(),
+            "trap '' TERM; while :; do sleep 0.05; done".into(),
+        ],
+        cwd: fx.dir.path().into(),
+        bin_dir: None,
+        env: vec![],
+        log_path: fx.dir.path().join("stubborn.log"),
+    })
+    .unwrap();
+    drop(spawned.stdin);
+    let mut proc_ = spawned.process;
+    let status = proc_.terminate(Duration::from_millis(200)).await;
+    assert_eq!(describe_status(status), "signal 9 (SIGKILL)");
+}
+
+#[tokio::test]
+async fn the_server_runs_in_the_workspace_with_its_bin_dir_first_on_path() {
+    let fx = Fixture::new();
+    let bin = fx.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // A `bin/` script that reports its cwd and PATH on stderr, then becomes the echo server.
+    let script = bin.join("echo-server");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"cwd=$(pwd)\" >&2\necho \"path=$PATH\" >&2\nexec '{}'\n",
+            echo_bin()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ext = extension(fx.spec("echo", "echo-server", &[]), Arc::default());
+    ext.handshake().await.unwrap();
+    ext.stop().await;
+    let log = std::fs::read_to_string(ext.log_path()).unwrap();
+    let root = fx.dir.path().canonicalize().unwrap();
+    assert!(log.contains(&format!("cwd={}", root.display())), "{log}");
+    assert!(log.contains(&format!("path={}:", bin.display())), "{log}");
+}
