@@ -178,3 +178,31 @@ fn demo_json_lists_the_steps() {
     );
     assert_eq!(doc["steps"][3]["data"]["cancelled"], true);
 }
+
+#[test]
+fn call_answers_ui_ask_at_a_terminal() {
+    // `script` gives the CLI a real pseudo-terminal; the answer is typed into it.
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    let inner = format!(
+        "YEP_HOME='{}' '{}' call '{}' ask '{{\"prompt\":\"colour?\"}}'",
+        home.path().display(),
+        env!("CARGO_BIN_EXE_yep"),
+        pkg.display()
+    );
+    #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
+    let mut child = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs the CLI on a pseudo-terminal");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"blue\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let screen = text(&out.stdout);
+    assert!(out.status.success(), "{screen}{}", text(&out.stderr));
+    assert!(screen.contains("[ask] echo asks: colour?"), "{screen}");
+    assert!(screen.contains(r#""answer": "blue""#), "{screen}");
+}
