@@ -127,25 +127,31 @@ fn an_incompatible_major_is_refused_and_shutdown_answers_empty() {
 
 #[test]
 fn requests_run_concurrently() {
-    let mut peer = Peer::start(counter());
-    init(&mut peer);
-    let started = Instant::now();
-    // Eight calls of 5 × 40 ms each: serially 1.6 s, concurrently about 0.2 s.
-    for id in 10..18 {
-        peer.send(json!({"id": id, "method": "tool/call", "params": {"name": "count", "args": {"n": 5, "ms": 40}}}));
-    }
-    let mut done = 0;
-    while done < 8 {
-        let v = peer.recv();
-        if v.get("result").is_some() {
-            done += 1;
+    // Each call waits inside its handler until all eight are inside at once; run one at a
+    // time, the first would give up after ten seconds and answer an error.
+    let gate = Arc::new((Mutex::new(0usize), std::sync::Condvar::new()));
+    let server = Server::new("t").tool("meet", move |_, _| {
+        let (count, cv) = &*gate;
+        let mut n = count.lock().unwrap();
+        *n += 1;
+        cv.notify_all();
+        let (n, timeout) = cv
+            .wait_timeout_while(n, Duration::from_secs(10), |n| *n < 8)
+            .unwrap();
+        if timeout.timed_out() {
+            Err(ToolError::new(format!("only {} calls ran at once", *n)))
+        } else {
+            Ok(json!("met"))
         }
+    });
+    let mut peer = Peer::start(server);
+    for id in 10..18 {
+        peer.send(json!({"id": id, "method": "tool/call", "params": {"name": "meet"}}));
     }
-    assert!(
-        started.elapsed() < Duration::from_millis(1500),
-        "calls ran one at a time: {:?}",
-        started.elapsed()
-    );
+    for _ in 0..8 {
+        let v = peer.recv();
+        assert_eq!(v["result"], "met", "{v}");
+    }
     peer.finish().unwrap();
 }
 
