@@ -496,7 +496,7 @@ async fn read_line_capped<R: AsyncBufRead + Unpin>(
 mod tests {
     use super::*;
     use serde_json::json;
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, duplex};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, duplex};
 
     struct Silent;
     impl Handler for Silent {
@@ -507,17 +507,28 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn responses_resolve_out_of_order() {
+    /// A connection, and the read/write halves of the server's side of its pipe.
+    fn pair(
+        cap: usize,
+    ) -> (
+        Connection,
+        tokio::io::ReadHalf<DuplexStream>,
+        tokio::io::WriteHalf<DuplexStream>,
+    ) {
         let (a, b) = duplex(1 << 20);
         let (host_r, host_w) = tokio::io::split(a);
-        let conn = Connection::start(
-            host_r,
-            host_w,
-            Arc::new(Silent),
-            ConnectionOptions::default(),
-        );
-        let (server_r, mut server_w) = tokio::io::split(b);
+        let opts = ConnectionOptions {
+            label: "t".into(),
+            max_frame_bytes: cap,
+        };
+        let conn = Connection::start(host_r, host_w, Arc::new(Silent), opts);
+        let (server_r, server_w) = tokio::io::split(b);
+        (conn, server_r, server_w)
+    }
+
+    #[tokio::test]
+    async fn responses_resolve_out_of_order() {
+        let (conn, server_r, mut server_w) = pair(DEFAULT_MAX_FRAME_BYTES);
         let c1 = conn.clone();
         let c2 = conn.clone();
         let first = tokio::spawn(async move {
@@ -551,18 +562,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_oversized_line_closes_the_connection_and_fails_pending_calls() {
-        let (a, b) = duplex(1 << 20);
-        let (host_r, host_w) = tokio::io::split(a);
-        let conn = Connection::start(
-            host_r,
-            host_w,
-            Arc::new(Silent),
-            ConnectionOptions {
-                label: "t".into(),
-                max_frame_bytes: 64,
-            },
-        );
-        let (_server_r, mut server_w) = tokio::io::split(b);
+        let (conn, _server_r, mut server_w) = pair(64);
         let c = conn.clone();
         let call = tokio::spawn(async move {
             c.call::<Value>("tool/call", None, CallOptions::default())
@@ -586,15 +586,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn progress_resets_the_timeout() {
-        let (a, b) = duplex(1 << 20);
-        let (host_r, host_w) = tokio::io::split(a);
-        let conn = Connection::start(
-            host_r,
-            host_w,
-            Arc::new(Silent),
-            ConnectionOptions::default(),
-        );
-        let (server_r, mut server_w) = tokio::io::split(b);
+        let (conn, server_r, mut server_w) = pair(DEFAULT_MAX_FRAME_BYTES);
         let seen = Arc::new(Mutex::new(Vec::<String>::new()));
         let sink_seen = Arc::clone(&seen);
         let opts = CallOptions {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use yep_host::rpc::{CallOptions, CloseReason, Connection, ConnectionOptions};
 use yep_host::supervisor::ExtensionError;
-use yep_host::{Extension, NoEvents, SupervisorOptions, process};
+use yep_host::{Extension, NoEvents, SupervisorOptions};
 use yep_protocol::{ErrorCode, HookFireParams, InitializeParams};
 
 #[tokio::test]
@@ -51,16 +51,7 @@ async fn handshake_reports_served_tools_and_the_static_prompt() {
 #[tokio::test]
 async fn a_host_speaking_another_major_is_refused_by_the_server() {
     let fx = Fixture::new();
-    let spec = fx.echo();
-    let spawned = process::spawn(&process::SpawnSpec {
-        program: spec.command.clone(),
-        args: vec![],
-        cwd: fx.dir.path().into(),
-        bin_dir: None,
-        env: vec![],
-        log_path: spec.log_path(),
-    })
-    .unwrap();
+    let spawned = fx.spawn_echo();
     let conn = Connection::start(
         spawned.stdout,
         spawned.stdin,

@@ -98,16 +98,7 @@ async fn yep_host_drives_a_yolop_yep_server() {
 #[tokio::test]
 async fn the_echo_server_answers_yolop_host_lines() {
     let fx = Fixture::new();
-    let spec = fx.echo();
-    let spawned = process::spawn(&process::SpawnSpec {
-        program: spec.command.clone(),
-        args: vec![],
-        cwd: fx.dir.path().into(),
-        bin_dir: None,
-        env: vec![],
-        log_path: spec.log_path(),
-    })
-    .unwrap();
+    let spawned = fx.spawn_echo();
     let mut stdin = spawned.stdin;
     let mut lines = BufReader::new(spawned.stdout).lines();
     let root = fx.dir.path().display().to_string();

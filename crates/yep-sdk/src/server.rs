@@ -340,11 +340,7 @@ impl Serve {
     }
 
     fn send_result(&self, id: u64, result: Result<Value, ErrorObject>) {
-        let line = match result {
-            Ok(v) => result_line(id, &v),
-            Err(e) => error_line(id, &e),
-        };
-        self.shared.wire.send(&line);
+        answer(&self.shared, id, result);
     }
 
     fn handle(&mut self, msg: Message) -> Flow {
@@ -540,6 +536,15 @@ impl Serve {
         });
         Ok(json!(result))
     }
+}
+
+/// Write the one response a request gets.
+fn answer(shared: &Shared, id: u64, result: Result<Value, ErrorObject>) {
+    let line = match result {
+        Ok(v) => result_line(id, &v),
+        Err(e) => error_line(id, &e),
+    };
+    shared.wire.send(&line);
 }
 
 impl Handlers {

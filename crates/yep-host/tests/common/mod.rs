@@ -71,6 +71,19 @@ impl Fixture {
     pub fn echo(&self) -> ServerSpec {
         self.spec("echo", &echo_bin(), &[])
     }
+
+    /// The echo server spawned bare, for tests that speak the wire themselves.
+    pub fn spawn_echo(&self) -> yep_host::process::Spawned {
+        yep_host::process::spawn(&yep_host::process::SpawnSpec {
+            program: echo_bin(),
+            args: vec![],
+            cwd: self.dir.path().into(),
+            bin_dir: None,
+            env: vec![],
+            log_path: self.dir.path().join("logs/echo.log"),
+        })
+        .unwrap()
+    }
 }
 
 pub fn quick_opts() -> SupervisorOptions {
