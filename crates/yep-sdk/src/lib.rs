@@ -19,7 +19,6 @@
 
 mod context;
 mod framing;
-mod pool;
 mod server;
 
 pub use context::{Context, Notifier};

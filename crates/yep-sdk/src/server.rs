@@ -2,14 +2,13 @@
 
 use crate::context::{CancelFlag, Context, Notifier, Shared};
 use crate::framing::{Line, Wire, read_line_capped};
-use crate::pool::Pool;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufReader, Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::{Sender, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use yep_protocol::{
     CancelResult, CommandExecuteResult, ConfigChangedResult, ConfigStatus, ErrorCode, ErrorObject,
@@ -65,7 +64,7 @@ type TraceHandler = Box<dyn FnMut(&TraceEventParams) + Send>;
 type StartHandler = Box<dyn FnMut(&Notifier) + Send>;
 
 /// At EOF, requests still running get this long to answer before they are cancelled.
-const EOF_GRACE: Duration = Duration::from_secs(2);
+const EOF_GRACE: Duration = Duration::from_secs(1);
 
 /// The default cap on one incoming line.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
@@ -201,45 +200,23 @@ impl Server {
     /// in the host's log instead of corrupting the wire.
     pub fn serve(self) -> std::io::Result<()> {
         let wire = guard_stdout()?;
-        self.serve_on(std::io::stdin().lock(), wire)
+        self.serve_on(std::io::stdin(), wire)
     }
 
-    /// Serve on any reader/writer pair (tests, sockets).
-    pub fn serve_on<R: Read, W: Write + Send + 'static>(
-        self,
-        input: R,
-        output: W,
-    ) -> std::io::Result<()> {
+    /// Serve on any reader/writer pair (tests, sockets). Returns at EOF or `exit`, once every
+    /// request has its answer and the notification handlers have run.
+    pub fn serve_on<R, W>(self, input: R, output: W) -> std::io::Result<()>
+    where
+        R: Read + Send + 'static,
+        W: Write + Send + 'static,
+    {
         let shared = Arc::new(Shared {
             wire: Wire::new(Box::new(output)),
             asks: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         });
-        let max_frame = self.max_frame_bytes;
-        let mut serve = Serve::new(self, shared);
-        let mut reader = BufReader::with_capacity(64 * 1024, input);
-        let mut buf = Vec::with_capacity(4096);
-        loop {
-            match read_line_capped(&mut reader, &mut buf, max_frame)? {
-                Line::Eof => {
-                    serve.finish(EOF_GRACE);
-                    return Ok(());
-                }
-                Line::TooLong(n) => eprintln!(
-                    "yep-sdk: skipping a {n}-byte line over the {max_frame}-byte frame cap"
-                ),
-                Line::Complete if buf.iter().all(u8::is_ascii_whitespace) => {}
-                Line::Complete => match Message::parse(&buf) {
-                    Ok(msg) => {
-                        if serve.handle(msg) == Flow::Exit {
-                            serve.finish(EOF_GRACE);
-                            return Ok(());
-                        }
-                    }
-                    Err(err) => eprintln!("yep-sdk: skipping malformed wire line: {err}"),
-                },
-            }
-        }
+        let core = Arc::new(Core::new(self, shared, Box::new(input)));
+        core.run()
     }
 }
 
@@ -265,41 +242,84 @@ fn guard_stdout() -> std::io::Result<Box<dyn Write + Send>> {
     Ok(Box::new(std::io::stdout()))
 }
 
-#[derive(PartialEq)]
-enum Flow {
-    Continue,
-    Exit,
-}
-
 /// Notifications run in arrival order on their own thread, off the reader.
 enum Ordered {
     Initialized,
     Trace(TraceEventParams),
     Workspace(String),
+    /// `shutdown` is answered after every notification before it was handled: hosts use it
+    /// as the barrier that says the last trace events were exported.
+    Shutdown(u64),
 }
 
-struct Serve {
+/// What one incoming message asks of the thread that read it.
+enum Next {
+    /// Handled while still the reader (cheap, or must finish before later messages).
+    Handled,
+    /// Real work: hand the reader role on and run it.
+    Work(Job),
+    /// `exit`.
+    Exit,
+}
+
+struct Job {
+    id: u64,
+    request: HostRequest,
+    cancel: Arc<CancelFlag>,
+}
+
+/// The input side, touched only by the thread that holds the reader role.
+struct Input {
+    reader: BufReader<Box<dyn Read + Send>>,
+    buf: Vec<u8>,
+    max_frame: usize,
+}
+
+#[derive(Default)]
+struct Engine {
+    /// Requests waiting because `max_concurrency` are already running.
+    queue: VecDeque<Job>,
+    /// Some thread holds the reader role.
+    reading: bool,
+    /// Threads waiting for work.
+    idle: usize,
+    /// Jobs running now.
+    running: usize,
+    /// No more input: idle threads leave.
+    done: bool,
+    /// Every request answered and every notification handled: `serve` may return.
+    finished: bool,
+}
+
+/// The serve loop's state, shared by its threads.
+///
+/// Threads take turns as the reader (leader/follower): the thread that reads a request hands the
+/// reader role to an idle thread and runs the request itself, so a call costs no thread hop
+/// on the server. Control messages (`initialize`, `cancel`, `shutdown`, `config/changed`,
+/// responses) are handled by the reader in place, so a cancel is never queued behind work.
+struct Core {
     shared: Arc<Shared>,
-    handlers: Arc<Handlers>,
-    config: Arc<Mutex<Option<ConfigHandler>>>,
-    inflight: Arc<Mutex<HashMap<u64, Arc<CancelFlag>>>>,
-    pool: Pool,
-    ordered: Option<Sender<Ordered>>,
-    ordered_thread: Option<std::thread::JoinHandle<()>>,
+    handlers: Handlers,
+    config: Mutex<Option<ConfigHandler>>,
+    inflight: Mutex<HashMap<u64, Arc<CancelFlag>>>,
+    ordered: Mutex<Option<Sender<Ordered>>>,
+    ordered_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    input: Mutex<Input>,
+    engine: Mutex<Engine>,
+    /// Wakes a waiting thread for the reader role or a queued job.
+    work: Condvar,
+    /// Wakes `serve`'s thread when everything is finished.
+    done: Condvar,
+    max_running: usize,
+    io_error: Mutex<Option<std::io::Error>>,
 }
 
-struct Handlers {
-    name: String,
-    instructions: Option<String>,
-    tools: BTreeMap<String, ToolHandler>,
-    hook: Option<HookHandler>,
-    dynamic_prompt: Option<PromptHandler>,
-    commands: BTreeMap<String, CommandHandler>,
-    has_trace: bool,
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl Serve {
-    fn new(server: Server, shared: Arc<Shared>) -> Self {
+impl Core {
+    fn new(server: Server, shared: Arc<Shared>, input: Box<dyn Read + Send>) -> Self {
         let (tx, rx) = channel::<Ordered>();
         let notifier = Notifier {
             shared: Arc::clone(&shared),
@@ -314,15 +334,18 @@ impl Serve {
                         Ordered::Initialized => start.as_mut().map_or((), |h| h(&notifier)),
                         Ordered::Trace(ev) => trace.as_mut().map_or((), |h| h(&ev)),
                         Ordered::Workspace(root) => workspace.as_mut().map_or((), |h| h(&root)),
+                        Ordered::Shutdown(id) => {
+                            notifier.shared.wire.send(&result_line(id, &json!({})))
+                        }
                     }
                 }
             });
         let ordered_thread = spawned
             .map_err(|err| eprintln!("yep-sdk: failed to start the notification thread: {err}"))
             .ok();
-        Serve {
+        Core {
             shared,
-            handlers: Arc::new(Handlers {
+            handlers: Handlers {
                 name: server.name,
                 instructions: server.instructions,
                 tools: server.tools,
@@ -330,29 +353,192 @@ impl Serve {
                 dynamic_prompt: server.dynamic_prompt,
                 commands: server.commands,
                 has_trace,
+            },
+            config: Mutex::new(server.config),
+            inflight: Mutex::new(HashMap::new()),
+            ordered: Mutex::new(Some(tx)),
+            ordered_thread: Mutex::new(ordered_thread),
+            input: Mutex::new(Input {
+                reader: BufReader::with_capacity(64 * 1024, input),
+                buf: Vec::with_capacity(4096),
+                max_frame: server.max_frame_bytes,
             }),
-            config: Arc::new(Mutex::new(server.config)),
-            inflight: Arc::new(Mutex::new(HashMap::new())),
-            pool: Pool::new(server.max_concurrency),
-            ordered: Some(tx),
-            ordered_thread,
+            engine: Mutex::new(Engine::default()),
+            work: Condvar::new(),
+            done: Condvar::new(),
+            max_running: server.max_concurrency.max(1),
+            io_error: Mutex::new(None),
         }
     }
 
-    fn send_result(&self, id: u64, result: Result<Value, ErrorObject>) {
-        answer(&self.shared, id, result);
+    /// `serve`'s thread: work like any other thread, then wait until everything is finished.
+    fn run(self: &Arc<Self>) -> std::io::Result<()> {
+        self.work_loop();
+        let mut engine = lock(&self.engine);
+        while !engine.finished {
+            engine = self.done.wait(engine).unwrap_or_else(|p| p.into_inner());
+        }
+        drop(engine);
+        match lock(&self.io_error).take() {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
     }
 
-    fn handle(&mut self, msg: Message) -> Flow {
+    fn work_loop(self: &Arc<Self>) {
+        enum Task {
+            Run(Job),
+            Read,
+        }
+        loop {
+            let task = {
+                let mut engine = lock(&self.engine);
+                loop {
+                    if let Some(job) = engine.queue.pop_front() {
+                        engine.running += 1;
+                        break Task::Run(job);
+                    }
+                    if engine.done {
+                        return;
+                    }
+                    if !engine.reading {
+                        engine.reading = true;
+                        break Task::Read;
+                    }
+                    engine.idle += 1;
+                    engine = self.work.wait(engine).unwrap_or_else(|p| p.into_inner());
+                    engine.idle -= 1;
+                }
+            };
+            match task {
+                Task::Run(job) => self.execute(job),
+                Task::Read => self.read(),
+            }
+        }
+    }
+
+    /// Hold the reader role: read and dispatch until a request needs running, then pass the
+    /// role on and run it here.
+    fn read(self: &Arc<Self>) {
+        let mut input = lock(&self.input);
+        loop {
+            let Input {
+                reader,
+                buf,
+                max_frame,
+            } = &mut *input;
+            let line = match read_line_capped(reader, buf, *max_frame) {
+                Ok(line) => line,
+                Err(err) => {
+                    *lock(&self.io_error) = Some(err);
+                    drop(input);
+                    return self.end();
+                }
+            };
+            let next = match line {
+                Line::Eof => Next::Exit,
+                Line::TooLong(n) => {
+                    eprintln!(
+                        "yep-sdk: skipping a {n}-byte line over the {max_frame}-byte frame cap"
+                    );
+                    Next::Handled
+                }
+                Line::Complete if buf.iter().all(u8::is_ascii_whitespace) => Next::Handled,
+                Line::Complete => match Message::parse(buf) {
+                    Ok(msg) => self.dispatch(msg),
+                    Err(err) => {
+                        eprintln!("yep-sdk: skipping malformed wire line: {err}");
+                        Next::Handled
+                    }
+                },
+            };
+            match next {
+                Next::Handled => continue,
+                Next::Exit => {
+                    drop(input);
+                    return self.end();
+                }
+                Next::Work(job) => {
+                    let mut engine = lock(&self.engine);
+                    if engine.running >= self.max_running {
+                        // At the bound: the job waits for a free thread; keep reading so a
+                        // cancel or a shutdown still gets through.
+                        engine.queue.push_back(job);
+                        continue;
+                    }
+                    engine.running += 1;
+                    engine.reading = false;
+                    let spare = engine.idle > 0;
+                    drop(engine);
+                    drop(input);
+                    if spare {
+                        self.work.notify_one();
+                    } else {
+                        self.spawn_thread();
+                    }
+                    return self.execute(job);
+                }
+            }
+        }
+    }
+
+    fn spawn_thread(self: &Arc<Self>) {
+        let core = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("yep-worker".into())
+            .spawn(move || core.work_loop());
+        if let Err(err) = spawned {
+            // The next thread to finish a job takes the reader role instead.
+            eprintln!("yep-sdk: failed to start a worker thread: {err}");
+        }
+    }
+
+    /// Run one request and answer it, unless a cancel already did.
+    fn execute(&self, job: Job) {
+        let Job {
+            id,
+            request,
+            cancel,
+        } = job;
+        if !lock(&self.inflight).contains_key(&id) {
+            // Cancelled before it started: it was answered, and must not run.
+            lock(&self.engine).running -= 1;
+            return;
+        }
+        let ctx = Context {
+            notifier: Notifier {
+                shared: Arc::clone(&self.shared),
+            },
+            request_id: id,
+            cancel,
+        };
+        let method = request.method().to_string();
+        let result = catch_unwind(AssertUnwindSafe(|| self.handlers.run(request, &ctx)))
+            .unwrap_or_else(|_| {
+                Err(ErrorObject::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("handler for {method} panicked"),
+                ))
+            });
+        // Whoever removes the entry answers: a cancelled call was already answered.
+        if lock(&self.inflight).remove(&id).is_some() {
+            self.answer(id, result);
+        }
+        lock(&self.engine).running -= 1;
+    }
+
+    fn answer(&self, id: u64, result: Result<Value, ErrorObject>) {
+        let line = match result {
+            Ok(v) => result_line(id, &v),
+            Err(e) => error_line(id, &e),
+        };
+        self.shared.wire.send(&line);
+    }
+
+    fn dispatch(&self, msg: Message) -> Next {
         match msg {
             Message::Response(resp) => {
-                let waiter = self
-                    .shared
-                    .asks
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&resp.id);
-                if let Some(tx) = waiter {
+                if let Some(tx) = lock(&self.shared.asks).remove(&resp.id) {
                     let _ = tx.send(resp.result);
                 }
             }
@@ -362,137 +548,88 @@ impl Serve {
                 Ok(HostNotification::WorkspaceChanged(w)) => {
                     self.order(Ordered::Workspace(w.workspace_root))
                 }
-                Ok(HostNotification::Exit) => return Flow::Exit,
+                Ok(HostNotification::Exit) => return Next::Exit,
                 Ok(_) => {}
                 Err(err) => eprintln!("yep-sdk: ignoring {} with bad params: {err}", n.method),
             },
             Message::Request(req) => match HostRequest::parse(&req.method, req.params) {
-                Ok(request) => self.request(req.id, request),
-                Err(err) => {
-                    self.send_result(req.id, Err(ErrorObject::invalid_params(&req.method, err)))
-                }
+                Ok(request) => return self.request(req.id, request),
+                Err(err) => self.answer(req.id, Err(ErrorObject::invalid_params(&req.method, err))),
             },
         }
-        Flow::Continue
-    }
-
-    /// Before returning from serve: let in-flight requests finish (up to `grace`), answer the
-    /// rest `cancelled`, so every request gets exactly one answer, and let the notification
-    /// handlers finish what already arrived (the last trace events of a session).
-    fn finish(&mut self, grace: Duration) {
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline
-            && !self
-                .inflight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_empty()
-        {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        let rest: Vec<_> = self
-            .inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .collect();
-        for (id, flag) in rest {
-            flag.cancel();
-            self.send_result(id, Err(ErrorObject::cancelled()));
-        }
-        drop(self.ordered.take());
-        if let Some(thread) = self.ordered_thread.take() {
-            let _ = thread.join();
-        }
+        Next::Handled
     }
 
     fn order(&self, msg: Ordered) {
-        if let Some(tx) = &self.ordered {
+        if let Some(tx) = lock(&self.ordered).as_ref() {
             let _ = tx.send(msg);
         }
     }
 
-    fn request(&mut self, id: u64, request: HostRequest) {
+    fn request(&self, id: u64, request: HostRequest) -> Next {
         match request {
-            // Inline on the reader: it must finish before any later request runs.
             HostRequest::Initialize(params) => {
                 let result = self.initialize(params);
-                self.send_result(id, result);
+                self.answer(id, result);
             }
             HostRequest::Cancel(params) => {
-                let flag = self
-                    .inflight
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&params.id);
+                let flag = lock(&self.inflight).remove(&params.id);
                 let cancelled = flag.is_some();
                 if let Some(flag) = flag {
                     flag.cancel();
                     // The cancelled call resolves now, not when its handler notices.
-                    self.send_result(params.id, Err(ErrorObject::cancelled()));
+                    self.answer(params.id, Err(ErrorObject::cancelled()));
                 }
-                self.send_result(id, Ok(json!(CancelResult { cancelled })));
+                self.answer(id, Ok(json!(CancelResult { cancelled })));
             }
-            HostRequest::Shutdown => self.send_result(id, Ok(json!({}))),
+            HostRequest::Shutdown => self.order(Ordered::Shutdown(id)),
             HostRequest::ConfigChanged(params) => {
-                let status = match self
-                    .config
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .as_mut()
-                {
+                let status = match lock(&self.config).as_mut() {
                     Some(handler) => handler(&params.config),
                     None => ConfigStatus::RestartRequired,
                 };
-                self.send_result(id, Ok(json!(ConfigChangedResult { status })));
+                self.answer(id, Ok(json!(ConfigChangedResult { status })));
             }
-            other => self.spawn(id, other),
-        }
-    }
-
-    /// Run a request on a worker, registered as in flight so `cancel` can find it.
-    fn spawn(&mut self, id: u64, request: HostRequest) {
-        let flag = Arc::new(CancelFlag::default());
-        self.inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, Arc::clone(&flag));
-        let ctx = Context {
-            notifier: Notifier {
-                shared: Arc::clone(&self.shared),
-            },
-            request_id: id,
-            cancel: flag,
-        };
-        let handlers = Arc::clone(&self.handlers);
-        let inflight = Arc::clone(&self.inflight);
-        let shared = Arc::clone(&self.shared);
-        self.pool.submit(Box::new(move || {
-            let method = request.method().to_string();
-            let result = catch_unwind(AssertUnwindSafe(|| handlers.run(request, &ctx)))
-                .unwrap_or_else(|_| {
-                    Err(ErrorObject::new(
-                        ErrorCode::INTERNAL_ERROR,
-                        format!("handler for {method} panicked"),
-                    ))
+            request => {
+                let cancel = Arc::new(CancelFlag::default());
+                lock(&self.inflight).insert(id, Arc::clone(&cancel));
+                return Next::Work(Job {
+                    id,
+                    request,
+                    cancel,
                 });
-            // Whoever removes the entry answers: a cancelled call was already answered.
-            if inflight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id)
-                .is_some()
-            {
-                let line = match result {
-                    Ok(v) => result_line(id, &v),
-                    Err(e) => error_line(id, &e),
-                };
-                shared.wire.send(&line);
             }
-        }));
+        }
+        Next::Handled
     }
 
-    fn initialize(&mut self, params: InitializeParams) -> Result<Value, ErrorObject> {
+    /// No more input. Let in-flight requests finish (up to [`EOF_GRACE`]), answer the rest
+    /// `cancelled` so every request gets exactly one answer, let the notification handlers
+    /// finish what already arrived (a session's last trace events), then release every thread.
+    fn end(&self) {
+        let deadline = Instant::now() + EOF_GRACE;
+        while Instant::now() < deadline && !lock(&self.inflight).is_empty() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let rest: Vec<_> = lock(&self.inflight).drain().collect();
+        for (id, flag) in rest {
+            flag.cancel();
+            self.answer(id, Err(ErrorObject::cancelled()));
+        }
+        drop(lock(&self.ordered).take());
+        if let Some(thread) = lock(&self.ordered_thread).take() {
+            let _ = thread.join();
+        }
+        let mut engine = lock(&self.engine);
+        engine.done = true;
+        engine.finished = true;
+        engine.queue.clear();
+        drop(engine);
+        self.work.notify_all();
+        self.done.notify_all();
+    }
+
+    fn initialize(&self, params: InitializeParams) -> Result<Value, ErrorObject> {
         let version = params.protocol_version.as_str();
         if !version.is_empty() && !version_compatible(version) {
             return Err(ErrorObject::new(
@@ -502,12 +639,7 @@ impl Serve {
                 ),
             ));
         }
-        if let Some(handler) = self
-            .config
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-        {
+        if let Some(handler) = lock(&self.config).as_mut() {
             handler(&params.config);
         }
         let h = &self.handlers;
@@ -538,13 +670,14 @@ impl Serve {
     }
 }
 
-/// Write the one response a request gets.
-fn answer(shared: &Shared, id: u64, result: Result<Value, ErrorObject>) {
-    let line = match result {
-        Ok(v) => result_line(id, &v),
-        Err(e) => error_line(id, &e),
-    };
-    shared.wire.send(&line);
+struct Handlers {
+    name: String,
+    instructions: Option<String>,
+    tools: BTreeMap<String, ToolHandler>,
+    hook: Option<HookHandler>,
+    dynamic_prompt: Option<PromptHandler>,
+    commands: BTreeMap<String, CommandHandler>,
+    has_trace: bool,
 }
 
 impl Handlers {

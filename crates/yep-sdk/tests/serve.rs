@@ -352,3 +352,60 @@ fn stray_prints_never_reach_the_wire() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("stray print inside a handler"), "{stderr}");
 }
+
+#[test]
+fn at_the_concurrency_bound_requests_queue_and_a_cancelled_one_never_runs() {
+    let ran = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = Arc::clone(&ran);
+    let server = Server::new("t")
+        .max_concurrency(1)
+        .tool("step", move |args, ctx| {
+            let name = args["name"].as_str().unwrap_or("?").to_string();
+            log.lock().unwrap().push(name.clone());
+            ctx.sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(0)));
+            Ok(json!(name))
+        });
+    let mut peer = Peer::start(server);
+    peer.send(json!({"id": 1, "method": "tool/call", "params": {"name": "step", "args": {"name": "long", "ms": 300}}}));
+    peer.send(json!({"id": 2, "method": "tool/call", "params": {"name": "step", "args": {"name": "queued"}}}));
+    peer.send(json!({"id": 3, "method": "tool/call", "params": {"name": "step", "args": {"name": "later"}}}));
+    // The bound is full, yet the reader still takes the cancel and answers it at once.
+    peer.send(json!({"id": 4, "method": "cancel", "params": {"id": 2}}));
+    let mut answers = std::collections::HashMap::new();
+    while answers.len() < 4 {
+        let v = peer.recv();
+        answers.insert(v["id"].as_u64().unwrap(), v);
+    }
+    assert_eq!(answers[&4]["result"], json!({"cancelled": true}));
+    assert_eq!(answers[&2]["error"]["message"], "cancelled");
+    assert_eq!(answers[&1]["result"], "long");
+    assert_eq!(answers[&3]["result"], "later");
+    peer.finish().unwrap();
+    assert_eq!(
+        *ran.lock().unwrap(),
+        ["long", "later"],
+        "the cancelled request must not run"
+    );
+}
+
+#[test]
+fn shutdown_is_answered_only_after_earlier_notifications_were_handled() {
+    let handled = Arc::new(Mutex::new(0usize));
+    let h = Arc::clone(&handled);
+    let server = Server::new("t").on_trace(move |_| {
+        std::thread::sleep(Duration::from_millis(20));
+        *h.lock().unwrap() += 1;
+    });
+    let mut peer = Peer::start(server);
+    for i in 0..5 {
+        peer.send(json!({"method": "trace/event", "params": {"event_type": "tool.started", "id": format!("e{i}")}}));
+    }
+    peer.send(json!({"id": 9, "method": "shutdown"}));
+    assert_eq!(peer.until_response(9).0["result"], json!({}));
+    assert_eq!(
+        *handled.lock().unwrap(),
+        5,
+        "shutdown must be a barrier behind the trace events"
+    );
+    peer.finish().unwrap();
+}
