@@ -62,6 +62,8 @@ fn main() -> ExitCode {
             Command::ServeExampleEcho => unreachable!("handled above"),
         }
     });
+    // Don't wait on a terminal read nobody will finish (a question cut short by Ctrl-C).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {
         Ok(code) => code,
         Err(err) => output::fail(&err),

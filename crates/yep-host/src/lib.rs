@@ -16,4 +16,4 @@ pub mod supervisor;
 pub use dialect::yep::{Events, NoEvents};
 pub use manifest::Manifest;
 pub use rpc::{CallError, CallOptions, CloseReason, UpdateSink};
-pub use supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
+pub use supervisor::{Extension, ExtensionError, Grants, ServerSpec, SupervisorOptions};

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 /// How many stderr lines are kept in memory for error messages.
@@ -55,9 +55,14 @@ impl StderrTail {
 }
 
 /// A running server process. Dropping it kills its whole process group.
+///
+/// A watcher task owns the child and reaps it the moment it exits, so a death is noticed even
+/// when the server's stdout stays open (a grandchild holding it), and the group is killed
+/// right then, before its id can be reused.
 pub struct ServerProcess {
-    child: Child,
+    pid: Option<u32>,
     pgid: Option<i32>,
+    exit: watch::Receiver<Option<ExitStatus>>,
     pub stderr: StderrTail,
     pub log_path: PathBuf,
 }
@@ -111,21 +116,43 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     #[cfg(unix)]
     cmd.process_group(0);
     let mut child = cmd.spawn().map_err(err)?;
-    let pgid = child.id().map(|pid| pid as i32);
+    let pid = child.id();
+    let pgid = pid.map(|pid| pid as i32);
     let stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     let tail = drain_stderr(stderr, spec.log_path.clone());
+    let (exit_tx, exit) = watch::channel(None);
+    tokio::spawn(async move {
+        let status = child.wait().await.ok();
+        // Whatever the server left running in its group goes with it.
+        signal_group(pgid, libc::SIGKILL);
+        let _ = exit_tx.send(status);
+    });
     Ok(Spawned {
         process: ServerProcess {
-            child,
+            pid,
             pgid,
+            exit,
             stderr: tail,
             log_path: spec.log_path.clone(),
         },
         stdin,
         stdout,
     })
+}
+
+/// Send a signal to a process group.
+fn signal_group(pgid: Option<i32>, signal: i32) {
+    #[cfg(unix)]
+    if let Some(pgid) = pgid {
+        // SAFETY: killpg only sends a signal; the group is one we created at spawn.
+        unsafe {
+            libc::killpg(pgid, signal);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (pgid, signal);
 }
 
 /// A program named without a slash is looked up in `bin/` first, then on PATH, matching the
@@ -150,6 +177,9 @@ fn resolve_program(spec: &SpawnSpec) -> PathBuf {
     program.to_path_buf()
 }
 
+/// Longest stderr line kept; the rest of a longer line is dropped.
+const MAX_STDERR_LINE: usize = 16 * 1024;
+
 fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> StderrTail {
     let (done_tx, done_rx) = watch::channel(false);
     let tail = StderrTail {
@@ -164,16 +194,43 @@ fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> Stder
             .open(&log_path)
             .await
             .ok();
-        let mut reader = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = reader.next_line().await {
-            if let Some(file) = log.as_mut()
-                && file
-                    .write_all(format!("{line}\n").as_bytes())
+        // Bytes, not `lines()`: a server's stderr need not be UTF-8, and draining must go on to
+        // EOF whatever it writes, or the server blocks (or dies) writing to a full pipe.
+        let mut reader = BufReader::new(stderr);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match (&mut reader)
+                .take(MAX_STDERR_LINE as u64)
+                .read_until(b'\n', &mut buf)
+                .await
+            {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if buf.last() != Some(&b'\n') && buf.len() == MAX_STDERR_LINE {
+                buf.extend_from_slice(b"...\n");
+                // Skip the rest of the over-long line.
+                let mut rest = Vec::new();
+                while reader
+                    .read_until(b'\n', &mut rest)
                     .await
-                    .is_err()
+                    .is_ok_and(|n| n > 0)
+                {
+                    if rest.last() == Some(&b'\n') {
+                        break;
+                    }
+                    rest.clear();
+                }
+            }
+            if let Some(file) = log.as_mut()
+                && file.write_all(&buf).await.is_err()
             {
                 log = None;
             }
+            let line = String::from_utf8_lossy(&buf)
+                .trim_end_matches(['\n', '\r'])
+                .to_string();
             let mut tail = lines.lock().unwrap_or_else(|p| p.into_inner());
             if tail.len() == STDERR_TAIL_LINES {
                 tail.pop_front();
@@ -190,52 +247,65 @@ fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> Stder
 
 impl ServerProcess {
     pub fn pid(&self) -> Option<u32> {
-        self.child.id()
+        self.pid
+    }
+
+    /// The exit status, once the process has exited and been reaped.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        *self.exit.borrow()
+    }
+
+    /// Resolves when the process exits.
+    pub async fn exited(&self) -> Option<ExitStatus> {
+        self.on_exit().await
+    }
+
+    /// A future that resolves when the process exits, independent of `self`.
+    pub fn on_exit(
+        &self,
+    ) -> impl std::future::Future<Output = Option<ExitStatus>> + Send + 'static {
+        let mut rx = self.exit.clone();
+        async move {
+            match rx.wait_for(Option::is_some).await {
+                Ok(status) => *status,
+                // The watcher is gone only if the runtime is shutting down.
+                Err(_) => None,
+            }
+        }
     }
 
     /// The exit status, if it exited within `within`.
-    pub async fn wait_for_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        tokio::time::timeout(within, self.child.wait())
+    pub async fn wait_for_exit(&self, within: Duration) -> Option<ExitStatus> {
+        tokio::time::timeout(within, self.exited())
             .await
             .ok()
-            .and_then(Result::ok)
+            .flatten()
     }
 
-    /// Send a signal to the whole process group.
-    fn signal_group(&self, signal: i32) {
-        #[cfg(unix)]
-        if let Some(pgid) = self.pgid {
-            // SAFETY: killpg only sends a signal; the group is the one we created at spawn.
-            unsafe {
-                libc::killpg(pgid, signal);
-            }
+    fn signal(&self, signal: i32) {
+        if self.exit_status().is_none() {
+            signal_group(self.pgid, signal);
         }
-        #[cfg(not(unix))]
-        let _ = signal;
     }
 
     /// After stdin was closed: wait `grace`, SIGTERM the group, wait `grace`, SIGKILL, reap.
-    pub async fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {
+    pub async fn terminate(&self, grace: Duration) -> Option<ExitStatus> {
         if let Some(status) = self.wait_for_exit(grace).await {
-            self.signal_group(libc::SIGKILL); // stragglers the server left in its group
             return Some(status);
         }
-        self.signal_group(libc::SIGTERM);
+        self.signal(libc::SIGTERM);
         if let Some(status) = self.wait_for_exit(grace).await {
-            self.signal_group(libc::SIGKILL);
             return Some(status);
         }
-        self.signal_group(libc::SIGKILL);
-        let _ = self.child.start_kill();
+        self.signal(libc::SIGKILL);
         self.wait_for_exit(Duration::from_secs(5)).await
     }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        // `kill_on_drop` kills and reaps the direct child; the group kill takes whatever it
-        // started too.
-        self.signal_group(libc::SIGKILL);
+        // Once reaped, the watcher already killed the group; afterwards the id may be reused.
+        self.signal(libc::SIGKILL);
     }
 }
 

@@ -53,6 +53,10 @@ pub enum CloseReason {
     Io(String),
     #[error("the server sent a {len}-byte line, over the {cap}-byte frame cap; disconnected")]
     FrameTooLarge { len: usize, cap: usize },
+    #[error("the server process exited")]
+    ProcessExited,
+    #[error("a write to the server was interrupted mid-line; the stream is unusable")]
+    WriteInterrupted,
     #[error("the host closed the connection")]
     Shutdown,
 }
@@ -139,6 +143,8 @@ struct Inner {
     next_id: AtomicU64,
     epoch: Instant,
     closed: tokio::sync::watch::Sender<Option<CloseReason>>,
+    /// Cancelled on close: reverse-request tasks stop waiting for an answer nobody can send.
+    closing: CancellationToken,
 }
 
 /// A live, multiplexed connection to one server. Cheap to clone.
@@ -167,6 +173,7 @@ impl Connection {
             next_id: AtomicU64::new(1),
             epoch: Instant::now(),
             closed,
+            closing: CancellationToken::new(),
         });
         let conn = Connection { inner };
         let reader_conn = conn.clone();
@@ -219,6 +226,7 @@ impl Connection {
         for (_, slot) in slots {
             let _ = slot.tx.send(Err(CallError::Closed(reason.clone())));
         }
+        self.inner.closing.cancel();
         self.inner.closed.send_replace(Some(reason));
     }
 
@@ -229,6 +237,8 @@ impl Connection {
         }
     }
 
+    /// Write one line. If this future is dropped part-way (a timeout, a cancel), the peer
+    /// may hold half a line, so the connection is closed rather than reused.
     async fn write_line(&self, line: String) -> Result<(), CallError> {
         let mut guard = self.inner.writer.lock().await;
         let Some(w) = guard.as_mut() else {
@@ -238,11 +248,16 @@ impl Connection {
         };
         let mut bytes = line.into_bytes();
         bytes.push(b'\n');
+        let mut torn = TornWrite {
+            conn: self,
+            armed: true,
+        };
         let res = async {
             w.write_all(&bytes).await?;
             w.flush().await
         }
         .await;
+        torn.armed = false;
         res.map_err(|e| CallError::Write(e.to_string()))
     }
 
@@ -290,11 +305,24 @@ impl Connection {
             id,
             armed: true,
         };
-        self.write_line(request_line(id, method, params)).await?;
-
         let cancel = opts.cancel.clone().unwrap_or_default();
         let started = Instant::now();
         let mut deadline = opts.timeout.map(|t| started + t);
+        let until_deadline = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        // A server that stops reading fills the pipe: the write itself must give up in time.
+        tokio::select! {
+            res = self.write_line(request_line(id, method, params)) => res?,
+            () = cancel.cancelled() => return Err(CallError::Cancelled),
+            () = until_deadline => {
+                return Err(CallError::Timeout { method: method.to_string(), after: opts.timeout.unwrap_or_default() });
+            }
+        }
+
         loop {
             let sleep = async {
                 match deadline {
@@ -417,7 +445,12 @@ impl Connection {
                 let fut = handler.request(&req.method, req.params);
                 let conn = self.clone();
                 tokio::spawn(async move {
-                    let line = match fut.await {
+                    let closing = conn.inner.closing.clone();
+                    let answer = tokio::select! {
+                        answer = fut => answer,
+                        () = closing.cancelled() => return,
+                    };
+                    let line = match answer {
                         Ok(v) => result_line(req.id, &v),
                         Err(e) => error_line(req.id, &e),
                     };
@@ -426,6 +459,19 @@ impl Connection {
                     }
                 });
             }
+        }
+    }
+}
+
+struct TornWrite<'a> {
+    conn: &'a Connection,
+    armed: bool,
+}
+
+impl Drop for TornWrite<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.conn.close(CloseReason::WriteInterrupted);
         }
     }
 }

@@ -43,6 +43,33 @@ pub struct ServerSpec {
     pub env: Vec<(String, String)>,
     /// Where `<name>.log` (the server's stderr) is written.
     pub log_dir: PathBuf,
+    /// What the manifest lets the server push back at the user.
+    pub grants: Grants,
+}
+
+/// Server → host facets the manifest must declare before the host honours them (D4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// `ui_ask`: the server may ask the user questions. Otherwise `ui/ask` is answered
+    /// `cancelled`.
+    pub ui_ask: bool,
+    /// `status`: the server may push `status/changed`. Otherwise the push is only logged.
+    pub status: bool,
+}
+
+impl Grants {
+    /// Everything granted: for tests and tools that run a trusted server directly.
+    pub const ALL: Grants = Grants {
+        ui_ask: true,
+        status: true,
+    };
+
+    pub fn from_manifest(manifest: &Manifest) -> Grants {
+        Grants {
+            ui_ask: manifest.yolop.ui_ask,
+            status: manifest.yolop.status,
+        }
+    }
 }
 
 impl ServerSpec {
@@ -64,6 +91,7 @@ impl ServerSpec {
             config: Value::Null,
             env: Vec::new(),
             log_dir,
+            grants: Grants::from_manifest(manifest),
         })
     }
 
@@ -94,7 +122,9 @@ impl Default for SupervisorOptions {
             request_timeout: Duration::from_secs(60),
             handshake_timeout: Duration::from_secs(10),
             max_frame_bytes: crate::rpc::DEFAULT_MAX_FRAME_BYTES,
-            grace: Duration::from_secs(2),
+            // Longer than the SDK's own one-second drain at EOF, so a well-behaved server
+            // always finishes before it is signalled.
+            grace: Duration::from_secs(3),
             backoff_base: Duration::from_millis(250),
             backoff_max: Duration::from_secs(30),
         }
@@ -156,6 +186,15 @@ pub enum ExtensionError {
         failures: u32,
         retry_in: Duration,
     },
+    #[error(
+        "extension `{extension}`: `{method}` answered a malformed result ({message}): {preview}"
+    )]
+    Malformed {
+        extension: String,
+        method: String,
+        message: String,
+        preview: String,
+    },
     #[error("extension `{extension}`: failed to write `{method}`: {message}")]
     Write {
         extension: String,
@@ -189,6 +228,15 @@ pub fn backoff_delay(base: Duration, max: Duration, failures: u32) -> Duration {
     base.saturating_mul(1u32 << (failures - 1).min(16)).min(max)
 }
 
+/// The first 200 characters of a JSON value, for error messages.
+fn preview(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
+}
+
 fn report(status: Option<&String>, tail: &[String], log_path: &std::path::Path) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -208,7 +256,7 @@ fn report(status: Option<&String>, tail: &[String], log_path: &std::path::Path) 
 /// A started server: its connection, process and handshake.
 pub struct Live {
     conn: Connection,
-    process: tokio::sync::Mutex<ServerProcess>,
+    process: ServerProcess,
     pid: Option<u32>,
     pub init: InitializeResult,
     crash_counted: AtomicBool,
@@ -336,11 +384,12 @@ impl Extension {
             command: spec.command.clone(),
             source: e.source,
         })?;
-        let mut proc_ = spawned.process;
+        let proc_ = spawned.process;
         let pid = proc_.pid();
         let router = Arc::new(EventRouter {
             extension: spec.name.clone(),
             events: Arc::clone(&self.events),
+            grants: spec.grants,
         });
         let conn = Connection::start(
             spawned.stdout,
@@ -355,6 +404,7 @@ impl Extension {
             &spec.session_id,
             &spec.workspace_root.to_string_lossy(),
             spec.config.clone(),
+            spec.grants,
         );
         match handshake(&conn, &params, self.opts.handshake_timeout).await {
             Ok(init) => {
@@ -362,9 +412,19 @@ impl Extension {
                     tracing::warn!(extension = %spec.name, "server calls itself `{}`; the manifest name wins", init.name);
                 }
                 tracing::debug!(extension = %spec.name, pid, "started");
+                // A server that dies while something else holds its stdout open never sends
+                // EOF; its exit closes the connection instead (after a moment, so an answer it
+                // wrote just before exiting is still read).
+                let exited = proc_.on_exit();
+                let watched = conn.clone();
+                tokio::spawn(async move {
+                    exited.await;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    watched.close(CloseReason::ProcessExited);
+                });
                 Ok(Arc::new(Live {
                     conn,
-                    process: tokio::sync::Mutex::new(proc_),
+                    process: proc_,
                     pid,
                     init,
                     crash_counted: AtomicBool::new(false),
@@ -410,37 +470,50 @@ impl Extension {
                 method: method.into(),
                 after,
             },
-            CallError::Write(message) if !live.conn.is_closed() => ExtensionError::Write {
-                extension,
-                method: method.into(),
-                message,
-            },
-            CallError::Closed(_) | CallError::Write(_) => {
-                let reason = live.conn.closed().await;
-                let mut proc_ = live.process.lock().await;
-                let status = match proc_.wait_for_exit(Duration::from_secs(1)).await {
-                    Some(status) => Some(status),
-                    // Still running (e.g. it broke the frame cap): it is of no use now.
-                    None => proc_.terminate(Duration::from_millis(100)).await,
-                };
-                proc_.stderr.drained(Duration::from_millis(500)).await;
-                if !live.crash_counted.swap(true, Ordering::Relaxed) {
-                    self.note_failure();
-                    tracing::warn!(
+            CallError::Write(message) => {
+                // A broken pipe usually means the server died; the reader says so shortly.
+                let closed =
+                    tokio::time::timeout(Duration::from_millis(500), live.conn.closed()).await;
+                if closed.is_err() {
+                    return ExtensionError::Write {
                         extension,
-                        "server stopped: {reason} ({})",
-                        describe_status(status)
-                    );
+                        method: method.into(),
+                        message,
+                    };
                 }
-                ExtensionError::Exited {
-                    extension,
-                    method: method.into(),
-                    reason,
-                    status: describe_status(status),
-                    stderr_tail: proc_.stderr.lines(),
-                    log_path: proc_.log_path.clone(),
-                }
+                self.exited(live, method).await
             }
+            CallError::Closed(_) => self.exited(live, method).await,
+        }
+    }
+
+    /// The error for a call whose server went away, with its exit status and last words. The
+    /// first such error per process counts as one failure (unless the host stopped it).
+    async fn exited(&self, live: &Live, method: &str) -> ExtensionError {
+        let extension = self.spec.name.clone();
+        let reason = live.conn.closed().await;
+        let proc_ = &live.process;
+        let status = match proc_.wait_for_exit(Duration::from_secs(1)).await {
+            Some(status) => Some(status),
+            // Still running (e.g. it broke the frame cap): it is of no use now.
+            None => proc_.terminate(Duration::from_millis(100)).await,
+        };
+        proc_.stderr.drained(Duration::from_millis(500)).await;
+        if !live.crash_counted.swap(true, Ordering::Relaxed) {
+            self.note_failure();
+            tracing::warn!(
+                extension,
+                "server stopped: {reason} ({})",
+                describe_status(status)
+            );
+        }
+        ExtensionError::Exited {
+            extension,
+            method: method.into(),
+            reason,
+            status: describe_status(status),
+            stderr_tail: proc_.stderr.lines(),
+            log_path: proc_.log_path.clone(),
         }
     }
 
@@ -457,13 +530,11 @@ impl Extension {
                 if self.failures.load(Ordering::Relaxed) != 0 {
                     self.failures.store(0, Ordering::Relaxed);
                 }
-                serde_json::from_value(value).map_err(|e| ExtensionError::Remote {
+                R::deserialize(&value).map_err(|e| ExtensionError::Malformed {
                     extension: self.spec.name.clone(),
                     method: method.into(),
-                    error: ErrorObject::new(
-                        ErrorCode::INVALID_PARAMS,
-                        format!("malformed result: {e}"),
-                    ),
+                    message: e.to_string(),
+                    preview: preview(&value),
                 })
             }
             Err(err) => Err(self.call_failed(&live, method, err).await),
@@ -592,23 +663,28 @@ impl Extension {
     }
 
     /// Graceful stop: `shutdown`, `exit`, close stdin, grace, SIGTERM, grace, SIGKILL, reap.
-    /// Returns the exit status, if a server was running.
+    /// Every step is bounded, so a server that stopped reading cannot hold it up. Returns the
+    /// exit status, if a server was running. A later call starts a fresh server.
     pub async fn stop(&self) -> Option<String> {
+        // Wait out a start in progress, so it cannot install a server after we return.
+        let _start = self.starting.lock().await;
         let live = self
             .current
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()?;
+        // Calls cut short by this stop are not crashes.
+        live.crash_counted.store(true, Ordering::Relaxed);
         let grace = self.opts.grace;
         if !live.conn.is_closed() {
             let _ = live
                 .conn
                 .call::<()>(SHUTDOWN, None, CallOptions::timeout(grace))
                 .await;
-            let _ = live.conn.notify::<()>(EXIT, None).await;
+            let _ = tokio::time::timeout(grace, live.conn.notify::<()>(EXIT, None)).await;
         }
-        live.conn.close_write().await;
-        let status = live.process.lock().await.terminate(grace).await;
+        let _ = tokio::time::timeout(grace, live.conn.close_write()).await;
+        let status = live.process.terminate(grace).await;
         live.conn.close(CloseReason::Shutdown);
         Some(describe_status(status))
     }

@@ -477,3 +477,126 @@ async fn a_failing_tool_names_the_extension() {
         "extension `echo`: `tool/call` failed: no such tool: nope"
     );
 }
+
+#[tokio::test]
+async fn undeclared_ui_ask_and_status_are_refused() {
+    let fx = Fixture::new();
+    let recorder = Arc::new(Recorder::default());
+    *recorder.answer.lock().unwrap() = Some("should never be asked".into());
+    let mut spec = fx.echo();
+    spec.grants = yep_host::Grants::default();
+    let ext = extension(spec, Arc::clone(&recorder));
+    let err = ext
+        .call_tool("ask", json!({"prompt": "secret?"}), None, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("dismissed"), "{err}");
+    assert!(
+        recorder.asked.lock().unwrap().is_empty(),
+        "an undeclared ui/ask reached the user"
+    );
+    // The start-up status push was dropped too.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(recorder.statuses.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_server_that_dies_while_a_grandchild_holds_its_stdout_is_noticed() {
+    let fx = Fixture::new();
+    let pidfile = fx.dir.path().join("escaped.pid");
+    // `setsid` puts the sleeper in its own group, so it survives the group kill and keeps the
+    // pipe open: no EOF will come.
+    let script = format!(
+        "setsid sleep 300 & echo $! > '{}'; exec '{}'",
+        pidfile.display(),
+        echo_bin()
+    );
+    let ext = Arc::new(extension(
+        fx.spec("echo", "sh", &["-c", &script]),
+        Arc::default(),
+    ));
+    ext.handshake().await.unwrap();
+    let pending = {
+        let ext = Arc::clone(&ext);
+        tokio::spawn(async move {
+            ext.call_tool("count", json!({"n": 100, "interval_ms": 100}), None, None)
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // SAFETY: signalling processes this test started.
+    unsafe { libc::kill(ext.pid().unwrap() as i32, libc::SIGKILL) };
+    let err = tokio::time::timeout(Duration::from_secs(5), pending)
+        .await
+        .expect("the call must not wait for its timeout")
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ExtensionError::Exited {
+                reason: CloseReason::ProcessExited,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let escaped: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(escaped, libc::SIGKILL) };
+}
+
+#[tokio::test]
+async fn non_utf8_stderr_does_not_stop_the_log() {
+    let fx = Fixture::new();
+    let script = format!(
+        "printf 'bad \\377\\376 bytes\\n' >&2; echo 'after the bad bytes' >&2; exec '{}'",
+        echo_bin()
+    );
+    let ext = extension(fx.spec("echo", "sh", &["-c", &script]), Arc::default());
+    ext.handshake().await.unwrap();
+    ext.stop().await;
+    let log = std::fs::read(ext.log_path()).unwrap();
+    assert!(String::from_utf8_lossy(&log).contains("after the bad bytes"));
+}
+
+#[tokio::test]
+async fn a_server_that_stops_reading_cannot_hang_a_call_or_the_stop() {
+    let fx = Fixture::new();
+    // Answers initialize, then never reads stdin again.
+    let script = r#"
+import sys, json, time
+msg = json.loads(sys.stdin.readline())
+print(json.dumps({"id": msg["id"], "result": {"protocol_version": "1.0", "name": "deaf"}}), flush=True)
+time.sleep(300)
+"#;
+    let opts = SupervisorOptions {
+        request_timeout: Duration::from_millis(500),
+        grace: Duration::from_millis(200),
+        ..quick_opts()
+    };
+    let ext = Extension::new(
+        fx.spec("deaf", "python3", &["-c", script]),
+        opts,
+        Arc::new(NoEvents),
+    );
+    ext.handshake().await.unwrap();
+    // 4 MiB of arguments cannot fit in the pipe: the write itself must give up.
+    let big = json!({"text": "x".repeat(4 << 20)});
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        ext.call_tool("echo", big, None, None),
+    )
+    .await
+    .expect("the call hung")
+    .unwrap_err();
+    assert!(matches!(err, ExtensionError::Timeout { .. }), "{err}");
+    let status = tokio::time::timeout(Duration::from_secs(10), ext.stop())
+        .await
+        .expect("stop hung");
+    assert_eq!(status.as_deref(), Some("signal 15 (SIGTERM)"));
+}

@@ -163,7 +163,7 @@ async fn the_echo_server_answers_yolop_host_lines() {
 
     // EOF on stdin: the server exits cleanly.
     drop(stdin);
-    let mut proc_ = spawned.process;
+    let proc_ = spawned.process;
     let status = proc_.wait_for_exit(Duration::from_secs(10)).await;
     assert_eq!(process::describe_status(status), "exit code 0");
 }

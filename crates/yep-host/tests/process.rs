@@ -60,7 +60,7 @@ async fn a_stop_escalates_to_sigkill_when_the_server_ignores_eof_and_sigterm() {
     })
     .unwrap();
     drop(spawned.stdin);
-    let mut proc_ = spawned.process;
+    let proc_ = spawned.process;
     let status = proc_.terminate(Duration::from_millis(200)).await;
     assert_eq!(describe_status(status), "signal 9 (SIGKILL)");
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use yep_host::manifest::HookEvent;
 use yep_host::rpc::BoxFuture;
-use yep_host::{Events, Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
+use yep_host::{Events, Extension, Grants, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
 use yep_protocol::{HookFireParams, StatusChangedParams, UiAskParams, UiAskResult};
 
 #[derive(clap::Args)]
@@ -91,6 +91,7 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         config: Value::Null,
         env: Vec::new(),
         log_dir: dir.path().join("logs"),
+        grants: Grants::from_manifest(&manifest),
     };
     let events = Arc::new(DemoEvents::default());
     let ext = Extension::new(

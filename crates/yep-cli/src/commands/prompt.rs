@@ -45,13 +45,23 @@ impl Events for TerminalEvents {
         }
         let extension = extension.to_string();
         let asking = Arc::clone(&self.asking);
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
+        // A plain thread, not the runtime's blocking pool: a read of the terminal cannot be
+        // interrupted, and the runtime must be able to shut down (after Ctrl-C) without it.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("yep-ask".into())
+            .spawn(move || {
                 let _one = asking.lock().unwrap_or_else(|p| p.into_inner());
-                ask_at_terminal(&extension, &params).unwrap_or_else(|_| UiAskResult::cancelled())
-            })
-            .await
-            .unwrap_or_else(|_| UiAskResult::cancelled())
+                let _ = tx.send(
+                    ask_at_terminal(&extension, &params)
+                        .unwrap_or_else(|_| UiAskResult::cancelled()),
+                );
+            });
+        Box::pin(async move {
+            match spawned {
+                Ok(_) => rx.await.unwrap_or_else(|_| UiAskResult::cancelled()),
+                Err(_) => UiAskResult::cancelled(),
+            }
         })
     }
 }

@@ -1,6 +1,7 @@
 //! YEP 1.0: the handshake, and the server → host traffic routed to [`Events`].
 
 use crate::rpc::{BoxFuture, CallError, CallOptions, Connection, Handler};
+use crate::supervisor::Grants;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +12,9 @@ use yep_protocol::{
     version_compatible,
 };
 
-/// Feature tokens this host advertises in `initialize`.
-pub const HOST_CAPABILITIES: &[&str] = &["streaming", "cancel", "ui_ask", "status"];
+/// Feature tokens this host always advertises in `initialize`; `ui_ask` and `status` are
+/// added when the manifest grants them.
+pub const HOST_CAPABILITIES: &[&str] = &["streaming", "cancel"];
 
 /// What a server pushes to the host. Every method has a default, so implement what you show.
 pub trait Events: Send + Sync + 'static {
@@ -51,12 +53,20 @@ impl Events for NoEvents {}
 pub(crate) struct EventRouter {
     pub(crate) extension: String,
     pub(crate) events: Arc<dyn Events>,
+    pub(crate) grants: Grants,
 }
 
 impl Handler for EventRouter {
     fn notification(&self, method: &str, params: Value) {
         match ServerNotification::parse(method, params) {
-            Ok(ServerNotification::StatusChanged(s)) => self.events.status(&self.extension, s),
+            Ok(ServerNotification::StatusChanged(s)) if self.grants.status => {
+                self.events.status(&self.extension, s)
+            }
+            Ok(ServerNotification::StatusChanged(s)) => tracing::info!(
+                extension = %self.extension,
+                "ignoring status/changed (the manifest does not declare `status`): {}",
+                s.status
+            ),
             Ok(ServerNotification::Log(l)) => self.events.log(&self.extension, l),
             Ok(other) => {
                 tracing::debug!(extension = %self.extension, "ignoring notification {}", other.method())
@@ -69,6 +79,16 @@ impl Handler for EventRouter {
 
     fn request(&self, method: &str, params: Value) -> BoxFuture<Result<Value, ErrorObject>> {
         match ServerRequest::parse(method, params) {
+            Ok(ServerRequest::UiAsk(ask)) if !self.grants.ui_ask => {
+                tracing::warn!(
+                    extension = %self.extension,
+                    "refusing ui/ask (the manifest does not declare `ui_ask`): {}",
+                    ask.prompt
+                );
+                Box::pin(async {
+                    Ok(serde_json::to_value(UiAskResult::cancelled()).unwrap_or(Value::Null))
+                })
+            }
             Ok(ServerRequest::UiAsk(ask)) => {
                 let fut = self.events.ask(&self.extension, ask);
                 Box::pin(async move { Ok(serde_json::to_value(fut.await).unwrap_or(Value::Null)) })
@@ -120,12 +140,20 @@ pub fn initialize_params(
     session_id: &str,
     workspace_root: &str,
     config: Value,
+    grants: Grants,
 ) -> InitializeParams {
+    let mut capabilities: Vec<String> = HOST_CAPABILITIES.iter().map(|s| s.to_string()).collect();
+    if grants.ui_ask {
+        capabilities.push("ui_ask".into());
+    }
+    if grants.status {
+        capabilities.push("status".into());
+    }
     InitializeParams {
         protocol_version: PROTOCOL_VERSION.to_string(),
         session_id: session_id.to_string(),
         workspace_root: workspace_root.to_string(),
         config,
-        capabilities: HOST_CAPABILITIES.iter().map(|s| s.to_string()).collect(),
+        capabilities,
     }
 }

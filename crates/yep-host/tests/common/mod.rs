@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use yep_host::rpc::BoxFuture;
-use yep_host::{Events, Extension, ServerSpec, SupervisorOptions};
+use yep_host::{Events, Extension, Grants, ServerSpec, SupervisorOptions};
 use yep_protocol::{LogParams, StatusChangedParams, UiAskParams, UiAskResult};
 
 /// `target/<profile>`, found from this test binary (`target/<profile>/deps/<test>`).
@@ -65,6 +65,7 @@ impl Fixture {
             config: Value::Null,
             env: Vec::new(),
             log_dir: self.dir.path().join("logs"),
+            grants: Grants::ALL,
         }
     }
 
