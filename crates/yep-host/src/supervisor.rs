@@ -114,6 +114,8 @@ pub struct SupervisorOptions {
     /// First delay after a failed start or crash; doubles per failure up to `backoff_max`.
     pub backoff_base: Duration,
     pub backoff_max: Duration,
+    /// How long a lone call busy-polls for its answer before sleeping (`YEP_SPIN_US`).
+    pub spin: Duration,
 }
 
 impl Default for SupervisorOptions {
@@ -127,6 +129,7 @@ impl Default for SupervisorOptions {
             grace: Duration::from_secs(3),
             backoff_base: Duration::from_millis(250),
             backoff_max: Duration::from_secs(30),
+            spin: crate::rpc::default_spin(),
         }
     }
 }
@@ -391,15 +394,21 @@ impl Extension {
             events: Arc::clone(&self.events),
             grants: spec.grants,
         });
-        let conn = Connection::start(
+        let conn = Connection::start_pipe(
             spawned.stdout,
             spawned.stdin,
             router,
             ConnectionOptions {
                 label: spec.name.clone(),
                 max_frame_bytes: self.opts.max_frame_bytes,
+                spin: self.opts.spin,
             },
-        );
+        )
+        .map_err(|source| ExtensionError::Spawn {
+            extension: spec.name.clone(),
+            command: spec.command.clone(),
+            source,
+        })?;
         let params = initialize_params(
             &spec.session_id,
             &spec.workspace_root.to_string_lossy(),

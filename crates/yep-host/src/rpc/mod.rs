@@ -5,6 +5,11 @@
 //! one hop each way. `tool/update` notifications are routed by `request_id` to the call's
 //! update sink and count as activity for its timeout. Everything else the server sends goes
 //! to a [`Handler`].
+//!
+//! Over a child's pipes ([`Connection::start_pipe`]), a caller alone in flight busy-polls the
+//! pipe for its answer for a few microseconds before sleeping (see `pipe`).
+
+mod pipe;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -106,6 +111,8 @@ pub struct ConnectionOptions {
     pub label: String,
     /// Longest line accepted from the server.
     pub max_frame_bytes: usize,
+    /// How long a lone caller busy-polls a pipe for its answer before sleeping (pipes only).
+    pub spin: Duration,
 }
 
 impl Default for ConnectionOptions {
@@ -113,8 +120,18 @@ impl Default for ConnectionOptions {
         ConnectionOptions {
             label: "extension".into(),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            spin: default_spin(),
         }
     }
+}
+
+/// The default busy-poll window: `YEP_SPIN_US` microseconds, else 50 (`0` disables).
+pub fn default_spin() -> Duration {
+    let us = std::env::var("YEP_SPIN_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    Duration::from_micros(us)
 }
 
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
@@ -145,6 +162,9 @@ struct Inner {
     closed: tokio::sync::watch::Sender<Option<CloseReason>>,
     /// Cancelled on close: reverse-request tasks stop waiting for an answer nobody can send.
     closing: CancellationToken,
+    handler: Arc<dyn Handler>,
+    /// The read side, when it is a pipe a caller may busy-poll.
+    pipe: Option<pipe::PipeInput>,
 }
 
 /// A live, multiplexed connection to one server. Cheap to clone.
@@ -154,7 +174,8 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Start a connection: spawns the reader task on the current tokio runtime.
+    /// Start a connection over any reader/writer pair: spawns the reader task on the current
+    /// tokio runtime.
     pub fn start<R, W>(
         reader: R,
         writer: W,
@@ -165,26 +186,59 @@ impl Connection {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let (closed, _) = tokio::sync::watch::channel(None);
-        let inner = Arc::new(Inner {
-            label: opts.label.clone(),
-            writer: tokio::sync::Mutex::new(Some(Box::new(writer))),
-            pending: Mutex::new(Pending::default()),
-            next_id: AtomicU64::new(1),
-            epoch: Instant::now(),
-            closed,
-            closing: CancellationToken::new(),
-        });
-        let conn = Connection { inner };
+        let conn = Connection::new(Box::new(writer), handler, &opts, None);
         let reader_conn = conn.clone();
         tokio::spawn(async move {
             let mut reader = BufReader::with_capacity(64 * 1024, reader);
             let reason = reader_conn
-                .read_loop(&mut reader, handler, opts.max_frame_bytes)
+                .read_loop(&mut reader, opts.max_frame_bytes)
                 .await;
             reader_conn.close(reason);
         });
         conn
+    }
+
+    /// Start a connection over a child's stdout and stdin, with busy-polling for answers.
+    pub fn start_pipe(
+        stdout: tokio::process::ChildStdout,
+        stdin: tokio::process::ChildStdin,
+        handler: Arc<dyn Handler>,
+        opts: ConnectionOptions,
+    ) -> std::io::Result<Connection> {
+        let input = pipe::PipeInput::new(stdout.into_owned_fd()?, opts.max_frame_bytes, opts.spin)?;
+        let conn = Connection::new(Box::new(stdin), handler, &opts, Some(input));
+        let reader_conn = conn.clone();
+        tokio::spawn(async move {
+            let pipe = reader_conn.inner.pipe.as_ref().expect("a pipe connection");
+            let reason = pipe.run(|line| reader_conn.dispatch(line)).await;
+            if let CloseReason::FrameTooLarge { len, cap } = &reason {
+                tracing::error!(extension = %reader_conn.inner.label, "server sent a {len}-byte line over the {cap}-byte frame cap; disconnecting");
+            }
+            reader_conn.close(reason);
+        });
+        Ok(conn)
+    }
+
+    fn new(
+        writer: Writer,
+        handler: Arc<dyn Handler>,
+        opts: &ConnectionOptions,
+        pipe: Option<pipe::PipeInput>,
+    ) -> Connection {
+        let (closed, _) = tokio::sync::watch::channel(None);
+        Connection {
+            inner: Arc::new(Inner {
+                label: opts.label.clone(),
+                writer: tokio::sync::Mutex::new(Some(writer)),
+                pending: Mutex::new(Pending::default()),
+                next_id: AtomicU64::new(1),
+                epoch: Instant::now(),
+                closed,
+                closing: CancellationToken::new(),
+                handler,
+                pipe,
+            }),
+        }
     }
 
     /// Why the connection closed, once it has.
@@ -323,6 +377,11 @@ impl Connection {
             }
         }
 
+        if let Some(res) = self.spin_for_answer(&mut rx) {
+            guard.armed = false;
+            return res;
+        }
+
         loop {
             let sleep = async {
                 match deadline {
@@ -356,6 +415,42 @@ impl Connection {
         }
     }
 
+    /// Alone in flight on a pipe: read the answer ourselves for up to the spin window instead
+    /// of sleeping until the reader task is woken. `None` if it did not come in time.
+    fn spin_for_answer(
+        &self,
+        rx: &mut oneshot::Receiver<Result<Value, CallError>>,
+    ) -> Option<Result<Value, CallError>> {
+        let pipe = self.inner.pipe.as_ref().filter(|p| !p.spin.is_zero())?;
+        if self.lock_pending().slots.len() > 1 {
+            return None;
+        }
+        let until = std::time::Instant::now() + pipe.spin;
+        let mut answer = None;
+        loop {
+            match rx.try_recv() {
+                Ok(res) => {
+                    answer = Some(res);
+                    break;
+                }
+                Err(oneshot::error::TryRecvError::Closed) => {
+                    answer = Some(Err(CallError::Closed(CloseReason::Shutdown)));
+                    break;
+                }
+                Err(oneshot::error::TryRecvError::Empty) => {}
+            }
+            if std::time::Instant::now() >= until {
+                break;
+            }
+            if let Some(Err(reason)) = pipe.try_drain(|line| self.dispatch(line)) {
+                self.close(reason);
+            }
+            std::hint::spin_loop();
+        }
+        pipe.release();
+        answer
+    }
+
     fn micros(&self) -> u64 {
         self.inner.epoch.elapsed().as_micros() as u64
     }
@@ -378,12 +473,7 @@ impl Connection {
         }
     }
 
-    async fn read_loop<R: AsyncBufRead + Unpin>(
-        &self,
-        reader: &mut R,
-        handler: Arc<dyn Handler>,
-        cap: usize,
-    ) -> CloseReason {
+    async fn read_loop<R: AsyncBufRead + Unpin>(&self, reader: &mut R, cap: usize) -> CloseReason {
         let mut buf = Vec::with_capacity(4096);
         loop {
             match read_line_capped(reader, &mut buf, cap).await {
@@ -392,13 +482,15 @@ impl Connection {
                     tracing::error!(extension = %self.inner.label, "server sent a {len}-byte line over the {cap}-byte frame cap; disconnecting");
                     return CloseReason::FrameTooLarge { len, cap };
                 }
-                Ok(ReadLine::Line) => self.dispatch(&buf, &handler).await,
+                Ok(ReadLine::Line) => self.dispatch(&buf),
                 Err(err) => return CloseReason::Io(err.to_string()),
             }
         }
     }
 
-    async fn dispatch(&self, line: &[u8], handler: &Arc<dyn Handler>) {
+    /// Route one line from the server. Runs on whoever reads: the reader task or a spinning
+    /// caller.
+    fn dispatch(&self, line: &[u8]) {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
@@ -440,9 +532,9 @@ impl Connection {
                     }
                 }
             }
-            Message::Notification(n) => handler.notification(&n.method, n.params),
+            Message::Notification(n) => self.inner.handler.notification(&n.method, n.params),
             Message::Request(req) => {
-                let fut = handler.request(&req.method, req.params);
+                let fut = self.inner.handler.request(&req.method, req.params);
                 let conn = self.clone();
                 tokio::spawn(async move {
                     let closing = conn.inner.closing.clone();
@@ -566,6 +658,7 @@ mod tests {
         let opts = ConnectionOptions {
             label: "t".into(),
             max_frame_bytes: cap,
+            ..ConnectionOptions::default()
         };
         let conn = Connection::start(host_r, host_w, Arc::new(Silent), opts);
         let (server_r, server_w) = tokio::io::split(b);

@@ -1,0 +1,275 @@
+//! `yep-bench`: yep's hot paths against a raw pipe, rmcp and yolop-yep, measured in one run.
+//!
+//! `cargo run --release -p yep-bench` prints a table; `-- --json` prints one object per figure
+//! plus the derived ratios and whether each target holds.
+
+mod rmcp_bench;
+mod stats;
+mod yep_side;
+
+use rmcp_bench::RmcpPeer;
+use serde_json::{Map, Value, json};
+use stats::{Percentiles, percentiles};
+use std::sync::Arc;
+use std::time::Instant;
+use yep_side::*;
+
+const PAYLOADS: [usize; 3] = [200, 4096, 65536];
+const IN_FLIGHT: [usize; 3] = [1, 8, 64];
+
+/// The figures, in the order they are measured and printed.
+#[derive(Default)]
+struct Report {
+    figures: Map<String, Value>,
+    table: Vec<(String, String)>,
+}
+
+impl Report {
+    fn latency(&mut self, name: &str, p: Percentiles) {
+        self.table.push((
+            name.into(),
+            format!(
+                "p50 {:>9.1} µs   p99 {:>9.1} µs   (n={})",
+                p.p50_us, p.p99_us, p.samples
+            ),
+        ));
+        self.figures.insert(name.into(), json!(p));
+    }
+
+    fn rate(&mut self, name: &str, calls_per_s: f64) {
+        self.table
+            .push((name.into(), format!("{calls_per_s:>12.0} calls/s")));
+        self.figures
+            .insert(name.into(), json!({ "calls_per_s": calls_per_s }));
+    }
+
+    fn value(&mut self, name: &str, text: String, value: Value) {
+        self.table.push((name.into(), text));
+        self.figures.insert(name.into(), value);
+    }
+
+    fn p50(&self, name: &str) -> f64 {
+        self.figures[name]["p50_us"].as_f64().unwrap_or(f64::NAN)
+    }
+
+    fn calls(&self, name: &str) -> f64 {
+        self.figures[name]["calls_per_s"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let json_out = std::env::args().any(|a| a == "--json");
+    let started = Instant::now();
+    let scratch = tempdir()?;
+    let pong = sibling("yep-bench-pong")?;
+    let echo = sibling("yep-bench-echo")?;
+    let yolop = sibling("yep-bench-yolop")?;
+    let rmcp_server = sibling("yep-bench-rmcp")?;
+    let mut r = Report::default();
+    if !json_out {
+        eprintln!("measuring (about 30 s)…");
+    }
+
+    // 1. The floor: a raw pipe round trip, no runtime, no JSON work, both ends blocking in
+    // `read`. `floor_spin` is the same with both ends busy-polling first, as yep does.
+    r.latency(
+        "floor",
+        percentiles(floor(&pong, false, 200, 2_000, 20_000)?),
+    );
+    r.latency(
+        "floor_spin",
+        percentiles(floor(&pong, true, 200, 2_000, 20_000)?),
+    );
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        // 2–3. yep-host → yep-sdk echo.
+        let ext = Arc::new(extension("echo", &echo, &scratch));
+        ext.handshake().await?;
+        for bytes in PAYLOADS {
+            let samples = if bytes > 10_000 { 3_000 } else { 10_000 };
+            r.latency(
+                &format!("yep_rtt_{bytes}"),
+                percentiles(rtt(&ext, bytes, 1_000, samples).await?),
+            );
+        }
+        // 6. A warm hook decision, from the same server.
+        r.latency(
+            "warm_hook",
+            percentiles(warm_hook(&ext, 1_000, 10_000).await?),
+        );
+        for n in IN_FLIGHT {
+            r.rate(
+                &format!("yep_throughput_{n}"),
+                throughput(Arc::clone(&ext), n, 60_000).await?,
+            );
+        }
+        // The same after a 64-in-flight burst grew the server's thread pool.
+        r.latency(
+            "warm_hook_after_burst",
+            percentiles(warm_hook(&ext, 1_000, 10_000).await?),
+        );
+        ext.stop().await;
+
+        // 4. rmcp client → rmcp server, same echo, same payloads, same in-flight counts.
+        for (label, args) in [("rmcp", &[][..]), ("rmcp_pipes", &["--pipes"][..])] {
+            let peer = Arc::new(RmcpPeer::connect(&rmcp_server, args).await?);
+            for bytes in PAYLOADS {
+                let samples = if bytes > 10_000 { 1_000 } else { 3_000 };
+                r.latency(
+                    &format!("{label}_rtt_{bytes}"),
+                    percentiles(peer.rtt(bytes, 300, samples).await?),
+                );
+            }
+            for n in IN_FLIGHT {
+                r.rate(
+                    &format!("{label}_throughput_{n}"),
+                    peer.throughput(n, 20_000).await?,
+                );
+            }
+            if let Ok(peer) = Arc::try_unwrap(peer) {
+                peer.close().await;
+            }
+        }
+
+        // 5. yep-host → a server on the published yolop-yep 0.5 SDK.
+        let ext = extension("echo", &yolop, &scratch);
+        r.latency(
+            "yolop_rtt_200",
+            percentiles(rtt(&ext, 200, 1_000, 10_000).await?),
+        );
+        ext.stop().await;
+
+        // 7. Cold start: spawn plus handshake.
+        r.latency(
+            "cold_start_rust",
+            percentiles(cold_start(&echo, &scratch, 50).await?),
+        );
+        r.value(
+            "cold_start_python",
+            "not measured: the Python SDK does not exist yet (issue 7)".into(),
+            json!({ "measured": false, "why": "the Python SDK does not exist yet" }),
+        );
+
+        // 8. Host memory per idle, connected extension.
+        let kib = memory_per_extension(&echo, &scratch, 50).await?;
+        r.value(
+            "memory_per_extension",
+            format!("{kib:>9.0} KiB host RSS each (over 50)"),
+            json!({ "kib": kib, "extensions": 50 }),
+        );
+        anyhow::Ok(())
+    })?;
+    rt.shutdown_background();
+
+    // 6. The same decision from a process spawned per event.
+    r.latency(
+        "spawn_hook_bash",
+        percentiles(spawned_hook("bash".as_ref(), &["-c", BASH_HOOK], 20, 300)?),
+    );
+    r.latency(
+        "spawn_hook_rust",
+        percentiles(spawned_hook(&pong, &["hook"], 20, 300)?),
+    );
+
+    let ratios = ratios(&r);
+    let machine = machine();
+    let seconds = started.elapsed().as_secs_f64();
+    if json_out {
+        let doc = json!({ "machine": machine, "seconds": seconds, "figures": r.figures, "ratios": ratios });
+        let mut out = std::io::stdout().lock();
+        use std::io::Write;
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        print_table(&r, &ratios, &machine, seconds);
+    }
+    Ok(())
+}
+
+/// Derived ratios, each with its target and whether it holds.
+fn ratios(r: &Report) -> Value {
+    let floor = r.p50("floor");
+    let yep = r.p50("yep_rtt_200");
+    let ratio =
+        |value: f64, target: &str, ok: bool| json!({ "value": value, "target": target, "met": ok });
+    let yep_floor = yep / floor;
+    let yep_floor_spin = yep / r.p50("floor_spin");
+    let rmcp_yep = r.p50("rmcp_rtt_200") / yep;
+    let rmcp_pipes_yep = r.p50("rmcp_pipes_rtt_200") / yep;
+    let tput = r.calls("yep_throughput_64") / r.calls("rmcp_throughput_64");
+    let tput_pipes = r.calls("yep_throughput_64") / r.calls("rmcp_pipes_throughput_64");
+    let hook = r.p50("spawn_hook_bash") / r.p50("warm_hook");
+    let hook_rust = r.p50("spawn_hook_rust") / r.p50("warm_hook");
+    let cold = r.p50("cold_start_rust");
+    let mem = r.figures["memory_per_extension"]["kib"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    json!({
+        "yep_rtt_p50 / floor_p50": ratio(yep_floor, "<= 8", yep_floor <= 8.0),
+        "yep_rtt_p50 / floor_spin_p50": ratio(yep_floor_spin, "(reported)", true),
+        "rmcp_rtt_p50 / yep_rtt_p50": ratio(rmcp_yep, ">= 5", rmcp_yep >= 5.0),
+        "rmcp_pipes_rtt_p50 / yep_rtt_p50": ratio(rmcp_pipes_yep, "(reported)", true),
+        "yep_throughput_64 / rmcp_throughput_64": ratio(tput, ">= 5", tput >= 5.0),
+        "yep_throughput_64 / rmcp_pipes_throughput_64": ratio(tput_pipes, "(reported)", true),
+        "yep_throughput_64": ratio(r.calls("yep_throughput_64"), ">= 50000 calls/s", r.calls("yep_throughput_64") >= 50_000.0),
+        "spawn_hook_p50 / warm_hook_p50": ratio(hook, ">= 100 (bash)", hook >= 100.0),
+        "spawn_hook_rust_p50 / warm_hook_p50": ratio(hook_rust, "(reported)", true),
+        "cold_start_rust_p50_ms": ratio(cold / 1000.0, "<= 5 ms", cold <= 5_000.0),
+        "memory_per_extension_mib": ratio(mem / 1024.0, "<= 1 MiB", mem <= 1024.0),
+    })
+}
+
+fn print_table(r: &Report, ratios: &Value, machine: &Value, seconds: f64) {
+    let mut out = String::new();
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "yep-bench on {} ({} cores), {:.0} s\n",
+        machine["cpu"].as_str().unwrap_or("?"),
+        machine["cores"],
+        seconds
+    );
+    for (name, text) in &r.table {
+        let _ = writeln!(out, "  {name:<28} {text}");
+    }
+    let _ = writeln!(
+        out,
+        "\n  ratio                                         value   target"
+    );
+    for (name, v) in ratios.as_object().into_iter().flatten() {
+        let mark = if v["met"] == true { "ok" } else { "MISSED" };
+        let _ = writeln!(
+            out,
+            "  {name:<44} {:>7.2}   {:<18} {mark}",
+            v["value"].as_f64().unwrap_or(f64::NAN),
+            v["target"].as_str().unwrap_or("")
+        );
+    }
+    let mut stdout = std::io::stdout().lock();
+    use std::io::Write as _;
+    let _ = stdout.write_all(out.as_bytes());
+}
+
+/// What the numbers were measured on.
+fn machine() -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    json!({ "cpu": cpu, "cores": cores, "os": std::env::consts::OS, "arch": std::env::consts::ARCH })
+}
+
+fn tempdir() -> anyhow::Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("yep-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}

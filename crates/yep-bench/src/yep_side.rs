@@ -1,0 +1,269 @@
+//! The yep side of the harness, plus the floor and the spawn-per-event hooks it is held against.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use yep_host::{Extension, Grants, NoEvents, ServerSpec, SupervisorOptions};
+use yep_protocol::HookFireParams;
+
+/// A binary built beside this one (`cargo run -p yep-bench` builds them all).
+pub fn sibling(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let path = exe.with_file_name(name);
+    anyhow::ensure!(
+        path.is_file(),
+        "{} is missing; run through `cargo run --release -p yep-bench`",
+        path.display()
+    );
+    Ok(path)
+}
+
+#[allow(clippy::disallowed_methods)] // the harness spawns raw children on purpose: they are the baseline
+fn command(program: &Path) -> Command {
+    Command::new(program)
+}
+
+/// A ~`bytes` JSON-safe text.
+pub fn text(bytes: usize) -> String {
+    "x".repeat(bytes)
+}
+
+/// Raw pipe ping-pong of one line with a tiny Rust child; with `spin`, both ends busy-poll
+/// for the next line before blocking.
+pub fn floor(
+    pong: &Path,
+    spin: bool,
+    bytes: usize,
+    warmup: usize,
+    samples: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let mode = if spin { "spin" } else { "block" };
+    let mut child = command(pong)
+        .arg(mode)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(child.stdout.as_ref().expect("piped"));
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+    let line = format!("{}\n", json!({ "text": text(bytes.saturating_sub(12)) }));
+    let mut back = String::new();
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..warmup + samples {
+        let t = Instant::now();
+        stdin.write_all(line.as_bytes())?;
+        stdin.flush()?;
+        back.clear();
+        if spin && stdout.buffer().is_empty() {
+            spin_until_readable(fd);
+        }
+        stdout.read_line(&mut back)?;
+        if i >= warmup {
+            out.push(t.elapsed());
+        }
+    }
+    drop(stdin);
+    child.wait()?;
+    Ok(out)
+}
+
+/// Busy-poll `fd` for up to 50 µs (what yep's default window is).
+pub fn spin_until_readable(fd: i32) {
+    let until = Instant::now() + Duration::from_micros(50);
+    while Instant::now() < until {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, zero timeout.
+        if unsafe { libc::poll(&mut pfd, 1, 0) } != 0 {
+            return;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// An extension over `command args`, in a scratch dir.
+pub fn extension(name: &str, command: &Path, scratch: &Path) -> Extension {
+    let spec = ServerSpec {
+        name: name.into(),
+        command: command.to_string_lossy().into_owned(),
+        args: vec![],
+        package_dir: scratch.to_path_buf(),
+        workspace_root: scratch.to_path_buf(),
+        session_id: "bench".into(),
+        config: Value::Null,
+        env: vec![],
+        log_dir: scratch.join("logs"),
+        grants: Grants::default(),
+    };
+    Extension::new(spec, SupervisorOptions::default(), Arc::new(NoEvents))
+}
+
+/// One `tool/call` echo at a time.
+pub async fn rtt(
+    ext: &Extension,
+    bytes: usize,
+    warmup: usize,
+    samples: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let args = json!({ "text": text(bytes.saturating_sub(12)) });
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..warmup + samples {
+        let t = Instant::now();
+        ext.call_tool("echo", args.clone(), None, None).await?;
+        if i >= warmup {
+            out.push(t.elapsed());
+        }
+    }
+    Ok(out)
+}
+
+/// Calls per second with `in_flight` callers sharing one extension (200 B payloads).
+pub async fn throughput(
+    ext: Arc<Extension>,
+    in_flight: usize,
+    total: usize,
+) -> anyhow::Result<f64> {
+    let args = json!({ "text": text(188) });
+    let issued = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..in_flight {
+        let (ext, args, issued) = (Arc::clone(&ext), args.clone(), Arc::clone(&issued));
+        tasks.push(tokio::spawn(async move {
+            while issued.fetch_add(1, Ordering::Relaxed) < total {
+                ext.call_tool("echo", args.clone(), None, None).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(total as f64 / start.elapsed().as_secs_f64())
+}
+
+fn hook_event() -> HookFireParams {
+    HookFireParams {
+        event: "pre_tool_use".into(),
+        tool_name: "bash".into(),
+        args: json!({ "command": "ls -la", "forbidden": false }),
+    }
+}
+
+/// A `pre_tool_use` decision from a warm extension.
+pub async fn warm_hook(
+    ext: &Extension,
+    warmup: usize,
+    samples: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let event = hook_event();
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..warmup + samples {
+        let t = Instant::now();
+        let decision = ext.fire_hook(&event, Duration::from_secs(5)).await?;
+        anyhow::ensure!(!decision.block, "the warm hook blocked an allowed call");
+        if i >= warmup {
+            out.push(t.elapsed());
+        }
+    }
+    Ok(out)
+}
+
+/// One process per event: `program args`, the event JSON on stdin, the decision on stdout.
+pub fn spawned_hook(
+    program: &Path,
+    args: &[&str],
+    warmup: usize,
+    samples: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let event = serde_json::to_string(&hook_event())?;
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..warmup + samples {
+        let t = Instant::now();
+        let mut child = command(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(event.as_bytes())?;
+        let output = child.wait_with_output()?;
+        anyhow::ensure!(
+            output.status.success(),
+            "the spawned hook failed: {:?}",
+            output.status
+        );
+        let decision: Value = serde_json::from_slice(&output.stdout)?;
+        anyhow::ensure!(
+            decision["block"] == false,
+            "the spawned hook blocked an allowed call"
+        );
+        if i >= warmup {
+            out.push(t.elapsed());
+        }
+    }
+    Ok(out)
+}
+
+/// The bash hook script: read the event, answer allow unless `"forbidden": true`.
+pub const BASH_HOOK: &str = r#"event=$(cat); case "$event" in *'"forbidden":true'*) echo '{"block":true}';; *) echo '{"block":false}';; esac"#;
+
+/// Spawn plus handshake, fresh each time.
+pub async fn cold_start(
+    command: &Path,
+    scratch: &Path,
+    samples: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..samples + 3 {
+        let ext = extension("cold", command, scratch);
+        let t = Instant::now();
+        ext.handshake().await?;
+        if i >= 3 {
+            out.push(t.elapsed());
+        }
+        drop(ext);
+    }
+    Ok(out)
+}
+
+/// This process's resident set, in KiB.
+pub fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Host-side RSS added per idle, connected extension, over `n` of them (KiB each).
+pub async fn memory_per_extension(command: &Path, scratch: &Path, n: usize) -> anyhow::Result<f64> {
+    // Warm the allocator and runtime with one connection first, so only the marginal cost counts.
+    let warm = extension("warm", command, scratch);
+    warm.handshake().await?;
+    let before = rss_kib();
+    let mut exts = Vec::with_capacity(n);
+    for i in 0..n {
+        let ext = extension(&format!("idle{i}"), command, scratch);
+        ext.handshake().await?;
+        exts.push(ext);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let after = rss_kib();
+    for ext in &exts {
+        ext.stop().await;
+    }
+    warm.stop().await;
+    Ok(after.saturating_sub(before) as f64 / n as f64)
+}

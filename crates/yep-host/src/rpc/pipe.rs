@@ -1,0 +1,169 @@
+//! Reading a server's stdout pipe two ways: a reader task woken by readiness, and a caller that
+//! busy-polls it for a few microseconds right after sending a request.
+//!
+//! On an idle machine a blocked reader costs a scheduler wake-up (tens of µs on a VM, against a
+//! ~1 µs pipe hop) when the answer lands; an echo or a hook decision usually lands within
+//! microseconds, so the caller reads its own answer instead.
+
+use super::CloseReason;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::io::unix::AsyncFd;
+use tokio::sync::Notify;
+
+/// A complete line, the end of the readable data, or the end of the stream.
+enum Step {
+    Line(std::ops::Range<usize>),
+    WouldBlock,
+}
+
+/// Bytes read so far and where the next line starts.
+struct LineBuf {
+    buf: Vec<u8>,
+    start: usize,
+    /// Everything before this was searched for a newline already.
+    scanned: usize,
+    cap: usize,
+}
+
+impl LineBuf {
+    fn next(&mut self, fd: i32) -> Result<Step, CloseReason> {
+        loop {
+            if let Some(i) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
+                let end = self.scanned + i;
+                let line = self.start..end;
+                if line.len() > self.cap {
+                    return Err(CloseReason::FrameTooLarge {
+                        len: line.len(),
+                        cap: self.cap,
+                    });
+                }
+                self.start = end + 1;
+                self.scanned = self.start;
+                return Ok(Step::Line(line));
+            }
+            self.scanned = self.buf.len();
+            let partial = self.buf.len() - self.start;
+            if partial > self.cap {
+                return Err(CloseReason::FrameTooLarge {
+                    len: partial,
+                    cap: self.cap,
+                });
+            }
+            // Make room: drop consumed bytes, then read into the spare capacity.
+            if self.start > 0 {
+                self.buf.drain(..self.start);
+                self.scanned -= self.start;
+                self.start = 0;
+            }
+            self.buf.reserve(64 * 1024);
+            let spare = self.buf.spare_capacity_mut();
+            // SAFETY: reading into this Vec's spare capacity; only the bytes read are exposed.
+            let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), spare.len()) };
+            match n {
+                0 => {
+                    return Err(CloseReason::Eof);
+                }
+                n if n > 0 => {
+                    // SAFETY: `read` initialised exactly `n` bytes of the spare capacity.
+                    unsafe { self.buf.set_len(self.buf.len() + n as usize) };
+                }
+                _ => {
+                    let err = std::io::Error::last_os_error();
+                    match err.kind() {
+                        std::io::ErrorKind::WouldBlock => return Ok(Step::WouldBlock),
+                        std::io::ErrorKind::Interrupted => continue,
+                        _ => return Err(CloseReason::Io(err.to_string())),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The read side of a pipe connection.
+pub(super) struct PipeInput {
+    fd: AsyncFd<OwnedFd>,
+    state: Mutex<LineBuf>,
+    /// How long a caller busy-polls for its answer.
+    pub(super) spin: Duration,
+    /// Tells the reader task a spinning caller let go of the buffer.
+    released: Notify,
+}
+
+impl PipeInput {
+    /// Take over a pipe's read end (switched to non-blocking) on the current runtime.
+    pub(super) fn new(fd: OwnedFd, cap: usize, spin: Duration) -> std::io::Result<PipeInput> {
+        set_nonblocking(&fd)?;
+        // SAFETY: an `OwnedFd` stays open and always reports the same descriptor while the
+        // `AsyncFd` owns it.
+        let fd = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+            .map_err(|e| e.into_parts().1)?;
+        Ok(PipeInput {
+            fd,
+            state: Mutex::new(LineBuf {
+                buf: Vec::with_capacity(64 * 1024),
+                start: 0,
+                scanned: 0,
+                cap,
+            }),
+            spin,
+            released: Notify::new(),
+        })
+    }
+
+    /// Read and hand over every complete line available now, without blocking. `None` when
+    /// another reader holds the buffer; `Some(Err)` when the stream is over.
+    pub(super) fn try_drain(
+        &self,
+        mut on_line: impl FnMut(&[u8]),
+    ) -> Option<Result<(), CloseReason>> {
+        let mut state = self.state.try_lock().ok()?;
+        let fd = self.fd.get_ref().as_raw_fd();
+        loop {
+            match state.next(fd) {
+                Ok(Step::Line(range)) => on_line(&state.buf[range]),
+                Ok(Step::WouldBlock) => return Some(Ok(())),
+                Err(reason) => return Some(Err(reason)),
+            }
+        }
+    }
+
+    /// A spinning caller is done with the buffer.
+    pub(super) fn release(&self) {
+        // A stored permit if the reader is not waiting: never a lost wake-up, never a syscall.
+        self.released.notify_one();
+    }
+
+    /// The reader task: wait for readiness, drain, repeat, until the stream ends.
+    pub(super) async fn run(&self, mut on_line: impl FnMut(&[u8])) -> CloseReason {
+        loop {
+            let mut ready = match self.fd.readable().await {
+                Ok(ready) => ready,
+                Err(err) => return CloseReason::Io(err.to_string()),
+            };
+            match self.try_drain(&mut on_line) {
+                Some(Ok(())) => ready.clear_ready(),
+                Some(Err(reason)) => return reason,
+                // A caller is reading; it drains what arrived and then lets us know.
+                None => {
+                    drop(ready);
+                    self.released.notified().await;
+                }
+            }
+        }
+    }
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
+    let raw = fd.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(raw, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
