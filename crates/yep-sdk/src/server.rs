@@ -309,15 +309,26 @@ impl Input {
         if self.spin.is_zero() || !self.reader.buffer().is_empty() {
             return;
         }
-        let deadline = Instant::now() + self.spin;
-        while Instant::now() < deadline {
+        let until = Instant::now() + self.spin;
+        while Instant::now() < until {
             if poll_readable(fd) {
                 return;
             }
             std::hint::spin_loop();
         }
     }
+
+    /// Whether more input is already here (buffered, or readable on the descriptor).
+    fn pending(&self) -> bool {
+        !self.reader.buffer().is_empty() || self.spin_fd.is_some_and(poll_readable)
+    }
 }
+
+/// How long a reader role may stay reserved for the thread running the request it read.
+const HANDOFF_DELAY: Duration = Duration::from_micros(500);
+
+/// How long the standby keeps its timed watch after the last deferred hand-off.
+const STANDBY_LINGER: Duration = Duration::from_millis(20);
 
 /// Whether `fd` has input (or EOF, or an error) right now.
 #[cfg(unix)]
@@ -350,14 +361,26 @@ struct Engine {
     done: bool,
     /// Every request answered and every notification handled: `serve` may return.
     finished: bool,
+    /// A deferred hand-off: the reader role is kept for the thread running the last request
+    /// until this instant; after it, the standby takes it.
+    handoff_at: Option<Instant>,
+    /// One thread waits with a timeout to take a deferred reader role.
+    standby: bool,
+    /// When the last hand-off was deferred; the standby lingers while they keep coming.
+    last_deferral: Option<Instant>,
 }
 
 /// The serve loop's state, shared by its threads.
 ///
-/// Threads take turns as the reader (leader/follower): the thread that reads a request hands the
-/// reader role to an idle thread and runs the request itself, so a call costs no thread hop
-/// on the server. Control messages (`initialize`, `cancel`, `shutdown`, `config/changed`,
-/// responses) are handled by the reader in place, so a cancel is never queued behind work.
+/// Threads take turns as the reader (leader/follower): the thread that reads a request runs it
+/// itself, so a call costs no thread hop on the server. Control messages (`initialize`,
+/// `cancel`, `shutdown`, `config/changed`, responses) are handled by the reader in place, so a
+/// cancel is never queued behind work.
+///
+/// Handing the reader role on: when more input is already waiting, at once, to an idle
+/// thread. Otherwise the hand-off is deferred by [`HANDOFF_DELAY`]: a quick request finishes
+/// first and its thread goes straight back to reading (and polling for the next line), with no
+/// other thread woken; a slow one loses the role to the standby thread when the delay is up.
 struct Core {
     shared: Arc<Shared>,
     handlers: Handlers,
@@ -464,12 +487,35 @@ impl Core {
                     if engine.done {
                         return;
                     }
+                    let now = Instant::now();
                     if !engine.reading {
-                        engine.reading = true;
-                        break Task::Read;
+                        match engine.handoff_at {
+                            Some(at) if now < at => {}
+                            _ => {
+                                engine.handoff_at = None;
+                                engine.reading = true;
+                                break Task::Read;
+                            }
+                        }
                     }
+                    let watch = engine.handoff_at.is_some()
+                        || engine
+                            .last_deferral
+                            .is_some_and(|t| now - t < STANDBY_LINGER);
                     engine.idle += 1;
-                    engine = self.work.wait(engine).unwrap_or_else(|p| p.into_inner());
+                    if watch && !engine.standby {
+                        // The standby: wake by itself to take a deferred reader role in time.
+                        engine.standby = true;
+                        let wait = engine.handoff_at.map_or(HANDOFF_DELAY, |at| at - now);
+                        engine = self
+                            .work
+                            .wait_timeout(engine, wait)
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0;
+                        engine.standby = false;
+                    } else {
+                        engine = self.work.wait(engine).unwrap_or_else(|p| p.into_inner());
+                    }
                     engine.idle -= 1;
                 }
             };
@@ -485,8 +531,8 @@ impl Core {
     fn read(self: &Arc<Self>) {
         let mut input = lock(&self.input);
         loop {
-            // Spin only while no request is running: a spinning reader would take the CPU the
-            // running request needs (this host may have as few as two).
+            // Poll only while nothing runs: a polling reader would take the CPU a running
+            // request needs (a host may have only two).
             if lock(&self.engine).running == 0 {
                 input.spin_for_input();
             }
@@ -537,15 +583,31 @@ impl Core {
                     }
                     engine.running += 1;
                     engine.reading = false;
+                    let deferred = !input.pending();
+                    if deferred {
+                        let now = Instant::now();
+                        engine.handoff_at = Some(now + HANDOFF_DELAY);
+                        engine.last_deferral = Some(now);
+                    }
+                    // Someone must take the role: at once, or as the standby when deferred.
+                    let wake = !(deferred && engine.standby);
                     let spare = engine.idle > 0;
                     drop(engine);
                     drop(input);
-                    if spare {
+                    if wake && spare {
                         self.work.notify_one();
-                    } else {
+                    } else if wake {
                         self.spawn_thread();
                     }
-                    return self.execute(job);
+                    self.execute(job);
+                    if deferred {
+                        // Done within the delay: the role is ours again, no one else woken.
+                        let mut engine = lock(&self.engine);
+                        if !engine.reading {
+                            engine.handoff_at = None;
+                        }
+                    }
+                    return;
                 }
             }
         }
