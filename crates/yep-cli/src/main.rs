@@ -30,6 +30,21 @@ enum Command {
     Call(commands::call::Args),
     /// Run the bundled echo extension through the host and show each step.
     Demo(commands::demo::Args),
+    /// Install an extension: show what it asks for, ask, pin it in the lock. Not enabled.
+    Install(commands::install::InstallArgs),
+    /// Fetch installed extensions again; a change that asks for more needs consent.
+    Update(commands::install::UpdateArgs),
+    /// Enable an installed extension (settings.toml).
+    Enable(commands::manage::NameArgs),
+    /// Disable an extension (settings.toml).
+    Disable(commands::manage::NameArgs),
+    /// Delete an extension: package, lock entry, enable entry, stored secrets.
+    #[command(alias = "uninstall")]
+    Remove(commands::manage::NameArgs),
+    /// List installed extensions: what they contribute, config set/unset, hashes.
+    List(commands::manage::ListArgs),
+    /// Show an extension server's stderr log.
+    Logs(commands::manage::LogsArgs),
     /// Serve the bundled echo example on stdio (what `yep demo` spawns).
     #[command(name = "serve-example-echo", hide = true)]
     ServeExampleEcho,
@@ -48,7 +63,7 @@ fn main() -> ExitCode {
         };
     }
     init_tracing(cli.verbose);
-    let home = commands::home(cli.home);
+    let home = yep_host::store::Home::resolve(cli.home);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {
@@ -57,8 +72,15 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Call(args) => commands::call::run(args, &home).await,
+            Command::Call(args) => commands::call::run(args, &home.root).await,
             Command::Demo(args) => commands::demo::run(args).await,
+            Command::Install(args) => commands::install::install(args, &home),
+            Command::Update(args) => commands::install::update(args, &home),
+            Command::Enable(args) => commands::manage::enable(args, &home, true),
+            Command::Disable(args) => commands::manage::enable(args, &home, false),
+            Command::Remove(args) => commands::manage::remove(args, &home),
+            Command::List(args) => commands::manage::list(args, &home),
+            Command::Logs(args) => commands::manage::logs(args, &home),
             Command::ServeExampleEcho => unreachable!("handled above"),
         }
     });

@@ -5,12 +5,14 @@
 //! - [`process`]: spawning a server in its own process group, its stderr log, graceful stop;
 //! - [`dialect`]: the YEP handshake and typed calls over a connection;
 //! - [`supervisor`]: one extension's live server: lazy spawn, crash errors, backoff respawn;
-//! - [`manifest`]: the `plugin.json` a user approves.
+//! - [`manifest`]: the `plugin.json` a user approves;
+//! - [`store`]: the home: install, lock, update, enable, remove, list (no async needed).
 
 pub mod dialect;
 pub mod manifest;
 pub mod process;
 pub mod rpc;
+pub mod store;
 pub mod supervisor;
 
 pub use dialect::yep::{Events, NoEvents};

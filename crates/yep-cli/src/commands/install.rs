@@ -1,0 +1,150 @@
+//! `yep install <source>` and `yep update [name]`: fetch, show what it asks for, ask, commit.
+
+use crate::output::{hinted, stdout_line};
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+use yep_host::store::summary::ContributionDiff;
+use yep_host::store::{Approver, Home, InstallOptions, Installed, Outcome, StoreError};
+
+#[derive(clap::Args)]
+pub struct InstallArgs {
+    /// A package directory, `<git-url>[@rev]`, `crates.io:<crate>[@version]`, or a name
+    /// (`yep-extension-<name>`, then `yolop-extension-<name>` on crates.io).
+    source: String,
+    /// Approve the contributions without asking.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Reference a local directory in place (for authors); its hash is re-checked later.
+    #[arg(long)]
+    link: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct UpdateArgs {
+    /// Update only this extension.
+    name: Option<String>,
+    /// Approve widened contributions without asking.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Refuse any change to the lock.
+    #[arg(long)]
+    locked: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+/// Shows the summary (and diff) on stderr; asks at a terminal, approves with `--yes`, refuses
+/// otherwise.
+struct Consent {
+    yes: bool,
+    asked: bool,
+}
+
+impl Approver for Consent {
+    fn approve(&mut self, summary: &str, diff: Option<&ContributionDiff>) -> bool {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{summary}");
+        if let Some(d) = diff {
+            let _ = writeln!(err, "changes against what you approved:\n{}", d.render());
+            if d.widened {
+                let _ = writeln!(err, "this update asks for more than you approved");
+            }
+        }
+        if self.yes {
+            let _ = writeln!(err, "approved (--yes)");
+            return true;
+        }
+        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+            self.asked = true;
+            return false;
+        }
+        let _ = write!(err, "approve these contributions? [y/N] ");
+        let _ = err.flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut answer);
+        matches!(answer.trim(), "y" | "Y" | "yes")
+    }
+}
+
+fn declined(err: StoreError, consent: &Consent) -> anyhow::Error {
+    match err {
+        StoreError::Declined(msg) if consent.asked => hinted(
+            format!("not approved: {msg}"),
+            &[
+                "no terminal to ask at: review the summary above and re-run with --yes to approve it",
+            ],
+        ),
+        StoreError::Locked(msg) => hinted(
+            format!("--locked: {msg}"),
+            &["run without --locked to review and apply the change"],
+        ),
+        other => other.into(),
+    }
+}
+
+fn report(results: &[Installed], json: bool) -> anyhow::Result<()> {
+    if json {
+        stdout_line(&serde_json::to_string_pretty(results)?);
+        return Ok(());
+    }
+    for r in results {
+        let version = r
+            .version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        let line = match r.outcome {
+            Outcome::Installed => format!(
+                "installed {}{version} from {} ({})",
+                r.name, r.source, r.content_hash
+            ),
+            Outcome::Updated => format!(
+                "updated {}{version} from {} ({})",
+                r.name, r.source, r.content_hash
+            ),
+            Outcome::Unchanged => format!("{} is up to date ({})", r.name, r.content_hash),
+        };
+        stdout_line(&line);
+        if let Some(d) = r.diff.as_ref().filter(|d| !d.widened && !d.is_empty()) {
+            stdout_line(&format!(
+                "  narrowed only, no consent needed:\n{}",
+                d.render()
+            ));
+        }
+        if let Some(binary) = &r.binary {
+            stdout_line(&format!("  binary: {binary}"));
+        }
+        if r.outcome == Outcome::Installed {
+            stdout_line(&format!("  not enabled yet: yep enable {}", r.name));
+        }
+    }
+    Ok(())
+}
+
+pub fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    let mut consent = Consent {
+        yes: args.yes,
+        asked: false,
+    };
+    let opts = InstallOptions { link: args.link };
+    let result = home
+        .install(&args.source, &opts, &mut consent)
+        .map_err(|e| declined(e, &consent))?;
+    report(&[result], args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn update(args: UpdateArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    let mut consent = Consent {
+        yes: args.yes,
+        asked: false,
+    };
+    let results = home
+        .update(args.name.as_deref(), args.locked, &mut consent)
+        .map_err(|e| declined(e, &consent))?;
+    report(&results, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,140 @@
+//! `yep enable`, `yep disable`, `yep remove`, `yep list`, `yep logs`.
+
+use crate::output::stdout_line;
+use std::io::{Read, Seek, SeekFrom};
+use std::process::ExitCode;
+use std::time::Duration;
+use yep_host::store::Home;
+
+#[derive(clap::Args)]
+pub struct NameArgs {
+    name: String,
+}
+
+#[derive(clap::Args)]
+pub struct ListArgs {
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct LogsArgs {
+    name: String,
+    /// Keep printing what the server writes.
+    #[arg(long, short)]
+    follow: bool,
+}
+
+pub fn enable(args: NameArgs, home: &Home, on: bool) -> anyhow::Result<ExitCode> {
+    let changed = home.set_enabled(&args.name, on)?;
+    let state = if on { "enabled" } else { "disabled" };
+    stdout_line(&if changed {
+        format!("{state} {}", args.name)
+    } else {
+        format!("{} was already {state}", args.name)
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn remove(args: NameArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    home.remove(&args.name)?;
+    stdout_line(&format!(
+        "removed {} (package, lock entry, enable entry and stored secrets)",
+        args.name
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    let rows = home.list()?;
+    if args.json {
+        stdout_line(&serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        stdout_line(
+            "no extensions installed; try: yep install <dir | git-url | crates.io:crate | name>",
+        );
+    }
+    for r in rows {
+        let version = r
+            .version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        let state = if r.enabled { "enabled" } else { "disabled" };
+        stdout_line(&format!("{}{version}  [{state}]  {}", r.name, r.source));
+        if let Some(err) = &r.error {
+            stdout_line(&format!("  error: {err}"));
+            continue;
+        }
+        stdout_line(&format!("  contributes {}", r.contributes.join(", ")));
+        if let Some(cmd) = &r.server_command {
+            let found = if r.server_resolves {
+                "found"
+            } else {
+                "NOT FOUND (install it, or put it on PATH)"
+            };
+            stdout_line(&format!("  server `{cmd}` {found}"));
+        }
+        for c in &r.config {
+            let kind = if c.secret { " (secret)" } else { "" };
+            let need = if c.required && !c.set {
+                ", required"
+            } else {
+                ""
+            };
+            stdout_line(&format!(
+                "  config {}{kind}: {}{need}",
+                c.name,
+                if c.set { "set" } else { "unset" }
+            ));
+        }
+        stdout_line(&format!(
+            "  {}{}",
+            r.content_hash,
+            if r.drifted {
+                "  (changed on disk since approval)"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn logs(args: LogsArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    let path = home.log_path(&args.name);
+    let mut file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(crate::output::hinted(
+                format!("no log for `{}` at {}", args.name, path.display()),
+                &["a server's log appears once it has run"],
+            ));
+        }
+        Err(e) => return Err(anyhow::anyhow!("failed to open {}: {e}", path.display())),
+    };
+    let mut out = std::io::stdout().lock();
+    std::io::copy(&mut file, &mut out)?;
+    if !args.follow {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut pos = file.stream_position()?;
+    let mut buf = Vec::new();
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(pos);
+        if len < pos {
+            pos = 0; // truncated: start over
+        }
+        file.seek(SeekFrom::Start(pos))?;
+        buf.clear();
+        file.read_to_end(&mut buf)?;
+        pos += buf.len() as u64;
+        use std::io::Write;
+        if out.write_all(&buf).and_then(|()| out.flush()).is_err() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+}

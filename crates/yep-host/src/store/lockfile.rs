@@ -1,0 +1,166 @@
+//! `extensions.lock`: what the user approved, one entry per extension, sorted by name.
+
+use super::fsutil::write_atomic;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Where an installed package came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum LockSource {
+    Git {
+        url: String,
+        /// The resolved commit.
+        rev: String,
+    },
+    Path {
+        path: String,
+        /// Referenced in place (`--link`), not copied.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        link: bool,
+    },
+    Crate {
+        crate_name: String,
+        version: String,
+        /// The `.crate` file's SHA-256, as the index gave it.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        checksum: String,
+    },
+}
+
+impl std::fmt::Display for LockSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockSource::Git { url, rev } => write!(f, "git {url}@{}", &rev[..rev.len().min(12)]),
+            LockSource::Path { path, link: true } => write!(f, "link {path}"),
+            LockSource::Path { path, .. } => write!(f, "path {path}"),
+            LockSource::Crate {
+                crate_name,
+                version,
+                ..
+            } => write!(f, "crates.io {crate_name}@{version}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockEntry {
+    pub name: String,
+    pub source: LockSource,
+    pub content_hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lockfile {
+    #[serde(default)]
+    pub extensions: Vec<LockEntry>,
+}
+
+/// Why the lock could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to read {path}: {message}")]
+pub struct LockError {
+    pub path: String,
+    pub message: String,
+}
+
+impl Lockfile {
+    /// Read the lock; a missing file is an empty lock, a corrupt one an error (never silently
+    /// empty: the next write would forget every approval).
+    pub fn load(path: &Path) -> Result<Lockfile, LockError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lockfile::default()),
+            Err(e) => {
+                return Err(LockError {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                });
+            }
+        };
+        toml::from_str(&text).map_err(|e| LockError {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&LockEntry> {
+        self.extensions.iter().find(|e| e.name == name)
+    }
+
+    pub fn upsert(&mut self, entry: LockEntry) {
+        self.extensions.retain(|e| e.name != entry.name);
+        self.extensions.push(entry);
+        self.extensions.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+
+    pub fn remove(&mut self, name: &str) -> bool {
+        let before = self.extensions.len();
+        self.extensions.retain(|e| e.name != name);
+        before != self.extensions.len()
+    }
+
+    /// The file's bytes, deterministic for the same entries.
+    pub fn render(&self) -> String {
+        let mut sorted = self.clone();
+        sorted.extensions.sort_by(|a, b| a.name.cmp(&b.name));
+        let body = toml::to_string(&sorted).unwrap_or_default();
+        format!("# Written by yep: what was approved. Do not edit by hand.\n{body}")
+    }
+
+    /// Write atomically, and only when the content changed.
+    pub fn save(&self, path: &Path) -> std::io::Result<bool> {
+        write_atomic(path, self.render().as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_sorted_with_tagged_sources() {
+        let mut lock = Lockfile::default();
+        lock.upsert(LockEntry {
+            name: "zeta".into(),
+            source: LockSource::Crate {
+                crate_name: "yep-extension-zeta".into(),
+                version: "1.0.0".into(),
+                checksum: "ab".into(),
+            },
+            content_hash: "sha256:00".into(),
+            version: Some("1.0.0".into()),
+        });
+        lock.upsert(LockEntry {
+            name: "alpha".into(),
+            source: LockSource::Git {
+                url: "file:///r".into(),
+                rev: "deadbeef".into(),
+            },
+            content_hash: "sha256:11".into(),
+            version: None,
+        });
+        let text = lock.render();
+        assert!(
+            text.find("name = \"alpha\"").unwrap() < text.find("name = \"zeta\"").unwrap(),
+            "{text}"
+        );
+        assert!(text.contains("type = \"crate\""), "{text}");
+        let back: Lockfile = toml::from_str(&text).unwrap();
+        assert_eq!(back, lock);
+    }
+
+    #[test]
+    fn a_corrupt_lock_is_an_error_not_an_empty_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("extensions.lock");
+        std::fs::write(&path, "[[extensions]\nname=").unwrap();
+        assert!(Lockfile::load(&path).is_err());
+        assert_eq!(
+            Lockfile::load(&dir.path().join("missing")).unwrap(),
+            Lockfile::default()
+        );
+    }
+}

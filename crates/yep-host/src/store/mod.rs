@@ -1,0 +1,746 @@
+//! The package store: one home directory holds the approved packages, the lock, the settings,
+//! the secrets and the logs. Every mutation takes a file lock on the home and commits through a
+//! journal, so a crash (even `kill -9`) leaves the home fully as before or fully as after.
+//!
+//! No processes (beyond `git`) and no async runtime: the CLI and an embedding agent call it
+//! directly.
+
+pub mod fetch;
+pub mod fsutil;
+pub mod hash;
+pub mod lockfile;
+pub mod settings;
+pub mod source;
+pub mod summary;
+
+use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
+use fetch::{FetchError, Registry};
+use fsutil::{remove_tree, write_atomic};
+use lockfile::{LockEntry, LockSource, Lockfile};
+use serde::{Deserialize, Serialize};
+use source::SourceSpec;
+use std::path::{Path, PathBuf};
+use summary::{ContributionDiff, config_fields, diff};
+
+/// The home directory and the paths inside it.
+#[derive(Debug, Clone)]
+pub struct Home {
+    pub root: PathBuf,
+}
+
+/// Why a store operation failed. Nothing on disk changed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    #[error(transparent)]
+    Lock(#[from] lockfile::LockError),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no extension named `{0}` is installed")]
+    NotInstalled(String),
+    #[error("not approved: {0}")]
+    Declined(String),
+    #[error("--locked: {0}")]
+    Locked(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> StoreError {
+    let context = context.into();
+    move |source| StoreError::Io { context, source }
+}
+
+/// Holds the home's file lock; released on drop.
+pub struct HomeLock {
+    _file: std::fs::File,
+}
+
+/// A commit in progress, written before any rename so recovery can finish it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Journal {
+    /// `(from, to)` renames, each done only while `from` exists and `to` does not.
+    renames: Vec<(PathBuf, PathBuf)>,
+    /// The lock file's new content.
+    lock: String,
+    /// Removed after the renames and the lock write.
+    cleanup: Vec<PathBuf>,
+}
+
+/// What the caller decides when shown a summary (and, on update, a diff).
+pub trait Approver {
+    /// `diff` is `None` for a first install. Return true to go ahead.
+    fn approve(&mut self, summary: &str, diff: Option<&ContributionDiff>) -> bool;
+}
+
+/// Approve everything (`--yes`).
+pub struct AlwaysYes;
+impl Approver for AlwaysYes {
+    fn approve(&mut self, _: &str, _: Option<&ContributionDiff>) -> bool {
+        true
+    }
+}
+
+/// Install options.
+#[derive(Debug, Clone, Default)]
+pub struct InstallOptions {
+    /// Reference a local directory in place instead of copying it.
+    pub link: bool,
+}
+
+/// What an install or update did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Installed {
+    pub name: String,
+    pub version: Option<String>,
+    pub source: String,
+    pub content_hash: String,
+    /// First install, updated, or unchanged.
+    pub outcome: Outcome,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<ContributionDiff>,
+    /// The prebuilt binary step, when the manifest names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binary: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Installed,
+    Updated,
+    Unchanged,
+}
+
+/// One row of `yep list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listed {
+    pub name: String,
+    pub version: Option<String>,
+    pub description: String,
+    pub source: String,
+    pub enabled: bool,
+    pub content_hash: String,
+    /// The package changed on disk since it was approved (linked packages).
+    pub drifted: bool,
+    pub server_command: Option<String>,
+    pub server_resolves: bool,
+    pub tools: Vec<String>,
+    pub contributes: Vec<String>,
+    pub config: Vec<ConfigStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A config field's state: set or not, never its value.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigStatus {
+    pub name: String,
+    pub secret: bool,
+    pub required: bool,
+    pub set: bool,
+}
+
+impl Home {
+    /// `--home`, else `$YEP_HOME`, else `<config dir>/yep`.
+    pub fn resolve(flag: Option<PathBuf>) -> Home {
+        let root = flag
+            .or_else(|| {
+                std::env::var_os("YEP_HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
+            .or_else(|| dirs::config_dir().map(|d| d.join("yep")))
+            .unwrap_or_else(|| PathBuf::from(".yep"));
+        Home { root }
+    }
+
+    pub fn extensions_dir(&self) -> PathBuf {
+        self.root.join("extensions")
+    }
+
+    pub fn package_dir(&self, name: &str) -> PathBuf {
+        self.extensions_dir().join(name)
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.root.join("extensions.lock")
+    }
+
+    pub fn settings_path(&self) -> PathBuf {
+        self.root.join("settings.toml")
+    }
+
+    pub fn connections_path(&self) -> PathBuf {
+        self.root.join("connections.toml")
+    }
+
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+
+    pub fn log_path(&self, name: &str) -> PathBuf {
+        self.logs_dir().join(format!("{name}.log"))
+    }
+
+    fn journal_path(&self) -> PathBuf {
+        self.root.join(".journal.json")
+    }
+
+    fn scratch_dir(&self) -> PathBuf {
+        self.extensions_dir().join(".scratch")
+    }
+
+    /// Take the home's mutation lock (blocking until another `yep` lets go), then finish or
+    /// discard whatever a crashed run left behind.
+    pub fn lock(&self) -> Result<HomeLock, StoreError> {
+        std::fs::create_dir_all(&self.root)
+            .map_err(io(format!("failed to create {}", self.root.display())))?;
+        let path = self.root.join(".lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io(format!("failed to open {}", path.display())))?;
+        file.lock()
+            .map_err(io(format!("failed to lock {}", path.display())))?;
+        let guard = HomeLock { _file: file };
+        self.recover()?;
+        Ok(guard)
+    }
+
+    /// Roll a journaled commit forward; drop uncommitted scratch.
+    fn recover(&self) -> Result<(), StoreError> {
+        let journal = self.journal_path();
+        if let Ok(text) = std::fs::read_to_string(&journal) {
+            match serde_json::from_str::<Journal>(&text) {
+                Ok(j) => self.apply(&j)?,
+                // A torn journal was never committed (it is written atomically, so this is
+                // only a stray temp); nothing it describes happened.
+                Err(_) => {
+                    let _ = std::fs::remove_file(&journal);
+                }
+            }
+        }
+        remove_tree(&self.scratch_dir()).map_err(io("failed to clean up scratch"))
+    }
+
+    fn apply(&self, j: &Journal) -> Result<(), StoreError> {
+        for (from, to) in &j.renames {
+            if from.symlink_metadata().is_ok() && to.symlink_metadata().is_err() {
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(io(format!("failed to create {}", parent.display())))?;
+                }
+                std::fs::rename(from, to).map_err(io(format!(
+                    "failed to move {} to {}",
+                    from.display(),
+                    to.display()
+                )))?;
+            }
+        }
+        write_atomic(&self.lock_path(), j.lock.as_bytes())
+            .map_err(io("failed to write the lock"))?;
+        let _ = fsutil::sync_dir(&self.extensions_dir());
+        std::fs::remove_file(self.journal_path())
+            .or_else(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(io("failed to remove the journal"))?;
+        for path in &j.cleanup {
+            if path
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                let _ = std::fs::remove_file(path);
+            } else {
+                let _ = remove_tree(path);
+            }
+        }
+        Ok(())
+    }
+
+    /// Journal, then apply.
+    fn commit(&self, j: Journal) -> Result<(), StoreError> {
+        let text = serde_json::to_string(&j).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        write_atomic(&self.journal_path(), text.as_bytes())
+            .map_err(io("failed to write the journal"))?;
+        self.apply(&j)
+    }
+
+    pub fn lockfile(&self) -> Result<Lockfile, StoreError> {
+        Ok(Lockfile::load(&self.lock_path())?)
+    }
+
+    /// A fresh scratch directory on the home's file system (renames stay atomic).
+    fn scratch(&self) -> Result<PathBuf, StoreError> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = self.scratch_dir().join(format!(
+            "{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).map_err(io(format!("failed to create {}", dir.display())))?;
+        Ok(dir)
+    }
+
+    /// Install a package from `spec`. Shows the summary through `approver` before anything
+    /// is committed; nothing is enabled.
+    pub fn install(
+        &self,
+        spec: &str,
+        opts: &InstallOptions,
+        approver: &mut dyn Approver,
+    ) -> Result<Installed, StoreError> {
+        let source = SourceSpec::parse(spec).map_err(StoreError::Invalid)?;
+        let _lock = self.lock()?;
+        let scratch = self.scratch()?;
+        let result = self.install_locked(&source, opts, approver, &scratch, None);
+        let _ = remove_tree(&scratch);
+        result
+    }
+
+    /// Fetch `source` into scratch, check it, ask, commit.
+    fn install_locked(
+        &self,
+        source: &SourceSpec,
+        opts: &InstallOptions,
+        approver: &mut dyn Approver,
+        scratch: &Path,
+        update_of: Option<(&LockEntry, bool)>,
+    ) -> Result<Installed, StoreError> {
+        let staged = scratch.join("package");
+        let (lock_source, package_root) = self.fetch(source, opts, &staged)?;
+        let manifest = Manifest::load(&package_root)?;
+        if let Some((entry, _)) = update_of
+            && manifest.name != entry.name
+        {
+            return Err(StoreError::Invalid(format!(
+                "the update of `{}` now calls itself `{}`",
+                entry.name, manifest.name
+            )));
+        }
+        let hash = hash::content_hash(&package_root)
+            .map_err(io(format!("failed to hash {}", package_root.display())))?;
+        let mut lock = self.lockfile()?;
+        let previous = lock.get(&manifest.name).cloned();
+        let dest = self.package_dir(&manifest.name);
+        let summary = summary::summary(&manifest);
+        let installed = |outcome, diff, binary| Installed {
+            name: manifest.name.clone(),
+            version: manifest.version.clone(),
+            source: lock_source.to_string(),
+            content_hash: hash.clone(),
+            outcome,
+            summary: summary.clone(),
+            diff,
+            binary,
+        };
+        // Same approved bytes from the same source: nothing to do.
+        if let Some(prev) = &previous
+            && prev.content_hash == hash
+            && prev.source == lock_source
+            && dest.symlink_metadata().is_ok()
+        {
+            return Ok(installed(Outcome::Unchanged, None, None));
+        }
+        let diff = match &previous {
+            Some(_) => Manifest::load(&dest).ok().map(|old| diff(&old, &manifest)),
+            None => None,
+        };
+        if let Some((_, true)) = update_of {
+            return Err(StoreError::Locked(format!(
+                "`{}` would change ({} → {}); the lock stays as it is",
+                manifest.name,
+                previous.as_ref().map_or("?", |p| p.content_hash.as_str()),
+                hash
+            )));
+        }
+        let needs_consent = match &diff {
+            None => true,
+            Some(d) => d.widened,
+        };
+        if needs_consent && !approver.approve(&summary, diff.as_ref()) {
+            return Err(StoreError::Declined(format!(
+                "`{}` was not installed",
+                manifest.name
+            )));
+        }
+        // The prebuilt binary goes in after hashing: it is not part of the approved content.
+        let binary = if opts.link {
+            None
+        } else {
+            self.binary_step(&manifest, &staged)
+        };
+        lock.upsert(LockEntry {
+            name: manifest.name.clone(),
+            source: lock_source.clone(),
+            content_hash: hash.clone(),
+            version: manifest.version.clone(),
+        });
+        let trash = scratch.join("previous");
+        let mut renames = Vec::new();
+        if dest.symlink_metadata().is_ok() {
+            renames.push((dest.clone(), trash.clone()));
+        }
+        if opts.link {
+            // The link itself is staged, so placing it is one rename too.
+            let link = scratch.join("link");
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(&package_root, &link)
+                .map_err(io("failed to create the link"))?;
+            renames.push((link, dest.clone()));
+        } else {
+            renames.push((staged.clone(), dest.clone()));
+        }
+        self.commit(Journal {
+            renames,
+            lock: lock.render(),
+            cleanup: vec![trash],
+        })?;
+        let outcome = if previous.is_some() {
+            Outcome::Updated
+        } else {
+            Outcome::Installed
+        };
+        Ok(installed(outcome, diff, binary))
+    }
+
+    /// Fetch into `staged`; returns the lock source and where the package content is.
+    fn fetch(
+        &self,
+        source: &SourceSpec,
+        opts: &InstallOptions,
+        staged: &Path,
+    ) -> Result<(LockSource, PathBuf), StoreError> {
+        match source {
+            SourceSpec::Path(path) => {
+                let abs = std::fs::canonicalize(path)
+                    .map_err(io(format!("failed to resolve {}", path.display())))?;
+                if !abs.join(MANIFEST_FILE).is_file() {
+                    return Err(StoreError::Invalid(format!(
+                        "{} has no {MANIFEST_FILE}",
+                        abs.display()
+                    )));
+                }
+                let lock_source = LockSource::Path {
+                    path: abs.display().to_string(),
+                    link: opts.link,
+                };
+                if opts.link {
+                    return Ok((lock_source, abs));
+                }
+                fetch::fetch_path(&abs, staged)?;
+                Ok((lock_source, staged.to_path_buf()))
+            }
+            SourceSpec::Git { url, rev } => {
+                let commit = fetch::fetch_git(url, rev.as_deref(), staged)?;
+                Ok((
+                    LockSource::Git {
+                        url: url.clone(),
+                        rev: commit,
+                    },
+                    staged.to_path_buf(),
+                ))
+            }
+            SourceSpec::Crate { name, version } => {
+                self.fetch_crate(name, version.as_deref(), staged)
+            }
+            SourceSpec::Bare { name, version } => {
+                let mut last = None;
+                for candidate in SourceSpec::candidates(name) {
+                    match self.fetch_crate(&candidate, version.as_deref(), staged) {
+                        Err(StoreError::Fetch(FetchError::NotFound(what))) => last = Some(what),
+                        other => return other,
+                    }
+                }
+                Err(StoreError::Fetch(FetchError::NotFound(format!(
+                    "`{name}` on crates.io (tried {}; last: {})",
+                    SourceSpec::candidates(name).join(", "),
+                    last.unwrap_or_default()
+                ))))
+            }
+        }
+    }
+
+    fn fetch_crate(
+        &self,
+        name: &str,
+        version: Option<&str>,
+        staged: &Path,
+    ) -> Result<(LockSource, PathBuf), StoreError> {
+        let registry = Registry::from_env();
+        let versions = fetch::index_versions(&registry, name)?;
+        let picked = fetch::pick_version(name, &versions, version)?;
+        fetch::fetch_crate(&registry, name, &picked, staged)?;
+        Ok((
+            LockSource::Crate {
+                crate_name: name.to_string(),
+                version: picked.version,
+                checksum: picked.checksum,
+            },
+            staged.to_path_buf(),
+        ))
+    }
+
+    /// Fetch the prebuilt binary when the manifest names one and the command does not resolve.
+    fn binary_step(&self, manifest: &Manifest, package: &Path) -> Option<String> {
+        let server = manifest.yolop.capability_server.as_ref()?;
+        let template = server.binaries.as_ref()?;
+        if command_resolves(&server.command, package) {
+            return Some(format!("`{}` already resolves", server.command));
+        }
+        if server.command.contains('/') {
+            return Some(format!(
+                "not fetched: `{}` is a path, so a prebuilt binary cannot stand in for it",
+                server.command
+            ));
+        }
+        let version = manifest.version.as_deref().unwrap_or("0.0.0");
+        Some(
+            match fetch::fetch_binary(template, &manifest.name, version, &server.command, package) {
+                Ok(target) => format!("fetched `{}` for {target}", server.command),
+                Err(e) => format!(
+                    "not available ({e}); calls will fail until `{}` is on PATH",
+                    server.command
+                ),
+            },
+        )
+    }
+
+    /// Fetch every (or one) installed package again; commit what changed. A change that widens
+    /// the grant needs `approver`; `locked` refuses any change.
+    pub fn update(
+        &self,
+        name: Option<&str>,
+        locked: bool,
+        approver: &mut dyn Approver,
+    ) -> Result<Vec<Installed>, StoreError> {
+        let _lock = self.lock()?;
+        let lock = self.lockfile()?;
+        let entries: Vec<LockEntry> = match name {
+            Some(n) => vec![
+                lock.get(n)
+                    .cloned()
+                    .ok_or_else(|| StoreError::NotInstalled(n.to_string()))?,
+            ],
+            None => lock.extensions.clone(),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let (source, opts) = match &entry.source {
+                LockSource::Path { path, link } => (
+                    SourceSpec::Path(PathBuf::from(path)),
+                    InstallOptions { link: *link },
+                ),
+                LockSource::Git { url, .. } => (
+                    SourceSpec::Git {
+                        url: url.clone(),
+                        rev: None,
+                    },
+                    InstallOptions::default(),
+                ),
+                LockSource::Crate { crate_name, .. } => (
+                    SourceSpec::Crate {
+                        name: crate_name.clone(),
+                        version: None,
+                    },
+                    InstallOptions::default(),
+                ),
+            };
+            let scratch = self.scratch()?;
+            let result =
+                self.install_locked(&source, &opts, approver, &scratch, Some((&entry, locked)));
+            let _ = remove_tree(&scratch);
+            out.push(result?);
+        }
+        Ok(out)
+    }
+
+    /// Enable or disable an installed extension. Returns whether anything changed.
+    pub fn set_enabled(&self, name: &str, on: bool) -> Result<bool, StoreError> {
+        let _lock = self.lock()?;
+        if on && self.lockfile()?.get(name).is_none() {
+            return Err(StoreError::NotInstalled(name.to_string()));
+        }
+        settings::set_enabled(&self.settings_path(), name, on).map_err(StoreError::Invalid)
+    }
+
+    /// Delete a package, its lock entry, its enable entry and its stored secrets.
+    pub fn remove(&self, name: &str) -> Result<(), StoreError> {
+        let _lock = self.lock()?;
+        let mut lock = self.lockfile()?;
+        let dest = self.package_dir(name);
+        if !lock.remove(name) && dest.symlink_metadata().is_err() {
+            return Err(StoreError::NotInstalled(name.to_string()));
+        }
+        settings::set_enabled(&self.settings_path(), name, false).map_err(StoreError::Invalid)?;
+        settings::remove_secrets(&self.connections_path(), name).map_err(StoreError::Invalid)?;
+        let trash = self.scratch()?.join("removed");
+        let renames = if dest.symlink_metadata().is_ok() {
+            vec![(dest, trash.clone())]
+        } else {
+            Vec::new()
+        };
+        self.commit(Journal {
+            renames,
+            lock: lock.render(),
+            cleanup: vec![trash],
+        })
+    }
+
+    /// Everything installed, for `yep list`.
+    pub fn list(&self) -> Result<Vec<Listed>, StoreError> {
+        let _lock = self.lock()?;
+        let lock = self.lockfile()?;
+        let enabled = settings::enabled(&self.settings_path()).map_err(StoreError::Invalid)?;
+        let secrets = read_secret_keys(&self.connections_path());
+        Ok(lock
+            .extensions
+            .iter()
+            .map(|entry| {
+                let dir = self.package_dir(&entry.name);
+                let mut row = Listed {
+                    name: entry.name.clone(),
+                    version: entry.version.clone(),
+                    description: String::new(),
+                    source: entry.source.to_string(),
+                    enabled: enabled.contains(&entry.name),
+                    content_hash: entry.content_hash.clone(),
+                    drifted: false,
+                    server_command: None,
+                    server_resolves: false,
+                    tools: Vec::new(),
+                    contributes: Vec::new(),
+                    config: Vec::new(),
+                    error: None,
+                };
+                match Manifest::load(&dir) {
+                    Ok(m) => {
+                        row.description = m.description.clone();
+                        row.server_command = m
+                            .yolop
+                            .capability_server
+                            .as_ref()
+                            .map(|s| s.command.clone());
+                        row.server_resolves = row
+                            .server_command
+                            .as_deref()
+                            .is_some_and(|c| command_resolves(c, &dir));
+                        row.tools = m.yolop.tools.iter().map(|t| t.name.clone()).collect();
+                        row.contributes = contributions(&m);
+                        row.drifted = hash::content_hash(&dir)
+                            .map(|h| h != entry.content_hash)
+                            .unwrap_or(true)
+                            && matches!(entry.source, LockSource::Path { link: true, .. });
+                        let set_secrets = secrets.get(&entry.name);
+                        row.config = config_fields(&m)
+                            .into_iter()
+                            .map(|f| ConfigStatus {
+                                set: f.secret && set_secrets.is_some_and(|s| s.contains(&f.name)),
+                                name: f.name,
+                                secret: f.secret,
+                                required: f.required,
+                            })
+                            .collect();
+                    }
+                    Err(e) => row.error = Some(e.to_string()),
+                }
+                row
+            })
+            .collect())
+    }
+
+    /// A linked package whose content no longer matches what was approved.
+    pub fn drift(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let lock = self.lockfile()?;
+        let entry = lock
+            .get(name)
+            .ok_or_else(|| StoreError::NotInstalled(name.to_string()))?;
+        let now = hash::content_hash(&self.package_dir(name))
+            .map_err(io("failed to hash the package"))?;
+        Ok((now != entry.content_hash).then(|| format!("`{name}` changed since it was approved ({} → {now}); run `yep update {name}` to review", entry.content_hash)))
+    }
+}
+
+/// The facets a manifest contributes, as short words.
+pub fn contributions(m: &Manifest) -> Vec<String> {
+    let f = &m.yolop;
+    let mut out = Vec::new();
+    let mut count = |n: usize, what: &str| {
+        if n > 0 {
+            out.push(format!("{n} {what}{}", if n == 1 { "" } else { "s" }));
+        }
+    };
+    count(f.tools.len(), "tool");
+    count(f.hooks.len(), "hook");
+    count(f.commands.len(), "command");
+    count(f.mcp_servers.len(), "mcp server");
+    for (on, what) in [
+        (f.prompt, "prompt"),
+        (f.dynamic_prompt, "dynamic_prompt"),
+        (f.status, "status"),
+        (f.ui_ask, "ui_ask"),
+        (f.trace, "trace"),
+        (f.skills, "skills"),
+    ] {
+        if on {
+            out.push(what.to_string());
+        }
+    }
+    out
+}
+
+/// Whether a server command resolves the way the runtime will spawn it: the package's `bin/`,
+/// a path inside the package, or PATH.
+pub fn command_resolves(command: &str, package: &Path) -> bool {
+    if command.contains('/') {
+        let p = Path::new(command);
+        return if p.is_absolute() {
+            p.is_file()
+        } else {
+            package.join(p).is_file()
+        };
+    }
+    if package.join("bin").join(command).is_file() {
+        return true;
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(command).is_file()))
+}
+
+/// Secret field names stored per extension in `connections.toml` (values are never read out).
+fn read_secret_keys(path: &Path) -> std::collections::HashMap<String, Vec<String>> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return out;
+    };
+    let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return out;
+    };
+    for (key, item) in doc.iter() {
+        if let (Some(name), Some(table)) = (key.strip_prefix("ext:"), item.as_table_like()) {
+            let set: Vec<String> = table
+                .iter()
+                .filter(|(_, v)| v.as_str().is_some_and(|s| !s.trim().is_empty()))
+                .map(|(k, _)| k.to_string())
+                .collect();
+            out.insert(name.to_string(), set);
+        }
+    }
+    out
+}

@@ -1,0 +1,125 @@
+//! `settings.toml` (what is enabled) and `connections.toml` (secrets), edited in place with
+//! `toml_edit` so the user's comments and other keys survive.
+
+use super::fsutil::write_atomic;
+use std::path::Path;
+use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, value};
+
+/// The capability ref of an extension.
+pub fn capability_ref(name: &str) -> String {
+    format!("ext:{name}")
+}
+
+fn load(path: &Path) -> Result<DocumentMut, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("failed to read {}: {e}", path.display())),
+    };
+    text.parse::<DocumentMut>()
+        .map_err(|e| format!("failed to parse {}: {e}", path.display()))
+}
+
+fn refs(doc: &DocumentMut) -> Vec<String> {
+    doc.get("capabilities")
+        .and_then(Item::as_array_of_tables)
+        .map(|tables| {
+            tables
+                .iter()
+                .filter_map(|t| t.get("ref").and_then(|r| r.as_str()).map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The extensions `settings.toml` enables.
+pub fn enabled(path: &Path) -> Result<Vec<String>, String> {
+    let doc = load(path)?;
+    Ok(refs(&doc)
+        .into_iter()
+        .filter_map(|r| r.strip_prefix("ext:").map(String::from))
+        .collect())
+}
+
+/// Enable or disable an extension. Returns whether anything changed.
+pub fn set_enabled(path: &Path, name: &str, on: bool) -> Result<bool, String> {
+    let mut doc = load(path)?;
+    let want = capability_ref(name);
+    let present = refs(&doc).contains(&want);
+    if present == on {
+        return Ok(false);
+    }
+    if on {
+        if doc
+            .get("capabilities")
+            .and_then(Item::as_array_of_tables)
+            .is_none()
+        {
+            doc.insert("capabilities", Item::ArrayOfTables(ArrayOfTables::new()));
+        }
+        let mut table = Table::new();
+        table.insert("ref", value(want));
+        if let Some(tables) = doc
+            .get_mut("capabilities")
+            .and_then(Item::as_array_of_tables_mut)
+        {
+            tables.push(table);
+        }
+    } else if let Some(tables) = doc
+        .get_mut("capabilities")
+        .and_then(Item::as_array_of_tables_mut)
+    {
+        tables.retain(|t| t.get("ref").and_then(|r| r.as_str()) != Some(want.as_str()));
+    }
+    write_atomic(path, doc.to_string().as_bytes())
+        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    Ok(true)
+}
+
+/// Forget an extension's stored secrets (`[ext:<name>]` in `connections.toml`).
+pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, String> {
+    if !path.exists() {
+        return Ok(false);
+    }
+    let mut doc = load(path)?;
+    if doc.remove(&capability_ref(name)).is_none() {
+        return Ok(false);
+    }
+    write_atomic(path, doc.to_string().as_bytes())
+        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enable_and_disable_keep_comments_and_other_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.toml");
+        let original = "# my settings\nmodel = \"big\" # keep me\n\n[[capabilities]]\nref = \"builtin:lsp\" # lsp on\n";
+        std::fs::write(&path, original).unwrap();
+        assert!(set_enabled(&path, "echo", true).unwrap());
+        assert!(
+            !set_enabled(&path, "echo", true).unwrap(),
+            "enabling twice changes nothing"
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("# my settings")
+                && text.contains("# keep me")
+                && text.contains("# lsp on"),
+            "{text}"
+        );
+        assert_eq!(enabled(&path).unwrap(), ["echo"]);
+        assert!(set_enabled(&path, "echo", false).unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, original);
+    }
+}

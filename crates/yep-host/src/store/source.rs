@@ -1,0 +1,154 @@
+//! What `yep install <source>` accepts: a directory, a git URL, a crate, or a bare name.
+
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceSpec {
+    /// A local package directory (copied, or referenced in place with `--link`).
+    Path(PathBuf),
+    /// `<url>[@rev]`: https, ssh or file URLs, cloned with the system `git`.
+    Git { url: String, rev: Option<String> },
+    /// `crates.io:<crate>[@version]`.
+    Crate {
+        name: String,
+        version: Option<String>,
+    },
+    /// `<name>[@version]`: `yep-extension-<name>`, else `yolop-extension-<name>`, on crates.io.
+    Bare {
+        name: String,
+        version: Option<String>,
+    },
+}
+
+/// `name@version` → (name, Some(version)).
+fn split_version(spec: &str) -> (String, Option<String>) {
+    match spec.rsplit_once('@') {
+        Some((name, version)) if !version.is_empty() => {
+            (name.to_string(), Some(version.to_string()))
+        }
+        _ => (spec.trim_end_matches('@').to_string(), None),
+    }
+}
+
+fn valid_crate_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl SourceSpec {
+    pub fn parse(spec: &str) -> Result<SourceSpec, String> {
+        let spec = spec.trim();
+        if let Some(rest) = spec.strip_prefix("crates.io:") {
+            let (name, version) = split_version(rest);
+            if !valid_crate_name(&name) {
+                return Err(format!("{name:?} is not a crate name"));
+            }
+            return Ok(SourceSpec::Crate { name, version });
+        }
+        if spec.contains("://") || spec.starts_with("git@") {
+            // The rev follows the last `@`, unless that `@` is part of the URL itself
+            // (`https://user@host/…`, `git@host:…`).
+            let (url, rev) = match spec.rsplit_once('@') {
+                Some((url, rev))
+                    if !rev.is_empty()
+                        && !rev.contains('/')
+                        && !rev.contains(':')
+                        && (url.contains("://") || url.starts_with("git@")) =>
+                {
+                    (url.to_string(), Some(rev.to_string()))
+                }
+                _ => (spec.to_string(), None),
+            };
+            return Ok(SourceSpec::Git { url, rev });
+        }
+        let path = PathBuf::from(spec);
+        if path.is_dir() {
+            return Ok(SourceSpec::Path(path));
+        }
+        let (name, version) = split_version(spec);
+        if valid_crate_name(&name) && !spec.contains('/') {
+            return Ok(SourceSpec::Bare { name, version });
+        }
+        Err(format!(
+            "{spec:?} is not a directory, a git URL (`https://…[@rev]`, `file://…`), `crates.io:<crate>[@version]` or an extension name"
+        ))
+    }
+
+    /// The crates a bare name may mean, in the order they are tried.
+    pub fn candidates(name: &str) -> Vec<String> {
+        if name.starts_with("yep-extension-") || name.starts_with("yolop-extension-") {
+            vec![name.to_string()]
+        } else {
+            vec![
+                format!("yep-extension-{name}"),
+                format!("yolop-extension-{name}"),
+            ]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_parse_by_shape() {
+        assert_eq!(
+            SourceSpec::parse("crates.io:yolop-extension-logfire@0.2.1").unwrap(),
+            SourceSpec::Crate {
+                name: "yolop-extension-logfire".into(),
+                version: Some("0.2.1".into())
+            }
+        );
+        assert_eq!(
+            SourceSpec::parse("file:///tmp/repo@abc123").unwrap(),
+            SourceSpec::Git {
+                url: "file:///tmp/repo".into(),
+                rev: Some("abc123".into())
+            }
+        );
+        assert_eq!(
+            SourceSpec::parse("https://example.com/x.git").unwrap(),
+            SourceSpec::Git {
+                url: "https://example.com/x.git".into(),
+                rev: None
+            }
+        );
+        assert_eq!(
+            SourceSpec::parse("https://user@example.com/x.git").unwrap(),
+            SourceSpec::Git {
+                url: "https://user@example.com/x.git".into(),
+                rev: None
+            }
+        );
+        assert_eq!(
+            SourceSpec::parse("git@github.com:o/r.git").unwrap(),
+            SourceSpec::Git {
+                url: "git@github.com:o/r.git".into(),
+                rev: None
+            }
+        );
+        assert_eq!(
+            SourceSpec::parse("git@github.com:o/r.git@v1").unwrap(),
+            SourceSpec::Git {
+                url: "git@github.com:o/r.git".into(),
+                rev: Some("v1".into())
+            }
+        );
+        assert_eq!(
+            SourceSpec::parse("logfire@0.2").unwrap(),
+            SourceSpec::Bare {
+                name: "logfire".into(),
+                version: Some("0.2".into())
+            }
+        );
+        assert!(SourceSpec::parse("./no/such/dir").is_err());
+        assert_eq!(
+            SourceSpec::candidates("logfire"),
+            ["yep-extension-logfire", "yolop-extension-logfire"]
+        );
+    }
+}
