@@ -175,6 +175,27 @@ pub enum ManifestError {
     Invalid { path: PathBuf, message: String },
 }
 
+impl ManifestError {
+    /// The same error, naming `path` (what the user knows) instead of where it was read.
+    pub fn relabel(self, path: PathBuf) -> ManifestError {
+        match self {
+            ManifestError::Read { error, .. } => ManifestError::Read { path, error },
+            ManifestError::Syntax {
+                message,
+                line,
+                column,
+                ..
+            } => ManifestError::Syntax {
+                path,
+                message,
+                line,
+                column,
+            },
+            ManifestError::Invalid { message, .. } => ManifestError::Invalid { path, message },
+        }
+    }
+}
+
 impl Manifest {
     /// Read and validate `<dir>/plugin.json`.
     pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {

@@ -325,7 +325,12 @@ impl Home {
     ) -> Result<Installed, StoreError> {
         let staged = scratch.join("package");
         let (lock_source, package_root) = self.fetch(source, opts, &staged)?;
-        let manifest = Manifest::load(&package_root)?;
+        // Errors name the manifest as the user knows it, not the scratch copy.
+        let shown = match source {
+            SourceSpec::Path(p) => p.join(MANIFEST_FILE),
+            _ => PathBuf::from(format!("{lock_source}: {MANIFEST_FILE}")),
+        };
+        let manifest = Manifest::load(&package_root).map_err(|e| e.relabel(shown))?;
         if let Some((entry, _)) = update_of
             && manifest.name != entry.name
         {
@@ -375,8 +380,13 @@ impl Home {
             Some(d) => d.widened,
         };
         if needs_consent && !approver.approve(&summary, diff.as_ref()) {
+            let what = if update_of.is_some() {
+                "updated"
+            } else {
+                "installed"
+            };
             return Err(StoreError::Declined(format!(
-                "`{}` was not installed",
+                "`{}` was not {what}",
                 manifest.name
             )));
         }

@@ -1,0 +1,464 @@
+//! `yep install / update / enable / disable / remove / list / logs` run as the real binary in a
+//! sealed temp home, against local directories and real git repositories.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+struct Env {
+    tmp: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.tmp.path().join("home")
+    }
+
+    #[allow(clippy::disallowed_methods)] // running the CLI under test
+    fn yep(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_yep"))
+            .args(args)
+            .env("YEP_HOME", self.home())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.yep(args);
+        assert!(
+            out.status.success(),
+            "yep {args:?} failed:\n{}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+
+    /// A package directory with this manifest facet.
+    fn package(&self, dir: &str, name: &str, version: &str, facet: Value) -> PathBuf {
+        let pkg = self.tmp.path().join(dir);
+        std::fs::create_dir_all(pkg.join("bin")).unwrap();
+        let manifest = json!({"name": name, "version": version, "description": "test package", "yolop": facet});
+        std::fs::write(
+            pkg.join("plugin.json"),
+            serde_json::to_string_pretty(&manifest).unwrap(),
+        )
+        .unwrap();
+        std::fs::write(pkg.join("bin/server"), "#!/bin/sh\nexit 0\n").unwrap();
+        pkg
+    }
+
+    fn lock(&self) -> String {
+        std::fs::read_to_string(self.home().join("extensions.lock")).unwrap_or_default()
+    }
+
+    /// Normalise temp paths and hashes for snapshots.
+    fn clean(&self, s: &str) -> String {
+        let mut out = s.replace(&self.tmp.path().display().to_string(), "[TMP]");
+        while let Some(i) = out.find("sha256:") {
+            let end = (i + 7 + 64).min(out.len());
+            out.replace_range(i..end, "[HASH]");
+        }
+        out
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn facet() -> Value {
+    json!({
+        "capabilityServer": {"command": "server"},
+        "tools": [{"name": "lookup", "never_defer": true}, {"name": "fetch"}],
+        "hooks": [{"event": "pre_tool_use", "tool_name_glob": "*"}],
+        "config_schema": {"type": "object", "properties": {"token": {"type": "string", "secret": true, "env": "T"}, "region": {"type": "string"}}, "required": ["token"]}
+    })
+}
+
+/// yolop's content hash, computed independently of the product code.
+fn independent_hash(dir: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if e.file_name() != ".git" {
+                    walk(root, &p, out);
+                }
+            } else {
+                out.push(
+                    p.strip_prefix(root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .replace('\\', "/"),
+                );
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    let mut h = Sha256::new();
+    for f in files {
+        let bytes = std::fs::read(dir.join(&f)).unwrap();
+        h.update(f.as_bytes());
+        h.update([0]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    format!(
+        "sha256:{}",
+        h.finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    )
+}
+
+#[test]
+fn install_from_a_path_shows_the_summary_pins_the_hash_and_enables_nothing() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.2.0", facet());
+    let out = env.yep(&["install", pkg.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    insta::assert_snapshot!("install_summary", env.clean(&text(&out.stderr)));
+    insta::assert_snapshot!("install_result", env.clean(&text(&out.stdout)));
+    let lock = env.lock();
+    assert!(lock.contains(&independent_hash(&pkg)), "{lock}");
+    assert!(
+        lock.contains("type = \"path\"") && lock.contains("version = \"1.2.0\""),
+        "{lock}"
+    );
+    assert!(env.home().join("extensions/lookup/plugin.json").is_file());
+    assert!(
+        !env.home().join("settings.toml").exists(),
+        "install must not enable"
+    );
+}
+
+#[test]
+fn install_without_a_terminal_or_yes_is_refused_with_a_hint() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    let out = env.yep(&["install", pkg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("hint:") && stderr.contains("--yes"),
+        "{stderr}"
+    );
+    assert!(env.lock().is_empty());
+    assert!(!env.home().join("extensions/lookup").exists());
+}
+
+#[test]
+fn bad_manifests_are_refused_with_the_file_named() {
+    let env = Env::new();
+    let pkg = env.tmp.path().join("broken");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("plugin.json"),
+        "{\n  \"name\": \"x\"\n  \"yolop\": {}\n}",
+    )
+    .unwrap();
+    let out = env.yep(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("broken/plugin.json") && stderr.contains("line 3 column 3"),
+        "{stderr}"
+    );
+    let empty = env.package("empty", "empty", "1.0.0", json!({}));
+    let stderr = text(
+        &env.yep(&["install", empty.to_str().unwrap(), "--yes"])
+            .stderr,
+    );
+    assert!(stderr.contains("declares no contributions"), "{stderr}");
+    assert!(env.lock().is_empty());
+}
+
+#[allow(clippy::disallowed_methods)] // a real git repository for the git source
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    text(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn install_from_a_local_git_repo_at_a_rev_records_the_commit() {
+    let env = Env::new();
+    let repo = env.package("repo", "gitext", "0.1.0", facet());
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "v0.1.0"]);
+    let first = git(&repo, &["rev-parse", "HEAD"]);
+    env.package("repo", "gitext", "0.2.0", facet());
+    git(&repo, &["commit", "-qam", "v0.2.0"]);
+    let url = format!("file://{}", repo.display());
+    env.ok(&["install", &format!("{url}@{first}"), "--yes"]);
+    let lock = env.lock();
+    assert!(
+        lock.contains("type = \"git\"") && lock.contains(&format!("rev = \"{first}\"")),
+        "{lock}"
+    );
+    assert!(lock.contains("version = \"0.1.0\""), "{lock}");
+    assert!(
+        !env.home().join("extensions/gitext/.git").exists(),
+        "the clone's history is not part of the package"
+    );
+    // Without a rev: the default branch head.
+    env.ok(&["remove", "gitext"]);
+    env.ok(&["install", &url, "--yes"]);
+    assert!(env.lock().contains("version = \"0.2.0\""));
+}
+
+#[test]
+fn an_update_that_widens_the_grant_shows_the_diff_and_needs_consent() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    // Unchanged: silent.
+    let same = env.ok(&["update"]);
+    assert!(same.contains("lookup is up to date"), "{same}");
+    // Widen: a new tool, a trace grant, a changed command.
+    let mut wider = facet();
+    wider["tools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "delete_everything"}));
+    wider["trace"] = json!(true);
+    env.package("pkg", "lookup", "1.1.0", wider);
+    let before = env.lock();
+    let refused = env.yep(&["update", "lookup"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = text(&refused.stderr);
+    insta::assert_snapshot!("widened_update_diff", env.clean(&stderr));
+    assert_eq!(env.lock(), before, "a refused update changes nothing");
+    let locked = env.yep(&["update", "--locked", "--yes"]);
+    assert_eq!(locked.status.code(), Some(1));
+    assert!(
+        text(&locked.stderr).contains("--locked") && text(&locked.stderr).contains("would change"),
+        "{}",
+        text(&locked.stderr)
+    );
+    assert_eq!(env.lock(), before);
+    let applied = env.ok(&["update", "--yes"]);
+    assert!(applied.contains("updated lookup 1.1.0"), "{applied}");
+    assert!(env.lock().contains("version = \"1.1.0\""));
+    assert!(
+        std::fs::read_to_string(env.home().join("extensions/lookup/plugin.json"))
+            .unwrap()
+            .contains("delete_everything")
+    );
+}
+
+#[test]
+fn an_update_that_only_narrows_proceeds_with_a_note() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let mut narrower = facet();
+    narrower["tools"].as_array_mut().unwrap().pop();
+    env.package("pkg", "lookup", "1.0.1", narrower);
+    // No terminal, no --yes: still fine, nothing new is asked for.
+    let out = env.ok(&["update"]);
+    assert!(
+        out.contains("narrowed only") && out.contains("- tool fetch"),
+        "{out}"
+    );
+    assert!(env.lock().contains("version = \"1.0.1\""));
+}
+
+#[test]
+fn enable_and_disable_keep_the_users_comments() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let settings = env.home().join("settings.toml");
+    let original =
+        "# my agent\nmodel = \"large\" # the big one\n\n[[capabilities]]\nref = \"builtin:fs\"\n";
+    std::fs::write(&settings, original).unwrap();
+    assert!(env.ok(&["enable", "lookup"]).contains("enabled lookup"));
+    let text_on = std::fs::read_to_string(&settings).unwrap();
+    assert!(
+        text_on.contains("# my agent")
+            && text_on.contains("# the big one")
+            && text_on.contains("ref = \"ext:lookup\""),
+        "{text_on}"
+    );
+    assert!(env.ok(&["list"]).contains("[enabled]"));
+    env.ok(&["disable", "lookup"]);
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), original);
+    let out = env.yep(&["enable", "ghost"]);
+    assert!(text(&out.stderr).contains("no extension named `ghost` is installed"));
+}
+
+#[test]
+fn list_json_reports_secret_fields_as_set_and_never_their_values() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    std::fs::write(
+        env.home().join("connections.toml"),
+        "[\"ext:lookup\"]\ntoken = \"hunter2-very-secret\"\n",
+    )
+    .unwrap();
+    let out = env.ok(&["list", "--json"]);
+    assert!(!out.contains("hunter2"), "a secret value leaked: {out}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let row = &rows[0];
+    assert_eq!(row["name"], "lookup");
+    assert_eq!(
+        row["config"],
+        json!([{"name": "region", "secret": false, "required": false, "set": false}, {"name": "token", "secret": true, "required": true, "set": true}])
+    );
+    assert_eq!(row["tools"], json!(["lookup", "fetch"]));
+    assert_eq!(row["server_resolves"], true);
+    assert!(!env.ok(&["list"]).contains("hunter2"));
+}
+
+#[test]
+fn remove_cleans_package_lock_enable_entry_and_secrets() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    let other = env.package("other", "other", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["install", other.to_str().unwrap(), "--yes"]);
+    env.ok(&["enable", "lookup"]);
+    std::fs::write(
+        env.home().join("connections.toml"),
+        "[\"ext:lookup\"]\ntoken = \"a\"\n\n[\"ext:other\"]\ntoken = \"b\"\n",
+    )
+    .unwrap();
+    env.ok(&["remove", "lookup"]);
+    assert!(!env.home().join("extensions/lookup").exists());
+    assert!(!env.lock().contains("name = \"lookup\"") && env.lock().contains("name = \"other\""));
+    assert!(
+        !std::fs::read_to_string(env.home().join("settings.toml"))
+            .unwrap()
+            .contains("ext:lookup")
+    );
+    let secrets = std::fs::read_to_string(env.home().join("connections.toml")).unwrap();
+    assert!(
+        !secrets.contains("ext:lookup") && secrets.contains("ext:other"),
+        "{secrets}"
+    );
+    let again = env.yep(&["remove", "lookup"]);
+    assert!(text(&again.stderr).contains("no extension named `lookup` is installed"));
+}
+
+#[test]
+fn a_linked_install_is_referenced_in_place_and_drift_shows() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--link", "--yes"]);
+    assert!(
+        env.home()
+            .join("extensions/lookup")
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(env.lock().contains("link = true"));
+    assert!(!env.ok(&["list"]).contains("changed on disk"));
+    std::fs::write(pkg.join("bin/server"), "#!/bin/sh\necho edited\n").unwrap();
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], true);
+    env.ok(&["remove", "lookup"]);
+    assert!(
+        pkg.join("plugin.json").is_file(),
+        "removing a link must not delete the author's directory"
+    );
+}
+
+#[test]
+fn logs_print_the_servers_stderr() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.home().join("logs")).unwrap();
+    std::fs::write(env.home().join("logs/lookup.log"), "started\nready\n").unwrap();
+    assert_eq!(env.ok(&["logs", "lookup"]), "started\nready\n");
+    assert!(text(&env.yep(&["logs", "nope"]).stderr).contains("no log for `nope`"));
+}
+
+/// Kill `yep install` at random points; afterwards the lock and the directories agree.
+#[test]
+fn a_kill_9_during_install_leaves_the_home_consistent() {
+    let env = Env::new();
+    let pkg = env.package("big", "big", "1.0.0", facet());
+    // Enough files that an install takes a while to copy and hash.
+    for i in 0..400 {
+        std::fs::write(pkg.join(format!("data-{i}.txt")), vec![b'x'; 4096 + i]).unwrap();
+    }
+    let small = env.package("small", "small", "1.0.0", facet());
+    env.ok(&["install", small.to_str().unwrap(), "--yes"]);
+    for round in 0..25u64 {
+        // Alternate installs and removals so both commit paths get interrupted.
+        let args: Vec<String> = if round % 3 == 2 {
+            vec!["remove".into(), "big".into()]
+        } else {
+            vec!["install".into(), pkg.display().to_string(), "--yes".into()]
+        };
+        #[allow(clippy::disallowed_methods)]
+        let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+            .args(&args)
+            .env("YEP_HOME", env.home())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(
+            500 + (round * 7919) % 30_000,
+        ));
+        let _ = child.kill();
+        let _ = child.wait();
+        // Any command recovers first; then the lock and the directories must agree.
+        env.ok(&["list"]);
+        let lock = env.lock();
+        for name in ["big", "small"] {
+            let dir = env.home().join("extensions").join(name);
+            let locked = lock.contains(&format!("name = \"{name}\""));
+            assert_eq!(
+                locked,
+                dir.join("plugin.json").is_file(),
+                "round {round}: lock says {locked} for {name}, directory says otherwise\n{lock}"
+            );
+            if locked && name == "big" {
+                assert!(
+                    lock.contains(&independent_hash(&dir)),
+                    "round {round}: the installed bytes are not the approved ones"
+                );
+            }
+        }
+        let stray: Vec<_> = std::fs::read_dir(env.home().join("extensions"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "big" && n != "small")
+            .collect();
+        assert!(stray.is_empty(), "round {round}: left behind {stray:?}");
+    }
+}
