@@ -198,13 +198,63 @@ impl ManifestError {
 
 impl Manifest {
     /// Read and validate `<dir>/plugin.json`.
+    ///
+    /// A crate without `plugin.json` may carry the facet in its `Cargo.toml` instead, as
+    /// `[package.metadata.yolop]`; the package's name, version and description fill in the rest.
     pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
         let path = dir.join(MANIFEST_FILE);
+        let cargo = dir.join("Cargo.toml");
+        if !path.exists() && cargo.is_file() {
+            return Self::from_cargo_toml(&cargo);
+        }
         let text = std::fs::read_to_string(&path).map_err(|error| ManifestError::Read {
             path: path.clone(),
             error,
         })?;
         Self::parse(&text, &path)
+    }
+
+    /// Read `[package.metadata.yolop]` from a crate's `Cargo.toml`.
+    pub fn from_cargo_toml(path: &Path) -> Result<Manifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ManifestError::Read {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        let doc: toml::Value = toml::from_str(&text).map_err(|e| {
+            let (line, column) = e.span().map(|s| line_col(&text, s.start)).unwrap_or((0, 0));
+            ManifestError::Syntax {
+                path: path.to_path_buf(),
+                message: e.message().to_string(),
+                line,
+                column,
+            }
+        })?;
+        let invalid = |message: &str| ManifestError::Invalid {
+            path: path.to_path_buf(),
+            message: message.to_string(),
+        };
+        let package = doc
+            .get("package")
+            .ok_or_else(|| invalid("no [package] table"))?;
+        let facet = package
+            .get("metadata")
+            .and_then(|m| m.get("yolop"))
+            .ok_or_else(|| invalid("no plugin.json beside it and no [package.metadata.yolop]"))?;
+        let str_of = |v: Option<&toml::Value>| v.and_then(toml::Value::as_str).map(String::from);
+        let crate_name = str_of(package.get("name")).unwrap_or_default();
+        let name = str_of(facet.get("name")).unwrap_or_else(|| {
+            crate_name
+                .trim_start_matches("yep-extension-")
+                .trim_start_matches("yolop-extension-")
+                .to_string()
+        });
+        let manifest = serde_json::json!({
+            "name": name,
+            "description": str_of(package.get("description")).unwrap_or_default(),
+            "version": str_of(package.get("version")),
+            "yolop": serde_json::to_value(facet).map_err(|e| invalid(&e.to_string()))?,
+        });
+        Self::parse(&manifest.to_string(), path)
     }
 
     /// Parse and validate manifest text; `path` is only used in errors.
@@ -274,6 +324,14 @@ impl Manifest {
     }
 }
 
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
 /// `[A-Za-z0-9_-]+`.
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -308,6 +366,26 @@ mod tests {
         assert_eq!(m.yolop.hooks[0].tool_name_glob, "*");
         assert_eq!(m.yolop.hooks[0].timeout_ms, 5000);
         assert_eq!(m.yolop.hooks[0].on_error, OnError::Warn);
+    }
+
+    #[test]
+    fn a_cargo_toml_facet_is_a_manifest_too() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("Cargo.toml"),
+            "[package]\nname = \"yolop-extension-weather\"\nversion = \"0.2.0\"\ndescription = \"forecasts\"\n\n[package.metadata.yolop]\ntrace = true\ncapabilityServer = { command = \"weather\" }\n",
+        )
+        .unwrap();
+        let m = Manifest::load(dir.path()).unwrap();
+        assert_eq!(m.name, "weather");
+        assert_eq!(m.version.as_deref(), Some("0.2.0"));
+        assert!(m.yolop.trace);
+        std::fs::write(dir.path().join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+        let err = Manifest::load(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("Cargo.toml") && err.contains("[package.metadata.yolop]"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -82,7 +82,13 @@ pub fn sparse_path(name: &str) -> String {
 }
 
 fn agent() -> ureq::Agent {
+    // The operating system's trust store (which honours SSL_CERT_FILE), not a bundled copy:
+    // behind a proxy with its own certificate authority, that is what works.
+    let tls = ureq::tls::TlsConfig::builder()
+        .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+        .build();
     ureq::Agent::config_builder()
+        .tls_config(tls)
         .timeout_global(Some(Duration::from_secs(120)))
         .user_agent("yep-extension-install (https://github.com/yep-dev/yep)")
         .build()

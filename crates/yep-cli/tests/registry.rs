@@ -1,0 +1,837 @@
+//! `yep install` from a crates.io-style sparse index, served from loopback by a tiny HTTP
+//! server in this file (plus one ignored test against the real crates.io).
+
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+const WEATHER_CRATE: &str = "yep-extension-weather";
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// A tiny HTTP/1.1 server: GET by path from a fixed map, 200 or 404, one request per connection.
+// ---------------------------------------------------------------------------------------------
+
+struct Server {
+    base: String,
+    /// Every request path, in order.
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn start(files: HashMap<String, Vec<u8>>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let log = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let _ = serve_one(stream, &files, &log);
+            }
+        });
+        Server { base, requests }
+    }
+
+    fn index_url(&self) -> String {
+        format!("{}/index/", self.base)
+    }
+
+    fn download_template(&self) -> String {
+        format!("{}/dl/{{crate}}/{{version}}", self.base)
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn serve_one(
+    mut stream: TcpStream,
+    files: &HashMap<String, Vec<u8>>,
+    log: &Mutex<Vec<String>>,
+) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let head = String::from_utf8_lossy(&head);
+    let mut parts = head.lines().next().unwrap_or("").split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("").to_string();
+    log.lock().unwrap().push(path.clone());
+    let (status, body): (&str, &[u8]) = match files.get(&path) {
+        Some(body) if method == "GET" => ("200 OK", body),
+        _ => ("404 Not Found", b"not found"),
+    };
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    stream.write_all(body)?;
+    stream.flush()
+}
+
+/// The sparse index path of a crate, as the server serves it (`/index/ab/cd/abcd…`).
+fn index_path(name: &str) -> String {
+    let name = name.to_ascii_lowercase();
+    let rel = match name.len() {
+        1 => format!("1/{name}"),
+        2 => format!("2/{name}"),
+        3 => format!("3/{}/{name}", &name[..1]),
+        _ => format!("{}/{}/{name}", &name[..2], &name[2..4]),
+    };
+    format!("/index/{rel}")
+}
+
+fn download_path(name: &str, version: &str) -> String {
+    format!("/dl/{name}/{version}")
+}
+
+/// One line of the sparse index.
+fn index_line(name: &str, version: &str, cksum: &str, yanked: bool) -> String {
+    serde_json::json!({
+        "name": name,
+        "vers": version,
+        "deps": [],
+        "cksum": cksum,
+        "features": {},
+        "yanked": yanked,
+    })
+    .to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Packages and `.crate` archives.
+// ---------------------------------------------------------------------------------------------
+
+fn plugin_json(version: &str) -> String {
+    serde_json::json!({
+        "name": "weather",
+        "version": version,
+        "description": "d",
+        "yolop": {
+            "capabilityServer": {"command": "weather-server"},
+            "tools": [{"name": "forecast"}],
+            "trace": true,
+            "config_schema": {
+                "type": "object",
+                "properties": {
+                    "token": {"type": "string", "secret": true, "env": "WEATHER_TOKEN"}
+                },
+                "required": ["token"]
+            }
+        }
+    })
+    .to_string()
+}
+
+/// The files of a weather package at `version`, relative paths with `/`.
+fn weather_files(version: &str) -> Vec<(String, Vec<u8>)> {
+    vec![
+        ("plugin.json".into(), plugin_json(version).into_bytes()),
+        (
+            "Cargo.toml".into(),
+            format!("[package]\nname = \"{WEATHER_CRATE}\"\nversion = \"{version}\"\n")
+                .into_bytes(),
+        ),
+        ("README.md".into(), b"# weather\n".to_vec()),
+        ("skills/forecast.md".into(), b"how to forecast\n".to_vec()),
+    ]
+}
+
+/// A `.crate`: a gzip'd tar with every entry under `<crate>-<version>/`.
+fn crate_archive(crate_name: &str, version: &str, files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for (path, data) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(
+            &mut header,
+            format!("{crate_name}-{version}/{path}"),
+            data.as_slice(),
+        )
+        .unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+/// A `.crate` with a valid package first and then an entry whose raw name climbs out with
+/// `..` (written into the header bytes directly: the `tar` crate's path API refuses it).
+fn traversal_archive(crate_name: &str, version: &str, evil: &str) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for (path, data) in weather_files(version) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(
+            &mut header,
+            format!("{crate_name}-{version}/{path}"),
+            data.as_slice(),
+        )
+        .unwrap();
+    }
+    let data = b"escaped\n";
+    let mut header = tar::Header::new_gnu();
+    let name = evil.as_bytes();
+    assert!(name.len() < 100);
+    header.as_old_mut().name[..name.len()].copy_from_slice(name);
+    header.set_size(data.len() as u64);
+    header.set_mode(0o644);
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_cksum();
+    tar.append(&header, &data[..]).unwrap();
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+/// A registry serving `crate_name` with the given `(version, yanked)` list, each version a
+/// weather package of that version. Returns the files map and each version's checksum.
+fn registry_files(
+    crate_name: &str,
+    versions: &[(&str, bool)],
+) -> (HashMap<String, Vec<u8>>, HashMap<String, String>) {
+    let mut files = HashMap::new();
+    let mut sums = HashMap::new();
+    let mut lines = Vec::new();
+    for (version, yanked) in versions {
+        let archive = crate_archive(crate_name, version, &weather_files(version));
+        let sum = sha256_hex(&archive);
+        lines.push(index_line(crate_name, version, &sum, *yanked));
+        sums.insert(version.to_string(), sum);
+        files.insert(download_path(crate_name, version), archive);
+    }
+    files.insert(
+        index_path(crate_name),
+        (lines.join("\n") + "\n").into_bytes(),
+    );
+    (files, sums)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary and reading the home.
+// ---------------------------------------------------------------------------------------------
+
+/// A sealed temp dir with the home inside it (so "escaped the home" can be checked too).
+struct Sandbox {
+    root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        Sandbox {
+            root: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+
+    fn package(&self) -> PathBuf {
+        self.home().join("extensions/weather")
+    }
+}
+
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn run_yep(home: &Path, args: &[&str], registry: Option<&Server>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_yep"));
+    cmd.args(args)
+        .env("YEP_HOME", home)
+        .env_remove("RUST_LOG")
+        .env_remove("YEP_SPARSE_INDEX")
+        .env_remove("YEP_CRATE_DOWNLOAD")
+        .stdin(Stdio::null());
+    if let Some(server) = registry {
+        cmd.env("YEP_SPARSE_INDEX", server.index_url())
+            .env("YEP_CRATE_DOWNLOAD", server.download_template());
+        // Loopback must not go through a proxy.
+        for var in [
+            "http_proxy",
+            "HTTP_PROXY",
+            "https_proxy",
+            "HTTPS_PROXY",
+            "all_proxy",
+            "ALL_PROXY",
+        ] {
+            cmd.env_remove(var);
+        }
+    }
+    cmd.output().unwrap()
+}
+
+fn install(sandbox: &Sandbox, server: &Server, args: &[&str]) -> Output {
+    let mut all = vec!["install"];
+    all.extend_from_slice(args);
+    run_yep(&sandbox.home(), &all, Some(server))
+}
+
+/// The parsed lock, or `None` when there is no lock file.
+fn lock(home: &Path) -> Option<toml::Table> {
+    let text = std::fs::read_to_string(home.join("extensions.lock")).ok()?;
+    Some(text.parse::<toml::Table>().unwrap())
+}
+
+/// The lock entries (an absent lock has none).
+fn lock_entries(home: &Path) -> Vec<toml::Table> {
+    lock(home)
+        .and_then(|t| t.get("extensions").cloned())
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| v.as_table().cloned().unwrap())
+        .collect()
+}
+
+fn lock_entry(home: &Path, name: &str) -> toml::Table {
+    lock_entries(home)
+        .into_iter()
+        .find(|e| e.get("name").and_then(|v| v.as_str()) == Some(name))
+        .unwrap_or_else(|| {
+            panic!(
+                "no lock entry for {name}: {:?}",
+                std::fs::read_to_string(home.join("extensions.lock"))
+            )
+        })
+}
+
+fn str_at<'a>(table: &'a toml::Table, path: &[&str]) -> &'a str {
+    let mut value = table
+        .get(path[0])
+        .unwrap_or_else(|| panic!("no {}", path[0]));
+    for key in &path[1..] {
+        value = value.get(key).unwrap_or_else(|| panic!("no {key}"));
+    }
+    value.as_str().unwrap()
+}
+
+/// Every file under `dir`, as relative `/` paths (directories skipped).
+fn files_under(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, skip_git: bool, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                if !(skip_git && entry.file_name() == ".git") {
+                    walk(root, &path, skip_git, out);
+                }
+            } else {
+                let rel = path.strip_prefix(root).unwrap();
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                out.push(parts.join("/"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, false, &mut out);
+    out.sort();
+    out
+}
+
+/// The content hash, computed independently of the product: files sorted by relative `/`
+/// path (skipping `.git`), SHA-256 over `path ‖ 0 ‖ len u64 LE ‖ bytes` each.
+fn content_hash(dir: &Path) -> String {
+    let mut files: Vec<String> = files_under(dir)
+        .into_iter()
+        .filter(|p| !p.split('/').any(|c| c == ".git"))
+        .collect();
+    files.sort();
+    let mut hasher = Sha256::new();
+    for rel in &files {
+        let bytes = std::fs::read(dir.join(rel)).unwrap();
+        hasher.update(rel.as_bytes());
+        hasher.update([0u8]);
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(&bytes);
+    }
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
+
+/// Nothing was installed: no package directory, no lock entry, no stray manifest anywhere.
+fn assert_nothing_installed(sandbox: &Sandbox) {
+    assert!(
+        sandbox.package().symlink_metadata().is_err(),
+        "{} exists",
+        sandbox.package().display()
+    );
+    assert!(
+        lock_entries(&sandbox.home()).is_empty(),
+        "lock: {:?}",
+        std::fs::read_to_string(sandbox.home().join("extensions.lock"))
+    );
+    let stray: Vec<String> = files_under(&sandbox.home())
+        .into_iter()
+        .filter(|p| p.ends_with("plugin.json"))
+        .collect();
+    assert!(stray.is_empty(), "left behind: {stray:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn installs_a_crate_and_locks_its_source_checksum_and_content_hash() {
+    let (files, sums) = registry_files(WEATHER_CRATE, &[("0.3.0", false)]);
+    let server = Server::start(files);
+    let sandbox = Sandbox::new();
+    let out = install(
+        &sandbox,
+        &server,
+        &["crates.io:yep-extension-weather", "--yes"],
+    );
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+
+    // The package is unpacked with the `<crate>-<version>/` prefix stripped.
+    let package = sandbox.package();
+    assert!(package.join("plugin.json").is_file());
+    assert_eq!(
+        files_under(&package),
+        [
+            "Cargo.toml",
+            "README.md",
+            "plugin.json",
+            "skills/forecast.md"
+        ]
+    );
+    for (path, data) in weather_files("0.3.0") {
+        assert_eq!(std::fs::read(package.join(&path)).unwrap(), data, "{path}");
+    }
+
+    let entry = lock_entry(&sandbox.home(), "weather");
+    assert_eq!(str_at(&entry, &["source", "type"]), "crate");
+    assert_eq!(str_at(&entry, &["source", "crate_name"]), WEATHER_CRATE);
+    assert_eq!(str_at(&entry, &["source", "version"]), "0.3.0");
+    assert_eq!(str_at(&entry, &["source", "checksum"]), sums["0.3.0"]);
+    assert_eq!(str_at(&entry, &["version"]), "0.3.0");
+    let expected_hash = content_hash(&package);
+    assert_eq!(str_at(&entry, &["content_hash"]), expected_hash);
+    assert!(
+        text(&out.stdout).contains(&expected_hash),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        server.requests(),
+        [
+            index_path(WEATHER_CRATE),
+            download_path(WEATHER_CRATE, "0.3.0")
+        ]
+    );
+}
+
+#[test]
+fn picks_the_highest_stable_unyanked_version_unless_one_is_named() {
+    let versions = [
+        ("0.1.0", false),
+        ("0.3.0", false),
+        ("0.4.0", true),
+        ("1.0.0-beta.1", false),
+    ];
+    let (files, sums) = registry_files(WEATHER_CRATE, &versions);
+    let server = Server::start(files);
+
+    let sandbox = Sandbox::new();
+    let out = install(
+        &sandbox,
+        &server,
+        &["crates.io:yep-extension-weather", "--yes"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entry = lock_entry(&sandbox.home(), "weather");
+    assert_eq!(str_at(&entry, &["source", "version"]), "0.3.0");
+    assert_eq!(str_at(&entry, &["source", "checksum"]), sums["0.3.0"]);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sandbox.package().join("plugin.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["version"], "0.3.0");
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.starts_with("/dl/") && !r.ends_with("/0.3.0")),
+        "{:?}",
+        server.requests()
+    );
+
+    // Named explicitly, the yanked version is installed.
+    let sandbox = Sandbox::new();
+    let out = install(
+        &sandbox,
+        &server,
+        &["crates.io:yep-extension-weather@0.4.0", "--yes"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entry = lock_entry(&sandbox.home(), "weather");
+    assert_eq!(str_at(&entry, &["source", "version"]), "0.4.0");
+    assert_eq!(str_at(&entry, &["source", "checksum"]), sums["0.4.0"]);
+    assert_eq!(str_at(&entry, &["version"]), "0.4.0");
+}
+
+#[test]
+fn a_checksum_mismatch_is_refused_and_writes_nothing() {
+    let archive = crate_archive(WEATHER_CRATE, "0.3.0", &weather_files("0.3.0"));
+    let wrong = sha256_hex(b"some other bytes");
+    let mut files = HashMap::new();
+    files.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, "0.3.0", &wrong, false) + "\n").into_bytes(),
+    );
+    files.insert(download_path(WEATHER_CRATE, "0.3.0"), archive);
+    let server = Server::start(files);
+    let sandbox = Sandbox::new();
+    let out = install(
+        &sandbox,
+        &server,
+        &["crates.io:yep-extension-weather", "--yes"],
+    );
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("checksum mismatch"), "{stderr}");
+    assert!(stderr.contains(&wrong), "{stderr}");
+    assert_nothing_installed(&sandbox);
+}
+
+#[test]
+fn an_archive_entry_climbing_out_with_dotdot_is_refused() {
+    let evil = "weather-0.3.0/../../escape.txt";
+    let deep_evil = "weather-0.3.0/../../../../../escape.txt";
+    for entry in [evil, deep_evil] {
+        let archive = traversal_archive(WEATHER_CRATE, "0.3.0", entry);
+        let mut files = HashMap::new();
+        files.insert(
+            index_path(WEATHER_CRATE),
+            (index_line(WEATHER_CRATE, "0.3.0", &sha256_hex(&archive), false) + "\n").into_bytes(),
+        );
+        files.insert(download_path(WEATHER_CRATE, "0.3.0"), archive);
+        let server = Server::start(files);
+        let sandbox = Sandbox::new();
+        let out = install(
+            &sandbox,
+            &server,
+            &["crates.io:yep-extension-weather", "--yes"],
+        );
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(entry),
+            "the error names the entry: {stderr}"
+        );
+        assert!(stderr.contains("`..`"), "{stderr}");
+        let escaped: Vec<String> = files_under(sandbox.root.path())
+            .into_iter()
+            .filter(|p| p.ends_with("escape.txt"))
+            .collect();
+        assert!(escaped.is_empty(), "{escaped:?}");
+        let parent = sandbox.root.path().parent().unwrap();
+        assert!(!parent.join("escape.txt").exists());
+        assert_nothing_installed(&sandbox);
+    }
+}
+
+#[test]
+fn only_yanked_versions_are_refused() {
+    let (files, _) = registry_files(WEATHER_CRATE, &[("0.1.0", true), ("0.2.0", true)]);
+    let server = Server::start(files);
+    let sandbox = Sandbox::new();
+    let out = install(
+        &sandbox,
+        &server,
+        &["crates.io:yep-extension-weather", "--yes"],
+    );
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("no stable, non-yanked version"), "{stderr}");
+    assert!(stderr.contains("0.2.0 (yanked)"), "{stderr}");
+    assert!(
+        !server.requests().iter().any(|r| r.starts_with("/dl/")),
+        "nothing is downloaded: {:?}",
+        server.requests()
+    );
+    assert_nothing_installed(&sandbox);
+}
+
+#[test]
+fn a_bare_name_falls_back_to_the_yolop_extension_crate() {
+    let yolop = "yolop-extension-weather";
+    let (files, sums) = registry_files(yolop, &[("0.3.0", false)]);
+    let server = Server::start(files);
+    let sandbox = Sandbox::new();
+    let out = install(&sandbox, &server, &["weather", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(sandbox.package().join("plugin.json").is_file());
+    let entry = lock_entry(&sandbox.home(), "weather");
+    assert_eq!(str_at(&entry, &["source", "type"]), "crate");
+    assert_eq!(str_at(&entry, &["source", "crate_name"]), yolop);
+    assert_eq!(str_at(&entry, &["source", "version"]), "0.3.0");
+    assert_eq!(str_at(&entry, &["source", "checksum"]), sums["0.3.0"]);
+    // `yep-extension-weather` was tried first.
+    assert_eq!(
+        server.requests(),
+        [
+            index_path(WEATHER_CRATE),
+            index_path(yolop),
+            download_path(yolop, "0.3.0")
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_crate_is_a_clear_error() {
+    let server = Server::start(HashMap::new());
+    let sandbox = Sandbox::new();
+    let out = install(
+        &sandbox,
+        &server,
+        &["crates.io:yep-extension-nonexistent", "--yes"],
+    );
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("yep-extension-nonexistent") && stderr.contains("not found"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests(), [index_path("yep-extension-nonexistent")]);
+    assert_nothing_installed(&sandbox);
+}
+
+#[test]
+fn without_yes_or_a_terminal_the_install_is_refused_after_the_summary() {
+    let (files, _) = registry_files(WEATHER_CRATE, &[("0.3.0", false)]);
+    let server = Server::start(files);
+    let sandbox = Sandbox::new();
+    let out = install(&sandbox, &server, &["crates.io:yep-extension-weather"]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("hint:") && l.contains("--yes")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("forecast"), "{stderr}");
+    assert!(stderr.contains("trace"), "{stderr}");
+    assert!(stderr.contains("token (secret, required)"), "{stderr}");
+    assert!(text(&out.stdout).is_empty(), "{}", text(&out.stdout));
+    assert_nothing_installed(&sandbox);
+}
+
+#[test]
+#[ignore = "needs the network: installs from the real crates.io"]
+fn installs_logfire_from_the_real_crates_io() {
+    let sandbox = Sandbox::new();
+    let out = run_yep(
+        &sandbox.home(),
+        &[
+            "install",
+            "crates.io:yolop-extension-logfire@0.2.1",
+            "--yes",
+        ],
+        None,
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {stderr}",
+        text(&out.stdout)
+    );
+    assert!(stderr.contains("trace"), "{stderr}");
+    let config = stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with("config"))
+        .unwrap_or_else(|| panic!("no config line: {stderr}"));
+    assert!(
+        config.contains("token (secret"),
+        "the token field is secret: {stderr}"
+    );
+    let entries = lock_entries(&sandbox.home());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let entry = &entries[0];
+    assert_eq!(str_at(entry, &["source", "type"]), "crate");
+    assert_eq!(
+        str_at(entry, &["source", "crate_name"]),
+        "yolop-extension-logfire"
+    );
+    assert_eq!(str_at(entry, &["source", "version"]), "0.2.1");
+    let name = str_at(entry, &["name"]);
+    let package = sandbox.home().join("extensions").join(name);
+    assert!(package.join("plugin.json").is_file());
+    assert_eq!(str_at(entry, &["content_hash"]), content_hash(&package));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prebuilt server binaries from `capabilityServer.binaries`.
+// ---------------------------------------------------------------------------------------------
+
+/// The target triple yep names binaries by.
+fn host_target() -> String {
+    let os = match std::env::consts::OS {
+        "linux" => "unknown-linux-gnu",
+        "macos" => "apple-darwin",
+        other => other,
+    };
+    format!("{}-{os}", std::env::consts::ARCH)
+}
+
+/// A local package whose manifest names a prebuilt binary on `server`.
+fn binary_package(sandbox: &Sandbox, server: &Server) -> PathBuf {
+    let pkg = sandbox.root.path().join("src-pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let manifest = serde_json::json!({
+        "name": "weather", "version": "0.3.0", "description": "d",
+        "yolop": {
+            "capabilityServer": {"command": "weather-server", "binaries": format!("{}/bin/{{name}}-{{version}}-{{target}}.tar.gz", server.base)},
+            "tools": [{"name": "forecast"}]
+        }
+    });
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    pkg
+}
+
+fn binary_archive() -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    let data = b"#!/bin/sh\necho weather\n";
+    let mut header = tar::Header::new_gnu();
+    header.set_size(data.len() as u64);
+    header.set_mode(0o755);
+    header.set_entry_type(tar::EntryType::Regular);
+    tar.append_data(&mut header, "weather-0.3.0/weather-server", &data[..])
+        .unwrap();
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+fn binary_server(sum: Option<&str>) -> Server {
+    let archive = binary_archive();
+    let path = format!("/bin/weather-0.3.0-{}.tar.gz", host_target());
+    let mut files = HashMap::new();
+    if let Some(sum) = sum {
+        let sum = if sum == "right" {
+            sha256_hex(&archive)
+        } else {
+            sum.to_string()
+        };
+        files.insert(
+            format!("{path}.sha256"),
+            format!("{sum}  weather.tar.gz\n").into_bytes(),
+        );
+        files.insert(path, archive);
+    }
+    Server::start(files)
+}
+
+#[test]
+fn a_prebuilt_binary_is_fetched_verified_and_kept_out_of_the_content_hash() {
+    let sandbox = Sandbox::new();
+    let server = binary_server(Some("right"));
+    let pkg = binary_package(&sandbox, &server);
+    let out = run_yep(
+        &sandbox.home(),
+        &["install", pkg.to_str().unwrap(), "--yes"],
+        Some(&server),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("binary: fetched `weather-server`"),
+        "{}",
+        text(&out.stdout)
+    );
+    let bin = sandbox.package().join("bin/weather-server");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&bin).unwrap().permissions().mode() & 0o111,
+        0o111,
+        "the binary must be executable"
+    );
+    // The approved content is the package as published, without the fetched binary.
+    assert_eq!(
+        str_at(&lock_entry(&sandbox.home(), "weather"), &["content_hash"]),
+        content_hash(&pkg)
+    );
+    let list = text(&run_yep(&sandbox.home(), &["list"], None).stdout);
+    assert!(list.contains("server `weather-server` found"), "{list}");
+}
+
+#[test]
+fn a_binary_with_a_wrong_checksum_is_not_written_and_the_package_still_installs() {
+    let sandbox = Sandbox::new();
+    let server = binary_server(Some(&"0".repeat(64)));
+    let pkg = binary_package(&sandbox, &server);
+    let out = run_yep(
+        &sandbox.home(),
+        &["install", pkg.to_str().unwrap(), "--yes"],
+        Some(&server),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("binary: not available") && stdout.contains("checksum mismatch"),
+        "{stdout}"
+    );
+    assert!(!sandbox.package().join("bin/weather-server").exists());
+    assert!(sandbox.package().join("plugin.json").is_file());
+}
+
+#[test]
+fn a_missing_binary_leaves_a_package_only_install_with_a_clear_note() {
+    let sandbox = Sandbox::new();
+    let server = binary_server(None);
+    let pkg = binary_package(&sandbox, &server);
+    let out = run_yep(
+        &sandbox.home(),
+        &["install", pkg.to_str().unwrap(), "--yes"],
+        Some(&server),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("binary: not available")
+            && stdout.contains("calls will fail until `weather-server` is on PATH"),
+        "{stdout}"
+    );
+    let list = text(&run_yep(&sandbox.home(), &["list"], None).stdout);
+    assert!(list.contains("NOT FOUND"), "{list}");
+}
