@@ -72,7 +72,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Call(args) => commands::call::run(args, &home.root).await,
+            Command::Call(args) => commands::call::run(args, &home).await,
             Command::Demo(args) => commands::demo::run(args).await,
             Command::Install(args) => commands::install::install(args, &home),
             Command::Update(args) => commands::install::update(args, &home),

@@ -462,3 +462,30 @@ fn a_kill_9_during_install_leaves_the_home_consistent() {
         assert!(stray.is_empty(), "round {round}: left behind {stray:?}");
     }
 }
+
+#[test]
+fn calling_an_installed_extension_by_name_warns_when_its_linked_bytes_drifted() {
+    let env = Env::new();
+    let pkg = env.tmp.path().join("echo-pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON).unwrap();
+    manifest["yolop"]["capabilityServer"] =
+        json!({"command": env!("CARGO_BIN_EXE_yep"), "args": ["serve-example-echo"]});
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    env.ok(&["install", pkg.to_str().unwrap(), "--link", "--yes"]);
+    let out = env.yep(&["call", "echo", "echo", r#"{"text":"by name"}"#]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("by name"));
+    assert!(
+        !text(&out.stderr).contains("warning"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::write(pkg.join("NOTES.md"), "edited after approval").unwrap();
+    let out = env.yep(&["call", "echo", "echo", r#"{"text":"again"}"#]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("warning: `echo` changed since it was approved"),
+        "{stderr}"
+    );
+}

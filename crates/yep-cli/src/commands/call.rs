@@ -1,18 +1,20 @@
-//! `yep call <package-dir> <tool> [json-args]`: spawn a package's server and call one tool.
+//! `yep call <package-dir | installed-name> <tool> [json-args]`: spawn a package's server and
+//! call one tool.
 
 use super::prompt::TerminalEvents;
 use crate::output::{hinted, stdout_line};
 use anyhow::Context;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use yep_host::store::Home;
 use yep_host::{Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The package directory (holding plugin.json).
+    /// The package directory (holding plugin.json), or the name of an installed extension.
     package: PathBuf,
     /// The tool to call; it must be declared in the manifest.
     tool: String,
@@ -24,7 +26,17 @@ pub struct Args {
     timeout: u64,
 }
 
-pub async fn run(args: Args, home: &Path) -> anyhow::Result<ExitCode> {
+pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
+    // An installed extension runs from the home; its bytes are checked against the approval.
+    if !args.package.is_dir()
+        && let Some(name) = args.package.to_str()
+        && home.lockfile()?.get(name).is_some()
+    {
+        if let Some(drift) = home.drift(name)? {
+            eprintln!("warning: {drift}");
+        }
+        args.package = home.package_dir(name);
+    }
     let manifest = Manifest::load(&args.package)?;
     if manifest.tool(&args.tool).is_none() {
         let declared: Vec<_> = manifest
@@ -56,8 +68,8 @@ pub async fn run(args: Args, home: &Path) -> anyhow::Result<ExitCode> {
     let package = std::fs::canonicalize(&args.package)
         .with_context(|| format!("failed to resolve {}", args.package.display()))?;
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let mut spec = ServerSpec::from_manifest(&manifest, package, cwd, home.join("logs"))
-        .ok_or_else(|| {
+    let mut spec =
+        ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir()).ok_or_else(|| {
             hinted(
                 format!("`{}` declares no capability server", manifest.name),
                 &["add yolop.capabilityServer.command to plugin.json"],
