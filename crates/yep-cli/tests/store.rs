@@ -489,3 +489,40 @@ fn calling_an_installed_extension_by_name_warns_when_its_linked_bytes_drifted() 
         "{stderr}"
     );
 }
+
+#[test]
+fn concurrent_installs_serialise_on_the_home_lock() {
+    let env = Env::new();
+    let pkgs: Vec<PathBuf> = (0..4)
+        .map(|i| env.package(&format!("p{i}"), &format!("ext{i}"), "1.0.0", facet()))
+        .collect();
+    #[allow(clippy::disallowed_methods)]
+    let children: Vec<_> = pkgs
+        .iter()
+        .map(|p| {
+            Command::new(env!("CARGO_BIN_EXE_yep"))
+                .args(["install", p.to_str().unwrap(), "--yes"])
+                .env("YEP_HOME", env.home())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let lock = env.lock();
+    for i in 0..4 {
+        assert!(
+            lock.contains(&format!("name = \"ext{i}\"")),
+            "install {i} was lost:\n{lock}"
+        );
+        assert!(
+            env.home()
+                .join(format!("extensions/ext{i}/plugin.json"))
+                .is_file()
+        );
+    }
+}
