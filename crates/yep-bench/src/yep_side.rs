@@ -154,6 +154,7 @@ fn hook_event() -> HookFireParams {
         event: "pre_tool_use".into(),
         tool_name: "bash".into(),
         args: json!({ "command": "ls -la", "forbidden": false }),
+        ..Default::default()
     }
 }
 

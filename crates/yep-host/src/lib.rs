@@ -6,16 +6,19 @@
 //! - [`dialect`]: the YEP handshake and typed calls over a connection;
 //! - [`supervisor`]: one extension's live server: lazy spawn, crash errors, backoff respawn;
 //! - [`manifest`]: the `plugin.json` a user approves;
+//! - [`runtime`]: `ExtensionHost`, the one type an agent embeds;
 //! - [`store`]: the home: install, lock, update, enable, remove, list (no async needed).
 
 pub mod dialect;
 pub mod manifest;
 pub mod process;
 pub mod rpc;
+pub mod runtime;
 pub mod store;
 pub mod supervisor;
 
 pub use dialect::yep::{Events, NoEvents};
 pub use manifest::Manifest;
 pub use rpc::{CallError, CallOptions, CloseReason, UpdateSink};
+pub use runtime::{ExtensionHost, HostError, HostOptions, PreDecision, Session, ToolDefinition};
 pub use supervisor::{Extension, ExtensionError, Grants, ServerSpec, SupervisorOptions};

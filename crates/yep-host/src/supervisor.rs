@@ -600,6 +600,15 @@ impl Extension {
             .await
     }
 
+    /// Ask for the dynamic prompt contribution, giving up after `timeout`.
+    pub async fn prompt_contribution_within(
+        &self,
+        timeout: Duration,
+    ) -> Result<PromptContribution, ExtensionError> {
+        self.request::<(), _>(PROMPT_CONTRIBUTION, None, CallOptions::timeout(timeout))
+            .await
+    }
+
     /// Ask for the dynamic prompt contribution.
     pub async fn prompt_contribution(&self) -> Result<PromptContribution, ExtensionError> {
         self.request::<(), _>(PROMPT_CONTRIBUTION, None, self.timeout())

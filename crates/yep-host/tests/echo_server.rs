@@ -289,6 +289,7 @@ async fn hook_prompt_and_command_answer() {
         event: "pre_tool_use".into(),
         tool_name: "bash".into(),
         args: json!({"forbidden": forbidden}),
+        ..Default::default()
     };
     let blocked = ext
         .fire_hook(&fire(true), Duration::from_secs(5))

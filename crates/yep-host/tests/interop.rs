@@ -50,6 +50,7 @@ async fn yep_host_drives_a_yolop_yep_server() {
         event: "pre_tool_use".into(),
         tool_name: "bash".into(),
         args: json!({"forbidden": true}),
+        ..Default::default()
     };
     let decision = ext.fire_hook(&fire, Duration::from_secs(5)).await.unwrap();
     assert!(decision.block);

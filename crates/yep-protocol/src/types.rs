@@ -135,6 +135,10 @@ wire! {
         pub tool_name: String,
         #[serde(default)]
         pub args: Value,
+        /// The tool's result (`post_tool_use` only): its value, or `{"error": message}`.
+        /// Omitted for `pre_tool_use`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub result: Option<Value>,
     }
 }
 

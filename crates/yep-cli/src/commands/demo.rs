@@ -232,6 +232,7 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         event: "pre_tool_use".into(),
         tool_name: "bash".into(),
         args: json!({"command": "rm -rf /", "forbidden": forbidden}),
+        ..Default::default()
     };
     let t = Instant::now();
     let blocked = ext

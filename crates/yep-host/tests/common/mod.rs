@@ -35,6 +35,14 @@ pub fn echo_bin() -> String {
     )
 }
 
+/// The configurable runtime fixture (`examples/fixture`).
+pub fn fixture_bin() -> String {
+    built(
+        target_dir().join("yep-fixture"),
+        "cargo build -p yep-fixture",
+    )
+}
+
 /// The yolop-yep fixture (an example of this package, built by `cargo test`).
 pub fn yolop_fixture_bin() -> String {
     built(

@@ -1,0 +1,520 @@
+//! `ExtensionHost`: what an agent embeds. The user's enabled extensions become tools, hooks
+//! around every tool call, prompt text, slash commands, a status line and questions, each held
+//! to what the manifest approved (D4): the handshake can only narrow it.
+
+mod events;
+mod hooks;
+mod prompt;
+
+pub use events::{AskSink, StatusEntry, StatusSink};
+pub use hooks::{PreDecision, glob_matches};
+
+use crate::manifest::Manifest;
+use crate::rpc::UpdateSink;
+use crate::store::{Home, StoreError, settings};
+use crate::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
+use events::HostEvents;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use yep_protocol::CommandExecuteResult;
+
+/// At most this many tools per extension are always loaded; the rest are deferred.
+pub const NEVER_DEFER_BUDGET: usize = 8;
+
+/// The session the host serves.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub id: String,
+    /// The servers' cwd and `initialize.workspace_root`.
+    pub workspace_root: PathBuf,
+}
+
+/// Embedder choices.
+#[derive(Clone)]
+pub struct HostOptions {
+    /// The agent's own tool names: an extension tool with one of these names is registered as
+    /// `<ext>__<tool>`.
+    pub builtins: Vec<String>,
+    /// How long `ExtensionHost::start` waits for eager servers before returning anyway.
+    pub startup_bound: Duration,
+    /// How long a dynamic prompt may take.
+    pub prompt_timeout: Duration,
+    /// Prompt text kept per extension; longer text is truncated with a warning.
+    pub prompt_cap: usize,
+    pub supervisor: SupervisorOptions,
+    pub status_sink: Option<Arc<dyn StatusSink>>,
+    pub ask_sink: Option<Arc<dyn AskSink>>,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            builtins: Vec::new(),
+            startup_bound: Duration::from_secs(5),
+            prompt_timeout: Duration::from_secs(2),
+            prompt_cap: 16 * 1024,
+            supervisor: SupervisorOptions::default(),
+            status_sink: None,
+            ask_sink: None,
+        }
+    }
+}
+
+/// Why a host operation failed; every variant names what it was about.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    #[error("no tool named `{0}` (see tools() and search_tools())")]
+    UnknownTool(String),
+    #[error(
+        "extension `{extension}`: tool `{tool}` is declared in the manifest but not served by its running server"
+    )]
+    NotServed { extension: String, tool: String },
+    #[error("no command named `{0}` (commands are `<extension>:<name>`)")]
+    UnknownCommand(String),
+    #[error("extension `{0}` is not enabled in this session")]
+    NotLoaded(String),
+    #[error(transparent)]
+    Extension(#[from] ExtensionError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl HostError {
+    /// The extension the error is about, when there is one.
+    pub fn extension(&self) -> Option<&str> {
+        match self {
+            HostError::NotServed { extension, .. } => Some(extension),
+            HostError::NotLoaded(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// A tool the model can see.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    /// The name to call it by (`<ext>__<tool>` after a collision).
+    pub name: String,
+    /// The extension's own name for it.
+    pub tool: String,
+    pub extension: String,
+    pub description: String,
+    pub schema: Value,
+    /// Always in the model's context.
+    pub never_defer: bool,
+    /// Found through `search_tools`.
+    pub deferred: bool,
+}
+
+/// A slash command.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandInfo {
+    /// `<ext>:<name>`.
+    pub name: String,
+    pub description: String,
+}
+
+/// One enabled extension in the session.
+pub(crate) struct Loaded {
+    pub(crate) name: String,
+    pub(crate) manifest: Manifest,
+    pub(crate) ext: Extension,
+    /// The pid whose refused (unapproved) tools were already logged.
+    warned_pid: Mutex<Option<u32>>,
+    prompt: Mutex<prompt::PromptCache>,
+}
+
+#[derive(Default)]
+struct Table {
+    loaded: Vec<Arc<Loaded>>,
+    tools: Vec<ToolDefinition>,
+}
+
+/// The extension host for one session.
+pub struct ExtensionHost {
+    home: Home,
+    session: Session,
+    opts: HostOptions,
+    events: Arc<HostEvents>,
+    table: RwLock<Table>,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl ExtensionHost {
+    /// Load every extension `settings.toml` enables, then start the ones the first turn needs
+    /// (prompt, hooks, trace) in parallel, waiting at most `startup_bound`. Malformed packages
+    /// are skipped with a warning.
+    pub async fn start(
+        home: Home,
+        session: Session,
+        opts: HostOptions,
+    ) -> Result<ExtensionHost, HostError> {
+        let events = Arc::new(HostEvents::new(
+            opts.status_sink.clone(),
+            opts.ask_sink.clone(),
+        ));
+        let host = ExtensionHost {
+            home,
+            session,
+            opts,
+            events,
+            table: RwLock::default(),
+            warnings: Mutex::default(),
+        };
+        let enabled = settings::enabled(&host.home.settings_path())
+            .map_err(|e| HostError::Store(StoreError::Invalid(e)))?;
+        let mut loaded = Vec::new();
+        for name in enabled {
+            match host.load(&name) {
+                Ok(l) => loaded.push(Arc::new(l)),
+                Err(why) => host.warn(format!("skipping extension `{name}`: {why}")),
+            }
+        }
+        host.rebuild(loaded);
+        host.start_eager(host.loaded()).await;
+        Ok(host)
+    }
+
+    fn warn(&self, message: String) {
+        tracing::warn!("{message}");
+        self.warnings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(message);
+    }
+
+    /// Problems met while loading: skipped packages, renamed tools, refused tools.
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn load(&self, name: &str) -> Result<Loaded, String> {
+        if self
+            .home
+            .lockfile()
+            .map_err(|e| e.to_string())?
+            .get(name)
+            .is_none()
+        {
+            return Err("it is enabled but not installed".into());
+        }
+        let dir = self.home.package_dir(name);
+        let manifest = Manifest::load(&dir).map_err(|e| e.to_string())?;
+        if manifest.name != name {
+            return Err(format!("its manifest calls it `{}`", manifest.name));
+        }
+        let mut spec = ServerSpec::from_manifest(
+            &manifest,
+            dir.clone(),
+            self.session.workspace_root.clone(),
+            self.home.logs_dir(),
+        )
+        .unwrap_or_else(|| ServerSpec {
+            // A declarative package (skills, MCP servers) has no server; calls fail cleanly.
+            name: name.to_string(),
+            command: String::new(),
+            args: Vec::new(),
+            package_dir: dir.clone(),
+            workspace_root: self.session.workspace_root.clone(),
+            session_id: String::new(),
+            config: Value::Null,
+            env: Vec::new(),
+            log_dir: self.home.logs_dir(),
+            grants: crate::supervisor::Grants::from_manifest(&manifest),
+        });
+        spec.session_id = self.session.id.clone();
+        let ext = Extension::new(
+            spec,
+            self.opts.supervisor.clone(),
+            Arc::clone(&self.events) as Arc<dyn crate::Events>,
+        );
+        Ok(Loaded {
+            name: name.to_string(),
+            manifest,
+            ext,
+            warned_pid: Mutex::new(None),
+            prompt: Mutex::default(),
+        })
+    }
+
+    /// Servers with a prompt, hooks or trace start now, in parallel, bounded.
+    async fn start_eager(&self, loaded: Vec<Arc<Loaded>>) {
+        let eager: Vec<_> = loaded
+            .into_iter()
+            .filter(|l| {
+                let f = &l.manifest.yolop;
+                f.capability_server.is_some()
+                    && (f.prompt || f.dynamic_prompt || !f.hooks.is_empty() || f.trace)
+            })
+            .collect();
+        let mut tasks = tokio::task::JoinSet::new();
+        for l in eager {
+            tasks.spawn(async move {
+                if let Err(err) = l.ext.handshake().await {
+                    tracing::warn!(extension = %l.name, "eager start failed: {err}");
+                }
+            });
+        }
+        let all = async { while tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(self.opts.startup_bound, all)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "some extensions are still starting after {} ms; continuing without waiting",
+                self.opts.startup_bound.as_millis()
+            );
+        }
+    }
+
+    /// Install a new table: tool names, collisions and never-defer budgets are decided here.
+    fn rebuild(&self, loaded: Vec<Arc<Loaded>>) {
+        let mut taken: BTreeSet<String> = self.opts.builtins.iter().cloned().collect();
+        let mut tools = Vec::new();
+        let mut renamed = Vec::new();
+        for l in &loaded {
+            let mut budget = NEVER_DEFER_BUDGET;
+            for t in &l.manifest.yolop.tools {
+                let name = if taken.contains(&t.name) {
+                    let qualified = format!("{}__{}", l.name, t.name);
+                    renamed.push(format!("tool `{}` of `{}` collides with an existing tool; registered as `{qualified}`", t.name, l.name));
+                    qualified
+                } else {
+                    t.name.clone()
+                };
+                taken.insert(name.clone());
+                let never_defer = t.never_defer && budget > 0;
+                if never_defer {
+                    budget -= 1;
+                }
+                tools.push(ToolDefinition {
+                    name,
+                    tool: t.name.clone(),
+                    extension: l.name.clone(),
+                    description: t.description.clone(),
+                    schema: t.schema.clone(),
+                    never_defer,
+                    deferred: !never_defer,
+                });
+            }
+        }
+        *self.table.write().unwrap_or_else(|p| p.into_inner()) = Table { loaded, tools };
+        for message in renamed {
+            self.warn(message);
+        }
+    }
+
+    pub(crate) fn loaded(&self) -> Vec<Arc<Loaded>> {
+        self.table
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .loaded
+            .clone()
+    }
+
+    fn find(&self, name: &str) -> Result<Arc<Loaded>, HostError> {
+        self.loaded()
+            .into_iter()
+            .find(|l| l.name == name)
+            .ok_or_else(|| HostError::NotLoaded(name.to_string()))
+    }
+
+    /// The enabled extensions, in enable order.
+    pub fn extensions(&self) -> Vec<String> {
+        self.loaded().iter().map(|l| l.name.clone()).collect()
+    }
+
+    /// Every tool, with its extension and whether it is always loaded or deferred.
+    pub fn tools(&self) -> Vec<ToolDefinition> {
+        self.table
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .tools
+            .clone()
+    }
+
+    /// Deferred tools whose name or description mentions every word of `query`.
+    pub fn search_tools(&self, query: &str) -> Vec<ToolDefinition> {
+        let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+        self.tools()
+            .into_iter()
+            .filter(|t| t.deferred)
+            .filter(|t| {
+                let hay = format!("{} {} {}", t.name, t.extension, t.description).to_lowercase();
+                words.iter().all(|w| hay.contains(w.as_str()))
+            })
+            .collect()
+    }
+
+    /// Call a tool by the name `tools()` gives it. Progress goes to `updates`; cancelling (or
+    /// dropping the future) sends `cancel` on the wire.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+        updates: Option<UpdateSink>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<Value, HostError> {
+        let (loaded, tool) = {
+            let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+            let def = table
+                .tools
+                .iter()
+                .find(|t| t.name == name)
+                .ok_or_else(|| HostError::UnknownTool(name.to_string()))?;
+            let loaded = table
+                .loaded
+                .iter()
+                .find(|l| l.name == def.extension)
+                .cloned()
+                .ok_or_else(|| HostError::UnknownTool(name.to_string()))?;
+            (loaded, def.tool.clone())
+        };
+        let init = loaded.ext.handshake().await?;
+        self.refuse_unapproved(&loaded, &init);
+        if !init.capability_params.tools.iter().any(|t| t.name == tool) {
+            return Err(HostError::NotServed {
+                extension: loaded.name.clone(),
+                tool,
+            });
+        }
+        Ok(loaded.ext.call_tool(&tool, args, updates, cancel).await?)
+    }
+
+    /// Log, once per server process, the tools it serves that the manifest does not approve.
+    fn refuse_unapproved(&self, loaded: &Loaded, init: &yep_protocol::InitializeResult) {
+        let pid = loaded.ext.pid();
+        let mut warned = loaded.warned_pid.lock().unwrap_or_else(|p| p.into_inner());
+        if *warned == pid {
+            return;
+        }
+        *warned = pid;
+        drop(warned);
+        for t in &init.capability_params.tools {
+            if loaded.manifest.tool(&t.name).is_none() {
+                self.warn(format!("extension `{}`: refusing tool `{}`, which the approved manifest does not declare", loaded.name, t.name));
+            }
+        }
+    }
+
+    /// The tools each extension's running server serves, clamped to its manifest.
+    pub async fn served_tools(&self, extension: &str) -> Result<Vec<String>, HostError> {
+        let loaded = self.find(extension)?;
+        let init = loaded.ext.handshake().await?;
+        self.refuse_unapproved(&loaded, &init);
+        Ok(init
+            .capability_params
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .filter(|n| loaded.manifest.tool(n).is_some())
+            .collect())
+    }
+
+    /// Every slash command, as `<ext>:<name>`.
+    pub fn commands(&self) -> Vec<CommandInfo> {
+        self.loaded()
+            .iter()
+            .flat_map(|l| {
+                l.manifest.yolop.commands.iter().map(move |c| CommandInfo {
+                    name: format!("{}:{}", l.name, c.name),
+                    description: c.description.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// Run `<ext>:<name>` with the raw argument text.
+    pub async fn execute_command(
+        &self,
+        command: &str,
+        arguments: &str,
+    ) -> Result<CommandExecuteResult, HostError> {
+        let unknown = || HostError::UnknownCommand(command.to_string());
+        let (ext, name) = command.split_once(':').ok_or_else(unknown)?;
+        let loaded = self.find(ext).map_err(|_| unknown())?;
+        if !loaded
+            .manifest
+            .yolop
+            .commands
+            .iter()
+            .any(|c| c.name == name)
+        {
+            return Err(unknown());
+        }
+        Ok(loaded.ext.execute_command(name, arguments).await?)
+    }
+
+    /// The latest status per extension.
+    pub fn status(&self) -> BTreeMap<String, StatusEntry> {
+        self.events
+            .status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Restart one extension's server within the same approved surface.
+    pub async fn reload(&self, name: &str) -> Result<(), HostError> {
+        let loaded = self.find(name)?;
+        loaded.ext.stop().await;
+        self.events.clear(name);
+        loaded.ext.handshake().await?;
+        Ok(())
+    }
+
+    /// Enable an extension for this session from the next turn on, and in settings.
+    pub async fn activate(&self, name: &str) -> Result<(), HostError> {
+        self.home.set_enabled(name, true)?;
+        if self.find(name).is_ok() {
+            return Ok(());
+        }
+        let loaded = Arc::new(self.load(name).map_err(|why| {
+            HostError::Store(StoreError::Invalid(format!(
+                "cannot activate `{name}`: {why}"
+            )))
+        })?);
+        let mut all = self.loaded();
+        all.push(Arc::clone(&loaded));
+        self.rebuild(all);
+        self.start_eager(vec![loaded]).await;
+        Ok(())
+    }
+
+    /// Disable an extension for this session from the next turn on, and in settings.
+    pub async fn deactivate(&self, name: &str) -> Result<(), HostError> {
+        self.home.set_enabled(name, false)?;
+        let Ok(loaded) = self.find(name) else {
+            return Ok(());
+        };
+        let rest: Vec<_> = self
+            .loaded()
+            .into_iter()
+            .filter(|l| l.name != name)
+            .collect();
+        self.rebuild(rest);
+        loaded.ext.stop().await;
+        self.events.clear(name);
+        Ok(())
+    }
+
+    /// Stop every server gracefully, in parallel, within `grace` each.
+    pub async fn shutdown(&self) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for l in self.loaded() {
+            tasks.spawn(async move {
+                l.ext.stop().await;
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+}

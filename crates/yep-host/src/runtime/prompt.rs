@@ -1,0 +1,117 @@
+//! The extensions' system-prompt text: static from the handshake, dynamic at most once per
+//! turn (bounded, falling back to the last good text, then the static one), wrapped per
+//! extension in a stable order and returned as its own trailing segment, so a change in it never
+//! disturbs the cached prefix before it.
+
+use super::{ExtensionHost, Loaded};
+
+/// Per extension: the turn the dynamic text was computed for, and the last good text.
+#[derive(Default)]
+pub(crate) struct PromptCache {
+    turn: Option<u64>,
+    text: Option<String>,
+    last_good: Option<String>,
+    /// The size cap was reported once already.
+    warned_cap: bool,
+}
+
+impl ExtensionHost {
+    /// The extensions' prompt segment for `turn`: one `<capability id="ext:NAME">` block per
+    /// extension that declares `prompt` or `dynamic_prompt`, sorted by name. Empty when none
+    /// contributes.
+    pub async fn prompt(&self, turn: u64) -> String {
+        let mut loaded = self.loaded();
+        loaded.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut blocks = Vec::new();
+        for l in loaded {
+            if let Some(text) = self.text_of(&l, turn).await {
+                blocks.push(format!(
+                    "<capability id=\"ext:{}\">\n{text}\n</capability>",
+                    l.name
+                ));
+            }
+        }
+        blocks.join("\n\n")
+    }
+
+    async fn text_of(&self, l: &Loaded, turn: u64) -> Option<String> {
+        let f = &l.manifest.yolop;
+        if !(f.prompt || f.dynamic_prompt) {
+            return None;
+        }
+        // The handshake's static text counts only when the manifest declares `prompt`.
+        let static_text = match f.prompt {
+            true => l
+                .ext
+                .handshake()
+                .await
+                .ok()
+                .and_then(|i| i.capability_params.prompt)
+                .map(|p| p.static_text.trim().to_string())
+                .filter(|t| !t.is_empty()),
+            false => None,
+        };
+        let mut text = static_text.clone();
+        if f.dynamic_prompt {
+            let cached = {
+                let cache = l.prompt.lock().unwrap_or_else(|p| p.into_inner());
+                (cache.turn == Some(turn)).then(|| cache.text.clone())
+            };
+            let dynamic = match cached {
+                Some(t) => t,
+                None => {
+                    let fresh = match l
+                        .ext
+                        .prompt_contribution_within(self.opts.prompt_timeout)
+                        .await
+                    {
+                        Ok(c) => Some(c.text.trim().to_string()).filter(|t| !t.is_empty()),
+                        Err(err) => {
+                            tracing::warn!(extension = %l.name, "dynamic prompt failed, using the last good text: {err}");
+                            None
+                        }
+                    };
+                    let mut cache = l.prompt.lock().unwrap_or_else(|p| p.into_inner());
+                    if fresh.is_some() {
+                        cache.last_good = fresh.clone();
+                    }
+                    let chosen = fresh.or_else(|| cache.last_good.clone());
+                    cache.turn = Some(turn);
+                    cache.text = chosen.clone();
+                    chosen
+                }
+            };
+            if dynamic.is_some() {
+                text = dynamic;
+            }
+        }
+        text.map(|t| self.capped(l, t))
+    }
+
+    fn capped(&self, l: &Loaded, text: String) -> String {
+        let cap = self.opts.prompt_cap;
+        if text.len() <= cap {
+            return text;
+        }
+        let mut end = cap;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let first = !std::mem::replace(
+            &mut l
+                .prompt
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .warned_cap,
+            true,
+        );
+        if first {
+            self.warn(format!(
+                "extension `{}`: prompt text of {} bytes truncated to the {cap}-byte cap",
+                l.name,
+                text.len()
+            ));
+        }
+        text[..end].to_string()
+    }
+}

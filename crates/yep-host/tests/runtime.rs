@@ -1,0 +1,634 @@
+//! `ExtensionHost` over real servers: the echo example and the configurable fixture, installed
+//! into a temp home exactly as `yep install` does.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use yep_host::rpc::BoxFuture;
+use yep_host::runtime::{AskSink, StatusEntry, StatusSink};
+use yep_host::store::{AlwaysYes, Home, InstallOptions};
+use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session};
+use yep_protocol::{UiAskParams, UiAskResult};
+
+struct World {
+    dir: tempfile::TempDir,
+    home: Home,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: dir.path().join("home"),
+        };
+        World { dir, home }
+    }
+
+    /// Install and enable a fixture package: `facet` is the manifest's approval, `config` the
+    /// fixture's behaviour.
+    fn add(&self, name: &str, facet: Value, config: Value) {
+        let pkg = self.dir.path().join("src").join(name);
+        std::fs::create_dir_all(&pkg).unwrap();
+        let mut facet = facet;
+        let mut config = config;
+        config["name"] = json!(name);
+        facet["capabilityServer"] = json!({"command": fixture_bin(), "args": [config.to_string()]});
+        let manifest = json!({"name": name, "version": "1.0.0", "description": format!("{name} fixture"), "yolop": facet});
+        std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+        self.home
+            .install(
+                pkg.to_str().unwrap(),
+                &InstallOptions::default(),
+                &mut AlwaysYes,
+            )
+            .unwrap();
+        self.home.set_enabled(name, true).unwrap();
+    }
+
+    fn session(&self) -> Session {
+        Session {
+            id: "s1".into(),
+            workspace_root: self.dir.path().to_path_buf(),
+        }
+    }
+
+    async fn host(&self, opts: HostOptions) -> ExtensionHost {
+        ExtensionHost::start(self.home.clone(), self.session(), opts)
+            .await
+            .unwrap()
+    }
+}
+
+fn tools(names: &[&str]) -> Value {
+    Value::Array(
+        names
+            .iter()
+            .map(|n| json!({"name": n, "description": format!("the {n} tool")}))
+            .collect(),
+    )
+}
+
+fn quick() -> HostOptions {
+    HostOptions {
+        supervisor: quick_opts(),
+        ..HostOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn served_tools_are_clamped_to_the_manifest() {
+    let w = World::new();
+    w.add(
+        "clamp",
+        json!({"tools": tools(&["allowed", "missing"])}),
+        json!({"tools": ["allowed", "sneaky"]}),
+    );
+    let host = w.host(quick()).await;
+    let names: Vec<_> = host.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["allowed", "missing"]);
+    let ok = host
+        .call_tool("allowed", json!({"x": 1}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(ok["tool"], "allowed");
+    assert!(matches!(
+        host.call_tool("sneaky", json!({}), None, None).await,
+        Err(HostError::UnknownTool(_))
+    ));
+    let err = host
+        .call_tool("missing", json!({}), None, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "extension `clamp`: tool `missing` is declared in the manifest but not served by its running server"
+    );
+    assert_eq!(host.served_tools("clamp").await.unwrap(), ["allowed"]);
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|w| w.contains("refusing tool `sneaky`")),
+        "{:?}",
+        host.warnings()
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn prompt_text_counts_only_when_the_manifest_declares_it() {
+    let w = World::new();
+    w.add(
+        "quiet",
+        json!({"tools": tools(&["t"])}),
+        json!({"tools": ["t"], "static": "I should not be here"}),
+    );
+    w.add(
+        "talker",
+        json!({"prompt": true}),
+        json!({"static": "Use talker wisely."}),
+    );
+    let host = w.host(quick()).await;
+    let prompt = host.prompt(1).await;
+    assert_eq!(
+        prompt,
+        "<capability id=\"ext:talker\">\nUse talker wisely.\n</capability>"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_prompt_is_sorted_dynamic_once_per_turn_and_falls_back_to_the_last_good_text() {
+    let w = World::new();
+    w.add(
+        "zeta",
+        json!({"prompt": true}),
+        json!({"static": "zeta static"}),
+    );
+    w.add(
+        "alpha",
+        json!({"prompt": true, "dynamic_prompt": true}),
+        json!({"static": "alpha static", "dynamic": "alpha dynamic", "dynamic_slow_after": 2}),
+    );
+    let opts = HostOptions {
+        prompt_timeout: Duration::from_millis(300),
+        ..quick()
+    };
+    let host = w.host(opts).await;
+    let turn1 = host.prompt(1).await;
+    assert!(
+        turn1.find("ext:alpha").unwrap() < turn1.find("ext:zeta").unwrap(),
+        "stable order by name: {turn1}"
+    );
+    assert!(turn1.contains("alpha dynamic #1"), "{turn1}");
+    assert_eq!(
+        host.prompt(1).await,
+        turn1,
+        "the same turn reuses its text (no second RPC)"
+    );
+    // Turn 2: the server hangs past the timeout; the last good text stands in.
+    let started = Instant::now();
+    let turn2 = host.prompt(2).await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(turn2.contains("alpha dynamic #1"), "{turn2}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn never_defer_is_budgeted_and_deferred_tools_are_searchable() {
+    let w = World::new();
+    let many: Vec<Value> = (0..10).map(|i| json!({"name": format!("t{i}"), "description": format!("tool number {i} about weather"), "never_defer": true})).collect();
+    w.add("many", json!({"tools": many}), json!({"tools": []}));
+    let host = w.host(quick()).await;
+    let defs = host.tools();
+    let always: Vec<_> = defs
+        .iter()
+        .filter(|t| t.never_defer)
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(always, ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7"]);
+    assert!(
+        defs.iter()
+            .filter(|t| t.deferred)
+            .all(|t| t.name == "t8" || t.name == "t9")
+    );
+    let found: Vec<_> = host
+        .search_tools("number 9 weather")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(found, ["t9"]);
+}
+
+#[tokio::test]
+async fn colliding_tool_names_are_qualified_with_a_warning() {
+    let w = World::new();
+    w.add(
+        "aa",
+        json!({"tools": tools(&["read_file", "lookup"])}),
+        json!({"tools": ["read_file", "lookup"]}),
+    );
+    w.add(
+        "bb",
+        json!({"tools": tools(&["lookup"])}),
+        json!({"tools": ["lookup"]}),
+    );
+    let opts = HostOptions {
+        builtins: vec!["read_file".into()],
+        ..quick()
+    };
+    let host = w.host(opts).await;
+    let names: Vec<_> = host
+        .tools()
+        .into_iter()
+        .map(|t| (t.name, t.extension))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("aa__read_file".into(), "aa".into()),
+            ("lookup".into(), "aa".into()),
+            ("bb__lookup".into(), "bb".into())
+        ]
+    );
+    let out = host
+        .call_tool("bb__lookup", json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(out["tool"], "lookup");
+    assert_eq!(
+        host.warnings()
+            .iter()
+            .filter(|w| w.contains("collides"))
+            .count(),
+        2
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn hook_timeouts_follow_on_error() {
+    let w = World::new();
+    w.add(
+        "lenient",
+        json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "bash", "timeout_ms": 100}]}),
+        json!({"hook_sleep_ms": 1000}),
+    );
+    let host = w.host(quick()).await;
+    assert!(matches!(
+        host.pre_tool_use("bash", json!({"path": "p"})).await,
+        PreDecision::Allow { .. }
+    ));
+    host.shutdown().await;
+    let w = World::new();
+    w.add("strict", json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "bash", "timeout_ms": 100, "on_error": "block"}]}), json!({"hook_sleep_ms": 1000}));
+    let host = w.host(quick()).await;
+    match host.pre_tool_use("bash", json!({"path": "p"})).await {
+        PreDecision::Block {
+            extension, reason, ..
+        } => {
+            assert_eq!(extension, "strict");
+            assert!(
+                reason.contains("extension `strict` hook failed") && reason.contains("timed out"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected a block, got {other:?}"),
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn rewrites_chain_in_enable_order_and_the_first_block_wins() {
+    let w = World::new();
+    let pre = json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "write_*"}]});
+    w.add(
+        "first",
+        pre.clone(),
+        json!({"rewrite": "-one", "block_on": "secret"}),
+    );
+    w.add(
+        "second",
+        pre.clone(),
+        json!({"rewrite": "-two", "block_on": "one"}),
+    );
+    let host = w.host(quick()).await;
+    // No subscription for this tool: no RPC, args untouched.
+    assert_eq!(
+        host.pre_tool_use("read_file", json!({"path": "p"})).await,
+        PreDecision::Allow {
+            args: json!({"path": "p"}),
+            rewritten_by: vec![]
+        }
+    );
+    // `second` sees `first`'s rewrite ("p-one") and blocks on it.
+    match host.pre_tool_use("write_file", json!({"path": "p"})).await {
+        PreDecision::Block {
+            extension, reason, ..
+        } => assert_eq!(
+            (extension.as_str(), reason.as_str()),
+            ("second", "second refuses p-one")
+        ),
+        other => panic!("expected second to block, got {other:?}"),
+    }
+    // Both would block "secret": the first in enable order wins.
+    match host
+        .pre_tool_use("write_file", json!({"path": "secret"}))
+        .await
+    {
+        PreDecision::Block { extension, .. } => assert_eq!(extension, "first"),
+        other => panic!("expected a block, got {other:?}"),
+    }
+    host.shutdown().await;
+    let w = World::new();
+    w.add("first", pre.clone(), json!({"rewrite": "-one"}));
+    w.add("second", pre, json!({"rewrite": "-two"}));
+    let host = w.host(quick()).await;
+    assert_eq!(
+        host.pre_tool_use("write_file", json!({"path": "p"})).await,
+        PreDecision::Allow {
+            args: json!({"path": "p-one-two"}),
+            rewritten_by: vec!["first".into(), "second".into()]
+        }
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn post_hooks_are_never_awaited_by_the_caller() {
+    let w = World::new();
+    w.add(
+        "observer",
+        json!({"hooks": [{"event": "post_tool_use", "timeout_ms": 5000}]}),
+        json!({"hook_sleep_ms": 2000}),
+    );
+    let host = w.host(quick()).await;
+    let started = Instant::now();
+    host.post_tool_use("bash", &json!({"cmd": "ls"}), Ok(&json!({"out": "x"})));
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "post_tool_use waited {:?}",
+        started.elapsed()
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn commands_are_namespaced_and_routed() {
+    let w = World::new();
+    w.add(
+        "cmds",
+        json!({"commands": [{"name": "hello", "description": "greet"}]}),
+        json!({"commands": ["hello"]}),
+    );
+    let host = w.host(quick()).await;
+    assert_eq!(
+        host.commands()
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["cmds:hello"]
+    );
+    let out = host.execute_command("cmds:hello", "world").await.unwrap();
+    assert!(out.success);
+    assert_eq!(out.message, "hello: world");
+    assert!(matches!(
+        host.execute_command("cmds:nope", "").await,
+        Err(HostError::UnknownCommand(_))
+    ));
+    assert!(matches!(
+        host.execute_command("hello", "").await,
+        Err(HostError::UnknownCommand(_))
+    ));
+    host.shutdown().await;
+}
+
+#[derive(Default)]
+struct Sinks {
+    changes: Mutex<Vec<(String, Option<String>)>>,
+    asked: Mutex<Vec<String>>,
+    gate: tokio::sync::Notify,
+}
+
+impl StatusSink for Sinks {
+    fn status_changed(&self, extension: &str, status: Option<&StatusEntry>) {
+        self.changes
+            .lock()
+            .unwrap()
+            .push((extension.into(), status.map(|s| s.text.clone())));
+    }
+}
+
+struct HeldAsk(Arc<Sinks>);
+impl AskSink for HeldAsk {
+    fn ask(&self, _: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+        self.0.asked.lock().unwrap().push(params.prompt.clone());
+        let sinks = Arc::clone(&self.0);
+        Box::pin(async move {
+            sinks.gate.notified().await;
+            UiAskResult::answered(format!("answer to {}", params.prompt))
+        })
+    }
+}
+
+#[tokio::test]
+async fn status_is_kept_per_extension_and_an_empty_text_clears_it() {
+    let w = World::new();
+    w.add(
+        "stat",
+        json!({"tools": tools(&["t"]), "status": true}),
+        json!({"tools": ["t"]}),
+    );
+    w.add(
+        "mute",
+        json!({"tools": tools(&["m"])}),
+        json!({"tools": ["m"]}),
+    );
+    let sinks = Arc::new(Sinks::default());
+    let opts = HostOptions {
+        status_sink: Some(sinks.clone()),
+        ..quick()
+    };
+    let host = w.host(opts).await;
+    host.call_tool("t", json!({"status": "indexing"}), None, None)
+        .await
+        .unwrap();
+    assert!(
+        eventually(|| host
+            .status()
+            .get("stat")
+            .is_some_and(|s| s.text == "indexing"))
+        .await
+    );
+    // Undeclared: logged, never surfaced.
+    host.call_tool("m", json!({"status": "sneaky"}), None, None)
+        .await
+        .unwrap();
+    host.call_tool("t", json!({"status": ""}), None, None)
+        .await
+        .unwrap();
+    assert!(
+        eventually(|| host.status().is_empty()).await,
+        "{:?}",
+        host.status()
+    );
+    let changes = sinks.changes.lock().unwrap().clone();
+    assert_eq!(
+        changes,
+        [
+            ("stat".to_string(), Some("indexing".to_string())),
+            ("stat".to_string(), None)
+        ]
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn only_one_question_is_open_at_a_time() {
+    let w = World::new();
+    w.add(
+        "asker",
+        json!({"tools": tools(&["q"]), "ui_ask": true}),
+        json!({"tools": ["q"]}),
+    );
+    let sinks = Arc::new(Sinks::default());
+    let opts = HostOptions {
+        ask_sink: Some(Arc::new(HeldAsk(sinks.clone()))),
+        ..quick()
+    };
+    let host = Arc::new(w.host(opts).await);
+    let first = {
+        let host = Arc::clone(&host);
+        tokio::spawn(async move {
+            host.call_tool("q", json!({"ask": "one?"}), None, None)
+                .await
+        })
+    };
+    assert!(eventually(|| sinks.asked.lock().unwrap().len() == 1).await);
+    let second = host
+        .call_tool("q", json!({"ask": "two?"}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        second,
+        json!({"answer": "", "cancelled": true}),
+        "a second question while one is open is cancelled"
+    );
+    sinks.gate.notify_one();
+    assert_eq!(
+        first.await.unwrap().unwrap(),
+        json!({"answer": "answer to one?", "cancelled": false})
+    );
+    assert_eq!(*sinks.asked.lock().unwrap(), ["one?"]);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn reload_respawns_and_activate_deactivate_apply_live_and_persist() {
+    let w = World::new();
+    w.add(
+        "base",
+        json!({"tools": tools(&["b"])}),
+        json!({"tools": ["b"]}),
+    );
+    w.add(
+        "later",
+        json!({"tools": tools(&["l"])}),
+        json!({"tools": ["l"]}),
+    );
+    w.home.set_enabled("later", false).unwrap();
+    let host = w.host(quick()).await;
+    let log = w.home.log_path("base");
+    host.call_tool("b", json!({}), None, None).await.unwrap();
+    host.reload("base").await.unwrap();
+    host.call_tool("b", json!({}), None, None).await.unwrap();
+    assert!(
+        log.parent().unwrap().is_dir(),
+        "the server ran with its log in the home"
+    );
+    assert!(host.tools().iter().all(|t| t.name != "l"));
+    host.activate("later").await.unwrap();
+    assert_eq!(
+        host.call_tool("l", json!({}), None, None).await.unwrap()["tool"],
+        "l"
+    );
+    assert!(
+        yep_host::store::settings::enabled(&w.home.settings_path())
+            .unwrap()
+            .contains(&"later".to_string())
+    );
+    host.deactivate("base").await.unwrap();
+    assert!(matches!(
+        host.call_tool("b", json!({}), None, None).await,
+        Err(HostError::UnknownTool(_))
+    ));
+    assert_eq!(
+        yep_host::store::settings::enabled(&w.home.settings_path()).unwrap(),
+        ["later"]
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn one_crashing_extension_does_not_take_the_others_down() {
+    let w = World::new();
+    w.add(
+        "crasher",
+        json!({"tools": tools(&["c"]), "hooks": [{"event": "pre_tool_use"}]}),
+        json!({"tools": ["c"], "hook_crash": true}),
+    );
+    w.add(
+        "steady",
+        json!({"tools": tools(&["s"])}),
+        json!({"tools": ["s"]}),
+    );
+    let host = w.host(quick()).await;
+    // The crashing hook fails (on_error warn): the call goes ahead.
+    assert!(matches!(
+        host.pre_tool_use("s", json!({})).await,
+        PreDecision::Allow { .. }
+    ));
+    assert_eq!(
+        host.call_tool("s", json!({}), None, None).await.unwrap()["tool"],
+        "s"
+    );
+    let err = host.call_tool("c", json!({}), None, None).await;
+    // The crasher respawns for the call (its tool works; only its hook crashes).
+    assert!(err.is_ok(), "{err:?}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_packages_are_skipped_and_startup_is_bounded() {
+    let w = World::new();
+    w.add(
+        "good",
+        json!({"tools": tools(&["g"])}),
+        json!({"tools": ["g"]}),
+    );
+    // A server that never answers initialize, with a hook so it starts eagerly.
+    w.add(
+        "hang",
+        json!({"hooks": [{"event": "pre_tool_use"}]}),
+        json!({}),
+    );
+    let plugin = w.home.package_dir("hang").join("plugin.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&plugin).unwrap()).unwrap();
+    manifest["yolop"]["capabilityServer"] = json!({"command": "sleep", "args": ["30"]});
+    std::fs::write(&plugin, manifest.to_string()).unwrap();
+    // Enabled but broken on disk.
+    w.add("broken", json!({"tools": tools(&["x"])}), json!({}));
+    std::fs::write(
+        w.home.package_dir("broken").join("plugin.json"),
+        "{ not json",
+    )
+    .unwrap();
+    let opts = HostOptions {
+        startup_bound: Duration::from_millis(300),
+        ..quick()
+    };
+    let started = Instant::now();
+    let host = w.host(opts).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "startup waited {:?}",
+        started.elapsed()
+    );
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|w| w.contains("skipping extension `broken`")),
+        "{:?}",
+        host.warnings()
+    );
+    assert_eq!(host.extensions(), ["good", "hang"]);
+    assert_eq!(
+        host.call_tool("g", json!({}), None, None).await.unwrap()["tool"],
+        "g"
+    );
+    host.shutdown().await;
+}
