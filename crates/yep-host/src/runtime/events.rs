@@ -73,7 +73,7 @@ impl Drop for AskGuard {
 
 impl Events for HostEvents {
     fn status(&self, extension: &str, status: StatusChangedParams) {
-        let entry = (!status.status.is_empty()).then(|| StatusEntry {
+        let entry = (!status.status.is_empty()).then_some(StatusEntry {
             text: status.status,
             level: status.level,
             detail: status.detail,

@@ -80,9 +80,21 @@ pub enum HostError {
     #[error("extension `{0}` is not enabled in this session")]
     NotLoaded(String),
     #[error(transparent)]
-    Extension(#[from] ExtensionError),
+    Extension(Box<ExtensionError>),
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(Box<StoreError>),
+}
+
+impl From<ExtensionError> for HostError {
+    fn from(e: ExtensionError) -> Self {
+        HostError::Extension(Box::new(e))
+    }
+}
+
+impl From<StoreError> for HostError {
+    fn from(e: StoreError) -> Self {
+        HostError::Store(Box::new(e))
+    }
 }
 
 impl HostError {
@@ -168,7 +180,7 @@ impl ExtensionHost {
             warnings: Mutex::default(),
         };
         let enabled = settings::enabled(&host.home.settings_path())
-            .map_err(|e| HostError::Store(StoreError::Invalid(e)))?;
+            .map_err(|e| HostError::from(StoreError::Invalid(e)))?;
         let mut loaded = Vec::new();
         for name in enabled {
             match host.load(&name) {
@@ -479,7 +491,7 @@ impl ExtensionHost {
             return Ok(());
         }
         let loaded = Arc::new(self.load(name).map_err(|why| {
-            HostError::Store(StoreError::Invalid(format!(
+            HostError::from(StoreError::Invalid(format!(
                 "cannot activate `{name}`: {why}"
             )))
         })?);
