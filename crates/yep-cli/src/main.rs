@@ -45,6 +45,8 @@ enum Command {
     List(commands::manage::ListArgs),
     /// Show an extension server's stderr log.
     Logs(commands::manage::LogsArgs),
+    /// A live host session over the enabled extensions (interactive, or JSON lines).
+    Session(commands::session::Args),
     /// Serve the bundled echo example on stdio (what `yep demo` spawns).
     #[command(name = "serve-example-echo", hide = true)]
     ServeExampleEcho,
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
             Command::Remove(args) => commands::manage::remove(args, &home),
             Command::List(args) => commands::manage::list(args, &home),
             Command::Logs(args) => commands::manage::logs(args, &home),
+            Command::Session(args) => commands::session::run(args, &home).await,
             Command::ServeExampleEcho => unreachable!("handled above"),
         }
     });

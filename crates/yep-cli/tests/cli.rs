@@ -206,3 +206,69 @@ fn call_answers_ui_ask_at_a_terminal() {
     assert!(screen.contains("[ask] echo asks: colour?"), "{screen}");
     assert!(screen.contains(r#""answer": "blue""#), "{screen}");
 }
+
+#[test]
+fn session_json_transcript() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    let install = yep(home.path(), &["install", pkg.to_str().unwrap(), "--yes"]);
+    assert!(install.status.success(), "{}", text(&install.stderr));
+    assert!(yep(home.path(), &["enable", "echo"]).status.success());
+    let script = [
+        "tools",
+        r#"call echo {"text":"hi"}"#,
+        r#"call count {"n":2,"interval_ms":5}"#,
+        r#"call ask {"prompt":"colour?"}"#,
+        r#"call ask {"prompt":"again?"}"#,
+        r#"pre bash {"forbidden":true}"#,
+        r#"pre bash {"cmd":"ls"}"#,
+        r#"post bash {"cmd":"ls"}"#,
+        "prompt",
+        "prompt",
+        "commands",
+        "command echo:ping",
+        "command echo:nope",
+        "status",
+        "call nope {}",
+        "call echo {not json",
+        "frobnicate",
+        "reload echo",
+        "disable echo",
+        "tools",
+        "quit",
+    ]
+    .join("\n");
+    #[allow(clippy::disallowed_methods)]
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["session", "--json", "--answer", "blue"])
+        .env("YEP_HOME", home.path())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for line in stdout.lines() {
+        serde_json::from_str::<Value>(line)
+            .unwrap_or_else(|e| panic!("not one JSON object per line ({e}): {line}"));
+    }
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(&regex_escape(env!("CARGO_BIN_EXE_yep")), "[YEP]");
+    settings.bind(|| insta::assert_snapshot!("session_transcript", stdout));
+    assert!(
+        !std::fs::read_to_string(home.path().join("settings.toml"))
+            .unwrap()
+            .contains("ext:echo"),
+        "disable persists"
+    );
+}

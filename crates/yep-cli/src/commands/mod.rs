@@ -5,3 +5,4 @@ pub mod demo;
 pub mod install;
 pub mod manage;
 mod prompt;
+pub mod session;

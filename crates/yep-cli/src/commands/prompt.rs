@@ -66,6 +66,30 @@ impl Events for TerminalEvents {
     }
 }
 
+/// Questions from an `ExtensionHost`, answered at this terminal on a plain thread.
+pub struct TerminalAsk;
+
+impl yep_host::runtime::AskSink for TerminalAsk {
+    fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+        let extension = extension.to_string();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("yep-ask".into())
+            .spawn(move || {
+                let _ = tx.send(
+                    ask_at_terminal(&extension, &params)
+                        .unwrap_or_else(|_| UiAskResult::cancelled()),
+                );
+            });
+        Box::pin(async move {
+            match spawned {
+                Ok(_) => rx.await.unwrap_or_else(|_| UiAskResult::cancelled()),
+                Err(_) => UiAskResult::cancelled(),
+            }
+        })
+    }
+}
+
 fn ask_at_terminal(extension: &str, params: &UiAskParams) -> std::io::Result<UiAskResult> {
     let mut err = std::io::stderr().lock();
     writeln!(err, "[ask] {extension} asks: {}", params.prompt)?;
