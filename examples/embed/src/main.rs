@@ -1,0 +1,119 @@
+//! An agent loop embedding `yep-host`: assemble the prompt, list the tools, fire pre-hooks,
+//! call, fire post-hooks. The "model" here is a fixed script, so the example runs anywhere (CI
+//! runs it); swap in real LLM calls where it says so.
+//!
+//! `cargo run -p yep-example-embed`. The example installs the echo extension into a scratch
+//! home first; with `serve-echo` the binary is that extension's server.
+#![allow(clippy::print_stdout)] // an example program talking to its user
+
+use serde_json::{Value, json};
+use std::sync::Arc;
+use yep_host::store::{AlwaysYes, Home, InstallOptions};
+use yep_host::{ExtensionHost, HostOptions, PreDecision, Session, UpdateSink};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("serve-echo") {
+        return Ok(yep_example_echo::server().serve()?);
+    }
+    let scratch = tempfile::tempdir()?;
+    let home = Home {
+        root: scratch.path().join("home"),
+    };
+    install_echo(&home, scratch.path())?;
+
+    // 1. One host per agent session. The agent's own tool names go in `builtins`, so an
+    //    extension tool can never shadow them.
+    let session = Session {
+        id: "embed-demo".into(),
+        workspace_root: std::env::current_dir()?,
+    };
+    let opts = HostOptions {
+        builtins: vec!["read_file".into(), "bash".into()],
+        ..HostOptions::default()
+    };
+    let host = ExtensionHost::start(home, session, opts).await?;
+
+    // 2. Each turn: the extensions' prompt text is its own trailing segment.
+    let system_prompt = "You are a coding agent.";
+    let segment = host.prompt(1).await;
+    println!("system prompt: {system_prompt:?} + extension segment:\n{segment}\n");
+
+    // 3. The tools the model sees: always-loaded ones in full, the rest via search_tools.
+    for t in host.tools() {
+        println!(
+            "tool {:<8} from {:<5} {}",
+            t.name,
+            t.extension,
+            if t.never_defer {
+                "always loaded"
+            } else {
+                "deferred"
+            }
+        );
+    }
+    println!(
+        "search_tools(\"count\") -> {:?}\n",
+        host.search_tools("count")
+            .iter()
+            .map(|t| &t.name)
+            .collect::<Vec<_>>()
+    );
+
+    // 4. The model asks for tool calls (here: a script). Each goes through the hooks.
+    let planned: [(&str, Value); 3] = [
+        ("echo", json!({ "text": "hello from the agent" })),
+        ("count", json!({ "n": 3, "interval_ms": 20 })),
+        ("echo", json!({ "text": "rm -rf /", "forbidden": true })),
+    ];
+    for (tool, args) in planned {
+        let args = match host.pre_tool_use(tool, args).await {
+            PreDecision::Allow { args, .. } => args,
+            PreDecision::Block {
+                extension, reason, ..
+            } => {
+                println!("{tool}: blocked by {extension}: {reason}");
+                continue;
+            }
+        };
+        let updates: UpdateSink = Arc::new(move |line: &str| println!("  {tool} progress: {line}"));
+        let result = host
+            .call_tool(tool, args.clone(), Some(updates), None)
+            .await;
+        let shown = match &result {
+            Ok(v) => v.to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        println!("{tool}: {shown}");
+        // Observers only: this returns at once.
+        match &result {
+            Ok(value) => host.post_tool_use(tool, &args, Ok(value)),
+            Err(e) => host.post_tool_use(tool, &args, Err(&e.to_string())),
+        }
+    }
+
+    // 5. Slash commands, namespaced by extension.
+    for c in host.commands() {
+        let out = host.execute_command(&c.name, "").await?;
+        println!("/{} -> {}", c.name, out.message);
+    }
+    host.shutdown().await;
+    Ok(())
+}
+
+/// Put the echo extension into `home`, served by this binary.
+fn install_echo(home: &Home, scratch: &std::path::Path) -> anyhow::Result<()> {
+    let pkg = scratch.join("echo-package");
+    std::fs::create_dir_all(&pkg)?;
+    let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON)?;
+    let exe = std::env::current_exe()?;
+    manifest["yolop"]["capabilityServer"] = json!({ "command": exe, "args": ["serve-echo"] });
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string())?;
+    home.install(
+        &pkg.display().to_string(),
+        &InstallOptions::default(),
+        &mut AlwaysYes,
+    )?;
+    home.set_enabled("echo", true)?;
+    Ok(())
+}
