@@ -632,3 +632,31 @@ async fn malformed_packages_are_skipped_and_startup_is_bounded() {
     );
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn plain_config_reaches_the_server_and_request_timeout_ms_bounds_its_calls() {
+    let w = World::new();
+    w.add(
+        "slowpoke",
+        json!({"tools": tools(&["wait", "config"])}),
+        json!({"tools": ["wait", "config"]}),
+    );
+    let settings = w.home.settings_path();
+    let mut text = std::fs::read_to_string(&settings).unwrap();
+    text.push_str("\n[config.\"ext:slowpoke\"]\nrequest_timeout_ms = 10\nregion = \"eu\"\n");
+    std::fs::write(&settings, text).unwrap();
+    let host = w.host(quick()).await;
+    let seen = host
+        .call_tool("config", json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(seen, json!({"region": "eu", "request_timeout_ms": 10}));
+    // 10 ms is clamped up to the 1 s floor: a 3 s call times out at 1 s.
+    let err = host
+        .call_tool("wait", json!({"sleep_ms": 3000}), None, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("timed out after 1000 ms"), "{err}");
+    host.shutdown().await;
+}

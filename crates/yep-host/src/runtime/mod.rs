@@ -244,9 +244,16 @@ impl ExtensionHost {
             grants: crate::supervisor::Grants::from_manifest(&manifest),
         });
         spec.session_id = self.session.id.clone();
+        let config = settings::config(&self.home.settings_path(), name)?;
+        let mut supervisor = self.opts.supervisor.clone();
+        // yolop's own key: the per-request timeout, clamped to 1–600 s.
+        if let Some(ms) = config.get("request_timeout_ms").and_then(Value::as_u64) {
+            supervisor.request_timeout = Duration::from_millis(ms.clamp(1_000, 600_000));
+        }
+        spec.config = config;
         let ext = Extension::new(
             spec,
-            self.opts.supervisor.clone(),
+            supervisor,
             Arc::clone(&self.events) as Arc<dyn crate::Events>,
         );
         Ok(Loaded {

@@ -658,13 +658,21 @@ impl Home {
                             .unwrap_or(true)
                             && matches!(entry.source, LockSource::Path { link: true, .. });
                         let set_secrets = secrets.get(&entry.name);
+                        let plain = settings::config(&self.settings_path(), &entry.name)
+                            .unwrap_or_default();
                         row.config = config_fields(&m)
                             .into_iter()
-                            .map(|f| ConfigStatus {
-                                set: f.secret && set_secrets.is_some_and(|s| s.contains(&f.name)),
-                                name: f.name,
-                                secret: f.secret,
-                                required: f.required,
+                            .map(|f| {
+                                let set = match f.secret {
+                                    true => set_secrets.is_some_and(|s| s.contains(&f.name)),
+                                    false => plain.get(&f.name).is_some_and(|v| !v.is_null()),
+                                };
+                                ConfigStatus {
+                                    set,
+                                    name: f.name,
+                                    secret: f.secret,
+                                    required: f.required,
+                                }
                             })
                             .collect();
                     }

@@ -76,6 +76,45 @@ pub fn set_enabled(path: &Path, name: &str, on: bool) -> Result<bool, String> {
     Ok(true)
 }
 
+/// An extension's plain (non-secret) config: the `[config."ext:<name>"]` table of
+/// `settings.toml`, as JSON. `null` when there is none.
+pub fn config(path: &Path, name: &str) -> Result<serde_json::Value, String> {
+    let doc = load(path)?;
+    let Some(table) = doc
+        .get("config")
+        .and_then(|c| c.get(capability_ref(name).as_str()))
+        .and_then(Item::as_table_like)
+    else {
+        return Ok(serde_json::Value::Null);
+    };
+    let mut out = serde_json::Map::new();
+    for (key, item) in table.iter() {
+        if let Some(v) = item.as_value() {
+            out.insert(key.to_string(), toml_value_to_json(v));
+        }
+    }
+    Ok(serde_json::Value::Object(out))
+}
+
+fn toml_value_to_json(v: &toml_edit::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        toml_edit::Value::String(s) => J::String(s.value().clone()),
+        toml_edit::Value::Integer(i) => J::from(*i.value()),
+        toml_edit::Value::Float(f) => {
+            serde_json::Number::from_f64(*f.value()).map_or(J::Null, J::Number)
+        }
+        toml_edit::Value::Boolean(b) => J::Bool(*b.value()),
+        toml_edit::Value::Datetime(d) => J::String(d.value().to_string()),
+        toml_edit::Value::Array(a) => J::Array(a.iter().map(toml_value_to_json).collect()),
+        toml_edit::Value::InlineTable(t) => J::Object(
+            t.iter()
+                .map(|(k, v)| (k.to_string(), toml_value_to_json(v)))
+                .collect(),
+        ),
+    }
+}
+
 /// Forget an extension's stored secrets (`[ext:<name>]` in `connections.toml`).
 pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, String> {
     if !path.exists() {
@@ -98,6 +137,22 @@ pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_config_reads_as_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.toml");
+        std::fs::write(
+            &path,
+            "[config.\"ext:w\"]\nregion = \"eu\"\nrequest_timeout_ms = 1500\n",
+        )
+        .unwrap();
+        assert_eq!(
+            config(&path, "w").unwrap(),
+            serde_json::json!({"region": "eu", "request_timeout_ms": 1500})
+        );
+        assert_eq!(config(&path, "other").unwrap(), serde_json::Value::Null);
+    }
 
     #[test]
     fn enable_and_disable_keep_comments_and_other_keys() {
