@@ -272,3 +272,48 @@ fn session_json_transcript() {
         "disable persists"
     );
 }
+
+#[test]
+fn session_at_a_terminal_reads_lines_and_shows_results() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    assert!(
+        yep(home.path(), &["install", pkg.to_str().unwrap(), "--yes"])
+            .status
+            .success()
+    );
+    assert!(yep(home.path(), &["enable", "echo"]).status.success());
+    let inner = format!(
+        "YEP_HOME='{}' '{}' session",
+        home.path().display(),
+        env!("CARGO_BIN_EXE_yep")
+    );
+    #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
+    let mut child = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs the CLI on a pseudo-terminal");
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"call echo {\"text\":\"from a terminal\"}\r")
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    stdin.write_all(b"quit\r").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let screen = text(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    assert!(screen.contains("1 extension(s) enabled: echo"), "{screen}");
+    assert!(
+        screen.contains("[echo: echo ready] yep>"),
+        "the status line is in the prompt: {screen}"
+    );
+    assert!(
+        screen.contains("\"echoed\": \"from a terminal\""),
+        "{screen}"
+    );
+    assert!(home.path().join("session_history").is_file());
+}
