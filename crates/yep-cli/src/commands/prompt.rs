@@ -43,50 +43,45 @@ impl Events for TerminalEvents {
             );
             return Box::pin(async { UiAskResult::cancelled() });
         }
-        let extension = extension.to_string();
-        let asking = Arc::clone(&self.asking);
-        // A plain thread, not the runtime's blocking pool: a read of the terminal cannot be
-        // interrupted, and the runtime must be able to shut down (after Ctrl-C) without it.
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let spawned = std::thread::Builder::new()
-            .name("yep-ask".into())
-            .spawn(move || {
-                let _one = asking.lock().unwrap_or_else(|p| p.into_inner());
-                let _ = tx.send(
-                    ask_at_terminal(&extension, &params)
-                        .unwrap_or_else(|_| UiAskResult::cancelled()),
-                );
-            });
-        Box::pin(async move {
-            match spawned {
-                Ok(_) => rx.await.unwrap_or_else(|_| UiAskResult::cancelled()),
-                Err(_) => UiAskResult::cancelled(),
-            }
-        })
+        ask_on_thread(extension, params, Arc::clone(&self.asking))
     }
 }
 
-/// Questions from an `ExtensionHost`, answered at this terminal on a plain thread.
-pub struct TerminalAsk;
+/// Ask at the terminal on a plain thread, one question at a time. Not the runtime's blocking
+/// pool: a terminal read cannot be interrupted, and the runtime must be able to shut down (after
+/// Ctrl-C) without it.
+fn ask_on_thread(
+    extension: &str,
+    params: UiAskParams,
+    asking: Arc<Mutex<()>>,
+) -> BoxFuture<UiAskResult> {
+    let extension = extension.to_string();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("yep-ask".into())
+        .spawn(move || {
+            let _one = asking.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = tx.send(
+                ask_at_terminal(&extension, &params).unwrap_or_else(|_| UiAskResult::cancelled()),
+            );
+        });
+    Box::pin(async move {
+        match spawned {
+            Ok(_) => rx.await.unwrap_or_else(|_| UiAskResult::cancelled()),
+            Err(_) => UiAskResult::cancelled(),
+        }
+    })
+}
+
+/// Questions from an `ExtensionHost`, answered at this terminal.
+#[derive(Default)]
+pub struct TerminalAsk {
+    asking: Arc<Mutex<()>>,
+}
 
 impl yep_host::runtime::AskSink for TerminalAsk {
     fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
-        let extension = extension.to_string();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let spawned = std::thread::Builder::new()
-            .name("yep-ask".into())
-            .spawn(move || {
-                let _ = tx.send(
-                    ask_at_terminal(&extension, &params)
-                        .unwrap_or_else(|_| UiAskResult::cancelled()),
-                );
-            });
-        Box::pin(async move {
-            match spawned {
-                Ok(_) => rx.await.unwrap_or_else(|_| UiAskResult::cancelled()),
-                Err(_) => UiAskResult::cancelled(),
-            }
-        })
+        ask_on_thread(extension, params, Arc::clone(&self.asking))
     }
 }
 

@@ -41,7 +41,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let ask: Arc<dyn AskSink> = if interactive {
-        Arc::new(TerminalAsk)
+        Arc::new(TerminalAsk::default())
     } else {
         Arc::new(Scripted(Mutex::new(args.answers.into())))
     };

@@ -708,18 +708,7 @@ pub fn contributions(m: &Manifest) -> Vec<String> {
     count(f.hooks.len(), "hook");
     count(f.commands.len(), "command");
     count(f.mcp_servers.len(), "mcp server");
-    for (on, what) in [
-        (f.prompt, "prompt"),
-        (f.dynamic_prompt, "dynamic_prompt"),
-        (f.status, "status"),
-        (f.ui_ask, "ui_ask"),
-        (f.trace, "trace"),
-        (f.skills, "skills"),
-    ] {
-        if on {
-            out.push(what.to_string());
-        }
-    }
+    out.extend(summary::flags(m).into_iter().map(String::from));
     out
 }
 

@@ -83,7 +83,8 @@ fn server_line(manifest: &Manifest) -> Option<String> {
     })
 }
 
-fn flags(manifest: &Manifest) -> Vec<&'static str> {
+/// The facets a manifest grants (as opposed to lists it declares), by name.
+pub fn flags(manifest: &Manifest) -> Vec<&'static str> {
     let f = &manifest.yolop;
     [
         (f.prompt, "prompt"),
