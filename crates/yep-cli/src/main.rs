@@ -45,6 +45,12 @@ enum Command {
     List(commands::manage::ListArgs),
     /// Show an extension server's stderr log.
     Logs(commands::manage::LogsArgs),
+    /// Show or set an extension's plain config.
+    #[command(subcommand)]
+    Config(commands::config::ConfigCommand),
+    /// Store an extension's secrets (masked prompt, or stdin; never on the command line).
+    #[command(subcommand)]
+    Secret(commands::config::SecretCommand),
     /// A live host session over the enabled extensions (interactive, or JSON lines).
     Session(commands::session::Args),
     /// Serve the bundled echo example on stdio (what `yep demo` spawns).
@@ -84,6 +90,8 @@ fn main() -> ExitCode {
             Command::List(args) => commands::manage::list(args, &home),
             Command::Logs(args) => commands::manage::logs(args, &home),
             Command::Session(args) => commands::session::run(args, &home).await,
+            Command::Config(cmd) => commands::config::config(cmd, &home),
+            Command::Secret(cmd) => commands::config::secret(cmd, &home),
             Command::ServeExampleEcho => unreachable!("handled above"),
         }
     });

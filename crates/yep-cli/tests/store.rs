@@ -526,3 +526,173 @@ fn concurrent_installs_serialise_on_the_home_lock() {
         );
     }
 }
+
+fn configured_facet() -> Value {
+    json!({
+        "capabilityServer": {"command": "server"},
+        "tools": [{"name": "lookup"}],
+        "config_schema": {
+            "type": "object",
+            "properties": {
+                "token": {"type": "string", "secret": true, "env": "T", "description": "API token"},
+                "region": {"type": "string", "enum": ["eu", "us"]},
+                "retries": {"type": "integer", "maximum": 10}
+            },
+            "required": ["token", "region"]
+        }
+    })
+}
+
+#[allow(clippy::disallowed_methods)]
+fn yep_with_stdin(env: &Env, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(args)
+        .env("YEP_HOME", env.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn config_set_validates_fields_and_refuses_secrets() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "w", "1.0.0", configured_facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let bad = env.yep(&["config", "set", "w", "region", "mars"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let stderr = text(&bad.stderr);
+    assert!(
+        stderr.contains("config field `region`") && stderr.contains("(enum)"),
+        "{stderr}"
+    );
+    let too_many = text(&env.yep(&["config", "set", "w", "retries", "50"]).stderr);
+    assert!(
+        too_many.contains("config field `retries`") && too_many.contains("(maximum)"),
+        "{too_many}"
+    );
+    let not_a_number = text(&env.yep(&["config", "set", "w", "retries", "lots"]).stderr);
+    assert!(not_a_number.contains("wants a integer"), "{not_a_number}");
+    let secret = text(&env.yep(&["config", "set", "w", "token", "abc"]).stderr);
+    assert!(
+        secret.contains("is a secret") && secret.contains("yep secret set w token"),
+        "{secret}"
+    );
+    assert!(
+        !env.home().join("settings.toml").exists()
+            || !std::fs::read_to_string(env.home().join("settings.toml"))
+                .unwrap()
+                .contains("abc")
+    );
+    env.ok(&["config", "set", "w", "region", "eu"]);
+    env.ok(&["config", "set", "w", "retries", "3"]);
+    let settings = std::fs::read_to_string(env.home().join("settings.toml")).unwrap();
+    assert!(
+        settings.contains("region = \"eu\"") && settings.contains("retries = 3"),
+        "{settings}"
+    );
+    let shown: Value = serde_json::from_str(&env.ok(&["config", "show", "w", "--json"])).unwrap();
+    assert_eq!(
+        shown[0],
+        json!({"name": "region", "secret": false, "required": true, "env": null, "set": true, "value": "eu"})
+    );
+}
+
+#[test]
+fn secret_set_reads_stdin_without_a_terminal_and_stores_owner_only() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "w", "1.0.0", configured_facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let out = yep_with_stdin(&env, &["secret", "set", "w", "token"], "tok-123456\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("tok-123456") && !text(&out.stderr).contains("tok-123456"));
+    use std::os::unix::fs::PermissionsExt;
+    let conn = env.home().join("connections.toml");
+    assert_eq!(
+        std::fs::metadata(&conn).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(
+        std::fs::read_to_string(&conn)
+            .unwrap()
+            .contains("tok-123456")
+    );
+    let show = env.ok(&["config", "show", "w"]);
+    assert!(
+        show.contains("token required = (secret, set)") && !show.contains("tok-123456"),
+        "{show}"
+    );
+    let refused = text(&yep_with_stdin(&env, &["secret", "set", "w", "region"], "eu\n").stderr);
+    assert!(refused.contains("not a secret field"), "{refused}");
+}
+
+#[test]
+fn enable_without_a_terminal_reports_setup_incomplete() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "w", "1.0.0", configured_facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let out = env.ok(&["enable", "w"]);
+    assert!(
+        out.contains("setup_incomplete: token, region")
+            || out.contains("setup_incomplete: region, token"),
+        "{out}"
+    );
+}
+
+#[test]
+fn enable_at_a_terminal_asks_for_required_fields_by_kind() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "w", "1.0.0", configured_facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let inner = format!(
+        "YEP_HOME='{}' '{}' enable w",
+        env.home().display(),
+        env!("CARGO_BIN_EXE_yep")
+    );
+    #[allow(clippy::disallowed_methods)]
+    let mut child = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script`");
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    // Fields come in schema order (region, retries, token): region picks option 2; then the
+    // masked token.
+    stdin.write_all(b"2\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    stdin.write_all(b"typed-secret\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let screen = text(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    assert!(
+        screen.contains("1) eu") && screen.contains("2) us"),
+        "the enum is a selector: {screen}"
+    );
+    assert!(
+        !screen.contains("typed-secret"),
+        "the secret was echoed: {screen}"
+    );
+    assert!(
+        std::fs::read_to_string(env.home().join("settings.toml"))
+            .unwrap()
+            .contains("region = \"us\"")
+    );
+    assert!(
+        std::fs::read_to_string(env.home().join("connections.toml"))
+            .unwrap()
+            .contains("typed-secret")
+    );
+    assert!(!screen.contains("setup_incomplete"), "{screen}");
+}

@@ -276,11 +276,15 @@ pub struct Extension {
     failures: AtomicU32,
     last_failure: Mutex<Option<Instant>>,
     next_call: AtomicU64,
+    /// `initialize.config` and the injected env for the next start (config can change live).
+    inputs: Mutex<(Value, Vec<(String, String)>)>,
 }
 
 impl Extension {
     pub fn new(spec: ServerSpec, opts: SupervisorOptions, events: Arc<dyn Events>) -> Extension {
+        let inputs = Mutex::new((spec.config.clone(), spec.env.clone()));
         Extension {
+            inputs,
             spec,
             opts,
             events,
@@ -379,7 +383,12 @@ impl Extension {
             args: spec.args.clone(),
             cwd: spec.workspace_root.clone(),
             bin_dir: Some(spec.package_dir.join("bin")),
-            env: spec.env.clone(),
+            env: self
+                .inputs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .1
+                .clone(),
             log_path: spec.log_path(),
         };
         let spawned = process::spawn(&spawn_spec).map_err(|e| ExtensionError::Spawn {
@@ -412,7 +421,11 @@ impl Extension {
         let params = initialize_params(
             &spec.session_id,
             &spec.workspace_root.to_string_lossy(),
-            spec.config.clone(),
+            self.inputs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .0
+                .clone(),
             spec.grants,
         );
         match handshake(&conn, &params, self.opts.handshake_timeout).await {
@@ -627,6 +640,11 @@ impl Extension {
         };
         self.request(COMMAND_EXECUTE, Some(&params), self.timeout())
             .await
+    }
+
+    /// Use this config and env from the next start on.
+    pub fn set_inputs(&self, config: Value, env: Vec<(String, String)>) {
+        *self.inputs.lock().unwrap_or_else(|p| p.into_inner()) = (config, env);
     }
 
     /// Push new config. A server that does not know `config/changed` (-32601) needs a restart.

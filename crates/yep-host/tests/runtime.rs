@@ -660,3 +660,160 @@ async fn plain_config_reaches_the_server_and_request_timeout_ms_bounds_its_calls
     assert!(err.contains("timed out after 1000 ms"), "{err}");
     host.shutdown().await;
 }
+
+fn configurable() -> Value {
+    json!({
+        "tools": tools(&["config", "probe"]),
+        "config_schema": {
+            "type": "object",
+            "properties": {
+                "token": {"type": "string", "secret": true, "env": "FIXTURE_TOKEN"},
+                "region": {"type": "string", "enum": ["eu", "us"], "env": "FIXTURE_REGION"},
+                "level": {"type": "integer", "maximum": 10},
+                "needs_restart": {"type": "boolean"}
+            },
+            "required": ["token"]
+        }
+    })
+}
+
+#[tokio::test]
+async fn config_changed_ok_keeps_the_process_and_restart_required_respawns_it() {
+    let w = World::new();
+    w.add(
+        "conf",
+        configurable(),
+        json!({"tools": ["config", "probe"]}),
+    );
+    let host = w.host(quick()).await;
+    host.call_tool("config", json!({}), None, None)
+        .await
+        .unwrap();
+    let first = host.pid("conf").unwrap();
+    assert_eq!(
+        host.set_config("conf", "level", json!(3)).await.unwrap(),
+        yep_protocol::ConfigStatus::Ok
+    );
+    assert_eq!(host.pid("conf"), Some(first), "ok keeps the process");
+    assert_eq!(
+        host.call_tool("config", json!({}), None, None)
+            .await
+            .unwrap(),
+        json!({"level": 3})
+    );
+    assert_eq!(
+        host.set_config("conf", "needs_restart", json!(true))
+            .await
+            .unwrap(),
+        yep_protocol::ConfigStatus::RestartRequired
+    );
+    let second = host.pid("conf").unwrap();
+    assert_ne!(second, first, "restart-required respawns");
+    assert_eq!(
+        host.call_tool("config", json!({}), None, None)
+            .await
+            .unwrap(),
+        json!({"level": 3, "needs_restart": true})
+    );
+    // An invalid value is refused with the field and the rule, and nothing changes.
+    let err = host
+        .set_config("conf", "level", json!(99))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("config field `level`") && err.contains("(maximum)"),
+        "{err}"
+    );
+    assert_eq!(host.pid("conf"), Some(second));
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn secrets_arrive_as_env_only_and_never_leak_into_config_settings_or_logs() {
+    let w = World::new();
+    w.add(
+        "conf",
+        configurable(),
+        json!({"tools": ["config", "probe"]}),
+    );
+    let manifest = yep_host::Manifest::load(&w.home.package_dir("conf")).unwrap();
+    let secret = "s3cr3t-value-that-must-not-leak";
+    yep_host::store::config::set_secret(
+        &w.home,
+        &manifest,
+        "token",
+        &yep_host::store::config::Secret::new(secret),
+    )
+    .unwrap();
+    yep_host::store::config::set_plain(&w.home, &manifest, "region", json!("eu")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(w.home.connections_path())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    let host = w.host(quick()).await;
+    assert_eq!(
+        host.call_tool("probe", json!({"env_var": "FIXTURE_TOKEN"}), None, None)
+            .await
+            .unwrap(),
+        json!({"env": secret})
+    );
+    assert_eq!(
+        host.call_tool("probe", json!({"env_var": "FIXTURE_REGION"}), None, None)
+            .await
+            .unwrap(),
+        json!({"env": "eu"})
+    );
+    assert_eq!(
+        host.call_tool("config", json!({}), None, None)
+            .await
+            .unwrap(),
+        json!({"region": "eu"}),
+        "initialize.config has no secret"
+    );
+    host.shutdown().await;
+    // Grep the whole home: only connections.toml may hold the value.
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out)
+            } else {
+                out.push(p)
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&w.home.root, &mut files);
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        let holds = String::from_utf8_lossy(&bytes).contains(secret);
+        assert_eq!(
+            holds,
+            f == w.home.connections_path(),
+            "{} {} the secret",
+            f.display(),
+            if holds { "holds" } else { "lacks" }
+        );
+    }
+    // A permissive mode is repaired on the next read.
+    std::fs::set_permissions(
+        w.home.connections_path(),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    yep_host::store::config::secrets(&w.home, "conf").unwrap();
+    assert_eq!(
+        std::fs::metadata(w.home.connections_path())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}

@@ -33,6 +33,15 @@ pub fn enable(args: NameArgs, home: &Home, on: bool) -> anyhow::Result<ExitCode>
     } else {
         format!("{} was already {state}", args.name)
     });
+    if on {
+        let missing = super::config::setup(home, &args.name)?;
+        if !missing.is_empty() {
+            stdout_line(&format!(
+                "setup_incomplete: {} (set them with `yep config set` / `yep secret set`)",
+                missing.join(", ")
+            ));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

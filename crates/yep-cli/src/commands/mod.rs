@@ -1,6 +1,7 @@
 //! One module per verb.
 
 pub mod call;
+pub mod config;
 pub mod demo;
 pub mod install;
 pub mod manage;

@@ -85,6 +85,12 @@ impl yep_host::runtime::AskSink for TerminalAsk {
     }
 }
 
+/// Ask at the terminal and return the answer, or `None` when dismissed.
+pub fn read_answer(extension: &str, params: &UiAskParams) -> std::io::Result<Option<String>> {
+    let r = ask_at_terminal(extension, params)?;
+    Ok((!r.cancelled).then_some(r.answer))
+}
+
 fn ask_at_terminal(extension: &str, params: &UiAskParams) -> std::io::Result<UiAskResult> {
     let mut err = std::io::stderr().lock();
     writeln!(err, "[ask] {extension} asks: {}", params.prompt)?;

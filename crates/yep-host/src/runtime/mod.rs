@@ -244,13 +244,19 @@ impl ExtensionHost {
             grants: crate::supervisor::Grants::from_manifest(&manifest),
         });
         spec.session_id = self.session.id.clone();
-        let config = settings::config(&self.home.settings_path(), name)?;
+        // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.
+        let (config, env) = crate::store::config::server_inputs(&self.home, &manifest)
+            .map_err(|e| e.to_string())?;
+        let secrets = crate::store::config::secrets(&self.home, name).map_err(|e| e.to_string())?;
+        crate::store::config::validate(&manifest, &config, &secrets, false)
+            .map_err(|e| e.to_string())?;
         let mut supervisor = self.opts.supervisor.clone();
         // yolop's own key: the per-request timeout, clamped to 1–600 s.
         if let Some(ms) = config.get("request_timeout_ms").and_then(Value::as_u64) {
             supervisor.request_timeout = Duration::from_millis(ms.clamp(1_000, 600_000));
         }
         spec.config = config;
+        spec.env = env;
         let ext = Extension::new(
             spec,
             supervisor,
@@ -480,6 +486,36 @@ impl ExtensionHost {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Set one plain config field (validated, persisted) and push it to a running server with
+    /// `config/changed`: `ok` keeps the process; `restart-required` (or a server that does not
+    /// know the method) respawns it with the new config.
+    pub async fn set_config(
+        &self,
+        name: &str,
+        field: &str,
+        value: Value,
+    ) -> Result<yep_protocol::ConfigStatus, HostError> {
+        use crate::store::config;
+        let loaded = self.find(name)?;
+        config::set_plain(&self.home, &loaded.manifest, field, value)?;
+        let (plain, env) = config::server_inputs(&self.home, &loaded.manifest)?;
+        loaded.ext.set_inputs(plain.clone(), env);
+        if loaded.ext.pid().is_none() {
+            return Ok(yep_protocol::ConfigStatus::Ok);
+        }
+        let status = loaded.ext.config_changed(plain).await?;
+        if status == yep_protocol::ConfigStatus::RestartRequired {
+            loaded.ext.stop().await;
+            loaded.ext.handshake().await?;
+        }
+        Ok(status)
+    }
+
+    /// The running server's pid, if it runs.
+    pub fn pid(&self, name: &str) -> Option<u32> {
+        self.find(name).ok().and_then(|l| l.ext.pid())
     }
 
     /// Restart one extension's server within the same approved surface.

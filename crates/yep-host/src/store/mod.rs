@@ -5,6 +5,7 @@
 //! No processes (beyond `git`) and no async runtime: the CLI and an embedding agent call it
 //! directly.
 
+pub mod config;
 pub mod fetch;
 pub mod fsutil;
 pub mod hash;

@@ -115,6 +115,64 @@ fn toml_value_to_json(v: &toml_edit::Value) -> serde_json::Value {
     }
 }
 
+/// Set one plain config field under `[config."ext:<name>"]`, keeping everything else.
+pub fn set_config(
+    path: &Path,
+    name: &str,
+    field: &str,
+    new: &serde_json::Value,
+) -> Result<(), String> {
+    let mut doc = load(path)?;
+    if doc.get("config").and_then(Item::as_table).is_none() {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        doc.insert("config", Item::Table(t));
+    }
+    let config = doc
+        .get_mut("config")
+        .and_then(Item::as_table_mut)
+        .ok_or("`config` in settings.toml is not a table")?;
+    let key = capability_ref(name);
+    if config.get(&key).and_then(Item::as_table).is_none() {
+        config.insert(&key, Item::Table(Table::new()));
+    }
+    let table = config
+        .get_mut(&key)
+        .and_then(Item::as_table_mut)
+        .ok_or("the extension's config is not a table")?;
+    table.insert(field, Item::Value(json_to_toml(new)?));
+    write_atomic(path, doc.to_string().as_bytes())
+        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    Ok(())
+}
+
+fn json_to_toml(v: &serde_json::Value) -> Result<toml_edit::Value, String> {
+    use serde_json::Value as J;
+    Ok(match v {
+        J::String(s) => s.as_str().into(),
+        J::Bool(b) => (*b).into(),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => i.into(),
+            None => n.as_f64().unwrap_or_default().into(),
+        },
+        J::Array(items) => {
+            let mut a = toml_edit::Array::new();
+            for item in items {
+                a.push(json_to_toml(item)?);
+            }
+            toml_edit::Value::Array(a)
+        }
+        J::Object(map) => {
+            let mut t = toml_edit::InlineTable::new();
+            for (k, item) in map {
+                t.insert(k, json_to_toml(item)?);
+            }
+            toml_edit::Value::InlineTable(t)
+        }
+        J::Null => return Err("TOML has no null; remove the key instead".into()),
+    })
+}
+
 /// Forget an extension's stored secrets (`[ext:<name>]` in `connections.toml`).
 pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, String> {
     if !path.exists() {
@@ -124,13 +182,7 @@ pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, String> {
     if doc.remove(&capability_ref(name)).is_none() {
         return Ok(false);
     }
-    write_atomic(path, doc.to_string().as_bytes())
-        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-    }
+    super::config::write_private(path, doc.to_string().as_bytes()).map_err(|e| e.to_string())?;
     Ok(true)
 }
 

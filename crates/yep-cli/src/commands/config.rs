@@ -1,0 +1,172 @@
+//! `yep config show|set`, `yep secret set`, and the setup `yep enable` runs for required
+//! fields nobody has set yet.
+
+use super::prompt::read_answer;
+use crate::output::{hinted, stdout_line};
+use serde_json::{Value, json};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use yep_host::Manifest;
+use yep_host::store::config::{self, Secret};
+use yep_host::store::summary::config_fields;
+use yep_host::store::{Home, StoreError};
+use yep_protocol::UiAskParams;
+
+#[derive(clap::Subcommand)]
+pub enum ConfigCommand {
+    /// Show an extension's config fields: plain values, and set/unset for secrets.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a plain (non-secret) field; the value is parsed by the field's type.
+    Set {
+        name: String,
+        field: String,
+        value: String,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum SecretCommand {
+    /// Store a secret field: asked for with masked input, or read as one line from stdin.
+    /// Never taken on the command line.
+    Set { name: String, field: String },
+}
+
+fn manifest(home: &Home, name: &str) -> anyhow::Result<Manifest> {
+    if home.lockfile()?.get(name).is_none() {
+        return Err(StoreError::NotInstalled(name.to_string()).into());
+    }
+    Ok(Manifest::load(&home.package_dir(name))?)
+}
+
+pub fn config(cmd: ConfigCommand, home: &Home) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ConfigCommand::Show { name, json } => {
+            let m = manifest(home, &name)?;
+            let (plain, _) = config::server_inputs(home, &m)?;
+            let secrets = config::secrets(home, &name)?;
+            let rows: Vec<Value> = config_fields(&m)
+                .into_iter()
+                .map(|f| {
+                    let set = if f.secret { secrets.contains_key(&f.name) } else { plain.get(&f.name).is_some() };
+                    let shown = if f.secret { Value::Null } else { plain.get(&f.name).cloned().unwrap_or(Value::Null) };
+                    json!({ "name": f.name, "secret": f.secret, "required": f.required, "env": f.env, "set": set, "value": shown })
+                })
+                .collect();
+            if json {
+                stdout_line(&serde_json::to_string_pretty(&rows)?);
+            } else if rows.is_empty() {
+                stdout_line(&format!("`{name}` has no config fields"));
+            } else {
+                for r in rows {
+                    let value = match (&r["secret"], &r["set"]) {
+                        (Value::Bool(true), Value::Bool(true)) => "(secret, set)".to_string(),
+                        (Value::Bool(true), _) => "(secret, unset)".to_string(),
+                        (_, Value::Bool(true)) => r["value"].to_string(),
+                        _ => "(unset)".to_string(),
+                    };
+                    let required = if r["required"] == true {
+                        " required"
+                    } else {
+                        ""
+                    };
+                    stdout_line(&format!(
+                        "{}{required} = {value}",
+                        r["name"].as_str().unwrap_or("")
+                    ));
+                }
+            }
+        }
+        ConfigCommand::Set { name, field, value } => {
+            let m = manifest(home, &name)?;
+            let parsed = config::parse_value(&m, &field, &value)?;
+            config::set_plain(home, &m, &field, parsed.clone())?;
+            stdout_line(&format!("set {name}.{field} = {parsed}"));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn secret(cmd: SecretCommand, home: &Home) -> anyhow::Result<ExitCode> {
+    let SecretCommand::Set { name, field } = cmd;
+    let m = manifest(home, &name)?;
+    if !config_fields(&m)
+        .iter()
+        .any(|f| f.name == field && f.secret)
+    {
+        return Err(hinted(
+            format!("`{field}` is not a secret field of `{name}`"),
+            &[&format!(
+                "plain fields: yep config set {name} <field> <value>"
+            )],
+        ));
+    }
+    let value = if std::io::stdin().is_terminal() {
+        let params = UiAskParams {
+            prompt: format!("{name}.{field}"),
+            secret: true,
+            ..UiAskParams::default()
+        };
+        read_answer(&name, &params)?
+    } else {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        Some(line.trim_end_matches(['\n', '\r']).to_string()).filter(|l| !l.is_empty())
+    };
+    let Some(value) = value else {
+        return Err(hinted(
+            "no value given; nothing was stored",
+            &["type the secret at the prompt, or pipe it on stdin"],
+        ));
+    };
+    config::set_secret(home, &m, &field, &Secret::new(value))?;
+    stdout_line(&format!(
+        "stored {name}.{field} (secret) in {}",
+        home.connections_path().display()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// After `yep enable`: ask for each required field nobody set, by kind (secret: masked;
+/// `enum`: a selector; else free text). Without a terminal, report what is missing.
+pub fn setup(home: &Home, name: &str) -> anyhow::Result<Vec<String>> {
+    let m = manifest(home, name)?;
+    let missing = config::missing_required(home, &m)?;
+    if missing.is_empty() {
+        return Ok(Vec::new());
+    }
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let mut still = Vec::new();
+    for f in missing {
+        if !interactive {
+            still.push(f.name);
+            continue;
+        }
+        let params = UiAskParams {
+            prompt: format!(
+                "{name}.{}{}",
+                f.name,
+                config::description(&m, &f.name)
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            ),
+            secret: f.secret,
+            options: config::options(&m, &f.name),
+            ..UiAskParams::default()
+        };
+        match read_answer(name, &params)? {
+            Some(answer) if f.secret => {
+                config::set_secret(home, &m, &f.name, &Secret::new(answer))?
+            }
+            Some(answer) => {
+                let parsed = config::parse_value(&m, &f.name, &answer)?;
+                config::set_plain(home, &m, &f.name, parsed)?;
+            }
+            None => still.push(f.name),
+        }
+    }
+    Ok(still)
+}

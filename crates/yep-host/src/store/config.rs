@@ -1,0 +1,362 @@
+//! An extension's config: plain fields in `settings.toml`, secrets in `connections.toml`
+//! (0600), validated together against the manifest's `config_schema`. Secrets reach a server
+//! only as injected env, never in `initialize.config`, a listing or a log.
+
+use super::settings::{self, capability_ref};
+use super::summary::{ConfigField, config_fields};
+use super::{Home, StoreError};
+use crate::manifest::Manifest;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use toml_edit::{DocumentMut, Item, Table, value};
+
+/// A credential. Never printed: `Debug` and `Display` show `Secret(***)`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The value, for the one place that needs it: the server's environment.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+fn invalid(message: String) -> StoreError {
+    StoreError::Invalid(message)
+}
+
+/// Make sure `connections.toml` is owner-only, repairing it if not.
+fn guard_mode(path: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    if let Ok(meta) = std::fs::metadata(path) {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(
+                "{} was readable by others; restricting it to its owner",
+                path.display()
+            );
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| invalid(format!("failed to restrict {}: {e}", path.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// The secrets stored for an extension (empty values count as unset).
+pub fn secrets(home: &Home, name: &str) -> Result<BTreeMap<String, Secret>, StoreError> {
+    let path = home.connections_path();
+    guard_mode(&path)?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(invalid(format!("failed to read {}: {e}", path.display()))),
+    };
+    let doc: DocumentMut = text
+        .parse()
+        .map_err(|e| invalid(format!("failed to parse {}: {e}", path.display())))?;
+    let mut out = BTreeMap::new();
+    if let Some(table) = doc.get(&capability_ref(name)).and_then(Item::as_table_like) {
+        for (k, v) in table.iter() {
+            if let Some(s) = v.as_str().filter(|s| !s.trim().is_empty()) {
+                out.insert(k.to_string(), Secret::new(s));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Store one secret in `connections.toml` (0600).
+pub fn set_secret(
+    home: &Home,
+    manifest: &Manifest,
+    field: &str,
+    secret: &Secret,
+) -> Result<(), StoreError> {
+    let f = field_of(manifest, field)?;
+    if !f.secret {
+        return Err(invalid(format!(
+            "`{field}` of `{}` is not a secret; set it with `yep config set {} {field} <value>`",
+            manifest.name, manifest.name
+        )));
+    }
+    let path = home.connections_path();
+    guard_mode(&path)?;
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut doc: DocumentMut = text
+        .parse()
+        .map_err(|e| invalid(format!("failed to parse {}: {e}", path.display())))?;
+    let key = capability_ref(&manifest.name);
+    if doc.get(&key).and_then(Item::as_table).is_none() {
+        doc.insert(&key, Item::Table(Table::new()));
+    }
+    if let Some(table) = doc.get_mut(&key).and_then(Item::as_table_mut) {
+        table.insert(field, value(secret.expose()));
+    }
+    write_private(&path, doc.to_string().as_bytes())
+}
+
+/// Write owner-only from the first byte: the temp file is created 0600 before the rename.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let err = |e: std::io::Error| invalid(format!("failed to write {}: {e}", path.display()));
+    #[cfg(unix)]
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(err)?;
+        let tmp = dir.join(format!(".connections.tmp-{}", std::process::id()));
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(err)?;
+        file.write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(err)?;
+        std::fs::rename(&tmp, path).map_err(err)?;
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    super::fsutil::write_atomic(path, bytes)
+        .map(|_| ())
+        .map_err(err)
+}
+
+fn field_of(manifest: &Manifest, field: &str) -> Result<ConfigField, StoreError> {
+    config_fields(manifest)
+        .into_iter()
+        .find(|f| f.name == field)
+        .ok_or_else(|| {
+            let known: Vec<String> = config_fields(manifest)
+                .into_iter()
+                .map(|f| f.name)
+                .collect();
+            invalid(format!(
+                "`{}` has no config field `{field}` (fields: {})",
+                manifest.name,
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })
+}
+
+/// Parse a command-line value by the field's declared type.
+pub fn parse_value(manifest: &Manifest, field: &str, raw: &str) -> Result<Value, StoreError> {
+    field_of(manifest, field)?;
+    let ty = manifest
+        .yolop
+        .config_schema
+        .as_ref()
+        .and_then(|s| s.pointer(&format!("/properties/{field}/type")))
+        .and_then(Value::as_str)
+        .unwrap_or("string");
+    Ok(match ty {
+        "integer" | "number" | "boolean" | "array" | "object" | "null" => serde_json::from_str(raw)
+            .map_err(|e| invalid(format!("config field `{field}` wants a {ty}: {e}")))?,
+        _ => Value::String(raw.to_string()),
+    })
+}
+
+/// Set one plain field, validating the whole config first. Refuses secret fields.
+pub fn set_plain(
+    home: &Home,
+    manifest: &Manifest,
+    field: &str,
+    new: Value,
+) -> Result<Value, StoreError> {
+    let f = field_of(manifest, field)?;
+    if f.secret {
+        return Err(invalid(format!(
+            "`{field}` of `{}` is a secret: set it with `yep secret set {} {field}` (it is never taken on the command line)",
+            manifest.name, manifest.name
+        )));
+    }
+    let mut plain = settings::config(&home.settings_path(), &manifest.name).map_err(invalid)?;
+    if !plain.is_object() {
+        plain = Value::Object(Map::new());
+    }
+    plain[field] = new;
+    let secrets = secrets(home, &manifest.name)?;
+    validate(manifest, &plain, &secrets, false)?;
+    settings::set_config(&home.settings_path(), &manifest.name, field, &plain[field])
+        .map_err(invalid)?;
+    Ok(plain)
+}
+
+/// Validate plain config plus secrets against `config_schema`. With `complete`, missing
+/// required fields are errors too; without it (while setting fields one by one) they are not.
+pub fn validate(
+    manifest: &Manifest,
+    plain: &Value,
+    secrets: &BTreeMap<String, Secret>,
+    complete: bool,
+) -> Result<(), StoreError> {
+    let Some(schema) = manifest.yolop.config_schema.as_ref() else {
+        return Ok(());
+    };
+    let mut schema = schema.clone();
+    if !complete && let Some(obj) = schema.as_object_mut() {
+        obj.remove("required");
+    }
+    let validator = jsonschema::validator_for(&schema).map_err(|e| {
+        invalid(format!(
+            "the config_schema of `{}` is not a valid JSON Schema: {e}",
+            manifest.name
+        ))
+    })?;
+    // Secrets take part by presence only; their values never reach a message.
+    let mut instance = match plain {
+        Value::Object(m) => m.clone(),
+        _ => Map::new(),
+    };
+    for name in secrets.keys() {
+        instance.insert(name.clone(), Value::String("********".into()));
+    }
+    let instance = Value::Object(instance);
+    let secret_fields: Vec<String> = config_fields(manifest)
+        .into_iter()
+        .filter(|f| f.secret)
+        .map(|f| f.name)
+        .collect();
+    let problems: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            let field = path
+                .trim_start_matches('/')
+                .split('/')
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let rule = e.kind().keyword().to_string();
+            let message = if secret_fields.contains(&field) {
+                e.masked().to_string()
+            } else {
+                e.to_string()
+            };
+            if field.is_empty() {
+                format!("{message} ({rule})")
+            } else {
+                format!("config field `{field}`: {message} ({rule})")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "invalid config for `{}`:\n  {}",
+            manifest.name,
+            problems.join("\n  ")
+        )))
+    }
+}
+
+/// What a server gets: `initialize.config` (plain fields only, secrets stripped) and the env
+/// to inject (secret fields with `env`, and plain fields with `env`).
+pub fn server_inputs(
+    home: &Home,
+    manifest: &Manifest,
+) -> Result<(Value, Vec<(String, String)>), StoreError> {
+    let mut plain = settings::config(&home.settings_path(), &manifest.name).map_err(invalid)?;
+    let secrets = secrets(home, &manifest.name)?;
+    let fields = config_fields(manifest);
+    if let Value::Object(map) = &mut plain {
+        for f in fields.iter().filter(|f| f.secret) {
+            map.remove(&f.name);
+        }
+    }
+    let mut env = Vec::new();
+    for f in &fields {
+        let Some(var) = &f.env else { continue };
+        let value = if f.secret {
+            secrets.get(&f.name).map(|s| s.expose().to_string())
+        } else {
+            plain.get(&f.name).map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+        };
+        if let Some(value) = value {
+            env.push((var.clone(), value));
+        }
+    }
+    Ok((plain, env))
+}
+
+/// Required fields with no value yet, in schema order.
+pub fn missing_required(home: &Home, manifest: &Manifest) -> Result<Vec<ConfigField>, StoreError> {
+    let plain = settings::config(&home.settings_path(), &manifest.name).map_err(invalid)?;
+    let secrets = secrets(home, &manifest.name)?;
+    Ok(config_fields(manifest)
+        .into_iter()
+        .filter(|f| f.required)
+        .filter(|f| {
+            if f.secret {
+                !secrets.contains_key(&f.name)
+            } else {
+                plain.get(&f.name).is_none_or(Value::is_null)
+            }
+        })
+        .collect())
+}
+
+/// The `enum` values of a field, if it is a selector.
+pub fn options(manifest: &Manifest, field: &str) -> Vec<String> {
+    manifest
+        .yolop
+        .config_schema
+        .as_ref()
+        .and_then(|s| s.pointer(&format!("/properties/{field}/enum")))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A field's description, for prompts.
+pub fn description(manifest: &Manifest, field: &str) -> Option<String> {
+    manifest
+        .yolop
+        .config_schema
+        .as_ref()
+        .and_then(|s| s.pointer(&format!("/properties/{field}/description")))
+        .and_then(Value::as_str)
+        .map(String::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_print() {
+        let s = Secret::new("hunter2");
+        assert_eq!(format!("{s:?} {s}"), "Secret(***) ***");
+    }
+}
