@@ -155,6 +155,16 @@ fn main() -> anyhow::Result<()> {
             json!({ "measured": false, "why": "the Python SDK does not exist yet" }),
         );
 
+        // Trace forwarding: what `emit` costs the agent loop (it never awaits a server).
+        let (ns, dropped) = emit_cost(&echo, &scratch, 1_000_000).await?;
+        r.value(
+            "trace_emit",
+            format!(
+                "{ns:>9.0} ns per emit (1,000,000 events, {dropped} dropped by the bounded queue)"
+            ),
+            json!({ "ns_per_emit": ns, "events": 1_000_000, "dropped": dropped }),
+        );
+
         // 8. Host memory per idle, connected extension.
         let kib = memory_per_extension(&echo, &scratch, 50).await?;
         r.value(

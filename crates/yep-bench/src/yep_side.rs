@@ -268,3 +268,41 @@ pub async fn memory_per_extension(command: &Path, scratch: &Path, n: usize) -> a
     warm.stop().await;
     Ok(after.saturating_sub(before) as f64 / n as f64)
 }
+
+/// Nanoseconds per `ExtensionHost::emit` of `n` events to a trace extension served by
+/// `command`, and how many the bounded queue dropped.
+pub async fn emit_cost(command: &Path, scratch: &Path, n: usize) -> anyhow::Result<(f64, u64)> {
+    use yep_host::store::{AlwaysYes, Home, InstallOptions};
+    let home = Home {
+        root: scratch.join("trace-home"),
+    };
+    let pkg = scratch.join("trace-pkg");
+    std::fs::create_dir_all(&pkg)?;
+    let manifest = json!({"name": "tracer", "version": "1.0.0", "yolop": {"capabilityServer": {"command": command}, "trace": true}});
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string())?;
+    home.install(
+        &pkg.display().to_string(),
+        &InstallOptions::default(),
+        &mut AlwaysYes,
+    )?;
+    home.set_enabled("tracer", true)?;
+    let session = yep_host::Session {
+        id: "bench".into(),
+        workspace_root: scratch.to_path_buf(),
+    };
+    let host =
+        yep_host::ExtensionHost::start(home, session, yep_host::HostOptions::default()).await?;
+    let started = Instant::now();
+    for i in 0..n {
+        host.emit(yep_host::runtime::TraceEvent {
+            event_type: "tool.completed".into(),
+            id: i.to_string(),
+            ..Default::default()
+        });
+    }
+    let per = started.elapsed().as_nanos() as f64 / n as f64;
+    host.flush(Duration::from_secs(30)).await;
+    let dropped = host.trace_dropped().values().sum();
+    host.shutdown().await;
+    Ok((per, dropped))
+}

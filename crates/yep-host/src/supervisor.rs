@@ -675,6 +675,22 @@ impl Extension {
         .await
     }
 
+    /// Forward a trace event, starting the server if it is not running.
+    pub async fn trace_event_started(
+        &self,
+        event: &TraceEventParams,
+    ) -> Result<(), ExtensionError> {
+        let live = self.live().await?;
+        live.conn
+            .notify(TRACE_EVENT, Some(event))
+            .await
+            .map_err(|e| ExtensionError::Write {
+                extension: self.spec.name.clone(),
+                method: TRACE_EVENT.into(),
+                message: e.to_string(),
+            })
+    }
+
     /// Forward a trace event to a running server (never awaited by the server).
     pub async fn trace_event(&self, event: &TraceEventParams) -> Result<(), ExtensionError> {
         self.notify_live(TRACE_EVENT, event).await

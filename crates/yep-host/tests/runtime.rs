@@ -817,3 +817,63 @@ async fn secrets_arrive_as_env_only_and_never_leak_into_config_settings_or_logs(
         0o600
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_million_events_never_block_emit_the_drops_are_counted_and_flush_delivers_the_tail() {
+    let w = World::new();
+    w.add(
+        "tracer",
+        json!({"trace": true, "tools": tools(&["traces"])}),
+        json!({"trace_sleep_us": 100}),
+    );
+    w.add("untraced", json!({"tools": tools(&["traces"])}), json!({}));
+    let host = w.host(quick()).await;
+    const N: usize = 1_000_000;
+    for i in 0..N {
+        host.emit(yep_host::runtime::TraceEvent {
+            event_type: "tool.completed".into(),
+            id: format!("e{i}"),
+            ..Default::default()
+        });
+        if i % 1000 == 0 {
+            // Deltas never reach an exporter.
+            host.emit(yep_host::runtime::TraceEvent {
+                event_type: "output.message.delta".into(),
+                id: "delta".into(),
+                ..Default::default()
+            });
+        }
+    }
+    host.flush(Duration::from_secs(60)).await;
+    let dropped = host.trace_dropped()["tracer"];
+    assert!(
+        dropped > 0,
+        "a sleeping exporter must overflow the bounded queue"
+    );
+    // `tracer` was enabled first, so the plain name is its tool.
+    let seen = host
+        .call_tool("traces", json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        seen["count"].as_u64().unwrap() + dropped,
+        N as u64,
+        "every event is either delivered or counted as dropped: {seen}"
+    );
+    assert_eq!(
+        seen["last"],
+        format!("e{}", N - 1),
+        "the flush delivers the tail"
+    );
+    assert_eq!(
+        host.trace_dropped().get("untraced"),
+        None,
+        "no forwarder without the trace grant"
+    );
+    // The next `yep list` reports the drops.
+    assert_eq!(
+        yep_host::store::state::trace_dropped(&w.home, "tracer"),
+        Some(dropped)
+    );
+    host.shutdown().await;
+}

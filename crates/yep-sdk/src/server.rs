@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufReader, Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicU64;
-use std::sync::mpsc::{Sender, channel};
+use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use yep_protocol::{
@@ -62,6 +62,9 @@ type ConfigHandler = Box<dyn FnMut(&Value) -> ConfigStatus + Send>;
 type WorkspaceHandler = Box<dyn FnMut(&str) + Send>;
 type TraceHandler = Box<dyn FnMut(&TraceEventParams) + Send>;
 type StartHandler = Box<dyn FnMut(&Notifier) + Send>;
+
+/// Notifications waiting for their handler before the reader waits too.
+const ORDERED_QUEUE: usize = 1024;
 
 /// At EOF, requests still running get this long to answer before they are cancelled.
 const EOF_GRACE: Duration = Duration::from_secs(1);
@@ -386,7 +389,7 @@ struct Core {
     handlers: Handlers,
     config: Mutex<Option<ConfigHandler>>,
     inflight: Mutex<HashMap<u64, Arc<CancelFlag>>>,
-    ordered: Mutex<Option<Sender<Ordered>>>,
+    ordered: Mutex<Option<SyncSender<Ordered>>>,
     ordered_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     input: Mutex<Input>,
     engine: Mutex<Engine>,
@@ -404,7 +407,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Core {
     fn new(server: Server, shared: Arc<Shared>, input: Box<dyn Read + Send>) -> Self {
-        let (tx, rx) = channel::<Ordered>();
+        // Bounded: a flood of trace events slows the reader (and so the host's forwarder, which
+        // drops its oldest) instead of growing this process without limit.
+        let (tx, rx) = sync_channel::<Ordered>(ORDERED_QUEUE);
         let notifier = Notifier {
             shared: Arc::clone(&shared),
         };

@@ -86,6 +86,9 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
             };
             stdout_line(&format!("  server `{cmd}` {found}"));
         }
+        if let Some(n) = r.trace_dropped {
+            stdout_line(&format!("  trace events dropped last session: {n}"));
+        }
         for c in &r.config {
             let kind = if c.secret { " (secret)" } else { "" };
             let need = if c.required && !c.set {

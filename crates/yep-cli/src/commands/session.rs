@@ -104,6 +104,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    host.flush(std::time::Duration::from_secs(5)).await;
     host.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }
@@ -209,7 +210,9 @@ async fn execute(host: &Arc<ExtensionHost>, line: &str, turn: &mut u64, interact
             Ok(r) => Step::Out(json!({ "success": r.success, "message": r.message })),
             Err(e) => err(e.to_string()),
         },
-        "status" => Step::Out(json!({ "status": host.status() })),
+        "status" => {
+            Step::Out(json!({ "status": host.status(), "trace_dropped": host.trace_dropped() }))
+        }
         "reload" => ok_or(host.reload(first).await),
         "enable" => ok_or(host.activate(first).await),
         "disable" => ok_or(host.deactivate(first).await),

@@ -5,9 +5,11 @@
 mod events;
 mod hooks;
 mod prompt;
+mod trace;
 
 pub use events::{AskSink, StatusEntry, StatusSink};
 pub use hooks::{PreDecision, glob_matches};
+pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
 use crate::manifest::Manifest;
 use crate::rpc::UpdateSink;
@@ -140,12 +142,30 @@ pub(crate) struct Loaded {
     /// The pid whose refused (unapproved) tools were already logged.
     warned_pid: Mutex<Option<u32>>,
     prompt: Mutex<prompt::PromptCache>,
+    /// The trace forwarder, when the manifest declares `trace`.
+    pub(crate) forwarder: Option<Arc<trace::Forwarder>>,
+    forwarding: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Loaded {
+    /// Stop the trace forwarder task (it holds this value, so dropping cannot do it).
+    fn stop_forwarding(&self) {
+        if let Some(task) = self
+            .forwarding
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
 }
 
 #[derive(Default)]
 struct Table {
     loaded: Vec<Arc<Loaded>>,
     tools: Vec<ToolDefinition>,
+    forwarders: Vec<Arc<trace::Forwarder>>,
 }
 
 /// The extension host for one session.
@@ -262,12 +282,15 @@ impl ExtensionHost {
             supervisor,
             Arc::clone(&self.events) as Arc<dyn crate::Events>,
         );
+        let forwarder = manifest.yolop.trace.then(trace::Forwarder::new);
         Ok(Loaded {
             name: name.to_string(),
             manifest,
             ext,
             warned_pid: Mutex::new(None),
             prompt: Mutex::default(),
+            forwarder,
+            forwarding: Mutex::new(None),
         })
     }
 
@@ -332,7 +355,22 @@ impl ExtensionHost {
                 });
             }
         }
-        *self.table.write().unwrap_or_else(|p| p.into_inner()) = Table { loaded, tools };
+        let mut forwarders = Vec::new();
+        for l in &loaded {
+            if let Some(f) = &l.forwarder {
+                forwarders.push(Arc::clone(f));
+                let mut task = l.forwarding.lock().unwrap_or_else(|p| p.into_inner());
+                if task.is_none() {
+                    let handle = tokio::spawn(Arc::clone(f).run(Arc::clone(l)));
+                    *task = Some(handle.abort_handle());
+                }
+            }
+        }
+        *self.table.write().unwrap_or_else(|p| p.into_inner()) = Table {
+            loaded,
+            tools,
+            forwarders,
+        };
         for message in renamed {
             self.warn(message);
         }
@@ -557,6 +595,7 @@ impl ExtensionHost {
             .filter(|l| l.name != name)
             .collect();
         self.rebuild(rest);
+        loaded.stop_forwarding();
         loaded.ext.stop().await;
         self.events.clear(name);
         Ok(())
@@ -566,6 +605,7 @@ impl ExtensionHost {
     pub async fn shutdown(&self) {
         let mut tasks = tokio::task::JoinSet::new();
         for l in self.loaded() {
+            l.stop_forwarding();
             tasks.spawn(async move {
                 l.ext.stop().await;
             });

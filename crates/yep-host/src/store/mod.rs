@@ -12,6 +12,7 @@ pub mod hash;
 pub mod lockfile;
 pub mod settings;
 pub mod source;
+pub mod state;
 pub mod summary;
 
 use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
@@ -137,6 +138,9 @@ pub struct Listed {
     pub tools: Vec<String>,
     pub contributes: Vec<String>,
     pub config: Vec<ConfigStatus>,
+    /// Trace events the last session dropped (trace extensions only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_dropped: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -638,6 +642,7 @@ impl Home {
                     tools: Vec::new(),
                     contributes: Vec::new(),
                     config: Vec::new(),
+                    trace_dropped: state::trace_dropped(self, &entry.name),
                     error: None,
                 };
                 match Manifest::load(&dir) {

@@ -1,0 +1,198 @@
+//! Trace forwarding: the host's lifecycle events to every extension that declares `trace`.
+//!
+//! `emit` never blocks and never awaits a server: each forwarder owns a bounded queue; when it
+//! is full the oldest events are dropped and counted. Streaming deltas are not forwarded (the
+//! paired started/completed events bound the work). `flush` drains the queues, then sends
+//! `shutdown` as a barrier so the exporter has handled everything before the session ends.
+
+use super::{ExtensionHost, Loaded};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use yep_protocol::TraceEventParams;
+
+/// Events queued per trace extension before the oldest are dropped.
+pub const TRACE_QUEUE: usize = 4096;
+
+/// One agentic lifecycle event, as the host sees it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TraceEvent {
+    /// `turn.started`, `reason.completed`, `act.started`, `tool.completed`, `llm.generation`, …
+    pub event_type: String,
+    /// Stable event id.
+    pub id: String,
+    /// RFC 3339; filled with the current time when empty.
+    pub ts: String,
+    /// Correlation ids (`turn_id`, `trace_id`, `span_id`, `parent_span_id`, …), verbatim.
+    pub context: Value,
+    /// The event's payload, verbatim.
+    pub data: Value,
+    pub metadata: Value,
+}
+
+/// Streaming deltas are dropped: they would swamp an exporter for no span information.
+pub fn is_streaming_delta(event_type: &str) -> bool {
+    event_type.ends_with(".delta") || event_type == "tool.progress"
+}
+
+/// One extension's forwarder.
+pub(crate) struct Forwarder {
+    queue: Mutex<VecDeque<TraceEventParams>>,
+    wake: Notify,
+    /// Events dropped because the queue was full.
+    pub(crate) dropped: AtomicU64,
+    /// The task is sending (queue may be empty while a send is in flight).
+    busy: AtomicBool,
+    idle: Notify,
+}
+
+impl Forwarder {
+    pub(crate) fn new() -> Arc<Forwarder> {
+        Arc::new(Forwarder {
+            queue: Mutex::new(VecDeque::new()),
+            wake: Notify::new(),
+            dropped: AtomicU64::new(0),
+            busy: AtomicBool::new(false),
+            idle: Notify::new(),
+        })
+    }
+
+    fn push(&self, event: TraceEventParams) {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        if q.len() >= TRACE_QUEUE {
+            q.pop_front();
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        q.push_back(event);
+        drop(q);
+        self.wake.notify_one();
+    }
+
+    /// The task: send queued events in order, one notification each.
+    pub(crate) async fn run(self: Arc<Self>, loaded: Arc<Loaded>) {
+        loop {
+            let next = {
+                let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+                let next = q.pop_front();
+                self.busy.store(next.is_some(), Ordering::Release);
+                next
+            };
+            match next {
+                Some(event) => {
+                    if let Err(err) = loaded.ext.trace_event_started(&event).await {
+                        tracing::debug!(extension = %loaded.name, "trace event not delivered: {err}");
+                    }
+                }
+                None => {
+                    self.idle.notify_waiters();
+                    self.wake.notified().await;
+                }
+            }
+        }
+    }
+
+    fn is_drained(&self) -> bool {
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+            && !self.busy.load(Ordering::Acquire)
+    }
+
+    async fn drained(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.is_drained() {
+                return;
+            }
+            // Woken when the task runs dry; the timeout covers a wake that raced this check.
+            let _ = tokio::time::timeout(Duration::from_millis(20), idle).await;
+        }
+    }
+}
+
+impl ExtensionHost {
+    /// Forward one lifecycle event to every `trace` extension. Never blocks, never awaits.
+    pub fn emit(&self, event: TraceEvent) {
+        if is_streaming_delta(&event.event_type) {
+            return;
+        }
+        let forwarders = self.forwarders();
+        if forwarders.is_empty() {
+            return;
+        }
+        let ts = if event.ts.is_empty() {
+            humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+        } else {
+            event.ts
+        };
+        let params = TraceEventParams {
+            event_type: event.event_type,
+            id: event.id,
+            ts,
+            session_id: self.session.id.clone(),
+            context: event.context,
+            data: event.data,
+            metadata: event.metadata,
+        };
+        for f in forwarders {
+            f.push(params.clone());
+        }
+    }
+
+    /// Events dropped per trace extension because its queue was full.
+    pub fn trace_dropped(&self) -> std::collections::BTreeMap<String, u64> {
+        self.loaded()
+            .iter()
+            .filter_map(|l| {
+                l.forwarder
+                    .as_ref()
+                    .map(|f| (l.name.clone(), f.dropped.load(Ordering::Relaxed)))
+            })
+            .collect()
+    }
+
+    /// Deliver what is queued, then send `shutdown` to each trace extension as a barrier, all
+    /// within `timeout`. Records the drop counters for `yep list`.
+    pub async fn flush(&self, timeout: Duration) {
+        let work = async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for l in self.loaded().into_iter().filter(|l| l.forwarder.is_some()) {
+                tasks.spawn(async move {
+                    if let Some(f) = &l.forwarder {
+                        f.drained().await;
+                    }
+                    if let Err(err) = l
+                        .ext
+                        .request_raw(yep_protocol::methods::SHUTDOWN, None)
+                        .await
+                    {
+                        tracing::debug!(extension = %l.name, "shutdown barrier failed: {err}");
+                    }
+                });
+            }
+            while tasks.join_next().await.is_some() {}
+        };
+        if tokio::time::timeout(timeout, work).await.is_err() {
+            tracing::warn!(
+                "trace flush did not finish within {} ms",
+                timeout.as_millis()
+            );
+        }
+        for (name, dropped) in self.trace_dropped() {
+            crate::store::state::record_trace_dropped(&self.home, &name, dropped);
+        }
+    }
+
+    fn forwarders(&self) -> Vec<Arc<Forwarder>> {
+        self.table
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .forwarders
+            .clone()
+    }
+}
