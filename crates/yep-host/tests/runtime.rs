@@ -877,3 +877,113 @@ async fn a_million_events_never_block_emit_the_drops_are_counted_and_flush_deliv
     );
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn skills_are_listed_with_their_scope_and_an_escaping_file_is_refused() {
+    let w = World::new();
+    // Build the package by hand: skills/ must ship inside it.
+    let pkg = w.dir.path().join("src/skilled");
+    std::fs::create_dir_all(pkg.join("skills/forecast")).unwrap();
+    std::fs::create_dir_all(pkg.join("skills/evil")).unwrap();
+    std::fs::write(
+        pkg.join("skills/forecast/SKILL.md"),
+        "---\nname: forecast\ndescription: Read a forecast\n---\nLook at the sky.\n",
+    )
+    .unwrap();
+    let outside = w.dir.path().join("outside.md");
+    std::fs::write(&outside, "---\nname: stolen\n---\n").unwrap();
+    std::os::unix::fs::symlink(&outside, pkg.join("skills/evil/SKILL.md")).unwrap();
+    std::fs::write(
+        pkg.join("plugin.json"),
+        json!({"name": "skilled", "yolop": {"skills": true}}).to_string(),
+    )
+    .unwrap();
+    w.home
+        .install(
+            pkg.to_str().unwrap(),
+            &InstallOptions::default(),
+            &mut AlwaysYes,
+        )
+        .unwrap();
+    w.home.set_enabled("skilled", true).unwrap();
+    let host = w.host(quick()).await;
+    let skills = host.skills();
+    assert_eq!(skills.len(), 1, "{skills:?}");
+    assert_eq!(
+        (
+            skills[0].name.as_str(),
+            skills[0].description.as_str(),
+            skills[0].scope.as_str()
+        ),
+        ("forecast", "Read a forecast", "ext:skilled")
+    );
+    assert!(
+        skills[0]
+            .path
+            .starts_with(w.home.package_dir("skilled").canonicalize().unwrap())
+    );
+    assert!(
+        host.read_skill("ext:skilled", "forecast")
+            .unwrap()
+            .contains("Look at the sky.")
+    );
+    assert!(host.read_skill("ext:skilled", "stolen").is_none());
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|w| w.contains("points outside the package")),
+        "{:?}",
+        host.warnings()
+    );
+}
+
+#[tokio::test]
+async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_workspace() {
+    let w = World::new();
+    let facet = json!({
+        "mcpServers": {
+            "search": {"command": "search-mcp", "args": ["--key", "${api_key}", "--home", "${HOME}"]},
+            "remote": {"type": "http", "url": "https://mcp.example/${api_key}"},
+            "docs": {"command": "docs-mcp"},
+            "broken": {"type": "http"}
+        },
+        "config_schema": {"type": "object", "properties": {"api_key": {"type": "string", "secret": true}}}
+    });
+    w.add("kit", facet, json!({}));
+    let manifest = yep_host::Manifest::load(&w.home.package_dir("kit")).unwrap();
+    yep_host::store::config::set_secret(
+        &w.home,
+        &manifest,
+        "api_key",
+        &yep_host::store::config::Secret::new("k3y"),
+    )
+    .unwrap();
+    std::fs::write(w.dir.path().join(".mcp.json"), json!({"mcpServers": {"kit__docs": {"command": "my-own-docs"}, "local": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}).to_string()).unwrap();
+    let host = w.host(quick()).await;
+    let servers = host.mcp_servers();
+    assert_eq!(
+        servers.keys().collect::<Vec<_>>(),
+        ["kit__docs", "kit__remote", "kit__search", "local"]
+    );
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert_eq!(
+        servers["kit__search"].args,
+        ["--key", "k3y", "--home", home.as_str()]
+    );
+    assert_eq!(
+        servers["kit__remote"].url.as_deref(),
+        Some("https://mcp.example/k3y")
+    );
+    assert_eq!(
+        servers["kit__docs"].command.as_deref(),
+        Some("my-own-docs"),
+        "the workspace overrides by name"
+    );
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|w| w.contains("skipping MCP server `broken`")),
+        "{:?}",
+        host.warnings()
+    );
+}

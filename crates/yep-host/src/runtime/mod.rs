@@ -2,11 +2,13 @@
 //! around every tool call, prompt text, slash commands, a status line and questions, each held
 //! to what the manifest approved (D4): the handshake can only narrow it.
 
+mod contrib;
 mod events;
 mod hooks;
 mod prompt;
 mod trace;
 
+pub use contrib::{Skill, expand};
 pub use events::{AskSink, StatusEntry, StatusSink};
 pub use hooks::{PreDecision, glob_matches};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};

@@ -1,0 +1,230 @@
+//! The declarative contributions of enabled extensions: skills (read-only `SKILL.md` files)
+//! and MCP servers (from the manifest only, merged under the workspace's `.mcp.json`).
+
+use super::ExtensionHost;
+use crate::manifest::McpServer;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One skill an extension ships.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    /// `ext:<name>`.
+    pub scope: String,
+    pub extension: String,
+    /// The `SKILL.md` file, inside the package.
+    pub path: PathBuf,
+}
+
+/// `name:` and `description:` from a `---` front matter block.
+fn front_matter(text: &str) -> (Option<String>, Option<String>) {
+    let mut lines = text.lines();
+    if lines.next().map(str::trim) != Some("---") {
+        return (None, None);
+    }
+    let (mut name, mut description) = (None, None);
+    for line in lines {
+        if line.trim() == "---" {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            let v = v.trim().trim_matches(['"', '\'']).to_string();
+            match k.trim() {
+                "name" => name = Some(v),
+                "description" => description = Some(v),
+                _ => {}
+            }
+        }
+    }
+    (name, description)
+}
+
+/// `SKILL.md` files under `dir`, at most three levels down.
+fn skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        if path.is_dir() && depth < 3 {
+            skill_files(&path, depth + 1, out);
+        } else if e.file_name() == "SKILL.md" {
+            out.push(path);
+        }
+    }
+}
+
+/// A server's `${VAR}` references, expanded from `vars`; unknown ones become empty.
+pub fn expand(text: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        match rest[start + 2..].find('}') {
+            Some(end) => {
+                let name = &rest[start + 2..start + 2 + end];
+                out.push_str(&vars(name).unwrap_or_default());
+                rest = &rest[start + 3 + end..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+impl ExtensionHost {
+    /// The skills of enabled extensions that declare `skills`. A file that resolves outside
+    /// its package (a symlink out) is refused with a warning.
+    pub fn skills(&self) -> Vec<Skill> {
+        let mut out = Vec::new();
+        for l in self.loaded().iter().filter(|l| l.manifest.yolop.skills) {
+            let package = self.home.package_dir(&l.name);
+            let Ok(root) = package.canonicalize() else {
+                continue;
+            };
+            let mut files = Vec::new();
+            skill_files(&root.join("skills"), 0, &mut files);
+            for file in files {
+                let inside = file
+                    .canonicalize()
+                    .is_ok_and(|real| real.starts_with(&root));
+                if !inside {
+                    self.warn(format!(
+                        "extension `{}`: refusing skill {}, which points outside the package",
+                        l.name,
+                        file.display()
+                    ));
+                    continue;
+                }
+                let text = std::fs::read_to_string(&file).unwrap_or_default();
+                let (name, description) = front_matter(&text);
+                let fallback = file
+                    .parent()
+                    .and_then(Path::file_name)
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                out.push(Skill {
+                    name: name.unwrap_or(fallback),
+                    description: description.unwrap_or_default(),
+                    scope: format!("ext:{}", l.name),
+                    extension: l.name.clone(),
+                    path: file,
+                });
+            }
+        }
+        out
+    }
+
+    /// A skill's text, by `scope` and name. Read-only: there is no write path.
+    pub fn read_skill(&self, scope: &str, name: &str) -> Option<String> {
+        let skill = self
+            .skills()
+            .into_iter()
+            .find(|s| s.scope == scope && s.name == name)?;
+        std::fs::read_to_string(skill.path).ok()
+    }
+
+    /// MCP servers: every enabled extension's `mcpServers` as `<ext>__<server>` (from the
+    /// manifest only; a malformed entry is skipped with a warning), `${VAR}` expanded from the
+    /// environment and the extension's secrets, then the workspace's `.mcp.json`, whose
+    /// entries override by name.
+    pub fn mcp_servers(&self) -> BTreeMap<String, McpServer> {
+        let mut out = BTreeMap::new();
+        for l in self.loaded() {
+            let secrets = crate::store::config::secrets(&self.home, &l.name).unwrap_or_default();
+            let vars = |name: &str| {
+                secrets
+                    .get(name)
+                    .map(|s| s.expose().to_string())
+                    .or_else(|| std::env::var(name).ok())
+            };
+            for (server, spec) in &l.manifest.yolop.mcp_servers {
+                let shape_ok = match spec.transport.as_str() {
+                    "stdio" => {
+                        spec.command.as_deref().is_some_and(|c| !c.is_empty()) && spec.url.is_none()
+                    }
+                    "http" => {
+                        spec.url.as_deref().is_some_and(|u| !u.is_empty()) && spec.command.is_none()
+                    }
+                    _ => false,
+                };
+                if !shape_ok {
+                    self.warn(format!("extension `{}`: skipping MCP server `{server}`: a stdio server needs `command` (and no `url`), an http one `url` (and no `command`)", l.name));
+                    continue;
+                }
+                let mut spec = spec.clone();
+                spec.command = spec.command.map(|c| expand(&c, &vars));
+                spec.args = spec.args.iter().map(|a| expand(a, &vars)).collect();
+                spec.url = spec.url.map(|u| expand(&u, &vars));
+                spec.env = spec
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), expand(v, &vars)))
+                    .collect();
+                spec.headers = spec
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), expand(v, &vars)))
+                    .collect();
+                out.insert(format!("{}__{server}", l.name), spec);
+            }
+        }
+        let workspace = self.session.workspace_root.join(".mcp.json");
+        if let Ok(text) = std::fs::read_to_string(&workspace) {
+            match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(doc) => {
+                    for (name, spec) in doc
+                        .get("mcpServers")
+                        .and_then(|m| m.as_object())
+                        .into_iter()
+                        .flatten()
+                    {
+                        match serde_json::from_value::<McpServer>(spec.clone()) {
+                            Ok(spec) => {
+                                out.insert(name.clone(), spec);
+                            }
+                            Err(e) => self.warn(format!(
+                                "{}: skipping MCP server `{name}`: {e}",
+                                workspace.display()
+                            )),
+                        }
+                    }
+                }
+                Err(e) => self.warn(format!("failed to read {}: {e}", workspace.display())),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn front_matter_gives_name_and_description() {
+        let (n, d) = front_matter(
+            "---\nname: forecast\ndescription: \"How to read a forecast\"\n---\n# body",
+        );
+        assert_eq!(n.as_deref(), Some("forecast"));
+        assert_eq!(d.as_deref(), Some("How to read a forecast"));
+        assert_eq!(front_matter("# no front matter"), (None, None));
+    }
+
+    #[test]
+    fn vars_expand_and_unknown_ones_are_empty() {
+        let vars = |n: &str| (n == "TOKEN").then(|| "t0k".to_string());
+        assert_eq!(expand("Bearer ${TOKEN}", &vars), "Bearer t0k");
+        assert_eq!(expand("${NOPE}-x", &vars), "-x");
+        assert_eq!(expand("${unterminated", &vars), "${unterminated");
+    }
+}
