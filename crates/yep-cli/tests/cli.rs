@@ -317,3 +317,60 @@ fn session_at_a_terminal_reads_lines_and_shows_results() {
     );
     assert!(home.path().join("session_history").is_file());
 }
+
+#[test]
+fn session_lists_a_contributed_mcp_server_and_its_tools_through_rmcp() {
+    let home = tempfile::tempdir().unwrap();
+    let rmcp_server =
+        std::path::Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-bench-rmcp");
+    assert!(
+        rmcp_server.is_file(),
+        "{} is missing: run `cargo test --workspace`",
+        rmcp_server.display()
+    );
+    let pkg = home.path().join("mcp-pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let manifest =
+        json!({"name": "kit", "yolop": {"mcpServers": {"echo": {"command": rmcp_server}}}});
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    assert!(
+        yep(home.path(), &["install", pkg.to_str().unwrap(), "--yes"])
+            .status
+            .success()
+    );
+    assert!(yep(home.path(), &["enable", "kit"]).status.success());
+    #[allow(clippy::disallowed_methods)]
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["session", "--json"])
+        .env("YEP_HOME", home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"mcp\nmcp list-tools kit__echo\nmcp list-tools nope\nquit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["mcp"]["kit__echo"]["command"], json!(rmcp_server));
+    assert_eq!(
+        lines[1],
+        json!({"mcp_tools": ["echo"]}),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        lines[2]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no MCP server named `nope`")
+    );
+}

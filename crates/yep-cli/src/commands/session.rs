@@ -35,7 +35,7 @@ impl AskSink for Scripted {
     }
 }
 
-const HELP: &str = "commands: tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | commands | command <ext:name> [args] | status | reload <name> | enable <name> | disable <name> | quit";
+const HELP: &str = "commands: tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | commands | command <ext:name> [args] | status | skills | mcp | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
@@ -213,6 +213,12 @@ async fn execute(host: &Arc<ExtensionHost>, line: &str, turn: &mut u64, interact
         "status" => {
             Step::Out(json!({ "status": host.status(), "trace_dropped": host.trace_dropped() }))
         }
+        "skills" => Step::Out(json!({ "skills": host.skills() })),
+        "mcp" if first == "list-tools" => match mcp_list_tools(host, tail).await {
+            Ok(tools) => Step::Out(json!({ "mcp_tools": tools })),
+            Err(e) => err(format!("{e:#}")),
+        },
+        "mcp" => Step::Out(json!({ "mcp": host.mcp_servers() })),
         "reload" => ok_or(host.reload(first).await),
         "enable" => ok_or(host.activate(first).await),
         "disable" => ok_or(host.deactivate(first).await),
@@ -225,4 +231,37 @@ fn ok_or(r: Result<(), yep_host::HostError>) -> Step {
         Ok(()) => json!({ "ok": true }),
         Err(e) => json!({ "error": e.to_string() }),
     })
+}
+
+/// Connect to a contributed stdio MCP server through rmcp and list its tools' names.
+async fn mcp_list_tools(host: &ExtensionHost, server: &str) -> anyhow::Result<Vec<String>> {
+    use anyhow::Context;
+    use rmcp::ServiceExt;
+    let servers = host.mcp_servers();
+    let spec = servers
+        .get(server)
+        .with_context(|| format!("no MCP server named `{server}` (see `mcp`)"))?;
+    let command = match (spec.transport.as_str(), &spec.command) {
+        ("stdio", Some(command)) => command,
+        _ => anyhow::bail!(
+            "`{server}` is an {} server; only stdio servers can be listed here",
+            spec.transport
+        ),
+    };
+    #[allow(clippy::disallowed_methods)] // rmcp's child-process transport takes a Command
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(&spec.args).envs(&spec.env);
+    let transport = rmcp::transport::TokioChildProcess::new(cmd)
+        .with_context(|| format!("failed to start `{command}`"))?;
+    let client = ()
+        .serve(transport)
+        .await
+        .with_context(|| format!("MCP handshake with `{server}` failed"))?;
+    let tools = client
+        .peer()
+        .list_all_tools()
+        .await
+        .with_context(|| format!("listing the tools of `{server}` failed"));
+    let _ = client.cancel().await;
+    Ok(tools?.into_iter().map(|t| t.name.to_string()).collect())
 }
