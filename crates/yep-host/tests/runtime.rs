@@ -530,7 +530,7 @@ async fn reload_respawns_and_activate_deactivate_apply_live_and_persist() {
         "the server ran with its log in the home"
     );
     assert!(host.tools().iter().all(|t| t.name != "l"));
-    host.activate("later").await.unwrap();
+    assert!(host.activate("later").await.unwrap().is_empty());
     assert_eq!(
         host.call_tool("l", json!({}), None, None).await.unwrap()["tool"],
         "l"
@@ -986,4 +986,70 @@ async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_work
         "{:?}",
         host.warnings()
     );
+}
+
+struct Answers(Mutex<Vec<(UiAskParams, &'static str)>>);
+impl AskSink for Answers {
+    fn ask(&self, _: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+        let mut script = self.0.lock().unwrap();
+        let answer = match params.prompt.split('.').nth(1).unwrap_or("") {
+            p if p.starts_with("region") => "us",
+            p if p.starts_with("token") => "typed-token",
+            _ => "",
+        };
+        script.push((params, answer));
+        Box::pin(async move {
+            if answer.is_empty() {
+                UiAskResult::cancelled()
+            } else {
+                UiAskResult::answered(answer)
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn activate_asks_for_unset_required_fields_by_kind() {
+    let w = World::new();
+    let mut schema = configurable();
+    schema["config_schema"]["required"] = json!(["token", "region"]);
+    w.add("conf2", schema, json!({"tools": ["config", "probe"]}));
+    w.home.set_enabled("conf2", false).unwrap();
+    let answers = Arc::new(Answers(Mutex::default()));
+    struct Shared(Arc<Answers>);
+    impl AskSink for Shared {
+        fn ask(&self, e: &str, p: UiAskParams) -> BoxFuture<UiAskResult> {
+            self.0.ask(e, p)
+        }
+    }
+    let opts = HostOptions {
+        ask_sink: Some(Arc::new(Shared(answers.clone()))),
+        ..quick()
+    };
+    let host = w.host(opts).await;
+    assert!(host.activate("conf2").await.unwrap().is_empty());
+    let asked = answers.0.lock().unwrap().clone();
+    let region = asked
+        .iter()
+        .find(|(p, _)| p.prompt.starts_with("conf2.region"))
+        .expect("region asked");
+    assert_eq!(region.0.options, ["eu", "us"], "an enum is a selector");
+    assert!(!region.0.secret);
+    let token = asked
+        .iter()
+        .find(|(p, _)| p.prompt.starts_with("conf2.token"))
+        .expect("token asked");
+    assert!(token.0.secret, "a secret is asked masked");
+    let seen = host
+        .call_tool("config", json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(seen, json!({"region": "us"}));
+    assert_eq!(
+        host.call_tool("probe", json!({"env_var": "FIXTURE_TOKEN"}), None, None)
+            .await
+            .unwrap(),
+        json!({"env": "typed-token"})
+    );
+    host.shutdown().await;
 }

@@ -220,7 +220,11 @@ async fn execute(host: &Arc<ExtensionHost>, line: &str, turn: &mut u64, interact
         },
         "mcp" => Step::Out(json!({ "mcp": host.mcp_servers() })),
         "reload" => ok_or(host.reload(first).await),
-        "enable" => ok_or(host.activate(first).await),
+        "enable" => match host.activate(first).await {
+            Ok(missing) if missing.is_empty() => Step::Out(json!({ "ok": true })),
+            Ok(missing) => Step::Out(json!({ "ok": true, "setup_incomplete": missing })),
+            Err(e) => err(e.to_string()),
+        },
         "disable" => ok_or(host.deactivate(first).await),
         other => err(format!("unknown command `{other}`; {HELP}")),
     }

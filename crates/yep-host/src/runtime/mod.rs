@@ -567,11 +567,15 @@ impl ExtensionHost {
         Ok(())
     }
 
-    /// Enable an extension for this session from the next turn on, and in settings.
-    pub async fn activate(&self, name: &str) -> Result<(), HostError> {
+    /// Enable an extension for this session from the next turn on, and in settings. Required
+    /// config fields nobody set are asked for through the `AskSink` by kind (secret: masked,
+    /// `enum`: a selector, else free text). Returns the fields still missing (`setup_incomplete`).
+    pub async fn activate(&self, name: &str) -> Result<Vec<String>, HostError> {
         self.home.set_enabled(name, true)?;
+        let manifest = Manifest::load(&self.home.package_dir(name)).map_err(StoreError::from)?;
+        let missing = self.setup(name, &manifest).await?;
         if self.find(name).is_ok() {
-            return Ok(());
+            return Ok(missing);
         }
         let loaded = Arc::new(self.load(name).map_err(|why| {
             HostError::from(StoreError::Invalid(format!(
@@ -582,7 +586,46 @@ impl ExtensionHost {
         all.push(Arc::clone(&loaded));
         self.rebuild(all);
         self.start_eager(vec![loaded]).await;
-        Ok(())
+        Ok(missing)
+    }
+
+    /// Ask for unset required fields; store the answers. Returns what is still unset.
+    async fn setup(&self, name: &str, manifest: &Manifest) -> Result<Vec<String>, HostError> {
+        use crate::store::config;
+        let missing = config::missing_required(&self.home, manifest)?;
+        let Some(sink) = &self.opts.ask_sink else {
+            return Ok(missing.into_iter().map(|f| f.name).collect());
+        };
+        let mut still = Vec::new();
+        for f in missing {
+            let params = yep_protocol::UiAskParams {
+                prompt: format!(
+                    "{name}.{}{}",
+                    f.name,
+                    config::description(manifest, &f.name)
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default()
+                ),
+                secret: f.secret,
+                options: config::options(manifest, &f.name),
+                ..yep_protocol::UiAskParams::default()
+            };
+            let answer = sink.ask(name, params).await;
+            if answer.cancelled || answer.answer.is_empty() {
+                still.push(f.name);
+            } else if f.secret {
+                config::set_secret(
+                    &self.home,
+                    manifest,
+                    &f.name,
+                    &config::Secret::new(answer.answer),
+                )?;
+            } else {
+                let value = config::parse_value(manifest, &f.name, &answer.answer)?;
+                config::set_plain(&self.home, manifest, &f.name, value)?;
+            }
+        }
+        Ok(still)
     }
 
     /// Disable an extension for this session from the next turn on, and in settings.
