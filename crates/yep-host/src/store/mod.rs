@@ -623,7 +623,6 @@ impl Home {
         let _lock = self.lock()?;
         let lock = self.lockfile()?;
         let enabled = settings::enabled(&self.settings_path()).map_err(StoreError::Invalid)?;
-        let secrets = read_secret_keys(&self.connections_path());
         Ok(lock
             .extensions
             .iter()
@@ -663,14 +662,14 @@ impl Home {
                             .map(|h| h != entry.content_hash)
                             .unwrap_or(true)
                             && matches!(entry.source, LockSource::Path { link: true, .. });
-                        let set_secrets = secrets.get(&entry.name);
+                        let set_secrets = config::secrets(self, &entry.name).unwrap_or_default();
                         let plain = settings::config(&self.settings_path(), &entry.name)
                             .unwrap_or_default();
                         row.config = config_fields(&m)
                             .into_iter()
                             .map(|f| {
                                 let set = match f.secret {
-                                    true => set_secrets.is_some_and(|s| s.contains(&f.name)),
+                                    true => set_secrets.contains_key(&f.name),
                                     false => plain.get(&f.name).is_some_and(|v| !v.is_null()),
                                 };
                                 ConfigStatus {
@@ -734,26 +733,4 @@ pub fn command_resolves(command: &str, package: &Path) -> bool {
     }
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(command).is_file()))
-}
-
-/// Secret field names stored per extension in `connections.toml` (values are never read out).
-fn read_secret_keys(path: &Path) -> std::collections::HashMap<String, Vec<String>> {
-    let mut out = std::collections::HashMap::new();
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return out;
-    };
-    let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
-        return out;
-    };
-    for (key, item) in doc.iter() {
-        if let (Some(name), Some(table)) = (key.strip_prefix("ext:"), item.as_table_like()) {
-            let set: Vec<String> = table
-                .iter()
-                .filter(|(_, v)| v.as_str().is_some_and(|s| !s.trim().is_empty()))
-                .map(|(k, _)| k.to_string())
-                .collect();
-            out.insert(name.to_string(), set);
-        }
-    }
-    out
 }
