@@ -166,10 +166,12 @@ impl ExtensionHost {
                     if let Some(f) = &l.forwarder {
                         f.drained().await;
                     }
-                    if let Err(err) = l
-                        .ext
-                        .request_raw(yep_protocol::methods::SHUTDOWN, None)
-                        .await
+                    // A server that never started has nothing to flush.
+                    if l.ext.pid().is_some()
+                        && let Err(err) = l
+                            .ext
+                            .request_raw(yep_protocol::methods::SHUTDOWN, None)
+                            .await
                     {
                         tracing::debug!(extension = %l.name, "shutdown barrier failed: {err}");
                     }
