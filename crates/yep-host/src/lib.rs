@@ -10,6 +10,7 @@
 //! - [`store`]: the home: install, lock, update, enable, remove, list (no async needed).
 
 pub mod dialect;
+pub mod doctor;
 pub mod manifest;
 pub mod process;
 pub mod rpc;

@@ -101,7 +101,7 @@ impl ServerSpec {
 }
 
 /// Supervision tuning.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SupervisorOptions {
     /// Per-request timeout (`request_timeout_ms`); tool progress resets it.
     pub request_timeout: Duration,
@@ -116,6 +116,8 @@ pub struct SupervisorOptions {
     pub backoff_max: Duration,
     /// How long a lone call busy-polls for its answer before sleeping (`YEP_SPIN_US`).
     pub spin: Duration,
+    /// Sees every line on the wire (for `yep doctor`).
+    pub tap: Option<crate::rpc::Tap>,
 }
 
 impl Default for SupervisorOptions {
@@ -130,6 +132,7 @@ impl Default for SupervisorOptions {
             backoff_base: Duration::from_millis(250),
             backoff_max: Duration::from_secs(30),
             spin: crate::rpc::default_spin(),
+            tap: None,
         }
     }
 }
@@ -411,6 +414,7 @@ impl Extension {
                 label: spec.name.clone(),
                 max_frame_bytes: self.opts.max_frame_bytes,
                 spin: self.opts.spin,
+                tap: self.opts.tap.clone(),
             },
         )
         .map_err(|source| ExtensionError::Spawn {

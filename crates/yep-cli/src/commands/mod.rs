@@ -3,6 +3,7 @@
 pub mod call;
 pub mod config;
 pub mod demo;
+pub mod doctor;
 pub mod install;
 pub mod manage;
 mod prompt;

@@ -104,8 +104,11 @@ impl CallOptions {
     }
 }
 
+/// Sees every line on the wire (`true`: sent by the host), for conformance checks.
+pub type Tap = Arc<dyn Fn(bool, &[u8]) + Send + Sync>;
+
 /// Connection tuning.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConnectionOptions {
     /// Label for logs and errors (the extension name).
     pub label: String,
@@ -113,6 +116,8 @@ pub struct ConnectionOptions {
     pub max_frame_bytes: usize,
     /// How long a lone caller busy-polls a pipe for its answer before sleeping (pipes only).
     pub spin: Duration,
+    /// Called with every line read or written (off the hot path unless set).
+    pub tap: Option<Tap>,
 }
 
 impl Default for ConnectionOptions {
@@ -121,7 +126,18 @@ impl Default for ConnectionOptions {
             label: "extension".into(),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             spin: default_spin(),
+            tap: None,
         }
+    }
+}
+
+impl std::fmt::Debug for ConnectionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionOptions")
+            .field("label", &self.label)
+            .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("spin", &self.spin)
+            .finish()
     }
 }
 
@@ -165,6 +181,7 @@ struct Inner {
     handler: Arc<dyn Handler>,
     /// The read side, when it is a pipe a caller may busy-poll.
     pipe: Option<pipe::PipeInput>,
+    tap: Option<Tap>,
 }
 
 /// A live, multiplexed connection to one server. Cheap to clone.
@@ -237,6 +254,7 @@ impl Connection {
                 closing: CancellationToken::new(),
                 handler,
                 pipe,
+                tap: opts.tap.clone(),
             }),
         }
     }
@@ -300,6 +318,9 @@ impl Connection {
                 "the connection is closed for writing".into(),
             ));
         };
+        if let Some(tap) = &self.inner.tap {
+            tap(true, line.as_bytes());
+        }
         let mut bytes = line.into_bytes();
         bytes.push(b'\n');
         let mut torn = TornWrite {
@@ -491,6 +512,9 @@ impl Connection {
     /// Route one line from the server. Runs on whoever reads: the reader task or a spinning
     /// caller.
     fn dispatch(&self, line: &[u8]) {
+        if let Some(tap) = &self.inner.tap {
+            tap(false, line);
+        }
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }

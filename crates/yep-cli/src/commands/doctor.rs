@@ -1,0 +1,69 @@
+//! `yep doctor <name|dir> [--json]`: spawn a server as the runtime does and grade it.
+
+use crate::output::stdout_line;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use yep_host::doctor::{self, Status};
+use yep_host::store::{Home, config};
+use yep_host::{Manifest, ServerSpec};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// An installed extension's name, or a package directory.
+    target: String,
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
+    let dir = PathBuf::from(&args.target);
+    let installed = !dir.is_dir() && home.lockfile()?.get(&args.target).is_some();
+    let package = if installed {
+        home.package_dir(&args.target)
+    } else {
+        std::fs::canonicalize(&dir).map_err(|e| {
+            anyhow::anyhow!(
+                "{} is neither an installed extension nor a package directory: {e}",
+                args.target
+            )
+        })?
+    };
+    let manifest = Manifest::load(&package)?;
+    let cwd = std::env::current_dir()?;
+    let mut spec =
+        ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir()).ok_or_else(|| {
+            anyhow::anyhow!(
+                "`{}` declares no capability server: nothing to check",
+                manifest.name
+            )
+        })?;
+    if installed {
+        // As the runtime spawns it: its config, and its secrets as env.
+        let (plain, env) = config::server_inputs(home, &manifest)?;
+        spec.config = plain;
+        spec.env = env;
+    }
+    let report = doctor::run(&manifest, spec).await;
+    if args.json {
+        stdout_line(&serde_json::to_string_pretty(&report)?);
+    } else {
+        for c in &report.checks {
+            let mark = match c.status {
+                Status::Pass => "pass",
+                Status::Warn => "WARN",
+                Status::Fail => "FAIL",
+            };
+            stdout_line(&format!("{mark}  {:<16} {}", c.name, c.detail));
+        }
+        stdout_line(if report.ok {
+            "ok: no failures"
+        } else {
+            "failed: see FAIL above"
+        });
+    }
+    Ok(if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

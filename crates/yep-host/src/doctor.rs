@@ -1,0 +1,398 @@
+//! `yep doctor`: spawn a server as the runtime would and grade it against its manifest and the
+//! protocol, including validating every message it sent against `schema/yep/v1/schema.json`.
+
+use crate::dialect::yep::NoEvents;
+use crate::manifest::{HookEvent, Manifest};
+use crate::rpc::Tap;
+use crate::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use yep_protocol::{ErrorCode, HookFireParams, Message};
+
+/// The committed payload schema, which every server message must satisfy.
+pub const SCHEMA_JSON: &str = include_str!("../../../schema/yep/v1/schema.json");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub status: Status,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub ok: bool,
+    pub checks: Vec<Check>,
+}
+
+#[derive(Default)]
+struct Grader {
+    checks: Vec<Check>,
+}
+
+impl Grader {
+    fn add(&mut self, name: &str, status: Status, detail: impl Into<String>) {
+        self.checks.push(Check {
+            name: name.into(),
+            status,
+            detail: detail.into(),
+        });
+    }
+
+    fn done(self) -> Report {
+        Report {
+            ok: self.checks.iter().all(|c| c.status != Status::Fail),
+            checks: self.checks,
+        }
+    }
+}
+
+/// Every line the server wrote, and the method of every request the host sent (by id).
+#[derive(Default)]
+struct Recording {
+    received: Vec<Vec<u8>>,
+    sent: HashMap<u64, String>,
+}
+
+/// A name that `glob` matches.
+fn probe_tool(glob: &str) -> String {
+    if glob == "*" {
+        "doctor_probe".into()
+    } else {
+        glob.replace('*', "x")
+    }
+}
+
+/// Grade the server of `manifest` (already spawn-ready in `spec`).
+pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
+    let mut r = Grader::default();
+    let recording = Arc::new(Mutex::new(Recording::default()));
+    let rec = Arc::clone(&recording);
+    let tap: Tap = Arc::new(move |sent: bool, line: &[u8]| {
+        let mut rec = rec.lock().unwrap_or_else(|p| p.into_inner());
+        if sent {
+            if let Ok(Message::Request(req)) = Message::parse(line) {
+                rec.sent.insert(req.id, req.method);
+            }
+        } else {
+            rec.received.push(line.to_vec());
+        }
+    });
+    spec.session_id = "doctor".into();
+    let opts = SupervisorOptions {
+        tap: Some(tap),
+        request_timeout: Duration::from_secs(10),
+        handshake_timeout: Duration::from_secs(10),
+        grace: Duration::from_secs(2),
+        ..SupervisorOptions::default()
+    };
+    let ext = Extension::new(spec, opts, Arc::new(NoEvents));
+
+    let started = Instant::now();
+    let init = match ext.handshake().await {
+        Ok(init) => init,
+        Err(err @ ExtensionError::Spawn { .. }) => {
+            r.add("spawn", Status::Fail, err.to_string());
+            return r.done();
+        }
+        Err(err) => {
+            r.add("spawn", Status::Pass, "started");
+            r.add("handshake", Status::Fail, err.to_string());
+            ext.stop().await;
+            check_stream(&mut r, &recording);
+            return r.done();
+        }
+    };
+    let startup = started.elapsed();
+    r.add("spawn", Status::Pass, "started");
+    r.add(
+        "handshake",
+        Status::Pass,
+        format!("initialize answered; YEP {}", init.protocol_version),
+    );
+    r.add(
+        "protocol_version",
+        Status::Pass,
+        format!(
+            "{} is compatible with {}",
+            init.protocol_version,
+            yep_protocol::PROTOCOL_VERSION
+        ),
+    );
+    if !init.name.is_empty() && init.name != manifest.name {
+        r.add(
+            "name",
+            Status::Warn,
+            format!(
+                "the server calls itself `{}`, the manifest `{}` (the manifest wins)",
+                init.name, manifest.name
+            ),
+        );
+    } else {
+        r.add("name", Status::Pass, manifest.name.clone());
+    }
+
+    // Tools: the handshake may only narrow the manifest.
+    let served: Vec<String> = init
+        .capability_params
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    let widened: Vec<&str> = served
+        .iter()
+        .filter(|t| manifest.tool(t).is_none())
+        .map(String::as_str)
+        .collect();
+    let unserved: Vec<&str> = manifest
+        .yolop
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|t| !served.iter().any(|s| s == t))
+        .collect();
+    if !widened.is_empty() {
+        r.add(
+            "tools",
+            Status::Fail,
+            format!(
+                "serves tools the manifest does not declare: {}",
+                widened.join(", ")
+            ),
+        );
+    } else if !unserved.is_empty() {
+        r.add(
+            "tools",
+            Status::Warn,
+            format!("declared but not served: {}", unserved.join(", ")),
+        );
+    } else {
+        r.add(
+            "tools",
+            Status::Pass,
+            format!("{} served, all declared", served.len()),
+        );
+    }
+
+    // Prompt consistency.
+    let f = &manifest.yolop;
+    let offers_static = init
+        .capability_params
+        .prompt
+        .as_ref()
+        .is_some_and(|p| !p.static_text.trim().is_empty());
+    let offers_dynamic = init.capabilities.iter().any(|c| c == "dynamic_prompt");
+    match (f.prompt || f.dynamic_prompt, offers_static || offers_dynamic) {
+        (false, true) => r.add("prompt", Status::Warn, "the server offers prompt text, but the manifest declares neither prompt nor dynamic_prompt (it will be ignored)"),
+        (true, false) if f.prompt && !f.dynamic_prompt => r.add("prompt", Status::Warn, "the manifest declares prompt, but the handshake carries no static text"),
+        _ => r.add("prompt", Status::Pass, "consistent with the manifest"),
+    }
+
+    // Hooks: a synthetic fire per subscription, within its timeout.
+    if f.hooks.is_empty() {
+        r.add("hooks", Status::Pass, "none declared");
+    } else {
+        let mut problems = Vec::new();
+        for h in &f.hooks {
+            let event = match h.event {
+                HookEvent::PreToolUse => "pre_tool_use",
+                HookEvent::PostToolUse => "post_tool_use",
+            };
+            let params = HookFireParams {
+                event: event.into(),
+                tool_name: probe_tool(&h.tool_name_glob),
+                args: json!({"doctor": true}),
+                result: (h.event == HookEvent::PostToolUse).then(|| json!({})),
+            };
+            if let Err(err) = ext
+                .fire_hook(&params, Duration::from_millis(h.timeout_ms))
+                .await
+            {
+                problems.push(format!("{event} on {}: {err}", h.tool_name_glob));
+            }
+        }
+        if problems.is_empty() {
+            r.add(
+                "hooks",
+                Status::Pass,
+                format!(
+                    "{} subscription(s) answered within their timeout_ms",
+                    f.hooks.len()
+                ),
+            );
+        } else {
+            r.add("hooks", Status::Fail, problems.join("; "));
+        }
+    }
+
+    // Dynamic prompt within its budget.
+    if f.dynamic_prompt {
+        match ext.prompt_contribution_within(Duration::from_secs(2)).await {
+            Ok(p) => r.add(
+                "dynamic_prompt",
+                Status::Pass,
+                format!("{} bytes within 2 s", p.text.len()),
+            ),
+            Err(err) => r.add("dynamic_prompt", Status::Fail, err.to_string()),
+        }
+    }
+
+    // Cancel of an unknown id is benign.
+    match ext
+        .request_raw("cancel", Some(&json!({"id": 987_654_321u64})))
+        .await
+    {
+        Ok(v) if v == json!({"cancelled": false}) => r.add(
+            "cancel",
+            Status::Pass,
+            "cancel of an unknown id answers {cancelled:false}",
+        ),
+        Ok(v) => r.add(
+            "cancel",
+            Status::Fail,
+            format!("cancel of an unknown id answered {v}, not {{\"cancelled\":false}}"),
+        ),
+        Err(e)
+            if e.remote()
+                .is_some_and(|e| e.code == ErrorCode::METHOD_NOT_FOUND) =>
+        {
+            r.add(
+                "cancel",
+                Status::Warn,
+                "the server does not support cancel (-32601): calls cannot be stopped early",
+            )
+        }
+        Err(e) => r.add("cancel", Status::Fail, e.to_string()),
+    }
+
+    // Config push.
+    match ext.request_raw("config/changed", Some(&json!({"config": Value::Null}))).await {
+        Ok(v) => r.add("config_push", Status::Pass, format!("config/changed answered {v}")),
+        Err(e) if e.remote().is_some_and(|e| e.code == ErrorCode::METHOD_NOT_FOUND) => r.add("config_push", Status::Warn, "the server does not support config/changed (-32601): every config change restarts it"),
+        Err(e) => r.add("config_push", Status::Fail, e.to_string()),
+    }
+
+    ext.stop().await;
+    check_stream(&mut r, &recording);
+    let ms = startup.as_secs_f64() * 1000.0;
+    let status = if startup > Duration::from_secs(2) {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    r.add(
+        "startup",
+        status,
+        format!("spawn + handshake in {ms:.1} ms"),
+    );
+    r.done()
+}
+
+/// Stdout hygiene and schema validation over everything the server wrote.
+fn check_stream(r: &mut Grader, recording: &Mutex<Recording>) {
+    let rec = recording.lock().unwrap_or_else(|p| p.into_inner());
+    let mut stray = Vec::new();
+    let mut invalid = Vec::new();
+    let schema: Value = serde_json::from_str(SCHEMA_JSON).unwrap_or_default();
+    let mut validators: HashMap<String, Option<jsonschema::Validator>> = HashMap::new();
+    let mut validate = |what: &str, pointer: &str, value: &Value, invalid: &mut Vec<String>| {
+        let validator = validators.entry(pointer.to_string()).or_insert_with(|| {
+            let target = schema.pointer(pointer)?.clone();
+            let mut doc = schema.clone();
+            let obj = doc.as_object_mut()?;
+            obj.retain(|k, _| k == "$defs" || k == "$schema");
+            if let Value::Object(t) = target {
+                obj.extend(t);
+            }
+            jsonschema::validator_for(&doc).ok()
+        });
+        if let Some(v) = validator
+            && let Some(e) = v.iter_errors(value).next()
+        {
+            invalid.push(format!("{what}: {e}"));
+        }
+    };
+    for line in &rec.received {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match Message::parse(line) {
+            Err(_) => stray.push(String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned()),
+            Ok(Message::Response(resp)) => {
+                let method = rec.sent.get(&resp.id).cloned().unwrap_or_default();
+                match &resp.result {
+                    Ok(v) => {
+                        if schema
+                            .pointer(&format!("/messages/{}/result", method.replace('/', "~1")))
+                            .is_some()
+                        {
+                            validate(
+                                &format!("{method} result"),
+                                &format!("/messages/{}/result", method.replace('/', "~1")),
+                                v,
+                                &mut invalid,
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        let v = serde_json::to_value(e).unwrap_or_default();
+                        validate(&format!("{method} error"), "/error", &v, &mut invalid);
+                    }
+                }
+            }
+            Ok(Message::Notification(n)) => {
+                let p = format!("/messages/{}/params", n.method.replace('/', "~1"));
+                if schema.pointer(&p).is_some() {
+                    validate(&format!("{} params", n.method), &p, &n.params, &mut invalid);
+                }
+            }
+            Ok(Message::Request(req)) => {
+                let p = format!("/messages/{}/params", req.method.replace('/', "~1"));
+                if schema.pointer(&p).is_some() {
+                    validate(
+                        &format!("{} params", req.method),
+                        &p,
+                        &req.params,
+                        &mut invalid,
+                    );
+                }
+            }
+        }
+    }
+    if stray.is_empty() {
+        r.add(
+            "stdout",
+            Status::Pass,
+            format!("{} lines, all protocol", rec.received.len()),
+        );
+    } else {
+        r.add(
+            "stdout",
+            Status::Fail,
+            format!(
+                "non-protocol output on stdout (log to stderr instead): {:?}",
+                stray
+            ),
+        );
+    }
+    if invalid.is_empty() {
+        r.add(
+            "schema",
+            Status::Pass,
+            "every message matches schema/yep/v1/schema.json",
+        );
+    } else {
+        r.add("schema", Status::Fail, invalid.join("; "));
+    }
+}
