@@ -45,6 +45,8 @@ enum Command {
     List(commands::manage::ListArgs),
     /// Show an extension server's stderr log.
     Logs(commands::manage::LogsArgs),
+    /// Scaffold a new extension package (Python, TypeScript or Rust).
+    New(commands::new::Args),
     /// Spawn an extension's server as the runtime would and grade it (conformance).
     Doctor(commands::doctor::Args),
     /// Show or set an extension's plain config.
@@ -94,6 +96,7 @@ fn main() -> ExitCode {
             Command::Session(args) => commands::session::run(args, &home).await,
             Command::Config(cmd) => commands::config::config(cmd, &home),
             Command::Doctor(args) => commands::doctor::run(args, &home).await,
+            Command::New(args) => commands::new::run(args),
             Command::Secret(cmd) => commands::config::secret(cmd, &home),
             Command::ServeExampleEcho => unreachable!("handled above"),
         }

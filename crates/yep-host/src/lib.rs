@@ -15,6 +15,7 @@ pub mod manifest;
 pub mod process;
 pub mod rpc;
 pub mod runtime;
+pub mod scaffold;
 pub mod store;
 pub mod supervisor;
 

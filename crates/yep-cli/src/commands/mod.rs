@@ -6,5 +6,6 @@ pub mod demo;
 pub mod doctor;
 pub mod install;
 pub mod manage;
+pub mod new;
 mod prompt;
 pub mod session;

@@ -1,0 +1,247 @@
+//! The author's loop, end to end, in each language: `yep new`, edit the hook, install, doctor,
+//! then drive it in `yep session --json`.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn yep(home: &Path, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(args)
+        .env("YEP_HOME", home)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok(home: &Path, args: &[&str]) -> String {
+    let out = yep(home, args, "");
+    assert!(
+        out.status.success(),
+        "yep {args:?}:\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Replace `from` (which must be there) in the package's server source.
+fn edit(file: &Path, from: &str, to: &str) {
+    let src = std::fs::read_to_string(file).unwrap();
+    assert!(
+        src.contains(from),
+        "{} has no {from:?}:\n{src}",
+        file.display()
+    );
+    std::fs::write(file, src.replacen(from, to, 1)).unwrap();
+}
+
+fn author_loop(lang: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let name = format!("wx{lang}");
+    let out = ok(
+        &home,
+        &[
+            "new",
+            &name,
+            "--lang",
+            lang,
+            "--tool",
+            "forecast",
+            "--hook",
+            "pre_tool_use:*",
+            "--prompt",
+            "Use forecast for weather.",
+            "--command",
+            "hello",
+            "--status",
+            "--dir",
+            tmp.path().to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let made: Value = serde_json::from_str(&out).unwrap();
+    let dir = PathBuf::from(made["dir"].as_str().unwrap());
+    let server = dir.join(made["edit"].as_str().unwrap());
+    // A non-empty target is refused.
+    let again = yep(
+        &home,
+        &[
+            "new",
+            &name,
+            "--lang",
+            lang,
+            "--tool",
+            "t",
+            "--dir",
+            tmp.path().to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(
+        text(&again.stderr).contains("exists and is not empty"),
+        "{}",
+        text(&again.stderr)
+    );
+
+    // The one edit an author makes: block `git`.
+    match lang {
+        "python" => edit(
+            &server,
+            "    return None\n",
+            "    if \"git\" in str(params.get(\"args\", {}).get(\"command\", \"\")):\n        return block(\"git is not allowed here\")\n    return None\n",
+        ),
+        "typescript" => edit(
+            &server,
+            "  return undefined;\n",
+            "  if (String(params.args?.command ?? \"\").includes(\"git\")) return block(\"git is not allowed here\");\n  return undefined;\n",
+        ),
+        _ => edit(
+            &server,
+            "            let _ = fire;\n            HookDecision::allow()",
+            "            if fire.args.get(\"command\").and_then(Value::as_str).is_some_and(|c| c.contains(\"git\")) {\n                return HookDecision::block(\"git is not allowed here\");\n            }\n            HookDecision::allow()",
+        ),
+    }
+    if lang == "rust" {
+        // The printed build step, with a shared target dir so repeated runs stay quick.
+        let target = Path::new(env!("CARGO_BIN_EXE_yep"))
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("scaffold-e2e");
+        #[allow(clippy::disallowed_methods)]
+        let built = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "--release", "--manifest-path"])
+            .arg(dir.join("Cargo.toml"))
+            .env("CARGO_TARGET_DIR", &target)
+            .status()
+            .unwrap();
+        assert!(built.success(), "the Rust template did not build");
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::copy(
+            target.join(format!("release/{name}-server")),
+            dir.join(format!("bin/{name}-server")),
+        )
+        .unwrap();
+    }
+
+    ok(&home, &["install", dir.to_str().unwrap(), "--yes"]);
+    let doctor: Value = serde_json::from_str(&ok(&home, &["doctor", &name, "--json"])).unwrap();
+    assert_eq!(doctor["ok"], true, "{doctor:#}");
+    assert!(
+        doctor["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] == "pass"),
+        "{doctor:#}"
+    );
+    ok(&home, &["enable", &name]);
+
+    let script = format!(
+        "pre bash {{\"command\":\"git push\"}}\npre bash {{\"command\":\"ls\"}}\ncommand {name}:hello world\ncall forecast {{\"city\":\"Oslo\"}}\nprompt\nstatus\nquit\n"
+    );
+    let out = yep(&home, &["session", "--json"], &script);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["decision"], "block", "{lines:?}");
+    assert_eq!(lines[0]["reason"], "git is not allowed here");
+    assert_eq!(lines[1]["decision"], "allow", "{lines:?}");
+    assert_eq!(
+        lines[2],
+        json!({"success": true, "message": "hello: world"})
+    );
+    assert_eq!(lines[3]["result"]["args"], json!({"city": "Oslo"}));
+    assert!(
+        lines[4]["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("Use forecast for weather."),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines[5]["status"][&name]["text"],
+        format!("{name} ready"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn the_python_author_loop_works_end_to_end() {
+    author_loop("python");
+}
+
+#[test]
+fn the_typescript_author_loop_works_end_to_end() {
+    author_loop("typescript");
+}
+
+#[test]
+fn the_rust_author_loop_works_end_to_end() {
+    author_loop("rust");
+}
+
+#[test]
+fn new_refuses_bad_names_and_empty_packages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = yep(
+        tmp.path(),
+        &[
+            "new",
+            "no spaces",
+            "--tool",
+            "t",
+            "--dir",
+            tmp.path().to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(
+        text(&bad.stderr).contains("not a valid extension name"),
+        "{}",
+        text(&bad.stderr)
+    );
+    let empty = yep(
+        tmp.path(),
+        &["new", "nothing", "--dir", tmp.path().to_str().unwrap()],
+        "",
+    );
+    assert!(
+        text(&empty.stderr).contains("declares no contributions"),
+        "{}",
+        text(&empty.stderr)
+    );
+    let skills = ok(
+        tmp.path(),
+        &[
+            "new",
+            "skilled",
+            "--skills",
+            "--dir",
+            tmp.path().to_str().unwrap(),
+        ],
+    );
+    assert!(skills.contains("created"));
+    assert!(tmp.path().join("skilled/skills/skilled/SKILL.md").is_file());
+}

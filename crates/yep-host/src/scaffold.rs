@@ -1,0 +1,430 @@
+//! `yep new`: a package that is correct by construction. The manifest declares exactly the
+//! facets asked for; the server is wired to the SDK (vendored, so the package needs no
+//! toolchain beyond its language's runtime) and the only edit points are the handler bodies.
+
+use crate::manifest::{Manifest, valid_name};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// The server's language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lang {
+    Python,
+    Typescript,
+    Rust,
+}
+
+/// What to scaffold.
+#[derive(Debug, Clone)]
+pub struct NewOptions {
+    pub name: String,
+    pub lang: Lang,
+    pub tools: Vec<String>,
+    /// `(event, glob)`.
+    pub hooks: Vec<(String, String)>,
+    pub prompt: Option<String>,
+    pub dynamic_prompt: bool,
+    pub commands: Vec<String>,
+    pub status: bool,
+    pub ui_ask: bool,
+    pub trace: bool,
+    pub skills: bool,
+    /// The package goes to `<parent>/<name>`.
+    pub parent: PathBuf,
+}
+
+/// What was written.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scaffolded {
+    pub dir: PathBuf,
+    pub files: Vec<String>,
+    /// The server's source, where the handler bodies are.
+    pub edit: String,
+    /// The build step (Rust only).
+    pub build: Option<String>,
+    pub next: Vec<String>,
+}
+
+const PY_SDK: &str = include_str!("../../../sdk/python/yep_sdk.py");
+const TS_SDK: &str = include_str!("../../../sdk/typescript/yep-sdk.js");
+const TS_TYPES: &str = include_str!("../../../sdk/typescript/yep-sdk.d.ts");
+
+/// The Rust SDK's sources, vendored into a Rust package.
+const RUST_SDK: &[(&str, &str)] = &[
+    (
+        "vendor/yep-protocol/src/lib.rs",
+        include_str!("../../yep-protocol/src/lib.rs"),
+    ),
+    (
+        "vendor/yep-protocol/src/error.rs",
+        include_str!("../../yep-protocol/src/error.rs"),
+    ),
+    (
+        "vendor/yep-protocol/src/message.rs",
+        include_str!("../../yep-protocol/src/message.rs"),
+    ),
+    (
+        "vendor/yep-protocol/src/meta.rs",
+        include_str!("../../yep-protocol/src/meta.rs"),
+    ),
+    (
+        "vendor/yep-protocol/src/methods.rs",
+        include_str!("../../yep-protocol/src/methods.rs"),
+    ),
+    (
+        "vendor/yep-protocol/src/types.rs",
+        include_str!("../../yep-protocol/src/types.rs"),
+    ),
+    (
+        "vendor/yep-protocol/src/version.rs",
+        include_str!("../../yep-protocol/src/version.rs"),
+    ),
+    (
+        "vendor/yep-sdk/src/lib.rs",
+        include_str!("../../yep-sdk/src/lib.rs"),
+    ),
+    (
+        "vendor/yep-sdk/src/context.rs",
+        include_str!("../../yep-sdk/src/context.rs"),
+    ),
+    (
+        "vendor/yep-sdk/src/framing.rs",
+        include_str!("../../yep-sdk/src/framing.rs"),
+    ),
+    (
+        "vendor/yep-sdk/src/server.rs",
+        include_str!("../../yep-sdk/src/server.rs"),
+    ),
+];
+
+/// An identifier-safe spelling of a tool or command name.
+fn ident(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("_{s}")
+    } else {
+        s
+    }
+}
+
+/// A Rust/JS/Python string literal (JSON's escaping is valid in all three).
+fn lit(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn manifest(o: &NewOptions) -> Value {
+    let mut facet = serde_json::Map::new();
+    facet.insert(
+        "protocol_version".into(),
+        json!(yep_protocol::PROTOCOL_VERSION),
+    );
+    facet.insert(
+        "capabilityServer".into(),
+        json!({"command": format!("{}-server", o.name)}),
+    );
+    if !o.tools.is_empty() {
+        facet.insert("tools".into(), Value::Array(o.tools.iter().map(|t| json!({"name": t, "description": format!("TODO: what `{t}` does"), "schema": {"type": "object"}})).collect()));
+    }
+    if !o.hooks.is_empty() {
+        facet.insert(
+            "hooks".into(),
+            Value::Array(
+                o.hooks
+                    .iter()
+                    .map(|(e, g)| json!({"event": e, "tool_name_glob": g}))
+                    .collect(),
+            ),
+        );
+    }
+    if o.prompt.is_some() {
+        facet.insert("prompt".into(), json!(true));
+    }
+    if o.dynamic_prompt {
+        facet.insert("dynamic_prompt".into(), json!(true));
+    }
+    if !o.commands.is_empty() {
+        facet.insert("commands".into(), Value::Array(o.commands.iter().map(|c| json!({"name": c, "description": format!("TODO: what /{}:{c} does", o.name)})).collect()));
+    }
+    for (on, key) in [
+        (o.status, "status"),
+        (o.ui_ask, "ui_ask"),
+        (o.trace, "trace"),
+        (o.skills, "skills"),
+    ] {
+        if on {
+            facet.insert(key.into(), json!(true));
+        }
+    }
+    json!({"name": o.name, "version": "0.1.0", "description": format!("TODO: what {} does", o.name), "yolop": facet})
+}
+
+fn python_server(o: &NewOptions) -> String {
+    let mut s = format!(
+        "#!/usr/bin/env python3\n\"\"\"{name}: a YEP capability server. Edit the bodies marked EDIT; the rest is wiring.\"\"\"\nimport os\nimport sys\n\nsys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\nfrom yep_sdk import Server, block, modify  # noqa: E402,F401  (the SDK is vendored beside this file)\n\nserver = Server({lit_name}{instr})\n",
+        name = o.name,
+        lit_name = lit(&o.name),
+        instr = o
+            .prompt
+            .as_ref()
+            .map(|p| format!(", instructions={}", lit(p)))
+            .unwrap_or_default()
+    );
+    for t in &o.tools {
+        s += &format!(
+            "\n\n@server.tool({})\ndef {}(args, ctx):\n    # EDIT: the `{t}` tool. ctx.update(text) streams progress; return the result.\n    return {{\"tool\": {}, \"args\": args}}\n",
+            lit(t),
+            ident(t),
+            lit(t)
+        );
+    }
+    if !o.hooks.is_empty() {
+        s += "\n\n@server.hook\ndef on_hook(params):\n    # EDIT: decide on each subscribed tool call (params: event, tool_name, args).\n    # Return None to allow, block(\"why\") to refuse, modify(new_args) to rewrite.\n    return None\n";
+    }
+    if o.dynamic_prompt {
+        s += "\n\n@server.dynamic_prompt\ndef prompt():\n    # EDIT: the prompt text for this turn.\n    return \"\"\n";
+    }
+    for c in &o.commands {
+        s += &format!(
+            "\n\n@server.command({})\ndef command_{}(arguments, ctx):\n    # EDIT: the /{}:{c} command; the text is shown to the user.\n    return {} + arguments\n",
+            lit(c),
+            ident(c),
+            o.name,
+            lit(&format!("{c}: "))
+        );
+    }
+    if o.trace {
+        s += "\n\n@server.on_trace\ndef on_trace(event):\n    # EDIT: export one lifecycle event (event_type, id, ts, context, data).\n    pass\n";
+    }
+    if o.status {
+        s += &format!(
+            "\n\n@server.on_start\ndef started(ctx):\n    # EDIT: the status shown once the session starts.\n    ctx.status({})\n",
+            lit(&format!("{} ready", o.name))
+        );
+    }
+    s += "\n\nif __name__ == \"__main__\":\n    server.serve()\n";
+    s
+}
+
+fn typescript_server(o: &NewOptions) -> String {
+    let mut s = format!(
+        "#!/usr/bin/env node\n// {name}: a YEP capability server. Edit the bodies marked EDIT; the rest is wiring.\nimport {{ Server, block, modify }} from \"./yep-sdk.js\"; // the SDK is vendored beside this file\n\nconst server = new Server({lit_name}{instr});\n",
+        name = o.name,
+        lit_name = lit(&o.name),
+        instr = o
+            .prompt
+            .as_ref()
+            .map(|p| format!(", {{ instructions: {} }}", lit(p)))
+            .unwrap_or_default()
+    );
+    for t in &o.tools {
+        s += &format!(
+            "\nserver.tool({}, async (args, ctx) => {{\n  // EDIT: the `{t}` tool. ctx.update(text) streams progress; ctx.signal aborts on cancel.\n  return {{ tool: {}, args }};\n}});\n",
+            lit(t),
+            lit(t)
+        );
+    }
+    if !o.hooks.is_empty() {
+        s += "\nserver.onHook(async (params) => {\n  // EDIT: decide on each subscribed tool call (params: event, tool_name, args).\n  // Return undefined to allow, block(\"why\") to refuse, modify(newArgs) to rewrite.\n  return undefined;\n});\n";
+    }
+    if o.dynamic_prompt {
+        s += "\nserver.dynamicPrompt(async () => {\n  // EDIT: the prompt text for this turn.\n  return \"\";\n});\n";
+    }
+    for c in &o.commands {
+        s += &format!(
+            "\nserver.command({}, async (argumentsText, ctx) => {{\n  // EDIT: the /{}:{c} command; the text is shown to the user.\n  return {} + argumentsText;\n}});\n",
+            lit(c),
+            o.name,
+            lit(&format!("{c}: "))
+        );
+    }
+    if o.trace {
+        s += "\nserver.onTrace((event) => {\n  // EDIT: export one lifecycle event (event_type, id, ts, context, data).\n});\n";
+    }
+    if o.status {
+        s += &format!(
+            "\nserver.onStart((ctx) => {{\n  // EDIT: the status shown once the session starts.\n  ctx.status({});\n}});\n",
+            lit(&format!("{} ready", o.name))
+        );
+    }
+    s += "\nawait server.serve();\n";
+    s
+}
+
+fn rust_server(o: &NewOptions) -> String {
+    let mut s = format!(
+        "//! {name}: a YEP capability server. Edit the bodies marked EDIT; the rest is wiring.\n#![deny(clippy::print_stdout)]\n\n#[allow(unused_imports)]\nuse serde_json::{{Value, json}};\n#[allow(unused_imports)]\nuse yep_sdk::{{CommandExecuteResult, HookDecision, Server, StatusLevel}};\n\nfn main() -> std::io::Result<()> {{\n    Server::new({lit_name})\n",
+        name = o.name,
+        lit_name = lit(&o.name)
+    );
+    if let Some(p) = &o.prompt {
+        s += &format!("        .instructions({})\n", lit(p));
+    }
+    for t in &o.tools {
+        s += &format!(
+            "        .tool({}, |args, _ctx| {{\n            // EDIT: the `{t}` tool. ctx.update(text) streams progress.\n            Ok(json!({{ \"tool\": {}, \"args\": args }}))\n        }})\n",
+            lit(t),
+            lit(t)
+        );
+    }
+    if !o.hooks.is_empty() {
+        s += "        .on_hook(|fire| {\n            // EDIT: decide on each subscribed tool call (fire.event, fire.tool_name, fire.args).\n            let _ = fire;\n            HookDecision::allow()\n        })\n";
+    }
+    if o.dynamic_prompt {
+        s += "        .dynamic_prompt(|| {\n            // EDIT: the prompt text for this turn.\n            String::new()\n        })\n";
+    }
+    for c in &o.commands {
+        s += &format!(
+            "        .command({}, |arguments, _ctx| {{\n            // EDIT: the /{}:{c} command; the text is shown to the user.\n            CommandExecuteResult::ok(format!(\"{c}: {{arguments}}\"))\n        }})\n",
+            lit(c),
+            o.name
+        );
+    }
+    if o.trace {
+        s += "        .on_trace(|event| {\n            // EDIT: export one lifecycle event.\n            let _ = event;\n        })\n";
+    }
+    if o.status {
+        s += &format!(
+            "        .on_start(|n| {{\n            // EDIT: the status shown once the session starts.\n            n.status({}, StatusLevel::Ok);\n        }})\n",
+            lit(&format!("{} ready", o.name))
+        );
+    }
+    s += "        .serve()\n}\n";
+    s
+}
+
+fn rust_files(o: &NewOptions) -> Vec<(String, String)> {
+    let v = "0.1.0";
+    let mut files = vec![
+        ("Cargo.toml".to_string(), format!("[package]\nname = \"{n}-server\"\nversion = \"{v}\"\nedition = \"2024\"\npublish = false\n\n[[bin]]\nname = \"{n}-server\"\npath = \"src/main.rs\"\n\n[dependencies]\nyep-sdk = {{ path = \"vendor/yep-sdk\" }}\nserde_json = \"1\"\n\n[workspace]\n", n = o.name)),
+        ("vendor/yep-protocol/Cargo.toml".to_string(), "[package]\nname = \"yep-protocol\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[features]\nschema = []\n\n[dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = \"1\"\nthiserror = \"2\"\n".to_string()),
+        ("vendor/yep-sdk/Cargo.toml".to_string(), "[package]\nname = \"yep-sdk\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[dependencies]\nyep-protocol = { path = \"../yep-protocol\" }\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = \"1\"\nlibc = \"0.2\"\n".to_string()),
+        (".gitignore".to_string(), "/target\n".to_string()),
+        ("src/main.rs".to_string(), rust_server(o)),
+    ];
+    files.extend(RUST_SDK.iter().map(|(p, c)| (p.to_string(), c.to_string())));
+    files
+}
+
+fn readme(o: &NewOptions, build: Option<&str>) -> String {
+    let lang = match o.lang {
+        Lang::Python => "Python (the SDK is vendored as `bin/yep_sdk.py`)",
+        Lang::Typescript => {
+            "TypeScript/JavaScript for Node >= 18 (the SDK is vendored as `bin/yep-sdk.js`)"
+        }
+        Lang::Rust => "Rust (the SDK is vendored under `vendor/`)",
+    };
+    let build = build
+        .map(|b| format!("Build the server first:\n\n```sh\n{b}\n```\n\n"))
+        .unwrap_or_default();
+    format!(
+        "# {n}\n\nA YEP extension written in {lang}. Fill in the bodies marked `EDIT` in the server.\n\n{build}```sh\nyep install . --yes     # or --link while you edit\nyep doctor {n}\nyep enable {n}\nyep session             # try it; `reload {n}` after an edit\n```\n\n`plugin.json` declares what the extension may do; a server can only narrow it.\n",
+        n = o.name
+    )
+}
+
+/// Write the package. Refuses an invalid name and a non-empty target.
+pub fn scaffold(o: &NewOptions) -> Result<Scaffolded, String> {
+    if !valid_name(&o.name) {
+        return Err(format!(
+            "{:?} is not a valid extension name: use only A-Z a-z 0-9 _ -",
+            o.name
+        ));
+    }
+    for (event, _) in &o.hooks {
+        if event != "pre_tool_use" && event != "post_tool_use" {
+            return Err(format!(
+                "hook event {event:?} is neither pre_tool_use nor post_tool_use"
+            ));
+        }
+    }
+    let dir = o.parent.join(&o.name);
+    if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(format!("{} exists and is not empty", dir.display()));
+    }
+    let manifest_text = serde_json::to_string_pretty(&manifest(o)).unwrap_or_default() + "\n";
+    // Correct by construction: the manifest must pass the same validation as an install.
+    Manifest::parse(&manifest_text, &dir.join("plugin.json")).map_err(|e| e.to_string())?;
+    let server = format!("bin/{}-server", o.name);
+    let (mut files, edit, build): (Vec<(String, String)>, String, Option<String>) = match o.lang {
+        Lang::Python => (
+            vec![
+                (server.clone(), python_server(o)),
+                ("bin/yep_sdk.py".into(), PY_SDK.into()),
+            ],
+            server.clone(),
+            None,
+        ),
+        Lang::Typescript => (
+            vec![
+                (server.clone(), typescript_server(o)),
+                ("bin/yep-sdk.js".into(), TS_SDK.into()),
+                ("bin/yep-sdk.d.ts".into(), TS_TYPES.into()),
+                (
+                    "bin/package.json".into(),
+                    "{ \"type\": \"module\" }\n".into(),
+                ),
+            ],
+            server.clone(),
+            None,
+        ),
+        Lang::Rust => {
+            let d = dir.display();
+            let build = format!(
+                "cargo build --release --manifest-path {d}/Cargo.toml && mkdir -p {d}/bin && cp {d}/target/release/{n}-server {d}/bin/",
+                n = o.name
+            );
+            (rust_files(o), "src/main.rs".into(), Some(build))
+        }
+    };
+    files.push(("plugin.json".into(), manifest_text));
+    files.push(("README.md".into(), readme(o, build.as_deref())));
+    if o.skills {
+        files.push((format!("skills/{}/SKILL.md", o.name), format!("---\nname: {n}\ndescription: TODO: when to use {n}\n---\n\n# {n}\n\nTODO: what the agent should know.\n", n = o.name)));
+    }
+    for (rel, text) in &files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("failed to create {}: {e}", parent.display()))?;
+        }
+        std::fs::write(&path, text)
+            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    }
+    if o.lang != Lang::Rust {
+        make_executable(&dir.join(&server))?;
+    }
+    let mut next = Vec::new();
+    if let Some(b) = &build {
+        next.push(b.clone());
+    }
+    next.push(format!("yep install {} --yes", dir.display()));
+    next.push(format!("yep doctor {}", o.name));
+    Ok(Scaffolded {
+        dir,
+        files: files.into_iter().map(|(p, _)| p).collect(),
+        edit,
+        build,
+        next,
+    })
+}
+
+fn make_executable(path: &Path) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("failed to make {} executable: {e}", path.display()))?;
+    }
+    Ok(())
+}

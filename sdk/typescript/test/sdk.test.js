@@ -1,0 +1,394 @@
+// Drift guards against schema/yep/v1 and behaviour tests over real pipes.
+// Run from the repo root: `node --test sdk/typescript/test/`.
+import { test, describe } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as sdk from "../yep-sdk.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const sdkDir = join(here, "..");
+const repo = join(sdkDir, "..", "..");
+const meta = JSON.parse(readFileSync(join(repo, "schema", "yep", "v1", "meta.json"), "utf8"));
+const schema = JSON.parse(readFileSync(join(repo, "schema", "yep", "v1", "schema.json"), "utf8"));
+const ECHO = join(sdkDir, "examples", "echo-server.js");
+const FIXTURE = join(here, "fixture-server.js");
+
+/** A host stand-in: spawns a server, speaks the wire, records everything. */
+class Peer {
+  constructor(script) {
+    this.child = spawn(process.execPath, [script], { stdio: ["pipe", "pipe", "pipe"] });
+    this.messages = [];
+    this.rawLines = [];
+    this.stderr = "";
+    this.waiters = new Set();
+    this.nextId = 1;
+    this.onAsk = null;
+    let pending = "";
+    this.child.stdout.setEncoding("utf8");
+    this.child.stdout.on("data", (chunk) => {
+      pending += chunk;
+      let nl;
+      while ((nl = pending.indexOf("\n")) !== -1) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        this.rawLines.push(line);
+        let msg;
+        try {
+          msg = JSON.parse(line);
+        } catch {
+          msg = { unparsable: line };
+        }
+        this.messages.push(msg);
+        if (msg.method === "ui/ask" && typeof msg.id === "number" && this.onAsk) this.onAsk(msg);
+        for (const w of this.waiters) w();
+      }
+    });
+    this.child.stderr.setEncoding("utf8");
+    this.child.stderr.on("data", (chunk) => (this.stderr += chunk));
+    this.exited = new Promise((resolve) => this.child.on("exit", (code, signal) => resolve({ code, signal })));
+    this.child.stdin.on("error", () => {});
+  }
+
+  send(obj) {
+    this.child.stdin.write(JSON.stringify(obj) + "\n");
+  }
+
+  notify(method, params) {
+    this.send(params === undefined ? { method } : { method, params });
+  }
+
+  /** Send a request; resolves with its response message. */
+  request(method, params) {
+    const id = this.nextId++;
+    this.send(params === undefined ? { id, method } : { id, method, params });
+    return this.waitFor((m) => m.id === id && !("method" in m), `response to ${method} #${id}`);
+  }
+
+  /** Resolves with the first recorded message matching `pred` (past or future). */
+  waitFor(pred, what = "a message", timeoutMs = 5000) {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const found = this.messages.find(pred);
+        if (!found) return false;
+        this.waiters.delete(check);
+        clearTimeout(timer);
+        resolve(found);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.messages)}; stderr ${this.stderr}`));
+      }, timeoutMs);
+      if (!check()) this.waiters.add(check);
+    });
+  }
+
+  async handshake() {
+    const init = await this.request("initialize", { protocol_version: "1.0", config: { k: 1 } });
+    this.notify("initialized");
+    return init;
+  }
+
+  /** Close stdin (EOF) and wait for the process to exit. */
+  close() {
+    this.child.stdin.end();
+    return this.exited;
+  }
+
+  kill() {
+    if (this.child.exitCode === null) this.child.kill();
+  }
+}
+
+async function withPeer(script, fn) {
+  const peer = new Peer(script);
+  try {
+    return await fn(peer);
+  } finally {
+    peer.kill();
+  }
+}
+
+const responsesTo = (peer, id) => peer.messages.filter((m) => m.id === id && !("method" in m));
+const delay = (ms) => new Promise((r) => setTimeout(r, ms));
+
+describe("drift guards", () => {
+  test("HOST_METHODS covers every host-direction method in meta.json", () => {
+    const host = meta.methods.filter((m) => m.direction === "host").map((m) => m.name);
+    assert.ok(host.length > 0);
+    for (const name of host) assert.ok(sdk.HOST_METHODS.includes(name), `HOST_METHODS lacks ${name}`);
+    const known = new Set(meta.methods.map((m) => m.name));
+    for (const name of sdk.HOST_METHODS) assert.ok(known.has(name), `${name} is not in meta.json`);
+  });
+
+  test("advertisable capability tokens are a subset of meta.json capabilities", () => {
+    for (const token of sdk.CAPABILITIES) {
+      assert.ok(meta.capabilities.includes(token), `${token} is not a meta.json capability`);
+    }
+  });
+
+  test("PROTOCOL_VERSION matches meta.json and schema.json", () => {
+    assert.equal(sdk.PROTOCOL_VERSION, meta.version);
+    assert.equal(sdk.PROTOCOL_VERSION, schema.protocol_version);
+    assert.ok(sdk.versionCompatible(meta.min_version));
+  });
+
+  test("error codes match docs/protocol.md", () => {
+    const doc = readFileSync(join(repo, "docs", "protocol.md"), "utf8");
+    for (const code of [-32601, -32602, -32800, -32001]) assert.ok(doc.includes(String(code)), `${code}`);
+    assert.equal(sdk.ERROR_CODES.CANCELLED, -32800);
+    assert.equal(sdk.ERROR_CODES.METHOD_NOT_FOUND, -32601);
+    assert.equal(sdk.ERROR_CODES.INCOMPATIBLE_VERSION, -32001);
+  });
+
+  test("yep-sdk.d.ts declares every exported name", () => {
+    const dts = readFileSync(join(sdkDir, "yep-sdk.d.ts"), "utf8");
+    const names = Object.keys(sdk);
+    assert.ok(names.length >= 10);
+    for (const name of names) {
+      const re = new RegExp(`export\\s+declare\\s+(const|function|class)\\s+${name}\\b`);
+      assert.match(dts, re, `yep-sdk.d.ts does not declare ${name}`);
+    }
+  });
+
+  test("package.json points at the SDK and has no dependencies", () => {
+    const pkg = JSON.parse(readFileSync(join(sdkDir, "package.json"), "utf8"));
+    assert.equal(pkg.name, "@yep/sdk");
+    assert.equal(pkg.type, "module");
+    assert.equal(pkg.main, "./yep-sdk.js");
+    assert.equal(pkg.types, "./yep-sdk.d.ts");
+    assert.equal(pkg.engines.node, ">=18");
+    assert.equal(pkg.dependencies, undefined);
+    assert.equal(pkg.devDependencies, undefined);
+  });
+});
+
+describe("echo example over pipes", () => {
+  test("handshake advertises the handlers it has", () =>
+    withPeer(ECHO, async (peer) => {
+      const init = await peer.handshake();
+      assert.deepEqual(init.result, {
+        protocol_version: "1.0",
+        name: "echo",
+        capabilities: ["tools", "streaming", "cancel", "prompt", "dynamic_prompt", "hooks", "commands"],
+        capability_params: {
+          tools: [{ name: "echo" }, { name: "count" }, { name: "ask" }],
+          prompt: { static: "Use the echo tool to repeat text back; count streams progress." },
+        },
+      });
+      for (const token of init.result.capabilities) assert.ok(meta.capabilities.includes(token));
+      const status = await peer.waitFor((m) => m.method === "status/changed", "status at start");
+      assert.deepEqual(status.params, { status: "echo ready", level: "ok" });
+      assert.ok(peer.rawLines.every((l) => !l.includes("jsonrpc")));
+    }));
+
+  test("an incompatible major is refused, an empty version is accepted", () =>
+    withPeer(ECHO, async (peer) => {
+      const bad = await peer.request("initialize", { protocol_version: "2.0" });
+      assert.deepEqual(bad.error, { code: -32001, message: "host speaks YEP 2.0, incompatible with this server (1.0)" });
+      const empty = await peer.request("initialize", {});
+      assert.equal(empty.result.protocol_version, "1.0");
+      const minor = await peer.request("initialize", { protocol_version: "1.7" });
+      assert.equal(minor.result.name, "echo");
+    }));
+
+  test("ctx.update lines all precede the result", () =>
+    withPeer(ECHO, async (peer) => {
+      await peer.handshake();
+      const res = await peer.request("tool/call", { name: "count", args: { n: 4, interval_ms: 5 } });
+      assert.deepEqual(res.result, { counted: 4 });
+      const at = peer.messages.indexOf(res);
+      const updates = peer.messages
+        .map((m, i) => [m, i])
+        .filter(([m]) => m.method === "tool/update" && m.params.request_id === res.id);
+      assert.deepEqual(updates.map(([m]) => m.params.output), ["1/4", "2/4", "3/4", "4/4"]);
+      for (const [, i] of updates) assert.ok(i < at, "an update came after the result");
+    }));
+
+  test("echo, hooks, dynamic prompt, command, config and unknown names", () =>
+    withPeer(ECHO, async (peer) => {
+      await peer.handshake();
+      assert.deepEqual((await peer.request("tool/call", { name: "echo", args: { text: "hi" } })).result, { echoed: "hi" });
+      assert.deepEqual((await peer.request("tool/call", { name: "nope", args: {} })).error, { code: 0, message: "no such tool: nope" });
+      const blocked = await peer.request("hook/fire", { event: "pre_tool_use", tool_name: "echo", args: { forbidden: true } });
+      assert.deepEqual(blocked.result, { block: true, reason: "blocked by the echo example: args.forbidden is true", user_message: null });
+      const allowed = await peer.request("hook/fire", { event: "pre_tool_use", tool_name: "echo", args: { text: "x" } });
+      assert.deepEqual(allowed.result, { block: false, reason: "", user_message: null });
+      assert.deepEqual((await peer.request("prompt/contribution")).result, { text: "echo dynamic prompt, turn 1" });
+      assert.deepEqual((await peer.request("prompt/contribution")).result, { text: "echo dynamic prompt, turn 2" });
+      assert.deepEqual((await peer.request("command/execute", { name: "ping", arguments: "" })).result, { success: true, message: "pong" });
+      assert.deepEqual((await peer.request("command/execute", { name: "pong" })).error, { code: 0, message: "no such command: pong" });
+      assert.deepEqual((await peer.request("config/changed", { config: {} })).result, { status: "restart-required" });
+      assert.deepEqual((await peer.request("tool/call", "not an object")).error.code, -32602);
+    }));
+
+  test("an unknown method answers -32601; unknown notifications are ignored", () =>
+    withPeer(ECHO, async (peer) => {
+      await peer.handshake();
+      peer.notify("something/new", { x: 1 });
+      const res = await peer.request("frobnicate", { x: 1 });
+      assert.deepEqual(res.error, { code: -32601, message: "method not supported by this host: frobnicate" });
+      assert.equal((await peer.request("tool/call", { name: "echo", args: { text: "still here" } })).result.echoed, "still here");
+    }));
+
+  test("cancel mid-call answers cancelled:true and the call resolves cancelled, once", () =>
+    withPeer(ECHO, async (peer) => {
+      await peer.handshake();
+      const id = peer.nextId++;
+      peer.send({ id, method: "tool/call", params: { name: "count", args: { n: 100, interval_ms: 20 } } });
+      await peer.waitFor((m) => m.method === "tool/update" && m.params.request_id === id, "a first update");
+      const cancel = await peer.request("cancel", { id });
+      assert.deepEqual(cancel.result, { cancelled: true });
+      const call = await peer.waitFor((m) => m.id === id && !("method" in m), "the cancelled call");
+      assert.deepEqual(call.error, { code: -32800, message: "cancelled" });
+      assert.ok(peer.messages.indexOf(call) < peer.messages.indexOf(cancel), "the call resolves before the cancel answer");
+      await delay(100);
+      assert.equal(responsesTo(peer, id).length, 1, "exactly one answer");
+      const after = peer.messages.slice(peer.messages.indexOf(call));
+      assert.ok(!after.some((m) => m.method === "tool/update"), "no update after the cancel");
+      assert.deepEqual((await peer.request("cancel", { id })).result, { cancelled: false });
+      assert.deepEqual((await peer.request("cancel", { id: 999 })).result, { cancelled: false });
+    }));
+
+  test("ctx.ask round trip: a server request in its own id space", () =>
+    withPeer(ECHO, async (peer) => {
+      await peer.handshake();
+      const asked = [];
+      peer.onAsk = (msg) => {
+        asked.push(msg);
+        if (asked.length === 1) peer.send({ id: msg.id, result: { answer: "forty-two" } });
+        else peer.send({ id: msg.id, result: { answer: "", cancelled: true } });
+      };
+      const first = await peer.request("tool/call", { name: "ask", args: { prompt: "Answer?" } });
+      assert.deepEqual(first.result, { answer: "forty-two" });
+      assert.deepEqual(asked[0].params, { prompt: "Answer?" });
+      assert.equal(asked[0].id, 1, "the server's ids start at 1, apart from ours");
+      const second = await peer.request("tool/call", { name: "ask", args: {} });
+      assert.deepEqual(second.error, { code: 0, message: "the user dismissed the question" });
+      assert.equal(asked[1].id, 2);
+    }));
+
+  test("malformed and oversized lines are skipped with a note on stderr", () =>
+    withPeer(ECHO, async (peer) => {
+      await peer.handshake();
+      peer.child.stdin.write("this is not json\n\n   \n[1,2]\n{\"id\":\"str\"}\n");
+      peer.child.stdin.write(`{"id":77,"method":"tool/call","params":{"name":"echo","args":{"text":"${"x".repeat(4 * 1024 * 1024)}"}}}\n`);
+      const res = await peer.request("tool/call", { name: "echo", args: { text: "after" } });
+      assert.equal(res.result.echoed, "after");
+      assert.equal(responsesTo(peer, 77).length, 0, "the oversized request was not run");
+      assert.match(peer.stderr, /malformed wire line/);
+      assert.match(peer.stderr, /frame cap/);
+    }));
+
+  test("EOF exits with code 0", () =>
+    withPeer(ECHO, async (peer) => {
+      await peer.handshake();
+      const { code, signal } = await peer.close();
+      assert.equal(signal, null);
+      assert.equal(code, 0);
+    }));
+
+  test("EOF with a call in flight answers it cancelled after the grace, then exits 0", () =>
+    withPeer(ECHO, async (peer) => {
+      await peer.handshake();
+      const id = peer.nextId++;
+      peer.send({ id, method: "tool/call", params: { name: "count", args: { n: 1000, interval_ms: 50 } } });
+      await peer.waitFor((m) => m.method === "tool/update" && m.params.request_id === id, "a first update");
+      const started = Date.now();
+      const { code } = await peer.close();
+      assert.equal(code, 0);
+      assert.ok(Date.now() - started < 4000);
+      const answers = responsesTo(peer, id);
+      assert.equal(answers.length, 1);
+      assert.deepEqual(answers[0].error, { code: -32800, message: "cancelled" });
+    }));
+});
+
+describe("fixture server over pipes", () => {
+  test("concurrent calls really overlap", () =>
+    withPeer(FIXTURE, async (peer) => {
+      await peer.handshake();
+      const calls = [1, 2, 3].map(() => peer.request("tool/call", { name: "barrier", args: { n: 3 } }));
+      for (const res of await Promise.all(calls)) assert.deepEqual(res.result, { met: 3 });
+    }));
+
+  test("a stray console.log or stdout write in a handler never reaches stdout", () =>
+    withPeer(FIXTURE, async (peer) => {
+      await peer.handshake();
+      const res = await peer.request("tool/call", { name: "noisy", args: {} });
+      assert.deepEqual(res.result, { ok: true });
+      await peer.close();
+      for (const line of peer.rawLines) assert.doesNotThrow(() => JSON.parse(line), `not JSON on stdout: ${line}`);
+      assert.ok(!peer.rawLines.some((l) => l.includes("stray")));
+      for (const what of ["console.log", "console.info", "console.debug", "process.stdout.write"]) {
+        assert.ok(peer.stderr.includes(`stray ${what}`), `${what} did not reach stderr`);
+      }
+    }));
+
+  test("cancel aborts ctx.signal, suppresses updates and drops the late result", () =>
+    withPeer(FIXTURE, async (peer) => {
+      await peer.handshake();
+      const id = peer.nextId++;
+      peer.send({ id, method: "tool/call", params: { name: "wait", args: {} } });
+      await delay(50);
+      const cancel = await peer.request("cancel", { id });
+      assert.deepEqual(cancel.result, { cancelled: true });
+      const log = await peer.waitFor((m) => m.method === "log" && m.params.message.startsWith("aborted"), "the abort log");
+      assert.deepEqual(log.params, { message: `aborted ${id} true`, level: "debug" });
+      await delay(100);
+      const answers = responsesTo(peer, id);
+      assert.equal(answers.length, 1);
+      assert.deepEqual(answers[0].error, { code: -32800, message: "cancelled" });
+      assert.ok(!peer.messages.some((m) => m.method === "tool/update"));
+    }));
+
+  test("thrown errors: plain Error is code 0, YepError keeps its fields", () =>
+    withPeer(FIXTURE, async (peer) => {
+      await peer.handshake();
+      assert.deepEqual((await peer.request("tool/call", { name: "fail", args: {} })).error, { code: 0, message: "plain failure" });
+      assert.deepEqual((await peer.request("tool/call", { name: "fail", args: { typed: true } })).error, {
+        code: 42,
+        message: "typed failure",
+        retryable: true,
+        data: { why: "test" },
+      });
+    }));
+
+  test("shutdown is answered after earlier trace events were handled", () =>
+    withPeer(FIXTURE, async (peer) => {
+      const init = await peer.handshake();
+      assert.ok(init.result.capabilities.includes("trace"));
+      assert.ok(init.result.capabilities.includes("hooks"));
+      assert.ok(!init.result.capabilities.includes("prompt"));
+      assert.equal(init.result.capability_params.prompt, undefined);
+      for (const id of ["e1", "e2", "e3"]) peer.notify("trace/event", { event_type: "turn.started", id, ts: "", session_id: "s" });
+      peer.notify("workspace/changed", { workspace_root: "/tmp/w" });
+      const shutdown = await peer.request("shutdown");
+      assert.deepEqual(shutdown.result, {});
+      const logs = peer.messages.filter((m) => m.method === "log").map((m) => m.params.message);
+      const handled = logs.filter((l) => l.startsWith("trace ") || l.startsWith("workspace "));
+      assert.deepEqual(handled, ["trace e1", "trace e2", "trace e3", "workspace /tmp/w"]);
+      const at = peer.messages.indexOf(shutdown);
+      const lastTrace = peer.messages.findIndex((m) => m.method === "log" && m.params.message === "workspace /tmp/w");
+      assert.ok(lastTrace < at);
+      peer.notify("exit");
+      assert.equal((await peer.exited).code, 0, "exit ends the process with stdin still open");
+    }));
+
+  test("onConfig gets the handshake config, then answers config/changed", () =>
+    withPeer(FIXTURE, async (peer) => {
+      await peer.request("initialize", { protocol_version: "1.0", config: { k: 1 } });
+      peer.notify("initialized");
+      const status = await peer.waitFor((m) => m.method === "status/changed", "status");
+      assert.deepEqual(status.params, { status: "fixture ready", level: "warn", detail: "long form" });
+      assert.deepEqual((await peer.request("config/changed", { config: { k: 2 } })).result, { status: "ok" });
+      assert.deepEqual((await peer.request("config/changed", { config: { restart: true } })).result, { status: "restart-required" });
+      const logs = peer.messages.filter((m) => m.method === "log").map((m) => m.params.message);
+      assert.deepEqual(logs, ['config 2 {"k":2}', 'config 3 {"restart":true}']);
+      const hook = await peer.request("hook/fire", { event: "pre_tool_use", tool_name: "rewrite", args: { path: "/etc" } });
+      assert.deepEqual(hook.result, { block: false, reason: "", user_message: null, modified_args: { path: "/safe" } });
+    }));
+});

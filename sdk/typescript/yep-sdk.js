@@ -1,0 +1,794 @@
+// @yep/sdk: write a YEP 1.0 capability server in JavaScript. Zero dependencies, Node >= 18.
+//
+// The wire is one JSON object per line on stdin/stdout. Messages are classified by their
+// fields alone: `method` + numeric `id` is a request, `method` alone a notification, a numeric
+// `id` without `method` a response. `"jsonrpc"` is accepted, never required, never sent.
+//
+// Types: ./yep-sdk.d.ts. The wire is described in docs/protocol.md and schema/yep/v1/.
+
+/** The protocol version this SDK speaks. */
+export const PROTOCOL_VERSION = "1.0";
+
+/** Every host → server method this SDK handles (requests and notifications). */
+export const HOST_METHODS = Object.freeze([
+  "initialize",
+  "initialized",
+  "tool/call",
+  "hook/fire",
+  "prompt/contribution",
+  "command/execute",
+  "config/changed",
+  "trace/event",
+  "shutdown",
+  "cancel",
+  "workspace/changed",
+  "exit",
+]);
+
+/** Every capability token this SDK may advertise in its `initialize` answer. */
+export const CAPABILITIES = Object.freeze([
+  "tools",
+  "streaming",
+  "cancel",
+  "prompt",
+  "dynamic_prompt",
+  "hooks",
+  "commands",
+  "trace",
+]);
+
+/** Error codes on the wire (JSON-RPC numbering). */
+export const ERROR_CODES = Object.freeze({
+  UNCLASSIFIED: 0,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL_ERROR: -32603,
+  CANCELLED: -32800,
+  INCOMPATIBLE_VERSION: -32001,
+});
+
+/** The default cap on one incoming line, in bytes. Longer lines are skipped. */
+export const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024;
+
+/** At EOF or `exit`, requests still running get this long before they are answered cancelled. */
+const EOF_GRACE_MS = 1000;
+
+// The real stdout, captured before anyone (the stdout guard included) can replace it.
+const realStdoutWrite = process.stdout.write;
+
+/**
+ * An error with wire fields. Throw one from a handler to choose the error's `code`,
+ * `retryable` and `data`; any other thrown value answers `{code: 0, message}`.
+ */
+export class YepError extends Error {
+  constructor(message, { code = 0, retryable = false, data } = {}) {
+    super(message);
+    this.name = "YepError";
+    this.code = code;
+    this.retryable = retryable;
+    if (data !== undefined) this.data = data;
+  }
+
+  /** The wire error object. */
+  toWire() {
+    const err = { code: this.code, message: this.message };
+    if (this.retryable) err.retryable = true;
+    if (this.data !== undefined && this.data !== null) err.data = this.data;
+    return err;
+  }
+}
+
+/** Allow the tool call unchanged (the same as returning `undefined` from a hook). */
+export function allow() {
+  return { block: false, reason: "", user_message: null };
+}
+
+/** Block the tool call, with a reason for the model and an optional message for the user. */
+export function block(reason, userMessage) {
+  return { block: true, reason: String(reason ?? ""), user_message: userMessage ?? null };
+}
+
+/** Allow the tool call with replacement arguments (pre_tool_use only). */
+export function modify(args) {
+  return { block: false, reason: "", user_message: null, modified_args: args };
+}
+
+/** Whether a peer speaking `version` can talk to us: the majors must match. */
+export function versionCompatible(version) {
+  const major = String(version).trim().split(".")[0];
+  return major !== "" && major === PROTOCOL_VERSION.split(".")[0];
+}
+
+// ---------------------------------------------------------------------------
+// helpers
+
+const CANCELLED = () => ({ code: ERROR_CODES.CANCELLED, message: "cancelled" });
+
+function isObject(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+function isId(v) {
+  return typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+}
+
+function note(text) {
+  try {
+    process.stderr.write(`yep-sdk: ${text}\n`);
+  } catch {
+    // stderr is gone too; nothing left to tell.
+  }
+}
+
+class InvalidParams extends Error {}
+
+/** The params of `method` as an object (null/absent → `{}`), or InvalidParams. */
+function paramsObject(method, params) {
+  if (params === null || params === undefined) return {};
+  if (!isObject(params)) throw new InvalidParams(`invalid params for ${method}: expected an object`);
+  return params;
+}
+
+/** One field of `p` with its wire default, type-checked. */
+function field(method, p, key, type, fallback) {
+  const v = p[key];
+  if (v === undefined || v === null) return fallback;
+  const ok =
+    type === "id" ? isId(v) : type === "any" ? true : typeof v === type;
+  if (!ok) throw new InvalidParams(`invalid params for ${method}: \`${key}\` must be a ${type === "id" ? "non-negative integer" : type}`);
+  return v;
+}
+
+function toWireError(err) {
+  if (err instanceof YepError) return err.toWire();
+  if (err instanceof Error) return { code: 0, message: err.message };
+  return { code: 0, message: String(err) };
+}
+
+function hookDecision(d) {
+  if (d === undefined || d === null) return allow();
+  if (!isObject(d)) throw new YepError("a hook handler must return a decision object or undefined");
+  const out = {
+    block: d.block === true,
+    reason: typeof d.reason === "string" ? d.reason : "",
+    user_message: typeof d.user_message === "string" ? d.user_message : null,
+  };
+  if (d.modified_args !== undefined) out.modified_args = d.modified_args;
+  return out;
+}
+
+function commandResult(r) {
+  if (r === undefined || r === null) return { success: true, message: "" };
+  if (typeof r === "string") return { success: true, message: r };
+  if (!isObject(r)) return { success: true, message: String(r) };
+  return {
+    success: r.success !== false,
+    message: typeof r.message === "string" ? r.message : "",
+  };
+}
+
+function configStatus(s) {
+  if (s === undefined || s === null || s === "ok") return "ok";
+  if (s === "restart-required") return "restart-required";
+  if (isObject(s)) return configStatus(s.status);
+  throw new YepError(`a config handler must return "ok" or "restart-required", got ${JSON.stringify(s)}`);
+}
+
+/** Route stray console output and stdout writes to stderr, for good. */
+function guardStdout() {
+  const toStderr = (...args) => console.error(...args);
+  console.log = toStderr;
+  console.info = toStderr;
+  console.debug = toStderr;
+  process.stdout.write = function write(chunk, encoding, cb) {
+    return process.stderr.write(chunk, encoding, cb);
+  };
+}
+
+// ---------------------------------------------------------------------------
+// what handlers get
+
+/** Sends server → host notifications from anywhere: handlers, onStart, timers. */
+class Notifier {
+  #conn;
+
+  constructor(conn) {
+    this.#conn = conn;
+  }
+
+  /** Push a status-bar string (`status/changed`). An empty text clears it. */
+  status(text, level = "ok", detail) {
+    const params = { status: String(text ?? ""), level };
+    if (detail !== undefined && detail !== null) params.detail = String(detail);
+    this.#conn.notify("status/changed", params);
+  }
+
+  /** Send a log line to the host (`log`): `error`, `warn`, `info`, `debug` or `trace`. */
+  log(text, level = "info") {
+    this.#conn.notify("log", { message: String(text ?? ""), level });
+  }
+}
+
+/** The context a request handler runs in. */
+class Context extends Notifier {
+  #conn;
+  #controller;
+
+  constructor(conn, requestId, controller) {
+    super(conn);
+    this.#conn = conn;
+    this.#controller = controller;
+    /** The envelope id of the request being handled. */
+    this.requestId = requestId;
+  }
+
+  /** Aborted when the host cancels this request (or the connection ends before it answers). */
+  get signal() {
+    return this.#controller.signal;
+  }
+
+  /** Whether the host cancelled this request. Whatever the handler returns now is dropped. */
+  get cancelled() {
+    return this.#controller.signal.aborted;
+  }
+
+  /** Stream one progress line (`tool/update`). Nothing is sent once the call was cancelled. */
+  update(text) {
+    if (this.cancelled) return;
+    this.#conn.notify("tool/update", { request_id: this.requestId, output: String(text ?? "") });
+  }
+
+  /**
+   * Ask the user a question (`ui/ask`). Resolves with the answer, or `null` when the user
+   * dismissed it or this request was cancelled meanwhile. Rejects with a YepError when the
+   * host refuses the request or the connection ends.
+   */
+  ask(prompt, options = {}) {
+    return this.#conn.ask(prompt, options, this.#controller.signal);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// the server
+
+/** A capability server. Register handlers (each call returns `this`), then `await serve()`. */
+export class Server {
+  #name;
+  #instructions;
+  #maxFrameBytes;
+  #tools = new Map();
+  #commands = new Map();
+  #hook = null;
+  #dynamicPrompt = null;
+  #config = null;
+  #workspace = null;
+  #trace = null;
+  #start = null;
+  #served = false;
+
+  constructor(name, options = {}) {
+    this.#name = String(name);
+    this.#instructions = options.instructions ?? null;
+    this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+  }
+
+  /** The name sent in the handshake. */
+  get name() {
+    return this.#name;
+  }
+
+  /** Serve a tool: `handler(args, ctx)` returns (or resolves to) the result value. */
+  tool(name, handler) {
+    this.#tools.set(String(name), handler);
+    return this;
+  }
+
+  /** Answer `hook/fire`: return a decision (`block()`, `modify()`) or undefined to allow. */
+  onHook(handler) {
+    this.#hook = handler;
+    return this;
+  }
+
+  /** Recompute the system-prompt contribution per turn (`prompt/contribution`). */
+  dynamicPrompt(handler) {
+    this.#dynamicPrompt = handler;
+    return this;
+  }
+
+  /** Serve a slash command: `handler(argumentsText, ctx)` returns a message or `{success, message}`. */
+  command(name, handler) {
+    this.#commands.set(String(name), handler);
+    return this;
+  }
+
+  /** Receive config: `initialize.config` at handshake, then every `config/changed`. */
+  onConfig(handler) {
+    this.#config = handler;
+    return this;
+  }
+
+  /** Receive `workspace/changed`: the new workspace root. */
+  onWorkspace(handler) {
+    this.#workspace = handler;
+    return this;
+  }
+
+  /** Receive `trace/event` notifications, in arrival order. */
+  onTrace(handler) {
+    this.#trace = handler;
+    return this;
+  }
+
+  /** Run once the handshake completes (`initialized`), e.g. to push a first status. */
+  onStart(handler) {
+    this.#start = handler;
+    return this;
+  }
+
+  /**
+   * Serve until EOF or `exit`. Without options, serves on this process's stdin/stdout and
+   * points stray stdout output (console.log, process.stdout.write) at stderr. Pass
+   * `{input, output}` streams to serve elsewhere (tests, sockets); no guard is installed then.
+   */
+  serve(options = {}) {
+    if (this.#served) return Promise.reject(new Error("serve() may only be called once"));
+    this.#served = true;
+    const input = options.input ?? process.stdin;
+    const output = options.output ?? process.stdout;
+    let write;
+    if (output === process.stdout) {
+      write = (line) => realStdoutWrite.call(process.stdout, line);
+      if (options.guardStdout !== false) guardStdout();
+    } else {
+      write = (line) => output.write(line);
+    }
+    const handlers = {
+      name: this.#name,
+      instructions: this.#instructions,
+      tools: this.#tools,
+      commands: this.#commands,
+      hook: this.#hook,
+      dynamicPrompt: this.#dynamicPrompt,
+      config: this.#config,
+      workspace: this.#workspace,
+      trace: this.#trace,
+      start: this.#start,
+    };
+    const conn = new Connection(handlers, input, output, write, this.#maxFrameBytes);
+    return conn.run();
+  }
+}
+
+/** One served connection: framing, dispatch, cancellation, shutdown. */
+class Connection {
+  constructor(handlers, input, output, write, maxFrame) {
+    this.h = handlers;
+    this.input = input;
+    this.output = output;
+    this.rawWrite = write;
+    this.maxFrame = maxFrame;
+    /** Requests running, by envelope id: their AbortControllers. */
+    this.inflight = new Map();
+    /** Our `ui/ask` requests awaiting the host, by our own id. */
+    this.asks = new Map();
+    this.nextId = 1;
+    /** Notifications (and shutdown) run in arrival order on this chain. */
+    this.ordered = Promise.resolve();
+    /** Config handler calls, one at a time. */
+    this.configChain = Promise.resolve();
+    this.ending = false;
+    this.writable = true;
+    this.notifier = new Notifier(this);
+    // Line assembly.
+    this.parts = [];
+    this.size = 0;
+    this.dropping = 0;
+  }
+
+  run() {
+    return new Promise((resolve) => {
+      this.resolveServe = resolve;
+      this.onData = (chunk) => this.feed(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+      this.onEnd = () => {
+        this.flushTail();
+        this.end();
+      };
+      this.onError = (err) => {
+        note(`reading from the host failed: ${err.message}`);
+        this.end();
+      };
+      this.onOutputError = (err) => {
+        this.writable = false;
+        note(`failed to write to the host: ${err.message}`);
+      };
+      this.output.on?.("error", this.onOutputError);
+      this.input.on("data", this.onData);
+      this.input.on("end", this.onEnd);
+      this.input.on("close", this.onEnd);
+      this.input.on("error", this.onError);
+      this.input.resume?.();
+    });
+  }
+
+  // -- output ---------------------------------------------------------------
+
+  send(msg) {
+    if (!this.writable) return;
+    try {
+      this.rawWrite(JSON.stringify(msg) + "\n");
+    } catch (err) {
+      this.writable = false;
+      note(`failed to write to the host: ${err.message}`);
+    }
+  }
+
+  notify(method, params) {
+    const msg = { method };
+    if (params !== undefined && params !== null) msg.params = params;
+    this.send(msg);
+  }
+
+  answer(id, result) {
+    this.send({ id, result: result === undefined ? null : result });
+  }
+
+  fail(id, error) {
+    this.send({ id, error });
+  }
+
+  // -- input ----------------------------------------------------------------
+
+  /** Split bytes into lines, never holding more than maxFrame bytes of one line. */
+  feed(buf) {
+    let start = 0;
+    while (!this.ending) {
+      const nl = buf.indexOf(10, start);
+      const end = nl === -1 ? buf.length : nl;
+      const len = end - start;
+      if (this.dropping > 0) {
+        this.dropping += len;
+      } else if (this.size + len > this.maxFrame) {
+        this.dropping = this.size + len;
+        this.parts = [];
+        this.size = 0;
+      } else if (len > 0) {
+        this.parts.push(buf.subarray(start, end));
+        this.size += len;
+      }
+      if (nl === -1) return;
+      this.lineDone();
+      start = nl + 1;
+    }
+  }
+
+  lineDone() {
+    if (this.dropping > 0) {
+      note(`skipping a ${this.dropping}-byte line over the ${this.maxFrame}-byte frame cap`);
+      this.dropping = 0;
+      return;
+    }
+    const line = Buffer.concat(this.parts, this.size);
+    this.parts = [];
+    this.size = 0;
+    this.line(line.toString("utf8"));
+  }
+
+  /** A last line without its newline still counts. */
+  flushTail() {
+    if (this.ending) return;
+    if (this.dropping > 0 || this.size > 0) this.lineDone();
+  }
+
+  line(text) {
+    if (text.trim() === "") return;
+    let msg;
+    try {
+      msg = JSON.parse(text);
+    } catch (err) {
+      note(`skipping malformed wire line: line is not valid JSON: ${err.message}`);
+      return;
+    }
+    if (!isObject(msg)) {
+      note("skipping malformed wire line: not a JSON object");
+      return;
+    }
+    const method = typeof msg.method === "string" ? msg.method : null;
+    const id = isId(msg.id) ? msg.id : null;
+    const params = msg.params ?? null;
+    if (method !== null && id !== null) this.request(id, method, params);
+    else if (method !== null) this.notification(method, params);
+    else if (id !== null) this.response(id, msg);
+    else note("skipping malformed wire line: neither a request, a notification nor a response");
+  }
+
+  // -- dispatch -------------------------------------------------------------
+
+  response(id, msg) {
+    const pending = this.asks.get(id);
+    if (!pending) return;
+    this.asks.delete(id);
+    if (msg.error !== undefined && msg.error !== null) {
+      const e = msg.error;
+      const message = isObject(e) && typeof e.message === "string" ? e.message : "malformed error object on the wire";
+      pending.reject(
+        new YepError(message, {
+          code: isObject(e) && typeof e.code === "number" ? e.code : 0,
+          retryable: isObject(e) && e.retryable === true,
+          data: isObject(e) ? e.data : undefined,
+        }),
+      );
+    } else {
+      pending.resolve(msg.result ?? null);
+    }
+  }
+
+  notification(method, params) {
+    switch (method) {
+      case "initialized":
+        if (this.h.start) this.order(method, () => this.h.start(this.notifier));
+        break;
+      case "trace/event": {
+        if (!this.h.trace) break;
+        if (!isObject(params)) {
+          note(`ignoring ${method} with bad params`);
+          break;
+        }
+        const event = { event_type: "", id: "", ts: "", session_id: "", ...params };
+        this.order(method, () => this.h.trace(event));
+        break;
+      }
+      case "workspace/changed": {
+        if (!this.h.workspace) break;
+        const root = isObject(params) && typeof params.workspace_root === "string" ? params.workspace_root : null;
+        if (root === null) {
+          note(`ignoring ${method} with bad params`);
+          break;
+        }
+        this.order(method, () => this.h.workspace(root));
+        break;
+      }
+      case "exit":
+        this.end();
+        break;
+      default:
+        // Unknown notifications are ignored (forward compatibility).
+        break;
+    }
+  }
+
+  /** Run `fn` after every notification handler queued before it. */
+  order(what, fn) {
+    this.ordered = this.ordered.then(fn).then(
+      () => {},
+      (err) => note(`${what} handler failed: ${err instanceof Error ? err.message : String(err)}`),
+    );
+  }
+
+  /** Serialize config handler calls. Resolves with the handler's answer (or rejects). */
+  configure(config) {
+    const run = this.configChain.then(() => this.h.config(config));
+    this.configChain = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
+  }
+
+  request(id, method, params) {
+    switch (method) {
+      case "initialize":
+        return this.respond(id, method, () => this.initialize(paramsObject(method, params)));
+      case "cancel":
+        return this.respond(id, method, () => this.cancel(paramsObject(method, params)));
+      case "config/changed":
+        return this.respond(id, method, async () => {
+          const p = paramsObject(method, params);
+          if (!this.h.config) return { status: "restart-required" };
+          return { status: configStatus(await this.configure(p.config ?? null)) };
+        });
+      case "shutdown":
+        this.order(method, () => this.answer(id, {}));
+        return;
+      case "tool/call":
+      case "hook/fire":
+      case "prompt/contribution":
+      case "command/execute": {
+        const controller = new AbortController();
+        this.inflight.set(id, controller);
+        const ctx = new Context(this, id, controller);
+        // Start after the rest of this chunk: a cancel right behind the call means it never runs.
+        Promise.resolve()
+          .then(() => {
+            if (this.inflight.get(id) !== controller) return undefined;
+            return this.work(method, params, ctx);
+          })
+          .then(
+            (result) => {
+              if (this.inflight.get(id) !== controller) return;
+              this.inflight.delete(id);
+              this.answer(id, result);
+            },
+            (err) => {
+              if (this.inflight.get(id) !== controller) return;
+              this.inflight.delete(id);
+              this.fail(id, err instanceof InvalidParams ? { code: ERROR_CODES.INVALID_PARAMS, message: err.message } : toWireError(err));
+            },
+          );
+        return;
+      }
+      default:
+        this.fail(id, {
+          code: ERROR_CODES.METHOD_NOT_FOUND,
+          message: `method not supported by this host: ${method}`,
+        });
+    }
+  }
+
+  /** Answer a request handled outside the in-flight table. */
+  respond(id, method, fn) {
+    let result;
+    try {
+      result = fn();
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    Promise.resolve(result).then(
+      (value) => this.answer(id, value),
+      (err) =>
+        this.fail(
+          id,
+          err instanceof InvalidParams ? { code: ERROR_CODES.INVALID_PARAMS, message: err.message } : toWireError(err),
+        ),
+    );
+  }
+
+  async work(method, params, ctx) {
+    switch (method) {
+      case "tool/call": {
+        const p = paramsObject(method, params);
+        const name = field(method, p, "name", "string", "");
+        const tool = this.h.tools.get(name);
+        if (!tool) throw new YepError(`no such tool: ${name}`);
+        const result = await tool(p.args ?? null, ctx);
+        return result === undefined ? null : result;
+      }
+      case "hook/fire": {
+        const p = paramsObject(method, params);
+        const fire = {
+          event: field(method, p, "event", "string", ""),
+          tool_name: field(method, p, "tool_name", "string", ""),
+          args: p.args ?? null,
+        };
+        if (p.result !== undefined) fire.result = p.result;
+        return hookDecision(this.h.hook ? await this.h.hook(fire) : undefined);
+      }
+      case "prompt/contribution": {
+        const text = this.h.dynamicPrompt ? await this.h.dynamicPrompt() : "";
+        return { text: text === undefined || text === null ? "" : String(text) };
+      }
+      case "command/execute": {
+        const p = paramsObject(method, params);
+        const name = field(method, p, "name", "string", "");
+        const args = field(method, p, "arguments", "string", "");
+        const command = this.h.commands.get(name);
+        if (!command) throw new YepError(`no such command: ${name}`);
+        return commandResult(await command(args, ctx));
+      }
+      default:
+        throw new YepError(`method not supported by this host: ${method}`, { code: ERROR_CODES.METHOD_NOT_FOUND });
+    }
+  }
+
+  async initialize(p) {
+    const version = field("initialize", p, "protocol_version", "string", "");
+    if (version.trim() !== "" && !versionCompatible(version)) {
+      throw new YepError(`host speaks YEP ${version}, incompatible with this server (${PROTOCOL_VERSION})`, {
+        code: ERROR_CODES.INCOMPATIBLE_VERSION,
+      });
+    }
+    if (this.h.config) {
+      try {
+        await this.configure(p.config ?? null); // The answer does not matter at handshake.
+      } catch (err) {
+        note(`config handler failed at handshake: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    const h = this.h;
+    const capabilities = ["tools", "streaming", "cancel"];
+    if (h.instructions !== null) capabilities.push("prompt");
+    if (h.dynamicPrompt) capabilities.push("dynamic_prompt");
+    if (h.hook) capabilities.push("hooks");
+    if (h.commands.size > 0) capabilities.push("commands");
+    if (h.trace) capabilities.push("trace");
+    const capability_params = { tools: [...h.tools.keys()].map((name) => ({ name })) };
+    if (h.instructions !== null) capability_params.prompt = { static: String(h.instructions) };
+    return { protocol_version: PROTOCOL_VERSION, name: h.name, capabilities, capability_params };
+  }
+
+  cancel(p) {
+    const target = field("cancel", p, "id", "id", 0);
+    const controller = this.inflight.get(target);
+    if (!controller) return { cancelled: false };
+    this.inflight.delete(target);
+    // The cancelled call resolves now, not when its handler notices.
+    this.fail(target, CANCELLED());
+    controller.abort();
+    return { cancelled: true };
+  }
+
+  // -- reverse requests -----------------------------------------------------
+
+  ask(prompt, options, signal) {
+    const params = { prompt: String(prompt ?? "") };
+    if (options.placeholder !== undefined && options.placeholder !== null) params.placeholder = String(options.placeholder);
+    if (options.secret) params.secret = true;
+    if (Array.isArray(options.options) && options.options.length > 0) params.options = options.options.map(String);
+    if (signal?.aborted) return Promise.resolve(null);
+    if (this.ending) return Promise.reject(new YepError("the host closed the connection"));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.asks.delete(id);
+        resolve(null);
+      };
+      const settle = (fn) => (value) => {
+        signal?.removeEventListener("abort", onAbort);
+        fn(value);
+      };
+      this.asks.set(id, {
+        resolve: settle((result) => {
+          if (!isObject(result) || result.cancelled === true) return resolve(null);
+          resolve(typeof result.answer === "string" ? result.answer : "");
+        }),
+        reject: settle(reject),
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.send({ id, method: "ui/ask", params });
+    });
+  }
+
+  // -- the end --------------------------------------------------------------
+
+  /**
+   * No more input. Questions to the host can no longer be answered; running requests get
+   * EOF_GRACE_MS to answer, the rest are answered cancelled (exactly one answer each);
+   * notification handlers finish what already arrived; then serve() resolves.
+   */
+  async end() {
+    if (this.ending) return;
+    this.ending = true;
+    this.input.off?.("data", this.onData);
+    this.input.off?.("end", this.onEnd);
+    this.input.off?.("close", this.onEnd);
+    this.input.off?.("error", this.onError);
+    if (this.input === process.stdin) {
+      // Let the process exit even when the host sent `exit` without closing our stdin.
+      this.input.pause();
+      this.input.destroy();
+    }
+    const asks = [...this.asks.values()];
+    this.asks.clear();
+    for (const pending of asks) pending.reject(new YepError("the host closed the connection"));
+    if (this.inflight.size > 0) {
+      await new Promise((resolve) => {
+        const deadline = Date.now() + EOF_GRACE_MS;
+        const poll = () => {
+          if (this.inflight.size === 0 || Date.now() >= deadline) resolve();
+          else setTimeout(poll, 5);
+        };
+        poll();
+      });
+    }
+    const rest = [...this.inflight];
+    this.inflight.clear();
+    for (const [id, controller] of rest) {
+      this.fail(id, CANCELLED());
+      controller.abort();
+    }
+    await this.ordered;
+    this.output.off?.("error", this.onOutputError);
+    // Keep swallowing a late EPIPE so it cannot crash the process.
+    this.output.on?.("error", () => {});
+    this.resolveServe();
+  }
+}
