@@ -224,6 +224,11 @@ export declare class Server {
   onTrace(handler: TraceHandler): this;
   /** Run once the handshake completes (`initialized`). */
   onStart(handler: StartHandler): this;
-  /** Serve until EOF or `exit`; resolves once every request has its answer. */
+  /**
+   * Serve until EOF or `exit`; resolves once every request has its answer (running ones get
+   * 1 s, then are answered cancelled and their `ctx.signal` aborted). The process then exits
+   * when nothing else keeps it alive; a handler that ignores its signal may need
+   * `process.exit()` after `await serve()`.
+   */
   serve(options?: ServeOptions): Promise<void>;
 }

@@ -132,3 +132,36 @@ fn our_meta_lists_every_reference_method_with_its_direction() {
         );
     }
 }
+
+/// `docs/protocol.md`, the reference for authors in other languages, names every method and
+/// every payload type the schema has (regenerate its tables: `python3 scripts/gen-protocol-doc.py`).
+#[test]
+fn the_protocol_doc_covers_every_method_and_payload() {
+    let doc = std::fs::read_to_string(repo_file("docs/protocol.md")).unwrap();
+    for m in yep_protocol::meta::METHODS {
+        assert!(
+            doc.contains(&format!("`{}`", m.name)),
+            "docs/protocol.md does not mention method `{}`",
+            m.name
+        );
+    }
+    let schema = yep_protocol::schema::schema_json();
+    for (name, def) in schema["$defs"].as_object().unwrap() {
+        assert!(
+            doc.contains(&format!("### `{name}`")),
+            "docs/protocol.md has no section for `{name}`"
+        );
+        for field in def
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(f, _)| f)
+        {
+            assert!(
+                doc.contains(&format!("| `{field}` |")),
+                "docs/protocol.md does not list `{name}.{field}`"
+            );
+        }
+    }
+}

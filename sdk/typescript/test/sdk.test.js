@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import * as sdk from "../yep-sdk.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -14,12 +14,78 @@ const repo = join(sdkDir, "..", "..");
 const meta = JSON.parse(readFileSync(join(repo, "schema", "yep", "v1", "meta.json"), "utf8"));
 const schema = JSON.parse(readFileSync(join(repo, "schema", "yep", "v1", "schema.json"), "utf8"));
 const ECHO = join(sdkDir, "examples", "echo-server.js");
-const FIXTURE = join(here, "fixture-server.js");
+const SDK_URL = pathToFileURL(join(sdkDir, "yep-sdk.js")).href;
+
+/**
+ * A test server for what the echo example does not exercise: overlap, stray output,
+ * cancellation seen from the handler, ordered trace handling, config, workspace.
+ * It runs from source (`node --input-type=module -e`) because any .js file under test/ would
+ * itself be taken for a test file by `node --test`.
+ */
+async function fixtureServer({ Server, YepError, modify }) {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  let notifier = null;
+  let waiting = [];
+  let configs = 0;
+  await new Server("fixture")
+    .tool("barrier", (args) =>
+      // Resolves only once `n` calls wait at the same time: it proves calls overlap.
+      new Promise((resolve) => {
+        waiting.push(resolve);
+        if (waiting.length >= args.n) {
+          const all = waiting;
+          waiting = [];
+          for (const r of all) r({ met: args.n });
+        }
+      }),
+    )
+    .tool("noisy", async () => {
+      console.log("stray console.log");
+      console.info("stray console.info");
+      console.debug("stray console.debug");
+      process.stdout.write("stray process.stdout.write\n");
+      return { ok: true };
+    })
+    .tool("wait", (_args, ctx) =>
+      new Promise((resolve) => {
+        ctx.signal.addEventListener("abort", () => {
+          ctx.update("must not be sent");
+          ctx.log(`aborted ${ctx.requestId} ${ctx.signal.aborted}`, "debug");
+          resolve({ late: "this answer must be dropped" });
+        });
+      }),
+    )
+    .tool("fail", async (args) => {
+      if (args?.typed) throw new YepError("typed failure", { code: 42, retryable: true, data: { why: "test" } });
+      throw new Error("plain failure");
+    })
+    .onHook(async (fire) => (fire.tool_name === "rewrite" ? modify({ path: "/safe" }) : undefined))
+    .onConfig(async (config) => {
+      configs += 1;
+      notifier?.log(`config ${configs} ${JSON.stringify(config)}`);
+      return config?.restart ? "restart-required" : "ok";
+    })
+    .onWorkspace((root) => notifier.log(`workspace ${root}`))
+    .onTrace(async (event) => {
+      await sleep(20);
+      notifier.log(`trace ${event.id}`);
+    })
+    .onStart((n) => {
+      notifier = n;
+      n.status("fixture ready", "warn", "long form");
+    })
+    .serve();
+}
+
+const FIXTURE = {
+  args: ["--input-type=module", "-e", `(${fixtureServer})(await import(${JSON.stringify(SDK_URL)}));`],
+};
 
 /** A host stand-in: spawns a server, speaks the wire, records everything. */
 class Peer {
   constructor(script) {
-    this.child = spawn(process.execPath, [script], { stdio: ["pipe", "pipe", "pipe"] });
+    const args = typeof script === "string" ? [script] : script.args;
+    this.child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
     this.messages = [];
     this.rawLines = [];
     this.stderr = "";

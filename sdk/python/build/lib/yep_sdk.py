@@ -1,0 +1,870 @@
+"""A zero-dependency Python SDK for writing YEP 1.0 capability servers.
+
+YEP is the line-delimited JSON protocol that ``yep`` (an extension host for AI coding
+agents) speaks to its capability servers over stdio. This module mirrors the Rust
+``yep-sdk`` crate: register handlers on a :class:`Server`, then call :meth:`Server.serve`.
+
+    from yep_sdk import Server
+
+    server = Server("echo", instructions="Use the echo tool to repeat text back.")
+
+    @server.tool("echo")
+    def echo(args, ctx):
+        return {"echoed": args.get("text", "")}
+
+    server.serve()
+
+Wire rules (see ``docs/protocol.md`` and ``schema/yep/v1/``): one JSON object per line;
+``method`` + numeric ``id`` is a request, ``method`` alone a notification, numeric ``id``
+without ``method`` a response; ``jsonrpc`` is accepted, never sent; null params are omitted.
+
+Standard library only; Python >= 3.9.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "HOST_METHODS",
+    "SERVER_METHODS",
+    "CAPABILITIES",
+    "MAX_FRAME_BYTES",
+    "EOF_GRACE",
+    "Server",
+    "Context",
+    "Notifier",
+    "YepError",
+    "block",
+    "modify",
+    "version_compatible",
+]
+
+__version__ = "0.1.0"
+
+# ---------------------------------------------------------------------------------------------
+# Protocol metadata (checked against schema/yep/v1/meta.json by the tests)
+
+#: The protocol version this SDK speaks.
+PROTOCOL_VERSION = "1.0"
+
+#: Host -> server methods (requests and notifications) the SDK handles.
+HOST_METHODS = (
+    "initialize",
+    "initialized",
+    "tool/call",
+    "hook/fire",
+    "prompt/contribution",
+    "command/execute",
+    "config/changed",
+    "trace/event",
+    "shutdown",
+    "cancel",
+    "workspace/changed",
+    "exit",
+)
+
+#: Server -> host methods the SDK sends.
+SERVER_METHODS = ("tool/update", "status/changed", "ui/ask", "log")
+
+#: Every capability token the SDK may advertise in its `initialize` answer.
+CAPABILITIES = (
+    "tools",
+    "streaming",
+    "cancel",
+    "prompt",
+    "dynamic_prompt",
+    "hooks",
+    "commands",
+    "trace",
+)
+
+#: The longest incoming line accepted; longer lines are skipped.
+MAX_FRAME_BYTES = 4 * 1024 * 1024
+
+#: At EOF/`exit`, requests still running get this many seconds before they are cancelled.
+EOF_GRACE = 1.0
+
+#: Notifications waiting for their handler before the reader waits too.
+_ORDERED_QUEUE = 1024
+
+# Error codes (JSON-RPC numbering).
+CODE_UNCLASSIFIED = 0
+CODE_METHOD_NOT_FOUND = -32601
+CODE_INVALID_PARAMS = -32602
+CODE_INTERNAL_ERROR = -32603
+CODE_CANCELLED = -32800
+CODE_INCOMPATIBLE_VERSION = -32001
+
+# Requests that run handler code, each on its own thread.
+_WORK_METHODS = ("tool/call", "hook/fire", "prompt/contribution", "command/execute")
+
+
+def _note(message: str) -> None:
+    """A diagnostic line on stderr (the host logs it)."""
+    try:
+        sys.stderr.write("yep-sdk: %s\n" % message)
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - stderr gone: nothing left to tell
+        pass
+
+
+def _major(version: str) -> Optional[str]:
+    major = version.strip().split(".")[0]
+    return major or None
+
+
+def version_compatible(version: str) -> bool:
+    """Whether a peer speaking ``version`` can talk to us: the majors must match."""
+    major = _major(version)
+    return major is not None and major == _major(PROTOCOL_VERSION)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors and hook helpers
+
+
+class YepError(Exception):
+    """An error with an explicit wire shape. Raise it from a handler to control ``code``,
+    ``retryable`` and ``data``; any other exception becomes ``{"code": 0, "message": str(exc)}``.
+    ``Context.ask`` raises it when the host answers the question with an error."""
+
+    def __init__(self, message: str, code: int = CODE_UNCLASSIFIED, retryable: bool = False,
+                 data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.retryable = retryable
+        self.data = data
+
+    def to_wire(self) -> Dict[str, Any]:
+        err: Dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.retryable:
+            err["retryable"] = True
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+    @classmethod
+    def from_wire(cls, value: Any) -> "YepError":
+        if isinstance(value, dict) and isinstance(value.get("message"), str):
+            code = value.get("code", 0)
+            return cls(value["message"], code if isinstance(code, int) else 0,
+                       bool(value.get("retryable", False)), value.get("data"))
+        return cls("malformed error object")
+
+
+def _error(code: int, message: str) -> Dict[str, Any]:
+    return {"code": code, "message": message}
+
+
+def _cancelled_error() -> Dict[str, Any]:
+    return _error(CODE_CANCELLED, "cancelled")
+
+
+def block(reason: str, user_message: Optional[str] = None) -> Dict[str, Any]:
+    """A hook decision that blocks the tool call (``pre_tool_use`` only)."""
+    decision: Dict[str, Any] = {"block": True, "reason": reason}
+    if user_message is not None:
+        decision["user_message"] = user_message
+    return decision
+
+
+def modify(args: Any) -> Dict[str, Any]:
+    """A hook decision that replaces the tool call's arguments (``pre_tool_use`` only)."""
+    return {"modified_args": args}
+
+
+# ---------------------------------------------------------------------------------------------
+# The wire
+
+
+def _encode(obj: Any) -> bytes:
+    # ASCII-only JSON: always valid UTF-8 and never contains a raw newline.
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+
+
+class _Wire:
+    """One line per write, flushed, under a lock so concurrent handlers never interleave."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+        self._lock = threading.Lock()
+        self._broken = False
+
+    def send_bytes(self, data: bytes) -> None:
+        with self._lock:
+            if self._broken:
+                return
+            try:
+                self._out.write(data)
+                self._out.flush()
+            except (OSError, ValueError) as err:
+                # The host is gone; the reader sees EOF next.
+                self._broken = True
+                _note("failed to write to the host: %s" % err)
+
+    def send(self, obj: Any) -> None:
+        self.send_bytes(_encode(obj))
+
+    def close(self) -> None:
+        """Close the writer; later sends (a straggling handler's log) are dropped quietly."""
+        with self._lock:
+            self._broken = True
+            try:
+                self._out.close()
+            except (OSError, ValueError):
+                pass
+
+    def notify(self, method: str, params: Any = None) -> None:
+        msg: Dict[str, Any] = {"method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+
+    def answer(self, id: int, result: Any = None, error: Optional[Dict[str, Any]] = None) -> None:
+        if error is not None:
+            self.send({"id": id, "error": error})
+            return
+        try:
+            data = _encode({"id": id, "result": result})
+        except (TypeError, ValueError) as err:
+            data = _encode({"id": id, "error": _error(
+                CODE_INTERNAL_ERROR, "result is not JSON-serializable: %s" % err)})
+        self.send_bytes(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# What handlers get
+
+
+class Notifier:
+    """Sends server -> host notifications from anywhere: handlers, ``on_start``, your threads."""
+
+    def __init__(self, session: "_Session") -> None:
+        self._session = session
+
+    def status(self, text: str, level: str = "ok", detail: Optional[str] = None) -> None:
+        """Push a status-bar string (``status/changed``); ``level`` is ok, warn or error.
+        An empty ``text`` clears the field."""
+        params: Dict[str, Any] = {"status": text, "level": level}
+        if detail is not None:
+            params["detail"] = detail
+        self._session.wire.notify("status/changed", params)
+
+    def log(self, text: str, level: str = "info") -> None:
+        """Send a log line to the host (``log``): error, warn, info, debug or trace."""
+        self._session.wire.notify("log", {"message": text, "level": level})
+
+
+class _Call:
+    """One in-flight request's cancellation flag."""
+
+    __slots__ = ("event",)
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+
+    def cancel(self) -> None:
+        self.event.set()
+
+
+class Context(Notifier):
+    """What a tool or command handler can do besides return: progress, cancellation,
+    questions, status and logs."""
+
+    def __init__(self, session: "_Session", request_id: int, call: _Call) -> None:
+        super().__init__(session)
+        self._request_id = request_id
+        self._call = call
+
+    @property
+    def request_id(self) -> int:
+        """The envelope id of the request being handled."""
+        return self._request_id
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the host cancelled this call. It already has its ``cancelled`` answer, so
+        the handler should stop; whatever it returns is dropped."""
+        return self._call.event.is_set()
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, waking early on cancellation. True when cancelled."""
+        return self._call.event.wait(max(0.0, seconds))
+
+    def update(self, text: str) -> None:
+        """Stream one progress line for this call (``tool/update``). Nothing is sent once the
+        call was cancelled."""
+        if self.cancelled:
+            return
+        self._session.wire.notify("tool/update", {"request_id": self._request_id,
+                                                  "output": str(text)})
+
+    def ask(self, prompt: str, secret: bool = False, options: Optional[List[str]] = None,
+            placeholder: Optional[str] = None) -> Optional[str]:
+        """Ask the user a question (``ui/ask``) and wait for the answer.
+
+        Returns the answer, or None when the user dismissed the question or this call was
+        cancelled while waiting. Raises :class:`YepError` when the host refuses the request.
+        """
+        params: Dict[str, Any] = {"prompt": prompt}
+        if placeholder is not None:
+            params["placeholder"] = placeholder
+        if secret:
+            params["secret"] = True
+        if options:
+            params["options"] = list(options)
+        session = self._session
+        slot: "queue.Queue[Tuple[bool, Any]]" = queue.Queue(maxsize=1)
+        id = session.new_ask(slot)
+        session.wire.send({"id": id, "method": "ui/ask", "params": params})
+        try:
+            while True:
+                if self.cancelled:
+                    return None
+                try:
+                    ok, value = slot.get(timeout=0.02)
+                except queue.Empty:
+                    continue
+                if not ok:
+                    raise YepError.from_wire(value)
+                if not isinstance(value, dict) or value.get("cancelled"):
+                    return None
+                answer = value.get("answer", "")
+                return answer if isinstance(answer, str) else str(answer)
+        finally:
+            session.forget_ask(id)
+
+
+# ---------------------------------------------------------------------------------------------
+# The server builder
+
+
+def _named(arg: Any, register: Callable[[str, Callable[..., Any]], None]) -> Any:
+    """Support both ``@server.tool("name")`` and bare ``@server.tool``."""
+    if callable(arg):
+        register(arg.__name__, arg)
+        return arg
+
+    def decorator(func: Callable[..., Any]) -> Callable[..., Any]:
+        register(arg if arg is not None else func.__name__, func)
+        return func
+
+    return decorator
+
+
+def _slot(setter: Callable[[Callable[..., Any]], None], func: Any) -> Any:
+    """Support both ``@server.hook`` and ``@server.hook()``."""
+    if func is None:
+        def decorator(f: Callable[..., Any]) -> Callable[..., Any]:
+            setter(f)
+            return f
+        return decorator
+    setter(func)
+    return func
+
+
+class Server:
+    """A capability server under construction. Register handlers, then :meth:`serve`."""
+
+    def __init__(self, name: str, instructions: Optional[str] = None,
+                 max_concurrency: int = 64, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
+        self.name = name
+        self.instructions = instructions
+        self.max_concurrency = max(1, int(max_concurrency))
+        self.max_frame_bytes = int(max_frame_bytes)
+        self._tools: Dict[str, Callable[..., Any]] = {}
+        self._commands: Dict[str, Callable[..., Any]] = {}
+        self._hook: Optional[Callable[..., Any]] = None
+        self._dynamic_prompt: Optional[Callable[..., Any]] = None
+        self._config: Optional[Callable[..., Any]] = None
+        self._workspace: Optional[Callable[..., Any]] = None
+        self._trace: Optional[Callable[..., Any]] = None
+        self._start: Optional[Callable[..., Any]] = None
+
+    # -- registration ------------------------------------------------------------------------
+
+    def tool(self, name: Any = None) -> Any:
+        """``@server.tool("name")``: serve a tool; ``def f(args: dict, ctx) -> result``.
+        Raising answers the call with an error."""
+        return _named(name, self._tools.__setitem__)
+
+    def command(self, name: Any = None) -> Any:
+        """``@server.command("name")``: serve a slash command; ``def c(arguments: str, ctx)``
+        returning a message string or a ``{"success", "message"}`` dict."""
+        return _named(name, self._commands.__setitem__)
+
+    def hook(self, func: Any = None) -> Any:
+        """``@server.hook``: answer ``hook/fire``; ``def h(params) -> None | dict``."""
+        return _slot(lambda f: setattr(self, "_hook", f), func)
+
+    def dynamic_prompt(self, func: Any = None) -> Any:
+        """``@server.dynamic_prompt``: recompute the system-prompt contribution per turn."""
+        return _slot(lambda f: setattr(self, "_dynamic_prompt", f), func)
+
+    def on_config(self, func: Any = None) -> Any:
+        """``@server.on_config``: ``def c(config) -> "ok" | "restart-required" | None``; called
+        with ``initialize.config`` at handshake (answer ignored) and on ``config/changed``."""
+        return _slot(lambda f: setattr(self, "_config", f), func)
+
+    def on_workspace(self, func: Any = None) -> Any:
+        """``@server.on_workspace``: ``def w(root: str)`` on ``workspace/changed``."""
+        return _slot(lambda f: setattr(self, "_workspace", f), func)
+
+    def on_trace(self, func: Any = None) -> Any:
+        """``@server.on_trace``: ``def t(event: dict)`` per ``trace/event``, in order."""
+        return _slot(lambda f: setattr(self, "_trace", f), func)
+
+    def on_start(self, func: Any = None) -> Any:
+        """``@server.on_start``: ``def s(ctx)`` once the handshake completes (``initialized``);
+        ``ctx`` has ``.status()`` and ``.log()``."""
+        return _slot(lambda f: setattr(self, "_start", f), func)
+
+    # -- introspection -----------------------------------------------------------------------
+
+    def capabilities(self) -> List[str]:
+        """The capability tokens this server advertises, given its handlers."""
+        caps = ["tools", "streaming", "cancel"]
+        flags = [
+            (self.instructions is not None, "prompt"),
+            (self._dynamic_prompt is not None, "dynamic_prompt"),
+            (self._hook is not None, "hooks"),
+            (bool(self._commands), "commands"),
+            (self._trace is not None, "trace"),
+        ]
+        caps.extend(token for on, token in flags if on)
+        return caps
+
+    # -- running -----------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        """Serve on this process's stdin/stdout until EOF or ``exit``.
+
+        The real stdout is kept privately for the wire; fd 1 and ``sys.stdout`` are then
+        pointed at stderr, so a stray ``print()`` in a handler lands in the host's log instead
+        of corrupting the wire.
+        """
+        wire = _guard_stdout()
+        _Session(self, sys.stdin.buffer, wire, close_output=True).run()
+
+    def serve_on(self, input: Any, output: Any) -> None:
+        """Serve on a binary reader (with ``readline(limit)``) and a binary writer. Returns at
+        EOF or ``exit``, once every request has its answer and the notification handlers
+        have run."""
+        _Session(self, input, output).run()
+
+
+def _guard_stdout() -> Any:
+    """Re-point fd 1 and ``sys.stdout`` at stderr; return a private writer on the real stdout."""
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(fd, "wb")
+
+
+# ---------------------------------------------------------------------------------------------
+# The serve loop
+
+
+class _InvalidParams(Exception):
+    pass
+
+
+def _uint(value: Any) -> Optional[int]:
+    """A u64 id, or None (strings, negatives, floats and bools count as absent)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 64:
+        return value
+    return None
+
+
+def _object(params: Any) -> Dict[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise _InvalidParams("expected an object, got %s" % type(params).__name__)
+    return params
+
+
+def _field(params: Dict[str, Any], key: str, kind: type, default: Any) -> Any:
+    value = params.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise _InvalidParams("field %r: expected %s" % (key, kind.__name__))
+    return value
+
+
+_EOF = object()
+
+
+class _TooLong:
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+def _read_line(reader: Any, cap: int) -> Any:
+    """One line without its newline, ``_EOF``, or ``_TooLong`` (the rest of it drained)."""
+    line = reader.readline(cap + 1)
+    if not line:
+        return _EOF
+    if line.endswith(b"\n"):
+        line = line[:-1]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        return line
+    if len(line) <= cap:
+        return line  # the last line, without a newline
+    total = len(line)
+    while True:
+        chunk = reader.readline(64 * 1024)
+        if not chunk:
+            break
+        if chunk.endswith(b"\n"):
+            total += len(chunk) - 1
+            break
+        total += len(chunk)
+    return _TooLong(total)
+
+
+class _Session:
+    """One run of a server on one connection."""
+
+    def __init__(self, server: Server, input: Any, output: Any,
+                 close_output: bool = False) -> None:
+        self.server = server
+        self.close_output = close_output
+        self.input = input
+        self.wire = _Wire(output)
+        self.cv = threading.Condition()
+        self.inflight: Dict[int, _Call] = {}
+        self.answering = 0
+        self.asks: Dict[int, "queue.Queue[Tuple[bool, Any]]"] = {}
+        self.asks_lock = threading.Lock()
+        self.ids = itertools.count(1)
+        self.slots = threading.BoundedSemaphore(server.max_concurrency)
+        self.ordered: "queue.Queue[Any]" = queue.Queue(maxsize=_ORDERED_QUEUE)
+        self.notifier = Notifier(self)
+
+    # -- reverse requests --------------------------------------------------------------------
+
+    def new_ask(self, slot: "queue.Queue[Tuple[bool, Any]]") -> int:
+        with self.asks_lock:
+            id = next(self.ids)
+            self.asks[id] = slot
+        return id
+
+    def forget_ask(self, id: int) -> None:
+        with self.asks_lock:
+            self.asks.pop(id, None)
+
+    # -- main loop ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        ordered = threading.Thread(target=self._ordered_loop, name="yep-notifications",
+                                   daemon=True)
+        ordered.start()
+        try:
+            cap = self.server.max_frame_bytes
+            while True:
+                line = _read_line(self.input, cap)
+                if line is _EOF:
+                    break
+                if isinstance(line, _TooLong):
+                    _note("skipping a %d-byte line over the %d-byte frame cap"
+                          % (line.size, cap))
+                    continue
+                if not line.strip():
+                    continue
+                if not self._dispatch(line):
+                    break
+        finally:
+            self._end(ordered)
+
+    def _dispatch(self, line: bytes) -> bool:
+        """Handle one line; False on ``exit``."""
+        try:
+            msg = json.loads(line)
+        except ValueError as err:
+            _note("skipping malformed wire line: %s" % err)
+            return True
+        if not isinstance(msg, dict):
+            _note("skipping malformed wire line: not a JSON object")
+            return True
+        method = msg.get("method")
+        if method is not None and not isinstance(method, str):
+            _note("skipping malformed wire line: method is not a string")
+            return True
+        id = _uint(msg.get("id"))
+        params = msg.get("params")
+        if method is not None and id is not None:
+            self._request(id, method, params)
+        elif method is not None:
+            return self._notification(method, params)
+        elif id is not None:
+            self._response(id, msg)
+        else:
+            _note("skipping a wire line that is neither request, notification nor response")
+        return True
+
+    def _response(self, id: int, msg: Dict[str, Any]) -> None:
+        with self.asks_lock:
+            slot = self.asks.pop(id, None)
+        if slot is None:
+            return
+        if msg.get("error") is not None:
+            slot.put((False, msg["error"]))
+        else:
+            slot.put((True, msg.get("result")))
+
+    def _notification(self, method: str, params: Any) -> bool:
+        if method == "exit":
+            return False
+        try:
+            if method == "initialized":
+                self.ordered.put(("initialized", None))
+            elif method == "trace/event":
+                self.ordered.put(("trace", _object(params)))
+            elif method == "workspace/changed":
+                root = _field(_object(params), "workspace_root", str, "")
+                self.ordered.put(("workspace", root))
+            # Unknown notifications are ignored.
+        except _InvalidParams as err:
+            _note("ignoring %s with bad params: %s" % (method, err))
+        return True
+
+    def _request(self, id: int, method: str, params: Any) -> None:
+        try:
+            if method == "initialize":
+                self._initialize(id, _object(params))
+            elif method == "cancel":
+                self._cancel(id, _object(params))
+            elif method == "shutdown":
+                # Answered by the ordered thread, after every earlier notification.
+                self.ordered.put(("shutdown", id))
+            elif method == "config/changed":
+                self._config_changed(id, _object(params))
+            elif method in _WORK_METHODS:
+                self._start_work(id, method, _object(params))
+            else:
+                self.wire.answer(id, error=_error(
+                    CODE_METHOD_NOT_FOUND, "method not supported by this host: %s" % method))
+        except _InvalidParams as err:
+            self.wire.answer(id, error=_error(
+                CODE_INVALID_PARAMS, "invalid params for %s: %s" % (method, err)))
+
+    # -- control requests (answered by the reader) -------------------------------------------
+
+    def _initialize(self, id: int, params: Dict[str, Any]) -> None:
+        version = _field(params, "protocol_version", str, "")
+        if version and not version_compatible(version):
+            self.wire.answer(id, error=_error(
+                CODE_INCOMPATIBLE_VERSION,
+                "host speaks YEP %s, incompatible with this server (%s)"
+                % (version, PROTOCOL_VERSION)))
+            return
+        server = self.server
+        if server._config is not None:
+            try:
+                server._config(params.get("config"))
+            except Exception:  # noqa: BLE001
+                _note("on_config failed at handshake:\n" + traceback.format_exc())
+        capability_params: Dict[str, Any] = {
+            "tools": [{"name": name} for name in sorted(server._tools)],
+        }
+        if server.instructions is not None:
+            capability_params["prompt"] = {"static": server.instructions}
+        self.wire.answer(id, {
+            "protocol_version": PROTOCOL_VERSION,
+            "name": server.name,
+            "capabilities": server.capabilities(),
+            "capability_params": capability_params,
+        })
+
+    def _cancel(self, id: int, params: Dict[str, Any]) -> None:
+        target = _uint(params.get("id", 0))
+        if target is None:
+            raise _InvalidParams("field 'id': expected an unsigned integer")
+        with self.cv:
+            call = self.inflight.pop(target, None)
+            if call is not None:
+                self.answering += 1
+        if call is not None:
+            call.cancel()
+            try:
+                # The cancelled call resolves now, not when its handler notices.
+                self.wire.answer(target, error=_cancelled_error())
+            finally:
+                self._answered()
+        self.wire.answer(id, {"cancelled": call is not None})
+
+    def _config_changed(self, id: int, params: Dict[str, Any]) -> None:
+        handler = self.server._config
+        status = "restart-required"
+        if handler is not None:
+            try:
+                answer = handler(params.get("config"))
+            except Exception:  # noqa: BLE001
+                _note("on_config failed:\n" + traceback.format_exc())
+                answer = "restart-required"
+            if answer is None or answer == "ok":
+                status = "ok"
+            elif answer != "restart-required":
+                _note("on_config returned %r; treating it as restart-required" % (answer,))
+        self.wire.answer(id, {"status": status})
+
+    # -- work requests (each on its own thread) ----------------------------------------------
+
+    def _start_work(self, id: int, method: str, params: Dict[str, Any]) -> None:
+        call = _Call()
+        with self.cv:
+            self.inflight[id] = call
+        thread = threading.Thread(target=self._work, args=(id, method, params, call),
+                                  name="yep-%s-%d" % (method, id), daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as err:
+            with self.cv:
+                mine = self.inflight.get(id) is call
+                if mine:
+                    del self.inflight[id]
+                    self.answering += 1
+            if mine:
+                try:
+                    self.wire.answer(id, error=_error(
+                        CODE_INTERNAL_ERROR, "could not start a thread: %s" % err))
+                finally:
+                    self._answered()
+
+    def _work(self, id: int, method: str, params: Dict[str, Any], call: _Call) -> None:
+        with self.slots:
+            with self.cv:
+                if self.inflight.get(id) is not call:
+                    return  # cancelled before it started: already answered
+            ctx = Context(self, id, call)
+            result: Any = None
+            error: Optional[Dict[str, Any]] = None
+            try:
+                result = self._handle(method, params, ctx)
+            except YepError as err:
+                error = err.to_wire()
+            except BaseException as err:  # noqa: BLE001 - a handler must never kill the call
+                error = _error(CODE_UNCLASSIFIED, str(err) or type(err).__name__)
+            # Whoever removes the entry answers: a cancelled call was already answered.
+            with self.cv:
+                mine = self.inflight.get(id) is call
+                if mine:
+                    del self.inflight[id]
+                    self.answering += 1
+            if not mine:
+                return
+            try:
+                self.wire.answer(id, result, error)
+            finally:
+                self._answered()
+
+    def _answered(self) -> None:
+        with self.cv:
+            self.answering -= 1
+            self.cv.notify_all()
+
+    def _handle(self, method: str, params: Dict[str, Any], ctx: Context) -> Any:
+        server = self.server
+        if method == "tool/call":
+            name = _field(params, "name", str, "")
+            handler = server._tools.get(name)
+            if handler is None:
+                raise YepError("no such tool: %s" % name)
+            args = params.get("args")
+            return handler(args if args is not None else {}, ctx)
+        if method == "hook/fire":
+            fire = dict(params)
+            fire.setdefault("event", "")
+            fire.setdefault("tool_name", "")
+            if fire.get("args") is None:
+                fire["args"] = {}
+            decision = server._hook(fire) if server._hook is not None else None
+            if decision is None:
+                return {"block": False}
+            if not isinstance(decision, dict):
+                raise TypeError("a hook must return None or a dict, not %s"
+                                % type(decision).__name__)
+            return decision
+        if method == "prompt/contribution":
+            text = server._dynamic_prompt() if server._dynamic_prompt is not None else ""
+            if text is None:
+                text = ""
+            if not isinstance(text, str):
+                raise TypeError("a dynamic prompt must return a str, not %s"
+                                % type(text).__name__)
+            return {"text": text}
+        if method == "command/execute":
+            name = _field(params, "name", str, "")
+            arguments = _field(params, "arguments", str, "")
+            handler = server._commands.get(name)
+            if handler is None:
+                raise YepError("no such command: %s" % name)
+            out = handler(arguments, ctx)
+            if out is None:
+                return {"success": True, "message": ""}
+            if isinstance(out, str):
+                return {"success": True, "message": out}
+            if not isinstance(out, dict):
+                raise TypeError("a command must return a str or a dict, not %s"
+                                % type(out).__name__)
+            return out
+        raise YepError("method not supported by this host: %s" % method, CODE_METHOD_NOT_FOUND)
+
+    # -- notifications, in order -------------------------------------------------------------
+
+    def _ordered_loop(self) -> None:
+        server = self.server
+        while True:
+            item = self.ordered.get()
+            if item is None:
+                return
+            kind, payload = item
+            try:
+                if kind == "shutdown":
+                    self.wire.answer(payload, {})
+                elif kind == "initialized" and server._start is not None:
+                    server._start(self.notifier)
+                elif kind == "trace" and server._trace is not None:
+                    server._trace(payload)
+                elif kind == "workspace" and server._workspace is not None:
+                    server._workspace(payload)
+            except Exception:  # noqa: BLE001
+                _note("%s handler failed:\n%s" % (kind, traceback.format_exc()))
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def _end(self, ordered: threading.Thread) -> None:
+        """No more input. Let in-flight requests finish (up to EOF_GRACE), answer the rest
+        ``cancelled`` so every request gets exactly one answer, let the notification handlers
+        finish what already arrived, then return."""
+        with self.cv:
+            self.cv.wait_for(lambda: not self.inflight and not self.answering, EOF_GRACE)
+            rest = list(self.inflight.items())
+            self.inflight.clear()
+        for id, call in rest:
+            call.cancel()
+            self.wire.answer(id, error=_cancelled_error())
+        with self.cv:
+            self.cv.wait_for(lambda: not self.answering, EOF_GRACE)
+        self.ordered.put(None)
+        ordered.join()
+        if self.close_output:
+            self.wire.close()
