@@ -149,10 +149,11 @@ fn main() -> anyhow::Result<()> {
             "cold_start_rust",
             percentiles(cold_start(&echo, &scratch, 50).await?),
         );
-        r.value(
+        let python_echo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../sdk/python/examples/echo_server.py");
+        r.latency(
             "cold_start_python",
-            "not measured: the Python SDK does not exist yet (issue 7)".into(),
-            json!({ "measured": false, "why": "the Python SDK does not exist yet" }),
+            percentiles(cold_start(&python_echo, &scratch, 20).await?),
         );
 
         // Trace forwarding: what `emit` costs the agent loop (it never awaits a server).
