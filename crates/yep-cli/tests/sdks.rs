@@ -38,7 +38,14 @@ fn the_typescript_sdk_suite_passes() {
 
 #[test]
 fn the_python_sdk_installs_with_pip() {
-    let target = tempfile::tempdir().unwrap();
+    // Build from a copy: setuptools writes build/ and *.egg-info next to the sources.
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for file in ["pyproject.toml", "README.md", "yep_sdk.py"] {
+        std::fs::copy(repo().join("sdk/python").join(file), src.join(file)).unwrap();
+    }
+    let target = tmp.path().join("site");
     run(
         "python3",
         &[
@@ -50,9 +57,9 @@ fn the_python_sdk_installs_with_pip() {
             "--no-index",
             "--no-build-isolation",
             "--target",
-            target.path().to_str().unwrap(),
-            "sdk/python",
+            target.to_str().unwrap(),
+            src.to_str().unwrap(),
         ],
     );
-    assert!(target.path().join("yep_sdk.py").is_file());
+    assert!(target.join("yep_sdk.py").is_file());
 }
