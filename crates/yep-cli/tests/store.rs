@@ -696,3 +696,25 @@ fn enable_at_a_terminal_asks_for_required_fields_by_kind() {
     );
     assert!(!screen.contains("setup_incomplete"), "{screen}");
 }
+
+#[test]
+fn names_that_are_paths_are_refused() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.home().join("logs")).unwrap();
+    std::fs::write(env.home().join("logs/keep.log"), "keep").unwrap();
+    for bad in ["../logs", "..", "", "a/b"] {
+        let out = env.yep(&["remove", bad]);
+        assert_eq!(out.status.code(), Some(1), "remove {bad:?}");
+        assert!(
+            text(&out.stderr).contains("is not an extension name"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(text(&env.yep(&["enable", bad]).stderr).contains("is not an extension name"));
+    }
+    assert!(
+        env.home().join("logs/keep.log").is_file(),
+        "remove must never reach outside extensions/"
+    );
+    env.ok(&["list"]);
+}

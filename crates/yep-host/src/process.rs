@@ -17,7 +17,7 @@ use tokio::sync::watch;
 pub const STDERR_TAIL_LINES: usize = 20;
 
 /// What to run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SpawnSpec {
     pub program: String,
     pub args: Vec<String>,
@@ -27,6 +27,25 @@ pub struct SpawnSpec {
     pub env: Vec<(String, String)>,
     /// Where stderr is appended.
     pub log_path: PathBuf,
+}
+
+/// Env values can be secrets: Debug shows their names only.
+impl std::fmt::Debug for SpawnSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpawnSpec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field(
+                "env",
+                &self
+                    .env
+                    .iter()
+                    .map(|(k, _)| format!("{k}=***"))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 /// The last lines a server wrote to stderr.

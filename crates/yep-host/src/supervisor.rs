@@ -27,7 +27,7 @@ use yep_protocol::{
 };
 
 /// How to run one extension's server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServerSpec {
     pub name: String,
     pub command: String,
@@ -69,6 +69,31 @@ impl Grants {
             ui_ask: manifest.yolop.ui_ask,
             status: manifest.yolop.status,
         }
+    }
+}
+
+/// Env values can be secrets: Debug shows their names only.
+impl std::fmt::Debug for ServerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSpec")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("package_dir", &self.package_dir)
+            .field("workspace_root", &self.workspace_root)
+            .field("session_id", &self.session_id)
+            .field("config", &self.config)
+            .field(
+                "env",
+                &self
+                    .env
+                    .iter()
+                    .map(|(k, _)| format!("{k}=***"))
+                    .collect::<Vec<_>>(),
+            )
+            .field("log_dir", &self.log_dir)
+            .field("grants", &self.grants)
+            .finish()
     }
 }
 
@@ -281,12 +306,15 @@ pub struct Extension {
     next_call: AtomicU64,
     /// `initialize.config` and the injected env for the next start (config can change live).
     inputs: Mutex<(Value, Vec<(String, String)>)>,
+    /// Closed for good (the host shut down): nothing may start it again.
+    closed: AtomicBool,
 }
 
 impl Extension {
     pub fn new(spec: ServerSpec, opts: SupervisorOptions, events: Arc<dyn Events>) -> Extension {
         let inputs = Mutex::new((spec.config.clone(), spec.env.clone()));
         Extension {
+            closed: AtomicBool::new(false),
             inputs,
             spec,
             opts,
@@ -342,8 +370,23 @@ impl Extension {
         *self.last_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
     }
 
+    /// Stop the server and refuse to start it again (the session is over). A start in
+    /// progress is not waited for: it sees the flag and discards its server itself.
+    pub async fn close(&self) -> Option<String> {
+        self.closed.store(true, Ordering::Release);
+        let _start = self.starting.try_lock().ok()?;
+        self.stop_current().await
+    }
+
     /// The live server, started (with its handshake) if none runs.
     pub async fn live(&self) -> Result<Arc<Live>, ExtensionError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(ExtensionError::Write {
+                extension: self.spec.name.clone(),
+                method: "start".into(),
+                message: "the host shut this extension down".into(),
+            });
+        }
         if let Some(live) = self.live_now() {
             return Ok(live);
         }
@@ -363,6 +406,16 @@ impl Extension {
             tokio::time::sleep(wait).await;
         }
         match self.start().await {
+            Ok(live) if self.closed.load(Ordering::Acquire) => {
+                // Closed while this start ran: the new server goes straight away.
+                live.crash_counted.store(true, Ordering::Relaxed);
+                live.conn.close(CloseReason::Shutdown);
+                Err(ExtensionError::Write {
+                    extension: self.spec.name.clone(),
+                    method: "start".into(),
+                    message: "the host shut this extension down".into(),
+                })
+            }
             Ok(live) => {
                 *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&live));
                 Ok(live)
@@ -724,6 +777,10 @@ impl Extension {
     pub async fn stop(&self) -> Option<String> {
         // Wait out a start in progress, so it cannot install a server after we return.
         let _start = self.starting.lock().await;
+        self.stop_current().await
+    }
+
+    async fn stop_current(&self) -> Option<String> {
         let live = self
             .current
             .lock()

@@ -1053,3 +1053,52 @@ async fn activate_asks_for_unset_required_fields_by_kind() {
     );
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn after_shutdown_nothing_restarts_and_specs_never_print_secret_env() {
+    let w = World::new();
+    w.add(
+        "conf",
+        configurable(),
+        json!({"tools": ["config", "probe"]}),
+    );
+    let manifest = yep_host::Manifest::load(&w.home.package_dir("conf")).unwrap();
+    yep_host::store::config::set_secret(
+        &w.home,
+        &manifest,
+        "token",
+        &yep_host::store::config::Secret::new("debug-leak-check"),
+    )
+    .unwrap();
+    let host = w.host(quick()).await;
+    host.call_tool("config", json!({}), None, None)
+        .await
+        .unwrap();
+    host.shutdown().await;
+    let err = host
+        .call_tool("config", json!({}), None, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("shut this extension down"), "{err}");
+    assert_eq!(
+        host.pid("conf"),
+        None,
+        "no server was started after shutdown"
+    );
+    let (config, env) = yep_host::store::config::server_inputs(&w.home, &manifest).unwrap();
+    let mut spec = yep_host::ServerSpec::from_manifest(
+        &manifest,
+        w.home.package_dir("conf"),
+        w.dir.path().into(),
+        w.home.logs_dir(),
+    )
+    .unwrap();
+    spec.config = config;
+    spec.env = env;
+    let shown = format!("{spec:?}");
+    assert!(
+        shown.contains("FIXTURE_TOKEN=***") && !shown.contains("debug-leak-check"),
+        "{shown}"
+    );
+}

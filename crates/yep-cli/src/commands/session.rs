@@ -218,7 +218,7 @@ async fn execute(host: &Arc<ExtensionHost>, line: &str, turn: &mut u64, interact
             Ok(tools) => Step::Out(json!({ "mcp_tools": tools })),
             Err(e) => err(format!("{e:#}")),
         },
-        "mcp" => Step::Out(json!({ "mcp": host.mcp_servers() })),
+        "mcp" => Step::Out(json!({ "mcp": host.mcp_servers_unexpanded() })),
         "reload" => ok_or(host.reload(first).await),
         "enable" => match host.activate(first).await {
             Ok(missing) if missing.is_empty() => Step::Out(json!({ "ok": true })),

@@ -138,6 +138,16 @@ impl ExtensionHost {
     /// environment and the extension's secrets, then the workspace's `.mcp.json`, whose
     /// entries override by name.
     pub fn mcp_servers(&self) -> BTreeMap<String, McpServer> {
+        self.mcp_servers_with(true)
+    }
+
+    /// The same entries with `${VAR}` left as written: for showing to people, since the
+    /// expanded form can carry secrets.
+    pub fn mcp_servers_unexpanded(&self) -> BTreeMap<String, McpServer> {
+        self.mcp_servers_with(false)
+    }
+
+    fn mcp_servers_with(&self, expand_vars: bool) -> BTreeMap<String, McpServer> {
         let mut out = BTreeMap::new();
         for l in self.loaded() {
             let secrets = crate::store::config::secrets(&self.home, &l.name).unwrap_or_default();
@@ -162,6 +172,10 @@ impl ExtensionHost {
                     continue;
                 }
                 let mut spec = spec.clone();
+                if !expand_vars {
+                    out.insert(format!("{}__{server}", l.name), spec);
+                    continue;
+                }
                 spec.command = spec.command.map(|c| expand(&c, &vars));
                 spec.args = spec.args.iter().map(|a| expand(a, &vars)).collect();
                 spec.url = spec.url.map(|u| expand(&u, &vars));

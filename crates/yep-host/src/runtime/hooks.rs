@@ -73,7 +73,19 @@ impl ExtensionHost {
                     args: args.clone(),
                     result: None,
                 };
-                match loaded.ext.fire_hook(&params, timeout).await {
+                // The bound covers starting the server too (a backoff or a slow handshake).
+                let fired =
+                    match tokio::time::timeout(timeout, loaded.ext.fire_hook(&params, timeout))
+                        .await
+                    {
+                        Ok(Ok(d)) => Ok(d),
+                        Ok(Err(e)) => Err(e.to_string()),
+                        Err(_) => Err(format!(
+                            "timed out after {} ms (including start-up)",
+                            timeout.as_millis()
+                        )),
+                    };
+                match fired {
                     Ok(d) if d.block => {
                         let reason = if d.reason.is_empty() {
                             format!("blocked by extension `{}`", loaded.name)

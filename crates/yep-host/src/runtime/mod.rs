@@ -149,6 +149,16 @@ pub(crate) struct Loaded {
     forwarding: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
+impl Drop for ExtensionHost {
+    fn drop(&mut self) {
+        // Forwarder tasks hold their extension; without this a dropped host would leave them
+        // (and their servers) running.
+        for l in self.loaded() {
+            l.stop_forwarding();
+        }
+    }
+}
+
 impl Loaded {
     /// Stop the trace forwarder task (it holds this value, so dropping cannot do it).
     fn stop_forwarding(&self) {
@@ -315,10 +325,12 @@ impl ExtensionHost {
             });
         }
         let all = async { while tasks.join_next().await.is_some() {} };
-        if tokio::time::timeout(self.opts.startup_bound, all)
+        let timed_out = tokio::time::timeout(self.opts.startup_bound, all)
             .await
-            .is_err()
-        {
+            .is_err();
+        // Slow starts keep going in the background: dropping the set would abort them.
+        tasks.detach_all();
+        if timed_out {
             tracing::warn!(
                 "some extensions are still starting after {} ms; continuing without waiting",
                 self.opts.startup_bound.as_millis()
@@ -567,11 +579,26 @@ impl ExtensionHost {
         Ok(())
     }
 
+    /// Write the enable state: it takes the home's file lock, which another `yep` may hold
+    /// for a while, so it runs off the async threads.
+    async fn persist_enabled(&self, name: &str, on: bool) -> Result<(), HostError> {
+        let home = self.home.clone();
+        let name = name.to_string();
+        tokio::task::spawn_blocking(move || home.set_enabled(&name, on))
+            .await
+            .map_err(|e| {
+                HostError::from(StoreError::Invalid(format!(
+                    "the settings write failed: {e}"
+                )))
+            })??;
+        Ok(())
+    }
+
     /// Enable an extension for this session from the next turn on, and in settings. Required
     /// config fields nobody set are asked for through the `AskSink` by kind (secret: masked,
     /// `enum`: a selector, else free text). Returns the fields still missing (`setup_incomplete`).
     pub async fn activate(&self, name: &str) -> Result<Vec<String>, HostError> {
-        self.home.set_enabled(name, true)?;
+        self.persist_enabled(name, true).await?;
         let manifest = Manifest::load(&self.home.package_dir(name)).map_err(StoreError::from)?;
         let missing = self.setup(name, &manifest).await?;
         if self.find(name).is_ok() {
@@ -630,7 +657,7 @@ impl ExtensionHost {
 
     /// Disable an extension for this session from the next turn on, and in settings.
     pub async fn deactivate(&self, name: &str) -> Result<(), HostError> {
-        self.home.set_enabled(name, false)?;
+        self.persist_enabled(name, false).await?;
         let Ok(loaded) = self.find(name) else {
             return Ok(());
         };
@@ -652,7 +679,7 @@ impl ExtensionHost {
         for l in self.loaded() {
             l.stop_forwarding();
             tasks.spawn(async move {
-                l.ext.stop().await;
+                l.ext.close().await;
             });
         }
         while tasks.join_next().await.is_some() {}

@@ -41,11 +41,10 @@ impl ExtensionHost {
         }
         // The handshake's static text counts only when the manifest declares `prompt`.
         let static_text = match f.prompt {
-            true => l
-                .ext
-                .handshake()
+            true => tokio::time::timeout(self.opts.prompt_timeout, l.ext.handshake())
                 .await
                 .ok()
+                .and_then(Result::ok)
                 .and_then(|i| i.capability_params.prompt)
                 .map(|p| p.static_text.trim().to_string())
                 .filter(|t| !t.is_empty()),
@@ -60,10 +59,15 @@ impl ExtensionHost {
             let dynamic = match cached {
                 Some(t) => t,
                 None => {
-                    let fresh = match l
-                        .ext
-                        .prompt_contribution_within(self.opts.prompt_timeout)
-                        .await
+                    // The budget covers starting the server too.
+                    let fetched = tokio::time::timeout(
+                        self.opts.prompt_timeout,
+                        l.ext.prompt_contribution_within(self.opts.prompt_timeout),
+                    )
+                    .await;
+                    let fresh = match fetched
+                        .map_err(|_| "timed out".to_string())
+                        .and_then(|r| r.map_err(|e| e.to_string()))
                     {
                         Ok(c) => Some(c.text.trim().to_string()).filter(|t| !t.is_empty()),
                         Err(err) => {

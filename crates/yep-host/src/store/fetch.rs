@@ -269,6 +269,7 @@ pub fn unpack_tar_gz(
     };
     // Validate everything first, so a bad entry late in the archive writes nothing.
     let mut plan = Vec::new();
+    let mut links: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
     for entry in tar
         .entries()
@@ -294,6 +295,14 @@ pub fn unpack_tar_gz(
         if rel.as_os_str().is_empty() {
             continue;
         }
+        // Nothing may be written through a link the archive itself made: chained links
+        // (`a/b -> ..`, then `a/b/c -> ..`) would otherwise climb out one level at a time.
+        if rel.ancestors().skip(1).any(|a| links.contains(a)) || links.contains(&rel) {
+            return Err(unsafe_entry(
+                &shown,
+                "goes through a link the archive created",
+            ));
+        }
         let kind = entry.header().entry_type();
         if kind.is_hard_link() {
             return Err(unsafe_entry(&shown, "is a hard link"));
@@ -310,6 +319,7 @@ pub fn unpack_tar_gz(
                     &format!("links outside the package (to {})", target.display()),
                 ));
             }
+            links.insert(rel.clone());
             plan.push((rel, Planned::Link(target)));
         } else if kind.is_dir() {
             plan.push((rel, Planned::Dir));
@@ -324,6 +334,22 @@ pub fn unpack_tar_gz(
     }
     for (rel, what) in plan {
         let path = dest.join(&rel);
+        // Belt and braces: never write below a symlink already on disk.
+        if rel
+            .ancestors()
+            .skip(1)
+            .filter(|a| !a.as_os_str().is_empty())
+            .any(|a| {
+                dest.join(a)
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.file_type().is_symlink())
+            })
+        {
+            return Err(unsafe_entry(
+                &rel.display().to_string(),
+                "would be written through a symlink",
+            ));
+        }
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(io(format!("failed to create {}", parent.display())))?;
@@ -541,6 +567,41 @@ mod tests {
         assert!(
             err.contains("no stable, non-yanked version") && err.contains("1.0.0 (yanked)"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn chained_links_cannot_carry_a_file_out() {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut b = tar::Builder::new(gz);
+        let mut link = |path: &str, target: &str| {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_size(0);
+            b.append_link(&mut h, path, target).unwrap();
+        };
+        link("pkg/a/b", "..");
+        link("pkg/a/b/c", "..");
+        let mut h = tar::Header::new_gnu();
+        h.set_size(3);
+        h.set_mode(0o644);
+        b.append_data(&mut h, "pkg/a/b/c/escaped.txt", &b"bad"[..])
+            .unwrap();
+        let bytes = b.into_inner().unwrap().finish().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("inner/dest");
+        std::fs::create_dir_all(&dest).unwrap();
+        let err = unpack_tar_gz(&bytes, &dest, 1, "evil.crate")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("goes through a link"), "{err}");
+        assert!(
+            !dir.path().join("escaped.txt").exists()
+                && !dir.path().join("inner/escaped.txt").exists()
+        );
+        assert!(
+            std::fs::read_dir(&dest).unwrap().next().is_none(),
+            "nothing is written when any entry is refused"
         );
     }
 

@@ -286,6 +286,14 @@ impl Home {
         self.apply(&j)
     }
 
+    /// Drop a scratch directory, unless a journal still needs what it holds: an interrupted
+    /// commit is finished by the next recovery, from there.
+    fn discard(&self, scratch: &Path) {
+        if !self.journal_path().exists() {
+            let _ = remove_tree(scratch);
+        }
+    }
+
     pub fn lockfile(&self) -> Result<Lockfile, StoreError> {
         Ok(Lockfile::load(&self.lock_path())?)
     }
@@ -315,7 +323,7 @@ impl Home {
         let _lock = self.lock()?;
         let scratch = self.scratch()?;
         let result = self.install_locked(&source, opts, approver, &scratch, None);
-        let _ = remove_tree(&scratch);
+        self.discard(&scratch);
         result
     }
 
@@ -580,7 +588,7 @@ impl Home {
             let scratch = self.scratch()?;
             let result =
                 self.install_locked(&source, &opts, approver, &scratch, Some((&entry, locked)));
-            let _ = remove_tree(&scratch);
+            self.discard(&scratch);
             out.push(result?);
         }
         Ok(out)
@@ -588,6 +596,7 @@ impl Home {
 
     /// Enable or disable an installed extension. Returns whether anything changed.
     pub fn set_enabled(&self, name: &str, on: bool) -> Result<bool, StoreError> {
+        check_name(name)?;
         let _lock = self.lock()?;
         if on && self.lockfile()?.get(name).is_none() {
             return Err(StoreError::NotInstalled(name.to_string()));
@@ -597,25 +606,30 @@ impl Home {
 
     /// Delete a package, its lock entry, its enable entry and its stored secrets.
     pub fn remove(&self, name: &str) -> Result<(), StoreError> {
+        check_name(name)?;
         let _lock = self.lock()?;
         let mut lock = self.lockfile()?;
         let dest = self.package_dir(name);
         if !lock.remove(name) && dest.symlink_metadata().is_err() {
             return Err(StoreError::NotInstalled(name.to_string()));
         }
-        settings::set_enabled(&self.settings_path(), name, false).map_err(StoreError::Invalid)?;
-        settings::remove_secrets(&self.connections_path(), name).map_err(StoreError::Invalid)?;
         let trash = self.scratch()?.join("removed");
         let renames = if dest.symlink_metadata().is_ok() {
             vec![(dest, trash.clone())]
         } else {
             Vec::new()
         };
+        // The package and its lock entry go first, atomically; the enable entry and the
+        // secrets after (each an idempotent, atomic write), so a crash never leaves an
+        // installed package without its secrets.
         self.commit(Journal {
             renames,
             lock: lock.render(),
             cleanup: vec![trash],
-        })
+        })?;
+        settings::set_enabled(&self.settings_path(), name, false).map_err(StoreError::Invalid)?;
+        settings::remove_secrets(&self.connections_path(), name).map_err(StoreError::Invalid)?;
+        Ok(())
     }
 
     /// Everything installed, for `yep list`.
@@ -697,6 +711,17 @@ impl Home {
         let now = hash::content_hash(&self.package_dir(name))
             .map_err(io("failed to hash the package"))?;
         Ok((now != entry.content_hash).then(|| format!("`{name}` changed since it was approved ({} → {now}); run `yep update {name}` to review", entry.content_hash)))
+    }
+}
+
+/// Names reach paths (`extensions/<name>`): only manifest-valid names are accepted.
+fn check_name(name: &str) -> Result<(), StoreError> {
+    if crate::manifest::valid_name(name) {
+        Ok(())
+    } else {
+        Err(StoreError::Invalid(format!(
+            "{name:?} is not an extension name (A-Z a-z 0-9 _ -)"
+        )))
     }
 }
 
