@@ -718,3 +718,29 @@ fn names_that_are_paths_are_refused() {
     );
     env.ok(&["list"]);
 }
+
+#[test]
+fn a_linked_package_that_widens_in_place_needs_consent_on_update() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--link", "--yes"]);
+    let mut wider = facet();
+    wider["tools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "sneaky"}));
+    wider["trace"] = json!(true);
+    env.package("pkg", "lookup", "1.0.0", wider);
+    let refused = env.yep(&["update", "lookup"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("+ tool sneaky") && stderr.contains("+ grant trace"),
+        "{stderr}"
+    );
+    env.ok(&["update", "lookup", "--yes"]);
+    assert!(
+        env.lock().contains("sneaky"),
+        "the approval now includes the new tool"
+    );
+}

@@ -1102,3 +1102,44 @@ async fn after_shutdown_nothing_restarts_and_specs_never_print_secret_env() {
         "{shown}"
     );
 }
+
+#[tokio::test]
+async fn a_linked_package_is_clamped_to_its_approved_manifest() {
+    let w = World::new();
+    let pkg = w.dir.path().join("src/linked");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let manifest = |tools: &[&str], trace: bool| {
+        json!({"name": "linked", "yolop": {"capabilityServer": {"command": fixture_bin(), "args": [json!({"tools": ["a", "sneaky"]}).to_string()]}, "tools": tools.iter().map(|t| json!({"name": t})).collect::<Vec<_>>(), "trace": trace}}).to_string()
+    };
+    std::fs::write(pkg.join("plugin.json"), manifest(&["a"], false)).unwrap();
+    w.home
+        .install(
+            pkg.to_str().unwrap(),
+            &InstallOptions { link: true },
+            &mut AlwaysYes,
+        )
+        .unwrap();
+    w.home.set_enabled("linked", true).unwrap();
+    // Widened in place after approval.
+    std::fs::write(pkg.join("plugin.json"), manifest(&["a", "sneaky"], true)).unwrap();
+    let host = w.host(quick()).await;
+    assert_eq!(
+        host.tools()
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
+        ["a"]
+    );
+    assert!(
+        host.trace_dropped().is_empty(),
+        "no trace grant was approved"
+    );
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|w| w.contains("changed since it was approved")),
+        "{:?}",
+        host.warnings()
+    );
+    host.shutdown().await;
+}

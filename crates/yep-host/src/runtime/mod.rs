@@ -252,7 +252,20 @@ impl ExtensionHost {
             return Err("it is enabled but not installed".into());
         }
         let dir = self.home.package_dir(name);
-        let manifest = Manifest::load(&dir).map_err(|e| e.to_string())?;
+        let mut manifest = Manifest::load(&dir).map_err(|e| e.to_string())?;
+        // A linked package's files can change after approval: its grants are the approved ones.
+        if let Some(approved) = self
+            .home
+            .lockfile()
+            .ok()
+            .and_then(|l| l.get(name).and_then(|e| e.approved()))
+        {
+            let same = serde_json::to_value(&approved).ok() == serde_json::to_value(&manifest).ok();
+            if !same {
+                self.warn(format!("extension `{name}`: plugin.json changed since it was approved; using the approved manifest (review with `yep update {name}`)"));
+                manifest = approved;
+            }
+        }
         if manifest.name != name {
             return Err(format!("its manifest calls it `{}`", manifest.name));
         }

@@ -50,6 +50,18 @@ pub struct LockEntry {
     pub content_hash: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// For a linked package, whose files can change under the home: the manifest as approved,
+    /// which updates are diffed against and the runtime clamps to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_manifest: Option<String>,
+}
+
+impl LockEntry {
+    /// The approved manifest of a linked package, if recorded.
+    pub fn approved(&self) -> Option<crate::manifest::Manifest> {
+        let text = self.approved_manifest.as_deref()?;
+        crate::manifest::Manifest::parse(text, std::path::Path::new("extensions.lock")).ok()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +144,7 @@ mod tests {
             },
             content_hash: "sha256:00".into(),
             version: Some("1.0.0".into()),
+            approved_manifest: None,
         });
         lock.upsert(LockEntry {
             name: "alpha".into(),
@@ -141,6 +154,7 @@ mod tests {
             },
             content_hash: "sha256:11".into(),
             version: None,
+            approved_manifest: None,
         });
         let text = lock.render();
         assert!(

@@ -376,8 +376,12 @@ impl Home {
         {
             return Ok(installed(Outcome::Unchanged, None, None));
         }
+        // A linked package changes in place: judge it against what was approved, not its files.
         let diff = match &previous {
-            Some(_) => Manifest::load(&dest).ok().map(|old| diff(&old, &manifest)),
+            Some(prev) => prev
+                .approved()
+                .or_else(|| Manifest::load(&dest).ok())
+                .map(|old| diff(&old, &manifest)),
             None => None,
         };
         if let Some((_, true)) = update_of {
@@ -414,6 +418,9 @@ impl Home {
             source: lock_source.clone(),
             content_hash: hash.clone(),
             version: manifest.version.clone(),
+            approved_manifest: opts
+                .link
+                .then(|| serde_json::to_string(&manifest).unwrap_or_default()),
         });
         let trash = scratch.join("previous");
         let mut renames = Vec::new();
