@@ -1143,3 +1143,31 @@ async fn a_linked_package_is_clamped_to_its_approved_manifest() {
     );
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_activations_both_land() {
+    let w = World::new();
+    for name in ["one", "two", "three"] {
+        w.add(
+            name,
+            json!({"tools": tools(&[&format!("{name}_tool")])}),
+            json!({"tools": [format!("{name}_tool")]}),
+        );
+        w.home.set_enabled(name, false).unwrap();
+    }
+    let host = Arc::new(w.host(quick()).await);
+    let tasks: Vec<_> = ["one", "two", "three"]
+        .into_iter()
+        .map(|n| {
+            let host = Arc::clone(&host);
+            tokio::spawn(async move { host.activate(n).await })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let mut names: Vec<_> = host.tools().into_iter().map(|t| t.name).collect();
+    names.sort();
+    assert_eq!(names, ["one_tool", "three_tool", "two_tool"]);
+    host.shutdown().await;
+}

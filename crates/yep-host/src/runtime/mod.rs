@@ -188,6 +188,8 @@ pub struct ExtensionHost {
     events: Arc<HostEvents>,
     table: RwLock<Table>,
     warnings: Mutex<Vec<String>>,
+    /// Serialises activate/deactivate, so each rebuild starts from the one before it.
+    lifecycle: tokio::sync::Mutex<()>,
 }
 
 impl ExtensionHost {
@@ -210,6 +212,7 @@ impl ExtensionHost {
             events,
             table: RwLock::default(),
             warnings: Mutex::default(),
+            lifecycle: tokio::sync::Mutex::new(()),
         };
         let enabled = settings::enabled(&host.home.settings_path())
             .map_err(|e| HostError::from(StoreError::Invalid(e)))?;
@@ -611,6 +614,7 @@ impl ExtensionHost {
     /// config fields nobody set are asked for through the `AskSink` by kind (secret: masked,
     /// `enum`: a selector, else free text). Returns the fields still missing (`setup_incomplete`).
     pub async fn activate(&self, name: &str) -> Result<Vec<String>, HostError> {
+        let _one_at_a_time = self.lifecycle.lock().await;
         self.persist_enabled(name, true).await?;
         let manifest = Manifest::load(&self.home.package_dir(name)).map_err(StoreError::from)?;
         let missing = self.setup(name, &manifest).await?;
@@ -670,6 +674,7 @@ impl ExtensionHost {
 
     /// Disable an extension for this session from the next turn on, and in settings.
     pub async fn deactivate(&self, name: &str) -> Result<(), HostError> {
+        let _one_at_a_time = self.lifecycle.lock().await;
         self.persist_enabled(name, false).await?;
         let Ok(loaded) = self.find(name) else {
             return Ok(());
