@@ -472,9 +472,16 @@ impl ExtensionHost {
                 .ok_or_else(|| HostError::UnknownTool(name.to_string()))?;
             (loaded, def.tool.clone())
         };
-        let init = loaded.ext.handshake().await?;
-        self.refuse_unapproved(&loaded, &init);
-        if !init.capability_params.tools.iter().any(|t| t.name == tool) {
+        // The live server's handshake, by reference: no copy on the hot path.
+        let live = loaded.ext.live().await?;
+        self.refuse_unapproved(&loaded, &live.init);
+        if !live
+            .init
+            .capability_params
+            .tools
+            .iter()
+            .any(|t| t.name == tool)
+        {
             return Err(HostError::NotServed {
                 extension: loaded.name.clone(),
                 tool,
