@@ -36,16 +36,14 @@ impl std::fmt::Debug for SpawnSpec {
             .field("program", &self.program)
             .field("args", &self.args)
             .field("cwd", &self.cwd)
-            .field(
-                "env",
-                &self
-                    .env
-                    .iter()
-                    .map(|(k, _)| format!("{k}=***"))
-                    .collect::<Vec<_>>(),
-            )
+            .field("env", &redacted_env(&self.env))
             .finish()
     }
+}
+
+/// Env as `NAME=***`: values can be secrets, names help debugging.
+pub fn redacted_env(env: &[(String, String)]) -> Vec<String> {
+    env.iter().map(|(k, _)| format!("{k}=***")).collect()
 }
 
 /// The last lines a server wrote to stderr.

@@ -83,14 +83,7 @@ impl std::fmt::Debug for ServerSpec {
             .field("workspace_root", &self.workspace_root)
             .field("session_id", &self.session_id)
             .field("config", &self.config)
-            .field(
-                "env",
-                &self
-                    .env
-                    .iter()
-                    .map(|(k, _)| format!("{k}=***"))
-                    .collect::<Vec<_>>(),
-            )
+            .field("env", &process::redacted_env(&self.env))
             .field("log_dir", &self.log_dir)
             .field("grants", &self.grants)
             .finish()
