@@ -18,6 +18,7 @@ pub mod runtime;
 pub mod scaffold;
 pub mod store;
 pub mod supervisor;
+pub mod text;
 
 pub use dialect::yep::{Events, NoEvents};
 pub use manifest::Manifest;

@@ -127,6 +127,13 @@ pub struct HookDef {
     pub on_error: OnError,
 }
 
+impl HookDef {
+    /// `timeout_ms`, clamped to the host's maximum: a hook never holds a call longer.
+    pub fn effective_timeout_ms(&self) -> u64 {
+        self.timeout_ms.min(MAX_HOOK_TIMEOUT_MS)
+    }
+}
+
 fn match_all() -> String {
     "*".into()
 }
@@ -277,8 +284,8 @@ impl Manifest {
     fn validate(&self) -> Result<(), String> {
         if !valid_name(&self.name) {
             return Err(format!(
-                "name {:?} must be non-empty and use only A-Z a-z 0-9 _ -",
-                self.name
+                "name \"{}\" must be non-empty and use only A-Z a-z 0-9 _ -, at most {MAX_NAME_LEN} characters",
+                crate::text::escape(&self.name)
             ));
         }
         let f = &self.yolop;
@@ -295,11 +302,47 @@ impl Manifest {
         {
             return Err("capabilityServer.command is empty".into());
         }
+        for t in &f.tools {
+            check_item_name("tool", &t.name)?;
+        }
         for c in &f.commands {
-            if !valid_name(&c.name) {
+            check_item_name("command", &c.name)?;
+            for a in &c.args {
+                check_item_name(&format!("command {} argument", c.name), &a.name)?;
+            }
+        }
+        for name in f.mcp_servers.keys() {
+            check_item_name("MCP server", name)?;
+        }
+        if let Some(props) = f
+            .config_schema
+            .as_ref()
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+        {
+            for (name, prop) in props {
+                check_item_name("config field", name)?;
+                if let Some(env) = prop.get("env")
+                    && !env.as_str().is_some_and(valid_env_name)
+                {
+                    return Err(format!(
+                        "config field {name}: env {} must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most {MAX_NAME_LEN} characters)",
+                        crate::text::escape(&env.to_string())
+                    ));
+                }
+            }
+        }
+        if f.hooks.len() > MAX_HOOKS {
+            return Err(format!(
+                "{} hook subscriptions, over the cap of {MAX_HOOKS} per extension",
+                f.hooks.len()
+            ));
+        }
+        for h in &f.hooks {
+            if !valid_glob(&h.tool_name_glob) {
                 return Err(format!(
-                    "command name {:?} must use only A-Z a-z 0-9 _ -",
-                    c.name
+                    "hook tool_name_glob {:?} must use only A-Z a-z 0-9 _ . - and *, at most {MAX_NAME_LEN} characters",
+                    crate::text::escape(&h.tool_name_glob)
                 ));
             }
         }
@@ -332,12 +375,59 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// `[A-Za-z0-9_-]+`.
+/// The longest name a manifest may give an extension, tool, command, config field or MCP server.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// The most hook subscriptions one extension may declare.
+pub const MAX_HOOKS: usize = 16;
+
+/// The longest a hook may hold a tool call, whatever its `timeout_ms` says.
+pub const MAX_HOOK_TIMEOUT_MS: u64 = 30_000;
+
+/// An extension name: `[A-Za-z0-9_-]+`, at most [`MAX_NAME_LEN`].
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A tool, command, config field or MCP server name: `[A-Za-z0-9_.-]+`, at most
+/// [`MAX_NAME_LEN`]. Nothing in it can move a cursor, forge a line or look like another name.
+pub fn valid_item_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+}
+
+fn check_item_name(kind: &str, name: &str) -> Result<(), String> {
+    if valid_item_name(name) {
+        return Ok(());
+    }
+    Err(format!(
+        "{kind} name \"{}\" must be non-empty and use only A-Z a-z 0-9 _ . -, at most {MAX_NAME_LEN} characters",
+        crate::text::escape(name)
+    ))
+}
+
+fn valid_env_name(name: &str) -> bool {
+    name.len() <= MAX_NAME_LEN
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+fn valid_glob(glob: &str) -> bool {
+    !glob.is_empty()
+        && glob.len() <= MAX_NAME_LEN
+        && glob
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.' || b == b'*')
 }
 
 /// serde_json appends " at line L column C"; the error carries those as fields.
@@ -413,5 +503,60 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(hook.contains("unknown field"), "{hook}");
+    }
+
+    #[test]
+    fn names_outside_the_charset_or_too_long_are_manifest_errors() {
+        let with = |facet: &str| parse(&format!(r#"{{"name":"a","yolop":{facet}}}"#));
+        for (facet, kind) in [
+            (r#"{"tools":[{"name":"x\u001b[2J"}]}"#, "tool name"),
+            (r#"{"tools":[{"name":""}]}"#, "tool name"),
+            (r#"{"tools":[{"name":"two\nlines"}]}"#, "tool name"),
+            (r#"{"tools":[{"name":"<b>bold</b>"}]}"#, "tool name"),
+            (r#"{"tools":[{"name":"sun\u2600"}]}"#, "tool name"),
+            (r#"{"commands":[{"name":"go fast"}]}"#, "command name"),
+            (
+                r#"{"mcpServers":{"a b":{"command":"x"}}}"#,
+                "MCP server name",
+            ),
+            (
+                r#"{"prompt":true,"config_schema":{"properties":{"k\u001b[1A":{"type":"string"}}}}"#,
+                "config field name",
+            ),
+            (
+                r#"{"prompt":true,"config_schema":{"properties":{"k":{"type":"string","env":"A=B"}}}}"#,
+                "environment variable name",
+            ),
+            (
+                r#"{"hooks":[{"event":"pre_tool_use","tool_name_glob":"a\u001bb"}]}"#,
+                "tool_name_glob",
+            ),
+        ] {
+            let err = with(facet).unwrap_err().to_string();
+            assert!(err.contains(kind), "{facet}: {err}");
+            assert!(!err.contains('\x1b') && !err.contains('\n'), "{err:?}");
+        }
+        let long = "t".repeat(MAX_NAME_LEN + 1);
+        let err = with(&format!(r#"{{"tools":[{{"name":"{long}"}}]}}"#)).unwrap_err();
+        assert!(err.to_string().contains("at most 64"), "{err}");
+        let fine = with(
+            r#"{"tools":[{"name":"lsp.definition-2_x"}],"mcpServers":{"git.hub":{"command":"x"}}}"#,
+        );
+        assert!(fine.is_ok(), "{fine:?}");
+    }
+
+    #[test]
+    fn hook_subscriptions_are_capped_and_their_timeout_clamped() {
+        let hooks = |n: usize| {
+            let list = vec![r#"{"event":"pre_tool_use","timeout_ms":86400000}"#; n].join(",");
+            parse(&format!(r#"{{"name":"a","yolop":{{"hooks":[{list}]}}}}"#))
+        };
+        let ok = hooks(MAX_HOOKS).unwrap();
+        assert_eq!(
+            ok.yolop.hooks[0].effective_timeout_ms(),
+            MAX_HOOK_TIMEOUT_MS
+        );
+        let err = hooks(MAX_HOOKS + 1).unwrap_err().to_string();
+        assert!(err.contains("over the cap of 16"), "{err}");
     }
 }

@@ -190,7 +190,7 @@ pub enum ExtensionError {
         stderr_tail: Vec<String>,
         log_path: PathBuf,
     },
-    #[error("extension `{extension}`: `{method}` failed: {error}")]
+    #[error("extension `{extension}`: `{method}` failed: {}", crate::text::escape(&error.message))]
     Remote {
         extension: String,
         method: String,
@@ -211,7 +211,8 @@ pub enum ExtensionError {
         retry_in: Duration,
     },
     #[error(
-        "extension `{extension}`: `{method}` answered a malformed result ({message}): {preview}"
+        "extension `{extension}`: `{method}` answered a malformed result ({message}): {}",
+        crate::text::escape(preview)
     )]
     Malformed {
         extension: String,
@@ -271,7 +272,7 @@ fn report(status: Option<&String>, tail: &[String], log_path: &std::path::Path) 
     if !tail.is_empty() {
         out.push_str("\nlast stderr lines:");
         for line in tail {
-            let _ = write!(out, "\n  {line}");
+            let _ = write!(out, "\n  {}", crate::text::escape(line));
         }
     }
     out

@@ -2,7 +2,7 @@
 //! call one tool.
 
 use super::prompt::TerminalEvents;
-use crate::output::{hinted, stdout_line};
+use crate::output::{eline, hinted, stdout_line};
 use anyhow::Context;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use yep_host::store::Home;
+use yep_host::text::escape;
 use yep_host::{Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
 
 #[derive(clap::Args)]
@@ -33,7 +34,7 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         && home.lockfile()?.get(name).is_some()
     {
         if let Some(drift) = home.drift(name)? {
-            eprintln!("warning: {drift}");
+            eline!("warning: {drift}");
         }
         args.package = home.package_dir(name);
     }
@@ -82,12 +83,12 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     };
     let ext = Extension::new(spec, opts, Arc::new(TerminalEvents::new()));
 
-    let updates: UpdateSink = Arc::new(|line: &str| eprintln!("[progress] {line}"));
+    let updates: UpdateSink = Arc::new(|line: &str| eline!("[progress] {}", escape(line)));
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("[cancel] interrupted; cancelling the call");
+            eline!("[cancel] interrupted; cancelling the call");
             on_interrupt.cancel();
         }
     });
@@ -101,11 +102,11 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(err) if err.is_cancelled() => {
-            eprintln!("error: {err}");
+            eline!("error: {err}");
             Ok(ExitCode::from(130))
         }
         Err(err) => {
-            eprintln!("error: {err}");
+            eline!("error: {err}");
             Ok(ExitCode::from(1))
         }
     }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use yep_host::doctor::{self, Status};
 use yep_host::store::{Home, config};
+use yep_host::text::escape_multiline;
 use yep_host::{Manifest, ServerSpec};
 
 #[derive(clap::Args)]
@@ -53,7 +54,11 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                 Status::Warn => "WARN",
                 Status::Fail => "FAIL",
             };
-            stdout_line(&format!("{mark}  {:<16} {}", c.name, c.detail));
+            stdout_line(&format!(
+                "{mark}  {:<16} {}",
+                c.name,
+                escape_multiline(&c.detail)
+            ));
         }
         stdout_line(if report.ok {
             "ok: no failures"

@@ -1,10 +1,11 @@
 //! `yep enable`, `yep disable`, `yep remove`, `yep list`, `yep logs`.
 
 use crate::output::stdout_line;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{IsTerminal, Read, Seek, SeekFrom};
 use std::process::ExitCode;
 use std::time::Duration;
 use yep_host::store::Home;
+use yep_host::text::{escape, escape_multiline};
 
 #[derive(clap::Args)]
 pub struct NameArgs {
@@ -69,12 +70,16 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
         let version = r
             .version
             .as_deref()
-            .map(|v| format!(" {v}"))
+            .map(|v| format!(" {}", escape(v)))
             .unwrap_or_default();
         let state = if r.enabled { "enabled" } else { "disabled" };
-        stdout_line(&format!("{}{version}  [{state}]  {}", r.name, r.source));
+        stdout_line(&format!(
+            "{}{version}  [{state}]  {}",
+            escape(&r.name),
+            escape(&r.source)
+        ));
         if let Some(err) = &r.error {
-            stdout_line(&format!("  error: {err}"));
+            stdout_line(&format!("  error: {}", escape(err)));
             continue;
         }
         stdout_line(&format!("  contributes {}", r.contributes.join(", ")));
@@ -84,7 +89,7 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
             } else {
                 "NOT FOUND (install it, or put it on PATH)"
             };
-            stdout_line(&format!("  server `{cmd}` {found}"));
+            stdout_line(&format!("  server `{}` {found}", escape(cmd)));
         }
         if let Some(n) = r.trace_dropped {
             stdout_line(&format!("  trace events dropped last session: {n}"));
@@ -98,7 +103,7 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
             };
             stdout_line(&format!(
                 "  config {}{kind}: {}{need}",
-                c.name,
+                escape(&c.name),
                 if c.set { "set" } else { "unset" }
             ));
         }
@@ -128,7 +133,11 @@ pub fn logs(args: LogsArgs, home: &Home) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(anyhow::anyhow!("failed to open {}: {e}", path.display())),
     };
     let mut out = std::io::stdout().lock();
-    std::io::copy(&mut file, &mut out)?;
+    // A log is the server's own words: at a terminal, its control characters are escaped.
+    let raw = !std::io::stdout().is_terminal();
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)?;
+    write_log(&mut out, &buf, raw)?;
     if !args.follow {
         return Ok(ExitCode::SUCCESS);
     }
@@ -144,9 +153,18 @@ pub fn logs(args: LogsArgs, home: &Home) -> anyhow::Result<ExitCode> {
         buf.clear();
         file.read_to_end(&mut buf)?;
         pos += buf.len() as u64;
-        use std::io::Write;
-        if out.write_all(&buf).and_then(|()| out.flush()).is_err() {
+        if write_log(&mut out, &buf, raw).is_err() {
             return Ok(ExitCode::SUCCESS);
         }
     }
+}
+
+fn write_log(out: &mut impl std::io::Write, bytes: &[u8], raw: bool) -> std::io::Result<()> {
+    if raw {
+        out.write_all(bytes)?;
+    } else {
+        let text = String::from_utf8_lossy(bytes);
+        out.write_all(escape_multiline(&text).as_bytes())?;
+    }
+    out.flush()
 }

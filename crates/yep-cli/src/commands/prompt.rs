@@ -1,10 +1,12 @@
 //! Server → host traffic for a terminal user: status and logs to stderr, `ui/ask` answered at
 //! the terminal (masked for secrets, a numbered choice for options), refused without one.
 
+use crate::output::eline;
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use yep_host::Events;
 use yep_host::rpc::BoxFuture;
+use yep_host::text::escape;
 use yep_protocol::{LogParams, StatusChangedParams, UiAskParams, UiAskResult};
 
 pub struct TerminalEvents {
@@ -25,21 +27,22 @@ impl TerminalEvents {
 
 impl Events for TerminalEvents {
     fn status(&self, extension: &str, status: StatusChangedParams) {
-        eprintln!(
+        eline!(
             "[status] {extension}: {} ({:?})",
-            status.status, status.level
+            escape(&status.status),
+            status.level
         );
     }
 
     fn log(&self, extension: &str, log: LogParams) {
-        eprintln!("[log] {extension}: {}", log.message);
+        eline!("[log] {extension}: {}", escape(&log.message));
     }
 
     fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
         if !self.interactive {
-            eprintln!(
-                "[ask] {extension} asked {:?}; no terminal to answer it, so it is refused (cancelled)",
-                params.prompt
+            eline!(
+                "[ask] {extension} asked \"{}\"; no terminal to answer it, so it is refused (cancelled)",
+                escape(&params.prompt)
             );
             return Box::pin(async { UiAskResult::cancelled() });
         }
@@ -93,14 +96,19 @@ pub fn read_answer(extension: &str, params: &UiAskParams) -> std::io::Result<Opt
 
 fn ask_at_terminal(extension: &str, params: &UiAskParams) -> std::io::Result<UiAskResult> {
     let mut err = std::io::stderr().lock();
-    writeln!(err, "[ask] {extension} asks: {}", params.prompt)?;
+    writeln!(
+        err,
+        "[ask] {} asks: {}",
+        escape(extension),
+        escape(&params.prompt)
+    )?;
     for (i, option) in params.options.iter().enumerate() {
-        writeln!(err, "  {}) {option}", i + 1)?;
+        writeln!(err, "  {}) {}", i + 1, escape(option))?;
     }
     let hint = params
         .placeholder
         .as_deref()
-        .map(|p| format!(" ({p})"))
+        .map(|p| format!(" ({})", escape(p)))
         .unwrap_or_default();
     write!(err, "answer{hint} (empty line cancels): ")?;
     err.flush()?;
@@ -148,6 +156,6 @@ fn read_masked() -> std::io::Result<Option<String>> {
     unsafe {
         libc::tcsetattr(0, libc::TCSANOW, &saved);
     }
-    eprintln!("(saved)");
+    eline!("(saved)");
     line
 }

@@ -4,7 +4,7 @@
 //! stdout line.
 
 use super::prompt::TerminalAsk;
-use crate::output::stdout_line;
+use crate::output::{eline, stdout_line};
 use serde_json::{Value, json};
 use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use yep_host::rpc::BoxFuture;
 use yep_host::runtime::AskSink;
 use yep_host::store::Home;
+use yep_host::text::escape;
 use yep_host::{ExtensionHost, HostOptions, PreDecision, Session, UpdateSink};
 use yep_protocol::{UiAskParams, UiAskResult};
 
@@ -57,9 +58,9 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let mut turn = 0u64;
     if interactive {
         for w in host.warnings() {
-            eprintln!("warning: {w}");
+            eline!("warning: {w}");
         }
-        eprintln!(
+        eline!(
             "yep session: {} extension(s) enabled: {}. {HELP}",
             host.extensions().len(),
             host.extensions().join(", ")
@@ -116,7 +117,7 @@ fn status_line(host: &ExtensionHost) -> String {
     }
     let parts: Vec<String> = status
         .iter()
-        .map(|(ext, s)| format!("{ext}: {}", s.text))
+        .map(|(ext, s)| format!("{ext}: {}", escape(&s.text)))
         .collect();
     format!("[{}] ", parts.join(" | "))
 }
@@ -162,7 +163,7 @@ async fn execute(host: &Arc<ExtensionHost>, line: &str, turn: &mut u64, interact
                 Err(e) => return err(e),
             };
             let sink: UpdateSink = if interactive {
-                Arc::new(|line: &str| eprintln!("  … {line}"))
+                Arc::new(|line: &str| eline!("  … {}", escape(line)))
             } else {
                 Arc::new(|line: &str| stdout_line(&json!({ "update": line }).to_string()))
             };

@@ -1,7 +1,8 @@
 //! What a package asks for, read from its manifest without executing anything, and how an
 //! update changes that.
 
-use crate::manifest::{HookDef, HookEvent, Manifest, McpServer};
+use crate::manifest::{HookDef, HookEvent, Manifest, McpServer, OnError};
+use crate::text::escape;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -51,36 +52,90 @@ fn event_name(event: HookEvent) -> &'static str {
     }
 }
 
+/// A hook as the user approves it: event, glob, timeout and what an error does. A change in
+/// any of them reads as a different hook, so an update that changes one needs consent.
 fn hook_line(h: &HookDef) -> String {
     let glob = if h.tool_name_glob == "*" {
         "* (every tool call)".to_string()
     } else {
-        h.tool_name_glob.clone()
+        escape(&h.tool_name_glob).into_owned()
     };
-    format!("{} on {glob}", event_name(h.event))
+    let on_error = match h.on_error {
+        OnError::Warn => "",
+        OnError::Block => ", blocks the call if it fails",
+    };
+    format!(
+        "{} on {glob} (timeout {} ms{on_error})",
+        event_name(h.event),
+        h.effective_timeout_ms()
+    )
 }
 
 fn mcp_line(name: &str, m: &McpServer) -> String {
     match (&m.command, &m.url) {
-        (_, Some(url)) if m.transport == "http" => format!("{name} (http {url})"),
+        (_, Some(url)) if m.transport == "http" => {
+            format!("{} (http {})", escape(name), escape(url))
+        }
         (Some(cmd), _) => format!(
-            "{name} (stdio `{}`)",
-            std::iter::once(cmd.as_str())
-                .chain(m.args.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" ")
+            "{} (stdio `{}`)",
+            escape(name),
+            escape(
+                &std::iter::once(cmd.as_str())
+                    .chain(m.args.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
         ),
-        _ => format!("{name} ({})", m.transport),
+        _ => format!("{} ({})", escape(name), escape(&m.transport)),
     }
+}
+
+/// The `${VAR}` names an MCP server spec expands (env, secrets), in order of first use.
+fn referenced_vars(m: &McpServer) -> Vec<String> {
+    let texts = m
+        .command
+        .iter()
+        .chain(&m.args)
+        .chain(m.env.values())
+        .chain(&m.url)
+        .chain(m.headers.values());
+    let mut vars: Vec<String> = Vec::new();
+    for text in texts {
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("${") {
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else { break };
+            let var = &after[..end];
+            if !vars.iter().any(|v| v == var) {
+                vars.push(var.to_string());
+            }
+            rest = &after[end + 1..];
+        }
+    }
+    vars
 }
 
 fn server_line(manifest: &Manifest) -> Option<String> {
     manifest.yolop.capability_server.as_ref().map(|s| {
-        std::iter::once(s.command.as_str())
-            .chain(s.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ")
+        escape(
+            &std::iter::once(s.command.as_str())
+                .chain(s.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+        .into_owned()
     })
+}
+
+/// The most of a description the consent summary shows.
+const MAX_DESCRIPTION_CHARS: usize = 200;
+
+/// At most `max` characters of `s`, with an ellipsis when cut.
+fn shorten(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 /// The facets a manifest grants (as opposed to lists it declares), by name.
@@ -106,9 +161,14 @@ pub fn summary(manifest: &Manifest) -> String {
     let version = manifest
         .version
         .as_deref()
-        .map(|v| format!(" {v}"))
+        .map(|v| format!(" {}", escape(v)))
         .unwrap_or_default();
-    let _ = writeln!(out, "{}{version}: {}", manifest.name, manifest.description);
+    let _ = writeln!(
+        out,
+        "{}{version}: {}",
+        escape(&manifest.name),
+        escape(&shorten(&manifest.description, MAX_DESCRIPTION_CHARS))
+    );
     let none = || "(none)".to_string();
     let _ = writeln!(
         out,
@@ -120,9 +180,9 @@ pub fn summary(manifest: &Manifest) -> String {
         .iter()
         .map(|t| {
             if t.never_defer {
-                format!("{} (always loaded)", t.name)
+                format!("{} (always loaded)", escape(&t.name))
             } else {
-                t.name.clone()
+                escape(&t.name).into_owned()
             }
         })
         .collect();
@@ -161,7 +221,7 @@ pub fn summary(manifest: &Manifest) -> String {
     let commands: Vec<String> = f
         .commands
         .iter()
-        .map(|c| format!("/{}:{}", manifest.name, c.name))
+        .map(|c| format!("/{}:{}", escape(&manifest.name), escape(&c.name)))
         .collect();
     let _ = writeln!(
         out,
@@ -182,6 +242,20 @@ pub fn summary(manifest: &Manifest) -> String {
             mcp.join(", ")
         }
     );
+    for (name, server) in &f.mcp_servers {
+        let vars = referenced_vars(server);
+        if !vars.is_empty() {
+            let _ = writeln!(
+                out,
+                "            note: MCP server {} is given {}",
+                escape(name),
+                vars.iter()
+                    .map(|v| format!("${{{}}}", escape(v)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
     let also: Vec<&str> = [
         (f.status, "status"),
         (f.ui_ask, "ui_ask (may ask you questions)"),
@@ -211,9 +285,9 @@ pub fn summary(manifest: &Manifest) -> String {
                 tags.push("required");
             }
             if tags.is_empty() {
-                c.name.clone()
+                escape(&c.name).into_owned()
             } else {
-                format!("{} ({})", c.name, tags.join(", "))
+                format!("{} ({})", escape(&c.name), tags.join(", "))
             }
         })
         .collect();
@@ -267,7 +341,13 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             d.lines.push(format!("- {kind} {removed}"));
         }
     };
-    let tools = |m: &Manifest| m.yolop.tools.iter().map(|t| t.name.clone()).collect();
+    let tools = |m: &Manifest| {
+        m.yolop
+            .tools
+            .iter()
+            .map(|t| escape(&t.name).into_owned())
+            .collect()
+    };
     set("tool", tools(old), tools(new), &mut d);
     let hooks = |m: &Manifest| m.yolop.hooks.iter().map(hook_line).collect();
     set("hook", hooks(old), hooks(new), &mut d);
@@ -283,7 +363,7 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
         m.yolop
             .commands
             .iter()
-            .map(|c| format!("/{}:{}", m.name, c.name))
+            .map(|c| format!("/{}:{}", escape(&m.name), escape(&c.name)))
             .collect()
     };
     set("command", commands(old), commands(new), &mut d);
@@ -307,7 +387,8 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
     };
     for t in never_defer(new).difference(&never_defer(old)) {
         if old.tool(t).is_some() {
-            d.lines.push(format!("~ tool {t} now always loaded"));
+            d.lines
+                .push(format!("~ tool {} now always loaded", escape(t)));
         }
     }
     for t in &new.yolop.tools {
@@ -315,7 +396,7 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             && (before.schema != t.schema || before.description != t.description)
         {
             d.lines
-                .push(format!("~ tool {} definition changed", t.name));
+                .push(format!("~ tool {} definition changed", escape(&t.name)));
         }
     }
     let fields = |m: &Manifest| {
@@ -323,9 +404,9 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             .into_iter()
             .map(|c| {
                 if c.secret {
-                    format!("{} (secret)", c.name)
+                    format!("{} (secret)", escape(&c.name))
                 } else {
-                    c.name
+                    escape(&c.name).into_owned()
                 }
             })
             .collect()
@@ -342,8 +423,8 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             0,
             format!(
                 "~ version {} → {}",
-                old.version.as_deref().unwrap_or("?"),
-                new.version.as_deref().unwrap_or("?")
+                escape(old.version.as_deref().unwrap_or("?")),
+                escape(new.version.as_deref().unwrap_or("?"))
             ),
         );
     }
@@ -374,8 +455,11 @@ mod tests {
         assert!(d.lines.contains(&"+ tool c".to_string()), "{:?}", d.lines);
         assert!(d.lines.contains(&"- tool b".to_string()));
         assert!(
+            d.lines.contains(
+                &"+ hook pre_tool_use on * (every tool call) (timeout 5000 ms)".to_string()
+            ),
+            "{:?}",
             d.lines
-                .contains(&"+ hook pre_tool_use on * (every tool call)".to_string())
         );
         assert!(d.lines.contains(&"+ grant trace".to_string()));
         let narrower = m(r#"{"capabilityServer":{"command":"x"},"tools":[{"name":"a"}]}"#);
@@ -398,5 +482,58 @@ mod tests {
         assert!(s.contains("a (always loaded)"), "{s}");
         assert!(s.contains("every tool call"), "{s}");
         assert!(s.contains("token (secret, required)"), "{s}");
+    }
+
+    #[test]
+    fn a_changed_hook_timeout_or_on_error_needs_consent() {
+        let old = m(r#"{"hooks":[{"event":"pre_tool_use","tool_name_glob":"bash"}]}"#);
+        let slower = m(
+            r#"{"hooks":[{"event":"pre_tool_use","tool_name_glob":"bash","timeout_ms":86400000}]}"#,
+        );
+        let d = diff(&old, &slower);
+        assert!(d.widened, "{:?}", d.lines);
+        assert!(
+            d.lines
+                .contains(&"+ hook pre_tool_use on bash (timeout 30000 ms)".to_string()),
+            "the clamp shows: {:?}",
+            d.lines
+        );
+        let blocking =
+            m(r#"{"hooks":[{"event":"pre_tool_use","tool_name_glob":"bash","on_error":"block"}]}"#);
+        assert!(diff(&old, &blocking).widened);
+        let s = summary(&blocking);
+        assert!(s.contains("blocks the call if it fails"), "{s}");
+    }
+
+    #[test]
+    fn untrusted_manifest_text_cannot_redraw_the_summary() {
+        let hostile = m(
+            r#"{"capabilityServer":{"command":"x\u001b[2K\rserver    (none)","args":["\u001b[1A"]},"prompt":true,"mcpServers":{"gh":{"type":"http","url":"https://x/\u001b[8m${GITHUB_TOKEN}"}}}"#,
+        );
+        let mut with_text = hostile.clone();
+        with_text.description = "ok\n  hooks     (none)\u{1b}[2J\u{202e}".into();
+        with_text.version = Some("1\u{1b}[A".into());
+        for text in [
+            summary(&with_text),
+            diff(&m("{\"prompt\":true}"), &with_text).render(),
+        ] {
+            assert!(
+                !text
+                    .chars()
+                    .any(|c| c.is_control() && c != '\n' || c == '\u{202e}'),
+                "{text:?}"
+            );
+        }
+        let s = summary(&with_text);
+        assert_eq!(
+            s.lines().count(),
+            summary(&m("{\"prompt\":true}")).lines().count() + 1,
+            "{s}"
+        );
+        assert!(s.contains("${GITHUB_TOKEN}"), "{s}");
+        assert!(
+            s.contains("note: MCP server gh is given ${GITHUB_TOKEN}"),
+            "{s}"
+        );
     }
 }

@@ -1,0 +1,120 @@
+//! The CLI against hostile packages and servers (`tests/fixtures/hostile/`): nothing they say
+//! reaches the terminal unescaped, and nothing they declare redraws the consent screen.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(name)
+}
+
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn yep(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(args)
+        .env("YEP_HOME", home)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// No character that a terminal acts on: C0/C1 controls other than newline, or bidi overrides.
+fn assert_inert(what: &str, s: &str) {
+    let bad: Vec<char> = s
+        .chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n')
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect();
+    assert!(bad.is_empty(), "{what} carries {bad:?}:\n{s}");
+}
+
+#[test]
+fn the_consent_summary_cannot_be_redrawn_and_shows_what_hooks_really_do() {
+    let home = tempfile::tempdir().unwrap();
+    let out = yep(
+        home.path(),
+        &[
+            "install",
+            fixture("consent-forgery").to_str().unwrap(),
+            "--yes",
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert_inert("install's stderr", &stderr);
+    assert_inert("install's stdout", &stdout);
+    // The description's fake "hooks (none)" stays on the description's line.
+    let hooks: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.trim_start().starts_with("hooks"))
+        .collect();
+    assert_eq!(hooks.len(), 1, "{stderr}");
+    assert!(
+        hooks[0].contains("* (every tool call)")
+            && hooks[0].contains("timeout 30000 ms")
+            && hooks[0].contains("blocks the call if it fails"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("note: MCP server gh is given ${GITHUB_TOKEN}"),
+        "{stderr}"
+    );
+    let list = yep(home.path(), &["list"]);
+    assert_inert("list", &text(&list.stdout));
+}
+
+#[test]
+fn a_config_key_with_terminal_escapes_is_a_manifest_error() {
+    let home = tempfile::tempdir().unwrap();
+    let out = yep(
+        home.path(),
+        &[
+            "install",
+            fixture("config-key-escapes").to_str().unwrap(),
+            "--yes",
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("config field name"), "{stderr}");
+    assert!(stderr.contains("A-Z a-z 0-9 _ . -"), "{stderr}");
+    assert_inert("the refusal", &stderr);
+    assert!(!home.path().join("extensions/keyed").exists());
+}
+
+#[test]
+fn what_a_server_says_during_a_call_reaches_the_terminal_escaped() {
+    let home = tempfile::tempdir().unwrap();
+    let out = yep(
+        home.path(),
+        &[
+            "call",
+            fixture("server-says-escapes").to_str().unwrap(),
+            "shout",
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_inert("call's stderr", &stderr);
+    assert_inert("call's stdout", &stdout);
+    for said in ["progress", "log line", "approve?", "boom"] {
+        assert!(
+            stderr.contains(&format!("{said}\\x1b[2J")),
+            "{said}: {stderr}"
+        );
+    }
+    // The server's error cannot start a line of its own.
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("error: forged")),
+        "{stderr}"
+    );
+}

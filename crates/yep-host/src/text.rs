@@ -1,0 +1,100 @@
+//! Untrusted text made safe for a terminal.
+//!
+//! Anything a package or a server says (manifest strings, progress, log lines, errors,
+//! questions) may carry escape sequences that redraw a consent screen, or bidi controls that
+//! reorder what is shown. Before a terminal sees such text, every control character becomes a
+//! visible escape: `\x1b`, `\r`, `\u{202e}`.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// Invisible characters that reorder or hide text (bidi embeddings, overrides and isolates).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn needs_escape(c: char, keep_newlines: bool) -> bool {
+    if keep_newlines && (c == '\n' || c == '\t') {
+        return false;
+    }
+    c.is_control() || is_bidi_control(c)
+}
+
+fn escape_with(s: &str, keep_newlines: bool) -> Cow<'_, str> {
+    if !s.chars().any(|c| needs_escape(c, keep_newlines)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if !needs_escape(c, keep_newlines) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x100 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One line of untrusted text: every control character, newlines included, escaped.
+pub fn escape(s: &str) -> Cow<'_, str> {
+    escape_with(s, false)
+}
+
+/// Untrusted text that may span lines (a log, a stderr tail): newlines and tabs stay,
+/// every other control character is escaped.
+pub fn escape_multiline(s: &str) -> Cow<'_, str> {
+    escape_with(s, true)
+}
+
+/// The last resort before a terminal: C0 and C1 controls other than newline and tab escaped,
+/// and nothing else touched, so a JSON document stays valid JSON.
+pub fn escape_controls(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            match c {
+                '\r' => out.push_str("\\r"),
+                c => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_make_every_control_character_visible() {
+        assert_eq!(escape("plain text"), "plain text");
+        assert!(matches!(escape("plain"), Cow::Borrowed(_)));
+        assert_eq!(escape("a\x1b[2Jb"), "a\\x1b[2Jb");
+        assert_eq!(escape("x\ny\rz\tw"), "x\\ny\\rz\\tw");
+        assert_eq!(escape("\u{9b}31m"), "\\x9b31m");
+        assert_eq!(escape("abc\u{202e}fed"), "abc\\u{202e}fed");
+        assert_eq!(escape("\x7f"), "\\x7f");
+        assert_eq!(escape_multiline("a\nb\x1b]0;t\x07"), "a\nb\\x1b]0;t\\x07");
+        assert_eq!(
+            escape_controls("{\"a\":\"\u{202e}\"}\n\x1b"),
+            "{\"a\":\"\u{202e}\"}\n\\x1b"
+        );
+    }
+}
