@@ -462,6 +462,7 @@ impl Extension {
                 max_frame_bytes: self.opts.max_frame_bytes,
                 spin: self.opts.spin,
                 tap: self.opts.tap.clone(),
+                ..ConnectionOptions::default()
             },
         )
         .map_err(|source| ExtensionError::Spawn {

@@ -16,7 +16,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -64,6 +64,14 @@ pub enum CloseReason {
     WriteInterrupted,
     #[error("the host closed the connection")]
     Shutdown,
+    #[error(
+        "the server flooded the host with unsolicited lines, over {rate} a second sustained; disconnected"
+    )]
+    Flooded { rate: u32 },
+    #[error(
+        "the server kept more than {cap} requests to the host in flight without reading the answers; disconnected"
+    )]
+    TooManyRequests { cap: usize },
 }
 
 /// Why a call did not produce a result.
@@ -118,6 +126,15 @@ pub struct ConnectionOptions {
     pub spin: Duration,
     /// Called with every line read or written (off the hot path unless set).
     pub tap: Option<Tap>,
+    /// Unsolicited lines (notifications, requests, garbage, answers nobody awaits; one more per
+    /// 4 KiB) a second a server may send, sustained, before it is disconnected. Answers to
+    /// the host's own requests are free.
+    pub noise_rate: u32,
+    /// How far over `noise_rate` a burst may go.
+    pub noise_burst: u32,
+    /// Requests from the server (`ui/ask`, unknown ones) the host handles at once. Past it
+    /// they are refused with an error; past twice it the server is disconnected.
+    pub max_inbound_requests: usize,
 }
 
 impl Default for ConnectionOptions {
@@ -127,7 +144,50 @@ impl Default for ConnectionOptions {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             spin: default_spin(),
             tap: None,
+            noise_rate: DEFAULT_NOISE_RATE,
+            noise_burst: DEFAULT_NOISE_BURST,
+            max_inbound_requests: DEFAULT_MAX_INBOUND_REQUESTS,
         }
+    }
+}
+
+/// The default for [`ConnectionOptions::noise_rate`].
+pub const DEFAULT_NOISE_RATE: u32 = 10_000;
+/// The default for [`ConnectionOptions::noise_burst`].
+pub const DEFAULT_NOISE_BURST: u32 = 100_000;
+/// The default for [`ConnectionOptions::max_inbound_requests`].
+pub const DEFAULT_MAX_INBOUND_REQUESTS: usize = 32;
+
+/// A token bucket over a server's unsolicited lines.
+struct NoiseBucket {
+    tokens: f64,
+    last: Instant,
+    rate: f64,
+    burst: f64,
+}
+
+impl NoiseBucket {
+    fn new(rate: u32, burst: u32) -> NoiseBucket {
+        NoiseBucket {
+            tokens: f64::from(burst),
+            last: Instant::now(),
+            rate: f64::from(rate),
+            burst: f64::from(burst),
+        }
+    }
+
+    /// Spend `cost`; `false` once the bucket is empty. The clock is read only when the
+    /// bucket runs dry, so a quiet server costs no syscall per line.
+    fn spend(&mut self, cost: f64) -> bool {
+        self.tokens -= cost;
+        if self.tokens >= 0.0 {
+            return true;
+        }
+        let now = Instant::now();
+        let refill = now.duration_since(self.last).as_secs_f64() * self.rate;
+        self.last = now;
+        self.tokens = (self.tokens + refill).min(self.burst);
+        self.tokens >= 0.0
     }
 }
 
@@ -137,6 +197,9 @@ impl std::fmt::Debug for ConnectionOptions {
             .field("label", &self.label)
             .field("max_frame_bytes", &self.max_frame_bytes)
             .field("spin", &self.spin)
+            .field("noise_rate", &self.noise_rate)
+            .field("noise_burst", &self.noise_burst)
+            .field("max_inbound_requests", &self.max_inbound_requests)
             .finish()
     }
 }
@@ -182,6 +245,11 @@ struct Inner {
     /// The read side, when it is a pipe a caller may busy-poll.
     pipe: Option<pipe::PipeInput>,
     tap: Option<Tap>,
+    noise: Mutex<NoiseBucket>,
+    noise_rate: u32,
+    /// Server requests being answered now, and the cap.
+    inbound: AtomicUsize,
+    max_inbound: usize,
 }
 
 /// A live, multiplexed connection to one server. Cheap to clone.
@@ -228,8 +296,13 @@ impl Connection {
         tokio::spawn(async move {
             let pipe = reader_conn.inner.pipe.as_ref().expect("a pipe connection");
             let reason = pipe.run(|line| reader_conn.dispatch(line)).await;
-            if let CloseReason::FrameTooLarge { len, cap } = &reason {
-                tracing::error!(extension = %reader_conn.inner.label, "server sent a {len}-byte line over the {cap}-byte frame cap; disconnecting");
+            match &reason {
+                CloseReason::FrameTooLarge { .. }
+                | CloseReason::Flooded { .. }
+                | CloseReason::TooManyRequests { .. } => {
+                    tracing::error!(extension = %reader_conn.inner.label, "{reason}");
+                }
+                _ => {}
             }
             reader_conn.close(reason);
         });
@@ -255,6 +328,10 @@ impl Connection {
                 handler,
                 pipe,
                 tap: opts.tap.clone(),
+                noise: Mutex::new(NoiseBucket::new(opts.noise_rate, opts.noise_burst)),
+                noise_rate: opts.noise_rate,
+                inbound: AtomicUsize::new(0),
+                max_inbound: opts.max_inbound_requests.max(1),
             }),
         }
     }
@@ -464,6 +541,7 @@ impl Connection {
                 break;
             }
             if let Some(Err(reason)) = pipe.try_drain(|line| self.dispatch(line)) {
+                tracing::error!(extension = %self.inner.label, "{reason}");
                 self.close(reason);
             }
             std::hint::spin_loop();
@@ -496,6 +574,7 @@ impl Connection {
 
     async fn read_loop<R: AsyncBufRead + Unpin>(&self, reader: &mut R, cap: usize) -> CloseReason {
         let mut buf = Vec::with_capacity(4096);
+        let mut since_yield = 0usize;
         loop {
             match read_line_capped(reader, &mut buf, cap).await {
                 Ok(ReadLine::Eof) => return CloseReason::Eof,
@@ -503,26 +582,55 @@ impl Connection {
                     tracing::error!(extension = %self.inner.label, "server sent a {len}-byte line over the {cap}-byte frame cap; disconnecting");
                     return CloseReason::FrameTooLarge { len, cap };
                 }
-                Ok(ReadLine::Line) => self.dispatch(&buf),
+                Ok(ReadLine::Line) => {
+                    if let Err(reason) = self.dispatch(&buf) {
+                        tracing::error!(extension = %self.inner.label, "{reason}");
+                        return reason;
+                    }
+                }
                 Err(err) => return CloseReason::Io(err.to_string()),
+            }
+            // A reader that always has data never yields on its own.
+            since_yield += 1;
+            if since_yield >= pipe::LINE_BUDGET {
+                since_yield = 0;
+                tokio::task::yield_now().await;
             }
         }
     }
 
+    /// Charge one unsolicited line to the server's noise budget.
+    fn noise(&self, len: usize) -> Result<(), CloseReason> {
+        let cost = 1.0 + (len / 4096) as f64;
+        let ok = self
+            .inner
+            .noise
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .spend(cost);
+        if ok {
+            Ok(())
+        } else {
+            Err(CloseReason::Flooded {
+                rate: self.inner.noise_rate,
+            })
+        }
+    }
+
     /// Route one line from the server. Runs on whoever reads: the reader task or a spinning
-    /// caller.
-    fn dispatch(&self, line: &[u8]) {
+    /// caller. An error closes the connection: the server broke a bound.
+    fn dispatch(&self, line: &[u8]) -> Result<(), CloseReason> {
         if let Some(tap) = &self.inner.tap {
             tap(false, line);
         }
         if line.iter().all(u8::is_ascii_whitespace) {
-            return;
+            return self.noise(line.len());
         }
         let msg = match Message::parse(line) {
             Ok(msg) => msg,
             Err(err) => {
                 tracing::warn!(extension = %self.inner.label, "skipping malformed line from the server: {err}: {}", preview(line));
-                return;
+                return self.noise(line.len());
             }
         };
         match msg {
@@ -533,11 +641,14 @@ impl Connection {
                         let _ = slot.tx.send(resp.result.map_err(CallError::Remote));
                     }
                     None => {
-                        tracing::debug!(extension = %self.inner.label, "dropping a late or unknown response for id {}", resp.id)
+                        tracing::debug!(extension = %self.inner.label, "dropping a late or unknown response for id {}", resp.id);
+                        return self.noise(line.len());
                     }
                 }
+                Ok(())
             }
             Message::Notification(n) if n.method == TOOL_UPDATE => {
+                self.noise(line.len())?;
                 let update: ToolUpdateParams = serde_json::from_value(n.params).unwrap_or_default();
                 let activity = self
                     .lock_pending()
@@ -552,15 +663,37 @@ impl Connection {
                         }
                     }
                     None => {
-                        tracing::debug!(extension = %self.inner.label, "tool/update for request {} nobody awaits: {}", update.request_id, update.output)
+                        tracing::debug!(extension = %self.inner.label, "tool/update for request {} nobody awaits: {}", update.request_id, preview(update.output.as_bytes()))
                     }
                 }
+                Ok(())
             }
-            Message::Notification(n) => self.inner.handler.notification(&n.method, n.params),
+            Message::Notification(n) => {
+                self.noise(line.len())?;
+                self.inner.handler.notification(&n.method, n.params);
+                Ok(())
+            }
             Message::Request(req) => {
-                let fut = self.inner.handler.request(&req.method, req.params);
-                let conn = self.clone();
+                self.noise(line.len())?;
+                // Each request in flight holds a task until answered; a server that never
+                // reads the answers must not grow the host without bound.
+                let cap = self.inner.max_inbound;
+                let in_flight = self.inner.inbound.fetch_add(1, Ordering::AcqRel);
+                let slot = InboundSlot { conn: self.clone() };
+                if in_flight >= 2 * cap {
+                    return Err(CloseReason::TooManyRequests { cap });
+                }
+                let fut = if in_flight >= cap {
+                    tracing::warn!(extension = %self.inner.label, "refusing {}: {cap} requests from the server are in flight already", req.method);
+                    let err = ErrorObject::message(format!(
+                        "too many requests in flight: the host answers at most {cap} at once"
+                    ));
+                    Box::pin(async move { Err(err) })
+                } else {
+                    self.inner.handler.request(&req.method, req.params)
+                };
                 tokio::spawn(async move {
+                    let conn = slot.conn.clone();
                     let closing = conn.inner.closing.clone();
                     let answer = tokio::select! {
                         answer = fut => answer,
@@ -570,12 +703,29 @@ impl Connection {
                         Ok(v) => result_line(req.id, &v),
                         Err(e) => error_line(req.id, &e),
                     };
-                    if let Err(err) = conn.write_line(line).await {
+                    let written = tokio::select! {
+                        written = conn.write_line(line) => written,
+                        () = closing.cancelled() => return,
+                    };
+                    if let Err(err) = written {
                         tracing::debug!(extension = %conn.inner.label, "could not answer {}: {err}", req.method);
                     }
+                    drop(slot);
                 });
+                Ok(())
             }
         }
+    }
+}
+
+/// One server request being answered; frees its place when the answer is written or dropped.
+struct InboundSlot {
+    conn: Connection,
+}
+
+impl Drop for InboundSlot {
+    fn drop(&mut self) {
+        self.conn.inner.inbound.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -776,5 +926,49 @@ mod tests {
             .unwrap();
         assert_eq!(call.await.unwrap().unwrap(), json!("done"));
         assert_eq!(seen.lock().unwrap().len(), 5);
+    }
+
+    /// Answers no request, ever.
+    struct Stuck;
+    impl Handler for Stuck {
+        fn notification(&self, _: &str, _: Value) {}
+        fn request(&self, _: &str, _: Value) -> BoxFuture<Result<Value, ErrorObject>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    #[tokio::test]
+    async fn server_requests_past_the_cap_are_refused_then_the_server_is_cut_off() {
+        let (a, b) = duplex(1 << 20);
+        let (host_r, host_w) = tokio::io::split(a);
+        let opts = ConnectionOptions {
+            label: "t".into(),
+            max_inbound_requests: 2,
+            ..ConnectionOptions::default()
+        };
+        let conn = Connection::start(host_r, host_w, Arc::new(Stuck), opts);
+        let (server_r, mut server_w) = tokio::io::split(b);
+        let ask = |id: u64| format!("{{\"method\":\"ui/ask\",\"id\":{id},\"params\":{{}}}}\n");
+        for id in 1..=3 {
+            server_w.write_all(ask(id).as_bytes()).await.unwrap();
+        }
+        // Two are being handled; the third is answered at once with an error.
+        let mut lines = BufReader::new(server_r).lines();
+        let answer: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["id"], 3, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("too many requests in flight"),
+            "{answer}"
+        );
+        assert!(!conn.is_closed());
+        // Two handled and two more refusals in flight: the next one is past every bound.
+        for id in 4..=6 {
+            server_w.write_all(ask(id).as_bytes()).await.unwrap();
+        }
+        assert_eq!(conn.closed().await, CloseReason::TooManyRequests { cap: 2 });
     }
 }

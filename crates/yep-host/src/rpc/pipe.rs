@@ -12,6 +12,18 @@ use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
+/// Lines one wake-up of the reader hands over before it yields.
+pub(super) const LINE_BUDGET: usize = 256;
+/// Bytes one wake-up of the reader hands over before it yields.
+pub(super) const BYTE_BUDGET: usize = 1 << 20;
+
+/// How a drain ended: nothing more to read now, or the budget ran out with more waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Drained {
+    Empty,
+    Budget,
+}
+
 /// A complete line, the end of the readable data, or the end of the stream.
 enum Step {
     Line(std::ops::Range<usize>),
@@ -113,18 +125,30 @@ impl PipeInput {
         })
     }
 
-    /// Read and hand over every complete line available now, without blocking. `None` when
-    /// another reader holds the buffer; `Some(Err)` when the stream is over.
+    /// Read and hand over the complete lines available now, without blocking, up to
+    /// [`LINE_BUDGET`] lines or [`BYTE_BUDGET`] bytes. `None` when another reader holds the
+    /// buffer; `Some(Ok(Drained::Budget))` when more may be waiting; `Some(Err)` when the
+    /// stream is over.
     pub(super) fn try_drain(
         &self,
-        mut on_line: impl FnMut(&[u8]),
-    ) -> Option<Result<(), CloseReason>> {
+        mut on_line: impl FnMut(&[u8]) -> Result<(), CloseReason>,
+    ) -> Option<Result<Drained, CloseReason>> {
         let mut state = self.state.try_lock().ok()?;
         let fd = self.fd.get_ref().as_raw_fd();
+        let (mut lines, mut bytes) = (0usize, 0usize);
         loop {
+            if lines >= LINE_BUDGET || bytes >= BYTE_BUDGET {
+                return Some(Ok(Drained::Budget));
+            }
             match state.next(fd) {
-                Ok(Step::Line(range)) => on_line(&state.buf[range]),
-                Ok(Step::WouldBlock) => return Some(Ok(())),
+                Ok(Step::Line(range)) => {
+                    lines += 1;
+                    bytes += range.len();
+                    if let Err(reason) = on_line(&state.buf[range]) {
+                        return Some(Err(reason));
+                    }
+                }
+                Ok(Step::WouldBlock) => return Some(Ok(Drained::Empty)),
                 Err(reason) => return Some(Err(reason)),
             }
         }
@@ -136,15 +160,24 @@ impl PipeInput {
         self.released.notify_one();
     }
 
-    /// The reader task: wait for readiness, drain, repeat, until the stream ends.
-    pub(super) async fn run(&self, mut on_line: impl FnMut(&[u8])) -> CloseReason {
+    /// The reader task: wait for readiness, drain, repeat, until the stream ends. After each
+    /// budget of lines it yields, so a server that writes without pause cannot hold a runtime
+    /// thread: other extensions, timers and callers run in between.
+    pub(super) async fn run(
+        &self,
+        mut on_line: impl FnMut(&[u8]) -> Result<(), CloseReason>,
+    ) -> CloseReason {
         loop {
             let mut ready = match self.fd.readable().await {
                 Ok(ready) => ready,
                 Err(err) => return CloseReason::Io(err.to_string()),
             };
             match self.try_drain(&mut on_line) {
-                Some(Ok(())) => ready.clear_ready(),
+                Some(Ok(Drained::Empty)) => ready.clear_ready(),
+                Some(Ok(Drained::Budget)) => {
+                    drop(ready);
+                    tokio::task::yield_now().await;
+                }
                 Some(Err(reason)) => return reason,
                 // A caller is reading; it drains what arrived and then lets us know.
                 None => {
