@@ -377,6 +377,39 @@ async fn hook_timeouts_follow_on_error() {
 }
 
 #[tokio::test]
+async fn a_hook_asking_for_a_day_is_clamped_to_the_host_maximum() {
+    let w = World::new();
+    // The server never answers within the clamp: its hook sleeps for an hour.
+    w.add(
+        "slowhook",
+        hostile_facet("hook-timeout-day"),
+        json!({"hook_sleep_ms": 3_600_000}),
+    );
+    let host = w.host(quick()).await;
+    assert!(
+        host.warnings().iter().any(|w| w
+            == "extension `slowhook`: hook timeout_ms 86400000 is clamped to the host maximum of 30000 ms"),
+        "{:?}",
+        host.warnings()
+    );
+    // A generous guard so that a regression fails instead of hanging for a day.
+    let decided = tokio::time::timeout(
+        Duration::from_secs(120),
+        host.pre_tool_use("bash", json!({"path": "p"})),
+    )
+    .await
+    .expect("the hook held the tool call past the host maximum");
+    match decided {
+        PreDecision::Block { reason, .. } => assert!(
+            reason.contains(&format!("{}", yep_host::MAX_HOOK_TIMEOUT_MS)),
+            "{reason}"
+        ),
+        other => panic!("expected the on_error block, got {other:?}"),
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test]
 async fn rewrites_chain_in_enable_order_and_the_first_block_wins() {
     let w = World::new();
     let pre = json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "write_*"}]});

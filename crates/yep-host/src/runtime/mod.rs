@@ -10,7 +10,7 @@ mod trace;
 
 pub use contrib::{Skill, expand};
 pub use events::{AskSink, StatusEntry, StatusSink};
-pub use hooks::{PreDecision, glob_matches};
+pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, glob_matches, hook_timeout};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
 use crate::manifest::Manifest;
@@ -271,6 +271,9 @@ impl ExtensionHost {
         }
         if manifest.name != name {
             return Err(format!("its manifest calls it `{}`", manifest.name));
+        }
+        for message in hooks::clamp_warnings(name, &manifest) {
+            self.warn(message);
         }
         let mut spec = ServerSpec::from_manifest(
             &manifest,
