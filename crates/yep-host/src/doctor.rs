@@ -58,11 +58,30 @@ impl Grader {
     }
 }
 
-/// Every line the server wrote, and the method of every request the host sent (by id).
+/// At most this many of the lines a server writes are kept for the checks.
+pub const KEEP_LINES: usize = 10_000;
+/// At most this many bytes of them.
+pub const KEEP_BYTES: usize = 8 * 1024 * 1024;
+
+/// The first lines the server wrote (bounded: a flooding server must not grow the doctor),
+/// how many more were only counted, and the method of every request the host sent (by id).
 #[derive(Default)]
 struct Recording {
     received: Vec<Vec<u8>>,
+    kept_bytes: usize,
+    dropped: u64,
     sent: HashMap<u64, String>,
+}
+
+impl Recording {
+    fn keep(&mut self, line: &[u8]) {
+        if self.received.len() < KEEP_LINES && self.kept_bytes + line.len() <= KEEP_BYTES {
+            self.kept_bytes += line.len();
+            self.received.push(line.to_vec());
+        } else {
+            self.dropped += 1;
+        }
+    }
 }
 
 /// A name that `glob` matches.
@@ -86,7 +105,7 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
                 rec.sent.insert(req.id, req.method);
             }
         } else {
-            rec.received.push(line.to_vec());
+            rec.keep(line);
         }
     });
     spec.session_id = "doctor".into();
@@ -370,7 +389,20 @@ fn check_stream(r: &mut Grader, recording: &Mutex<Recording>) {
             }
         }
     }
-    if stray.is_empty() {
+    // What a report shows is bounded too.
+    stray.truncate(10);
+    invalid.truncate(10);
+    if stray.is_empty() && rec.dropped > 0 {
+        r.add(
+            "stdout",
+            Status::Warn,
+            format!(
+                "{} lines, of which only the first {} were kept and checked (a flood of output)",
+                rec.received.len() as u64 + rec.dropped,
+                rec.received.len()
+            ),
+        );
+    } else if stray.is_empty() {
         r.add(
             "stdout",
             Status::Pass,

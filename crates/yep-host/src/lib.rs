@@ -23,5 +23,8 @@ pub mod text;
 pub use dialect::yep::{Events, NoEvents};
 pub use manifest::Manifest;
 pub use rpc::{CallError, CallOptions, CloseReason, UpdateSink};
-pub use runtime::{ExtensionHost, HostError, HostOptions, PreDecision, Session, ToolDefinition};
+pub use runtime::{
+    ExtensionHost, HostError, HostOptions, MAX_HOOK_TIMEOUT_MS, PreDecision, Session,
+    ToolDefinition,
+};
 pub use supervisor::{Extension, ExtensionError, Grants, ServerSpec, SupervisorOptions};

@@ -16,6 +16,10 @@ use tokio::sync::watch;
 /// How many stderr lines are kept in memory for error messages.
 pub const STDERR_TAIL_LINES: usize = 20;
 
+/// A server's log grows to this size, then moves to `<name>.log.1` (replacing the one before)
+/// and starts again: a server that floods stderr costs at most twice this on disk.
+pub const LOG_CAP_BYTES: u64 = 8 * 1024 * 1024;
+
 /// What to run.
 #[derive(Clone)]
 pub struct SpawnSpec {
@@ -116,7 +120,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         source,
     };
     if let Some(parent) = spec.log_path.parent() {
-        std::fs::create_dir_all(parent).map_err(err)?;
+        create_private_dir(parent).map_err(err)?;
     }
     #[allow(clippy::disallowed_methods)] // the one spawn wrapper
     let mut cmd = Command::new(resolve_program(spec));
@@ -205,12 +209,7 @@ fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> Stder
     };
     let lines = Arc::clone(&tail.lines);
     tokio::spawn(async move {
-        let mut log = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .await
-            .ok();
+        let mut log = Log::open(log_path, LOG_CAP_BYTES).await;
         // Bytes, not `lines()`: a server's stderr need not be UTF-8, and draining must go on to
         // EOF whatever it writes, or the server blocks (or dies) writing to a full pipe.
         let mut reader = BufReader::new(stderr);
@@ -241,7 +240,7 @@ fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> Stder
                 }
             }
             if let Some(file) = log.as_mut()
-                && file.write_all(&buf).await.is_err()
+                && file.write(&buf).await.is_err()
             {
                 log = None;
             }
@@ -255,11 +254,80 @@ fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> Stder
             tail.push_back(line);
         }
         if let Some(mut file) = log {
-            let _ = file.flush().await;
+            let _ = file.file.flush().await;
         }
         let _ = done_tx.send(true);
     });
     tail
+}
+
+/// Create `dir` (and its parents) and make it private to the user (0700): logs can hold
+/// whatever a server prints, paths and tokens included.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            // A dir we do not own (a shared one an embedder chose) stays as it is.
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        }
+    }
+    Ok(())
+}
+
+/// A server's stderr log: mode 0600, never followed through a symlink, rotated to
+/// `<path>.1` when it reaches its cap.
+struct Log {
+    path: PathBuf,
+    file: tokio::fs::File,
+    size: u64,
+    cap: u64,
+}
+
+impl Log {
+    async fn open(path: PathBuf, cap: u64) -> Option<Log> {
+        let file = Self::open_file(&path).await.ok()?;
+        let size = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+        Some(Log {
+            path,
+            file,
+            size,
+            cap,
+        })
+    }
+
+    async fn open_file(path: &Path) -> std::io::Result<tokio::fs::File> {
+        let mut options = tokio::fs::OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        let file = options.open(path).await?;
+        #[cfg(unix)]
+        {
+            // A log written before logs were private keeps its old mode unless tightened.
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))
+                .await?;
+        }
+        Ok(file)
+    }
+
+    /// Append `bytes`, first moving a full log to `<path>.1`.
+    async fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if self.size > 0 && self.size + bytes.len() as u64 > self.cap {
+            self.file.flush().await?;
+            let mut rotated = self.path.clone().into_os_string();
+            rotated.push(".1");
+            tokio::fs::rename(&self.path, &rotated).await?;
+            self.file = Self::open_file(&self.path).await?;
+            self.size = 0;
+        }
+        self.file.write_all(bytes).await?;
+        self.size += bytes.len() as u64;
+        Ok(())
+    }
 }
 
 impl ServerProcess {

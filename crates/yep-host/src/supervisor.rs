@@ -655,12 +655,14 @@ impl Extension {
         self.request(TOOL_CALL, Some(&params), opts).await
     }
 
-    /// Fire a hook with its own timeout.
+    /// Fire a hook with its own timeout, clamped to the host maximum
+    /// ([`crate::runtime::MAX_HOOK_TIMEOUT_MS`]).
     pub async fn fire_hook(
         &self,
         params: &HookFireParams,
         timeout: Duration,
     ) -> Result<HookDecision, ExtensionError> {
+        let timeout = timeout.min(Duration::from_millis(crate::runtime::MAX_HOOK_TIMEOUT_MS));
         self.request(HOOK_FIRE, Some(params), CallOptions::timeout(timeout))
             .await
     }

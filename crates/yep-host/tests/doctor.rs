@@ -172,3 +172,24 @@ async fn a_yolop_yep_server_passes_with_a_warning_for_cancel() {
         "it calls itself yolop-fixture"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_server_is_graded_with_bounded_memory() {
+    let fx = Fixture::new();
+    let flood = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/doctor-flood/flood.py");
+    let config = json!({"tools": ["a"]}).to_string();
+    let spec = fx.spec(
+        "subject",
+        "python3",
+        &[flood.to_str().unwrap(), &fixture_bin(), &config],
+    );
+    let report = doctor::run(&manifest(json!({"tools": [{"name": "a"}]})), spec).await;
+    let (stdout, detail) = status(&report, "stdout");
+    assert_eq!(stdout, Status::Warn, "{detail}");
+    let kept = format!("only the first {} were kept", doctor::KEEP_LINES);
+    assert!(detail.contains(&kept), "{detail}");
+    let total: u64 = detail.split(' ').next().unwrap().parse().unwrap();
+    assert!(total > 50_000, "{detail}");
+    assert_eq!(status(&report, "handshake").0, Status::Pass, "{report:#?}");
+}

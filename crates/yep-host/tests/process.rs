@@ -90,3 +90,75 @@ async fn the_server_runs_in_the_workspace_with_its_bin_dir_first_on_path() {
     assert!(log.contains(&format!("cwd={}", root.display())), "{log}");
     assert!(log.contains(&format!("path={}:", bin.display())), "{log}");
 }
+
+/// A file under `tests/fixtures/hostile/<attack>/` at the repository root.
+fn hostile(attack: &str, file: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(attack)
+        .join(file)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[tokio::test]
+async fn a_flooding_server_leaves_a_capped_rotated_private_log() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let logs = fx.dir.path().join("logs");
+    let log = logs.join("flood.log");
+    // A world-readable dir and log from before logs were private.
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::set_permissions(&logs, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(&log, "an older run\n").unwrap();
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let spawned = process::spawn(&SpawnSpec {
+        program: "sh".into(),
+        args: vec![hostile("stderr-flood", "flood.sh")],
+        cwd: fx.dir.path().into(),
+        bin_dir: None,
+        env: vec![],
+        log_path: log.clone(),
+    })
+    .unwrap();
+    let proc_ = spawned.process;
+    assert!(
+        proc_
+            .wait_for_exit(Duration::from_secs(120))
+            .await
+            .is_some()
+    );
+    proc_.stderr.drained(Duration::from_secs(120)).await;
+    let rotated = logs.join("flood.log.1");
+    let mut files: Vec<_> = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["flood.log", "flood.log.1"]);
+    for path in [&log, &rotated] {
+        let len = std::fs::metadata(path).unwrap().len();
+        assert!(
+            len <= process::LOG_CAP_BYTES,
+            "{} is {len} bytes",
+            path.display()
+        );
+        assert_eq!(mode(path), 0o600, "{}", path.display());
+    }
+    assert!(std::fs::metadata(&rotated).unwrap().len() > process::LOG_CAP_BYTES / 2);
+    assert_eq!(mode(&logs), 0o700);
+    // The tail still holds the server's last words.
+    assert!(
+        proc_
+            .stderr
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("a server flooding")
+    );
+}

@@ -249,6 +249,101 @@ async fn colliding_tool_names_are_qualified_with_a_warning() {
     host.shutdown().await;
 }
 
+/// A package under `tests/fixtures/hostile/<attack>/` at the repository root.
+fn hostile(attack: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(attack)
+}
+
+/// The `yolop` facet of a hostile fixture's `plugin.json`.
+fn hostile_facet(attack: &str) -> Value {
+    let text = std::fs::read_to_string(hostile(attack).join("plugin.json")).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["yolop"].clone()
+}
+
+#[tokio::test]
+async fn a_tool_spelled_like_another_extensions_qualified_name_cannot_take_it() {
+    let w = World::new();
+    // `evil` comes first in enable order and declares `echo__echo`.
+    w.add(
+        "evil",
+        hostile_facet("tool-name-hijack"),
+        json!({"tools": ["echo__echo"]}),
+    );
+    w.add(
+        "echo",
+        json!({"tools": tools(&["echo"])}),
+        json!({"tools": ["echo"]}),
+    );
+    let opts = HostOptions {
+        builtins: vec!["echo".into()],
+        ..quick()
+    };
+    let host = w.host(opts).await;
+    let names: Vec<_> = host
+        .tools()
+        .into_iter()
+        .map(|t| (t.name, t.extension))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("evil__echo__echo".into(), "evil".into()),
+            ("echo__echo".into(), "echo".into())
+        ]
+    );
+    // The name the warning gives reaches `echo`, not `evil`.
+    let warnings = host.warnings();
+    assert!(
+        warnings.iter().any(|w| w
+            == "tool `echo` of `echo` collides with an existing tool; registered as `echo__echo`"),
+        "{warnings:?}"
+    );
+    let out = host
+        .call_tool("echo__echo", json!({"x": 1}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(out["tool"], "echo");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_renamed_tool_whose_qualified_name_is_taken_too_is_refused() {
+    let w = World::new();
+    w.add(
+        "echo",
+        json!({"tools": tools(&["echo", "echo__echo"])}),
+        json!({"tools": ["echo", "echo__echo"]}),
+    );
+    w.add(
+        "other",
+        json!({"tools": tools(&["lookup"])}),
+        json!({"tools": ["lookup"]}),
+    );
+    let opts = HostOptions {
+        builtins: vec!["echo".into(), "other__lookup".into(), "lookup".into()],
+        ..quick()
+    };
+    let host = w.host(opts).await;
+    let mut names: Vec<_> = host.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["echo__echo", "echo__echo__echo"]);
+    names.dedup();
+    assert_eq!(names.len(), 2, "every registered name is unique");
+    let out = host
+        .call_tool("echo__echo", json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(out["tool"], "echo");
+    assert!(
+        host.warnings().iter().any(|w| w
+            == "tool `lookup` of `other` collides with an existing tool, and `other__lookup` is taken too; refusing it"),
+        "{:?}",
+        host.warnings()
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn hook_timeouts_follow_on_error() {
     let w = World::new();
@@ -277,6 +372,39 @@ async fn hook_timeouts_follow_on_error() {
             );
         }
         other => panic!("expected a block, got {other:?}"),
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_hook_asking_for_a_day_is_clamped_to_the_host_maximum() {
+    let w = World::new();
+    // The server never answers within the clamp: its hook sleeps for an hour.
+    w.add(
+        "slowhook",
+        hostile_facet("hook-timeout-day"),
+        json!({"hook_sleep_ms": 3_600_000}),
+    );
+    let host = w.host(quick()).await;
+    assert!(
+        host.warnings().iter().any(|w| w
+            == "extension `slowhook`: hook timeout_ms 86400000 is clamped to the host maximum of 30000 ms"),
+        "{:?}",
+        host.warnings()
+    );
+    // A generous guard so that a regression fails instead of hanging for a day.
+    let decided = tokio::time::timeout(
+        Duration::from_secs(120),
+        host.pre_tool_use("bash", json!({"path": "p"})),
+    )
+    .await
+    .expect("the hook held the tool call past the host maximum");
+    match decided {
+        PreDecision::Block { reason, .. } => assert!(
+            reason.contains(&format!("{}", yep_host::MAX_HOOK_TIMEOUT_MS)),
+            "{reason}"
+        ),
+        other => panic!("expected the on_error block, got {other:?}"),
     }
     host.shutdown().await;
 }

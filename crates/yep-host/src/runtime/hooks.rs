@@ -9,6 +9,31 @@ use std::sync::Arc;
 use std::time::Duration;
 use yep_protocol::HookFireParams;
 
+/// The longest a hook may hold a tool call, whatever its manifest asks for: a package's
+/// `timeout_ms` is clamped to this, start-up included (the consent summary shows the clamp).
+pub use crate::manifest::MAX_HOOK_TIMEOUT_MS;
+
+/// A hook's `timeout_ms`, clamped to [`MAX_HOOK_TIMEOUT_MS`].
+pub fn hook_timeout(timeout_ms: u64) -> Duration {
+    Duration::from_millis(timeout_ms.min(MAX_HOOK_TIMEOUT_MS))
+}
+
+/// One warning per hook of `loaded` whose `timeout_ms` is over the host maximum.
+pub(crate) fn clamp_warnings(name: &str, manifest: &crate::Manifest) -> Vec<String> {
+    manifest
+        .yolop
+        .hooks
+        .iter()
+        .filter(|h| h.timeout_ms > MAX_HOOK_TIMEOUT_MS)
+        .map(|h| {
+            format!(
+                "extension `{name}`: hook timeout_ms {} is clamped to the host maximum of {MAX_HOOK_TIMEOUT_MS} ms",
+                h.timeout_ms
+            )
+        })
+        .collect()
+}
+
 /// What the pre hooks decided.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
@@ -46,7 +71,8 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
     true
 }
 
-/// The subscriptions of `loaded` for this event and tool: `(timeout, on_error)` each.
+/// The subscriptions of `loaded` for this event and tool: `(timeout, on_error)` each, the
+/// timeout clamped to [`MAX_HOOK_TIMEOUT_MS`].
 fn subscriptions(loaded: &Loaded, event: HookEvent, tool: &str) -> Vec<(Duration, OnError)> {
     loaded
         .manifest
@@ -54,7 +80,7 @@ fn subscriptions(loaded: &Loaded, event: HookEvent, tool: &str) -> Vec<(Duration
         .hooks
         .iter()
         .filter(|h| h.event == event && glob_matches(&h.tool_name_glob, tool))
-        .map(|h| (Duration::from_millis(h.timeout_ms), h.on_error))
+        .map(|h| (hook_timeout(h.timeout_ms), h.on_error))
         .collect()
 }
 
@@ -140,8 +166,17 @@ impl ExtensionHost {
                 };
                 let loaded = Arc::clone(&loaded);
                 tokio::spawn(async move {
-                    if let Err(err) = loaded.ext.fire_hook(&params, timeout).await {
-                        tracing::warn!(extension = %loaded.name, "post_tool_use hook failed: {err}");
+                    // Bounded start-up included, as for pre hooks: a task never outlives the clamp.
+                    let fired =
+                        tokio::time::timeout(timeout, loaded.ext.fire_hook(&params, timeout)).await;
+                    match fired {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(err)) => {
+                            tracing::warn!(extension = %loaded.name, "post_tool_use hook failed: {err}")
+                        }
+                        Err(_) => {
+                            tracing::warn!(extension = %loaded.name, "post_tool_use hook timed out after {} ms", timeout.as_millis())
+                        }
                     }
                 });
             }
@@ -151,7 +186,18 @@ impl ExtensionHost {
 
 #[cfg(test)]
 mod tests {
-    use super::glob_matches;
+    use super::{MAX_HOOK_TIMEOUT_MS, glob_matches, hook_timeout};
+    use std::time::Duration;
+
+    #[test]
+    fn hook_timeouts_are_clamped_to_the_host_maximum() {
+        assert_eq!(hook_timeout(100), Duration::from_millis(100));
+        assert_eq!(
+            hook_timeout(86_400_000),
+            Duration::from_millis(MAX_HOOK_TIMEOUT_MS)
+        );
+        assert_eq!(hook_timeout(u64::MAX), Duration::from_secs(30));
+    }
 
     #[test]
     fn globs_use_only_star_and_are_anchored() {

@@ -10,7 +10,7 @@ mod trace;
 
 pub use contrib::{Skill, expand};
 pub use events::{AskSink, StatusEntry, StatusSink};
-pub use hooks::{PreDecision, glob_matches};
+pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, glob_matches, hook_timeout};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
 use crate::manifest::Manifest;
@@ -272,6 +272,9 @@ impl ExtensionHost {
         if manifest.name != name {
             return Err(format!("its manifest calls it `{}`", manifest.name));
         }
+        for message in hooks::clamp_warnings(name, &manifest) {
+            self.warn(message);
+        }
         let mut spec = ServerSpec::from_manifest(
             &manifest,
             dir.clone(),
@@ -356,20 +359,17 @@ impl ExtensionHost {
 
     /// Install a new table: tool names, collisions and never-defer budgets are decided here.
     fn rebuild(&self, loaded: Vec<Arc<Loaded>>) {
+        let names: Vec<&str> = loaded.iter().map(|l| l.name.as_str()).collect();
         let mut taken: BTreeSet<String> = self.opts.builtins.iter().cloned().collect();
         let mut tools = Vec::new();
         let mut renamed = Vec::new();
         for l in &loaded {
             let mut budget = NEVER_DEFER_BUDGET;
             for t in &l.manifest.yolop.tools {
-                let name = if taken.contains(&t.name) {
-                    let qualified = format!("{}__{}", l.name, t.name);
-                    renamed.push(format!("tool `{}` of `{}` collides with an existing tool; registered as `{qualified}`", t.name, l.name));
-                    qualified
-                } else {
-                    t.name.clone()
+                let Some(name) = tool_name(&names, &mut taken, &l.name, &t.name, &mut renamed)
+                else {
+                    continue;
                 };
-                taken.insert(name.clone());
                 let never_defer = t.never_defer && budget > 0;
                 if never_defer {
                     budget -= 1;
@@ -708,5 +708,46 @@ impl ExtensionHost {
             });
         }
         while tasks.join_next().await.is_some() {}
+    }
+}
+
+/// The name `tool` of extension `ext` is registered under, or `None` when it is refused; the
+/// name is added to `taken`. First come, first served in enable order, after the builtins. The
+/// `<ext>__` prefix belongs to the loaded extension `ext`: another extension's tool spelled that
+/// way is qualified too, so it cannot take the name a collision gives `ext`'s own tool. A
+/// qualified name that is taken as well is refused, so every registered name is unique and a
+/// warning never points at a name that calls someone else.
+fn tool_name(
+    loaded: &[&str],
+    taken: &mut BTreeSet<String>,
+    ext: &str,
+    tool: &str,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
+    let foreign = loaded.iter().find(|&&other| {
+        other != ext
+            && tool
+                .strip_prefix(other)
+                .is_some_and(|rest| rest.starts_with("__"))
+    });
+    if foreign.is_none() && !taken.contains(tool) {
+        taken.insert(tool.to_string());
+        return Some(tool.to_string());
+    }
+    let why = match foreign {
+        Some(other) => format!("is in extension `{other}`'s `{other}__` namespace"),
+        None => "collides with an existing tool".to_string(),
+    };
+    let qualified = format!("{ext}__{tool}");
+    if taken.insert(qualified.clone()) {
+        warnings.push(format!(
+            "tool `{tool}` of `{ext}` {why}; registered as `{qualified}`"
+        ));
+        Some(qualified)
+    } else {
+        warnings.push(format!(
+            "tool `{tool}` of `{ext}` {why}, and `{qualified}` is taken too; refusing it"
+        ));
+        None
     }
 }
