@@ -97,8 +97,14 @@ pub fn set_secret(
         )));
     }
     let path = home.connections_path();
+    // Read, modify and write under the home lock: two writers must not lose each other's keys.
+    let _lock = home.lock()?;
     guard_mode(&path)?;
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(invalid(format!("failed to read {}: {e}", path.display()))),
+    };
     let mut doc: DocumentMut = text
         .parse()
         .map_err(|e| invalid(format!("failed to parse {}: {e}", path.display())))?;
@@ -193,6 +199,8 @@ pub fn set_plain(
             manifest.name, manifest.name
         )));
     }
+    // Read, validate and write under the home lock: two writers must not lose each other's keys.
+    let _lock = home.lock()?;
     let mut plain = settings::config(&home.settings_path(), &manifest.name).map_err(invalid)?;
     if !plain.is_object() {
         plain = Value::Object(Map::new());
