@@ -835,3 +835,79 @@ fn a_missing_binary_leaves_a_package_only_install_with_a_clear_note() {
     let list = text(&run_yep(&sandbox.home(), &["list"], None).stdout);
     assert!(list.contains("NOT FOUND"), "{list}");
 }
+
+#[test]
+fn a_squatting_crate_cannot_take_an_installed_name() {
+    let yolop = "yolop-extension-weather";
+    let (mut files, _) = registry_files(yolop, &[("0.3.0", false)]);
+    let sandbox = Sandbox::new();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/squatted-crate-name/plugin.json");
+    let squat = crate_archive(
+        WEATHER_CRATE,
+        "9.0.0",
+        &[("plugin.json".into(), std::fs::read(&fixture).unwrap())],
+    );
+    let squat_sum = sha256_hex(&squat);
+    files.insert(download_path(WEATHER_CRATE, "9.0.0"), squat.clone());
+    // The same manifest under a crate whose name implies another extension.
+    files.insert(download_path("yep-extension-sunny", "9.0.0"), squat);
+    files.insert(
+        index_path("yep-extension-sunny"),
+        (index_line("yep-extension-sunny", "9.0.0", &squat_sum, false) + "\n").into_bytes(),
+    );
+    // First only the yolop crate exists: `weather` resolves to it.
+    let first = Server::start(files.clone());
+    let out = install(&sandbox, &first, &["weather", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("source    crates.io {yolop}@0.3.0")),
+        "{}",
+        text(&out.stderr)
+    );
+    let before = std::fs::read_to_string(sandbox.home().join("extensions.lock")).unwrap();
+    // Then the squatter publishes `yep-extension-weather`, which a bare name tries first.
+    files.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, "9.0.0", &squat_sum, false) + "\n").into_bytes(),
+    );
+    let second = Server::start(files);
+    for spec in ["weather", "crates.io:yep-extension-sunny"] {
+        let out = install(&sandbox, &second, &[spec, "--yes"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{spec}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "`weather` is already installed from crates.io {yolop}@0.3.0"
+            )) && stderr.contains("--replace"),
+            "{spec}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sandbox.home().join("extensions.lock")).unwrap(),
+            before
+        );
+    }
+    // Updating follows the crate that was approved, not the squatter.
+    let out = run_yep(
+        &sandbox.home(),
+        &["update", "weather", "--yes"],
+        Some(&second),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        str_at(
+            &lock_entry(&sandbox.home(), "weather"),
+            &["source", "crate_name"]
+        ),
+        yolop
+    );
+    // A crate whose manifest name differs from what its name implies says so before consent.
+    let fresh = Sandbox::new();
+    let out = install(&fresh, &second, &["crates.io:yep-extension-sunny"]);
+    assert!(
+        text(&out.stderr)
+            .contains("crate `yep-extension-sunny` installs as `weather`, not `sunny`"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -744,3 +744,181 @@ fn a_linked_package_that_widens_in_place_needs_consent_on_update() {
         "the approval now includes the new tool"
     );
 }
+
+/// A fixture under `tests/fixtures/hostile/` at the repository root.
+fn hostile(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(name)
+}
+
+#[test]
+fn a_package_from_another_source_never_silently_replaces_an_installed_one() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["enable", "lookup"]);
+    let stored = yep_with_stdin(
+        &env,
+        &["secret", "set", "lookup", "token"],
+        "original-token\n",
+    );
+    assert!(stored.status.success(), "{}", text(&stored.stderr));
+    env.ok(&["config", "set", "lookup", "region", "eu"]);
+    let lock_before = env.lock();
+    let impostor = hostile("impostor-same-name");
+
+    // Refused, even with --yes: a different source is a different package.
+    let out = env.yep(&["install", impostor.to_str().unwrap(), "--yes"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`lookup` is already installed from path")
+            && stderr.contains("--replace")
+            && stderr.contains("yep remove lookup"),
+        "{stderr}"
+    );
+    assert!(
+        !text(&out.stdout).contains("updated"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(env.lock(), lock_before);
+
+    // --replace still needs consent: without a terminal or --yes nothing changes.
+    let out = env.yep(&["install", impostor.to_str().unwrap(), "--replace"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("replaces  `lookup` from path") && stderr.contains("not approved"),
+        "{stderr}"
+    );
+    assert_eq!(env.lock(), lock_before);
+    let conn = std::fs::read_to_string(env.home().join("connections.toml")).unwrap();
+    assert!(conn.contains("original-token"), "{conn}");
+
+    // With consent: replaced, approved afresh, disabled, and none of the old state carried over.
+    let out = env.ok(&["install", impostor.to_str().unwrap(), "--replace", "--yes"]);
+    assert!(
+        out.contains("replaced lookup 9.9.9") && out.contains("not enabled yet"),
+        "{out}"
+    );
+    assert!(env.lock().contains("version = \"9.9.9\""), "{}", env.lock());
+    let conn = std::fs::read_to_string(env.home().join("connections.toml")).unwrap();
+    assert!(!conn.contains("original-token"), "{conn}");
+    let settings = std::fs::read_to_string(env.home().join("settings.toml")).unwrap();
+    assert!(
+        !settings.contains("ext:lookup") && !settings.contains("eu"),
+        "{settings}"
+    );
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["enabled"], false);
+
+    // The same source again is an update, as before.
+    let again = env.ok(&["install", impostor.to_str().unwrap(), "--yes"]);
+    assert!(again.contains("up to date"), "{again}");
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn concurrent_secret_writes_both_survive() {
+    use std::io::Write;
+    let env = Env::new();
+    let pkg = env.package(
+        "pkg",
+        "two",
+        "1.0.0",
+        json!({
+            "capabilityServer": {"command": "server"},
+            "tools": [{"name": "t"}],
+            "config_schema": {"type": "object", "properties": {
+                "a": {"type": "string", "secret": true, "env": "A"},
+                "b": {"type": "string", "secret": true, "env": "B"}
+            }}
+        }),
+    );
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let conn = env.home().join("connections.toml");
+    for round in 0..20 {
+        let _ = std::fs::remove_file(&conn);
+        let children: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|field| {
+                let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+                    .args(["secret", "set", "two", field])
+                    .env("YEP_HOME", env.home())
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (field, child.stdin.take().unwrap(), child)
+            })
+            .collect();
+        // Both are running before either gets its value.
+        let children: Vec<_> = children
+            .into_iter()
+            .map(|(field, mut stdin, child)| {
+                writeln!(stdin, "value-{field}-{round}").unwrap();
+                drop(stdin);
+                child
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", text(&out.stderr));
+        }
+        let stored = std::fs::read_to_string(&conn).unwrap();
+        assert!(
+            stored.contains(&format!("value-a-{round}"))
+                && stored.contains(&format!("value-b-{round}")),
+            "round {round} lost a write:\n{stored}"
+        );
+    }
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn concurrent_config_writes_both_survive() {
+    let env = Env::new();
+    let pkg = env.package(
+        "pkg",
+        "two",
+        "1.0.0",
+        json!({
+            "capabilityServer": {"command": "server"},
+            "tools": [{"name": "t"}],
+            "config_schema": {"type": "object", "properties": {
+                "a": {"type": "string"},
+                "b": {"type": "string"}
+            }}
+        }),
+    );
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let settings = env.home().join("settings.toml");
+    for round in 0..20 {
+        let _ = std::fs::remove_file(&settings);
+        let children: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|field| {
+                Command::new(env!("CARGO_BIN_EXE_yep"))
+                    .args(["config", "set", "two", field, &format!("v{field}{round}")])
+                    .env("YEP_HOME", env.home())
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", text(&out.stderr));
+        }
+        let stored = std::fs::read_to_string(&settings).unwrap();
+        assert!(
+            stored.contains(&format!("va{round}")) && stored.contains(&format!("vb{round}")),
+            "round {round} lost a write:\n{stored}"
+        );
+    }
+}

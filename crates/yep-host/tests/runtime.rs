@@ -1115,7 +1115,10 @@ async fn a_linked_package_is_clamped_to_its_approved_manifest() {
     w.home
         .install(
             pkg.to_str().unwrap(),
-            &InstallOptions { link: true },
+            &InstallOptions {
+                link: true,
+                ..Default::default()
+            },
             &mut AlwaysYes,
         )
         .unwrap();

@@ -28,6 +28,28 @@ pub enum LockSource {
     },
 }
 
+impl LockSource {
+    /// Whether two sources name the same package origin: the same directory, repository or
+    /// crate, whatever the revision or version. A different origin is a different package.
+    pub fn same_origin(&self, other: &LockSource) -> bool {
+        match (self, other) {
+            (LockSource::Path { path: a, .. }, LockSource::Path { path: b, .. }) => a == b,
+            (LockSource::Git { url: a, .. }, LockSource::Git { url: b, .. }) => {
+                a.trim_end_matches('/') == b.trim_end_matches('/')
+            }
+            (LockSource::Crate { crate_name: a, .. }, LockSource::Crate { crate_name: b, .. }) => {
+                crate_key(a) == crate_key(b)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// crates.io treats names case-insensitively and `-` and `_` as the same.
+fn crate_key(name: &str) -> String {
+    name.to_ascii_lowercase().replace('_', "-")
+}
+
 impl std::fmt::Display for LockSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

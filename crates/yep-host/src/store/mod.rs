@@ -48,6 +48,15 @@ pub enum StoreError {
     Declined(String),
     #[error("--locked: {0}")]
     Locked(String),
+    /// The name is taken by a package from another origin; replacing it needs `--replace`.
+    #[error(
+        "`{name}` is already installed from {installed}; refusing to replace it with {offered}"
+    )]
+    SourceChanged {
+        name: String,
+        installed: String,
+        offered: String,
+    },
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -95,6 +104,9 @@ impl Approver for AlwaysYes {
 pub struct InstallOptions {
     /// Reference a local directory in place instead of copying it.
     pub link: bool,
+    /// Allow a package from another origin to take an installed name. It is approved afresh,
+    /// the old package's secrets and config are dropped, and it is left disabled.
+    pub replace: bool,
 }
 
 /// What an install or update did.
@@ -119,6 +131,9 @@ pub struct Installed {
 pub enum Outcome {
     Installed,
     Updated,
+    /// A package from another origin took the name (`--replace`); nothing of the old one's
+    /// secrets, config or enablement was kept.
+    Replaced,
     Unchanged,
 }
 
@@ -352,12 +367,44 @@ impl Home {
                 entry.name, manifest.name
             )));
         }
-        let hash = hash::content_hash(&package_root)
-            .map_err(io(format!("failed to hash {}", package_root.display())))?;
         let mut lock = self.lockfile()?;
         let previous = lock.get(&manifest.name).cloned();
+        // A package from another origin that reuses an installed name is a different package,
+        // never an update of it: it would inherit the original's approval, secrets and
+        // enablement.
+        let replacing = match &previous {
+            Some(prev) if update_of.is_none() && !prev.source.same_origin(&lock_source) => {
+                if !opts.replace {
+                    return Err(StoreError::SourceChanged {
+                        name: manifest.name.clone(),
+                        installed: prev.source.to_string(),
+                        offered: lock_source.to_string(),
+                    });
+                }
+                true
+            }
+            _ => false,
+        };
+        let hash = hash::content_hash(&package_root)
+            .map_err(io(format!("failed to hash {}", package_root.display())))?;
         let dest = self.package_dir(&manifest.name);
-        let summary = summary::summary(&manifest);
+        let mut summary = summary::summary(&manifest);
+        summary.push_str(&format!("\n  source    {lock_source}"));
+        if let LockSource::Crate { crate_name, .. } = &lock_source
+            && source::implied_name(crate_name) != manifest.name
+        {
+            summary.push_str(&format!(
+                "\n            note: crate `{crate_name}` installs as `{}`, not `{}`",
+                manifest.name,
+                source::implied_name(crate_name)
+            ));
+        }
+        if let Some(prev) = previous.as_ref().filter(|_| replacing) {
+            summary.push_str(&format!(
+                "\n  replaces  `{}` from {} (its secrets and config are dropped; it stays disabled)",
+                manifest.name, prev.source
+            ));
+        }
         let installed = |outcome, diff, binary| Installed {
             name: manifest.name.clone(),
             version: manifest.version.clone(),
@@ -378,6 +425,7 @@ impl Home {
         }
         // A linked package changes in place: judge it against what was approved, not its files.
         let diff = match &previous {
+            Some(_) if replacing => None,
             Some(prev) => prev
                 .approved()
                 .or_else(|| Manifest::load(&dest).ok())
@@ -406,6 +454,11 @@ impl Home {
                 "`{}` was not {what}",
                 manifest.name
             )));
+        }
+        if replacing {
+            // Before the new bytes land: a crash from here on leaves the old package
+            // disabled and without secrets, never the new one holding them.
+            self.forget_state(&manifest.name)?;
         }
         // The prebuilt binary goes in after hashing: it is not part of the approved content.
         let binary = if opts.link {
@@ -442,7 +495,9 @@ impl Home {
             lock: lock.render(),
             cleanup: vec![trash],
         })?;
-        let outcome = if previous.is_some() {
+        let outcome = if replacing {
+            Outcome::Replaced
+        } else if previous.is_some() {
             Outcome::Updated
         } else {
             Outcome::Installed
@@ -575,7 +630,10 @@ impl Home {
             let (source, opts) = match &entry.source {
                 LockSource::Path { path, link } => (
                     SourceSpec::Path(PathBuf::from(path)),
-                    InstallOptions { link: *link },
+                    InstallOptions {
+                        link: *link,
+                        ..InstallOptions::default()
+                    },
                 ),
                 LockSource::Git { url, .. } => (
                     SourceSpec::Git {
@@ -611,7 +669,7 @@ impl Home {
         settings::set_enabled(&self.settings_path(), name, on).map_err(StoreError::Invalid)
     }
 
-    /// Delete a package, its lock entry, its enable entry and its stored secrets.
+    /// Delete a package, its lock entry, its enable entry, its config and its stored secrets.
     pub fn remove(&self, name: &str) -> Result<(), StoreError> {
         check_name(name)?;
         let _lock = self.lock()?;
@@ -634,7 +692,13 @@ impl Home {
             lock: lock.render(),
             cleanup: vec![trash],
         })?;
+        self.forget_state(name)
+    }
+
+    /// Disable `name` and drop its secrets and plain config (the caller holds the lock).
+    fn forget_state(&self, name: &str) -> Result<(), StoreError> {
         settings::set_enabled(&self.settings_path(), name, false).map_err(StoreError::Invalid)?;
+        settings::remove_config(&self.settings_path(), name).map_err(StoreError::Invalid)?;
         settings::remove_secrets(&self.connections_path(), name).map_err(StoreError::Invalid)?;
         Ok(())
     }
