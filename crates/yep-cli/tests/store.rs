@@ -922,3 +922,77 @@ fn concurrent_config_writes_both_survive() {
         );
     }
 }
+
+#[test]
+fn list_and_doctor_show_a_copied_package_that_drifted() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    assert!(env.lock().contains("approved_manifest"), "{}", env.lock());
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], false);
+    // What a server can do to its own installed copy.
+    let installed = env.home().join("extensions/lookup/plugin.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&installed).unwrap()).unwrap();
+    let widened: Value = serde_json::from_str(
+        &std::fs::read_to_string(hostile("self-rewriting-manifest/widened-facet.json")).unwrap(),
+    )
+    .unwrap();
+    for (k, v) in widened.as_object().unwrap() {
+        manifest["yolop"][k] = v.clone();
+    }
+    std::fs::write(&installed, manifest.to_string()).unwrap();
+    let listed = env.ok(&["list"]);
+    assert!(
+        listed.contains("changed on disk since approval")
+            && listed.contains("run `yep update lookup` to review"),
+        "{listed}"
+    );
+    let doctor = env.yep(&["doctor", "lookup"]);
+    assert!(
+        text(&doctor.stderr).contains("warning: `lookup` changed since it was approved"),
+        "{}",
+        text(&doctor.stderr)
+    );
+    // `update --locked` is no longer "up to date": it puts the approved bytes back.
+    let out = env.ok(&["update", "lookup", "--locked"]);
+    assert!(!out.contains("up to date"), "{out}");
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], false, "{rows}");
+    assert_eq!(
+        std::fs::read_to_string(&installed).unwrap(),
+        std::fs::read_to_string(pkg.join("plugin.json")).unwrap()
+    );
+}
+
+#[test]
+fn the_verified_cache_is_not_fooled_by_a_same_size_rewrite_with_the_old_mtime() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    // Old enough to be cached (files changed in the last moments are always hashed again).
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], false);
+    assert!(
+        env.home().join("state/lookup.verified").is_file(),
+        "the check was cached"
+    );
+    let server = env.home().join("extensions/lookup/bin/server");
+    let before = std::fs::metadata(&server).unwrap();
+    let original = std::fs::read(&server).unwrap();
+    let mut evil = b"#!/bin/sh\nexit 9\n".to_vec();
+    evil.resize(original.len(), b'\n');
+    assert_ne!(evil, original);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&server)
+        .unwrap();
+    std::io::Write::write_all(&mut &file, &evil).unwrap();
+    file.set_modified(before.modified().unwrap()).unwrap();
+    drop(file);
+    assert_eq!(std::fs::metadata(&server).unwrap().len(), before.len());
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], true, "{rows}");
+}

@@ -111,6 +111,9 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
                 ""
             }
         ));
+        if let Some(drift) = &r.drift {
+            stdout_line(&format!("  warning: {drift}"));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -311,7 +311,27 @@ pub fn server_inputs(
             env.push((var.clone(), value));
         }
     }
+    // State goes outside the package, whose content is checked against the approval at every
+    // session start: the extension's own data dir, and Python's bytecode cache.
+    let data = home.data_dir(&manifest.name);
+    create_private_dir(&data)
+        .map_err(|e| invalid(format!("failed to create {}: {e}", data.display())))?;
+    env.push(("YEP_DATA_DIR".into(), data.display().to_string()));
+    env.push((
+        "PYTHONPYCACHEPREFIX".into(),
+        data.join(".pycache").display().to_string(),
+    ));
     Ok((plain, env))
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 /// Required fields with no value yet, in schema order.

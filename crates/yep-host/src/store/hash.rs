@@ -8,8 +8,15 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 
 pub fn content_hash(dir: &Path) -> std::io::Result<String> {
+    content_hash_excluding(dir, &[])
+}
+
+/// The content hash with some relative paths left out: a prebuilt binary placed after
+/// approval is pinned on its own.
+pub fn content_hash_excluding(dir: &Path, skip: &[&str]) -> std::io::Result<String> {
     let mut files = Vec::new();
     collect(dir, dir, &mut files)?;
+    files.retain(|f| !skip.contains(&f.as_str()));
     files.sort();
     let mut hasher = Sha256::new();
     for rel in &files {

@@ -72,14 +72,31 @@ pub struct LockEntry {
     pub content_hash: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// For a linked package, whose files can change under the home: the manifest as approved,
-    /// which updates are diffed against and the runtime clamps to.
+    /// The manifest as approved (every install records it; older locks may lack it): updates
+    /// are diffed against it, the runtime clamps to it, and drift is judged against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_manifest: Option<String>,
+    /// A prebuilt server binary placed after hashing, pinned on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<LockBinary>,
+}
+
+/// A file added to a package after its content was hashed (the prebuilt server binary).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockBinary {
+    /// Relative to the package, with `/`.
+    pub path: String,
+    /// SHA-256 of the file, lowercase hex.
+    pub sha256: String,
 }
 
 impl LockEntry {
-    /// The approved manifest of a linked package, if recorded.
+    /// Referenced in place (`--link`): its files are the author's and change under the home.
+    pub fn is_linked(&self) -> bool {
+        matches!(self.source, LockSource::Path { link: true, .. })
+    }
+
+    /// The approved manifest, if recorded.
     pub fn approved(&self) -> Option<crate::manifest::Manifest> {
         let text = self.approved_manifest.as_deref()?;
         crate::manifest::Manifest::parse(text, std::path::Path::new("extensions.lock")).ok()
@@ -167,6 +184,7 @@ mod tests {
             content_hash: "sha256:00".into(),
             version: Some("1.0.0".into()),
             approved_manifest: None,
+            binary: None,
         });
         lock.upsert(LockEntry {
             name: "alpha".into(),
@@ -177,6 +195,7 @@ mod tests {
             content_hash: "sha256:11".into(),
             version: None,
             approved_manifest: None,
+            binary: None,
         });
         let text = lock.render();
         assert!(

@@ -14,11 +14,12 @@ pub mod settings;
 pub mod source;
 pub mod state;
 pub mod summary;
+pub mod verify;
 
 use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use fetch::{FetchError, Registry};
 use fsutil::{remove_tree, write_atomic};
-use lockfile::{LockEntry, LockSource, Lockfile};
+use lockfile::{LockBinary, LockEntry, LockSource, Lockfile};
 use serde::{Deserialize, Serialize};
 use source::SourceSpec;
 use std::path::{Path, PathBuf};
@@ -146,8 +147,11 @@ pub struct Listed {
     pub source: String,
     pub enabled: bool,
     pub content_hash: String,
-    /// The package changed on disk since it was approved (linked packages).
+    /// The package changed on disk since it was approved.
     pub drifted: bool,
+    /// How it changed, and what to run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<String>,
     pub server_command: Option<String>,
     pub server_resolves: bool,
     pub tools: Vec<String>,
@@ -209,6 +213,11 @@ impl Home {
 
     pub fn log_path(&self, name: &str) -> PathBuf {
         self.logs_dir().join(format!("{name}.log"))
+    }
+
+    /// Where an extension keeps state it writes: outside its package, whose content is hashed.
+    pub fn data_dir(&self, name: &str) -> PathBuf {
+        self.root.join("data").join(name)
     }
 
     fn journal_path(&self) -> PathBuf {
@@ -416,10 +425,12 @@ impl Home {
             binary,
         };
         // Same approved bytes from the same source: nothing to do.
+        // (The installed copy counts too: one rewritten in place is restored from the source.)
         if let Some(prev) = &previous
             && prev.content_hash == hash
             && prev.source == lock_source
             && dest.symlink_metadata().is_ok()
+            && (prev.is_linked() || self.drift_of(prev).is_none())
         {
             return Ok(installed(Outcome::Unchanged, None, None));
         }
@@ -432,7 +443,10 @@ impl Home {
                 .map(|old| diff(&old, &manifest)),
             None => None,
         };
-        if let Some((_, true)) = update_of {
+        // Restoring the approved bytes leaves the lock as it is, so `--locked` allows it.
+        if let Some((entry, true)) = update_of
+            && entry.content_hash != hash
+        {
             return Err(StoreError::Locked(format!(
                 "`{}` would change ({} → {}); the lock stays as it is",
                 manifest.name,
@@ -461,8 +475,8 @@ impl Home {
             self.forget_state(&manifest.name)?;
         }
         // The prebuilt binary goes in after hashing: it is not part of the approved content.
-        let binary = if opts.link {
-            None
+        let (binary, pinned) = if opts.link {
+            (None, None)
         } else {
             self.binary_step(&manifest, &staged)
         };
@@ -471,9 +485,8 @@ impl Home {
             source: lock_source.clone(),
             content_hash: hash.clone(),
             version: manifest.version.clone(),
-            approved_manifest: opts
-                .link
-                .then(|| serde_json::to_string(&manifest).unwrap_or_default()),
+            approved_manifest: Some(serde_json::to_string(&manifest).unwrap_or_default()),
+            binary: pinned,
         });
         let trash = scratch.join("previous");
         let mut renames = Vec::new();
@@ -583,28 +596,53 @@ impl Home {
     }
 
     /// Fetch the prebuilt binary when the manifest names one and the command does not resolve.
-    fn binary_step(&self, manifest: &Manifest, package: &Path) -> Option<String> {
-        let server = manifest.yolop.capability_server.as_ref()?;
-        let template = server.binaries.as_ref()?;
+    /// Returns what happened, and the binary's pin when one was placed.
+    fn binary_step(
+        &self,
+        manifest: &Manifest,
+        package: &Path,
+    ) -> (Option<String>, Option<LockBinary>) {
+        let Some(server) = manifest.yolop.capability_server.as_ref() else {
+            return (None, None);
+        };
+        let Some(template) = server.binaries.as_ref() else {
+            return (None, None);
+        };
         if command_resolves(&server.command, package) {
-            return Some(format!("`{}` already resolves", server.command));
+            return (Some(format!("`{}` already resolves", server.command)), None);
         }
         if server.command.contains('/') {
-            return Some(format!(
-                "not fetched: `{}` is a path, so a prebuilt binary cannot stand in for it",
-                server.command
-            ));
+            return (
+                Some(format!(
+                    "not fetched: `{}` is a path, so a prebuilt binary cannot stand in for it",
+                    server.command
+                )),
+                None,
+            );
         }
         let version = manifest.version.as_deref().unwrap_or("0.0.0");
-        Some(
-            match fetch::fetch_binary(template, &manifest.name, version, &server.command, package) {
-                Ok(target) => format!("fetched `{}` for {target}", server.command),
-                Err(e) => format!(
+        match fetch::fetch_binary(template, &manifest.name, version, &server.command, package) {
+            Ok(target) => {
+                let path = format!("bin/{}", server.command);
+                let pin = std::fs::read(package.join(&path))
+                    .ok()
+                    .map(|bytes| LockBinary {
+                        sha256: hash::sha256_hex(&bytes),
+                        path,
+                    });
+                (
+                    Some(format!("fetched `{}` for {target}", server.command)),
+                    pin,
+                )
+            }
+            Err(e) => (
+                Some(format!(
                     "not available ({e}); calls will fail until `{}` is on PATH",
                     server.command
-                ),
-            },
-        )
+                )),
+                None,
+            ),
+        }
     }
 
     /// Fetch every (or one) installed package again; commit what changed. A change that widens
@@ -721,6 +759,7 @@ impl Home {
                     enabled: enabled.contains(&entry.name),
                     content_hash: entry.content_hash.clone(),
                     drifted: false,
+                    drift: None,
                     server_command: None,
                     server_resolves: false,
                     tools: Vec::new(),
@@ -743,10 +782,8 @@ impl Home {
                             .is_some_and(|c| command_resolves(c, &dir));
                         row.tools = m.yolop.tools.iter().map(|t| t.name.clone()).collect();
                         row.contributes = contributions(&m);
-                        row.drifted = hash::content_hash(&dir)
-                            .map(|h| h != entry.content_hash)
-                            .unwrap_or(true)
-                            && matches!(entry.source, LockSource::Path { link: true, .. });
+                        row.drift = self.drift_of(entry);
+                        row.drifted = row.drift.is_some();
                         let set_secrets = config::secrets(self, &entry.name).unwrap_or_default();
                         let plain = settings::config(&self.settings_path(), &entry.name)
                             .unwrap_or_default();
@@ -773,15 +810,14 @@ impl Home {
             .collect())
     }
 
-    /// A linked package whose content no longer matches what was approved.
+    /// An installed package whose files no longer match what was approved: why, and what
+    /// to run.
     pub fn drift(&self, name: &str) -> Result<Option<String>, StoreError> {
         let lock = self.lockfile()?;
         let entry = lock
             .get(name)
             .ok_or_else(|| StoreError::NotInstalled(name.to_string()))?;
-        let now = hash::content_hash(&self.package_dir(name))
-            .map_err(io("failed to hash the package"))?;
-        Ok((now != entry.content_hash).then(|| format!("`{name}` changed since it was approved ({} → {now}); run `yep update {name}` to review", entry.content_hash)))
+        Ok(self.drift_of(entry))
     }
 }
 
