@@ -793,6 +793,16 @@ fn a_prebuilt_binary_is_fetched_verified_and_kept_out_of_the_content_hash() {
     );
     let list = text(&run_yep(&sandbox.home(), &["list"], None).stdout);
     assert!(list.contains("server `weather-server` found"), "{list}");
+    // The binary is pinned on its own: intact, it is no drift; swapped, it is.
+    assert!(!list.contains("changed on disk"), "{list}");
+    std::fs::write(&bin, "#!/bin/sh
+echo swapped
+").unwrap();
+    let list = text(&run_yep(&sandbox.home(), &["list"], None).stdout);
+    assert!(
+        list.contains("its prebuilt binary bin/weather-server differs"),
+        "{list}"
+    );
 }
 
 #[test]
