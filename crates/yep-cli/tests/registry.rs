@@ -795,9 +795,13 @@ fn a_prebuilt_binary_is_fetched_verified_and_kept_out_of_the_content_hash() {
     assert!(list.contains("server `weather-server` found"), "{list}");
     // The binary is pinned on its own: intact, it is no drift; swapped, it is.
     assert!(!list.contains("changed on disk"), "{list}");
-    std::fs::write(&bin, "#!/bin/sh
+    std::fs::write(
+        &bin,
+        "#!/bin/sh
 echo swapped
-").unwrap();
+",
+    )
+    .unwrap();
     let list = text(&run_yep(&sandbox.home(), &["list"], None).stdout);
     assert!(
         list.contains("its prebuilt binary bin/weather-server differs"),
@@ -920,4 +924,58 @@ fn a_squatting_crate_cannot_take_an_installed_name() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn an_archive_link_that_resolves_through_another_link_is_refused() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/archive-link-chain/links.json");
+    let links: Vec<(String, String)> =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let version = "0.3.0";
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for (path, data) in weather_files(version) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        tar.append_data(
+            &mut header,
+            format!("{WEATHER_CRATE}-{version}/{path}"),
+            data.as_slice(),
+        )
+        .unwrap();
+    }
+    for (path, target) in &links {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        tar.append_link(
+            &mut header,
+            format!("{WEATHER_CRATE}-{version}/{path}"),
+            target,
+        )
+        .unwrap();
+    }
+    let archive = tar.into_inner().unwrap().finish().unwrap();
+    let mut files = HashMap::new();
+    files.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
+    );
+    files.insert(download_path(WEATHER_CRATE, version), archive);
+    let server = Server::start(files);
+    let sandbox = Sandbox::new();
+    let out = install(
+        &sandbox,
+        &server,
+        &["crates.io:yep-extension-weather", "--yes"],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("\"d/t\"") && stderr.contains("links through another link"),
+        "{stderr}"
+    );
+    assert_nothing_installed(&sandbox);
 }

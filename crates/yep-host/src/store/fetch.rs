@@ -332,6 +332,23 @@ pub fn unpack_tar_gz(
             plan.push((rel, Planned::File(data, mode)));
         }
     }
+    // Each link was checked lexically from where it sits; a target that walks through another
+    // link would be resolved through that link's target instead (`d/e -> ..`, then
+    // `d/t -> e/../..` lands outside), so such targets are refused.
+    for (rel, what) in &plan {
+        if let Planned::Link(target) = what
+            && let Some(via) = through_link(rel, target, &links)
+        {
+            return Err(unsafe_entry(
+                &rel.display().to_string(),
+                &format!(
+                    "links through another link of the archive ({} via {})",
+                    target.display(),
+                    via.display()
+                ),
+            ));
+        }
+    }
     for (rel, what) in plan {
         let path = dest.join(&rel);
         // Belt and braces: never write below a symlink already on disk.
@@ -383,6 +400,30 @@ enum Planned {
     Dir,
     File(Vec<u8>, u32),
     Link(PathBuf),
+}
+
+/// The first link of `links` that resolving `target` from the link at `at` passes through
+/// before its last component, if any.
+fn through_link(
+    at: &Path,
+    target: &Path,
+    links: &std::collections::HashSet<PathBuf>,
+) -> Option<PathBuf> {
+    let mut here: PathBuf = at.parent().map(Path::to_path_buf).unwrap_or_default();
+    let parts: Vec<Component> = target.components().collect();
+    for (i, c) in parts.iter().enumerate() {
+        match c {
+            Component::Normal(part) => here.push(part),
+            Component::ParentDir => {
+                here.pop();
+            }
+            _ => {}
+        }
+        if i + 1 < parts.len() && links.contains(&here) {
+            return Some(here);
+        }
+    }
+    None
 }
 
 /// Whether a relative symlink at `at` pointing to `target` stays inside the package root.
@@ -603,6 +644,52 @@ mod tests {
             std::fs::read_dir(&dest).unwrap().next().is_none(),
             "nothing is written when any entry is refused"
         );
+    }
+
+    fn archive(entries: &[(&str, Option<&str>)]) -> Vec<u8> {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut b = tar::Builder::new(gz);
+        for (path, link) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o644);
+            match link {
+                Some(target) => {
+                    h.set_entry_type(tar::EntryType::Symlink);
+                    h.set_size(0);
+                    b.append_link(&mut h, path, target).unwrap();
+                }
+                None => {
+                    h.set_size(1);
+                    b.append_data(&mut h, path, &b"x"[..]).unwrap();
+                }
+            }
+        }
+        b.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn a_link_that_resolves_through_another_link_is_refused_in_either_order() {
+        for entries in [
+            [("pkg/d/e", Some("..")), ("pkg/d/t", Some("e/../.."))],
+            [("pkg/d/t", Some("e/../..")), ("pkg/d/e", Some(".."))],
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let dest = dir.path().join("dest");
+            std::fs::create_dir_all(&dest).unwrap();
+            let err = unpack_tar_gz(&archive(&entries), &dest, 1, "chain.crate")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("links through another link"), "{err}");
+            assert!(std::fs::read_dir(&dest).unwrap().next().is_none());
+        }
+        // A link to a link, or through a plain directory, is fine.
+        let dir = tempfile::tempdir().unwrap();
+        let ok = [
+            ("pkg/lib/s", None),
+            ("pkg/bin/s", Some("../lib/s")),
+            ("pkg/alias", Some("bin/s")),
+        ];
+        unpack_tar_gz(&archive(&ok), dir.path(), 1, "ok.crate").unwrap();
     }
 
     #[test]
