@@ -258,14 +258,26 @@ impl Sandbox {
     }
 }
 
-#[allow(clippy::disallowed_methods)] // running the CLI under test
 fn run_yep(home: &Path, args: &[&str], registry: Option<&Server>) -> Output {
+    run_yep_with(home, args, registry, &[])
+}
+
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn run_yep_with(
+    home: &Path,
+    args: &[&str],
+    registry: Option<&Server>,
+    vars: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_yep"));
     cmd.args(args)
         .env("YEP_HOME", home)
         .env_remove("RUST_LOG")
         .env_remove("YEP_SPARSE_INDEX")
         .env_remove("YEP_CRATE_DOWNLOAD")
+        .env_remove("YEP_MAX_UNPACKED_BYTES")
+        .env_remove("YEP_MAX_ARCHIVE_ENTRIES")
+        .envs(vars.iter().copied())
         .stdin(Stdio::null());
     if let Some(server) = registry {
         cmd.env("YEP_SPARSE_INDEX", server.index_url())
@@ -978,4 +990,132 @@ fn an_archive_link_that_resolves_through_another_link_is_refused() {
         "{stderr}"
     );
     assert_nothing_installed(&sandbox);
+}
+
+/// The decompression bomb fixture: `(file count, bytes per file)` of zeros.
+fn bomb_spec() -> (usize, usize) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/decompression-bomb/bomb.json");
+    let spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    (
+        spec["files"].as_u64().unwrap() as usize,
+        spec["bytes_per_file"].as_u64().unwrap() as usize,
+    )
+}
+
+#[test]
+fn a_decompression_bomb_is_refused_before_it_is_unpacked_and_the_limits_can_be_raised() {
+    let (count, each) = bomb_spec();
+    let version = "0.3.0";
+    let mut files = weather_files(version);
+    for i in 0..count {
+        files.push((format!("data/zeros-{i}.bin"), vec![0u8; each]));
+    }
+    let archive = crate_archive(WEATHER_CRATE, version, &files);
+    assert!(archive.len() < each, "the fixture compresses well");
+    let mut served = HashMap::new();
+    served.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
+    );
+    served.insert(download_path(WEATHER_CRATE, version), archive);
+    let server = Server::start(served);
+    let sandbox = Sandbox::new();
+    let args = ["install", "crates.io:yep-extension-weather", "--yes"];
+    let total = (count * each).to_string();
+    let half = (count * each / 2).to_string();
+
+    let out = run_yep_with(
+        &sandbox.home(),
+        &args,
+        Some(&server),
+        &[("YEP_MAX_UNPACKED_BYTES", &half)],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("past {half} bytes")) && stderr.contains("YEP_MAX_UNPACKED_BYTES"),
+        "{stderr}"
+    );
+    assert_nothing_installed(&sandbox);
+    assert!(
+        files_under(&sandbox.home())
+            .iter()
+            .all(|f| !f.contains("zeros")),
+        "{:?}",
+        files_under(&sandbox.home())
+    );
+
+    let out = run_yep_with(
+        &sandbox.home(),
+        &args,
+        Some(&server),
+        &[("YEP_MAX_ARCHIVE_ENTRIES", "3")],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("past the limit of 3 entries")
+            && stderr.contains("YEP_MAX_ARCHIVE_ENTRIES"),
+        "{stderr}"
+    );
+    assert_nothing_installed(&sandbox);
+
+    // Raised, the same archive installs.
+    let raised = (count * each + 1_000_000).to_string();
+    let out = run_yep_with(
+        &sandbox.home(),
+        &args,
+        Some(&server),
+        &[("YEP_MAX_UNPACKED_BYTES", &raised)],
+    );
+    assert!(
+        out.status.success(),
+        "{} (total {total})",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_prebuilt_binary_archive_bomb_is_refused_and_the_package_still_installs() {
+    let (count, each) = bomb_spec();
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for i in 0..count {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(each as u64);
+        header.set_mode(0o755);
+        tar.append_data(&mut header, format!("pad-{i}"), &vec![0u8; each][..])
+            .unwrap();
+    }
+    let mut header = tar::Header::new_gnu();
+    header.set_size(3);
+    header.set_mode(0o755);
+    tar.append_data(&mut header, "weather-server", &b"#!\n"[..])
+        .unwrap();
+    let archive = tar.into_inner().unwrap().finish().unwrap();
+    let sum = sha256_hex(&archive);
+    let mut served = HashMap::new();
+    let name = format!("/bin/weather-0.3.0-{}.tar.gz", host_target());
+    served.insert(format!("{name}.sha256"), format!("{sum}  x\n").into_bytes());
+    served.insert(name, archive);
+    let server = Server::start(served);
+    let sandbox = Sandbox::new();
+    let pkg = binary_package(&sandbox, &server);
+    let half = (count * each / 2).to_string();
+    let out = run_yep_with(
+        &sandbox.home(),
+        &["install", pkg.to_str().unwrap(), "--yes"],
+        None,
+        &[("YEP_MAX_UNPACKED_BYTES", &half)],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("binary: not available") && stdout.contains("YEP_MAX_UNPACKED_BYTES"),
+        "{stdout}"
+    );
+    assert!(!sandbox.package().join("bin/weather-server").exists());
+    assert!(!sandbox.package().join(".bin-unpack").exists());
 }
