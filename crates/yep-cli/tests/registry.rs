@@ -258,14 +258,26 @@ impl Sandbox {
     }
 }
 
-#[allow(clippy::disallowed_methods)] // running the CLI under test
 fn run_yep(home: &Path, args: &[&str], registry: Option<&Server>) -> Output {
+    run_yep_with(home, args, registry, &[])
+}
+
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn run_yep_with(
+    home: &Path,
+    args: &[&str],
+    registry: Option<&Server>,
+    vars: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_yep"));
     cmd.args(args)
         .env("YEP_HOME", home)
         .env_remove("RUST_LOG")
         .env_remove("YEP_SPARSE_INDEX")
         .env_remove("YEP_CRATE_DOWNLOAD")
+        .env_remove("YEP_MAX_UNPACKED_BYTES")
+        .env_remove("YEP_MAX_ARCHIVE_ENTRIES")
+        .envs(vars.iter().copied())
         .stdin(Stdio::null());
     if let Some(server) = registry {
         cmd.env("YEP_SPARSE_INDEX", server.index_url())
@@ -793,6 +805,20 @@ fn a_prebuilt_binary_is_fetched_verified_and_kept_out_of_the_content_hash() {
     );
     let list = text(&run_yep(&sandbox.home(), &["list"], None).stdout);
     assert!(list.contains("server `weather-server` found"), "{list}");
+    // The binary is pinned on its own: intact, it is no drift; swapped, it is.
+    assert!(!list.contains("changed on disk"), "{list}");
+    std::fs::write(
+        &bin,
+        "#!/bin/sh
+echo swapped
+",
+    )
+    .unwrap();
+    let list = text(&run_yep(&sandbox.home(), &["list"], None).stdout);
+    assert!(
+        list.contains("its prebuilt binary bin/weather-server differs"),
+        "{list}"
+    );
 }
 
 #[test]
@@ -834,4 +860,262 @@ fn a_missing_binary_leaves_a_package_only_install_with_a_clear_note() {
     );
     let list = text(&run_yep(&sandbox.home(), &["list"], None).stdout);
     assert!(list.contains("NOT FOUND"), "{list}");
+}
+
+#[test]
+fn a_squatting_crate_cannot_take_an_installed_name() {
+    let yolop = "yolop-extension-weather";
+    let (mut files, _) = registry_files(yolop, &[("0.3.0", false)]);
+    let sandbox = Sandbox::new();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/squatted-crate-name/plugin.json");
+    let squat = crate_archive(
+        WEATHER_CRATE,
+        "9.0.0",
+        &[("plugin.json".into(), std::fs::read(&fixture).unwrap())],
+    );
+    let squat_sum = sha256_hex(&squat);
+    files.insert(download_path(WEATHER_CRATE, "9.0.0"), squat.clone());
+    // The same manifest under a crate whose name implies another extension.
+    files.insert(download_path("yep-extension-sunny", "9.0.0"), squat);
+    files.insert(
+        index_path("yep-extension-sunny"),
+        (index_line("yep-extension-sunny", "9.0.0", &squat_sum, false) + "\n").into_bytes(),
+    );
+    // First only the yolop crate exists: `weather` resolves to it.
+    let first = Server::start(files.clone());
+    let out = install(&sandbox, &first, &["weather", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("source    crates.io {yolop}@0.3.0")),
+        "{}",
+        text(&out.stderr)
+    );
+    let before = std::fs::read_to_string(sandbox.home().join("extensions.lock")).unwrap();
+    // Then the squatter publishes `yep-extension-weather`, which a bare name tries first.
+    files.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, "9.0.0", &squat_sum, false) + "\n").into_bytes(),
+    );
+    let second = Server::start(files);
+    for spec in ["weather", "crates.io:yep-extension-sunny"] {
+        let out = install(&sandbox, &second, &[spec, "--yes"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{spec}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "`weather` is already installed from crates.io {yolop}@0.3.0"
+            )) && stderr.contains("--replace"),
+            "{spec}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sandbox.home().join("extensions.lock")).unwrap(),
+            before
+        );
+    }
+    // Updating follows the crate that was approved, not the squatter.
+    let out = run_yep(
+        &sandbox.home(),
+        &["update", "weather", "--yes"],
+        Some(&second),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        str_at(
+            &lock_entry(&sandbox.home(), "weather"),
+            &["source", "crate_name"]
+        ),
+        yolop
+    );
+    // A crate whose manifest name differs from what its name implies says so before consent.
+    let fresh = Sandbox::new();
+    let out = install(&fresh, &second, &["crates.io:yep-extension-sunny"]);
+    assert!(
+        text(&out.stderr)
+            .contains("crate `yep-extension-sunny` installs as `weather`, not `sunny`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn an_archive_link_that_resolves_through_another_link_is_refused() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/archive-link-chain/links.json");
+    let links: Vec<(String, String)> =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let version = "0.3.0";
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for (path, data) in weather_files(version) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        tar.append_data(
+            &mut header,
+            format!("{WEATHER_CRATE}-{version}/{path}"),
+            data.as_slice(),
+        )
+        .unwrap();
+    }
+    for (path, target) in &links {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        tar.append_link(
+            &mut header,
+            format!("{WEATHER_CRATE}-{version}/{path}"),
+            target,
+        )
+        .unwrap();
+    }
+    let archive = tar.into_inner().unwrap().finish().unwrap();
+    let mut files = HashMap::new();
+    files.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
+    );
+    files.insert(download_path(WEATHER_CRATE, version), archive);
+    let server = Server::start(files);
+    let sandbox = Sandbox::new();
+    let out = install(
+        &sandbox,
+        &server,
+        &["crates.io:yep-extension-weather", "--yes"],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("\"d/t\"") && stderr.contains("links through another link"),
+        "{stderr}"
+    );
+    assert_nothing_installed(&sandbox);
+}
+
+/// The decompression bomb fixture: `(file count, bytes per file)` of zeros.
+fn bomb_spec() -> (usize, usize) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/decompression-bomb/bomb.json");
+    let spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    (
+        spec["files"].as_u64().unwrap() as usize,
+        spec["bytes_per_file"].as_u64().unwrap() as usize,
+    )
+}
+
+#[test]
+fn a_decompression_bomb_is_refused_before_it_is_unpacked_and_the_limits_can_be_raised() {
+    let (count, each) = bomb_spec();
+    let version = "0.3.0";
+    let mut files = weather_files(version);
+    for i in 0..count {
+        files.push((format!("data/zeros-{i}.bin"), vec![0u8; each]));
+    }
+    let archive = crate_archive(WEATHER_CRATE, version, &files);
+    assert!(archive.len() < each, "the fixture compresses well");
+    let mut served = HashMap::new();
+    served.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
+    );
+    served.insert(download_path(WEATHER_CRATE, version), archive);
+    let server = Server::start(served);
+    let sandbox = Sandbox::new();
+    let args = ["install", "crates.io:yep-extension-weather", "--yes"];
+    let total = (count * each).to_string();
+    let half = (count * each / 2).to_string();
+
+    let out = run_yep_with(
+        &sandbox.home(),
+        &args,
+        Some(&server),
+        &[("YEP_MAX_UNPACKED_BYTES", &half)],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("past {half} bytes")) && stderr.contains("YEP_MAX_UNPACKED_BYTES"),
+        "{stderr}"
+    );
+    assert_nothing_installed(&sandbox);
+    assert!(
+        files_under(&sandbox.home())
+            .iter()
+            .all(|f| !f.contains("zeros")),
+        "{:?}",
+        files_under(&sandbox.home())
+    );
+
+    let out = run_yep_with(
+        &sandbox.home(),
+        &args,
+        Some(&server),
+        &[("YEP_MAX_ARCHIVE_ENTRIES", "3")],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("past the limit of 3 entries")
+            && stderr.contains("YEP_MAX_ARCHIVE_ENTRIES"),
+        "{stderr}"
+    );
+    assert_nothing_installed(&sandbox);
+
+    // Raised, the same archive installs.
+    let raised = (count * each + 1_000_000).to_string();
+    let out = run_yep_with(
+        &sandbox.home(),
+        &args,
+        Some(&server),
+        &[("YEP_MAX_UNPACKED_BYTES", &raised)],
+    );
+    assert!(
+        out.status.success(),
+        "{} (total {total})",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_prebuilt_binary_archive_bomb_is_refused_and_the_package_still_installs() {
+    let (count, each) = bomb_spec();
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for i in 0..count {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(each as u64);
+        header.set_mode(0o755);
+        tar.append_data(&mut header, format!("pad-{i}"), &vec![0u8; each][..])
+            .unwrap();
+    }
+    let mut header = tar::Header::new_gnu();
+    header.set_size(3);
+    header.set_mode(0o755);
+    tar.append_data(&mut header, "weather-server", &b"#!\n"[..])
+        .unwrap();
+    let archive = tar.into_inner().unwrap().finish().unwrap();
+    let sum = sha256_hex(&archive);
+    let mut served = HashMap::new();
+    let name = format!("/bin/weather-0.3.0-{}.tar.gz", host_target());
+    served.insert(format!("{name}.sha256"), format!("{sum}  x\n").into_bytes());
+    served.insert(name, archive);
+    let server = Server::start(served);
+    let sandbox = Sandbox::new();
+    let pkg = binary_package(&sandbox, &server);
+    let half = (count * each / 2).to_string();
+    let out = run_yep_with(
+        &sandbox.home(),
+        &["install", pkg.to_str().unwrap(), "--yes"],
+        None,
+        &[("YEP_MAX_UNPACKED_BYTES", &half)],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("binary: not available") && stdout.contains("YEP_MAX_UNPACKED_BYTES"),
+        "{stdout}"
+    );
+    assert!(!sandbox.package().join("bin/weather-server").exists());
+    assert!(!sandbox.package().join(".bin-unpack").exists());
 }

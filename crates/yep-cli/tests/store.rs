@@ -744,3 +744,255 @@ fn a_linked_package_that_widens_in_place_needs_consent_on_update() {
         "the approval now includes the new tool"
     );
 }
+
+/// A fixture under `tests/fixtures/hostile/` at the repository root.
+fn hostile(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(name)
+}
+
+#[test]
+fn a_package_from_another_source_never_silently_replaces_an_installed_one() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["enable", "lookup"]);
+    let stored = yep_with_stdin(
+        &env,
+        &["secret", "set", "lookup", "token"],
+        "original-token\n",
+    );
+    assert!(stored.status.success(), "{}", text(&stored.stderr));
+    env.ok(&["config", "set", "lookup", "region", "eu"]);
+    let lock_before = env.lock();
+    let impostor = hostile("impostor-same-name");
+
+    // Refused, even with --yes: a different source is a different package.
+    let out = env.yep(&["install", impostor.to_str().unwrap(), "--yes"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`lookup` is already installed from path")
+            && stderr.contains("--replace")
+            && stderr.contains("yep remove lookup"),
+        "{stderr}"
+    );
+    assert!(
+        !text(&out.stdout).contains("updated"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(env.lock(), lock_before);
+
+    // --replace still needs consent: without a terminal or --yes nothing changes.
+    let out = env.yep(&["install", impostor.to_str().unwrap(), "--replace"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("replaces  `lookup` from path") && stderr.contains("not approved"),
+        "{stderr}"
+    );
+    assert_eq!(env.lock(), lock_before);
+    let conn = std::fs::read_to_string(env.home().join("connections.toml")).unwrap();
+    assert!(conn.contains("original-token"), "{conn}");
+
+    // With consent: replaced, approved afresh, disabled, and none of the old state carried over.
+    let out = env.ok(&["install", impostor.to_str().unwrap(), "--replace", "--yes"]);
+    assert!(
+        out.contains("replaced lookup 9.9.9") && out.contains("not enabled yet"),
+        "{out}"
+    );
+    assert!(env.lock().contains("version = \"9.9.9\""), "{}", env.lock());
+    let conn = std::fs::read_to_string(env.home().join("connections.toml")).unwrap();
+    assert!(!conn.contains("original-token"), "{conn}");
+    let settings = std::fs::read_to_string(env.home().join("settings.toml")).unwrap();
+    assert!(
+        !settings.contains("ext:lookup") && !settings.contains("eu"),
+        "{settings}"
+    );
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["enabled"], false);
+
+    // The same source again is an update, as before.
+    let again = env.ok(&["install", impostor.to_str().unwrap(), "--yes"]);
+    assert!(again.contains("up to date"), "{again}");
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn concurrent_secret_writes_both_survive() {
+    use std::io::Write;
+    let env = Env::new();
+    let pkg = env.package(
+        "pkg",
+        "two",
+        "1.0.0",
+        json!({
+            "capabilityServer": {"command": "server"},
+            "tools": [{"name": "t"}],
+            "config_schema": {"type": "object", "properties": {
+                "a": {"type": "string", "secret": true, "env": "A"},
+                "b": {"type": "string", "secret": true, "env": "B"}
+            }}
+        }),
+    );
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let conn = env.home().join("connections.toml");
+    for round in 0..20 {
+        let _ = std::fs::remove_file(&conn);
+        let children: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|field| {
+                let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+                    .args(["secret", "set", "two", field])
+                    .env("YEP_HOME", env.home())
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (field, child.stdin.take().unwrap(), child)
+            })
+            .collect();
+        // Both are running before either gets its value.
+        let children: Vec<_> = children
+            .into_iter()
+            .map(|(field, mut stdin, child)| {
+                writeln!(stdin, "value-{field}-{round}").unwrap();
+                drop(stdin);
+                child
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", text(&out.stderr));
+        }
+        let stored = std::fs::read_to_string(&conn).unwrap();
+        assert!(
+            stored.contains(&format!("value-a-{round}"))
+                && stored.contains(&format!("value-b-{round}")),
+            "round {round} lost a write:\n{stored}"
+        );
+    }
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn concurrent_config_writes_both_survive() {
+    let env = Env::new();
+    let pkg = env.package(
+        "pkg",
+        "two",
+        "1.0.0",
+        json!({
+            "capabilityServer": {"command": "server"},
+            "tools": [{"name": "t"}],
+            "config_schema": {"type": "object", "properties": {
+                "a": {"type": "string"},
+                "b": {"type": "string"}
+            }}
+        }),
+    );
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let settings = env.home().join("settings.toml");
+    for round in 0..20 {
+        let _ = std::fs::remove_file(&settings);
+        let children: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|field| {
+                Command::new(env!("CARGO_BIN_EXE_yep"))
+                    .args(["config", "set", "two", field, &format!("v{field}{round}")])
+                    .env("YEP_HOME", env.home())
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", text(&out.stderr));
+        }
+        let stored = std::fs::read_to_string(&settings).unwrap();
+        assert!(
+            stored.contains(&format!("va{round}")) && stored.contains(&format!("vb{round}")),
+            "round {round} lost a write:\n{stored}"
+        );
+    }
+}
+
+#[test]
+fn list_and_doctor_show_a_copied_package_that_drifted() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    assert!(env.lock().contains("approved_manifest"), "{}", env.lock());
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], false);
+    // What a server can do to its own installed copy.
+    let installed = env.home().join("extensions/lookup/plugin.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&installed).unwrap()).unwrap();
+    let widened: Value = serde_json::from_str(
+        &std::fs::read_to_string(hostile("self-rewriting-manifest/widened-facet.json")).unwrap(),
+    )
+    .unwrap();
+    for (k, v) in widened.as_object().unwrap() {
+        manifest["yolop"][k] = v.clone();
+    }
+    std::fs::write(&installed, manifest.to_string()).unwrap();
+    let listed = env.ok(&["list"]);
+    assert!(
+        listed.contains("changed on disk since approval")
+            && listed.contains("run `yep update lookup` to review"),
+        "{listed}"
+    );
+    let doctor = env.yep(&["doctor", "lookup"]);
+    assert!(
+        text(&doctor.stderr).contains("warning: `lookup` changed since it was approved"),
+        "{}",
+        text(&doctor.stderr)
+    );
+    // `update --locked` is no longer "up to date": it puts the approved bytes back.
+    let out = env.ok(&["update", "lookup", "--locked"]);
+    assert!(!out.contains("up to date"), "{out}");
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], false, "{rows}");
+    assert_eq!(
+        std::fs::read_to_string(&installed).unwrap(),
+        std::fs::read_to_string(pkg.join("plugin.json")).unwrap()
+    );
+}
+
+#[test]
+fn the_verified_cache_is_not_fooled_by_a_same_size_rewrite_with_the_old_mtime() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    // Old enough to be cached (files changed in the last moments are always hashed again).
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], false);
+    assert!(
+        env.home().join("state/lookup.verified").is_file(),
+        "the check was cached"
+    );
+    let server = env.home().join("extensions/lookup/bin/server");
+    let before = std::fs::metadata(&server).unwrap();
+    let original = std::fs::read(&server).unwrap();
+    let mut evil = b"#!/bin/sh\nexit 9\n".to_vec();
+    evil.resize(original.len(), b'\n');
+    assert_ne!(evil, original);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&server)
+        .unwrap();
+    std::io::Write::write_all(&mut &file, &evil).unwrap();
+    file.set_modified(before.modified().unwrap()).unwrap();
+    drop(file);
+    assert_eq!(std::fs::metadata(&server).unwrap().len(), before.len());
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], true, "{rows}");
+}

@@ -723,11 +723,13 @@ async fn malformed_packages_are_skipped_and_startup_is_bounded() {
         json!({"hooks": [{"event": "pre_tool_use"}]}),
         json!({}),
     );
-    let plugin = w.home.package_dir("hang").join("plugin.json");
+    // (Changed at its source and approved: an installed copy edited in place is refused.)
+    let plugin = w.dir.path().join("src/hang/plugin.json");
     let mut manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(&plugin).unwrap()).unwrap();
     manifest["yolop"]["capabilityServer"] = json!({"command": "sleep", "args": ["30"]});
     std::fs::write(&plugin, manifest.to_string()).unwrap();
+    w.home.update(Some("hang"), false, &mut AlwaysYes).unwrap();
     // Enabled but broken on disk.
     w.add("broken", json!({"tools": tools(&["x"])}), json!({}));
     std::fs::write(
@@ -1243,7 +1245,10 @@ async fn a_linked_package_is_clamped_to_its_approved_manifest() {
     w.home
         .install(
             pkg.to_str().unwrap(),
-            &InstallOptions { link: true },
+            &InstallOptions {
+                link: true,
+                ..Default::default()
+            },
             &mut AlwaysYes,
         )
         .unwrap();
@@ -1297,5 +1302,58 @@ async fn concurrent_activations_both_land() {
     let mut names: Vec<_> = host.tools().into_iter().map(|t| t.name).collect();
     names.sort();
     assert_eq!(names, ["one_tool", "three_tool", "two_tool"]);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_copied_package_that_rewrote_its_manifest_is_refused_until_updated() {
+    let w = World::new();
+    w.add(
+        "rewriter",
+        json!({"tools": tools(&["a"])}),
+        json!({"tools": ["a", "exfiltrate"]}),
+    );
+    // What the server writes over its own installed manifest.
+    let installed = w.home.package_dir("rewriter").join("plugin.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&installed).unwrap()).unwrap();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/self-rewriting-manifest/widened-facet.json");
+    let widened: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    for (k, v) in widened.as_object().unwrap() {
+        manifest["yolop"][k] = v.clone();
+    }
+    std::fs::write(&installed, manifest.to_string()).unwrap();
+
+    let host = w.host(quick()).await;
+    assert!(host.tools().is_empty(), "{:?}", host.tools());
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|w| w.contains("skipping extension `rewriter`")
+                && w.contains("changed since it was approved")
+                && w.contains("yep update rewriter")),
+        "{:?}",
+        host.warnings()
+    );
+    host.shutdown().await;
+    assert!(w.home.list().unwrap()[0].drifted);
+
+    // `update --locked` restores the approved bytes (the lock stays as it is).
+    let lock = std::fs::read_to_string(w.home.lock_path()).unwrap();
+    w.home
+        .update(Some("rewriter"), true, &mut AlwaysYes)
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(w.home.lock_path()).unwrap(), lock);
+    let host = w.host(quick()).await;
+    let names: Vec<_> = host.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["a"]);
+    assert!(host.warnings().is_empty(), "{:?}", host.warnings());
+    host.shutdown().await;
+
+    // Any other file counts too, through the full content hash.
+    std::fs::write(w.home.package_dir("rewriter").join("extra.py"), "evil").unwrap();
+    let host = w.host(quick()).await;
+    assert!(host.tools().is_empty(), "{:?}", host.tools());
     host.shutdown().await;
 }

@@ -29,6 +29,9 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             )
         })?
     };
+    if installed && let Some(drift) = home.drift(&args.target)? {
+        eprintln!("warning: {drift}; a session refuses it");
+    }
     let manifest = Manifest::load(&package)?;
     let cwd = std::env::current_dir()?;
     let mut spec =

@@ -17,6 +17,10 @@ pub struct InstallArgs {
     /// Reference a local directory in place (for authors); its hash is re-checked later.
     #[arg(long)]
     link: bool,
+    /// Let a package from another source take the name of an installed one. It is approved
+    /// afresh; the old one's secrets and config are dropped and it is left disabled.
+    #[arg(long)]
+    replace: bool,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -77,6 +81,21 @@ fn declined(err: StoreError, consent: &Consent) -> anyhow::Error {
                 "no terminal to ask at: review the summary above and re-run with --yes to approve it",
             ],
         ),
+        StoreError::SourceChanged {
+            name,
+            installed,
+            offered,
+        } => hinted(
+            format!(
+                "`{name}` is already installed from {installed}; refusing to replace it with {offered}"
+            ),
+            &[
+                "a package from another source is a different package, not an update",
+                &format!(
+                    "remove it first (`yep remove {name}`), or pass --replace (its secrets and config are dropped and it is left disabled)"
+                ),
+            ],
+        ),
         StoreError::Locked(msg) => hinted(
             format!("--locked: {msg}"),
             &["run without --locked to review and apply the change"],
@@ -105,6 +124,10 @@ fn report(results: &[Installed], json: bool) -> anyhow::Result<()> {
                 "updated {}{version} from {} ({})",
                 r.name, r.source, r.content_hash
             ),
+            Outcome::Replaced => format!(
+                "replaced {}{version} with the package from {} ({}); the old secrets and config were dropped",
+                r.name, r.source, r.content_hash
+            ),
             Outcome::Unchanged => format!("{} is up to date ({})", r.name, r.content_hash),
         };
         stdout_line(&line);
@@ -117,7 +140,7 @@ fn report(results: &[Installed], json: bool) -> anyhow::Result<()> {
         if let Some(binary) = &r.binary {
             stdout_line(&format!("  binary: {binary}"));
         }
-        if r.outcome == Outcome::Installed {
+        if matches!(r.outcome, Outcome::Installed | Outcome::Replaced) {
             stdout_line(&format!("  not enabled yet: yep enable {}", r.name));
         }
     }
@@ -129,7 +152,10 @@ pub fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
         yes: args.yes,
         asked: false,
     };
-    let opts = InstallOptions { link: args.link };
+    let opts = InstallOptions {
+        link: args.link,
+        replace: args.replace,
+    };
     let result = home
         .install(&args.source, &opts, &mut consent)
         .map_err(|e| declined(e, &consent))?;

@@ -49,7 +49,7 @@ pub fn enable(args: NameArgs, home: &Home, on: bool) -> anyhow::Result<ExitCode>
 pub fn remove(args: NameArgs, home: &Home) -> anyhow::Result<ExitCode> {
     home.remove(&args.name)?;
     stdout_line(&format!(
-        "removed {} (package, lock entry, enable entry and stored secrets)",
+        "removed {} (package, lock entry, enable entry, config and stored secrets)",
         args.name
     ));
     Ok(ExitCode::SUCCESS)
@@ -116,6 +116,9 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
                 ""
             }
         ));
+        if let Some(drift) = &r.drift {
+            stdout_line(&format!("  warning: {drift}"));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -245,24 +245,26 @@ impl ExtensionHost {
     }
 
     fn load(&self, name: &str) -> Result<Loaded, String> {
-        if self
+        let Some(entry) = self
             .home
             .lockfile()
             .map_err(|e| e.to_string())?
             .get(name)
-            .is_none()
-        {
+            .cloned()
+        else {
             return Err("it is enabled but not installed".into());
+        };
+        // A copied package must still be what was approved (a linked one is the author's to
+        // edit, and is clamped to its approved manifest below).
+        if !entry.is_linked()
+            && let Some(why) = self.home.drift_of(&entry)
+        {
+            return Err(why);
         }
         let dir = self.home.package_dir(name);
         let mut manifest = Manifest::load(&dir).map_err(|e| e.to_string())?;
-        // A linked package's files can change after approval: its grants are the approved ones.
-        if let Some(approved) = self
-            .home
-            .lockfile()
-            .ok()
-            .and_then(|l| l.get(name).and_then(|e| e.approved()))
-        {
+        // Files can change after approval: the grants are the approved ones.
+        if let Some(approved) = entry.approved() {
             let same = serde_json::to_value(&approved).ok() == serde_json::to_value(&manifest).ok();
             if !same {
                 self.warn(format!("extension `{name}`: plugin.json changed since it was approved; using the approved manifest (review with `yep update {name}`)"));

@@ -97,8 +97,14 @@ pub fn set_secret(
         )));
     }
     let path = home.connections_path();
+    // Read, modify and write under the home lock: two writers must not lose each other's keys.
+    let _lock = home.lock()?;
     guard_mode(&path)?;
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(invalid(format!("failed to read {}: {e}", path.display()))),
+    };
     let mut doc: DocumentMut = text
         .parse()
         .map_err(|e| invalid(format!("failed to parse {}: {e}", path.display())))?;
@@ -193,6 +199,8 @@ pub fn set_plain(
             manifest.name, manifest.name
         )));
     }
+    // Read, validate and write under the home lock: two writers must not lose each other's keys.
+    let _lock = home.lock()?;
     let mut plain = settings::config(&home.settings_path(), &manifest.name).map_err(invalid)?;
     if !plain.is_object() {
         plain = Value::Object(Map::new());
@@ -303,7 +311,27 @@ pub fn server_inputs(
             env.push((var.clone(), value));
         }
     }
+    // State goes outside the package, whose content is checked against the approval at every
+    // session start: the extension's own data dir, and Python's bytecode cache.
+    let data = home.data_dir(&manifest.name);
+    create_private_dir(&data)
+        .map_err(|e| invalid(format!("failed to create {}: {e}", data.display())))?;
+    env.push(("YEP_DATA_DIR".into(), data.display().to_string()));
+    env.push((
+        "PYTHONPYCACHEPREFIX".into(),
+        data.join(".pycache").display().to_string(),
+    ));
     Ok((plain, env))
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 /// Required fields with no value yet, in schema order.

@@ -254,22 +254,104 @@ pub fn fetch_crate(
     )
 }
 
-/// Unpack a `.tar.gz`, dropping `strip` leading path components. Refuses absolute paths,
-/// `..`, hard links and symlinks that point outside `dest`; writes into `dest` only.
+/// How much an archive may unpack to: checked against each entry's declared size before its
+/// data is read, so a decompression bomb costs nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnpackLimits {
+    /// Total bytes of file data (`YEP_MAX_UNPACKED_BYTES`).
+    pub max_bytes: u64,
+    /// Entries of any kind (`YEP_MAX_ARCHIVE_ENTRIES`).
+    pub max_entries: u64,
+}
+
+impl Default for UnpackLimits {
+    fn default() -> Self {
+        UnpackLimits {
+            max_bytes: 256 << 20,
+            max_entries: 20_000,
+        }
+    }
+}
+
+impl UnpackLimits {
+    /// The defaults, raised (or lowered) by `YEP_MAX_UNPACKED_BYTES` and
+    /// `YEP_MAX_ARCHIVE_ENTRIES`; a value that is not a number is ignored with a warning.
+    pub fn from_env() -> UnpackLimits {
+        let mut limits = UnpackLimits::default();
+        for (var, slot) in [
+            ("YEP_MAX_UNPACKED_BYTES", &mut limits.max_bytes),
+            ("YEP_MAX_ARCHIVE_ENTRIES", &mut limits.max_entries),
+        ] {
+            if let Ok(raw) = std::env::var(var) {
+                match raw.trim().parse::<u64>() {
+                    Ok(n) => *slot = n,
+                    Err(_) => tracing::warn!("ignoring {var}={raw:?}: not a whole number"),
+                }
+            }
+        }
+        limits
+    }
+}
+
+/// Unpack a `.tar.gz`, dropping `strip` leading path components, within
+/// [`UnpackLimits::from_env`]. Refuses absolute paths, `..`, hard links, symlinks that point
+/// outside `dest` or through another link, and archives past the limits; writes into `dest`
+/// only, and on any refusal leaves it empty.
 pub fn unpack_tar_gz(
     bytes: &[u8],
     dest: &Path,
     strip: usize,
     archive: &str,
 ) -> Result<(), FetchError> {
+    unpack_tar_gz_limited(bytes, dest, strip, archive, UnpackLimits::from_env())
+}
+
+/// [`unpack_tar_gz`] with explicit limits.
+pub fn unpack_tar_gz_limited(
+    bytes: &[u8],
+    dest: &Path,
+    strip: usize,
+    archive: &str,
+    limits: UnpackLimits,
+) -> Result<(), FetchError> {
+    let result = unpack_streaming(bytes, dest, strip, archive, limits);
+    if result.is_err() {
+        clear_dir(dest);
+    }
+    result
+}
+
+/// Remove everything inside `dir` (not `dir` itself).
+fn clear_dir(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let _ = match entry.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+    }
+}
+
+/// Files and directories are written as they stream by (nothing is buffered whole); links are
+/// created last, once every entry is known to be safe, so nothing is ever written through one.
+fn unpack_streaming(
+    bytes: &[u8],
+    dest: &Path,
+    strip: usize,
+    archive: &str,
+    limits: UnpackLimits,
+) -> Result<(), FetchError> {
     let unsafe_entry = |entry: &str, why: &str| FetchError::UnsafeArchive {
         archive: archive.to_string(),
         entry: entry.to_string(),
         why: why.to_string(),
     };
-    // Validate everything first, so a bad entry late in the archive writes nothing.
-    let mut plan = Vec::new();
+    let mut pending_links: Vec<(PathBuf, PathBuf)> = Vec::new();
     let mut links: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let (mut total, mut count) = (0u64, 0u64);
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
     for entry in tar
         .entries()
@@ -281,6 +363,16 @@ pub fn unpack_tar_gz(
             .map_err(io(format!("failed to read {archive}")))?
             .into_owned();
         let shown = raw.display().to_string();
+        count += 1;
+        if count > limits.max_entries {
+            return Err(unsafe_entry(
+                &shown,
+                &format!(
+                    "is past the limit of {} entries (raise YEP_MAX_ARCHIVE_ENTRIES to allow more)",
+                    limits.max_entries
+                ),
+            ));
+        }
         let mut rel = PathBuf::new();
         for (i, c) in raw.components().enumerate() {
             match c {
@@ -320,19 +412,12 @@ pub fn unpack_tar_gz(
                 ));
             }
             links.insert(rel.clone());
-            plan.push((rel, Planned::Link(target)));
-        } else if kind.is_dir() {
-            plan.push((rel, Planned::Dir));
-        } else if kind.is_file() {
-            let mode = entry.header().mode().unwrap_or(0o644);
-            let mut data = Vec::new();
-            entry
-                .read_to_end(&mut data)
-                .map_err(io(format!("failed to read {archive}")))?;
-            plan.push((rel, Planned::File(data, mode)));
+            pending_links.push((rel, target));
+            continue;
         }
-    }
-    for (rel, what) in plan {
+        if !kind.is_dir() && !kind.is_file() {
+            continue;
+        }
         let path = dest.join(&rel);
         // Belt and braces: never write below a symlink already on disk.
         if rel
@@ -345,44 +430,90 @@ pub fn unpack_tar_gz(
                     .is_ok_and(|m| m.file_type().is_symlink())
             })
         {
+            return Err(unsafe_entry(&shown, "would be written through a symlink"));
+        }
+        if kind.is_dir() {
+            std::fs::create_dir_all(&path)
+                .map_err(io(format!("failed to create {}", path.display())))?;
+            continue;
+        }
+        // Judged by the declared size, before a byte of it is inflated.
+        let size = entry.size();
+        if total.saturating_add(size) > limits.max_bytes {
             return Err(unsafe_entry(
-                &rel.display().to_string(),
-                "would be written through a symlink",
+                &shown,
+                &format!(
+                    "would unpack the archive past {} bytes (raise YEP_MAX_UNPACKED_BYTES to allow more)",
+                    limits.max_bytes
+                ),
             ));
         }
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(io(format!("failed to create {}", parent.display())))?;
         }
-        match what {
-            Planned::Dir => std::fs::create_dir_all(&path)
-                .map_err(io(format!("failed to create {}", path.display())))?,
-            Planned::File(data, mode) => {
-                std::fs::write(&path, data)
-                    .map_err(io(format!("failed to write {}", path.display())))?;
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::PermissionsExt;
-                    let _ = std::fs::set_permissions(
-                        &path,
-                        std::fs::Permissions::from_mode(mode & 0o755),
-                    );
-                }
-            }
-            Planned::Link(target) => {
-                #[cfg(unix)]
-                std::os::unix::fs::symlink(&target, &path)
-                    .map_err(io(format!("failed to link {}", path.display())))?;
-            }
+        let mode = entry.header().mode().unwrap_or(0o644);
+        let mut file = std::fs::File::create(&path)
+            .map_err(io(format!("failed to write {}", path.display())))?;
+        let written = std::io::copy(&mut (&mut entry).take(size), &mut file)
+            .map_err(io(format!("failed to write {}", path.display())))?;
+        total += written;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o755));
         }
+    }
+    // Each link was checked lexically from where it sits; a target that walks through another
+    // link would be resolved through that link's target instead (`d/e -> ..`, then
+    // `d/t -> e/../..` lands outside), so such targets are refused.
+    for (rel, target) in &pending_links {
+        if let Some(via) = through_link(rel, target, &links) {
+            return Err(unsafe_entry(
+                &rel.display().to_string(),
+                &format!(
+                    "links through another link of the archive ({} via {})",
+                    target.display(),
+                    via.display()
+                ),
+            ));
+        }
+    }
+    for (rel, target) in pending_links {
+        let path = dest.join(&rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(io(format!("failed to create {}", parent.display())))?;
+        }
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&target, &path)
+            .map_err(io(format!("failed to link {}", path.display())))?;
     }
     Ok(())
 }
 
-enum Planned {
-    Dir,
-    File(Vec<u8>, u32),
-    Link(PathBuf),
+/// The first link of `links` that resolving `target` from the link at `at` passes through
+/// before its last component, if any.
+fn through_link(
+    at: &Path,
+    target: &Path,
+    links: &std::collections::HashSet<PathBuf>,
+) -> Option<PathBuf> {
+    let mut here: PathBuf = at.parent().map(Path::to_path_buf).unwrap_or_default();
+    let parts: Vec<Component> = target.components().collect();
+    for (i, c) in parts.iter().enumerate() {
+        match c {
+            Component::Normal(part) => here.push(part),
+            Component::ParentDir => {
+                here.pop();
+            }
+            _ => {}
+        }
+        if i + 1 < parts.len() && links.contains(&here) {
+            return Some(here);
+        }
+    }
+    None
 }
 
 /// Whether a relative symlink at `at` pointing to `target` stays inside the package root.
@@ -603,6 +734,99 @@ mod tests {
             std::fs::read_dir(&dest).unwrap().next().is_none(),
             "nothing is written when any entry is refused"
         );
+    }
+
+    fn archive(entries: &[(&str, Option<&str>)]) -> Vec<u8> {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut b = tar::Builder::new(gz);
+        for (path, link) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o644);
+            match link {
+                Some(target) => {
+                    h.set_entry_type(tar::EntryType::Symlink);
+                    h.set_size(0);
+                    b.append_link(&mut h, path, target).unwrap();
+                }
+                None => {
+                    h.set_size(1);
+                    b.append_data(&mut h, path, &b"x"[..]).unwrap();
+                }
+            }
+        }
+        b.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn a_link_that_resolves_through_another_link_is_refused_in_either_order() {
+        for entries in [
+            [("pkg/d/e", Some("..")), ("pkg/d/t", Some("e/../.."))],
+            [("pkg/d/t", Some("e/../..")), ("pkg/d/e", Some(".."))],
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let dest = dir.path().join("dest");
+            std::fs::create_dir_all(&dest).unwrap();
+            let err = unpack_tar_gz(&archive(&entries), &dest, 1, "chain.crate")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("links through another link"), "{err}");
+            assert!(std::fs::read_dir(&dest).unwrap().next().is_none());
+        }
+        // A link to a link, or through a plain directory, is fine.
+        let dir = tempfile::tempdir().unwrap();
+        let ok = [
+            ("pkg/lib/s", None),
+            ("pkg/bin/s", Some("../lib/s")),
+            ("pkg/alias", Some("bin/s")),
+        ];
+        unpack_tar_gz(&archive(&ok), dir.path(), 1, "ok.crate").unwrap();
+    }
+
+    #[test]
+    fn a_bomb_is_refused_by_its_declared_size_and_leaves_nothing() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/hostile/decompression-bomb/bomb.json");
+        let spec: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+        let (count, each) = (
+            spec["files"].as_u64().unwrap() as usize,
+            spec["bytes_per_file"].as_u64().unwrap(),
+        );
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut b = tar::Builder::new(gz);
+        for i in 0..count {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(each);
+            h.set_mode(0o644);
+            b.append_data(&mut h, format!("pkg/z{i}"), std::io::repeat(0).take(each))
+                .unwrap();
+        }
+        let bytes = b.into_inner().unwrap().finish().unwrap();
+        let limits = UnpackLimits {
+            max_bytes: each * count as u64 - 1,
+            max_entries: 1000,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let err = unpack_tar_gz_limited(&bytes, dir.path(), 1, "bomb.crate", limits)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("\"pkg/z{}\"", count - 1))
+                && err.contains("YEP_MAX_UNPACKED_BYTES"),
+            "{err}"
+        );
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+        let few = UnpackLimits {
+            max_entries: count as u64 - 1,
+            ..UnpackLimits::default()
+        };
+        let err = unpack_tar_gz_limited(&bytes, dir.path(), 1, "bomb.crate", few)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("YEP_MAX_ARCHIVE_ENTRIES"), "{err}");
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+        unpack_tar_gz_limited(&bytes, dir.path(), 1, "bomb.crate", UnpackLimits::default())
+            .unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), count);
     }
 
     #[test]

@@ -3,19 +3,40 @@
 //! Walk the package's files (skipping `.git` directories), take relative paths with `/`, sort
 //! them, and hash `path ‖ 0x00 ‖ length as u64 little-endian ‖ bytes` for each file with
 //! SHA-256; render `sha256:<hex>`.
+//!
+//! yolop hashes files only. A symlink counts too, so that pointing it elsewhere changes the
+//! hash: it is sorted in with the files and hashed as `path ‖ 0x00 ‖ u64::MAX ‖ target length
+//! as u64 little-endian ‖ target bytes` (no file has `u64::MAX` bytes, so the two cannot be
+//! confused). A package without links hashes exactly as yolop hashes it.
 
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
 pub fn content_hash(dir: &Path) -> std::io::Result<String> {
+    content_hash_excluding(dir, &[])
+}
+
+/// The content hash with some relative paths left out: a prebuilt binary placed after
+/// approval is pinned on its own.
+pub fn content_hash_excluding(dir: &Path, skip: &[&str]) -> std::io::Result<String> {
     let mut files = Vec::new();
     collect(dir, dir, &mut files)?;
+    files.retain(|f| !skip.contains(&f.as_str()));
     files.sort();
     let mut hasher = Sha256::new();
     for rel in &files {
-        let bytes = std::fs::read(dir.join(rel))?;
+        let path = dir.join(rel);
         hasher.update(rel.as_bytes());
         hasher.update([0u8]);
+        if path.symlink_metadata()?.file_type().is_symlink() {
+            let target = std::fs::read_link(&path)?;
+            let target = target.as_os_str().as_encoded_bytes();
+            hasher.update(u64::MAX.to_le_bytes());
+            hasher.update((target.len() as u64).to_le_bytes());
+            hasher.update(target);
+            continue;
+        }
+        let bytes = std::fs::read(path)?;
         hasher.update((bytes.len() as u64).to_le_bytes());
         hasher.update(&bytes);
     }
@@ -31,7 +52,7 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()
             if entry.file_name() != ".git" {
                 collect(root, &path, out)?;
             }
-        } else if kind.is_file() {
+        } else if kind.is_file() || kind.is_symlink() {
             let rel = path.strip_prefix(root).unwrap_or(&path);
             let parts: Vec<_> = rel
                 .components()
@@ -77,5 +98,21 @@ mod tests {
             content_hash(dir.path()).unwrap(),
             format!("sha256:{}", sha256_hex(&expect))
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_links_target_counts_in_the_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), b"1").unwrap();
+        std::fs::write(dir.path().join("b"), b"1").unwrap();
+        std::os::unix::fs::symlink("a", dir.path().join("s")).unwrap();
+        let to_a = content_hash(dir.path()).unwrap();
+        std::fs::remove_file(dir.path().join("s")).unwrap();
+        std::os::unix::fs::symlink("b", dir.path().join("s")).unwrap();
+        let to_b = content_hash(dir.path()).unwrap();
+        assert_ne!(to_a, to_b, "repointing a link changes the hash");
+        std::fs::remove_file(dir.path().join("s")).unwrap();
+        assert_ne!(content_hash(dir.path()).unwrap(), to_b);
     }
 }

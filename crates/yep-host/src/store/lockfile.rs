@@ -28,6 +28,28 @@ pub enum LockSource {
     },
 }
 
+impl LockSource {
+    /// Whether two sources name the same package origin: the same directory, repository or
+    /// crate, whatever the revision or version. A different origin is a different package.
+    pub fn same_origin(&self, other: &LockSource) -> bool {
+        match (self, other) {
+            (LockSource::Path { path: a, .. }, LockSource::Path { path: b, .. }) => a == b,
+            (LockSource::Git { url: a, .. }, LockSource::Git { url: b, .. }) => {
+                a.trim_end_matches('/') == b.trim_end_matches('/')
+            }
+            (LockSource::Crate { crate_name: a, .. }, LockSource::Crate { crate_name: b, .. }) => {
+                crate_key(a) == crate_key(b)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// crates.io treats names case-insensitively and `-` and `_` as the same.
+fn crate_key(name: &str) -> String {
+    name.to_ascii_lowercase().replace('_', "-")
+}
+
 impl std::fmt::Display for LockSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -50,14 +72,31 @@ pub struct LockEntry {
     pub content_hash: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// For a linked package, whose files can change under the home: the manifest as approved,
-    /// which updates are diffed against and the runtime clamps to.
+    /// The manifest as approved (every install records it; older locks may lack it): updates
+    /// are diffed against it, the runtime clamps to it, and drift is judged against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_manifest: Option<String>,
+    /// A prebuilt server binary placed after hashing, pinned on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<LockBinary>,
+}
+
+/// A file added to a package after its content was hashed (the prebuilt server binary).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockBinary {
+    /// Relative to the package, with `/`.
+    pub path: String,
+    /// SHA-256 of the file, lowercase hex.
+    pub sha256: String,
 }
 
 impl LockEntry {
-    /// The approved manifest of a linked package, if recorded.
+    /// Referenced in place (`--link`): its files are the author's and change under the home.
+    pub fn is_linked(&self) -> bool {
+        matches!(self.source, LockSource::Path { link: true, .. })
+    }
+
+    /// The approved manifest, if recorded.
     pub fn approved(&self) -> Option<crate::manifest::Manifest> {
         let text = self.approved_manifest.as_deref()?;
         crate::manifest::Manifest::parse(text, std::path::Path::new("extensions.lock")).ok()
@@ -145,6 +184,7 @@ mod tests {
             content_hash: "sha256:00".into(),
             version: Some("1.0.0".into()),
             approved_manifest: None,
+            binary: None,
         });
         lock.upsert(LockEntry {
             name: "alpha".into(),
@@ -155,6 +195,7 @@ mod tests {
             content_hash: "sha256:11".into(),
             version: None,
             approved_manifest: None,
+            binary: None,
         });
         let text = lock.render();
         assert!(

@@ -14,11 +14,12 @@ pub mod settings;
 pub mod source;
 pub mod state;
 pub mod summary;
+pub mod verify;
 
 use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use fetch::{FetchError, Registry};
 use fsutil::{remove_tree, write_atomic};
-use lockfile::{LockEntry, LockSource, Lockfile};
+use lockfile::{LockBinary, LockEntry, LockSource, Lockfile};
 use serde::{Deserialize, Serialize};
 use source::SourceSpec;
 use std::path::{Path, PathBuf};
@@ -48,6 +49,15 @@ pub enum StoreError {
     Declined(String),
     #[error("--locked: {0}")]
     Locked(String),
+    /// The name is taken by a package from another origin; replacing it needs `--replace`.
+    #[error(
+        "`{name}` is already installed from {installed}; refusing to replace it with {offered}"
+    )]
+    SourceChanged {
+        name: String,
+        installed: String,
+        offered: String,
+    },
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -95,6 +105,9 @@ impl Approver for AlwaysYes {
 pub struct InstallOptions {
     /// Reference a local directory in place instead of copying it.
     pub link: bool,
+    /// Allow a package from another origin to take an installed name. It is approved afresh,
+    /// the old package's secrets and config are dropped, and it is left disabled.
+    pub replace: bool,
 }
 
 /// What an install or update did.
@@ -119,6 +132,9 @@ pub struct Installed {
 pub enum Outcome {
     Installed,
     Updated,
+    /// A package from another origin took the name (`--replace`); nothing of the old one's
+    /// secrets, config or enablement was kept.
+    Replaced,
     Unchanged,
 }
 
@@ -131,8 +147,11 @@ pub struct Listed {
     pub source: String,
     pub enabled: bool,
     pub content_hash: String,
-    /// The package changed on disk since it was approved (linked packages).
+    /// The package changed on disk since it was approved.
     pub drifted: bool,
+    /// How it changed, and what to run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<String>,
     pub server_command: Option<String>,
     pub server_resolves: bool,
     pub tools: Vec<String>,
@@ -194,6 +213,11 @@ impl Home {
 
     pub fn log_path(&self, name: &str) -> PathBuf {
         self.logs_dir().join(format!("{name}.log"))
+    }
+
+    /// Where an extension keeps state it writes: outside its package, whose content is hashed.
+    pub fn data_dir(&self, name: &str) -> PathBuf {
+        self.root.join("data").join(name)
     }
 
     fn journal_path(&self) -> PathBuf {
@@ -352,12 +376,44 @@ impl Home {
                 entry.name, manifest.name
             )));
         }
-        let hash = hash::content_hash(&package_root)
-            .map_err(io(format!("failed to hash {}", package_root.display())))?;
         let mut lock = self.lockfile()?;
         let previous = lock.get(&manifest.name).cloned();
+        // A package from another origin that reuses an installed name is a different package,
+        // never an update of it: it would inherit the original's approval, secrets and
+        // enablement.
+        let replacing = match &previous {
+            Some(prev) if update_of.is_none() && !prev.source.same_origin(&lock_source) => {
+                if !opts.replace {
+                    return Err(StoreError::SourceChanged {
+                        name: manifest.name.clone(),
+                        installed: prev.source.to_string(),
+                        offered: lock_source.to_string(),
+                    });
+                }
+                true
+            }
+            _ => false,
+        };
+        let hash = hash::content_hash(&package_root)
+            .map_err(io(format!("failed to hash {}", package_root.display())))?;
         let dest = self.package_dir(&manifest.name);
-        let summary = summary::summary(&manifest);
+        let mut summary = summary::summary(&manifest);
+        summary.push_str(&format!("\n  source    {lock_source}"));
+        if let LockSource::Crate { crate_name, .. } = &lock_source
+            && source::implied_name(crate_name) != manifest.name
+        {
+            summary.push_str(&format!(
+                "\n            note: crate `{crate_name}` installs as `{}`, not `{}`",
+                manifest.name,
+                source::implied_name(crate_name)
+            ));
+        }
+        if let Some(prev) = previous.as_ref().filter(|_| replacing) {
+            summary.push_str(&format!(
+                "\n  replaces  `{}` from {} (its secrets and config are dropped; it stays disabled)",
+                manifest.name, prev.source
+            ));
+        }
         let installed = |outcome, diff, binary| Installed {
             name: manifest.name.clone(),
             version: manifest.version.clone(),
@@ -369,22 +425,28 @@ impl Home {
             binary,
         };
         // Same approved bytes from the same source: nothing to do.
+        // (The installed copy counts too: one rewritten in place is restored from the source.)
         if let Some(prev) = &previous
             && prev.content_hash == hash
             && prev.source == lock_source
             && dest.symlink_metadata().is_ok()
+            && (prev.is_linked() || self.drift_of(prev).is_none())
         {
             return Ok(installed(Outcome::Unchanged, None, None));
         }
         // A linked package changes in place: judge it against what was approved, not its files.
         let diff = match &previous {
+            Some(_) if replacing => None,
             Some(prev) => prev
                 .approved()
                 .or_else(|| Manifest::load(&dest).ok())
                 .map(|old| diff(&old, &manifest)),
             None => None,
         };
-        if let Some((_, true)) = update_of {
+        // Restoring the approved bytes leaves the lock as it is, so `--locked` allows it.
+        if let Some((entry, true)) = update_of
+            && entry.content_hash != hash
+        {
             return Err(StoreError::Locked(format!(
                 "`{}` would change ({} → {}); the lock stays as it is",
                 manifest.name,
@@ -407,9 +469,14 @@ impl Home {
                 manifest.name
             )));
         }
+        if replacing {
+            // Before the new bytes land: a crash from here on leaves the old package
+            // disabled and without secrets, never the new one holding them.
+            self.forget_state(&manifest.name)?;
+        }
         // The prebuilt binary goes in after hashing: it is not part of the approved content.
-        let binary = if opts.link {
-            None
+        let (binary, pinned) = if opts.link {
+            (None, None)
         } else {
             self.binary_step(&manifest, &staged)
         };
@@ -418,9 +485,8 @@ impl Home {
             source: lock_source.clone(),
             content_hash: hash.clone(),
             version: manifest.version.clone(),
-            approved_manifest: opts
-                .link
-                .then(|| serde_json::to_string(&manifest).unwrap_or_default()),
+            approved_manifest: Some(serde_json::to_string(&manifest).unwrap_or_default()),
+            binary: pinned,
         });
         let trash = scratch.join("previous");
         let mut renames = Vec::new();
@@ -442,7 +508,9 @@ impl Home {
             lock: lock.render(),
             cleanup: vec![trash],
         })?;
-        let outcome = if previous.is_some() {
+        let outcome = if replacing {
+            Outcome::Replaced
+        } else if previous.is_some() {
             Outcome::Updated
         } else {
             Outcome::Installed
@@ -528,28 +596,53 @@ impl Home {
     }
 
     /// Fetch the prebuilt binary when the manifest names one and the command does not resolve.
-    fn binary_step(&self, manifest: &Manifest, package: &Path) -> Option<String> {
-        let server = manifest.yolop.capability_server.as_ref()?;
-        let template = server.binaries.as_ref()?;
+    /// Returns what happened, and the binary's pin when one was placed.
+    fn binary_step(
+        &self,
+        manifest: &Manifest,
+        package: &Path,
+    ) -> (Option<String>, Option<LockBinary>) {
+        let Some(server) = manifest.yolop.capability_server.as_ref() else {
+            return (None, None);
+        };
+        let Some(template) = server.binaries.as_ref() else {
+            return (None, None);
+        };
         if command_resolves(&server.command, package) {
-            return Some(format!("`{}` already resolves", server.command));
+            return (Some(format!("`{}` already resolves", server.command)), None);
         }
         if server.command.contains('/') {
-            return Some(format!(
-                "not fetched: `{}` is a path, so a prebuilt binary cannot stand in for it",
-                server.command
-            ));
+            return (
+                Some(format!(
+                    "not fetched: `{}` is a path, so a prebuilt binary cannot stand in for it",
+                    server.command
+                )),
+                None,
+            );
         }
         let version = manifest.version.as_deref().unwrap_or("0.0.0");
-        Some(
-            match fetch::fetch_binary(template, &manifest.name, version, &server.command, package) {
-                Ok(target) => format!("fetched `{}` for {target}", server.command),
-                Err(e) => format!(
+        match fetch::fetch_binary(template, &manifest.name, version, &server.command, package) {
+            Ok(target) => {
+                let path = format!("bin/{}", server.command);
+                let pin = std::fs::read(package.join(&path))
+                    .ok()
+                    .map(|bytes| LockBinary {
+                        sha256: hash::sha256_hex(&bytes),
+                        path,
+                    });
+                (
+                    Some(format!("fetched `{}` for {target}", server.command)),
+                    pin,
+                )
+            }
+            Err(e) => (
+                Some(format!(
                     "not available ({e}); calls will fail until `{}` is on PATH",
                     server.command
-                ),
-            },
-        )
+                )),
+                None,
+            ),
+        }
     }
 
     /// Fetch every (or one) installed package again; commit what changed. A change that widens
@@ -575,7 +668,10 @@ impl Home {
             let (source, opts) = match &entry.source {
                 LockSource::Path { path, link } => (
                     SourceSpec::Path(PathBuf::from(path)),
-                    InstallOptions { link: *link },
+                    InstallOptions {
+                        link: *link,
+                        ..InstallOptions::default()
+                    },
                 ),
                 LockSource::Git { url, .. } => (
                     SourceSpec::Git {
@@ -611,7 +707,7 @@ impl Home {
         settings::set_enabled(&self.settings_path(), name, on).map_err(StoreError::Invalid)
     }
 
-    /// Delete a package, its lock entry, its enable entry and its stored secrets.
+    /// Delete a package, its lock entry, its enable entry, its config and its stored secrets.
     pub fn remove(&self, name: &str) -> Result<(), StoreError> {
         check_name(name)?;
         let _lock = self.lock()?;
@@ -634,7 +730,13 @@ impl Home {
             lock: lock.render(),
             cleanup: vec![trash],
         })?;
+        self.forget_state(name)
+    }
+
+    /// Disable `name` and drop its secrets and plain config (the caller holds the lock).
+    fn forget_state(&self, name: &str) -> Result<(), StoreError> {
         settings::set_enabled(&self.settings_path(), name, false).map_err(StoreError::Invalid)?;
+        settings::remove_config(&self.settings_path(), name).map_err(StoreError::Invalid)?;
         settings::remove_secrets(&self.connections_path(), name).map_err(StoreError::Invalid)?;
         Ok(())
     }
@@ -657,6 +759,7 @@ impl Home {
                     enabled: enabled.contains(&entry.name),
                     content_hash: entry.content_hash.clone(),
                     drifted: false,
+                    drift: None,
                     server_command: None,
                     server_resolves: false,
                     tools: Vec::new(),
@@ -679,10 +782,8 @@ impl Home {
                             .is_some_and(|c| command_resolves(c, &dir));
                         row.tools = m.yolop.tools.iter().map(|t| t.name.clone()).collect();
                         row.contributes = contributions(&m);
-                        row.drifted = hash::content_hash(&dir)
-                            .map(|h| h != entry.content_hash)
-                            .unwrap_or(true)
-                            && matches!(entry.source, LockSource::Path { link: true, .. });
+                        row.drift = self.drift_of(entry);
+                        row.drifted = row.drift.is_some();
                         let set_secrets = config::secrets(self, &entry.name).unwrap_or_default();
                         let plain = settings::config(&self.settings_path(), &entry.name)
                             .unwrap_or_default();
@@ -709,15 +810,14 @@ impl Home {
             .collect())
     }
 
-    /// A linked package whose content no longer matches what was approved.
+    /// An installed package whose files no longer match what was approved: why, and what
+    /// to run.
     pub fn drift(&self, name: &str) -> Result<Option<String>, StoreError> {
         let lock = self.lockfile()?;
         let entry = lock
             .get(name)
             .ok_or_else(|| StoreError::NotInstalled(name.to_string()))?;
-        let now = hash::content_hash(&self.package_dir(name))
-            .map_err(io("failed to hash the package"))?;
-        Ok((now != entry.content_hash).then(|| format!("`{name}` changed since it was approved ({} → {now}); run `yep update {name}` to review", entry.content_hash)))
+        Ok(self.drift_of(entry))
     }
 }
 

@@ -173,6 +173,24 @@ fn json_to_toml(v: &serde_json::Value) -> Result<toml_edit::Value, String> {
     })
 }
 
+/// Forget an extension's plain config (`[config."ext:<name>"]` in `settings.toml`).
+pub fn remove_config(path: &Path, name: &str) -> Result<bool, String> {
+    if !path.exists() {
+        return Ok(false);
+    }
+    let mut doc = load(path)?;
+    let removed = doc
+        .get_mut("config")
+        .and_then(Item::as_table_mut)
+        .and_then(|t| t.remove(&capability_ref(name)))
+        .is_some();
+    if removed {
+        write_atomic(path, doc.to_string().as_bytes())
+            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    }
+    Ok(removed)
+}
+
 /// Forget an extension's stored secrets (`[ext:<name>]` in `connections.toml`).
 pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, String> {
     if !path.exists() {

@@ -90,6 +90,15 @@ impl SourceSpec {
     }
 }
 
+/// The extension name a crate name implies: `yep-extension-<name>` and
+/// `yolop-extension-<name>` mean `<name>`; any other crate means itself.
+pub fn implied_name(crate_name: &str) -> &str {
+    crate_name
+        .strip_prefix("yep-extension-")
+        .or_else(|| crate_name.strip_prefix("yolop-extension-"))
+        .unwrap_or(crate_name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,142 @@
+//! Whether an installed package is still what was approved. The manifest is compared with the
+//! approved one every time; the full content hash is checked through a cache keyed by each
+//! file's size, mtime, ctime and inode, so an unchanged package costs a walk, not a read.
+
+use super::Home;
+use super::hash;
+use super::lockfile::LockEntry;
+use crate::manifest::Manifest;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+/// Files changed this recently may change again within the same timestamp tick, unseen by
+/// the fingerprint; such a package is hashed again next time instead of cached.
+const RACY: Duration = Duration::from_secs(2);
+
+impl Home {
+    /// Why `entry`'s installed files are no longer what was approved, or `None`.
+    pub fn drift_of(&self, entry: &LockEntry) -> Option<String> {
+        let why = check(self, entry).err()?;
+        Some(format!(
+            "`{}` changed since it was approved ({why}); run `yep update {}` to review",
+            entry.name, entry.name
+        ))
+    }
+
+    fn verified_path(&self, name: &str) -> std::path::PathBuf {
+        self.root.join("state").join(format!("{name}.verified"))
+    }
+}
+
+fn check(home: &Home, entry: &LockEntry) -> Result<(), String> {
+    let dir = home.package_dir(&entry.name);
+    if let Some(approved) = entry.approved() {
+        let on_disk = Manifest::load(&dir).map_err(|e| format!("its manifest: {e}"))?;
+        if serde_json::to_value(&on_disk).ok() != serde_json::to_value(&approved).ok() {
+            return Err("plugin.json differs from the approved manifest".into());
+        }
+    }
+    let (fingerprint, newest) =
+        fingerprint(&dir).map_err(|e| format!("failed to read {}: {e}", dir.display()))?;
+    let key = {
+        let mut h = Sha256::new();
+        h.update(entry.content_hash.as_bytes());
+        h.update([0]);
+        if let Some(b) = &entry.binary {
+            h.update(b.path.as_bytes());
+            h.update([0]);
+            h.update(b.sha256.as_bytes());
+        }
+        h.update([0]);
+        h.update(fingerprint);
+        hash::hex(&h.finalize())
+    };
+    let cache = home.verified_path(&entry.name);
+    if std::fs::read_to_string(&cache).is_ok_and(|k| k.trim() == key) {
+        return Ok(());
+    }
+    let skip: Vec<&str> = entry.binary.iter().map(|b| b.path.as_str()).collect();
+    let now = hash::content_hash_excluding(&dir, &skip)
+        .map_err(|e| format!("failed to hash {}: {e}", dir.display()))?;
+    if now != entry.content_hash {
+        return Err(format!("content {} → {now}", entry.content_hash));
+    }
+    if let Some(b) = &entry.binary {
+        let bytes = std::fs::read(dir.join(&b.path))
+            .map_err(|e| format!("its prebuilt binary {}: {e}", b.path))?;
+        if hash::sha256_hex(&bytes) != b.sha256 {
+            return Err(format!("its prebuilt binary {} differs", b.path));
+        }
+    }
+    if newest.is_some_and(|t| t + RACY < SystemTime::now()) {
+        let _ = super::fsutil::write_atomic(&cache, key.as_bytes());
+    }
+    Ok(())
+}
+
+/// A digest of every file's and link's path, size, mtime, ctime and inode (skipping `.git`, as
+/// the content hash does), and the newest change time seen.
+fn fingerprint(dir: &Path) -> std::io::Result<([u8; 32], Option<SystemTime>)> {
+    let mut rows = Vec::new();
+    let mut newest = None;
+    walk(dir, dir, &mut rows, &mut newest)?;
+    rows.sort();
+    let mut h = Sha256::new();
+    for row in rows {
+        h.update(row.as_bytes());
+        h.update([b'\n']);
+    }
+    Ok((h.finalize().into(), newest))
+}
+
+fn walk(
+    root: &Path,
+    dir: &Path,
+    rows: &mut Vec<String>,
+    newest: &mut Option<SystemTime>,
+) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let meta = std::fs::symlink_metadata(&path)?;
+        if meta.is_dir() {
+            if entry.file_name() != ".git" {
+                walk(root, &path, rows, newest)?;
+            }
+            continue;
+        }
+        let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy();
+        let (ctime, row) = stamp(&meta);
+        *newest = (*newest).max(Some(ctime));
+        rows.push(format!("{rel}\0{row}"));
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn stamp(meta: &std::fs::Metadata) -> (SystemTime, String) {
+    use std::os::unix::fs::MetadataExt;
+    let ctime = SystemTime::UNIX_EPOCH
+        + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().max(0) as u32);
+    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+    (
+        ctime.max(modified),
+        format!(
+            "{} {} {}.{} {}.{} {}",
+            meta.len(),
+            meta.file_type().is_symlink(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+            meta.ino()
+        ),
+    )
+}
+
+#[cfg(not(unix))]
+fn stamp(meta: &std::fs::Metadata) -> (SystemTime, String) {
+    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+    (modified, format!("{} {:?}", meta.len(), modified))
+}
