@@ -332,6 +332,28 @@ pub fn unpack_tar_gz(
             plan.push((rel, Planned::File(data, mode)));
         }
     }
+    // A link's target may not pass through another link of the archive either: each check
+    // above is lexical, and `d/e -> ../d` then `d/t -> e/../..` would land outside `dest`.
+    for (rel, what) in &plan {
+        if let Planned::Link(target) = what {
+            let mut at = rel.parent().map(Path::to_path_buf).unwrap_or_default();
+            for c in target.components() {
+                match c {
+                    Component::ParentDir => {
+                        at.pop();
+                    }
+                    Component::Normal(part) => at.push(part),
+                    _ => {}
+                }
+                if links.contains(&at) {
+                    return Err(unsafe_entry(
+                        &rel.display().to_string(),
+                        "points through a link the archive created",
+                    ));
+                }
+            }
+        }
+    }
     for (rel, what) in plan {
         let path = dest.join(&rel);
         // Belt and braces: never write below a symlink already on disk.
