@@ -11,6 +11,8 @@
 
 pub mod dialect;
 pub mod doctor;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod manifest;
 pub mod process;
 pub mod rpc;

@@ -804,6 +804,35 @@ async fn read_line_capped<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Split `bytes` into frames exactly as a connection's reader does: `Ok(line)` per line (without
+/// its newline), then `Err(len)` and nothing more if a line runs past `cap`. For fuzzing.
+#[doc(hidden)]
+pub fn split_frames(bytes: &[u8], cap: usize) -> Vec<Result<Vec<u8>, usize>> {
+    let mut reader = bytes;
+    let mut frames = Vec::new();
+    let mut buf = Vec::new();
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        // A byte slice never blocks: polling until ready needs no runtime.
+        let line = {
+            let mut read = std::pin::pin!(read_line_capped(&mut reader, &mut buf, cap));
+            loop {
+                if let std::task::Poll::Ready(line) = read.as_mut().poll(&mut cx) {
+                    break line;
+                }
+            }
+        };
+        match line {
+            Ok(ReadLine::Line) => frames.push(Ok(buf.clone())),
+            Ok(ReadLine::TooLong(len)) => {
+                frames.push(Err(len));
+                return frames;
+            }
+            Ok(ReadLine::Eof) | Err(_) => return frames,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

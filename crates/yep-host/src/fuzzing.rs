@@ -1,0 +1,319 @@
+//! Fuzz target bodies: every parser that reads untrusted bytes, with the invariants it must keep.
+//!
+//! Shared by the cargo-fuzz targets under `fuzz/` (nightly) and by `tests/fuzz_corpus.rs`, which
+//! replays every committed corpus file and crash on stable, so both run the very same code. A
+//! body panics when an invariant breaks; an error returned by the code under test is fine.
+
+use crate::manifest::Manifest;
+use crate::store::lockfile::Lockfile;
+use crate::store::{Home, config, fetch, settings, summary};
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use yep_protocol::{HostNotification, HostRequest, Message, ServerNotification, ServerRequest};
+
+/// A target body: feed it any bytes; it panics only when an invariant breaks.
+pub type Body = fn(&[u8]);
+
+/// Every target: its name (the directory under `fuzz/corpus/` and `fuzz/artifacts/`) and body.
+pub const TARGETS: &[(&str, Body)] = &[
+    ("wire", wire),
+    ("manifest", manifest),
+    ("cargo_manifest", cargo_manifest),
+    ("lockfile", lockfile),
+    ("settings", settings),
+    ("unpack", unpack),
+];
+
+/// The frame reader and the envelope classifier, in both dialect directions: split the bytes
+/// into capped lines as a connection does, then type each line the way the host (server to host
+/// methods) and the SDK (host to server methods) do.
+pub fn wire(data: &[u8]) {
+    let cap = crate::rpc::DEFAULT_MAX_FRAME_BYTES;
+    let frames = crate::rpc::split_frames(data, cap);
+    let mut consumed = 0;
+    for frame in &frames {
+        let line = frame
+            .as_ref()
+            .unwrap_or_else(|len| panic!("a {len}-byte line can't exceed a 4 MiB cap"));
+        assert!(!line.contains(&b'\n'), "a frame holds a newline");
+        assert_eq!(&data[consumed..consumed + line.len()], &line[..]);
+        consumed += line.len() + 1;
+        classify(line);
+    }
+    // A small cap cuts the same frames short: what it reads is a prefix of the above.
+    let small = 1 + usize::from(data.first().copied().unwrap_or(0) % 64);
+    let capped = crate::rpc::split_frames(data, small);
+    for (i, frame) in capped.iter().enumerate() {
+        match frame {
+            Ok(line) => {
+                assert!(line.len() <= small, "a frame is over its cap");
+                assert_eq!(frames.get(i), Some(frame), "a small cap changed a frame");
+            }
+            Err(len) => {
+                assert!(*len > small, "a frame within its cap was refused");
+                assert_eq!(
+                    i,
+                    capped.len() - 1,
+                    "reading went on past an oversized line"
+                );
+            }
+        }
+    }
+}
+
+fn classify(line: &[u8]) {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let Ok(msg) = Message::parse(line) else {
+        return;
+    };
+    // The encoding reads back as the same kind of message, with the same id and method.
+    let again = Message::parse(msg.to_line().as_bytes()).expect("an encoded message parses");
+    match (&msg, &again) {
+        (Message::Request(a), Message::Request(b)) => {
+            assert_eq!((a.id, &a.method), (b.id, &b.method));
+        }
+        (Message::Notification(a), Message::Notification(b)) => assert_eq!(a.method, b.method),
+        (Message::Response(a), Message::Response(b)) => {
+            assert_eq!((a.id, a.result.is_ok()), (b.id, b.result.is_ok()));
+        }
+        _ => panic!("{msg:?} read back as {again:?}"),
+    }
+    match msg {
+        Message::Request(req) => {
+            if let Ok(typed) = ServerRequest::parse(&req.method, req.params.clone()) {
+                assert_eq!(typed.method(), req.method);
+                let _ = typed.params();
+            }
+            if let Ok(typed) = HostRequest::parse(&req.method, req.params) {
+                assert_eq!(typed.method(), req.method);
+                let _ = typed.params();
+            }
+        }
+        Message::Notification(n) => {
+            if let Ok(typed) = ServerNotification::parse(&n.method, n.params.clone()) {
+                assert_eq!(typed.method(), n.method);
+                let _ = typed.params();
+            }
+            if let Ok(typed) = HostNotification::parse(&n.method, n.params) {
+                assert_eq!(typed.method(), n.method);
+                let _ = typed.params();
+            }
+        }
+        Message::Response(resp) => {
+            if let Err(err) = resp.result {
+                let _ = err.to_string();
+            }
+        }
+    }
+}
+
+/// `plugin.json` parsing and validation, and what is shown from a valid one before consent.
+pub fn manifest(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(m) = Manifest::parse(text, Path::new("plugin.json")) {
+        accepted(&m);
+    }
+}
+
+/// The `[package.metadata.yolop]` facet of a crate's `Cargo.toml`, read from a real file.
+pub fn cargo_manifest(data: &[u8]) {
+    let dir = Scratch::new();
+    let path = dir.0.join("Cargo.toml");
+    std::fs::write(&path, data).expect("write the scratch Cargo.toml");
+    if let Ok(m) = Manifest::from_cargo_toml(&path) {
+        accepted(&m);
+    }
+}
+
+/// What every valid manifest must allow: a summary, a diff against itself that is empty, and
+/// a serialized form that validates again to the same contributions.
+fn accepted(m: &Manifest) {
+    let _ = summary::summary(m);
+    let _ = summary::flags(m);
+    let _ = summary::config_fields(m);
+    let _ = crate::store::contributions(m);
+    assert!(
+        summary::diff(m, m).is_empty(),
+        "a manifest differs from itself"
+    );
+    let text = serde_json::to_string(m).expect("a manifest serializes");
+    let again = Manifest::parse(&text, Path::new("plugin.json"))
+        .unwrap_or_else(|e| panic!("a valid manifest no longer validates once written: {e}"));
+    assert!(
+        summary::diff(m, &again).is_empty(),
+        "a manifest changed once written"
+    );
+}
+
+/// `extensions.lock`, read from a real file: a corrupt lock is an error, never a panic, and a
+/// lock that reads writes back to one that reads the same.
+pub fn lockfile(data: &[u8]) {
+    let dir = Scratch::new();
+    let path = dir.0.join("extensions.lock");
+    std::fs::write(&path, data).expect("write the scratch lock");
+    let Ok(lock) = Lockfile::load(&path) else {
+        return;
+    };
+    for entry in &lock.extensions {
+        let _ = entry.source.to_string();
+        let _ = entry.approved();
+        let _ = lock.get(&entry.name);
+    }
+    lock.save(&path).expect("save the scratch lock");
+    let again = Lockfile::load(&path).expect("a lock yep wrote reads again");
+    let mut sorted = lock.clone();
+    sorted.extensions.sort_by(|a, b| a.name.cmp(&b.name));
+    assert_eq!(sorted, again, "a lock changed once written");
+}
+
+/// `settings.toml` and `connections.toml` as the store reads and edits them: whatever the file
+/// holds, an edit that succeeds is seen by the next read.
+pub fn settings(data: &[u8]) {
+    let dir = Scratch::new();
+    let home = Home {
+        root: dir.0.clone(),
+    };
+    let path = home.settings_path();
+    std::fs::write(&path, data).expect("write the scratch settings");
+    std::fs::write(home.connections_path(), data).expect("write the scratch connections");
+    let Ok(names) = settings::enabled(&path) else {
+        return;
+    };
+    for name in names.iter().map(String::as_str).chain(["fuzz"]) {
+        let _ = settings::config(&path, name);
+        let _ = config::secrets(&home, name);
+    }
+    if settings::set_enabled(&path, "fuzz", true).is_ok() {
+        let now = settings::enabled(&path).expect("settings yep wrote read again");
+        assert!(
+            now.iter().any(|n| n == "fuzz"),
+            "an enabled extension is not listed"
+        );
+    }
+    if settings::set_enabled(&path, "fuzz", false).is_ok() {
+        let now = settings::enabled(&path).expect("settings yep wrote read again");
+        assert!(
+            !now.iter().any(|n| n == "fuzz"),
+            "a disabled extension is listed"
+        );
+    }
+    let value = serde_json::json!("v");
+    if settings::set_config(&path, "fuzz", "k", &value).is_ok() {
+        let now = settings::config(&path, "fuzz").expect("settings yep wrote read again");
+        assert_eq!(
+            now.get("k"),
+            Some(&value),
+            "a config value set is not read back"
+        );
+    }
+}
+
+/// The archive unpacker. The first byte picks how many leading components to strip; the rest is
+/// a tar, gzipped here so mutations reach the tar reader rather than the deflate checksum.
+/// Nothing may be written outside the destination, and no link in it may resolve outside it.
+pub fn unpack(data: &[u8]) {
+    let Some((&strip, tar)) = data.split_first() else {
+        return;
+    };
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(tar).expect("gzip in memory");
+    let bytes = gz.finish().expect("gzip in memory");
+    let dir = Scratch::new();
+    let dest = dir.0.join("dest");
+    std::fs::create_dir(&dest).expect("create the scratch destination");
+    let _ = fetch::unpack_tar_gz(&bytes, &dest, usize::from(strip % 3), "fuzz.tar.gz");
+    let beside: Vec<_> = std::fs::read_dir(&dir.0)
+        .expect("list the scratch dir")
+        .map(|e| e.expect("list the scratch dir").file_name())
+        .collect();
+    assert_eq!(
+        beside,
+        ["dest"],
+        "the unpacker wrote beside its destination"
+    );
+    let dest = dest.canonicalize().expect("canonical destination");
+    check_links_inside(&dest, &dest);
+}
+
+fn check_links_inside(root: &Path, dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() {
+            let real = resolve(&path);
+            assert!(
+                real.starts_with(root),
+                "{} resolves to {}, outside the destination",
+                path.display(),
+                real.display()
+            );
+        } else if kind.is_dir() {
+            check_links_inside(root, &path);
+        }
+    }
+}
+
+/// Where `path` really points, following every link on the way, whether or not it exists.
+fn resolve(path: &Path) -> PathBuf {
+    fn steps(path: &Path) -> impl DoubleEndedIterator<Item = Option<std::ffi::OsString>> + '_ {
+        // `None` climbs one level; a root restarts at `/`.
+        path.components().filter_map(|c| match c {
+            Component::Normal(part) => Some(Some(part.to_os_string())),
+            Component::ParentDir => Some(None),
+            Component::RootDir => Some(Some("/".into())),
+            Component::CurDir | Component::Prefix(_) => None,
+        })
+    }
+    let mut todo: Vec<_> = steps(path).rev().collect();
+    let mut out = PathBuf::from("/");
+    let mut hops = 0;
+    while let Some(step) = todo.pop() {
+        let Some(part) = step else {
+            out.pop();
+            continue;
+        };
+        if part == "/" {
+            out = PathBuf::from("/");
+            continue;
+        }
+        let next = out.join(&part);
+        match std::fs::read_link(&next) {
+            Ok(target) if hops < 40 => {
+                hops += 1;
+                todo.extend(steps(&target).rev());
+            }
+            _ => out = next,
+        }
+    }
+    out
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("yep-fuzz-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create a scratch dir");
+        Scratch(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
