@@ -5,6 +5,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use yep_host::store::summary::ContributionDiff;
 use yep_host::store::{Approver, Home, InstallOptions, Installed, Outcome, StoreError};
+use yep_host::text::escape_controls;
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
@@ -50,9 +51,14 @@ struct Consent {
 impl Approver for Consent {
     fn approve(&mut self, summary: &str, diff: Option<&ContributionDiff>) -> bool {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "{summary}");
+        // Escaped field by field already; the whole screen once more, as a last resort.
+        let _ = writeln!(err, "{}", escape_controls(summary));
         if let Some(d) = diff {
-            let _ = writeln!(err, "changes against what you approved:\n{}", d.render());
+            let _ = writeln!(
+                err,
+                "changes against what you approved:\n{}",
+                escape_controls(&d.render())
+            );
             if d.widened {
                 let _ = writeln!(err, "this update asks for more than you approved");
             }

@@ -398,7 +398,10 @@ impl Home {
             .map_err(io(format!("failed to hash {}", package_root.display())))?;
         let dest = self.package_dir(&manifest.name);
         let mut summary = summary::summary(&manifest);
-        summary.push_str(&format!("\n  source    {lock_source}"));
+        summary.push_str(&format!(
+            "\n  source    {}",
+            crate::text::escape(&lock_source.to_string())
+        ));
         if let LockSource::Crate { crate_name, .. } = &lock_source
             && source::implied_name(crate_name) != manifest.name
         {
@@ -411,7 +414,8 @@ impl Home {
         if let Some(prev) = previous.as_ref().filter(|_| replacing) {
             summary.push_str(&format!(
                 "\n  replaces  `{}` from {} (its secrets and config are dropped; it stays disabled)",
-                manifest.name, prev.source
+                manifest.name,
+                crate::text::escape(&prev.source.to_string())
             ));
         }
         let installed = |outcome, diff, binary| Installed {
