@@ -42,17 +42,30 @@ fn invalid(message: String) -> StoreError {
     StoreError::Invalid(message)
 }
 
-/// Make sure `connections.toml` is owner-only, repairing it if not.
+/// Make sure `connections.toml` is owner-only, repairing it if not. A symlink is never
+/// followed: its target is not ours to chmod (the next write replaces the link with a file).
 fn guard_mode(path: &Path) -> Result<(), StoreError> {
     #[cfg(unix)]
-    if let Ok(meta) = std::fs::metadata(path) {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
         use std::os::unix::fs::PermissionsExt;
-        if meta.permissions().mode() & 0o077 != 0 {
+        if meta.file_type().is_symlink() {
+            tracing::warn!(
+                "{} is a symlink; leaving its target's mode alone",
+                path.display()
+            );
+        } else if meta.permissions().mode() & 0o077 != 0 {
             tracing::warn!(
                 "{} was readable by others; restricting it to its owner",
                 path.display()
             );
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            // Through a handle opened without following links, so a link swapped in since
+            // the check is refused rather than followed.
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)
+                .and_then(|f| f.set_permissions(std::fs::Permissions::from_mode(0o600)))
                 .map_err(|e| invalid(format!("failed to restrict {}: {e}", path.display())))?;
         }
     }

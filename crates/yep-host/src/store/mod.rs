@@ -252,6 +252,17 @@ impl Home {
         let journal = self.journal_path();
         if let Ok(text) = std::fs::read_to_string(&journal) {
             match serde_json::from_str::<Journal>(&text) {
+                // A journal only ever names paths this store made under `extensions/`; one
+                // naming anything else was planted or corrupted, and is never acted on.
+                Ok(ref j) if let Some(bad) = self.journal_escape(j) => {
+                    tracing::warn!(
+                        "discarding {}: it names {}, outside {}",
+                        journal.display(),
+                        bad.display(),
+                        self.extensions_dir().display()
+                    );
+                    let _ = std::fs::remove_file(&journal);
+                }
                 Ok(j) => self.apply(&j)?,
                 // A torn journal was never committed (it is written atomically, so this is
                 // only a stray temp); nothing it describes happened.
@@ -261,6 +272,38 @@ impl Home {
             }
         }
         remove_tree(&self.scratch_dir()).map_err(io("failed to clean up scratch"))
+    }
+
+    /// The first path of `j` that is not a plain path below `extensions/` (no `..`, no `.`,
+    /// no symlinked directory on the way), if any.
+    fn journal_escape<'a>(&self, j: &'a Journal) -> Option<&'a Path> {
+        let base = self.extensions_dir();
+        let ok = |p: &Path| {
+            let Ok(rel) = p.strip_prefix(&base) else {
+                return false;
+            };
+            let parts: Vec<_> = rel.components().collect();
+            !parts.is_empty()
+                && parts
+                    .iter()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+                && rel
+                    .ancestors()
+                    .skip(1)
+                    .filter(|a| !a.as_os_str().is_empty())
+                    .all(|a| {
+                        !base
+                            .join(a)
+                            .symlink_metadata()
+                            .is_ok_and(|m| m.file_type().is_symlink())
+                    })
+        };
+        j.renames
+            .iter()
+            .flat_map(|(from, to)| [from, to])
+            .chain(&j.cleanup)
+            .map(PathBuf::as_path)
+            .find(|p| !ok(p))
     }
 
     fn apply(&self, j: &Journal) -> Result<(), StoreError> {
@@ -566,8 +609,13 @@ impl Home {
                         other => return other,
                     }
                 }
+                let here = if Path::new(name).join(MANIFEST_FILE).is_file() {
+                    format!("; to install the directory `{name}` here, write `./{name}`")
+                } else {
+                    String::new()
+                };
                 Err(StoreError::Fetch(FetchError::NotFound(format!(
-                    "`{name}` on crates.io (tried {}; last: {})",
+                    "`{name}` on crates.io (tried {}; last: {}){here}",
                     SourceSpec::candidates(name).join(", "),
                     last.unwrap_or_default()
                 ))))
