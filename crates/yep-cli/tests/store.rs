@@ -797,6 +797,8 @@ fn a_package_from_another_source_never_silently_replaces_an_installed_one() {
     let conn = std::fs::read_to_string(env.home().join("connections.toml")).unwrap();
     assert!(conn.contains("original-token"), "{conn}");
 
+    std::fs::create_dir_all(env.home().join("data/lookup")).unwrap();
+    std::fs::write(env.home().join("data/lookup/refresh-token"), "original's").unwrap();
     // With consent: replaced, approved afresh, disabled, and none of the old state carried over.
     let out = env.ok(&["install", impostor.to_str().unwrap(), "--replace", "--yes"]);
     assert!(
@@ -810,6 +812,10 @@ fn a_package_from_another_source_never_silently_replaces_an_installed_one() {
     assert!(
         !settings.contains("ext:lookup") && !settings.contains("eu"),
         "{settings}"
+    );
+    assert!(
+        !env.home().join("data/lookup").exists(),
+        "its data dir was kept"
     );
     let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
     assert_eq!(rows[0]["enabled"], false);

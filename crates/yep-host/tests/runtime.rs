@@ -1221,6 +1221,14 @@ async fn a_copied_package_that_rewrote_its_manifest_is_refused_until_updated() {
     let names: Vec<_> = host.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["a"]);
     assert!(host.warnings().is_empty(), "{:?}", host.warnings());
+    // Its state has a place outside the hashed package.
+    let data = host
+        .call_tool("a", json!({"env_var": "YEP_DATA_DIR"}), None, None)
+        .await
+        .unwrap();
+    let data_dir = w.home.data_dir("rewriter");
+    assert_eq!(data["env"], json!(data_dir.display().to_string()));
+    assert!(data_dir.is_dir());
     host.shutdown().await;
 
     // Any other file counts too, through the full content hash.

@@ -324,17 +324,24 @@ pub fn server_inputs(
             env.push((var.clone(), value));
         }
     }
-    // State goes outside the package, whose content is checked against the approval at every
-    // session start: the extension's own data dir, and Python's bytecode cache.
-    let data = home.data_dir(&manifest.name);
+    env.extend(data_env(home, &manifest.name)?);
+    Ok((plain, env))
+}
+
+/// The env that keeps an installed extension's writes outside its package, whose content is
+/// checked against the approval at every session start: `YEP_DATA_DIR` (created owner-only)
+/// and Python's bytecode cache under it.
+pub fn data_env(home: &Home, name: &str) -> Result<Vec<(String, String)>, StoreError> {
+    let data = home.data_dir(name);
     create_private_dir(&data)
         .map_err(|e| invalid(format!("failed to create {}: {e}", data.display())))?;
-    env.push(("YEP_DATA_DIR".into(), data.display().to_string()));
-    env.push((
-        "PYTHONPYCACHEPREFIX".into(),
-        data.join(".pycache").display().to_string(),
-    ));
-    Ok((plain, env))
+    Ok(vec![
+        ("YEP_DATA_DIR".into(), data.display().to_string()),
+        (
+            "PYTHONPYCACHEPREFIX".into(),
+            data.join(".pycache").display().to_string(),
+        ),
+    ])
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {

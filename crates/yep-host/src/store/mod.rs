@@ -755,7 +755,8 @@ impl Home {
         settings::set_enabled(&self.settings_path(), name, on).map_err(StoreError::Invalid)
     }
 
-    /// Delete a package, its lock entry, its enable entry, its config and its stored secrets.
+    /// Delete a package, its lock entry, its enable entry, its config, its stored secrets and its
+    /// data dir.
     pub fn remove(&self, name: &str) -> Result<(), StoreError> {
         check_name(name)?;
         let _lock = self.lock()?;
@@ -781,11 +782,17 @@ impl Home {
         self.forget_state(name)
     }
 
-    /// Disable `name` and drop its secrets and plain config (the caller holds the lock).
+    /// Disable `name` and drop its secrets, plain config and data dir (the caller holds the
+    /// lock).
     fn forget_state(&self, name: &str) -> Result<(), StoreError> {
         settings::set_enabled(&self.settings_path(), name, false).map_err(StoreError::Invalid)?;
         settings::remove_config(&self.settings_path(), name).map_err(StoreError::Invalid)?;
         settings::remove_secrets(&self.connections_path(), name).map_err(StoreError::Invalid)?;
+        // What it wrote for itself (tokens, caches) is its own too.
+        remove_tree(&self.data_dir(name)).map_err(io(format!(
+            "failed to remove {}",
+            self.data_dir(name).display()
+        )))?;
         Ok(())
     }
 
