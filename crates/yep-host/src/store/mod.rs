@@ -106,7 +106,7 @@ pub struct InstallOptions {
     /// Reference a local directory in place instead of copying it.
     pub link: bool,
     /// Allow a package from another origin to take an installed name. It is approved afresh,
-    /// the old package's secrets and config are dropped, and it is left disabled.
+    /// the old package's secrets, config and data are dropped, and it is left disabled.
     pub replace: bool,
 }
 
@@ -453,7 +453,7 @@ impl Home {
         }
         if let Some(prev) = previous.as_ref().filter(|_| replacing) {
             summary.push_str(&format!(
-                "\n  replaces  `{}` from {} (its secrets and config are dropped; it stays disabled)",
+                "\n  replaces  `{}` from {} (its secrets, config and data are dropped; it stays disabled)",
                 manifest.name, prev.source
             ));
         }
