@@ -38,7 +38,7 @@ enum Command {
     Enable(commands::manage::NameArgs),
     /// Disable an extension (settings.toml).
     Disable(commands::manage::NameArgs),
-    /// Delete an extension: package, lock entry, enable entry, config, stored secrets.
+    /// Delete an extension: package, lock entry, enable entry, config, stored secrets, data.
     #[command(alias = "uninstall")]
     Remove(commands::manage::NameArgs),
     /// List installed extensions: what they contribute, config set/unset, hashes.

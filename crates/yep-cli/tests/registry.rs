@@ -1119,3 +1119,52 @@ fn a_prebuilt_binary_archive_bomb_is_refused_and_the_package_still_installs() {
     assert!(!sandbox.package().join("bin/weather-server").exists());
     assert!(!sandbox.package().join(".bin-unpack").exists());
 }
+
+#[test]
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn a_bare_name_means_the_registry_even_with_a_same_named_directory_here() {
+    let (files, _) = registry_files(WEATHER_CRATE, &[("0.3.0", false)]);
+    let server = Server::start(files);
+    let sandbox = Sandbox::new();
+    let here =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/hostile/cwd-shadow");
+    assert!(here.join("weather/plugin.json").is_file());
+    let run = |spec: &str| {
+        Command::new(env!("CARGO_BIN_EXE_yep"))
+            .args(["install", spec, "--yes"])
+            .current_dir(&here)
+            .env("YEP_HOME", sandbox.home())
+            .env_remove("RUST_LOG")
+            .env("YEP_SPARSE_INDEX", server.index_url())
+            .env("YEP_CRATE_DOWNLOAD", server.download_template())
+            .env_remove("http_proxy")
+            .env_remove("HTTP_PROXY")
+            .env_remove("all_proxy")
+            .env_remove("ALL_PROXY")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run("weather");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("source    crates.io {WEATHER_CRATE}@0.3.0")),
+        "{stderr}"
+    );
+    assert_eq!(
+        str_at(&lock_entry(&sandbox.home(), "weather"), &["source", "type"]),
+        "crate"
+    );
+    assert!(
+        !std::fs::read_to_string(sandbox.package().join("plugin.json"))
+            .unwrap()
+            .contains("6.6.6")
+    );
+    // Spelled as a path, the directory is what the user meant; it is another source, so it
+    // needs --replace, and the summary says where it comes from.
+    let out = run("./weather");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--replace"), "{stderr}");
+}

@@ -797,6 +797,8 @@ fn a_package_from_another_source_never_silently_replaces_an_installed_one() {
     let conn = std::fs::read_to_string(env.home().join("connections.toml")).unwrap();
     assert!(conn.contains("original-token"), "{conn}");
 
+    std::fs::create_dir_all(env.home().join("data/lookup")).unwrap();
+    std::fs::write(env.home().join("data/lookup/refresh-token"), "original's").unwrap();
     // With consent: replaced, approved afresh, disabled, and none of the old state carried over.
     let out = env.ok(&["install", impostor.to_str().unwrap(), "--replace", "--yes"]);
     assert!(
@@ -810,6 +812,10 @@ fn a_package_from_another_source_never_silently_replaces_an_installed_one() {
     assert!(
         !settings.contains("ext:lookup") && !settings.contains("eu"),
         "{settings}"
+    );
+    assert!(
+        !env.home().join("data/lookup").exists(),
+        "its data dir was kept"
     );
     let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
     assert_eq!(rows[0]["enabled"], false);
@@ -995,4 +1001,84 @@ fn the_verified_cache_is_not_fooled_by_a_same_size_rewrite_with_the_old_mtime() 
     assert_eq!(std::fs::metadata(&server).unwrap().len(), before.len());
     let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
     assert_eq!(rows[0]["drifted"], true, "{rows}");
+}
+
+#[test]
+fn a_corrupt_lock_with_a_non_ascii_rev_does_not_panic() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.home()).unwrap();
+    std::fs::copy(
+        hostile("lock-non-ascii-rev/extensions.lock"),
+        env.home().join("extensions.lock"),
+    )
+    .unwrap();
+    for args in [
+        &["list"][..],
+        &["list", "--json"],
+        &["update", "lookup", "--locked"],
+    ] {
+        let out = env.yep(args);
+        assert_ne!(
+            out.status.code(),
+            Some(101),
+            "{args:?} panicked: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            !text(&out.stderr).contains("panicked"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    assert!(
+        env.ok(&["list"])
+            .contains("git file:///nowhere@éééééééééééé")
+    );
+}
+
+#[test]
+fn a_planted_journal_never_touches_paths_outside_the_home() {
+    let env = Env::new();
+    let outside = env.tmp.path().join("outside");
+    for dir in ["victim", "precious"] {
+        std::fs::create_dir_all(outside.join(dir)).unwrap();
+        std::fs::write(outside.join(dir).join("keep"), "mine").unwrap();
+    }
+    std::fs::create_dir_all(env.tmp.path().join("precious-too")).unwrap();
+    std::fs::create_dir_all(env.home().join("extensions")).unwrap();
+    let journal = std::fs::read_to_string(hostile("planted-journal/journal.json"))
+        .unwrap()
+        .replace("{OUTSIDE}", outside.to_str().unwrap())
+        .replace("{HOME}", env.home().to_str().unwrap());
+    std::fs::write(env.home().join(".journal.json"), journal).unwrap();
+    let lock_before = env.lock();
+    env.ok(&["list"]);
+    assert!(outside.join("victim/keep").is_file(), "renamed away");
+    assert!(outside.join("precious/keep").is_file(), "deleted");
+    assert!(
+        env.tmp.path().join("precious-too").is_dir(),
+        "deleted through `..`"
+    );
+    assert!(!env.home().join("extensions/stolen").exists());
+    assert!(!env.home().join(".journal.json").exists());
+    assert_eq!(env.lock(), lock_before, "its lock was not written either");
+}
+
+#[test]
+fn the_secrets_mode_check_never_chmods_a_symlinks_target() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let target = env.tmp.path().join("target.toml");
+    std::fs::copy(hostile("symlinked-connections/target.toml"), &target).unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::symlink(&target, env.home().join("connections.toml")).unwrap();
+    env.ok(&["list"]);
+    env.ok(&["config", "show", "lookup"]);
+    assert_eq!(
+        std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+        0o644,
+        "the link's target was chmodded"
+    );
 }

@@ -408,7 +408,14 @@ pub fn scaffold(o: &NewOptions) -> Result<Scaffolded, String> {
     if let Some(b) = &build {
         next.push(b.clone());
     }
-    next.push(format!("yep install {} --yes", dir.display()));
+    // A bare name would mean the registry: spell the directory as a path.
+    let shown = dir.display().to_string();
+    let shown = if crate::store::source::looks_like_path(&shown) {
+        shown
+    } else {
+        format!("./{shown}")
+    };
+    next.push(format!("yep install {shown} --yes"));
     next.push(format!("yep doctor {}", o.name));
     Ok(Scaffolded {
         dir,

@@ -1349,11 +1349,50 @@ async fn a_copied_package_that_rewrote_its_manifest_is_refused_until_updated() {
     let names: Vec<_> = host.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["a"]);
     assert!(host.warnings().is_empty(), "{:?}", host.warnings());
+    // Its state has a place outside the hashed package.
+    let data = host
+        .call_tool("a", json!({"env_var": "YEP_DATA_DIR"}), None, None)
+        .await
+        .unwrap();
+    let data_dir = w.home.data_dir("rewriter");
+    assert_eq!(data["env"], json!(data_dir.display().to_string()));
+    assert!(data_dir.is_dir());
     host.shutdown().await;
 
     // Any other file counts too, through the full content hash.
     std::fs::write(w.home.package_dir("rewriter").join("extra.py"), "evil").unwrap();
     let host = w.host(quick()).await;
     assert!(host.tools().is_empty(), "{:?}", host.tools());
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_config_write_waiting_on_the_home_lock_does_not_block_the_runtime() {
+    let w = World::new();
+    w.add("conf", configurable(), json!({"tools": ["config"]}));
+    let host = w.host(quick()).await;
+    // Another `yep` holds the home lock (an install at its consent prompt, say).
+    let held = Arc::new(Mutex::new(Some(w.home.lock().unwrap())));
+    let watchdog_fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        // Only so that a blocked runtime fails this test instead of hanging it.
+        let (held, fired) = (Arc::clone(&held), Arc::clone(&watchdog_fired));
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(30));
+            if held.lock().unwrap().take().is_some() {
+                fired.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+    }
+    let release = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        held.lock().unwrap().take();
+    };
+    let (set, ()) = tokio::join!(host.set_config("conf", "level", json!(3)), release);
+    set.unwrap();
+    assert!(
+        !watchdog_fired.load(std::sync::atomic::Ordering::SeqCst),
+        "the write blocked the runtime's only thread while it waited for the lock"
+    );
     host.shutdown().await;
 }

@@ -29,6 +29,7 @@ pub struct Args {
 
 pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     // An installed extension runs from the home; its bytes are checked against the approval.
+    let mut installed = None;
     if !args.package.is_dir()
         && let Some(name) = args.package.to_str()
         && home.lockfile()?.get(name).is_some()
@@ -36,6 +37,7 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         if let Some(drift) = home.drift(name)? {
             eline!("warning: {drift}");
         }
+        installed = Some(name.to_string());
         args.package = home.package_dir(name);
     }
     let manifest = Manifest::load(&args.package)?;
@@ -77,6 +79,11 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             )
         })?;
     spec.session_id = format!("yep-call-{}", std::process::id());
+    if let Some(name) = &installed {
+        // Its writes go to its data dir, never into the approved package.
+        spec.env
+            .extend(yep_host::store::config::data_env(home, name)?);
+    }
     let opts = SupervisorOptions {
         request_timeout: std::time::Duration::from_secs(args.timeout.clamp(1, 600)),
         ..SupervisorOptions::default()

@@ -19,7 +19,7 @@ pub struct InstallArgs {
     #[arg(long)]
     link: bool,
     /// Let a package from another source take the name of an installed one. It is approved
-    /// afresh; the old one's secrets and config are dropped and it is left disabled.
+    /// afresh; the old one's secrets, config and data are dropped and it is left disabled.
     #[arg(long)]
     replace: bool,
     /// Print the result as JSON.
@@ -98,7 +98,7 @@ fn declined(err: StoreError, consent: &Consent) -> anyhow::Error {
             &[
                 "a package from another source is a different package, not an update",
                 &format!(
-                    "remove it first (`yep remove {name}`), or pass --replace (its secrets and config are dropped and it is left disabled)"
+                    "remove it first (`yep remove {name}`), or pass --replace (its secrets, config and data are dropped and it is left disabled)"
                 ),
             ],
         ),
@@ -131,7 +131,7 @@ fn report(results: &[Installed], json: bool) -> anyhow::Result<()> {
                 r.name, r.source, r.content_hash
             ),
             Outcome::Replaced => format!(
-                "replaced {}{version} with the package from {} ({}); the old secrets and config were dropped",
+                "replaced {}{version} with the package from {} ({}); the old secrets, config and data were dropped",
                 r.name, r.source, r.content_hash
             ),
             Outcome::Unchanged => format!("{} is up to date ({})", r.name, r.content_hash),

@@ -49,7 +49,7 @@ pub fn enable(args: NameArgs, home: &Home, on: bool) -> anyhow::Result<ExitCode>
 pub fn remove(args: NameArgs, home: &Home) -> anyhow::Result<ExitCode> {
     home.remove(&args.name)?;
     stdout_line(&format!(
-        "removed {} (package, lock entry, enable entry, config and stored secrets)",
+        "removed {} (package, lock entry, enable entry, config, stored secrets and data)",
         args.name
     ));
     Ok(ExitCode::SUCCESS)

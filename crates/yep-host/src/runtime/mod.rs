@@ -95,6 +95,21 @@ impl From<ExtensionError> for HostError {
     }
 }
 
+/// Run a store write off the async threads: it takes the home's file lock, which another
+/// `yep` (an install waiting at its consent prompt, say) may hold for a while.
+async fn off_thread<T: Send + 'static>(
+    write: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, HostError> {
+    tokio::task::spawn_blocking(write)
+        .await
+        .map_err(|e| {
+            HostError::from(StoreError::Invalid(format!(
+                "the settings write failed: {e}"
+            )))
+        })?
+        .map_err(HostError::from)
+}
+
 impl From<StoreError> for HostError {
     fn from(e: StoreError) -> Self {
         HostError::Store(Box::new(e))
@@ -576,7 +591,12 @@ impl ExtensionHost {
     ) -> Result<yep_protocol::ConfigStatus, HostError> {
         use crate::store::config;
         let loaded = self.find(name)?;
-        config::set_plain(&self.home, &loaded.manifest, field, value)?;
+        let (home, manifest, field) = (
+            self.home.clone(),
+            loaded.manifest.clone(),
+            field.to_string(),
+        );
+        off_thread(move || config::set_plain(&home, &manifest, &field, value)).await?;
         let (plain, env) = config::server_inputs(&self.home, &loaded.manifest)?;
         loaded.ext.set_inputs(plain.clone(), env);
         if loaded.ext.pid().is_none() {
@@ -667,15 +687,13 @@ impl ExtensionHost {
             if answer.cancelled || answer.answer.is_empty() {
                 still.push(f.name);
             } else if f.secret {
-                config::set_secret(
-                    &self.home,
-                    manifest,
-                    &f.name,
-                    &config::Secret::new(answer.answer),
-                )?;
+                let (home, manifest) = (self.home.clone(), manifest.clone());
+                let secret = config::Secret::new(answer.answer);
+                off_thread(move || config::set_secret(&home, &manifest, &f.name, &secret)).await?;
             } else {
                 let value = config::parse_value(manifest, &f.name, &answer.answer)?;
-                config::set_plain(&self.home, manifest, &f.name, value)?;
+                let (home, manifest) = (self.home.clone(), manifest.clone());
+                off_thread(move || config::set_plain(&home, &manifest, &f.name, value)).await?;
             }
         }
         Ok(still)

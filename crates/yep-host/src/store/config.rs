@@ -42,17 +42,30 @@ fn invalid(message: String) -> StoreError {
     StoreError::Invalid(message)
 }
 
-/// Make sure `connections.toml` is owner-only, repairing it if not.
+/// Make sure `connections.toml` is owner-only, repairing it if not. A symlink is never
+/// followed: its target is not ours to chmod (the next write replaces the link with a file).
 fn guard_mode(path: &Path) -> Result<(), StoreError> {
     #[cfg(unix)]
-    if let Ok(meta) = std::fs::metadata(path) {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
         use std::os::unix::fs::PermissionsExt;
-        if meta.permissions().mode() & 0o077 != 0 {
+        if meta.file_type().is_symlink() {
+            tracing::warn!(
+                "{} is a symlink; leaving its target's mode alone",
+                path.display()
+            );
+        } else if meta.permissions().mode() & 0o077 != 0 {
             tracing::warn!(
                 "{} was readable by others; restricting it to its owner",
                 path.display()
             );
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            // Through a handle opened without following links, so a link swapped in since
+            // the check is refused rather than followed.
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)
+                .and_then(|f| f.set_permissions(std::fs::Permissions::from_mode(0o600)))
                 .map_err(|e| invalid(format!("failed to restrict {}: {e}", path.display())))?;
         }
     }
@@ -311,17 +324,24 @@ pub fn server_inputs(
             env.push((var.clone(), value));
         }
     }
-    // State goes outside the package, whose content is checked against the approval at every
-    // session start: the extension's own data dir, and Python's bytecode cache.
-    let data = home.data_dir(&manifest.name);
+    env.extend(data_env(home, &manifest.name)?);
+    Ok((plain, env))
+}
+
+/// The env that keeps an installed extension's writes outside its package, whose content is
+/// checked against the approval at every session start: `YEP_DATA_DIR` (created owner-only)
+/// and Python's bytecode cache under it.
+pub fn data_env(home: &Home, name: &str) -> Result<Vec<(String, String)>, StoreError> {
+    let data = home.data_dir(name);
     create_private_dir(&data)
         .map_err(|e| invalid(format!("failed to create {}: {e}", data.display())))?;
-    env.push(("YEP_DATA_DIR".into(), data.display().to_string()));
-    env.push((
-        "PYTHONPYCACHEPREFIX".into(),
-        data.join(".pycache").display().to_string(),
-    ));
-    Ok((plain, env))
+    Ok(vec![
+        ("YEP_DATA_DIR".into(), data.display().to_string()),
+        (
+            "PYTHONPYCACHEPREFIX".into(),
+            data.join(".pycache").display().to_string(),
+        ),
+    ])
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {

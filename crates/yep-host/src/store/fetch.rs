@@ -553,18 +553,19 @@ pub fn fetch_git(url: &str, rev: Option<&str>, dest: &Path) -> Result<String, Fe
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
     let dest_str = dest.to_string_lossy();
-    match rev {
-        None => git(&["clone", "--quiet", "--depth", "1", url, &dest_str], None)?,
-        Some(_) => git(&["clone", "--quiet", url, &dest_str], None)?,
-    };
+    let args = clone_args(url, rev.is_some(), &dest_str);
+    git(&args.iter().map(String::as_str).collect::<Vec<_>>(), None)?;
     if let Some(rev) = rev {
+        // `--end-of-options`: a rev such as `--output=…` is a rev, never an option.
         git(
             &[
                 "-c",
                 "advice.detachedHead=false",
                 "checkout",
                 "--quiet",
+                "--end-of-options",
                 rev,
+                "--",
             ],
             Some(dest),
         )?;
@@ -573,6 +574,17 @@ pub fn fetch_git(url: &str, rev: Option<&str>, dest: &Path) -> Result<String, Fe
     super::fsutil::remove_tree(&dest.join(".git"))
         .map_err(io("failed to drop the clone's .git"))?;
     Ok(commit)
+}
+
+/// `git clone` arguments: the URL and destination after `--`, so neither is read as an option
+/// (`--upload-pack=…` would run a command).
+fn clone_args(url: &str, full: bool, dest: &str) -> Vec<String> {
+    let mut args = vec!["clone".to_string(), "--quiet".to_string()];
+    if !full {
+        args.extend(["--depth".to_string(), "1".to_string()]);
+    }
+    args.extend(["--".to_string(), url.to_string(), dest.to_string()]);
+    args
 }
 
 /// Copy a local package.
@@ -827,6 +839,25 @@ mod tests {
         unpack_tar_gz_limited(&bytes, dir.path(), 1, "bomb.crate", UnpackLimits::default())
             .unwrap();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), count);
+    }
+
+    #[test]
+    fn git_urls_are_passed_after_double_dash() {
+        let args = clone_args("--upload-pack=touch pwned", false, "/tmp/dest");
+        let dash = args.iter().position(|a| a == "--").unwrap();
+        let url = args
+            .iter()
+            .position(|a| a == "--upload-pack=touch pwned")
+            .unwrap();
+        assert!(dash < url, "{args:?}");
+        let err = fetch_git(
+            "--upload-pack=touch pwned",
+            Some("--output=/tmp/x"),
+            &tempfile::tempdir().unwrap().path().join("d"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("git clone"), "{err}");
     }
 
     #[test]

@@ -53,7 +53,10 @@ fn crate_key(name: &str) -> String {
 impl std::fmt::Display for LockSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LockSource::Git { url, rev } => write!(f, "git {url}@{}", &rev[..rev.len().min(12)]),
+            // A lock may be corrupt or planted: cut by characters, never inside one.
+            LockSource::Git { url, rev } => {
+                write!(f, "git {url}@{}", rev.chars().take(12).collect::<String>())
+            }
             LockSource::Path { path, link: true } => write!(f, "link {path}"),
             LockSource::Path { path, .. } => write!(f, "path {path}"),
             LockSource::Crate {
@@ -205,6 +208,15 @@ mod tests {
         assert!(text.contains("type = \"crate\""), "{text}");
         let back: Lockfile = toml::from_str(&text).unwrap();
         assert_eq!(back, lock);
+    }
+
+    #[test]
+    fn a_non_ascii_git_rev_displays_without_panicking() {
+        let source = LockSource::Git {
+            url: "file:///r".into(),
+            rev: "ééééééééééééé".into(),
+        };
+        assert_eq!(source.to_string(), "git file:///r@éééééééééééé");
     }
 
     #[test]

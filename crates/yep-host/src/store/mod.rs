@@ -106,7 +106,7 @@ pub struct InstallOptions {
     /// Reference a local directory in place instead of copying it.
     pub link: bool,
     /// Allow a package from another origin to take an installed name. It is approved afresh,
-    /// the old package's secrets and config are dropped, and it is left disabled.
+    /// the old package's secrets, config and data are dropped, and it is left disabled.
     pub replace: bool,
 }
 
@@ -252,6 +252,17 @@ impl Home {
         let journal = self.journal_path();
         if let Ok(text) = std::fs::read_to_string(&journal) {
             match serde_json::from_str::<Journal>(&text) {
+                // A journal only ever names paths this store made under `extensions/`; one
+                // naming anything else was planted or corrupted, and is never acted on.
+                Ok(ref j) if let Some(bad) = self.journal_escape(j) => {
+                    tracing::warn!(
+                        "discarding {}: it names {}, outside {}",
+                        journal.display(),
+                        bad.display(),
+                        self.extensions_dir().display()
+                    );
+                    let _ = std::fs::remove_file(&journal);
+                }
                 Ok(j) => self.apply(&j)?,
                 // A torn journal was never committed (it is written atomically, so this is
                 // only a stray temp); nothing it describes happened.
@@ -261,6 +272,38 @@ impl Home {
             }
         }
         remove_tree(&self.scratch_dir()).map_err(io("failed to clean up scratch"))
+    }
+
+    /// The first path of `j` that is not a plain path below `extensions/` (no `..`, no `.`,
+    /// no symlinked directory on the way), if any.
+    fn journal_escape<'a>(&self, j: &'a Journal) -> Option<&'a Path> {
+        let base = self.extensions_dir();
+        let ok = |p: &Path| {
+            let Ok(rel) = p.strip_prefix(&base) else {
+                return false;
+            };
+            let parts: Vec<_> = rel.components().collect();
+            !parts.is_empty()
+                && parts
+                    .iter()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+                && rel
+                    .ancestors()
+                    .skip(1)
+                    .filter(|a| !a.as_os_str().is_empty())
+                    .all(|a| {
+                        !base
+                            .join(a)
+                            .symlink_metadata()
+                            .is_ok_and(|m| m.file_type().is_symlink())
+                    })
+        };
+        j.renames
+            .iter()
+            .flat_map(|(from, to)| [from, to])
+            .chain(&j.cleanup)
+            .map(PathBuf::as_path)
+            .find(|p| !ok(p))
     }
 
     fn apply(&self, j: &Journal) -> Result<(), StoreError> {
@@ -413,7 +456,7 @@ impl Home {
         }
         if let Some(prev) = previous.as_ref().filter(|_| replacing) {
             summary.push_str(&format!(
-                "\n  replaces  `{}` from {} (its secrets and config are dropped; it stays disabled)",
+                "\n  replaces  `{}` from {} (its secrets, config and data are dropped; it stays disabled)",
                 manifest.name,
                 crate::text::escape(&prev.source.to_string())
             ));
@@ -570,8 +613,13 @@ impl Home {
                         other => return other,
                     }
                 }
+                let here = if Path::new(name).join(MANIFEST_FILE).is_file() {
+                    format!("; to install the directory `{name}` here, write `./{name}`")
+                } else {
+                    String::new()
+                };
                 Err(StoreError::Fetch(FetchError::NotFound(format!(
-                    "`{name}` on crates.io (tried {}; last: {})",
+                    "`{name}` on crates.io (tried {}; last: {}){here}",
                     SourceSpec::candidates(name).join(", "),
                     last.unwrap_or_default()
                 ))))
@@ -711,7 +759,8 @@ impl Home {
         settings::set_enabled(&self.settings_path(), name, on).map_err(StoreError::Invalid)
     }
 
-    /// Delete a package, its lock entry, its enable entry, its config and its stored secrets.
+    /// Delete a package, its lock entry, its enable entry, its config, its stored secrets and its
+    /// data dir.
     pub fn remove(&self, name: &str) -> Result<(), StoreError> {
         check_name(name)?;
         let _lock = self.lock()?;
@@ -737,11 +786,17 @@ impl Home {
         self.forget_state(name)
     }
 
-    /// Disable `name` and drop its secrets and plain config (the caller holds the lock).
+    /// Disable `name` and drop its secrets, plain config and data dir (the caller holds the
+    /// lock).
     fn forget_state(&self, name: &str) -> Result<(), StoreError> {
         settings::set_enabled(&self.settings_path(), name, false).map_err(StoreError::Invalid)?;
         settings::remove_config(&self.settings_path(), name).map_err(StoreError::Invalid)?;
         settings::remove_secrets(&self.connections_path(), name).map_err(StoreError::Invalid)?;
+        // What it wrote for itself (tokens, caches) is its own too.
+        remove_tree(&self.data_dir(name)).map_err(io(format!(
+            "failed to remove {}",
+            self.data_dir(name).display()
+        )))?;
         Ok(())
     }
 

@@ -48,6 +48,10 @@ impl SourceSpec {
             }
             return Ok(SourceSpec::Crate { name, version });
         }
+        if spec.starts_with('-') {
+            // Never let a source reach `git` (or anything else) as an option.
+            return Err(format!("{spec:?} is not a source: it starts with `-`"));
+        }
         if spec.contains("://") || spec.starts_with("git@") {
             // The rev follows the last `@`, unless that `@` is part of the URL itself
             // (`https://user@host/…`, `git@host:…`).
@@ -64,9 +68,13 @@ impl SourceSpec {
             };
             return Ok(SourceSpec::Git { url, rev });
         }
-        let path = PathBuf::from(spec);
-        if path.is_dir() {
-            return Ok(SourceSpec::Path(path));
+        // Only what looks like a path is one: a bare name means the registry, even when a
+        // directory of that name happens to be in the current directory.
+        if looks_like_path(spec) {
+            let path = PathBuf::from(spec);
+            if path.is_dir() {
+                return Ok(SourceSpec::Path(path));
+            }
         }
         let (name, version) = split_version(spec);
         if valid_crate_name(&name) && !spec.contains('/') {
@@ -88,6 +96,14 @@ impl SourceSpec {
             ]
         }
     }
+}
+
+/// `./x`, `../x`, `/x`, `~/x`, `x/y`, `.`: a path, never a registry name.
+pub fn looks_like_path(spec: &str) -> bool {
+    spec.contains('/')
+        || spec.contains(std::path::MAIN_SEPARATOR)
+        || spec.starts_with('.')
+        || spec.starts_with('~')
 }
 
 /// The extension name a crate name implies: `yep-extension-<name>` and
@@ -155,6 +171,7 @@ mod tests {
             }
         );
         assert!(SourceSpec::parse("./no/such/dir").is_err());
+        assert!(SourceSpec::parse("--upload-pack=touch x;://h/r").is_err());
         assert_eq!(
             SourceSpec::candidates("logfire"),
             ["yep-extension-logfire", "yolop-extension-logfire"]
