@@ -246,6 +246,7 @@ impl Cgroup {
                 .to_str()
                 .and_then(|n| n.strip_prefix("yep-"))
                 .and_then(|n| n.split('-').next())
+                .filter(|p| p.parse::<u32>().is_ok())
             else {
                 continue;
             };
