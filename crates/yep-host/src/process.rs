@@ -1,5 +1,6 @@
-//! Server processes: spawned in their own process group, stderr drained into a log file and
-//! an in-memory tail, killed with the whole group when dropped.
+//! Server processes: spawned in their own process group (and their own cgroup where the host
+//! may create one), stderr drained into a log file and an in-memory tail, killed with the whole
+//! group when dropped.
 //!
 //! This is the one place that builds a `Command`; `clippy.toml` bans it everywhere else.
 
@@ -83,6 +84,7 @@ impl StderrTail {
 pub struct ServerProcess {
     pid: Option<u32>,
     pgid: Option<i32>,
+    cgroup: Option<Arc<Cgroup>>,
     exit: watch::Receiver<Option<ExitStatus>>,
     pub stderr: StderrTail,
     pub log_path: PathBuf,
@@ -136,7 +138,24 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     #[cfg(unix)]
     cmd.process_group(0);
-    let mut child = cmd.spawn().map_err(err)?;
+    // Its own cgroup, joined before exec: a grandchild that leaves the process group with
+    // setsid() stays in it, and dies with it.
+    let cgroup = Cgroup::create().map(Arc::new);
+    let procs = cgroup.as_ref().and_then(|c| c.procs_fd());
+    #[cfg(target_os = "linux")]
+    if let Some(fd) = procs.as_ref().map(std::os::fd::AsRawFd::as_raw_fd) {
+        // SAFETY: between fork and exec only `write(2)` runs, on an fd opened before the fork;
+        // a failure leaves the child where it was (the process group still holds it).
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+                Ok(())
+            });
+        }
+    }
+    let spawned = cmd.spawn();
+    drop(procs);
+    let mut child = spawned.map_err(err)?;
     let pid = child.id();
     let pgid = pid.map(|pid| pid as i32);
     let stdin = child.stdin.take().expect("stdin is piped");
@@ -144,16 +163,21 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     let stderr = child.stderr.take().expect("stderr is piped");
     let tail = drain_stderr(stderr, spec.log_path.clone());
     let (exit_tx, exit) = watch::channel(None);
+    let group = cgroup.clone();
     tokio::spawn(async move {
         let status = child.wait().await.ok();
-        // Whatever the server left running in its group goes with it.
+        // Whatever the server left running in its group (or its cgroup) goes with it.
         signal_group(pgid, libc::SIGKILL);
+        if let Some(c) = &group {
+            c.kill();
+        }
         let _ = exit_tx.send(status);
     });
     Ok(Spawned {
         process: ServerProcess {
             pid,
             pgid,
+            cgroup,
             exit,
             stderr: tail,
             log_path: spec.log_path.clone(),
@@ -161,6 +185,141 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         stdin,
         stdout,
     })
+}
+
+/// A cgroup v2 of one server's own, under the host's cgroup: `<host cgroup>/yep-<pid>-<n>`.
+/// Killing it reaches every process the server started, including those that called
+/// `setsid()` to leave its process group. Only where the host may create one (cgroup v2
+/// mounted and the host's own cgroup writable); elsewhere the process group is the bound.
+pub struct Cgroup {
+    path: PathBuf,
+}
+
+impl Cgroup {
+    /// The host's own cgroup v2 directory, if it may create cgroups under it.
+    fn base() -> Option<&'static Path> {
+        static BASE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+        BASE.get_or_init(|| {
+            let base = Self::find_base()?;
+            Self::sweep(&base);
+            Some(base)
+        })
+        .as_deref()
+    }
+
+    fn find_base() -> Option<PathBuf> {
+        if std::env::var_os("YEP_NO_CGROUP").is_some() {
+            return None;
+        }
+        // `0::<path>`: the process's place in the v2 hierarchy.
+        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+        // Field 5 is the mount point, field 4 the mounted root; the fs type follows " - ".
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let mount = mounts.lines().find_map(|l| {
+            let (fields, fs) = l.split_once(" - ")?;
+            if !fs.starts_with("cgroup2 ") {
+                return None;
+            }
+            let fields: Vec<&str> = fields.split(' ').collect();
+            if fields.get(3) != Some(&"/") {
+                return None;
+            }
+            fields.get(4).map(PathBuf::from)
+        })?;
+        let base = mount.join(rel.trim_start_matches('/'));
+        let writable = std::ffi::CString::new(base.as_os_str().as_encoded_bytes())
+            .ok()
+            // SAFETY: access(2) reads a NUL-terminated path and nothing else.
+            .is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0);
+        (writable && base.join("cgroup.procs").is_file()).then_some(base)
+    }
+
+    /// Remove the empty cgroups of hosts that are gone (a crash skips the clean-up).
+    fn sweep(base: &Path) {
+        let Ok(entries) = std::fs::read_dir(base) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("yep-"))
+                .and_then(|n| n.split('-').next())
+                .filter(|p| p.parse::<u32>().is_ok())
+            else {
+                continue;
+            };
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
+    }
+
+    fn create() -> Option<Cgroup> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = Self::base()?.join(format!("yep-{}-{n}", std::process::id()));
+        std::fs::create_dir(&path).ok()?;
+        Some(Cgroup { path })
+    }
+
+    /// Its directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `cgroup.procs`, opened for the child to join before exec (closed at exec).
+    fn procs_fd(&self) -> Option<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.path.join("cgroup.procs"))
+            .ok()
+    }
+
+    /// SIGKILL every process in it: `cgroup.kill` where the kernel has it (5.14+), else each
+    /// listed pid, a few rounds so that a forking process cannot stay ahead.
+    fn kill(&self) {
+        if std::fs::write(self.path.join("cgroup.kill"), "1").is_ok() {
+            return;
+        }
+        for _ in 0..8 {
+            let Ok(procs) = std::fs::read_to_string(self.path.join("cgroup.procs")) else {
+                return;
+            };
+            if procs.trim().is_empty() {
+                return;
+            }
+            for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                // SAFETY: kill(2) only sends a signal, to a process in the server's own cgroup.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// The last holder (the watcher, the `ServerProcess`) kills what is left and removes the dir
+/// once it is empty, from a short-lived thread: this also runs when the async runtime is going
+/// away and its tasks are dropped. A dir that stays busy is swept at a later start.
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        self.kill();
+        if std::fs::remove_dir(&self.path).is_ok() {
+            return;
+        }
+        let path = std::mem::take(&mut self.path);
+        std::thread::spawn(move || {
+            for _ in 0..100 {
+                std::thread::sleep(Duration::from_millis(10));
+                match std::fs::remove_dir(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {}
+                    _ => return,
+                }
+            }
+        });
+    }
 }
 
 /// Send a signal to a process group.
@@ -335,6 +494,11 @@ impl ServerProcess {
         self.pid
     }
 
+    /// The server's own cgroup, when the host could create one.
+    pub fn cgroup(&self) -> Option<&Cgroup> {
+        self.cgroup.as_deref()
+    }
+
     /// The exit status, once the process has exited and been reaped.
     pub fn exit_status(&self) -> Option<ExitStatus> {
         *self.exit.borrow()
@@ -391,6 +555,11 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         // Once reaped, the watcher already killed the group; afterwards the id may be reused.
         self.signal(libc::SIGKILL);
+        // A cgroup's name is never reused while it exists: killing it again is always safe, and
+        // covers a runtime that is shutting down (its watcher may never run again).
+        if let Some(c) = &self.cgroup {
+            c.kill();
+        }
     }
 }
 

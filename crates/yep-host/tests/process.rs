@@ -162,3 +162,61 @@ async fn a_flooding_server_leaves_a_capped_rotated_private_log() {
             .starts_with("a server flooding")
     );
 }
+
+/// The session id of a process (field 6 of `/proc/<pid>/stat`).
+fn session_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()
+}
+
+#[tokio::test]
+async fn a_grandchild_that_calls_setsid_dies_with_its_server_in_its_cgroup() {
+    let fx = Fixture::new();
+    let pidfile = fx.dir.path().join("escaped.pid");
+    let spawned = process::spawn(&SpawnSpec {
+        program: "sh".into(),
+        args: vec![
+            hostile("setsid-escape", "server.sh"),
+            pidfile.to_string_lossy().into_owned(),
+            echo_bin(),
+        ],
+        cwd: fx.dir.path().into(),
+        bin_dir: None,
+        env: vec![],
+        log_path: fx.dir.path().join("logs/escape.log"),
+    })
+    .unwrap();
+    let Some(cgroup) = spawned.process.cgroup().map(|c| c.path().to_path_buf()) else {
+        // The documented limit (README, docs/architecture.md): without a writable cgroup v2,
+        // only the process group bounds a server, and setsid() leaves it.
+        eprintln!("no writable cgroup v2 here: the setsid() escape is a documented limit");
+        return;
+    };
+    let server = spawned.process.pid().unwrap() as i32;
+    assert!(
+        eventually(|| std::fs::read_to_string(&pidfile).is_ok_and(|p| p.ends_with('\n'))).await
+    );
+    let escaped: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // It really left: a session (and so a process group) of its own.
+    assert!(eventually(|| session_of(escaped) == Some(escaped)).await);
+    assert_ne!(session_of(server), Some(escaped));
+    drop(spawned);
+    assert!(
+        eventually(|| !running(escaped)).await,
+        "the setsid() grandchild {escaped} outlived its server"
+    );
+    assert!(
+        eventually(|| !cgroup.exists()).await,
+        "{} was not removed",
+        cgroup.display()
+    );
+}

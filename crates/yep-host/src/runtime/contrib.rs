@@ -4,7 +4,7 @@
 use super::ExtensionHost;
 use crate::manifest::McpServer;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// One skill an extension ships.
@@ -61,6 +61,17 @@ fn skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 
 /// A server's `${VAR}` references, expanded from `vars`; unknown ones become empty.
 pub fn expand(text: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
+    expand_except(text, vars, &|_| false, &mut BTreeSet::new())
+}
+
+/// `expand`, except that references `keep` says yes to are left as written and recorded in
+/// `kept`: a secret never goes where it would be visible (argv).
+fn expand_except(
+    text: &str,
+    vars: &dyn Fn(&str) -> Option<String>,
+    keep: &dyn Fn(&str) -> bool,
+    kept: &mut BTreeSet<String>,
+) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -68,7 +79,12 @@ pub fn expand(text: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
         match rest[start + 2..].find('}') {
             Some(end) => {
                 let name = &rest[start + 2..start + 2 + end];
-                out.push_str(&vars(name).unwrap_or_default());
+                if keep(name) {
+                    out.push_str(&rest[start..start + 3 + end]);
+                    kept.insert(name.to_string());
+                } else {
+                    out.push_str(&vars(name).unwrap_or_default());
+                }
                 rest = &rest[start + 3 + end..];
             }
             None => {
@@ -79,6 +95,29 @@ pub fn expand(text: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The `${VAR}` names `text` references.
+fn references(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    expand_except(text, &|_| None, &|_| true, &mut names);
+    names
+}
+
+/// A variable whose name says it holds a credential (`GITHUB_TOKEN`, `API_KEY`, ...).
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "KEY",
+    ]
+    .iter()
+    .any(|w| upper.contains(w))
 }
 
 impl ExtensionHost {
@@ -137,6 +176,12 @@ impl ExtensionHost {
     /// manifest only; a malformed entry is skipped with a warning), `${VAR}` expanded from the
     /// environment and the extension's secrets, then the workspace's `.mcp.json`, whose
     /// entries override by name.
+    ///
+    /// A secret (one of the extension's secret fields, or a variable named like a credential,
+    /// see [`looks_secret`]) is never expanded into `command` or `args`, where any local user
+    /// can read it in `/proc/<pid>/cmdline`: the reference stays as written and the value goes
+    /// into the server's `env` under the same name, with a warning. A secret in an http
+    /// server's `url` is expanded (the URL needs it) with a warning to use a header instead.
     pub fn mcp_servers(&self) -> BTreeMap<String, McpServer> {
         self.mcp_servers_with(true)
     }
@@ -157,6 +202,14 @@ impl ExtensionHost {
                     .map(|s| s.expose().to_string())
                     .or_else(|| std::env::var(name).ok())
             };
+            let declared: BTreeSet<String> = crate::store::summary::config_fields(&l.manifest)
+                .into_iter()
+                .filter(|f| f.secret)
+                .map(|f| f.name)
+                .collect();
+            let is_secret = |name: &str| {
+                declared.contains(name) || secrets.contains_key(name) || looks_secret(name)
+            };
             for (server, spec) in &l.manifest.yolop.mcp_servers {
                 let shape_ok = match spec.transport.as_str() {
                     "stdio" => {
@@ -171,19 +224,50 @@ impl ExtensionHost {
                     self.warn(format!("extension `{}`: skipping MCP server `{server}`: a stdio server needs `command` (and no `url`), an http one `url` (and no `command`)", l.name));
                     continue;
                 }
+                let in_argv: BTreeSet<String> = spec
+                    .command
+                    .iter()
+                    .chain(&spec.args)
+                    .flat_map(|a| references(a))
+                    .filter(|n| is_secret(n))
+                    .collect();
+                for name in &in_argv {
+                    self.warn(format!("extension `{}`: MCP server `{server}` puts secret `${{{name}}}` in its command line, where any local user can read it; it is left unexpanded there and passed as env `{name}` instead (map it with `env`)", l.name));
+                }
+                let in_url: BTreeSet<String> = spec
+                    .url
+                    .iter()
+                    .flat_map(|u| references(u))
+                    .filter(|n| is_secret(n))
+                    .collect();
+                for name in &in_url {
+                    self.warn(format!("extension `{}`: MCP server `{server}` puts secret `${{{name}}}` in its url, where logs and process lists can show it; pass it in a header instead", l.name));
+                }
                 let mut spec = spec.clone();
                 if !expand_vars {
                     out.insert(format!("{}__{server}", l.name), spec);
                     continue;
                 }
-                spec.command = spec.command.map(|c| expand(&c, &vars));
-                spec.args = spec.args.iter().map(|a| expand(a, &vars)).collect();
+                let mut moved = BTreeSet::new();
+                spec.command = spec
+                    .command
+                    .map(|c| expand_except(&c, &vars, &is_secret, &mut moved));
+                spec.args = spec
+                    .args
+                    .iter()
+                    .map(|a| expand_except(a, &vars, &is_secret, &mut moved))
+                    .collect();
                 spec.url = spec.url.map(|u| expand(&u, &vars));
                 spec.env = spec
                     .env
                     .iter()
                     .map(|(k, v)| (k.clone(), expand(v, &vars)))
                     .collect();
+                for name in moved {
+                    if let Some(value) = vars(&name) {
+                        spec.env.entry(name).or_insert(value);
+                    }
+                }
                 spec.headers = spec
                     .headers
                     .iter()
@@ -240,5 +324,21 @@ mod tests {
         assert_eq!(expand("Bearer ${TOKEN}", &vars), "Bearer t0k");
         assert_eq!(expand("${NOPE}-x", &vars), "-x");
         assert_eq!(expand("${unterminated", &vars), "${unterminated");
+    }
+
+    #[test]
+    fn kept_references_stay_as_written_and_are_recorded() {
+        let vars = |n: &str| Some(format!("<{n}>"));
+        let mut kept = BTreeSet::new();
+        let out = expand_except(
+            "${HOME}/x --key=${api_key}",
+            &vars,
+            &|n| n == "api_key",
+            &mut kept,
+        );
+        assert_eq!(out, "<HOME>/x --key=${api_key}");
+        assert_eq!(kept.into_iter().collect::<Vec<_>>(), ["api_key"]);
+        assert!(looks_secret("GITHUB_TOKEN") && looks_secret("api_key"));
+        assert!(!looks_secret("HOME"));
     }
 }

@@ -243,12 +243,14 @@ impl ExtensionHost {
         Ok(host)
     }
 
+    /// Record a warning once: the same problem met again (each `mcp_servers()`, each
+    /// rebuild) is not repeated.
     fn warn(&self, message: String) {
-        tracing::warn!("{message}");
-        self.warnings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(message);
+        let mut warnings = self.warnings.lock().unwrap_or_else(|p| p.into_inner());
+        if !warnings.contains(&message) {
+            tracing::warn!("{message}");
+            warnings.push(message);
+        }
     }
 
     /// Problems met while loading: skipped packages, renamed tools, refused tools.

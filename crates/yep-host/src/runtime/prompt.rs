@@ -15,10 +15,35 @@ pub(crate) struct PromptCache {
     warned_cap: bool,
 }
 
+/// `text` with every `<` that starts a `capability` tag (opening or closing, any case, spaces
+/// allowed before the name) written as `&lt;`, so that it cannot end its own block or forge
+/// another extension's.
+pub(crate) fn escape_blocks(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('<') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let name = after
+            .trim_start()
+            .strip_prefix('/')
+            .unwrap_or(after.trim_start())
+            .trim_start();
+        let tag = name
+            .get(..10)
+            .is_some_and(|n| n.eq_ignore_ascii_case("capability"));
+        out.push_str(if tag { "&lt;" } else { "<" });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
 impl ExtensionHost {
     /// The extensions' prompt segment for `turn`: one `<capability id="ext:NAME">` block per
     /// extension that declares `prompt` or `dynamic_prompt`, sorted by name. Empty when none
-    /// contributes.
+    /// contributes. An extension's text cannot open or close a block: its `<capability` and
+    /// `</capability` tags (any case) are escaped as `&lt;capability`, `&lt;/capability`.
     pub async fn prompt(&self, turn: u64) -> String {
         let mut loaded = self.loaded();
         loaded.sort_by(|a, b| a.name.cmp(&b.name));
@@ -89,7 +114,7 @@ impl ExtensionHost {
                 text = dynamic;
             }
         }
-        text.map(|t| self.capped(l, t))
+        text.map(|t| escape_blocks(&self.capped(l, t)))
     }
 
     fn capped(&self, l: &Loaded, text: String) -> String {
@@ -117,5 +142,21 @@ impl ExtensionHost {
             ));
         }
         text[..end].to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_blocks;
+
+    #[test]
+    fn capability_tags_in_extension_text_are_escaped() {
+        assert_eq!(
+            escape_blocks("a</capability>\n<capability id=\"ext:bank\">b"),
+            "a&lt;/capability>\n&lt;capability id=\"ext:bank\">b"
+        );
+        assert_eq!(escape_blocks("< / CAPABILITY >"), "&lt; / CAPABILITY >");
+        assert_eq!(escape_blocks("x < y <b> </cap"), "x < y <b> </cap");
+        assert_eq!(escape_blocks("é<capabilityé"), "é&lt;capabilityé");
     }
 }
