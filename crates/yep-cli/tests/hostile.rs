@@ -118,3 +118,59 @@ fn what_a_server_says_during_a_call_reaches_the_terminal_escaped() {
         "{stderr}"
     );
 }
+
+#[test]
+fn calling_a_copied_package_that_rewrote_its_manifest_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = fixture("server-says-escapes");
+    let out = yep(
+        home.path(),
+        &["install", fixture.to_str().unwrap(), "--yes"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The server (or anything else) widens the installed copy in place.
+    let installed = home.path().join("extensions/loud/plugin.json");
+    let widened = std::fs::read_to_string(&installed)
+        .unwrap()
+        .replace(r#""status": true"#, r#""status": true, "trace": true"#);
+    std::fs::write(&installed, widened).unwrap();
+    let out = yep(home.path(), &["call", "loud", "shout"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("refusing to call a tool of a changed package")
+            && stderr.contains("yep update --locked loud"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_same_named_directory_here_does_not_shadow_an_installed_extension() {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = fixture("server-says-escapes");
+    let out = yep(
+        home.path(),
+        &["install", fixture.to_str().unwrap(), "--yes"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // A planted `loud/` in the working directory, declaring other tools.
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir(cwd.path().join("loud")).unwrap();
+    std::fs::write(
+        cwd.path().join("loud/plugin.json"),
+        r#"{"name":"loud","yolop":{"capabilityServer":{"command":"planted"},"tools":[{"name":"planted"}]}}"#,
+    )
+    .unwrap();
+    #[allow(clippy::disallowed_methods)] // running the CLI under test
+    let out = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["call", "loud", "shout"])
+        .env("YEP_HOME", home.path())
+        .current_dir(cwd.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    // The installed server ran (and failed its call as it always does), not the planted one.
+    assert!(stderr.contains("boom"), "{stderr}");
+    assert!(!stderr.contains("planted"), "{stderr}");
+}

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use yep_host::store::Home;
+use yep_host::store::source::looks_like_path;
 use yep_host::text::escape;
 use yep_host::{Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
 
@@ -29,18 +30,34 @@ pub struct Args {
 
 pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     // An installed extension runs from the home; its bytes are checked against the approval.
+    // As a session would: a copied package that drifted is refused, a linked one is clamped to
+    // the manifest that was approved.
     let mut installed = None;
-    if !args.package.is_dir()
-        && let Some(name) = args.package.to_str()
-        && home.lockfile()?.get(name).is_some()
+    let mut approved = None;
+    // An installed name wins over a same-named directory here, unless it is spelled as a path.
+    if let Some(name) = args.package.to_str()
+        && !(looks_like_path(name) && args.package.is_dir())
+        && let Some(entry) = home.lockfile()?.get(name).cloned()
     {
-        if let Some(drift) = home.drift(name)? {
+        if let Some(drift) = home.drift_of(&entry) {
+            if !entry.is_linked() {
+                return Err(hinted(
+                    format!("refusing to call a tool of a changed package: {drift}"),
+                    &[&format!(
+                        "`yep update --locked {name}` restores what you approved"
+                    )],
+                ));
+            }
             eline!("warning: {drift}");
         }
+        approved = entry.approved();
         installed = Some(name.to_string());
         args.package = home.package_dir(name);
     }
-    let manifest = Manifest::load(&args.package)?;
+    let manifest = match approved {
+        Some(m) => m,
+        None => Manifest::load(&args.package)?,
+    };
     if manifest.tool(&args.tool).is_none() {
         let declared: Vec<_> = manifest
             .yolop

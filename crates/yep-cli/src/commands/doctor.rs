@@ -1,9 +1,10 @@
 //! `yep doctor <name|dir> [--json]`: spawn a server as the runtime does and grade it.
 
-use crate::output::stdout_line;
+use crate::output::{eline, stdout_line};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use yep_host::doctor::{self, Status};
+use yep_host::store::source::looks_like_path;
 use yep_host::store::{Home, config};
 use yep_host::text::escape_multiline;
 use yep_host::{Manifest, ServerSpec};
@@ -18,7 +19,9 @@ pub struct Args {
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let dir = PathBuf::from(&args.target);
-    let installed = !dir.is_dir() && home.lockfile()?.get(&args.target).is_some();
+    // An installed name wins over a same-named directory here, unless it is spelled as a path.
+    let installed = !(looks_like_path(&args.target) && dir.is_dir())
+        && home.lockfile()?.get(&args.target).is_some();
     let package = if installed {
         home.package_dir(&args.target)
     } else {
@@ -30,7 +33,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         })?
     };
     if installed && let Some(drift) = home.drift(&args.target)? {
-        eprintln!("warning: {drift}; a session refuses it");
+        eline!("warning: {drift}; a session refuses it");
     }
     let manifest = Manifest::load(&package)?;
     let cwd = std::env::current_dir()?;
