@@ -21,6 +21,17 @@ fn yep(home: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A home with this fixture installed (copied, approved with `--yes`).
+fn installed(name: &str) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let out = yep(
+        home.path(),
+        &["install", fixture(name).to_str().unwrap(), "--yes"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    home
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -121,13 +132,7 @@ fn what_a_server_says_during_a_call_reaches_the_terminal_escaped() {
 
 #[test]
 fn calling_a_copied_package_that_rewrote_its_manifest_is_refused() {
-    let home = tempfile::tempdir().unwrap();
-    let fixture = fixture("server-says-escapes");
-    let out = yep(
-        home.path(),
-        &["install", fixture.to_str().unwrap(), "--yes"],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let home = installed("server-says-escapes");
     // The server (or anything else) widens the installed copy in place.
     let installed = home.path().join("extensions/loud/plugin.json");
     let widened = std::fs::read_to_string(&installed)
@@ -146,13 +151,7 @@ fn calling_a_copied_package_that_rewrote_its_manifest_is_refused() {
 
 #[test]
 fn a_same_named_directory_here_does_not_shadow_an_installed_extension() {
-    let home = tempfile::tempdir().unwrap();
-    let fixture = fixture("server-says-escapes");
-    let out = yep(
-        home.path(),
-        &["install", fixture.to_str().unwrap(), "--yes"],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let home = installed("server-says-escapes");
     // A planted `loud/` in the working directory, declaring other tools.
     let cwd = tempfile::tempdir().unwrap();
     std::fs::create_dir(cwd.path().join("loud")).unwrap();
