@@ -76,7 +76,7 @@ fn the_consent_summary_cannot_be_redrawn_and_shows_what_hooks_really_do() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("note: MCP server gh is given ${GITHUB_TOKEN}"),
+        stderr.contains("note: it is given ${GITHUB_TOKEN}"),
         "{stderr}"
     );
     let list = yep(home.path(), &["list"]);
@@ -123,6 +123,20 @@ fn what_a_server_says_during_a_call_reaches_the_terminal_escaped() {
             "{said}: {stderr}"
         );
     }
+    // A result holding escapes and a bidi override prints inert, and is still the same JSON.
+    let out = yep(
+        home.path(),
+        &[
+            "call",
+            fixture("server-says-escapes").to_str().unwrap(),
+            "whisper",
+        ],
+    );
+    let result = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_inert("a result", &result);
+    let value: serde_json::Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(value["text"], "result\x1b[2J\x1b[H\x1b]0;pwned\x07\u{202e}");
     // The server's error cannot start a line of its own.
     assert!(
         !stderr.lines().any(|l| l.starts_with("error: forged")),
@@ -172,4 +186,41 @@ fn a_same_named_directory_here_does_not_shadow_an_installed_extension() {
     // The installed server ran (and failed its call as it always does), not the planted one.
     assert!(stderr.contains("boom"), "{stderr}");
     assert!(!stderr.contains("planted"), "{stderr}");
+}
+
+#[test]
+fn logs_follow_a_rotated_log_without_replaying_the_old_one() {
+    use std::io::BufRead;
+    let home = tempfile::tempdir().unwrap();
+    let logs = home.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(logs.join("z.log"), "old 1\nold 2\n").unwrap();
+    #[allow(clippy::disallowed_methods)] // running the CLI under test
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["logs", "z", "-f"])
+        .env("YEP_HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait = std::time::Duration::from_secs(20);
+    assert_eq!(rx.recv_timeout(wait).unwrap(), "old 1");
+    assert_eq!(rx.recv_timeout(wait).unwrap(), "old 2");
+    // The server's log rotates: the old one moves aside and a new one starts.
+    std::fs::rename(logs.join("z.log"), logs.join("z.log.1")).unwrap();
+    std::fs::write(logs.join("z.log"), "new 1\n").unwrap();
+    let next = rx.recv_timeout(wait);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(next.unwrap(), "new 1", "the old log was replayed");
 }

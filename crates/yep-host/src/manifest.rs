@@ -302,11 +302,24 @@ impl Manifest {
         {
             return Err("capabilityServer.command is empty".into());
         }
+        if self.name.contains("__") {
+            return Err(format!(
+                "name \"{}\" must not contain `__`: it separates an extension from its tool in qualified tool names",
+                self.name
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
         for t in &f.tools {
             check_item_name("tool", &t.name)?;
+            if !seen.insert(("tool", t.name.as_str())) {
+                return Err(format!("tool `{}` is declared twice", t.name));
+            }
         }
         for c in &f.commands {
             check_item_name("command", &c.name)?;
+            if !seen.insert(("command", c.name.as_str())) {
+                return Err(format!("command `{}` is declared twice", c.name));
+            }
             for a in &c.args {
                 check_item_name(&format!("command {} argument", c.name), &a.name)?;
             }
@@ -558,5 +571,21 @@ mod tests {
         );
         let err = hooks(MAX_HOOKS + 1).unwrap_err().to_string();
         assert!(err.contains("over the cap of 16"), "{err}");
+    }
+
+    #[test]
+    fn double_underscore_names_and_duplicates_are_refused() {
+        let err = parse(r#"{"name":"a__b","yolop":{"prompt":true}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("must not contain `__`"), "{err}");
+        let err = parse(r#"{"name":"a","yolop":{"tools":[{"name":"x"},{"name":"x"}]}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("tool `x` is declared twice"), "{err}");
+        let err = parse(r#"{"name":"a","yolop":{"commands":[{"name":"go"},{"name":"go"}]}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("command `go` is declared twice"), "{err}");
     }
 }

@@ -796,6 +796,8 @@ impl Extension {
         let _ = tokio::time::timeout(grace, live.conn.close_write()).await;
         let status = live.process.terminate(grace).await;
         live.conn.close(CloseReason::Shutdown);
+        // Its last words are in the log by the time a stop returns.
+        live.process.stderr.drained(Duration::from_millis(500)).await;
         Some(describe_status(status))
     }
 }

@@ -57,22 +57,24 @@ pub fn escape_multiline(s: &str) -> Cow<'_, str> {
 }
 
 /// The last resort before a terminal: C0 and C1 controls other than newline and tab escaped,
-/// and nothing else touched, so a JSON document stays valid JSON.
+/// and bidi controls written as `\u202e`, so a JSON document (which never holds a raw control,
+/// and may hold a bidi control only inside a string) stays valid JSON.
 pub fn escape_controls(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+    let bad = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c);
+    if !s.chars().any(bad) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
-            match c {
-                '\r' => out.push_str("\\r"),
-                c => {
-                    let _ = write!(out, "\\x{:02x}", c as u32);
-                }
+        match c {
+            c if !bad(c) => out.push(c),
+            '\r' => out.push_str("\\r"),
+            c if is_bidi_control(c) => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
             }
-        } else {
-            out.push(c);
+            c => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
         }
     }
     Cow::Owned(out)
@@ -92,9 +94,10 @@ mod tests {
         assert_eq!(escape("abc\u{202e}fed"), "abc\\u{202e}fed");
         assert_eq!(escape("\x7f"), "\\x7f");
         assert_eq!(escape_multiline("a\nb\x1b]0;t\x07"), "a\nb\\x1b]0;t\\x07");
-        assert_eq!(
-            escape_controls("{\"a\":\"\u{202e}\"}\n\x1b"),
-            "{\"a\":\"\u{202e}\"}\n\\x1b"
-        );
+        let json = escape_controls("{\"a\":\"x\u{202e}y\"}\n");
+        assert_eq!(json, "{\"a\":\"x\\u202ey\"}\n");
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["a"], "x\u{202e}y", "the same JSON");
+        assert_eq!(escape_controls("a\x1bb\n"), "a\\x1bb\n");
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::output::stdout_line;
 use std::io::{IsTerminal, Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
 use std::process::ExitCode;
 use std::time::Duration;
 use yep_host::store::Home;
@@ -148,9 +149,14 @@ pub fn logs(args: LogsArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let mut buf = Vec::new();
     loop {
         std::thread::sleep(Duration::from_millis(200));
-        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(pos);
-        if len < pos {
-            pos = 0; // truncated: start over
+        // Follow the name, not the file: at 8 MiB the log is rotated to `<name>.log.1` and a
+        // new one starts, which is read from its beginning once the old one is finished.
+        let rotated = match (std::fs::metadata(&path), file.metadata()) {
+            (Ok(now), Ok(open)) => now.ino() != open.ino() || now.dev() != open.dev(),
+            _ => false,
+        };
+        if !rotated && std::fs::metadata(&path).is_ok_and(|m| m.len() < pos) {
+            pos = 0; // truncated in place: start over
         }
         file.seek(SeekFrom::Start(pos))?;
         buf.clear();
@@ -158,6 +164,10 @@ pub fn logs(args: LogsArgs, home: &Home) -> anyhow::Result<ExitCode> {
         pos += buf.len() as u64;
         if write_log(&mut out, &buf, raw).is_err() {
             return Ok(ExitCode::SUCCESS);
+        }
+        if rotated && let Ok(next) = std::fs::File::open(&path) {
+            file = next;
+            pos = 0;
         }
     }
 }

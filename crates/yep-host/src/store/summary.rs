@@ -52,13 +52,19 @@ fn event_name(event: HookEvent) -> &'static str {
     }
 }
 
+/// A glob of stars alone matches every tool (`*`, `**`, ...).
+pub fn matches_every_tool(glob: &str) -> bool {
+    !glob.is_empty() && glob.chars().all(|c| c == '*')
+}
+
 /// A hook as the user approves it: event, glob, timeout and what an error does. A change in
 /// any of them reads as a different hook, so an update that changes one needs consent.
 fn hook_line(h: &HookDef) -> String {
-    let glob = if h.tool_name_glob == "*" {
-        "* (every tool call)".to_string()
+    let glob = escape(&h.tool_name_glob);
+    let glob = if matches_every_tool(&h.tool_name_glob) {
+        format!("{glob} (every tool call)")
     } else {
-        escape(&h.tool_name_glob).into_owned()
+        glob.into_owned()
     };
     let on_error = match h.on_error {
         OnError::Warn => "",
@@ -71,23 +77,67 @@ fn hook_line(h: &HookDef) -> String {
     )
 }
 
-fn mcp_line(name: &str, m: &McpServer) -> String {
+/// The widest a piece of a package's free text may run in the summary: with the 12-column
+/// label, a line stays inside 80 columns and never wraps into a row of its own.
+const FIELD_CHARS: usize = 56;
+
+/// Continuation lines start here, under the labels' values.
+const INDENT: &str = "            ";
+
+/// A package's free text as one summary field: runs of white space folded to one space (so no
+/// padding can line text up as a row of its own), control characters escaped, and at most
+/// `max` characters.
+fn field(s: &str, max: usize) -> String {
+    let folded = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    shorten(&escape(&folded), max)
+}
+
+/// A command line as the summary shows it.
+fn command_line(command: &str, args: &[String]) -> String {
+    let joined = std::iter::once(command)
+        .chain(args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    field(&joined, FIELD_CHARS)
+}
+
+/// An MCP server's lines: its name and transport, then what it runs or where it connects, the
+/// env and header names it sets, and the `${VAR}`s it is given.
+fn mcp_lines(name: &str, m: &McpServer) -> Vec<String> {
+    let mut lines = Vec::new();
     match (&m.command, &m.url) {
         (_, Some(url)) if m.transport == "http" => {
-            format!("{} (http {})", escape(name), escape(url))
+            lines.push(format!("{} (http)", escape(name)));
+            lines.push(field(url, FIELD_CHARS));
         }
-        (Some(cmd), _) => format!(
-            "{} (stdio `{}`)",
-            escape(name),
-            escape(
-                &std::iter::once(cmd.as_str())
-                    .chain(m.args.iter().map(String::as_str))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            )
-        ),
-        _ => format!("{} ({})", escape(name), escape(&m.transport)),
+        (Some(cmd), _) => {
+            lines.push(format!("{} (stdio)", escape(name)));
+            lines.push(format!("`{}`", command_line(cmd, &m.args)));
+        }
+        _ => lines.push(format!("{} ({})", escape(name), field(&m.transport, 16))),
     }
+    let names = |kind: &str, keys: Vec<&String>| {
+        let list: Vec<String> = keys.iter().map(|k| field(k, 24)).collect();
+        format!("{kind} {}", shorten(&list.join(", "), FIELD_CHARS))
+    };
+    if !m.env.is_empty() {
+        lines.push(names("env", m.env.keys().collect()));
+    }
+    if !m.headers.is_empty() {
+        lines.push(names("headers", m.headers.keys().collect()));
+    }
+    let vars = referenced_vars(m);
+    if !vars.is_empty() {
+        let vars: Vec<String> = vars
+            .iter()
+            .map(|v| format!("${{{}}}", field(v, 24)))
+            .collect();
+        lines.push(format!(
+            "note: it is given {}",
+            shorten(&vars.join(", "), FIELD_CHARS)
+        ));
+    }
+    lines
 }
 
 /// The `${VAR}` names an MCP server spec expands (env, secrets), in order of first use.
@@ -116,15 +166,11 @@ fn referenced_vars(m: &McpServer) -> Vec<String> {
 }
 
 fn server_line(manifest: &Manifest) -> Option<String> {
-    manifest.yolop.capability_server.as_ref().map(|s| {
-        escape(
-            &std::iter::once(s.command.as_str())
-                .chain(s.args.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" "),
-        )
-        .into_owned()
-    })
+    manifest
+        .yolop
+        .capability_server
+        .as_ref()
+        .map(|s| command_line(&s.command, &s.args))
 }
 
 /// The most of a description the consent summary shows.
@@ -136,6 +182,71 @@ fn shorten(s: &str, max: usize) -> String {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
     }
+}
+
+/// Words into lines of at most `width` characters.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let word = shorten(word, width);
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// One labelled block: the first line carries the label, the rest are indented under it.
+fn block(out: &mut String, label: &str, lines: &[String]) {
+    if lines.is_empty() {
+        let _ = writeln!(out, "  {label:<10}(none)");
+        return;
+    }
+    for (i, line) in lines.iter().enumerate() {
+        if i == 0 {
+            let _ = writeln!(out, "  {label:<10}{line}");
+        } else {
+            let _ = writeln!(out, "{INDENT}{line}");
+        }
+    }
+}
+
+/// A list as lines of comma-separated items that stay inside 80 columns where the items allow.
+fn list(items: &[String]) -> Vec<String> {
+    let joined: Vec<String> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            if i + 1 < items.len() {
+                format!("{item},")
+            } else {
+                item.clone()
+            }
+        })
+        .collect();
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for item in joined {
+        if !line.is_empty() && line.chars().count() + 1 + item.chars().count() > 80 - INDENT.len() {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&item);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// The facets a manifest grants (as opposed to lists it declares), by name.
@@ -155,26 +266,34 @@ pub fn flags(manifest: &Manifest) -> Vec<&'static str> {
 }
 
 /// The contribution summary shown before consent, as text lines.
+///
+/// Everything the package wrote is escaped, folded and cut to fit its field, and sits after a
+/// label or under one: nothing in a manifest can draw a row of its own.
 pub fn summary(manifest: &Manifest) -> String {
     let f = &manifest.yolop;
     let mut out = String::new();
     let version = manifest
         .version
         .as_deref()
-        .map(|v| format!(" {}", escape(v)))
+        .map(|v| format!(" {}", field(v, 14)))
         .unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "{}{version}: {}",
-        escape(&manifest.name),
-        escape(&shorten(&manifest.description, MAX_DESCRIPTION_CHARS))
-    );
-    let none = || "(none)".to_string();
-    let _ = writeln!(
-        out,
-        "  server    {}",
-        server_line(manifest).unwrap_or_else(none)
-    );
+    let _ = writeln!(out, "{}{version}", escape(&manifest.name));
+    let about = field(&manifest.description, MAX_DESCRIPTION_CHARS);
+    if !about.is_empty() {
+        block(&mut out, "about", &wrap(&about, FIELD_CHARS + 8));
+    }
+    let mut server: Vec<String> = server_line(manifest).into_iter().collect();
+    if let Some(url) = f
+        .capability_server
+        .as_ref()
+        .and_then(|s| s.binaries.as_deref())
+    {
+        server.push(format!(
+            "prebuilt binary from {}",
+            field(url, FIELD_CHARS - 8)
+        ));
+    }
+    block(&mut out, "server", &server);
     let tools: Vec<String> = f
         .tools
         .iter()
@@ -186,31 +305,15 @@ pub fn summary(manifest: &Manifest) -> String {
             }
         })
         .collect();
-    let _ = writeln!(
-        out,
-        "  tools     {}",
-        if tools.is_empty() {
-            none()
-        } else {
-            tools.join(", ")
-        }
-    );
-    let hooks: Vec<String> = f.hooks.iter().map(hook_line).collect();
-    let _ = writeln!(
-        out,
-        "  hooks     {}",
-        if hooks.is_empty() {
-            none()
-        } else {
-            hooks.join("; ")
-        }
-    );
-    if f.hooks.iter().any(|h| h.tool_name_glob == "*") {
-        let _ = writeln!(
-            out,
-            "            note: a `*` hook sees the arguments of every tool call the agent makes"
-        );
+    block(&mut out, "tools", &list(&tools));
+    let mut hooks: Vec<String> = f.hooks.iter().map(hook_line).collect();
+    if f.hooks
+        .iter()
+        .any(|h| matches_every_tool(&h.tool_name_glob))
+    {
+        hooks.push("note: a `*` hook sees the arguments of every tool call".into());
     }
+    block(&mut out, "hooks", &hooks);
     let prompt = match (f.prompt, f.dynamic_prompt) {
         (true, true) => "static and dynamic (recomputed each turn)",
         (true, false) => "static",
@@ -223,57 +326,24 @@ pub fn summary(manifest: &Manifest) -> String {
         .iter()
         .map(|c| format!("/{}:{}", escape(&manifest.name), escape(&c.name)))
         .collect();
-    let _ = writeln!(
-        out,
-        "  commands  {}",
-        if commands.is_empty() {
-            none()
-        } else {
-            commands.join(", ")
-        }
-    );
-    let mcp: Vec<String> = f.mcp_servers.iter().map(|(n, m)| mcp_line(n, m)).collect();
-    let _ = writeln!(
-        out,
-        "  mcp       {}",
-        if mcp.is_empty() {
-            none()
-        } else {
-            mcp.join(", ")
-        }
-    );
-    for (name, server) in &f.mcp_servers {
-        let vars = referenced_vars(server);
-        if !vars.is_empty() {
-            let _ = writeln!(
-                out,
-                "            note: MCP server {} is given {}",
-                escape(name),
-                vars.iter()
-                    .map(|v| format!("${{{}}}", escape(v)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
-    let also: Vec<&str> = [
+    block(&mut out, "commands", &list(&commands));
+    let mcp: Vec<String> = f
+        .mcp_servers
+        .iter()
+        .flat_map(|(n, m)| mcp_lines(n, m))
+        .collect();
+    block(&mut out, "mcp", &mcp);
+    let also: Vec<String> = [
         (f.status, "status"),
         (f.ui_ask, "ui_ask (may ask you questions)"),
         (f.trace, "trace (receives the session's events)"),
         (f.skills, "skills"),
     ]
     .into_iter()
-    .filter_map(|(on, n)| on.then_some(n))
+    .filter(|(on, _)| *on)
+    .map(|(_, n)| n.to_string())
     .collect();
-    let _ = writeln!(
-        out,
-        "  also      {}",
-        if also.is_empty() {
-            none()
-        } else {
-            also.join(", ")
-        }
-    );
+    block(&mut out, "also", &list(&also));
     let config: Vec<String> = config_fields(manifest)
         .iter()
         .map(|c| {
@@ -291,15 +361,8 @@ pub fn summary(manifest: &Manifest) -> String {
             }
         })
         .collect();
-    let _ = write!(
-        out,
-        "  config    {}",
-        if config.is_empty() {
-            none()
-        } else {
-            config.join(", ")
-        }
-    );
+    block(&mut out, "config", &list(&config));
+    out.truncate(out.trim_end().len());
     out
 }
 
@@ -354,11 +417,25 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
     let mcp = |m: &Manifest| {
         m.yolop
             .mcp_servers
-            .iter()
-            .map(|(n, s)| mcp_line(n, s))
+            .keys()
+            .map(|n| escape(n).into_owned())
             .collect()
     };
     set("mcp server", mcp(old), mcp(new), &mut d);
+    // Any change to a server it keeps (command, args, env, headers, URL) needs consent too:
+    // a new `${VAR}` in a header hands a secret to wherever the URL points.
+    for (name, spec) in &new.yolop.mcp_servers {
+        if let Some(before) = old.yolop.mcp_servers.get(name)
+            && serde_json::to_value(before).ok() != serde_json::to_value(spec).ok()
+        {
+            d.lines.push(format!(
+                "~ mcp server {} changed: {}",
+                escape(name),
+                mcp_lines(name, spec)[1..].join("; ")
+            ));
+            d.widened = true;
+        }
+    }
     let commands = |m: &Manifest| {
         m.yolop
             .commands
@@ -375,6 +452,30 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             server_line(old).unwrap_or_default(),
             server_line(new).unwrap_or_default()
         ));
+    }
+    let binaries = |m: &Manifest| {
+        m.yolop
+            .capability_server
+            .as_ref()
+            .and_then(|s| s.binaries.clone())
+    };
+    if binaries(old) != binaries(new) {
+        d.lines.push(format!(
+            "~ prebuilt binary from {}",
+            binaries(new).map_or("(none)".into(), |u| field(&u, FIELD_CHARS))
+        ));
+    }
+    // Compared whole, not as shown: a change past what the summary shows counts too.
+    let server = |m: &Manifest| serde_json::to_value(&m.yolop.capability_server).ok();
+    if server(old) != server(new) {
+        if !d
+            .lines
+            .iter()
+            .any(|l| l.starts_with("~ server") || l.starts_with("~ prebuilt"))
+        {
+            d.lines
+                .push("~ server command line changed past what is shown".into());
+        }
         d.widened = true;
     }
     let never_defer = |m: &Manifest| {
@@ -388,7 +489,8 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
     for t in never_defer(new).difference(&never_defer(old)) {
         if old.tool(t).is_some() {
             d.lines
-                .push(format!("~ tool {} now always loaded", escape(t)));
+                .push(format!("+ tool {} now always loaded", escape(t)));
+            d.widened = true;
         }
     }
     for t in &new.yolop.tools {
@@ -525,15 +627,87 @@ mod tests {
             );
         }
         let s = summary(&with_text);
-        assert_eq!(
-            s.lines().count(),
-            summary(&m("{\"prompt\":true}")).lines().count() + 1,
-            "{s}"
-        );
+        assert_rows_are_ours(&s);
         assert!(s.contains("${GITHUB_TOKEN}"), "{s}");
-        assert!(
-            s.contains("note: MCP server gh is given ${GITHUB_TOKEN}"),
-            "{s}"
+        assert!(s.contains("note: it is given ${GITHUB_TOKEN}"), "{s}");
+    }
+
+    /// Every row of a summary is one of ours: the name, a label, or an indented continuation
+    /// that fits in 80 columns and holds no run of spaces a forged row would need.
+    fn assert_rows_are_ours(s: &str) {
+        const LABELS: [&str; 10] = [
+            "about", "server", "tools", "hooks", "prompt", "commands", "mcp", "also", "config",
+            "source",
+        ];
+        for (i, row) in s.lines().enumerate() {
+            if i == 0 {
+                assert!(!row.starts_with(' '), "{row:?}");
+                continue;
+            }
+            let (head, rest) = row.split_at(12.min(row.len()));
+            let label = head.trim();
+            assert!(
+                head.starts_with("  ") && (label.is_empty() || LABELS.contains(&label)),
+                "a row not of ours: {row:?}\n{s}"
+            );
+            assert!(!rest.contains("  "), "padding in {row:?}\n{s}");
+            if label != "tools" && label != "commands" && label != "config" && label != "hooks" {
+                assert!(row.chars().count() <= 80, "{row:?} wraps");
+            }
+        }
+    }
+
+    #[test]
+    fn padding_cannot_line_text_up_as_a_row_of_its_own() {
+        let pad = " ".repeat(32 * 1024);
+        let fake = format!("{pad}  tools     lookup{pad}  hooks     (none){pad}");
+        let facet = serde_json::json!({
+            "capabilityServer": {"command": "x", "args": [fake], "binaries": fake},
+            "hooks": [{"event": "pre_tool_use", "on_error": "block"}],
+            "mcpServers": {
+                "a": {"command": fake, "args": [fake], "env": {"K": fake}},
+                "b": {"type": "http", "url": fake, "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}
+            }
+        });
+        let mut manifest = m(&facet.to_string());
+        manifest.description = fake.clone();
+        manifest.version = Some(fake.clone());
+        let s = summary(&manifest);
+        assert_rows_are_ours(&s);
+        assert!(s.len() < 4096, "{} bytes", s.len());
+    }
+
+    #[test]
+    fn a_change_to_a_kept_mcp_server_or_an_always_loaded_flip_needs_consent() {
+        let old = m(
+            r#"{"tools":[{"name":"forecast"}],"mcpServers":{"gh":{"type":"http","url":"https://api.example"}}}"#,
         );
+        let headers = m(
+            r#"{"tools":[{"name":"forecast"}],"mcpServers":{"gh":{"type":"http","url":"https://api.example","headers":{"Authorization":"Bearer ${GITHUB_TOKEN}"}}}}"#,
+        );
+        let d = diff(&old, &headers);
+        assert!(d.widened, "{:?}", d.lines);
+        assert!(d.render().contains("${GITHUB_TOKEN}"), "{}", d.render());
+        let pinned = m(
+            r#"{"tools":[{"name":"forecast","never_defer":true}],"mcpServers":{"gh":{"type":"http","url":"https://api.example"}}}"#,
+        );
+        assert!(diff(&old, &pinned).widened);
+        // A change beyond what the summary shows is still a change.
+        let long = |tail: &str| {
+            m(&format!(
+                r#"{{"capabilityServer":{{"command":"srv","args":["{}{tail}"]}},"prompt":true}}"#,
+                "a".repeat(200)
+            ))
+        };
+        assert!(diff(&long("x"), &long("y")).widened);
+    }
+
+    #[test]
+    fn a_glob_of_stars_alone_is_called_out_as_every_tool_call() {
+        let s = summary(&m(
+            r#"{"hooks":[{"event":"pre_tool_use","tool_name_glob":"**"}]}"#,
+        ));
+        assert!(s.contains("** (every tool call)"), "{s}");
+        assert!(s.contains("sees the arguments of every tool call"), "{s}");
     }
 }
