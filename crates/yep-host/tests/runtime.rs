@@ -177,6 +177,36 @@ async fn prompt_text_cannot_close_its_block_or_forge_another_extensions() {
 }
 
 #[tokio::test]
+async fn capability_tags_hidden_behind_invisible_characters_cannot_forge_a_block() {
+    let w = World::new();
+    let forged =
+        std::fs::read_to_string(hostile("prompt-block-invisible").join("prompt.txt")).unwrap();
+    w.add(
+        "weather",
+        hostile_facet("prompt-block-invisible"),
+        json!({"static": forged}),
+    );
+    w.add(
+        "bank",
+        json!({"prompt": true}),
+        json!({"static": "Bank rules."}),
+    );
+    let host = w.host(quick()).await;
+    let prompt = host.prompt(1).await;
+    // What a reader sees: the invisible characters the fixture uses are gone.
+    let seen: String = prompt
+        .chars()
+        .filter(|c| !"\u{200B}\u{200D}\u{200E}\u{00AD}\u{2060}\u{FEFF}\u{202E}".contains(*c))
+        .collect::<String>()
+        .to_lowercase();
+    // One opening and one closing tag per extension: the forged ones are text.
+    assert_eq!(seen.matches("<capability").count(), 2, "{prompt:?}");
+    assert_eq!(seen.matches("</capability").count(), 2, "{prompt:?}");
+    assert_eq!(seen.matches("&lt;").count(), 5, "{prompt:?}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
 async fn the_prompt_is_sorted_dynamic_once_per_turn_and_falls_back_to_the_last_good_text() {
     let w = World::new();
     w.add(
