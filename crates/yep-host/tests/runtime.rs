@@ -475,6 +475,94 @@ async fn a_hook_asking_for_a_day_is_clamped_to_the_host_maximum() {
     host.shutdown().await;
 }
 
+/// The hook fires a fixture server logged to `path`, one line each.
+fn hook_fires(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+#[tokio::test]
+async fn one_extensions_hooks_share_one_budget_per_tool_call() {
+    assert_eq!(
+        HostOptions::default().hook_budget,
+        Duration::from_millis(yep_host::MAX_HOOK_TIMEOUT_MS)
+    );
+    let w = World::new();
+    let log = w.dir.path().join("fires.log");
+    // Sixteen 3 s subscriptions on a server that sleeps for an hour: 48 s in a row unbounded.
+    w.add(
+        "slowhooks",
+        hostile_facet("hook-budget-sixteen"),
+        json!({"hook_sleep_ms": 3_600_000, "hook_log": log}),
+    );
+    let opts = HostOptions {
+        hook_budget: Duration::from_millis(4_000),
+        ..quick()
+    };
+    let host = w.host(opts).await;
+    // A generous guard, under the 48 s the subscriptions would take one after another.
+    let decided = tokio::time::timeout(
+        Duration::from_secs(40),
+        host.pre_tool_use("bash", json!({"path": "p"})),
+    )
+    .await
+    .expect("the hooks held the tool call past their budget");
+    // 3 s, then the 1 s left; the other fourteen are never sent.
+    let sent = hook_fires(&log);
+    assert!((1..=2).contains(&sent), "{sent} hook fires were sent");
+    // The last subscription blocks on error: past the budget it counts as timed out.
+    match decided {
+        PreDecision::Block {
+            extension, reason, ..
+        } => {
+            assert_eq!(extension, "slowhooks");
+            assert!(
+                reason.contains("not sent") && reason.contains("budget of 4000 ms"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected the last subscription's on_error block, got {other:?}"),
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn post_hooks_share_the_same_budget_in_the_background() {
+    let w = World::new();
+    let log = w.dir.path().join("fires.log");
+    let mut facet = hostile_facet("hook-budget-sixteen");
+    for hook in facet["hooks"].as_array_mut().unwrap() {
+        hook["event"] = json!("post_tool_use");
+    }
+    w.add(
+        "slowhooks",
+        facet,
+        json!({"hook_sleep_ms": 3_600_000, "hook_log": log}),
+    );
+    let budget = Duration::from_millis(1_500);
+    let opts = HostOptions {
+        hook_budget: budget,
+        ..quick()
+    };
+    let host = w.host(opts).await;
+    host.post_tool_use("bash", &json!({"cmd": "ls"}), Ok(&json!({"out": "x"})));
+    let waited = Instant::now();
+    while hook_fires(&log) == 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "no post hook fired"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let the budget run out twice over: the first 3 s subscription got all of it, and the
+    // other fifteen are never sent.
+    tokio::time::sleep(budget * 2).await;
+    assert_eq!(hook_fires(&log), 1);
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn rewrites_chain_in_enable_order_and_the_first_block_wins() {
     let w = World::new();
