@@ -1250,10 +1250,10 @@ async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_work
         ["kit__docs", "kit__remote", "kit__search", "local"]
     );
     let home = std::env::var("HOME").unwrap_or_default();
-    // The secret stays out of argv and travels as env; plain variables expand.
+    // The secret stays out of argv and travels as env; session variables expand.
     assert_eq!(
         servers["kit__search"].args,
-        ["--key", "${api_key}", "--home", home.as_str()]
+        ["--key", "", "--home", home.as_str()]
     );
     assert_eq!(servers["kit__search"].env["api_key"], "k3y");
     assert_eq!(
@@ -1308,13 +1308,13 @@ async fn an_mcp_secret_reaches_the_server_by_env_never_by_argv() {
         .unwrap()
         .unwrap();
     let argv = out.lines().find_map(|l| l.strip_prefix("argv:")).unwrap();
-    assert!(argv.contains("--key ${api_key}"), "{out}");
+    assert!(argv.contains("--key"), "{out}");
     assert!(!argv.contains("s3cret-k3y"), "the secret is in argv: {out}");
     assert!(out.contains("env:s3cret-k3y"), "{out}");
     let warnings = host.warnings();
     for expected in [
-        "extension `leaky`: MCP server `search` puts secret `${api_key}` in its command line",
-        "extension `leaky`: MCP server `remote` puts secret `${GITHUB_TOKEN}` in its url",
+        "extension `leaky`: MCP server `search` puts variable `${api_key}` in its command line",
+        "extension `leaky`: MCP server `remote` puts variable `${GITHUB_TOKEN}` in its url",
     ] {
         assert!(
             warnings.iter().any(|w| w.starts_with(expected)),
