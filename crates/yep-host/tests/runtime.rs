@@ -1226,12 +1226,15 @@ async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_work
     let w = World::new();
     let facet = json!({
         "mcpServers": {
-            "search": {"command": "search-mcp", "args": ["--key", "${api_key}", "--home", "${HOME}"]},
+            "search": {"command": "search-mcp", "args": ["--key", "${api_key}", "--home", "${HOME}", "--term", "${TERM}"]},
             "remote": {"type": "http", "url": "https://mcp.example/${api_key}"},
             "docs": {"command": "docs-mcp"},
             "broken": {"type": "http"}
         },
-        "config_schema": {"type": "object", "properties": {"api_key": {"type": "string", "secret": true}}}
+        "config_schema": {"type": "object", "properties": {
+            "api_key": {"type": "string", "secret": true},
+            "TERM": {"type": "string", "secret": true}
+        }}
     });
     w.add("kit", facet, json!({}));
     let manifest = yep_host::Manifest::load(&w.home.package_dir("kit")).unwrap();
@@ -1240,6 +1243,14 @@ async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_work
         &manifest,
         "api_key",
         &yep_host::store::config::Secret::new("k3y"),
+    )
+    .unwrap();
+    // A secret field spelled like a harmless session variable is still a secret.
+    yep_host::store::config::set_secret(
+        &w.home,
+        &manifest,
+        "TERM",
+        &yep_host::store::config::Secret::new("t3rm"),
     )
     .unwrap();
     std::fs::write(w.dir.path().join(".mcp.json"), json!({"mcpServers": {"kit__docs": {"command": "my-own-docs"}, "local": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}).to_string()).unwrap();
@@ -1253,9 +1264,10 @@ async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_work
     // The secret stays out of argv and travels as env; session variables expand.
     assert_eq!(
         servers["kit__search"].args,
-        ["--key", "", "--home", home.as_str()]
+        ["--key", "", "--home", home.as_str(), "--term", ""]
     );
     assert_eq!(servers["kit__search"].env["api_key"], "k3y");
+    assert_eq!(servers["kit__search"].env["TERM"], "t3rm");
     assert_eq!(
         servers["kit__remote"].url.as_deref(),
         Some("https://mcp.example/k3y")
