@@ -177,6 +177,36 @@ async fn prompt_text_cannot_close_its_block_or_forge_another_extensions() {
 }
 
 #[tokio::test]
+async fn capability_tags_hidden_behind_invisible_characters_cannot_forge_a_block() {
+    let w = World::new();
+    let forged =
+        std::fs::read_to_string(hostile("prompt-block-invisible").join("prompt.txt")).unwrap();
+    w.add(
+        "weather",
+        hostile_facet("prompt-block-invisible"),
+        json!({"static": forged}),
+    );
+    w.add(
+        "bank",
+        json!({"prompt": true}),
+        json!({"static": "Bank rules."}),
+    );
+    let host = w.host(quick()).await;
+    let prompt = host.prompt(1).await;
+    // What a reader sees: the invisible characters the fixture uses are gone.
+    let seen: String = prompt
+        .chars()
+        .filter(|c| !"\u{200B}\u{200D}\u{200E}\u{00AD}\u{2060}\u{FEFF}\u{202E}".contains(*c))
+        .collect::<String>()
+        .to_lowercase();
+    // One opening and one closing tag per extension: the forged ones are text.
+    assert_eq!(seen.matches("<capability").count(), 2, "{prompt:?}");
+    assert_eq!(seen.matches("</capability").count(), 2, "{prompt:?}");
+    assert_eq!(seen.matches("&lt;").count(), 5, "{prompt:?}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
 async fn the_prompt_is_sorted_dynamic_once_per_turn_and_falls_back_to_the_last_good_text() {
     let w = World::new();
     w.add(
@@ -442,6 +472,94 @@ async fn a_hook_asking_for_a_day_is_clamped_to_the_host_maximum() {
         ),
         other => panic!("expected the on_error block, got {other:?}"),
     }
+    host.shutdown().await;
+}
+
+/// The hook fires a fixture server logged to `path`, one line each.
+fn hook_fires(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+#[tokio::test]
+async fn one_extensions_hooks_share_one_budget_per_tool_call() {
+    assert_eq!(
+        HostOptions::default().hook_budget,
+        Duration::from_millis(yep_host::MAX_HOOK_TIMEOUT_MS)
+    );
+    let w = World::new();
+    let log = w.dir.path().join("fires.log");
+    // Sixteen 3 s subscriptions on a server that sleeps for an hour: 48 s in a row unbounded.
+    w.add(
+        "slowhooks",
+        hostile_facet("hook-budget-sixteen"),
+        json!({"hook_sleep_ms": 3_600_000, "hook_log": log}),
+    );
+    let opts = HostOptions {
+        hook_budget: Duration::from_millis(4_000),
+        ..quick()
+    };
+    let host = w.host(opts).await;
+    // A generous guard, under the 48 s the subscriptions would take one after another.
+    let decided = tokio::time::timeout(
+        Duration::from_secs(40),
+        host.pre_tool_use("bash", json!({"path": "p"})),
+    )
+    .await
+    .expect("the hooks held the tool call past their budget");
+    // 3 s, then the 1 s left; the other fourteen are never sent.
+    let sent = hook_fires(&log);
+    assert!((1..=2).contains(&sent), "{sent} hook fires were sent");
+    // The last subscription blocks on error: past the budget it counts as timed out.
+    match decided {
+        PreDecision::Block {
+            extension, reason, ..
+        } => {
+            assert_eq!(extension, "slowhooks");
+            assert!(
+                reason.contains("not sent") && reason.contains("budget of 4000 ms"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected the last subscription's on_error block, got {other:?}"),
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn post_hooks_share_the_same_budget_in_the_background() {
+    let w = World::new();
+    let log = w.dir.path().join("fires.log");
+    let mut facet = hostile_facet("hook-budget-sixteen");
+    for hook in facet["hooks"].as_array_mut().unwrap() {
+        hook["event"] = json!("post_tool_use");
+    }
+    w.add(
+        "slowhooks",
+        facet,
+        json!({"hook_sleep_ms": 3_600_000, "hook_log": log}),
+    );
+    let budget = Duration::from_millis(1_500);
+    let opts = HostOptions {
+        hook_budget: budget,
+        ..quick()
+    };
+    let host = w.host(opts).await;
+    host.post_tool_use("bash", &json!({"cmd": "ls"}), Ok(&json!({"out": "x"})));
+    let waited = Instant::now();
+    while hook_fires(&log) == 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "no post hook fired"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let the budget run out twice over: the first 3 s subscription got all of it, and the
+    // other fifteen are never sent.
+    tokio::time::sleep(budget * 2).await;
+    assert_eq!(hook_fires(&log), 1);
     host.shutdown().await;
 }
 
@@ -1108,12 +1226,15 @@ async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_work
     let w = World::new();
     let facet = json!({
         "mcpServers": {
-            "search": {"command": "search-mcp", "args": ["--key", "${api_key}", "--home", "${HOME}"]},
+            "search": {"command": "search-mcp", "args": ["--key", "${api_key}", "--home", "${HOME}", "--term", "${TERM}"]},
             "remote": {"type": "http", "url": "https://mcp.example/${api_key}"},
             "docs": {"command": "docs-mcp"},
             "broken": {"type": "http"}
         },
-        "config_schema": {"type": "object", "properties": {"api_key": {"type": "string", "secret": true}}}
+        "config_schema": {"type": "object", "properties": {
+            "api_key": {"type": "string", "secret": true},
+            "TERM": {"type": "string", "secret": true}
+        }}
     });
     w.add("kit", facet, json!({}));
     let manifest = yep_host::Manifest::load(&w.home.package_dir("kit")).unwrap();
@@ -1124,6 +1245,14 @@ async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_work
         &yep_host::store::config::Secret::new("k3y"),
     )
     .unwrap();
+    // A secret field spelled like a harmless session variable is still a secret.
+    yep_host::store::config::set_secret(
+        &w.home,
+        &manifest,
+        "TERM",
+        &yep_host::store::config::Secret::new("t3rm"),
+    )
+    .unwrap();
     std::fs::write(w.dir.path().join(".mcp.json"), json!({"mcpServers": {"kit__docs": {"command": "my-own-docs"}, "local": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}).to_string()).unwrap();
     let host = w.host(quick()).await;
     let servers = host.mcp_servers();
@@ -1132,12 +1261,13 @@ async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_work
         ["kit__docs", "kit__remote", "kit__search", "local"]
     );
     let home = std::env::var("HOME").unwrap_or_default();
-    // The secret stays out of argv and travels as env; plain variables expand.
+    // The secret stays out of argv and travels as env; session variables expand.
     assert_eq!(
         servers["kit__search"].args,
-        ["--key", "${api_key}", "--home", home.as_str()]
+        ["--key", "", "--home", home.as_str(), "--term", ""]
     );
     assert_eq!(servers["kit__search"].env["api_key"], "k3y");
+    assert_eq!(servers["kit__search"].env["TERM"], "t3rm");
     assert_eq!(
         servers["kit__remote"].url.as_deref(),
         Some("https://mcp.example/k3y")
@@ -1190,13 +1320,13 @@ async fn an_mcp_secret_reaches_the_server_by_env_never_by_argv() {
         .unwrap()
         .unwrap();
     let argv = out.lines().find_map(|l| l.strip_prefix("argv:")).unwrap();
-    assert!(argv.contains("--key ${api_key}"), "{out}");
+    assert!(argv.contains("--key"), "{out}");
     assert!(!argv.contains("s3cret-k3y"), "the secret is in argv: {out}");
     assert!(out.contains("env:s3cret-k3y"), "{out}");
     let warnings = host.warnings();
     for expected in [
-        "extension `leaky`: MCP server `search` puts secret `${api_key}` in its command line",
-        "extension `leaky`: MCP server `remote` puts secret `${GITHUB_TOKEN}` in its url",
+        "extension `leaky`: MCP server `search` puts variable `${api_key}` in its command line",
+        "extension `leaky`: MCP server `remote` puts variable `${GITHUB_TOKEN}` in its url",
     ] {
         assert!(
             warnings.iter().any(|w| w.starts_with(expected)),

@@ -61,16 +61,16 @@ fn skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 
 /// A server's `${VAR}` references, expanded from `vars`; unknown ones become empty.
 pub fn expand(text: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
-    expand_except(text, vars, &|_| false, &mut BTreeSet::new())
+    expand_withholding(text, vars, &|_| false, &mut BTreeSet::new())
 }
 
-/// `expand`, except that references `keep` says yes to are left as written and recorded in
-/// `kept`: a secret never goes where it would be visible (argv).
-fn expand_except(
+/// `expand`, except that references `withhold` says yes to expand to nothing and are recorded
+/// in `withheld`: their values never go where they would be visible (argv).
+fn expand_withholding(
     text: &str,
     vars: &dyn Fn(&str) -> Option<String>,
-    keep: &dyn Fn(&str) -> bool,
-    kept: &mut BTreeSet<String>,
+    withhold: &dyn Fn(&str) -> bool,
+    withheld: &mut BTreeSet<String>,
 ) -> String {
     let mut out = String::new();
     let mut rest = text;
@@ -79,9 +79,8 @@ fn expand_except(
         match rest[start + 2..].find('}') {
             Some(end) => {
                 let name = &rest[start + 2..start + 2 + end];
-                if keep(name) {
-                    out.push_str(&rest[start..start + 3 + end]);
-                    kept.insert(name.to_string());
+                if withhold(name) {
+                    withheld.insert(name.to_string());
                 } else {
                     out.push_str(&vars(name).unwrap_or_default());
                 }
@@ -100,24 +99,22 @@ fn expand_except(
 /// The `${VAR}` names `text` references.
 fn references(text: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    expand_except(text, &|_| None, &|_| true, &mut names);
+    expand_withholding(text, &|_| None, &|_| true, &mut names);
     names
 }
 
-/// A variable whose name says it holds a credential (`GITHUB_TOKEN`, `API_KEY`, ...).
-pub fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    [
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "AUTH",
-        "KEY",
-    ]
-    .iter()
-    .any(|w| upper.contains(w))
+/// The host variables whose values may appear in an MCP server's command line: they describe
+/// the user's session, not a credential. Every other variable (and any secret field, whatever
+/// its name) is kept out of argv.
+pub const ARGV_SAFE_VARS: [&str; 9] = [
+    "HOME", "USER", "LOGNAME", "PATH", "PWD", "TMPDIR", "SHELL", "LANG", "TERM",
+];
+
+/// Whether `${name}` may expand in an MCP server's `command` or `args`: one of
+/// [`ARGV_SAFE_VARS`] or an `XDG_*` directory. Deny by default: no name can tell that a value
+/// (`DATABASE_URL=postgres://user:password@...`) holds no credential.
+pub fn argv_safe(name: &str) -> bool {
+    ARGV_SAFE_VARS.contains(&name) || name.starts_with("XDG_")
 }
 
 impl ExtensionHost {
@@ -177,11 +174,13 @@ impl ExtensionHost {
     /// environment and the extension's secrets, then the workspace's `.mcp.json`, whose
     /// entries override by name.
     ///
-    /// A secret (one of the extension's secret fields, or a variable named like a credential,
-    /// see [`looks_secret`]) is never expanded into `command` or `args`, where any local user
-    /// can read it in `/proc/<pid>/cmdline`: the reference stays as written and the value goes
-    /// into the server's `env` under the same name, with a warning. A secret in an http
-    /// server's `url` is expanded (the URL needs it) with a warning to use a header instead.
+    /// Deny by default: in `command` and `args`, where any local user can read them in
+    /// `/proc/<pid>/cmdline`, only [`argv_safe`] variables expand (`HOME`, `PATH`, `XDG_*`...)
+    /// and never one of the extension's secret fields, whatever its name. Any other reference
+    /// expands to nothing there; its value goes into the server's `env` under the same name,
+    /// with a warning naming the variable and the server. `url`, `headers` and `env` expand
+    /// everything (they need the values), with a warning for a variable in an http server's
+    /// `url` other than an [`argv_safe`] one: use a header instead.
     pub fn mcp_servers(&self) -> BTreeMap<String, McpServer> {
         self.mcp_servers_with(true)
     }
@@ -207,8 +206,10 @@ impl ExtensionHost {
                 .filter(|f| f.secret)
                 .map(|f| f.name)
                 .collect();
-            let is_secret = |name: &str| {
-                declared.contains(name) || secrets.contains_key(name) || looks_secret(name)
+            // Kept out of argv: a secret field whatever its name, and every host variable but
+            // the harmless few.
+            let withheld = |name: &str| {
+                declared.contains(name) || secrets.contains_key(name) || !argv_safe(name)
             };
             for (server, spec) in &l.manifest.yolop.mcp_servers {
                 let shape_ok = match spec.transport.as_str() {
@@ -229,19 +230,19 @@ impl ExtensionHost {
                     .iter()
                     .chain(&spec.args)
                     .flat_map(|a| references(a))
-                    .filter(|n| is_secret(n))
+                    .filter(|n| withheld(n))
                     .collect();
                 for name in &in_argv {
-                    self.warn(format!("extension `{}`: MCP server `{server}` puts secret `${{{name}}}` in its command line, where any local user can read it; it is left unexpanded there and passed as env `{name}` instead (map it with `env`)", l.name));
+                    self.warn(format!("extension `{}`: MCP server `{server}` puts variable `${{{name}}}` in its command line, where any local user can read it; its value is left out of argv and passed as env `{name}` instead (read it from there, or map it with `env`)", l.name));
                 }
                 let in_url: BTreeSet<String> = spec
                     .url
                     .iter()
                     .flat_map(|u| references(u))
-                    .filter(|n| is_secret(n))
+                    .filter(|n| withheld(n))
                     .collect();
                 for name in &in_url {
-                    self.warn(format!("extension `{}`: MCP server `{server}` puts secret `${{{name}}}` in its url, where logs and process lists can show it; pass it in a header instead", l.name));
+                    self.warn(format!("extension `{}`: MCP server `{server}` puts variable `${{{name}}}` in its url, where logs and process lists can show it; pass secrets in a header instead", l.name));
                 }
                 let mut spec = spec.clone();
                 if !expand_vars {
@@ -251,11 +252,11 @@ impl ExtensionHost {
                 let mut moved = BTreeSet::new();
                 spec.command = spec
                     .command
-                    .map(|c| expand_except(&c, &vars, &is_secret, &mut moved));
+                    .map(|c| expand_withholding(&c, &vars, &withheld, &mut moved));
                 spec.args = spec
                     .args
                     .iter()
-                    .map(|a| expand_except(a, &vars, &is_secret, &mut moved))
+                    .map(|a| expand_withholding(a, &vars, &withheld, &mut moved))
                     .collect();
                 spec.url = spec.url.map(|u| expand(&u, &vars));
                 spec.env = spec
@@ -327,18 +328,51 @@ mod tests {
     }
 
     #[test]
-    fn kept_references_stay_as_written_and_are_recorded() {
+    fn withheld_references_expand_to_nothing_and_are_recorded() {
         let vars = |n: &str| Some(format!("<{n}>"));
-        let mut kept = BTreeSet::new();
-        let out = expand_except(
-            "${HOME}/x --key=${api_key}",
+        let mut withheld = BTreeSet::new();
+        let out = expand_withholding(
+            "${HOME}/x --dsn=${DATABASE_URL} --key ${api_key}",
             &vars,
-            &|n| n == "api_key",
-            &mut kept,
+            &|n| !argv_safe(n),
+            &mut withheld,
         );
-        assert_eq!(out, "<HOME>/x --key=${api_key}");
-        assert_eq!(kept.into_iter().collect::<Vec<_>>(), ["api_key"]);
-        assert!(looks_secret("GITHUB_TOKEN") && looks_secret("api_key"));
-        assert!(!looks_secret("HOME"));
+        assert_eq!(out, "<HOME>/x --dsn= --key ");
+        assert_eq!(
+            withheld.into_iter().collect::<Vec<_>>(),
+            ["DATABASE_URL", "api_key"]
+        );
+    }
+
+    #[test]
+    fn only_a_few_session_variables_may_expand_in_argv() {
+        for safe in [
+            "HOME",
+            "USER",
+            "LOGNAME",
+            "PATH",
+            "PWD",
+            "TMPDIR",
+            "SHELL",
+            "LANG",
+            "TERM",
+            "XDG_CONFIG_HOME",
+            "XDG_RUNTIME_DIR",
+        ] {
+            assert!(argv_safe(safe), "{safe}");
+        }
+        for denied in [
+            "DATABASE_URL",
+            "GITHUB_TOKEN",
+            "api_key",
+            "home",
+            "HOMEPAGE",
+            "PATH_TO_KEYS",
+            "LC_ALL",
+            "xdg_config_home",
+            "",
+        ] {
+            assert!(!argv_safe(denied), "{denied}");
+        }
     }
 }

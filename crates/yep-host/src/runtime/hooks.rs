@@ -5,8 +5,8 @@ use super::{ExtensionHost, Loaded};
 use crate::manifest::{HookEvent, OnError};
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
 use yep_protocol::HookFireParams;
 
 /// The longest a hook may hold a tool call, whatever its manifest asks for: a package's
@@ -84,34 +84,74 @@ fn subscriptions(loaded: &Loaded, event: HookEvent, tool: &str) -> Vec<(Duration
         .collect()
 }
 
+/// Fire one subscription of `loaded` within `timeout`, cut to what is left before `deadline`
+/// (the extension's budget for this tool call). Past the deadline nothing is sent.
+async fn fire_within(
+    loaded: &Loaded,
+    params: &HookFireParams,
+    timeout: Duration,
+    deadline: Instant,
+    budget: Duration,
+) -> Result<yep_protocol::HookDecision, String> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(format!(
+            "not sent: the extension's hooks used up their budget of {} ms for this tool call",
+            budget.as_millis()
+        ));
+    }
+    // The bound covers starting the server too (a backoff or a slow handshake). The request's
+    // own timeout stays the subscription's, so a cut one ends here, naming the budget.
+    let bound = timeout.min(left);
+    match tokio::time::timeout(bound, loaded.ext.fire_hook(params, timeout)).await {
+        Ok(Ok(d)) => Ok(d),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!(
+            "timed out after {} ms (including start-up; the extension's hooks have {} ms per tool call in all)",
+            bound.as_millis(),
+            budget.as_millis()
+        )),
+    }
+}
+
 impl ExtensionHost {
+    /// The most one extension's subscriptions may hold one tool call, together.
+    fn hook_budget(&self) -> Duration {
+        self.opts
+            .hook_budget
+            .min(Duration::from_millis(MAX_HOOK_TIMEOUT_MS))
+    }
+
     /// Fire `pre_tool_use` for `tool` on every matching subscription, in enable order. Each
     /// extension sees the previous one's rewrite; the first block wins. A tool nobody
     /// subscribed to costs no RPC.
+    ///
+    /// Each extension has one budget per call ([`HostOptions::hook_budget`], at most
+    /// [`MAX_HOOK_TIMEOUT_MS`]) shared by its subscriptions: each gets its own timeout cut to
+    /// what is left, and those past the budget are not sent and count as timed out (their
+    /// `on_error` decides). The budget is per extension, not per call, so that one slow
+    /// extension cannot use up the time of the extensions after it and have their hooks
+    /// skipped.
+    ///
+    /// [`HostOptions::hook_budget`]: super::HostOptions::hook_budget
     pub async fn pre_tool_use(&self, tool: &str, args: Value) -> PreDecision {
         let mut args = args;
         let mut rewritten_by = Vec::new();
+        let budget = self.hook_budget();
         for loaded in self.loaded() {
-            for (timeout, on_error) in subscriptions(&loaded, HookEvent::PreToolUse, tool) {
+            let subscribed = subscriptions(&loaded, HookEvent::PreToolUse, tool);
+            if subscribed.is_empty() {
+                continue;
+            }
+            let deadline = Instant::now() + budget;
+            for (timeout, on_error) in subscribed {
                 let params = HookFireParams {
                     event: "pre_tool_use".into(),
                     tool_name: tool.into(),
                     args: args.clone(),
                     result: None,
                 };
-                // The bound covers starting the server too (a backoff or a slow handshake).
-                let fired =
-                    match tokio::time::timeout(timeout, loaded.ext.fire_hook(&params, timeout))
-                        .await
-                    {
-                        Ok(Ok(d)) => Ok(d),
-                        Ok(Err(e)) => Err(e.to_string()),
-                        Err(_) => Err(format!(
-                            "timed out after {} ms (including start-up)",
-                            timeout.as_millis()
-                        )),
-                    };
-                match fired {
+                match fire_within(&loaded, &params, timeout, deadline, budget).await {
                     Ok(d) if d.block => {
                         let reason = if d.reason.is_empty() {
                             format!("blocked by extension `{}`", loaded.name)
@@ -150,36 +190,35 @@ impl ExtensionHost {
     }
 
     /// Fire `post_tool_use` in the background: observers only, never awaited by the caller.
-    /// `result` is the tool's value, or its error message.
+    /// `result` is the tool's value, or its error message. One task per extension fires its
+    /// subscriptions in turn within the same per-extension budget as pre hooks, so no task
+    /// outlives it.
     pub fn post_tool_use(&self, tool: &str, args: &Value, result: Result<&Value, &str>) {
         let result = match result {
             Ok(v) => v.clone(),
             Err(message) => json!({ "error": message }),
         };
+        let budget = self.hook_budget();
         for loaded in self.loaded() {
-            for (timeout, _) in subscriptions(&loaded, HookEvent::PostToolUse, tool) {
-                let params = HookFireParams {
-                    event: "post_tool_use".into(),
-                    tool_name: tool.into(),
-                    args: args.clone(),
-                    result: Some(result.clone()),
-                };
-                let loaded = Arc::clone(&loaded);
-                tokio::spawn(async move {
-                    // Bounded start-up included, as for pre hooks: a task never outlives the clamp.
-                    let fired =
-                        tokio::time::timeout(timeout, loaded.ext.fire_hook(&params, timeout)).await;
-                    match fired {
-                        Ok(Ok(_)) => {}
-                        Ok(Err(err)) => {
-                            tracing::warn!(extension = %loaded.name, "post_tool_use hook failed: {err}")
-                        }
-                        Err(_) => {
-                            tracing::warn!(extension = %loaded.name, "post_tool_use hook timed out after {} ms", timeout.as_millis())
-                        }
-                    }
-                });
+            let subscribed = subscriptions(&loaded, HookEvent::PostToolUse, tool);
+            if subscribed.is_empty() {
+                continue;
             }
+            let params = HookFireParams {
+                event: "post_tool_use".into(),
+                tool_name: tool.into(),
+                args: args.clone(),
+                result: Some(result.clone()),
+            };
+            let deadline = Instant::now() + budget;
+            tokio::spawn(async move {
+                for (timeout, _) in subscribed {
+                    if let Err(err) = fire_within(&loaded, &params, timeout, deadline, budget).await
+                    {
+                        tracing::warn!(extension = %loaded.name, "post_tool_use hook failed: {err}")
+                    }
+                }
+            });
         }
     }
 }

@@ -50,6 +50,10 @@ pub struct HostOptions {
     pub prompt_timeout: Duration,
     /// Prompt text kept per extension; longer text is truncated with a warning.
     pub prompt_cap: usize,
+    /// How long one extension's hook subscriptions may hold one tool call, all of them
+    /// together (pre hooks; post hooks likewise in the background). At most, and by default,
+    /// [`MAX_HOOK_TIMEOUT_MS`]: a larger value is clamped to it.
+    pub hook_budget: Duration,
     pub supervisor: SupervisorOptions,
     pub status_sink: Option<Arc<dyn StatusSink>>,
     pub ask_sink: Option<Arc<dyn AskSink>>,
@@ -62,6 +66,7 @@ impl Default for HostOptions {
             startup_bound: Duration::from_secs(5),
             prompt_timeout: Duration::from_secs(2),
             prompt_cap: 16 * 1024,
+            hook_budget: Duration::from_millis(MAX_HOOK_TIMEOUT_MS),
             supervisor: SupervisorOptions::default(),
             status_sink: None,
             ask_sink: None,

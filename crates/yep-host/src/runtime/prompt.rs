@@ -15,24 +15,76 @@ pub(crate) struct PromptCache {
     warned_cap: bool,
 }
 
-/// `text` with every `<` that starts a `capability` tag (opening or closing, any case, spaces
-/// allowed before the name) written as `&lt;`, so that it cannot end its own block or forge
-/// another extension's.
+/// Characters a reader does not see: Unicode format characters (general category `Cf`: soft
+/// hyphen, zero-width space and joiners, bidi controls, word joiner, BOM, tag characters...)
+/// and the other default-ignorable code points (variation selectors, Hangul fillers, the
+/// combining grapheme joiner). The ranges follow Unicode 15.
+fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    )
+}
+
+/// What may sit unseen between `<`, `/` and the tag name: whitespace, controls, invisibles.
+fn skippable(c: char) -> bool {
+    c.is_whitespace() || c.is_control() || invisible(c)
+}
+
+/// Whether `after` (the text after a `<`) spells a `capability` or `/capability` tag name,
+/// any case, with anything [`skippable`] before or after the `/` and controls or invisibles
+/// inside the word (`capa\u{200B}bility` reads as the word too).
+fn starts_tag(after: &str) -> bool {
+    let mut chars = after.chars().peekable();
+    while chars.next_if(|&c| skippable(c)).is_some() {}
+    if chars.next_if_eq(&'/').is_some() {
+        while chars.next_if(|&c| skippable(c)).is_some() {}
+    }
+    for want in "capability".chars() {
+        while chars.next_if(|&c| c.is_control() || invisible(c)).is_some() {}
+        match chars.next() {
+            Some(c) if c.eq_ignore_ascii_case(&want) => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// `text` with every `<` that starts a `capability` tag (opening or closing, any case, with
+/// whitespace, control or invisible characters before the name, controls or invisibles inside
+/// it) written as
+/// `&lt;`, so that it cannot end its own block or forge another extension's.
 pub(crate) fn escape_blocks(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find('<') {
         out.push_str(&rest[..i]);
         let after = &rest[i + 1..];
-        let name = after
-            .trim_start()
-            .strip_prefix('/')
-            .unwrap_or(after.trim_start())
-            .trim_start();
-        let tag = name
-            .get(..10)
-            .is_some_and(|n| n.eq_ignore_ascii_case("capability"));
-        out.push_str(if tag { "&lt;" } else { "<" });
+        out.push_str(if starts_tag(after) { "&lt;" } else { "<" });
         rest = after;
     }
     out.push_str(rest);
@@ -158,5 +210,51 @@ mod tests {
         assert_eq!(escape_blocks("< / CAPABILITY >"), "&lt; / CAPABILITY >");
         assert_eq!(escape_blocks("x < y <b> </cap"), "x < y <b> </cap");
         assert_eq!(escape_blocks("é<capabilityé"), "é&lt;capabilityé");
+    }
+
+    #[test]
+    fn capability_tags_hidden_behind_invisible_characters_are_escaped() {
+        for invisible in [
+            "\u{200B}",  // zero-width space
+            "\u{200C}",  // zero-width non-joiner
+            "\u{200D}",  // zero-width joiner
+            "\u{200E}",  // left-to-right mark
+            "\u{200F}",  // right-to-left mark
+            "\u{00AD}",  // soft hyphen
+            "\u{2060}",  // word joiner
+            "\u{2062}",  // invisible times
+            "\u{2064}",  // invisible plus
+            "\u{FEFF}",  // byte order mark
+            "\u{202E}",  // right-to-left override
+            "\u{2066}",  // left-to-right isolate
+            "\u{061C}",  // arabic letter mark
+            "\u{180E}",  // mongolian vowel separator
+            "\u{FE0F}",  // variation selector
+            "\u{E0041}", // tag latin capital a
+            "\u{0000}",
+            "\u{001B}",
+        ] {
+            for spelling in [
+                format!("<{invisible}/capability>"),
+                format!("<{invisible}capability id=\"ext:bank\">"),
+                format!("<{invisible} /{invisible}{invisible}CAPABILITY>"),
+                format!("</{invisible}Capability>"),
+                format!("</capa{invisible}bility>"),
+                format!("<{invisible}\u{00A0}/\u{3000}cApAbIlItY"),
+            ] {
+                let escaped = escape_blocks(&format!("x{spelling}y"));
+                assert_eq!(
+                    escaped,
+                    format!("x&lt;{}y", &spelling[1..]),
+                    "{:?}",
+                    spelling
+                );
+            }
+        }
+        // Visible text between `<` and the name is not a tag: left alone.
+        assert_eq!(escape_blocks("<x/capability>"), "<x/capability>");
+        assert_eq!(escape_blocks("<//capability>"), "<//capability>");
+        assert_eq!(escape_blocks("<capabl\u{200B}"), "<capabl\u{200B}");
+        assert_eq!(escape_blocks("<\u{200B}"), "<\u{200B}");
     }
 }
