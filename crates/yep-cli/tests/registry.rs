@@ -1121,6 +1121,106 @@ fn a_prebuilt_binary_archive_bomb_is_refused_and_the_package_still_installs() {
 }
 
 #[test]
+fn a_crate_whose_long_name_header_declares_a_huge_body_is_refused() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/long-name-bomb/headers.json");
+    let spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let declared = spec["declared_bytes"].as_u64().unwrap();
+    let written = spec["written_bytes"].as_u64().unwrap() as usize;
+    let version = "0.3.0";
+    // The long-name header first, its body of zeros cut short, then a valid package.
+    let mut raw = Vec::new();
+    let mut h = tar::Header::new_gnu();
+    h.set_entry_type(tar::EntryType::GNULongName);
+    h.set_path("././@LongLink").unwrap();
+    h.set_size(declared);
+    h.set_cksum();
+    raw.extend_from_slice(h.as_bytes());
+    raw.extend(std::iter::repeat_n(0u8, written));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &raw).unwrap();
+    let mut tar = tar::Builder::new(gz);
+    for (path, data) in weather_files(version) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        tar.append_data(
+            &mut header,
+            format!("{WEATHER_CRATE}-{version}/{path}"),
+            data.as_slice(),
+        )
+        .unwrap();
+    }
+    let archive = tar.into_inner().unwrap().finish().unwrap();
+    let mut served = HashMap::new();
+    served.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
+    );
+    served.insert(download_path(WEATHER_CRATE, version), archive);
+    let server = Server::start(served);
+    let sandbox = Sandbox::new();
+    let out = install(
+        &sandbox,
+        &server,
+        &["crates.io:yep-extension-weather", "--yes"],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("is a long-name or PAX header of {declared} bytes")),
+        "{stderr}"
+    );
+    assert_nothing_installed(&sandbox);
+}
+
+#[test]
+fn a_download_larger_than_the_cap_is_refused() {
+    let version = "0.3.0";
+    let mut files = weather_files(version);
+    // Two MiB that do not compress.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let noise: Vec<u8> = (0..2 << 20)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    files.push(("data/noise.bin".into(), noise));
+    let archive = crate_archive(WEATHER_CRATE, version, &files);
+    let mut served = HashMap::new();
+    served.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
+    );
+    let size = archive.len();
+    served.insert(download_path(WEATHER_CRATE, version), archive);
+    let server = Server::start(served);
+    let sandbox = Sandbox::new();
+    // Entries 0 and bytes 0 leave a 1 MiB cap on the download; the archive is larger.
+    assert!(size > 1 << 20, "{size}");
+    let out = run_yep_with(
+        &sandbox.home(),
+        &["install", "crates.io:yep-extension-weather", "--yes"],
+        Some(&server),
+        &[
+            ("YEP_MAX_UNPACKED_BYTES", "0"),
+            ("YEP_MAX_ARCHIVE_ENTRIES", "0"),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("larger than {} bytes", 1 << 20)),
+        "{stderr}"
+    );
+    assert_nothing_installed(&sandbox);
+}
+
+#[test]
 #[allow(clippy::disallowed_methods)] // running the CLI under test
 fn a_bare_name_means_the_registry_even_with_a_same_named_directory_here() {
     let (files, _) = registry_files(WEATHER_CRATE, &[("0.3.0", false)]);
