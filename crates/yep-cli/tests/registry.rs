@@ -1120,6 +1120,107 @@ fn a_prebuilt_binary_archive_bomb_is_refused_and_the_package_still_installs() {
     assert!(!sandbox.package().join(".bin-unpack").exists());
 }
 
+/// A server for `binary_package` serving `archive` with its right checksum.
+fn serve_binary_archive(archive: Vec<u8>) -> Server {
+    let sum = sha256_hex(&archive);
+    let mut served = HashMap::new();
+    let name = format!("/bin/weather-0.3.0-{}.tar.gz", host_target());
+    served.insert(format!("{name}.sha256"), format!("{sum}  x\n").into_bytes());
+    served.insert(name, archive);
+    Server::start(served)
+}
+
+/// A tar.gz of symlinks only.
+fn link_archive(links: &[(String, String)]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for (path, target) in links {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        tar.append_link(&mut header, path, target).unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+/// Run `yep`, failing (not hanging) when it takes more than a generous two minutes.
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn run_yep_bounded(home: &Path, args: &[&str]) -> std::process::ExitStatus {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(args)
+        .env("YEP_HOME", home)
+        .env_remove("RUST_LOG")
+        .env_remove("YEP_MAX_UNPACKED_BYTES")
+        .env_remove("YEP_MAX_ARCHIVE_ENTRIES")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("yep {args:?} did not finish");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_prebuilt_binary_that_is_a_link_never_chmods_outside_and_link_loops_do_not_hang() {
+    use std::os::unix::fs::PermissionsExt;
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/binary-archive-links/links.json");
+    let spec: HashMap<String, Vec<(String, String)>> =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+
+    let sandbox = Sandbox::new();
+    // Six `..` from `<home>/extensions/.scratch/<n>/package/bin` reach the sandbox root.
+    let victim = sandbox.root.path().join("victimfile");
+    std::fs::write(&victim, "secret\n").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = serve_binary_archive(link_archive(&spec["chmod"]));
+    let pkg = binary_package(&sandbox, &server);
+    let out = run_yep(
+        &sandbox.home(),
+        &["install", pkg.to_str().unwrap(), "--yes"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("binary: not available"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "the link's target was chmodded"
+    );
+    assert!(
+        sandbox
+            .package()
+            .join("bin/weather-server")
+            .symlink_metadata()
+            .is_err()
+    );
+
+    let sandbox = Sandbox::new();
+    let server = serve_binary_archive(link_archive(&spec["loop"]));
+    let pkg = binary_package(&sandbox, &server);
+    let status = run_yep_bounded(
+        &sandbox.home(),
+        &["install", pkg.to_str().unwrap(), "--yes"],
+    );
+    assert!(status.success());
+    assert!(sandbox.package().join("plugin.json").is_file());
+}
+
 #[test]
 fn a_crate_whose_long_name_header_declares_a_huge_body_is_refused() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))

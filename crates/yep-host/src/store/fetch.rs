@@ -827,35 +827,77 @@ pub fn fetch_binary(
     let scratch = package.join(".bin-unpack");
     let result = (|| {
         unpack_tar_gz(&archive, &scratch, 0, &url)?;
-        let found = find_file(&scratch, command)
+        let found = find_file(&scratch, command, FIND_DEPTH)
             .ok_or_else(|| FetchError::NotFound(format!("`{command}` inside {url}")))?;
         let bin = package.join("bin");
+        if bin
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(FetchError::Io {
+                context: format!("refusing to place `{command}`"),
+                source: std::io::Error::other("the package's bin/ is a symlink"),
+            });
+        }
         std::fs::create_dir_all(&bin).map_err(io("failed to create bin/"))?;
-        std::fs::rename(&found, bin.join(command)).map_err(io("failed to place the binary"))?;
+        // Made executable through the file itself (never a path a link could redirect), then
+        // moved: `rename` moves the entry, not what it might point to.
+        let file = open_no_follow(&found)
+            .map_err(io(format!("failed to open `{command}` inside {url}")))?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(FetchError::NotFound(format!(
+                "`{command}` as a regular file inside {url}"
+            )));
+        }
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let _ =
-                std::fs::set_permissions(bin.join(command), std::fs::Permissions::from_mode(0o755));
+            file.set_permissions(std::fs::Permissions::from_mode(0o755))
+                .map_err(io(format!("failed to make `{command}` executable")))?;
         }
+        std::fs::rename(&found, bin.join(command)).map_err(io("failed to place the binary"))?;
         Ok(target.clone())
     })();
     let _ = super::fsutil::remove_tree(&scratch);
     result
 }
 
-fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+/// How deep [`find_file`] looks inside a prebuilt-binary archive.
+const FIND_DEPTH: usize = 8;
+
+/// Open a file for reading, failing if the path's last component is a symlink.
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
+/// The first regular file called `name` under `dir`, at most `depth` directories down. Links
+/// are never followed (neither into directories nor as the file found).
+fn find_file(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
+    let mut dirs = Vec::new();
     for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if let Some(found) = find_file(&path, name) {
-                return Some(found);
-            }
-        } else if entry.file_name() == name {
-            return Some(path);
+        // `DirEntry::file_type` describes the entry itself, not a link's target.
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            dirs.push(entry.path());
+        } else if kind.is_file() && entry.file_name() == name {
+            return Some(entry.path());
         }
     }
-    None
+    if depth == 0 {
+        return None;
+    }
+    dirs.sort();
+    dirs.into_iter()
+        .find_map(|d| find_file(&d, name, depth - 1))
 }
 
 #[cfg(test)]
