@@ -1056,3 +1056,60 @@ fn the_secrets_mode_check_never_chmods_a_symlinks_target() {
         "the link's target was chmodded"
     );
 }
+
+#[test]
+fn a_package_link_that_leaves_the_package_is_refused_for_path_link_and_git_installs() {
+    let env = Env::new();
+    let outside = env.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("srv.py"), "print('outside')\n").unwrap();
+    let cases: std::collections::BTreeMap<String, Vec<(String, String)>> = serde_json::from_str(
+        &std::fs::read_to_string(hostile("package-link-out/links.json")).unwrap(),
+    )
+    .unwrap();
+    let plant = |pkg: &Path, links: &[(String, String)]| {
+        for (at, target) in links {
+            let target = target.replace("{OUTSIDE}", outside.to_str().unwrap());
+            std::os::unix::fs::symlink(target, pkg.join(at)).unwrap();
+        }
+    };
+    for (case, links) in &cases {
+        let pkg = env.package(&format!("pk/{case}"), "p3", "1.0.0", facet());
+        plant(&pkg, links);
+        for extra in [&[][..], &["--link"]] {
+            let mut args = vec!["install", pkg.to_str().unwrap(), "--yes"];
+            args.extend_from_slice(extra);
+            let out = env.yep(&args);
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{case} {extra:?}: {stderr}");
+            assert!(
+                stderr.contains("refusing the symlink bin/srv"),
+                "{case} {extra:?}: {stderr}"
+            );
+            assert!(env.home().join("extensions/p3").symlink_metadata().is_err());
+            assert!(!env.lock().contains("p3"), "{}", env.lock());
+        }
+    }
+    // A git checkout is checked the same way.
+    let repo = env.package("repo", "p3", "1.0.0", facet());
+    plant(&repo, &cases["absolute"]);
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "v1"]);
+    let out = env.yep(&["install", &format!("file://{}", repo.display()), "--yes"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("refusing the symlink bin/srv"), "{stderr}");
+    // A link that stays inside is still a link, and still installs.
+    let ok = env.package("pk/inside", "p4", "1.0.0", facet());
+    std::os::unix::fs::symlink("server", ok.join("bin/alias")).unwrap();
+    env.ok(&["install", ok.to_str().unwrap(), "--yes"]);
+    assert!(
+        env.home()
+            .join("extensions/p4/bin/alias")
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}

@@ -765,6 +765,7 @@ pub fn fetch_git(url: &str, rev: Option<&str>, dest: &Path) -> Result<String, Fe
     let commit = git(&["rev-parse", "HEAD"], Some(dest))?;
     super::fsutil::remove_tree(&dest.join(".git"))
         .map_err(io("failed to drop the clone's .git"))?;
+    super::fsutil::check_links(dest).map_err(io(format!("failed to use the checkout of {url}")))?;
     Ok(commit)
 }
 

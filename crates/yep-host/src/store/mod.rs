@@ -587,6 +587,9 @@ impl Home {
                     link: opts.link,
                 };
                 if opts.link {
+                    // Referenced in place, so checked in place: no link may lead out of it.
+                    fsutil::check_links(&abs)
+                        .map_err(io(format!("failed to link {}", abs.display())))?;
                     return Ok((lock_source, abs));
                 }
                 fetch::fetch_path(&abs, staged)?;
