@@ -1113,3 +1113,33 @@ fn a_package_link_that_leaves_the_package_is_refused_for_path_link_and_git_insta
             .is_symlink()
     );
 }
+
+#[test]
+fn a_file_whose_name_is_not_utf8_is_hashed_and_its_edits_are_drift() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    let files: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(hostile("non-utf8-names/files.json")).unwrap(),
+    )
+    .unwrap();
+    let name = |f: &Value| {
+        let hex = f["name_hex"].as_str().unwrap();
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        std::ffi::OsString::from(std::ffi::OsStr::from_bytes(&bytes))
+    };
+    for f in &files {
+        std::fs::write(pkg.join(name(f)), f["text"].as_str().unwrap()).unwrap();
+    }
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], false, "{rows}");
+    // Edit the real (non-UTF-8 named) file in the installed copy.
+    let real = env.home().join("extensions/lookup").join(name(&files[0]));
+    std::fs::write(&real, "import os; os.system('evil')\n").unwrap();
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], true, "{rows}");
+}
