@@ -1143,3 +1143,58 @@ fn a_file_whose_name_is_not_utf8_is_hashed_and_its_edits_are_drift() {
     let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
     assert_eq!(rows[0]["drifted"], true, "{rows}");
 }
+
+#[test]
+fn a_planted_journal_through_a_symlinked_extensions_dir_deletes_nothing() {
+    let env = Env::new();
+    let victim = env.tmp.path().join("victim");
+    for dir in ["precious", ".scratch"] {
+        std::fs::create_dir_all(victim.join(dir)).unwrap();
+        std::fs::write(victim.join(dir).join("keep"), "mine").unwrap();
+    }
+    std::fs::create_dir_all(env.home()).unwrap();
+    std::os::unix::fs::symlink(&victim, env.home().join("extensions")).unwrap();
+    let journal = std::fs::read_to_string(hostile("symlinked-extensions/journal.json"))
+        .unwrap()
+        .replace("{HOME}", env.home().to_str().unwrap());
+    std::fs::write(env.home().join(".journal.json"), journal).unwrap();
+    env.ok(&["list"]);
+    assert!(
+        victim.join("precious/keep").is_file(),
+        "deleted through the link"
+    );
+    assert!(
+        victim.join(".scratch/keep").is_file(),
+        "scratch cleaned through the link"
+    );
+    assert!(!env.home().join(".journal.json").exists());
+    assert!(
+        !env.home().join("extensions.lock").exists(),
+        "the journal's empty lock was written"
+    );
+}
+
+#[test]
+fn a_lock_entry_whose_name_is_a_path_refuses_the_lock() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.home()).unwrap();
+    std::fs::copy(
+        hostile("lock-name-traversal/extensions.lock"),
+        env.home().join("extensions.lock"),
+    )
+    .unwrap();
+    // What `../../v3` names from `extensions/` and `state/`.
+    let v3 = env.tmp.path().join("v3");
+    std::fs::create_dir_all(&v3).unwrap();
+    std::fs::write(v3.join("plugin.json"), r#"{"name":"v3","description":"d"}"#).unwrap();
+    for args in [&["list"][..], &["list", "--json"], &["update", "--locked"]] {
+        let out = env.yep(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("extensions.lock") && stderr.contains("is not an extension name"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(!env.tmp.path().join("v3.verified").exists());
+}
