@@ -1120,6 +1120,207 @@ fn a_prebuilt_binary_archive_bomb_is_refused_and_the_package_still_installs() {
     assert!(!sandbox.package().join(".bin-unpack").exists());
 }
 
+/// A server for `binary_package` serving `archive` with its right checksum.
+fn serve_binary_archive(archive: Vec<u8>) -> Server {
+    let sum = sha256_hex(&archive);
+    let mut served = HashMap::new();
+    let name = format!("/bin/weather-0.3.0-{}.tar.gz", host_target());
+    served.insert(format!("{name}.sha256"), format!("{sum}  x\n").into_bytes());
+    served.insert(name, archive);
+    Server::start(served)
+}
+
+/// A tar.gz of symlinks only.
+fn link_archive(links: &[(String, String)]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for (path, target) in links {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        tar.append_link(&mut header, path, target).unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+/// Run `yep`, failing (not hanging) when it takes more than a generous two minutes.
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn run_yep_bounded(home: &Path, args: &[&str]) -> std::process::ExitStatus {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(args)
+        .env("YEP_HOME", home)
+        .env_remove("RUST_LOG")
+        .env_remove("YEP_MAX_UNPACKED_BYTES")
+        .env_remove("YEP_MAX_ARCHIVE_ENTRIES")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("yep {args:?} did not finish");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_prebuilt_binary_that_is_a_link_never_chmods_outside_and_link_loops_do_not_hang() {
+    use std::os::unix::fs::PermissionsExt;
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/binary-archive-links/links.json");
+    let spec: HashMap<String, Vec<(String, String)>> =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+
+    let sandbox = Sandbox::new();
+    // Six `..` from `<home>/extensions/.scratch/<n>/package/bin` reach the sandbox root.
+    let victim = sandbox.root.path().join("victimfile");
+    std::fs::write(&victim, "secret\n").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = serve_binary_archive(link_archive(&spec["chmod"]));
+    let pkg = binary_package(&sandbox, &server);
+    let out = run_yep(
+        &sandbox.home(),
+        &["install", pkg.to_str().unwrap(), "--yes"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("binary: not available"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "the link's target was chmodded"
+    );
+    assert!(
+        sandbox
+            .package()
+            .join("bin/weather-server")
+            .symlink_metadata()
+            .is_err()
+    );
+
+    let sandbox = Sandbox::new();
+    let server = serve_binary_archive(link_archive(&spec["loop"]));
+    let pkg = binary_package(&sandbox, &server);
+    let status = run_yep_bounded(
+        &sandbox.home(),
+        &["install", pkg.to_str().unwrap(), "--yes"],
+    );
+    assert!(status.success());
+    assert!(sandbox.package().join("plugin.json").is_file());
+}
+
+#[test]
+fn a_crate_whose_long_name_header_declares_a_huge_body_is_refused() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/long-name-bomb/headers.json");
+    let spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let declared = spec["declared_bytes"].as_u64().unwrap();
+    let written = spec["written_bytes"].as_u64().unwrap() as usize;
+    let version = "0.3.0";
+    // The long-name header first, its body of zeros cut short, then a valid package.
+    let mut raw = Vec::new();
+    let mut h = tar::Header::new_gnu();
+    h.set_entry_type(tar::EntryType::GNULongName);
+    h.set_path("././@LongLink").unwrap();
+    h.set_size(declared);
+    h.set_cksum();
+    raw.extend_from_slice(h.as_bytes());
+    raw.extend(std::iter::repeat_n(0u8, written));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &raw).unwrap();
+    let mut tar = tar::Builder::new(gz);
+    for (path, data) in weather_files(version) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        tar.append_data(
+            &mut header,
+            format!("{WEATHER_CRATE}-{version}/{path}"),
+            data.as_slice(),
+        )
+        .unwrap();
+    }
+    let archive = tar.into_inner().unwrap().finish().unwrap();
+    let mut served = HashMap::new();
+    served.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
+    );
+    served.insert(download_path(WEATHER_CRATE, version), archive);
+    let server = Server::start(served);
+    let sandbox = Sandbox::new();
+    let out = install(
+        &sandbox,
+        &server,
+        &["crates.io:yep-extension-weather", "--yes"],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("is a long-name or PAX header of {declared} bytes")),
+        "{stderr}"
+    );
+    assert_nothing_installed(&sandbox);
+}
+
+#[test]
+fn a_download_larger_than_the_cap_is_refused() {
+    let version = "0.3.0";
+    let mut files = weather_files(version);
+    // Two MiB that do not compress.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let noise: Vec<u8> = (0..2 << 20)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    files.push(("data/noise.bin".into(), noise));
+    let archive = crate_archive(WEATHER_CRATE, version, &files);
+    let mut served = HashMap::new();
+    served.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
+    );
+    let size = archive.len();
+    served.insert(download_path(WEATHER_CRATE, version), archive);
+    let server = Server::start(served);
+    let sandbox = Sandbox::new();
+    // Entries 0 and bytes 0 leave a 1 MiB cap on the download; the archive is larger.
+    assert!(size > 1 << 20, "{size}");
+    let out = run_yep_with(
+        &sandbox.home(),
+        &["install", "crates.io:yep-extension-weather", "--yes"],
+        Some(&server),
+        &[
+            ("YEP_MAX_UNPACKED_BYTES", "0"),
+            ("YEP_MAX_ARCHIVE_ENTRIES", "0"),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("larger than {} bytes", 1 << 20)),
+        "{stderr}"
+    );
+    assert_nothing_installed(&sandbox);
+}
+
 #[test]
 #[allow(clippy::disallowed_methods)] // running the CLI under test
 fn a_bare_name_means_the_registry_even_with_a_same_named_directory_here() {

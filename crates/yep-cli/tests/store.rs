@@ -1056,3 +1056,145 @@ fn the_secrets_mode_check_never_chmods_a_symlinks_target() {
         "the link's target was chmodded"
     );
 }
+
+#[test]
+fn a_package_link_that_leaves_the_package_is_refused_for_path_link_and_git_installs() {
+    let env = Env::new();
+    let outside = env.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("srv.py"), "print('outside')\n").unwrap();
+    let cases: std::collections::BTreeMap<String, Vec<(String, String)>> = serde_json::from_str(
+        &std::fs::read_to_string(hostile("package-link-out/links.json")).unwrap(),
+    )
+    .unwrap();
+    let plant = |pkg: &Path, links: &[(String, String)]| {
+        for (at, target) in links {
+            let target = target.replace("{OUTSIDE}", outside.to_str().unwrap());
+            std::os::unix::fs::symlink(target, pkg.join(at)).unwrap();
+        }
+    };
+    for (case, links) in &cases {
+        let pkg = env.package(&format!("pk/{case}"), "p3", "1.0.0", facet());
+        plant(&pkg, links);
+        for extra in [&[][..], &["--link"]] {
+            let mut args = vec!["install", pkg.to_str().unwrap(), "--yes"];
+            args.extend_from_slice(extra);
+            let out = env.yep(&args);
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{case} {extra:?}: {stderr}");
+            assert!(
+                stderr.contains("refusing the symlink bin/srv"),
+                "{case} {extra:?}: {stderr}"
+            );
+            assert!(env.home().join("extensions/p3").symlink_metadata().is_err());
+            assert!(!env.lock().contains("p3"), "{}", env.lock());
+        }
+    }
+    // A git checkout is checked the same way.
+    let repo = env.package("repo", "p3", "1.0.0", facet());
+    plant(&repo, &cases["absolute"]);
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "v1"]);
+    let out = env.yep(&["install", &format!("file://{}", repo.display()), "--yes"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("refusing the symlink bin/srv"), "{stderr}");
+    // A link that stays inside is still a link, and still installs.
+    let ok = env.package("pk/inside", "p4", "1.0.0", facet());
+    std::os::unix::fs::symlink("server", ok.join("bin/alias")).unwrap();
+    env.ok(&["install", ok.to_str().unwrap(), "--yes"]);
+    assert!(
+        env.home()
+            .join("extensions/p4/bin/alias")
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn a_file_whose_name_is_not_utf8_is_hashed_and_its_edits_are_drift() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    let files: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(hostile("non-utf8-names/files.json")).unwrap(),
+    )
+    .unwrap();
+    let name = |f: &Value| {
+        let hex = f["name_hex"].as_str().unwrap();
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        std::ffi::OsString::from(std::ffi::OsStr::from_bytes(&bytes))
+    };
+    for f in &files {
+        std::fs::write(pkg.join(name(f)), f["text"].as_str().unwrap()).unwrap();
+    }
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], false, "{rows}");
+    // Edit the real (non-UTF-8 named) file in the installed copy.
+    let real = env.home().join("extensions/lookup").join(name(&files[0]));
+    std::fs::write(&real, "import os; os.system('evil')\n").unwrap();
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["drifted"], true, "{rows}");
+}
+
+#[test]
+fn a_planted_journal_through_a_symlinked_extensions_dir_deletes_nothing() {
+    let env = Env::new();
+    let victim = env.tmp.path().join("victim");
+    for dir in ["precious", ".scratch"] {
+        std::fs::create_dir_all(victim.join(dir)).unwrap();
+        std::fs::write(victim.join(dir).join("keep"), "mine").unwrap();
+    }
+    std::fs::create_dir_all(env.home()).unwrap();
+    std::os::unix::fs::symlink(&victim, env.home().join("extensions")).unwrap();
+    let journal = std::fs::read_to_string(hostile("symlinked-extensions/journal.json"))
+        .unwrap()
+        .replace("{HOME}", env.home().to_str().unwrap());
+    std::fs::write(env.home().join(".journal.json"), journal).unwrap();
+    env.ok(&["list"]);
+    assert!(
+        victim.join("precious/keep").is_file(),
+        "deleted through the link"
+    );
+    assert!(
+        victim.join(".scratch/keep").is_file(),
+        "scratch cleaned through the link"
+    );
+    assert!(!env.home().join(".journal.json").exists());
+    assert!(
+        !env.home().join("extensions.lock").exists(),
+        "the journal's empty lock was written"
+    );
+}
+
+#[test]
+fn a_lock_entry_whose_name_is_a_path_refuses_the_lock() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.home()).unwrap();
+    std::fs::copy(
+        hostile("lock-name-traversal/extensions.lock"),
+        env.home().join("extensions.lock"),
+    )
+    .unwrap();
+    // What `../../v3` names from `extensions/` and `state/`.
+    let v3 = env.tmp.path().join("v3");
+    std::fs::create_dir_all(&v3).unwrap();
+    std::fs::write(v3.join("plugin.json"), r#"{"name":"v3","description":"d"}"#).unwrap();
+    for args in [&["list"][..], &["list", "--json"], &["update", "--locked"]] {
+        let out = env.yep(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("extensions.lock") && stderr.contains("is not an extension name"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(!env.tmp.path().join("v3.verified").exists());
+}

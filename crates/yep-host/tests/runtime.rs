@@ -1174,21 +1174,26 @@ async fn skills_are_listed_with_their_scope_and_an_escaping_file_is_refused() {
         "---\nname: forecast\ndescription: Read a forecast\n---\nLook at the sky.\n",
     )
     .unwrap();
-    let outside = w.dir.path().join("outside.md");
-    std::fs::write(&outside, "---\nname: stolen\n---\n").unwrap();
-    std::os::unix::fs::symlink(&outside, pkg.join("skills/evil/SKILL.md")).unwrap();
     std::fs::write(
         pkg.join("plugin.json"),
         json!({"name": "skilled", "yolop": {"skills": true}}).to_string(),
     )
     .unwrap();
+    // Linked, so the link can be planted after install (which refuses links out of a package):
+    // the runtime must refuse it on its own.
     w.home
         .install(
             pkg.to_str().unwrap(),
-            &InstallOptions::default(),
+            &InstallOptions {
+                link: true,
+                ..InstallOptions::default()
+            },
             &mut AlwaysYes,
         )
         .unwrap();
+    let outside = w.dir.path().join("outside.md");
+    std::fs::write(&outside, "---\nname: stolen\n---\n").unwrap();
+    std::os::unix::fs::symlink(&outside, pkg.join("skills/evil/SKILL.md")).unwrap();
     w.home.set_enabled("skilled", true).unwrap();
     let host = w.host(quick()).await;
     let skills = host.skills();

@@ -95,11 +95,22 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-/// GET a URL into memory; a progress bar on stderr when it is a terminal.
+/// GET a URL into memory, at most [`UnpackLimits::max_download`] bytes (an index file, a
+/// `.crate` or a prebuilt-binary archive); a progress bar on stderr when it is a terminal.
 pub fn http_get(url: &str, label: &str) -> Result<Vec<u8>, FetchError> {
+    http_get_limited(url, label, UnpackLimits::from_env().max_download())
+}
+
+/// [`http_get`], refusing a body over `max` bytes (declared or received) before reading on.
+pub fn http_get_limited(url: &str, label: &str, max: u64) -> Result<Vec<u8>, FetchError> {
     let err = |message: String| FetchError::Http {
         url: url.to_string(),
         message,
+    };
+    let too_big = || {
+        err(format!(
+            "the download is larger than {max} bytes (the cap follows YEP_MAX_UNPACKED_BYTES and YEP_MAX_ARCHIVE_ENTRIES)"
+        ))
     };
     let mut response = match agent().get(url).call() {
         Ok(r) => r,
@@ -111,12 +122,16 @@ pub fn http_get(url: &str, label: &str) -> Result<Vec<u8>, FetchError> {
         .get("content-length")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    if total.is_some_and(|n| n > max) {
+        return Err(too_big());
+    }
     let bar = progress_bar(label, total);
     let mut reader = response
         .body_mut()
         .with_config()
-        .limit(512 * 1024 * 1024)
-        .reader();
+        .limit(max.saturating_add(1))
+        .reader()
+        .take(max.saturating_add(1));
     let mut out = Vec::with_capacity(total.unwrap_or(0).min(64 << 20) as usize);
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
@@ -125,6 +140,9 @@ pub fn http_get(url: &str, label: &str) -> Result<Vec<u8>, FetchError> {
             break;
         }
         out.extend_from_slice(&chunk[..n]);
+        if out.len() as u64 > max {
+            return Err(too_big());
+        }
         if let Some(bar) = &bar {
             bar.inc(n as u64);
         }
@@ -273,7 +291,25 @@ impl Default for UnpackLimits {
     }
 }
 
+/// The most a GNU long-name or long-link body, or a PAX header body, may hold. The `tar` crate
+/// reads these whole into memory, so they are checked (by their declared size) first.
+pub const MAX_HEADER_BODY: u64 = 64 << 10;
+
 impl UnpackLimits {
+    /// The most an archive's decompressed stream may hold (file data plus headers, padding and
+    /// long names): the unpacked-size cap plus 2 KiB per entry and 1 MiB.
+    pub fn max_stream(&self) -> u64 {
+        self.max_bytes
+            .saturating_add(self.max_entries.saturating_mul(2048))
+            .saturating_add(1 << 20)
+    }
+
+    /// The most a download may be: no archive that unpacks within the limits is larger
+    /// compressed than its decompressed stream (plus a little framing, within the 1 MiB).
+    pub fn max_download(&self) -> u64 {
+        self.max_stream()
+    }
+
     /// The defaults, raised (or lowered) by `YEP_MAX_UNPACKED_BYTES` and
     /// `YEP_MAX_ARCHIVE_ENTRIES`; a value that is not a number is ignored with a warning.
     pub fn from_env() -> UnpackLimits {
@@ -314,11 +350,167 @@ pub fn unpack_tar_gz_limited(
     archive: &str,
     limits: UnpackLimits,
 ) -> Result<(), FetchError> {
-    let result = unpack_streaming(bytes, dest, strip, archive, limits);
+    let result = scan_headers(bytes, archive, limits)
+        .and_then(|()| unpack_streaming(bytes, dest, strip, archive, limits));
     if result.is_err() {
         clear_dir(dest);
     }
     result
+}
+
+/// One pass over the decompressed archive before anything is unpacked, in 512-byte blocks
+/// with memory bounded by [`MAX_HEADER_BODY`]: refuses long-name, long-link and PAX header
+/// bodies over that size (the `tar` crate would read them whole), sparse entries, more
+/// entries than the limit (every header counts), more entry data than the unpacked-size cap,
+/// and a stream longer than [`UnpackLimits::max_stream`]. Sizes are read as the `tar` crate
+/// reads them (a PAX `size` overrides the next entry's header), so both passes agree.
+fn scan_headers(bytes: &[u8], archive: &str, limits: UnpackLimits) -> Result<(), FetchError> {
+    use tar::EntryType;
+    let unsafe_entry = |entry: &[u8], why: String| FetchError::UnsafeArchive {
+        archive: archive.to_string(),
+        entry: String::from_utf8_lossy(entry).into_owned(),
+        why,
+    };
+    let failed = || io(format!("failed to read {archive}"));
+    let cap = limits.max_stream();
+    let mut stream = flate2::read::GzDecoder::new(bytes).take(cap.saturating_add(1));
+    let past_cap = |entry: &[u8]| {
+        unsafe_entry(
+            entry,
+            format!(
+                "inflates the archive past {cap} bytes of headers and data (raise YEP_MAX_UNPACKED_BYTES to allow more)"
+            ),
+        )
+    };
+    let (mut consumed, mut count, mut total) = (0u64, 0u64, 0u64);
+    let mut pax_size: Option<u64> = None;
+    let mut long_name: Option<Vec<u8>> = None;
+    let mut block = [0u8; 512];
+    loop {
+        let mut filled = 0;
+        while filled < block.len() {
+            match stream.read(&mut block[filled..]).map_err(failed())? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        consumed += filled as u64;
+        if consumed > cap {
+            return Err(past_cap(b""));
+        }
+        // The end, or a torn block the unpacker reports itself.
+        if filled < block.len() || block.iter().all(|b| *b == 0) {
+            return Ok(());
+        }
+        let header = tar::Header::from_byte_slice(&block);
+        let kind = header.entry_type();
+        let raw_name = header.path_bytes().into_owned();
+        let recognized = header.as_gnu().is_some() || header.as_ustar().is_some();
+        let meta = matches!(
+            kind,
+            EntryType::GNULongName
+                | EntryType::GNULongLink
+                | EntryType::XHeader
+                | EntryType::XGlobalHeader
+        );
+        let consumed_as_meta = recognized
+            && matches!(
+                kind,
+                EntryType::GNULongName | EntryType::GNULongLink | EntryType::XHeader
+            );
+        let shown = match (&long_name, meta) {
+            (Some(name), false) => name.clone(),
+            _ => raw_name,
+        };
+        count += 1;
+        if count > limits.max_entries {
+            return Err(unsafe_entry(
+                &shown,
+                format!(
+                    "is past the limit of {} entries (raise YEP_MAX_ARCHIVE_ENTRIES to allow more)",
+                    limits.max_entries
+                ),
+            ));
+        }
+        if kind == EntryType::GNUSparse {
+            return Err(unsafe_entry(&shown, "is a sparse file".into()));
+        }
+        let mut size = header.entry_size().map_err(failed())?;
+        if !meta && let Some(pax) = pax_size {
+            size = pax;
+        }
+        if !consumed_as_meta {
+            // As the `tar` crate does: PAX and long names describe the next plain entry only.
+            pax_size = None;
+            long_name = None;
+        }
+        let padded = size
+            .checked_next_multiple_of(512)
+            .ok_or_else(|| past_cap(&shown))?;
+        if meta {
+            if size > MAX_HEADER_BODY {
+                return Err(unsafe_entry(
+                    &shown,
+                    format!(
+                        "is a long-name or PAX header of {size} bytes (at most {MAX_HEADER_BODY})"
+                    ),
+                ));
+            }
+            let mut body = Vec::with_capacity(padded as usize);
+            (&mut stream)
+                .take(padded)
+                .read_to_end(&mut body)
+                .map_err(failed())?;
+            consumed += body.len() as u64;
+            if consumed > cap {
+                return Err(past_cap(&shown));
+            }
+            body.truncate(size as usize);
+            if consumed_as_meta {
+                match kind {
+                    EntryType::GNULongName => {
+                        let end = body.iter().position(|b| *b == 0).unwrap_or(body.len());
+                        body.truncate(end);
+                        long_name = Some(body);
+                    }
+                    EntryType::XHeader => pax_size = pax_value(&body, "size"),
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        if total.saturating_add(size) > limits.max_bytes {
+            return Err(unsafe_entry(
+                &shown,
+                format!(
+                    "would unpack the archive past {} bytes (raise YEP_MAX_UNPACKED_BYTES to allow more)",
+                    limits.max_bytes
+                ),
+            ));
+        }
+        total += size;
+        let skipped = std::io::copy(&mut (&mut stream).take(padded), &mut std::io::sink())
+            .map_err(failed())?;
+        consumed += skipped;
+        if consumed > cap {
+            return Err(past_cap(&shown));
+        }
+        if skipped < padded {
+            return Ok(());
+        }
+    }
+}
+
+/// A numeric PAX record, read as the `tar` crate reads it: the first record with `key`, and
+/// nothing when any record before it is malformed or its value is not a number.
+fn pax_value(body: &[u8], key: &str) -> Option<u64> {
+    for record in tar::PaxExtensions::new(body) {
+        let record = record.ok()?;
+        if record.key() == Ok(key) {
+            return record.value().ok()?.parse().ok();
+        }
+    }
+    None
 }
 
 /// Remove everything inside `dir` (not `dir` itself).
@@ -573,6 +765,7 @@ pub fn fetch_git(url: &str, rev: Option<&str>, dest: &Path) -> Result<String, Fe
     let commit = git(&["rev-parse", "HEAD"], Some(dest))?;
     super::fsutil::remove_tree(&dest.join(".git"))
         .map_err(io("failed to drop the clone's .git"))?;
+    super::fsutil::check_links(dest).map_err(io(format!("failed to use the checkout of {url}")))?;
     Ok(commit)
 }
 
@@ -635,35 +828,77 @@ pub fn fetch_binary(
     let scratch = package.join(".bin-unpack");
     let result = (|| {
         unpack_tar_gz(&archive, &scratch, 0, &url)?;
-        let found = find_file(&scratch, command)
+        let found = find_file(&scratch, command, FIND_DEPTH)
             .ok_or_else(|| FetchError::NotFound(format!("`{command}` inside {url}")))?;
         let bin = package.join("bin");
+        if bin
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(FetchError::Io {
+                context: format!("refusing to place `{command}`"),
+                source: std::io::Error::other("the package's bin/ is a symlink"),
+            });
+        }
         std::fs::create_dir_all(&bin).map_err(io("failed to create bin/"))?;
-        std::fs::rename(&found, bin.join(command)).map_err(io("failed to place the binary"))?;
+        // Made executable through the file itself (never a path a link could redirect), then
+        // moved: `rename` moves the entry, not what it might point to.
+        let file = open_no_follow(&found)
+            .map_err(io(format!("failed to open `{command}` inside {url}")))?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(FetchError::NotFound(format!(
+                "`{command}` as a regular file inside {url}"
+            )));
+        }
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let _ =
-                std::fs::set_permissions(bin.join(command), std::fs::Permissions::from_mode(0o755));
+            file.set_permissions(std::fs::Permissions::from_mode(0o755))
+                .map_err(io(format!("failed to make `{command}` executable")))?;
         }
+        std::fs::rename(&found, bin.join(command)).map_err(io("failed to place the binary"))?;
         Ok(target.clone())
     })();
     let _ = super::fsutil::remove_tree(&scratch);
     result
 }
 
-fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+/// How deep [`find_file`] looks inside a prebuilt-binary archive.
+const FIND_DEPTH: usize = 8;
+
+/// Open a file for reading, failing if the path's last component is a symlink.
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
+/// The first regular file called `name` under `dir`, at most `depth` directories down. Links
+/// are never followed (neither into directories nor as the file found).
+fn find_file(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
+    let mut dirs = Vec::new();
     for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if let Some(found) = find_file(&path, name) {
-                return Some(found);
-            }
-        } else if entry.file_name() == name {
-            return Some(path);
+        // `DirEntry::file_type` describes the entry itself, not a link's target.
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            dirs.push(entry.path());
+        } else if kind.is_file() && entry.file_name() == name {
+            return Some(entry.path());
         }
     }
-    None
+    if depth == 0 {
+        return None;
+    }
+    dirs.sort();
+    dirs.into_iter()
+        .find_map(|d| find_file(&d, name, depth - 1))
 }
 
 #[cfg(test)]
@@ -839,6 +1074,127 @@ mod tests {
         unpack_tar_gz_limited(&bytes, dir.path(), 1, "bomb.crate", UnpackLimits::default())
             .unwrap();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), count);
+    }
+
+    /// An archive whose first header is of `kind` and declares `declared` bytes, of which only
+    /// `written` follow (the rest of the stream is a plain file).
+    fn header_bomb(kind: u8, declared: u64, written: usize) -> Vec<u8> {
+        let mut raw = Vec::new();
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::new(kind));
+        h.set_path("././@LongLink").unwrap();
+        h.set_size(declared);
+        h.set_mode(0o644);
+        h.set_cksum();
+        raw.extend_from_slice(h.as_bytes());
+        raw.extend(std::iter::repeat_n(b'a', written));
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &raw).unwrap();
+        let mut b = tar::Builder::new(gz);
+        let mut f = tar::Header::new_gnu();
+        f.set_size(1);
+        f.set_mode(0o644);
+        b.append_data(&mut f, "pkg/plugin.json", &b"x"[..]).unwrap();
+        b.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn a_long_name_or_pax_header_bomb_is_refused_by_its_declared_size() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/hostile/long-name-bomb/headers.json");
+        let spec: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+        let declared = spec["declared_bytes"].as_u64().unwrap();
+        let written = spec["written_bytes"].as_u64().unwrap() as usize;
+        for kind in spec["kinds"].as_array().unwrap() {
+            let kind = kind.as_str().unwrap().as_bytes()[0];
+            let bytes = header_bomb(kind, declared, written);
+            let dir = tempfile::tempdir().unwrap();
+            let err = unpack_tar_gz(&bytes, dir.path(), 1, "bomb.crate")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("is a long-name or PAX header of {declared} bytes")),
+                "{}: {err}",
+                kind as char
+            );
+            assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+        }
+        // Long names and PAX records of a sane size still unpack, and a PAX `size` is honoured.
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut b = tar::Builder::new(gz);
+        let long = format!("pkg/{}/s", vec!["d".repeat(60); 5].join("/"));
+        let mut h = tar::Header::new_gnu();
+        h.set_size(2);
+        h.set_mode(0o644);
+        b.append_data(&mut h, &long, &b"ok"[..]).unwrap();
+        let pax = b"17 comment=hello\n10 size=3\n";
+        let mut x = tar::Header::new_ustar();
+        x.set_entry_type(tar::EntryType::XHeader);
+        x.set_path("PaxHeaders/after-pax").unwrap();
+        x.set_size(pax.len() as u64);
+        x.set_cksum();
+        b.append(&x, &pax[..]).unwrap();
+        // The header says 0 bytes; the PAX record says 3, and wins (as in the `tar` crate).
+        let mut h = tar::Header::new_ustar();
+        h.set_path("pkg/after-pax").unwrap();
+        h.set_size(0);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append(&h, &b"yes"[..]).unwrap();
+        let bytes = b.into_inner().unwrap().finish().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        unpack_tar_gz(&bytes, dir.path(), 1, "ok.crate").unwrap();
+        assert_eq!(std::fs::read(dir.path().join(&long[4..])).unwrap(), b"ok");
+        assert_eq!(std::fs::read(dir.path().join("after-pax")).unwrap(), b"yes");
+    }
+
+    #[test]
+    fn data_of_entries_that_are_not_unpacked_still_counts_and_the_stream_is_capped() {
+        // A fifo's "data" was inflated and skipped without counting against any cap.
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut b = tar::Builder::new(gz);
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Fifo);
+        h.set_size(4 << 20);
+        h.set_mode(0o644);
+        b.append_data(&mut h, "pkg/fifo", std::io::repeat(0).take(4 << 20))
+            .unwrap();
+        let bytes = b.into_inner().unwrap().finish().unwrap();
+        let limits = UnpackLimits {
+            max_bytes: 1 << 20,
+            max_entries: 10,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let err = unpack_tar_gz_limited(&bytes, dir.path(), 1, "fifo.crate", limits)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("\"pkg/fifo\"") && err.contains("YEP_MAX_UNPACKED_BYTES"),
+            "{err}"
+        );
+        // Headers count too: many long names, each under the body cap, pass the stream cap.
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut b = tar::Builder::new(gz);
+        for i in 0..40 {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(1);
+            h.set_mode(0o644);
+            let name = format!("pkg/{i}/{}", "n".repeat(60_000));
+            b.append_data(&mut h, name, &b"x"[..]).unwrap();
+        }
+        let bytes = b.into_inner().unwrap().finish().unwrap();
+        let limits = UnpackLimits {
+            max_bytes: 1 << 10,
+            max_entries: 100,
+        };
+        let err = unpack_tar_gz_limited(&bytes, dir.path(), 1, "names.crate", limits)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("past {} bytes of headers", limits.max_stream())),
+            "{err}"
+        );
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
     }
 
     #[test]

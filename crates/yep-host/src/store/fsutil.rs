@@ -1,7 +1,7 @@
 //! File-system steps that must not leave half-written state: atomic writes, tree copies.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Write `bytes` to `path` atomically (temp file in the same directory, fsync, rename), and
 /// only if the content differs. Returns whether it wrote.
@@ -31,8 +31,15 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
-/// Copy a package tree, skipping `.git` directories; symlinks are copied as links.
+/// Copy a package tree, skipping `.git` directories; symlinks are copied as links, and the copy
+/// is refused (see [`check_links`]) when one is absolute or leaves the package.
 pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    copy_entries(from, to)?;
+    // Judged on the copy, which is ours: the source may change while it is read.
+    check_links(to)
+}
+
+fn copy_entries(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
@@ -43,7 +50,7 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             if name == ".git" {
                 continue;
             }
-            copy_tree(&src, &dst)?;
+            copy_entries(&src, &dst)?;
         } else if kind.is_symlink() {
             #[cfg(unix)]
             std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
@@ -55,10 +62,114 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Refuse a package (`root`) holding a symlink whose target is absolute, climbs out of the
+/// package (resolved lexically from the link's directory), or resolves through another of its
+/// links: the package's behaviour would then live in files outside it, which neither the
+/// content hash nor drift checks see. `.git` directories are skipped, as the hash skips them.
+pub fn check_links(root: &Path) -> std::io::Result<()> {
+    check_links_in(root, root)
+}
+
+fn check_links_in(root: &Path, dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let path = entry.path();
+        if kind.is_dir() {
+            if entry.file_name() != ".git" {
+                check_links_in(root, &path)?;
+            }
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&path)?;
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            if let Some(why) = link_escape(root, rel, &target) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("refusing the symlink {}: {why}", rel.display()),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why the link at `rel` (relative to `root`) pointing to `target` leaves the package, if it
+/// does.
+fn link_escape(root: &Path, rel: &Path, target: &Path) -> Option<String> {
+    use std::path::Component;
+    let outside = || format!("it points outside the package (to {})", target.display());
+    if target.is_absolute() {
+        return Some(outside());
+    }
+    let mut here: PathBuf = rel.parent().map(Path::to_path_buf).unwrap_or_default();
+    let parts: Vec<Component> = target.components().collect();
+    for (i, c) in parts.iter().enumerate() {
+        match c {
+            Component::Normal(part) => here.push(part),
+            Component::ParentDir => {
+                if !here.pop() {
+                    return Some(outside());
+                }
+            }
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return Some(outside()),
+        }
+        if i + 1 < parts.len()
+            && !here.as_os_str().is_empty()
+            && root
+                .join(&here)
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Some(format!(
+                "it resolves through another link of the package ({} via {})",
+                target.display(),
+                here.display()
+            ));
+        }
+    }
+    None
+}
+
 /// Remove a directory tree if it exists.
 pub fn remove_tree(path: &Path) -> std::io::Result<()> {
     match std::fs::remove_dir_all(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn links_that_leave_the_package_are_refused_and_inner_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("pkg");
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::write(root.join("lib/s"), "x").unwrap();
+        let link = |at: &str, to: &str| std::os::unix::fs::symlink(to, root.join(at)).unwrap();
+        link("bin/s", "../lib/s");
+        link("bin/dot", ".");
+        check_links(&root).unwrap();
+        for (at, to, why) in [
+            ("bin/abs", "/etc/passwd", "points outside"),
+            ("bin/up", "../../outside", "points outside"),
+            ("bin/via", "dot/../../x", "through another link"),
+        ] {
+            link(at, to);
+            let err = check_links(&root).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("refusing the symlink {at}")) && err.contains(why),
+                "{err}"
+            );
+            let copy = dir.path().join(format!("copy-{}", at.replace('/', "-")));
+            let err = copy_tree(&root, &copy).unwrap_err().to_string();
+            assert!(err.contains(at), "{err}");
+            std::fs::remove_file(root.join(at)).unwrap();
+        }
     }
 }

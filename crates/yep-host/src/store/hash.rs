@@ -10,7 +10,7 @@
 //! confused). A package without links hashes exactly as yolop hashes it.
 
 use sha2::{Digest, Sha256};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn content_hash(dir: &Path) -> std::io::Result<String> {
     content_hash_excluding(dir, &[])
@@ -18,19 +18,22 @@ pub fn content_hash(dir: &Path) -> std::io::Result<String> {
 
 /// The content hash with some relative paths left out: a prebuilt binary placed after
 /// approval is pinned on its own.
+///
+/// Names are hashed by their raw bytes (a name that is not UTF-8 is hashed as it is, never
+/// replaced by U+FFFD, so two names cannot collide and every file's bytes count); a UTF-8 name
+/// hashes exactly as yolop hashes it. Files are read through their real paths.
 pub fn content_hash_excluding(dir: &Path, skip: &[&str]) -> std::io::Result<String> {
     let mut files = Vec::new();
-    collect(dir, dir, &mut files)?;
-    files.retain(|f| !skip.contains(&f.as_str()));
+    collect(dir, Vec::new(), &mut files)?;
+    files.retain(|(rel, _)| !skip.iter().any(|s| s.as_bytes() == rel.as_slice()));
     files.sort();
     let mut hasher = Sha256::new();
-    for rel in &files {
-        let path = dir.join(rel);
-        hasher.update(rel.as_bytes());
+    for (rel, path) in &files {
+        hasher.update(rel);
         hasher.update([0u8]);
         if path.symlink_metadata()?.file_type().is_symlink() {
-            let target = std::fs::read_link(&path)?;
-            let target = target.as_os_str().as_encoded_bytes();
+            let target = std::fs::read_link(path)?;
+            let target = raw_bytes(target.as_os_str());
             hasher.update(u64::MAX.to_le_bytes());
             hasher.update((target.len() as u64).to_le_bytes());
             hasher.update(target);
@@ -43,22 +46,35 @@ pub fn content_hash_excluding(dir: &Path, skip: &[&str]) -> std::io::Result<Stri
     Ok(format!("sha256:{}", hex(&hasher.finalize())))
 }
 
-fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+/// A name's bytes as the file system holds them.
+#[cfg(unix)]
+fn raw_bytes(name: &std::ffi::OsStr) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    name.as_bytes()
+}
+
+#[cfg(not(unix))]
+fn raw_bytes(name: &std::ffi::OsStr) -> &[u8] {
+    name.as_encoded_bytes()
+}
+
+/// Every file and link under `dir` (skipping `.git`), as (`/`-joined raw relative name, path).
+fn collect(dir: &Path, prefix: Vec<u8>, out: &mut Vec<(Vec<u8>, PathBuf)>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        let path = entry.path();
+        let name = entry.file_name();
         let kind = entry.file_type()?;
+        let mut rel = prefix.clone();
+        if !rel.is_empty() {
+            rel.push(b'/');
+        }
+        rel.extend_from_slice(raw_bytes(&name));
         if kind.is_dir() {
-            if entry.file_name() != ".git" {
-                collect(root, &path, out)?;
+            if name != ".git" {
+                collect(&entry.path(), rel, out)?;
             }
         } else if kind.is_file() || kind.is_symlink() {
-            let rel = path.strip_prefix(root).unwrap_or(&path);
-            let parts: Vec<_> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            out.push(parts.join("/"));
+            out.push((rel, entry.path()));
         }
     }
     Ok(())
@@ -97,6 +113,35 @@ mod tests {
         assert_eq!(
             content_hash(dir.path()).unwrap(),
             format!("sha256:{}", sha256_hex(&expect))
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_name_that_is_not_utf8_is_hashed_by_its_bytes_and_its_file_counts() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+        let raw = std::ffi::OsStr::from_bytes(b"bin/\xff.py");
+        std::fs::write(dir.path().join(raw), b"real").unwrap();
+        std::fs::write(dir.path().join("bin/\u{FFFD}.py"), b"twin").unwrap();
+        let mut expect = Vec::new();
+        for (path, data) in [
+            (&b"bin/\xef\xbf\xbd.py"[..], &b"twin"[..]),
+            (b"bin/\xff.py", b"real"),
+        ] {
+            expect.extend_from_slice(path);
+            expect.push(0);
+            expect.extend_from_slice(&(data.len() as u64).to_le_bytes());
+            expect.extend_from_slice(data);
+        }
+        let before = content_hash(dir.path()).unwrap();
+        assert_eq!(before, format!("sha256:{}", sha256_hex(&expect)));
+        std::fs::write(dir.path().join(raw), b"edit").unwrap();
+        assert_ne!(
+            content_hash(dir.path()).unwrap(),
+            before,
+            "the \\xff file counts"
         );
     }
 

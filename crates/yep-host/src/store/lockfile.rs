@@ -134,10 +134,26 @@ impl Lockfile {
                 });
             }
         };
-        toml::from_str(&text).map_err(|e| LockError {
+        let lock: Lockfile = toml::from_str(&text).map_err(|e| LockError {
             path: path.display().to_string(),
             message: e.to_string(),
-        })
+        })?;
+        // Names become paths (`extensions/<name>`, `state/<name>.verified`): a planted
+        // `../../x` must never reach one.
+        if let Some(bad) = lock
+            .extensions
+            .iter()
+            .find(|e| !crate::manifest::valid_name(&e.name))
+        {
+            return Err(LockError {
+                path: path.display().to_string(),
+                message: format!(
+                    "entry {} is not an extension name (A-Z a-z 0-9 _ -); the lock is refused",
+                    crate::text::escape(&format!("{:?}", bad.name))
+                ),
+            });
+        }
+        Ok(lock)
     }
 
     pub fn get(&self, name: &str) -> Option<&LockEntry> {
@@ -217,6 +233,29 @@ mod tests {
             rev: "ééééééééééééé".into(),
         };
         assert_eq!(source.to_string(), "git file:///r@éééééééééééé");
+    }
+
+    #[test]
+    fn an_entry_whose_name_is_not_an_extension_name_refuses_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("extensions.lock");
+        let entry = |name: &str| {
+            format!(
+                "[[extensions]]\nname = {}\ncontent_hash = \"sha256:00\"\n[extensions.source]\ntype = \"path\"\npath = \"/p\"\n",
+                toml::Value::String(name.into())
+            )
+        };
+        std::fs::write(&path, entry("ok-name_1")).unwrap();
+        assert_eq!(Lockfile::load(&path).unwrap().extensions.len(), 1);
+        for bad in ["../../v3", "", "a/b", ".", "x\u{1b}[2J"] {
+            std::fs::write(&path, entry(bad)).unwrap();
+            let err = Lockfile::load(&path).unwrap_err().to_string();
+            assert!(
+                err.contains("extensions.lock") && err.contains("is not an extension name"),
+                "{bad:?}: {err}"
+            );
+            assert!(!err.contains('\u{1b}'), "{err}");
+        }
     }
 
     #[test]

@@ -271,14 +271,35 @@ impl Home {
                 }
             }
         }
+        // Never through a planted `extensions -> elsewhere` link.
+        if self
+            .extensions_dir()
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            tracing::warn!(
+                "not cleaning {}: {} is a symlink",
+                self.scratch_dir().display(),
+                self.extensions_dir().display()
+            );
+            return Ok(());
+        }
         remove_tree(&self.scratch_dir()).map_err(io("failed to clean up scratch"))
     }
 
     /// The first path of `j` that is not a plain path below `extensions/` (no `..`, no `.`,
-    /// no symlinked directory on the way), if any.
+    /// no symlink on the way from the home root down, `extensions/` itself included), if any.
     fn journal_escape<'a>(&self, j: &'a Journal) -> Option<&'a Path> {
         let base = self.extensions_dir();
+        let is_link = |p: &Path| {
+            p.symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+        };
+        let base_linked = is_link(&base);
         let ok = |p: &Path| {
+            if base_linked {
+                return false;
+            }
             let Ok(rel) = p.strip_prefix(&base) else {
                 return false;
             };
@@ -291,12 +312,7 @@ impl Home {
                     .ancestors()
                     .skip(1)
                     .filter(|a| !a.as_os_str().is_empty())
-                    .all(|a| {
-                        !base
-                            .join(a)
-                            .symlink_metadata()
-                            .is_ok_and(|m| m.file_type().is_symlink())
-                    })
+                    .all(|a| !is_link(&base.join(a)))
         };
         j.renames
             .iter()
@@ -587,6 +603,9 @@ impl Home {
                     link: opts.link,
                 };
                 if opts.link {
+                    // Referenced in place, so checked in place: no link may lead out of it.
+                    fsutil::check_links(&abs)
+                        .map_err(io(format!("failed to link {}", abs.display())))?;
                     return Ok((lock_source, abs));
                 }
                 fetch::fetch_path(&abs, staged)?;

@@ -84,7 +84,7 @@ fn fingerprint(dir: &Path) -> std::io::Result<([u8; 32], Option<SystemTime>)> {
     rows.sort();
     let mut h = Sha256::new();
     for row in rows {
-        h.update(row.as_bytes());
+        h.update(&row);
         h.update([b'\n']);
     }
     Ok((h.finalize().into(), newest))
@@ -93,7 +93,7 @@ fn fingerprint(dir: &Path) -> std::io::Result<([u8; 32], Option<SystemTime>)> {
 fn walk(
     root: &Path,
     dir: &Path,
-    rows: &mut Vec<String>,
+    rows: &mut Vec<Vec<u8>>,
     newest: &mut Option<SystemTime>,
 ) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
@@ -106,10 +106,14 @@ fn walk(
             }
             continue;
         }
-        let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy();
+        // The raw name: two names that differ only in bytes that are not UTF-8 stay apart.
+        let rel = path.strip_prefix(root).unwrap_or(&path);
         let (ctime, row) = stamp(&meta);
         *newest = (*newest).max(Some(ctime));
-        rows.push(format!("{rel}\0{row}"));
+        let mut line = rel.as_os_str().as_encoded_bytes().to_vec();
+        line.push(0);
+        line.extend_from_slice(row.as_bytes());
+        rows.push(line);
     }
     Ok(())
 }
