@@ -31,7 +31,10 @@ pub enum LockSource {
 impl std::fmt::Display for LockSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LockSource::Git { url, rev } => write!(f, "git {url}@{}", &rev[..rev.len().min(12)]),
+            // Chars, not bytes: a corrupt lock may hold a non-ASCII rev.
+            LockSource::Git { url, rev } => {
+                write!(f, "git {url}@{}", rev.chars().take(12).collect::<String>())
+            }
             LockSource::Path { path, link: true } => write!(f, "link {path}"),
             LockSource::Path { path, .. } => write!(f, "path {path}"),
             LockSource::Crate {
