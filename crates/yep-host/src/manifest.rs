@@ -303,6 +303,15 @@ impl Manifest {
                 ));
             }
         }
+        // One name, one definition: the consent summary and the update diff show one of them.
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(t) = f.tools.iter().find(|t| !seen.insert(t.name.as_str())) {
+            return Err(format!("tool {:?} is declared twice", t.name));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(c) = f.commands.iter().find(|c| !seen.insert(c.name.as_str())) {
+            return Err(format!("command {:?} is declared twice", c.name));
+        }
         let contributes = !f.tools.is_empty()
             || f.prompt
             || f.dynamic_prompt
