@@ -797,7 +797,10 @@ impl Extension {
         let status = live.process.terminate(grace).await;
         live.conn.close(CloseReason::Shutdown);
         // Its last words are in the log by the time a stop returns.
-        live.process.stderr.drained(Duration::from_millis(500)).await;
+        live.process
+            .stderr
+            .drained(Duration::from_millis(500))
+            .await;
         Some(describe_status(status))
     }
 }
