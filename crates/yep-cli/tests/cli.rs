@@ -302,6 +302,9 @@ fn session_at_a_terminal_reads_lines_and_shows_results() {
         .expect("util-linux `script` runs the CLI on a pseudo-terminal");
     use std::io::Write;
     let mut stdin = child.stdin.take().unwrap();
+    // The server pushes its status from its own thread once started; like a person, type after
+    // it has had a moment, so the next prompt can show it.
+    std::thread::sleep(std::time::Duration::from_millis(500));
     stdin
         .write_all(b"call echo {\"text\":\"from a terminal\"}\r")
         .unwrap();

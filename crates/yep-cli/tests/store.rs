@@ -400,7 +400,9 @@ fn logs_print_the_servers_stderr() {
     std::fs::create_dir_all(env.home().join("logs")).unwrap();
     std::fs::write(env.home().join("logs/lookup.log"), "started\nready\n").unwrap();
     assert_eq!(env.ok(&["logs", "lookup"]), "started\nready\n");
-    assert!(text(&env.yep(&["logs", "nope"]).stderr).contains("no log for `nope`"));
+    assert!(
+        text(&env.yep(&["logs", "nope"]).stderr).contains("no extension named `nope` is installed")
+    );
 }
 
 /// Kill `yep install` at random points; afterwards the lock and the directories agree.
@@ -1197,4 +1199,38 @@ fn a_lock_entry_whose_name_is_a_path_refuses_the_lock() {
         );
     }
     assert!(!env.tmp.path().join("v3.verified").exists());
+}
+
+#[test]
+fn a_misspelled_name_is_an_error_with_a_suggestion_in_every_verb() {
+    let env = Env::new();
+    let pkg = env.package("weather", "weather", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    for args in [
+        &["call", "wether", "lookup"][..],
+        &["logs", "wether"],
+        &["enable", "wether"],
+        &["disable", "wether"],
+        &["remove", "wether"],
+        &["update", "wether"],
+        &["doctor", "wether"],
+        &["config", "show", "wether"],
+    ] {
+        let out = env.yep(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("no extension named `wether` is installed; did you mean `weather`?"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // Nothing close: no suggestion, still an error.
+    let out = env.yep(&["disable", "github"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no extension named `github` is installed")
+            && !stderr.contains("did you mean"),
+        "{stderr}"
+    );
 }

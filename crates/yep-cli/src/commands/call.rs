@@ -54,6 +54,14 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         installed = Some(name.to_string());
         args.package = home.package_dir(name);
     }
+    // A bare name that is neither installed nor a directory here is a typo, not a path.
+    if installed.is_none()
+        && let Some(name) = args.package.to_str()
+        && !looks_like_path(name)
+        && !args.package.is_dir()
+    {
+        return Err(home.not_installed(name).into());
+    }
     let manifest = match approved {
         Some(m) => m,
         None => Manifest::load(&args.package)?,

@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use yep_host::Manifest;
+use yep_host::store::Home;
 use yep_host::store::config::{self, Secret};
 use yep_host::store::summary::config_fields;
-use yep_host::store::{Home, StoreError};
 use yep_protocol::UiAskParams;
 
 #[derive(clap::Subcommand)]
@@ -37,7 +37,7 @@ pub enum SecretCommand {
 
 fn manifest(home: &Home, name: &str) -> anyhow::Result<Manifest> {
     if home.lockfile()?.get(name).is_none() {
-        return Err(StoreError::NotInstalled(name.to_string()).into());
+        return Err(home.not_installed(name).into());
     }
     Ok(Manifest::load(&home.package_dir(name))?)
 }

@@ -25,6 +25,9 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let package = if installed {
         home.package_dir(&args.target)
     } else {
+        if !looks_like_path(&args.target) && !dir.is_dir() {
+            return Err(home.not_installed(&args.target).into());
+        }
         std::fs::canonicalize(&dir).map_err(|e| {
             anyhow::anyhow!(
                 "{} is neither an installed extension nor a package directory: {e}",

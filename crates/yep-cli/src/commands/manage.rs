@@ -129,6 +129,9 @@ pub fn logs(args: LogsArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let mut file = match std::fs::File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if home.lockfile()?.get(&args.name).is_none() {
+                return Err(home.not_installed(&args.name).into());
+            }
             return Err(crate::output::hinted(
                 format!("no log for `{}` at {}", args.name, path.display()),
                 &["a server's log appears once it has run"],

@@ -43,8 +43,9 @@ pub enum StoreError {
     Lock(#[from] lockfile::LockError),
     #[error("{0}")]
     Invalid(String),
-    #[error("no extension named `{0}` is installed")]
-    NotInstalled(String),
+    /// The name, and a `; did you mean …` suffix when an installed name is close.
+    #[error("no extension named `{0}` is installed{1}")]
+    NotInstalled(String, String),
     #[error("not approved: {0}")]
     Declined(String),
     #[error("--locked: {0}")]
@@ -727,11 +728,7 @@ impl Home {
         let _lock = self.lock()?;
         let lock = self.lockfile()?;
         let entries: Vec<LockEntry> = match name {
-            Some(n) => vec![
-                lock.get(n)
-                    .cloned()
-                    .ok_or_else(|| StoreError::NotInstalled(n.to_string()))?,
-            ],
+            Some(n) => vec![lock.get(n).cloned().ok_or_else(|| self.not_installed(n))?],
             None => lock.extensions.clone(),
         };
         let mut out = Vec::new();
@@ -772,10 +769,31 @@ impl Home {
     pub fn set_enabled(&self, name: &str, on: bool) -> Result<bool, StoreError> {
         check_name(name)?;
         let _lock = self.lock()?;
-        if on && self.lockfile()?.get(name).is_none() {
-            return Err(StoreError::NotInstalled(name.to_string()));
+        // Disabling a name that is enabled but no longer installed still cleans it up.
+        if self.lockfile()?.get(name).is_none()
+            && (on
+                || !settings::enabled(&self.settings_path())
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|n| n == name))
+        {
+            return Err(self.not_installed(name));
         }
         settings::set_enabled(&self.settings_path(), name, on).map_err(StoreError::Invalid)
+    }
+
+    /// `name` is not installed: the error, with the closest installed name when one is close.
+    pub fn not_installed(&self, name: &str) -> StoreError {
+        let installed = self.lockfile().map(|l| l.extensions).unwrap_or_default();
+        let closest = installed
+            .iter()
+            .map(|e| (strsim::damerau_levenshtein(name, &e.name), &e.name))
+            .filter(|(d, n)| *d <= 2.max(n.len() / 3))
+            .min();
+        let hint = closest
+            .map(|(_, n)| format!("; did you mean `{n}`?"))
+            .unwrap_or_default();
+        StoreError::NotInstalled(name.to_string(), hint)
     }
 
     /// Delete a package, its lock entry, its enable entry, its config, its stored secrets and its
@@ -786,7 +804,7 @@ impl Home {
         let mut lock = self.lockfile()?;
         let dest = self.package_dir(name);
         if !lock.remove(name) && dest.symlink_metadata().is_err() {
-            return Err(StoreError::NotInstalled(name.to_string()));
+            return Err(self.not_installed(name));
         }
         let trash = self.scratch()?.join("removed");
         let renames = if dest.symlink_metadata().is_ok() {
@@ -892,9 +910,7 @@ impl Home {
     /// to run.
     pub fn drift(&self, name: &str) -> Result<Option<String>, StoreError> {
         let lock = self.lockfile()?;
-        let entry = lock
-            .get(name)
-            .ok_or_else(|| StoreError::NotInstalled(name.to_string()))?;
+        let entry = lock.get(name).ok_or_else(|| self.not_installed(name))?;
         Ok(self.drift_of(entry))
     }
 }
