@@ -228,7 +228,8 @@ fn new_refuses_bad_names_and_empty_packages() {
         "",
     );
     assert!(
-        text(&empty.stderr).contains("declares no contributions"),
+        text(&empty.stderr).contains("declares no contributions")
+            && text(&empty.stderr).contains("hint: say what it contributes, e.g. `--tool NAME`"),
         "{}",
         text(&empty.stderr)
     );

@@ -82,8 +82,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         skills: args.skills,
         parent: args.dir,
     };
-    let done = scaffold(&options)
-        .map_err(|e| anyhow::anyhow!("failed to scaffold `{}`: {e}", options.name))?;
+    let done = scaffold(&options).map_err(|e| {
+        let message = format!("failed to scaffold `{}`: {e}", options.name);
+        if message.contains("declares no contributions") {
+            crate::output::hinted(
+                message,
+                &[
+                    "say what it contributes, e.g. `--tool NAME`, `--hook pre_tool_use:GLOB`, `--prompt`, `--command NAME`, `--status` (see `yep new --help`)",
+                ],
+            )
+        } else {
+            anyhow::anyhow!(message)
+        }
+    })?;
     if args.json {
         stdout_line(&serde_json::to_string_pretty(&done)?);
         return Ok(ExitCode::SUCCESS);
