@@ -184,24 +184,29 @@ fn shorten(s: &str, max: usize) -> String {
     }
 }
 
-/// Words into lines of at most `width` characters.
-fn wrap(text: &str, width: usize) -> Vec<String> {
+/// Pieces, space-separated, into lines of at most `width` characters (a piece longer than
+/// that stands alone).
+fn fill(pieces: impl IntoIterator<Item = String>, width: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
-    for word in text.split(' ') {
-        let word = shorten(word, width);
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+    for piece in pieces {
+        if !line.is_empty() && line.chars().count() + 1 + piece.chars().count() > width {
             lines.push(std::mem::take(&mut line));
         }
         if !line.is_empty() {
             line.push(' ');
         }
-        line.push_str(&word);
+        line.push_str(&piece);
     }
     if !line.is_empty() {
         lines.push(line);
     }
     lines
+}
+
+/// Words into lines of at most `width` characters.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    fill(text.split(' ').map(|w| shorten(w, width)), width)
 }
 
 /// One labelled block: the first line carries the label, the rest are indented under it.
@@ -221,32 +226,15 @@ fn block(out: &mut String, label: &str, lines: &[String]) {
 
 /// A list as lines of comma-separated items that stay inside 80 columns where the items allow.
 fn list(items: &[String]) -> Vec<String> {
-    let joined: Vec<String> = items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            if i + 1 < items.len() {
-                format!("{item},")
-            } else {
-                item.clone()
-            }
-        })
-        .collect();
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
-    for item in joined {
-        if !line.is_empty() && line.chars().count() + 1 + item.chars().count() > 80 - INDENT.len() {
-            lines.push(std::mem::take(&mut line));
+    let last = items.len().saturating_sub(1);
+    let pieces = items.iter().enumerate().map(|(i, item)| {
+        if i < last {
+            format!("{item},")
+        } else {
+            item.clone()
         }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(&item);
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
+    });
+    fill(pieces, 80 - INDENT.len())
 }
 
 /// The facets a manifest grants (as opposed to lists it declares), by name.
