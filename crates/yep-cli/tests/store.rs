@@ -1234,3 +1234,39 @@ fn a_misspelled_name_is_an_error_with_a_suggestion_in_every_verb() {
         "{stderr}"
     );
 }
+
+#[test]
+fn every_verb_that_changes_state_speaks_json() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", configured_facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let json = |out: String| -> Value { serde_json::from_str(&out).unwrap() };
+    assert_eq!(
+        json(env.ok(&["enable", "lookup", "--json"])),
+        json!({"name": "lookup", "enabled": true, "changed": true, "setup_incomplete": ["region", "token"]})
+    );
+    assert_eq!(
+        json(env.ok(&["config", "set", "lookup", "region", "eu", "--json"])),
+        json!({"name": "lookup", "field": "region", "value": "eu"})
+    );
+    let out = yep_with_stdin(
+        &env,
+        &["secret", "set", "lookup", "token", "--json"],
+        "s3cret\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stored = text(&out.stdout);
+    assert!(!stored.contains("s3cret"), "{stored}");
+    assert_eq!(
+        json(stored),
+        json!({"name": "lookup", "field": "token", "stored": true})
+    );
+    assert_eq!(
+        json(env.ok(&["disable", "lookup", "--json"])),
+        json!({"name": "lookup", "enabled": false, "changed": true, "setup_incomplete": []})
+    );
+    assert_eq!(
+        json(env.ok(&["remove", "lookup", "--json"])),
+        json!({"name": "lookup", "removed": true})
+    );
+}

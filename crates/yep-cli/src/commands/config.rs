@@ -22,9 +22,15 @@ pub enum ConfigCommand {
     },
     /// Set a plain (non-secret) field; the value is parsed by the field's type.
     Set {
+        /// The installed extension's name.
         name: String,
+        /// A plain field of its config_schema.
         field: String,
+        /// The value, parsed by the field's type.
         value: String,
+        /// Print what was stored as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -32,7 +38,15 @@ pub enum ConfigCommand {
 pub enum SecretCommand {
     /// Store a secret field: asked for with masked input, or read as one line from stdin.
     /// Never taken on the command line.
-    Set { name: String, field: String },
+    Set {
+        /// The installed extension's name.
+        name: String,
+        /// A secret field of its config_schema.
+        field: String,
+        /// Print what was stored (never the value) as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn manifest(home: &Home, name: &str) -> anyhow::Result<Manifest> {
@@ -80,18 +94,30 @@ pub fn config(cmd: ConfigCommand, home: &Home) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        ConfigCommand::Set { name, field, value } => {
+        ConfigCommand::Set {
+            name,
+            field,
+            value,
+            json,
+        } => {
             let m = manifest(home, &name)?;
             let parsed = config::parse_value(&m, &field, &value)?;
             config::set_plain(home, &m, &field, parsed.clone())?;
-            stdout_line(&format!("set {name}.{field} = {parsed}"));
+            if json {
+                stdout_line(
+                    &serde_json::json!({ "name": name, "field": field, "value": parsed })
+                        .to_string(),
+                );
+            } else {
+                stdout_line(&format!("set {name}.{field} = {parsed}"));
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn secret(cmd: SecretCommand, home: &Home) -> anyhow::Result<ExitCode> {
-    let SecretCommand::Set { name, field } = cmd;
+    let SecretCommand::Set { name, field, json } = cmd;
     let m = manifest(home, &name)?;
     if !config_fields(&m)
         .iter()
@@ -123,6 +149,12 @@ pub fn secret(cmd: SecretCommand, home: &Home) -> anyhow::Result<ExitCode> {
         ));
     };
     config::set_secret(home, &m, &field, &Secret::new(value))?;
+    if json {
+        stdout_line(
+            &serde_json::json!({ "name": name, "field": field, "stored": true }).to_string(),
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     stdout_line(&format!(
         "stored {name}.{field} (secret) in {}",
         home.connections_path().display()

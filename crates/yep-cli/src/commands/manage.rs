@@ -10,7 +10,11 @@ use yep_host::text::{escape, escape_multiline};
 
 #[derive(clap::Args)]
 pub struct NameArgs {
+    /// The installed extension's name.
     name: String,
+    /// Print what was done as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -30,25 +34,44 @@ pub struct LogsArgs {
 pub fn enable(args: NameArgs, home: &Home, on: bool) -> anyhow::Result<ExitCode> {
     let changed = home.set_enabled(&args.name, on)?;
     let state = if on { "enabled" } else { "disabled" };
+    // Setup asks at a terminal; with --json nothing but the object goes to stdout.
+    let missing = if on {
+        super::config::setup(home, &args.name)?
+    } else {
+        Vec::new()
+    };
+    if args.json {
+        stdout_line(
+            &serde_json::json!({
+                "name": args.name,
+                "enabled": on,
+                "changed": changed,
+                "setup_incomplete": missing,
+            })
+            .to_string(),
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     stdout_line(&if changed {
         format!("{state} {}", args.name)
     } else {
         format!("{} was already {state}", args.name)
     });
-    if on {
-        let missing = super::config::setup(home, &args.name)?;
-        if !missing.is_empty() {
-            stdout_line(&format!(
-                "setup_incomplete: {} (set them with `yep config set` / `yep secret set`)",
-                missing.join(", ")
-            ));
-        }
+    if !missing.is_empty() {
+        stdout_line(&format!(
+            "setup_incomplete: {} (set them with `yep config set` / `yep secret set`)",
+            missing.join(", ")
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn remove(args: NameArgs, home: &Home) -> anyhow::Result<ExitCode> {
     home.remove(&args.name)?;
+    if args.json {
+        stdout_line(&serde_json::json!({ "name": args.name, "removed": true }).to_string());
+        return Ok(ExitCode::SUCCESS);
+    }
     stdout_line(&format!(
         "removed {} (package, lock entry, enable entry, config, stored secrets and data)",
         args.name
