@@ -2,7 +2,7 @@
 //! from the crates.io sparse index (checksum verified before anything is written, unpacked
 //! without trusting archive paths). Also the optional prebuilt server binary.
 
-use super::fsutil::copy_tree;
+use super::fsutil::{LinkEscape, copy_tree, link_escape};
 use super::hash::sha256_hex;
 use serde_json::Value;
 use std::io::Read;
@@ -660,7 +660,7 @@ fn unpack_streaming(
     // link would be resolved through that link's target instead (`d/e -> ..`, then
     // `d/t -> e/../..` lands outside), so such targets are refused.
     for (rel, target) in &pending_links {
-        if let Some(via) = through_link(rel, target, &links) {
+        if let Some(LinkEscape::Through(via)) = link_escape(rel, target, |p| links.contains(p)) {
             return Err(unsafe_entry(
                 &rel.display().to_string(),
                 &format!(
@@ -684,48 +684,10 @@ fn unpack_streaming(
     Ok(())
 }
 
-/// The first link of `links` that resolving `target` from the link at `at` passes through
-/// before its last component, if any.
-fn through_link(
-    at: &Path,
-    target: &Path,
-    links: &std::collections::HashSet<PathBuf>,
-) -> Option<PathBuf> {
-    let mut here: PathBuf = at.parent().map(Path::to_path_buf).unwrap_or_default();
-    let parts: Vec<Component> = target.components().collect();
-    for (i, c) in parts.iter().enumerate() {
-        match c {
-            Component::Normal(part) => here.push(part),
-            Component::ParentDir => {
-                here.pop();
-            }
-            _ => {}
-        }
-        if i + 1 < parts.len() && links.contains(&here) {
-            return Some(here);
-        }
-    }
-    None
-}
-
-/// Whether a relative symlink at `at` pointing to `target` stays inside the package root.
+/// Whether a relative symlink at `at` pointing to `target` stays inside the package root,
+/// judged lexically (links it may pass through are checked once all are known).
 fn link_stays_inside(at: &Path, target: &Path) -> bool {
-    if target.is_absolute() {
-        return false;
-    }
-    let mut depth: i64 = at.components().count() as i64 - 1;
-    for c in target.components() {
-        match c {
-            Component::ParentDir => depth -= 1,
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
-            _ => return false,
-        }
-        if depth < 0 {
-            return false;
-        }
-    }
-    true
+    link_escape(at, target, |_| false).is_none()
 }
 
 /// Clone `url` into `dest` and check out `rev`; returns the resolved commit. `.git` is removed

@@ -82,7 +82,22 @@ fn check_links_in(root: &Path, dir: &Path) -> std::io::Result<()> {
         } else if kind.is_symlink() {
             let target = std::fs::read_link(&path)?;
             let rel = path.strip_prefix(root).unwrap_or(&path);
-            if let Some(why) = link_escape(root, rel, &target) {
+            let is_link = |p: &Path| {
+                root.join(p)
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.file_type().is_symlink())
+            };
+            if let Some(escape) = link_escape(rel, &target, is_link) {
+                let why = match escape {
+                    LinkEscape::Outside => {
+                        format!("it points outside the package (to {})", target.display())
+                    }
+                    LinkEscape::Through(via) => format!(
+                        "it resolves through another link of the package ({} via {})",
+                        target.display(),
+                        via.display()
+                    ),
+                };
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     format!("refusing the symlink {}: {why}", rel.display()),
@@ -93,13 +108,27 @@ fn check_links_in(root: &Path, dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Why the link at `rel` (relative to `root`) pointing to `target` leaves the package, if it
-/// does.
-fn link_escape(root: &Path, rel: &Path, target: &Path) -> Option<String> {
+/// How a symlink leaves its package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LinkEscape {
+    /// Its target is absolute, or climbs above the package root.
+    Outside,
+    /// Its target passes through this other link of the package before its last component,
+    /// so it resolves through that link's target instead of where it reads.
+    Through(PathBuf),
+}
+
+/// Resolve `target` lexically from the directory of the link at `rel` (relative to the package
+/// root), and say how it leaves the package, if it does. `is_link` says whether a path of the
+/// package (relative to its root) is itself a link: on disk, or in an archive being unpacked.
+pub(crate) fn link_escape(
+    rel: &Path,
+    target: &Path,
+    is_link: impl Fn(&Path) -> bool,
+) -> Option<LinkEscape> {
     use std::path::Component;
-    let outside = || format!("it points outside the package (to {})", target.display());
     if target.is_absolute() {
-        return Some(outside());
+        return Some(LinkEscape::Outside);
     }
     let mut here: PathBuf = rel.parent().map(Path::to_path_buf).unwrap_or_default();
     let parts: Vec<Component> = target.components().collect();
@@ -108,24 +137,14 @@ fn link_escape(root: &Path, rel: &Path, target: &Path) -> Option<String> {
             Component::Normal(part) => here.push(part),
             Component::ParentDir => {
                 if !here.pop() {
-                    return Some(outside());
+                    return Some(LinkEscape::Outside);
                 }
             }
             Component::CurDir => {}
-            Component::RootDir | Component::Prefix(_) => return Some(outside()),
+            Component::RootDir | Component::Prefix(_) => return Some(LinkEscape::Outside),
         }
-        if i + 1 < parts.len()
-            && !here.as_os_str().is_empty()
-            && root
-                .join(&here)
-                .symlink_metadata()
-                .is_ok_and(|m| m.file_type().is_symlink())
-        {
-            return Some(format!(
-                "it resolves through another link of the package ({} via {})",
-                target.display(),
-                here.display()
-            ));
+        if i + 1 < parts.len() && !here.as_os_str().is_empty() && is_link(&here) {
+            return Some(LinkEscape::Through(here));
         }
     }
     None
