@@ -23,27 +23,42 @@ pub fn content_hash(dir: &Path) -> std::io::Result<String> {
 /// replaced by U+FFFD, so two names cannot collide and every file's bytes count); a UTF-8 name
 /// hashes exactly as yolop hashes it. Files are read through their real paths.
 pub fn content_hash_excluding(dir: &Path, skip: &[&str]) -> std::io::Result<String> {
-    let mut files = Vec::new();
-    collect(dir, Vec::new(), &mut files)?;
-    files.retain(|(rel, _)| !skip.iter().any(|s| s.as_bytes() == rel.as_slice()));
-    files.sort();
     let mut hasher = Sha256::new();
-    for (rel, path) in &files {
-        hasher.update(rel);
+    for e in entries(dir)?
+        .iter()
+        .filter(|e| !skip.iter().any(|s| s.as_bytes() == e.rel.as_slice()))
+    {
+        hasher.update(&e.rel);
         hasher.update([0u8]);
-        if path.symlink_metadata()?.file_type().is_symlink() {
-            let target = std::fs::read_link(path)?;
+        if e.link {
+            let target = std::fs::read_link(&e.path)?;
             let target = raw_bytes(target.as_os_str());
             hasher.update(u64::MAX.to_le_bytes());
             hasher.update((target.len() as u64).to_le_bytes());
             hasher.update(target);
             continue;
         }
-        let bytes = std::fs::read(path)?;
+        let bytes = std::fs::read(&e.path)?;
         hasher.update((bytes.len() as u64).to_le_bytes());
         hasher.update(&bytes);
     }
     Ok(format!("sha256:{}", hex(&hasher.finalize())))
+}
+
+/// One file or link of a package, as the content hash sees it.
+pub(crate) struct Entry {
+    /// Its `/`-joined relative name, in raw bytes.
+    pub(crate) rel: Vec<u8>,
+    pub(crate) path: PathBuf,
+    pub(crate) link: bool,
+}
+
+/// Every file and link under `dir` (skipping `.git`), sorted by raw relative name.
+pub(crate) fn entries(dir: &Path) -> std::io::Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    collect(dir, Vec::new(), &mut out)?;
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    Ok(out)
 }
 
 /// A name's bytes as the file system holds them.
@@ -58,8 +73,7 @@ fn raw_bytes(name: &std::ffi::OsStr) -> &[u8] {
     name.as_encoded_bytes()
 }
 
-/// Every file and link under `dir` (skipping `.git`), as (`/`-joined raw relative name, path).
-fn collect(dir: &Path, prefix: Vec<u8>, out: &mut Vec<(Vec<u8>, PathBuf)>) -> std::io::Result<()> {
+fn collect(dir: &Path, prefix: Vec<u8>, out: &mut Vec<Entry>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name();
@@ -74,7 +88,11 @@ fn collect(dir: &Path, prefix: Vec<u8>, out: &mut Vec<(Vec<u8>, PathBuf)>) -> st
                 collect(&entry.path(), rel, out)?;
             }
         } else if kind.is_file() || kind.is_symlink() {
-            out.push((rel, entry.path()));
+            out.push(Entry {
+                rel,
+                path: entry.path(),
+                link: kind.is_symlink(),
+            });
         }
     }
     Ok(())

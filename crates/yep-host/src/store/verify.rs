@@ -75,47 +75,21 @@ fn check(home: &Home, entry: &LockEntry) -> Result<(), String> {
     Ok(())
 }
 
-/// A digest of every file's and link's path, size, mtime, ctime and inode (skipping `.git`, as
-/// the content hash does), and the newest change time seen.
+/// A digest of every file's and link's path, size, mtime, ctime and inode (the entries the
+/// content hash reads), and the newest change time seen.
 fn fingerprint(dir: &Path) -> std::io::Result<([u8; 32], Option<SystemTime>)> {
-    let mut rows = Vec::new();
     let mut newest = None;
-    walk(dir, dir, &mut rows, &mut newest)?;
-    rows.sort();
     let mut h = Sha256::new();
-    for row in rows {
-        h.update(&row);
+    for e in hash::entries(dir)? {
+        let meta = std::fs::symlink_metadata(&e.path)?;
+        let (ctime, row) = stamp(&meta);
+        newest = newest.max(Some(ctime));
+        h.update(&e.rel);
+        h.update([0]);
+        h.update(row.as_bytes());
         h.update([b'\n']);
     }
     Ok((h.finalize().into(), newest))
-}
-
-fn walk(
-    root: &Path,
-    dir: &Path,
-    rows: &mut Vec<Vec<u8>>,
-    newest: &mut Option<SystemTime>,
-) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        let meta = std::fs::symlink_metadata(&path)?;
-        if meta.is_dir() {
-            if entry.file_name() != ".git" {
-                walk(root, &path, rows, newest)?;
-            }
-            continue;
-        }
-        // The raw name: two names that differ only in bytes that are not UTF-8 stay apart.
-        let rel = path.strip_prefix(root).unwrap_or(&path);
-        let (ctime, row) = stamp(&meta);
-        *newest = (*newest).max(Some(ctime));
-        let mut line = rel.as_os_str().as_encoded_bytes().to_vec();
-        line.push(0);
-        line.extend_from_slice(row.as_bytes());
-        rows.push(line);
-    }
-    Ok(())
 }
 
 #[cfg(unix)]
