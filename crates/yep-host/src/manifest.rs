@@ -130,8 +130,13 @@ pub struct HookDef {
 impl HookDef {
     /// `timeout_ms`, clamped to the host's maximum: a hook never holds a call longer.
     pub fn effective_timeout_ms(&self) -> u64 {
-        self.timeout_ms.min(MAX_HOOK_TIMEOUT_MS)
+        hook_timeout(self.timeout_ms).as_millis() as u64
     }
+}
+
+/// A hook's `timeout_ms`, clamped to [`MAX_HOOK_TIMEOUT_MS`].
+pub fn hook_timeout(timeout_ms: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(timeout_ms.min(MAX_HOOK_TIMEOUT_MS))
 }
 
 fn match_all() -> String {

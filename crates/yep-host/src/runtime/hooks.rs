@@ -11,12 +11,7 @@ use yep_protocol::HookFireParams;
 
 /// The longest a hook may hold a tool call, whatever its manifest asks for: a package's
 /// `timeout_ms` is clamped to this, start-up included (the consent summary shows the clamp).
-pub use crate::manifest::MAX_HOOK_TIMEOUT_MS;
-
-/// A hook's `timeout_ms`, clamped to [`MAX_HOOK_TIMEOUT_MS`].
-pub fn hook_timeout(timeout_ms: u64) -> Duration {
-    Duration::from_millis(timeout_ms.min(MAX_HOOK_TIMEOUT_MS))
-}
+pub use crate::manifest::{MAX_HOOK_TIMEOUT_MS, hook_timeout};
 
 /// One warning per hook of `loaded` whose `timeout_ms` is over the host maximum.
 pub(crate) fn clamp_warnings(name: &str, manifest: &crate::Manifest) -> Vec<String> {
