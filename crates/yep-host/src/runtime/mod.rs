@@ -634,15 +634,8 @@ impl ExtensionHost {
     /// Write the enable state: it takes the home's file lock, which another `yep` may hold
     /// for a while, so it runs off the async threads.
     async fn persist_enabled(&self, name: &str, on: bool) -> Result<(), HostError> {
-        let home = self.home.clone();
-        let name = name.to_string();
-        tokio::task::spawn_blocking(move || home.set_enabled(&name, on))
-            .await
-            .map_err(|e| {
-                HostError::from(StoreError::Invalid(format!(
-                    "the settings write failed: {e}"
-                )))
-            })??;
+        let (home, name) = (self.home.clone(), name.to_string());
+        off_thread(move || home.set_enabled(&name, on)).await?;
         Ok(())
     }
 
