@@ -122,7 +122,10 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         source,
     };
     if let Some(parent) = spec.log_path.parent() {
-        create_private_dir(parent).map_err(err)?;
+        std::fs::create_dir_all(parent).map_err(err)?;
+        // Logs hold whatever a server prints, paths and tokens included: owner-only. A dir we
+        // do not own (a shared one an embedder chose) stays as it is.
+        let _ = crate::store::fsutil::make_private(parent);
     }
     #[allow(clippy::disallowed_methods)] // the one spawn wrapper
     let mut cmd = Command::new(resolve_program(spec));
@@ -418,22 +421,6 @@ fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> Stder
         let _ = done_tx.send(true);
     });
     tail
-}
-
-/// Create `dir` (and its parents) and make it private to the user (0700): logs can hold
-/// whatever a server prints, paths and tokens included.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir)?.permissions().mode();
-        if mode & 0o077 != 0 {
-            // A dir we do not own (a shared one an embedder chose) stays as it is.
-            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-        }
-    }
-    Ok(())
 }
 
 /// A server's stderr log: mode 0600, never followed through a symlink, rotated to

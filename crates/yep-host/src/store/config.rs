@@ -333,7 +333,7 @@ pub fn server_inputs(
 /// and Python's bytecode cache under it.
 pub fn data_env(home: &Home, name: &str) -> Result<Vec<(String, String)>, StoreError> {
     let data = home.data_dir(name);
-    create_private_dir(&data)
+    super::fsutil::create_private_dir(&data)
         .map_err(|e| invalid(format!("failed to create {}: {e}", data.display())))?;
     Ok(vec![
         ("YEP_DATA_DIR".into(), data.display().to_string()),
@@ -342,16 +342,6 @@ pub fn data_env(home: &Home, name: &str) -> Result<Vec<(String, String)>, StoreE
             data.join(".pycache").display().to_string(),
         ),
     ])
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
 }
 
 /// Required fields with no value yet, in schema order.

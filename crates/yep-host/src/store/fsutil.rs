@@ -150,6 +150,28 @@ pub(crate) fn link_escape(
     None
 }
 
+/// Create `dir` (and its parents), then make it owner-only (0700) if group or others may
+/// enter it: logs and an extension's data can hold what its server would not show anyone.
+/// Whether a failure to tighten a directory that already existed matters is the caller's to
+/// say: [`make_private`] is the second half on its own.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    make_private(dir)
+}
+
+/// Make `dir` owner-only (0700) if group or others may enter it.
+pub fn make_private(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    Ok(())
+}
+
 /// Remove a directory tree if it exists.
 pub fn remove_tree(path: &Path) -> std::io::Result<()> {
     match std::fs::remove_dir_all(path) {
