@@ -1,6 +1,7 @@
 //! `yep call <package-dir | installed-name> <tool> [json-args]`: spawn a package's server and
 //! call one tool.
 
+use super::Target;
 use super::prompt::TerminalEvents;
 use crate::output::{eline, hinted, stdout_line};
 use anyhow::Context;
@@ -10,7 +11,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use yep_host::store::Home;
-use yep_host::store::source::looks_like_path;
 use yep_host::text::escape;
 use yep_host::{Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
 
@@ -34,11 +34,9 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     // the manifest that was approved.
     let mut installed = None;
     let mut approved = None;
-    // An installed name wins over a same-named directory here, unless it is spelled as a path.
-    if let Some(name) = args.package.to_str()
-        && !(looks_like_path(name) && args.package.is_dir())
-        && let Some(entry) = home.lockfile()?.get(name).cloned()
-    {
+    let target = args.package.to_string_lossy().into_owned();
+    if let Target::Installed(entry) = super::resolve_target(home, &target)? {
+        let name = &entry.name;
         if let Some(drift) = home.drift_of(&entry) {
             if !entry.is_linked() {
                 return Err(hinted(
@@ -51,16 +49,8 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             eline!("warning: {drift}");
         }
         approved = entry.approved();
-        installed = Some(name.to_string());
         args.package = home.package_dir(name);
-    }
-    // A bare name that is neither installed nor a directory here is a typo, not a path.
-    if installed.is_none()
-        && let Some(name) = args.package.to_str()
-        && !looks_like_path(name)
-        && !args.package.is_dir()
-    {
-        return Err(home.not_installed(name).into());
+        installed = Some(entry.name);
     }
     let manifest = match approved {
         Some(m) => m,

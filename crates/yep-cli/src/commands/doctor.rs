@@ -1,10 +1,9 @@
 //! `yep doctor <name|dir> [--json]`: spawn a server as the runtime does and grade it.
 
+use super::Target;
 use crate::output::{eline, stdout_line};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use yep_host::doctor::{self, Status};
-use yep_host::store::source::looks_like_path;
 use yep_host::store::{Home, config};
 use yep_host::text::escape_multiline;
 use yep_host::{Manifest, ServerSpec};
@@ -18,24 +17,19 @@ pub struct Args {
 }
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
-    let dir = PathBuf::from(&args.target);
-    // An installed name wins over a same-named directory here, unless it is spelled as a path.
-    let installed = !(looks_like_path(&args.target) && dir.is_dir())
-        && home.lockfile()?.get(&args.target).is_some();
-    let package = if installed {
-        home.package_dir(&args.target)
-    } else {
-        if !looks_like_path(&args.target) && !dir.is_dir() {
-            return Err(home.not_installed(&args.target).into());
-        }
-        std::fs::canonicalize(&dir).map_err(|e| {
-            anyhow::anyhow!(
-                "{} is neither an installed extension nor a package directory: {e}",
-                args.target
-            )
-        })?
+    let (installed, package) = match super::resolve_target(home, &args.target)? {
+        Target::Installed(entry) => (Some(entry), home.package_dir(&args.target)),
+        Target::Dir(dir) => (
+            None,
+            std::fs::canonicalize(&dir).map_err(|e| {
+                anyhow::anyhow!(
+                    "{} is neither an installed extension nor a package directory: {e}",
+                    args.target
+                )
+            })?,
+        ),
     };
-    if installed && let Some(drift) = home.drift(&args.target)? {
+    if let Some(drift) = installed.as_ref().and_then(|e| home.drift_of(e)) {
         eline!("warning: {drift}; a session refuses it");
     }
     let manifest = Manifest::load(&package)?;
@@ -47,7 +41,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                 manifest.name
             )
         })?;
-    if installed {
+    if installed.is_some() {
         // As the runtime spawns it: its config, and its secrets as env.
         let (plain, env) = config::server_inputs(home, &manifest)?;
         spec.config = plain;
