@@ -20,7 +20,9 @@ fn needs_escape(c: char, keep_newlines: bool) -> bool {
     c.is_control() || is_bidi_control(c)
 }
 
-fn escape_with(s: &str, keep_newlines: bool) -> Cow<'_, str> {
+/// Escape what [`needs_escape`] names. Characters past U+00FF are written `\u{202e}`, or
+/// `\u202e` when `json` (the form JSON reads back as the same character).
+fn escape_with(s: &str, keep_newlines: bool, json: bool) -> Cow<'_, str> {
     if !s.chars().any(|c| needs_escape(c, keep_newlines)) {
         return Cow::Borrowed(s);
     }
@@ -30,54 +32,34 @@ fn escape_with(s: &str, keep_newlines: bool) -> Cow<'_, str> {
             out.push(c);
             continue;
         }
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x100 => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-        }
+        let _ = match c {
+            '\n' => out.write_str("\\n"),
+            '\r' => out.write_str("\\r"),
+            '\t' => out.write_str("\\t"),
+            c if (c as u32) < 0x100 => write!(out, "\\x{:02x}", c as u32),
+            c if json => write!(out, "\\u{:04x}", c as u32),
+            c => write!(out, "\\u{{{:x}}}", c as u32),
+        };
     }
     Cow::Owned(out)
 }
 
 /// One line of untrusted text: every control character, newlines included, escaped.
 pub fn escape(s: &str) -> Cow<'_, str> {
-    escape_with(s, false)
+    escape_with(s, false, false)
 }
 
 /// Untrusted text that may span lines (a log, a stderr tail): newlines and tabs stay,
 /// every other control character is escaped.
 pub fn escape_multiline(s: &str) -> Cow<'_, str> {
-    escape_with(s, true)
+    escape_with(s, true, false)
 }
 
 /// The last resort before a terminal: C0 and C1 controls other than newline and tab escaped,
 /// and bidi controls written as `\u202e`, so a JSON document (which never holds a raw control,
 /// and may hold a bidi control only inside a string) stays valid JSON.
 pub fn escape_controls(s: &str) -> Cow<'_, str> {
-    let bad = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c);
-    if !s.chars().any(bad) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
-        match c {
-            c if !bad(c) => out.push(c),
-            '\r' => out.push_str("\\r"),
-            c if is_bidi_control(c) => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-        }
-    }
-    Cow::Owned(out)
+    escape_with(s, true, true)
 }
 
 #[cfg(test)]
