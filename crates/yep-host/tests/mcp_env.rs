@@ -2,7 +2,8 @@
 //! nothing about its value (`DATABASE_URL`) never reaches a server's command line. One test in
 //! its own binary, because it sets a variable of this process's environment.
 
-use std::time::Duration;
+mod common;
+
 use yep_host::store::{AlwaysYes, Home, InstallOptions};
 use yep_host::{ExtensionHost, HostOptions, Session};
 
@@ -43,22 +44,12 @@ async fn a_host_variable_in_mcp_args_reaches_the_server_by_env_never_by_argv() {
     );
     assert_eq!(db.env["DATABASE_URL"], DSN);
     // Spawned the way `yep session`'s `mcp list-tools` does: command, args, env as given.
-    let spawned = yep_host::process::spawn(&yep_host::process::SpawnSpec {
-        program: db.command.clone().unwrap(),
-        args: db.args.clone(),
-        cwd: home.package_dir("dbkit"),
-        bin_dir: None,
-        env: db.env.clone().into_iter().collect(),
-        log_path: dir.path().join("logs/db.log"),
-    })
-    .unwrap();
-    let mut out = String::new();
-    use tokio::io::AsyncReadExt;
-    let mut stdout = spawned.stdout;
-    tokio::time::timeout(Duration::from_secs(30), stdout.read_to_string(&mut out))
-        .await
-        .unwrap()
-        .unwrap();
+    let out = common::run_mcp_spec(
+        db,
+        &home.package_dir("dbkit"),
+        dir.path().join("logs/db.log"),
+    )
+    .await;
     let argv = out.lines().find_map(|l| l.strip_prefix("argv:")).unwrap();
     assert!(
         !argv.contains("hunter2-pw"),

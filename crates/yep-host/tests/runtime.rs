@@ -1308,22 +1308,7 @@ async fn an_mcp_secret_reaches_the_server_by_env_never_by_argv() {
     let servers = host.mcp_servers();
     let search = &servers["leaky__search"];
     // Spawned the way `yep session`'s `mcp list-tools` does: command, args, env as given.
-    let spawned = yep_host::process::spawn(&yep_host::process::SpawnSpec {
-        program: search.command.clone().unwrap(),
-        args: search.args.clone(),
-        cwd: fixture.clone(),
-        bin_dir: None,
-        env: search.env.clone().into_iter().collect(),
-        log_path: w.dir.path().join("logs/search.log"),
-    })
-    .unwrap();
-    let mut out = String::new();
-    use tokio::io::AsyncReadExt;
-    let mut stdout = spawned.stdout;
-    tokio::time::timeout(Duration::from_secs(30), stdout.read_to_string(&mut out))
-        .await
-        .unwrap()
-        .unwrap();
+    let out = common::run_mcp_spec(search, &fixture, w.dir.path().join("logs/search.log")).await;
     let argv = out.lines().find_map(|l| l.strip_prefix("argv:")).unwrap();
     assert!(argv.contains("--key"), "{out}");
     assert!(!argv.contains("s3cret-k3y"), "the secret is in argv: {out}");

@@ -147,3 +147,29 @@ pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
     }
     cond()
 }
+
+/// Spawn an MCP server spec the way `yep session`'s `mcp list-tools` does (its command, args
+/// and env as given) and return everything it prints before it exits.
+pub async fn run_mcp_spec(
+    spec: &yep_host::manifest::McpServer,
+    cwd: &std::path::Path,
+    log_path: PathBuf,
+) -> String {
+    use tokio::io::AsyncReadExt;
+    let spawned = yep_host::process::spawn(&yep_host::process::SpawnSpec {
+        program: spec.command.clone().unwrap(),
+        args: spec.args.clone(),
+        cwd: cwd.to_path_buf(),
+        bin_dir: None,
+        env: spec.env.clone().into_iter().collect(),
+        log_path,
+    })
+    .unwrap();
+    let mut out = String::new();
+    let mut stdout = spawned.stdout;
+    tokio::time::timeout(Duration::from_secs(30), stdout.read_to_string(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    out
+}
