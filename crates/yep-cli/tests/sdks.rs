@@ -37,29 +37,49 @@ fn the_typescript_sdk_suite_passes() {
 }
 
 #[test]
-fn the_python_sdk_installs_with_pip() {
-    // Build from a copy: setuptools writes build/ and *.egg-info next to the sources.
+fn the_python_sdk_installs_with_pip_alone_offline() {
+    // A fresh venv has pip and nothing else we may rely on: no wheel, and setuptools removed.
+    // The SDK's own standard-library backend builds it with build isolation and no index.
     let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    for file in ["pyproject.toml", "README.md", "yep_sdk.py"] {
-        std::fs::copy(repo().join("sdk/python").join(file), src.join(file)).unwrap();
-    }
-    let target = tmp.path().join("site");
+    let venv = tmp.path().join("venv");
+    run("python3", &["-m", "venv", venv.to_str().unwrap()]);
+    let python = venv.join("bin/python");
+    let python = python.to_str().unwrap();
     run(
-        "python3",
+        python,
+        &["-m", "pip", "uninstall", "--yes", "--quiet", "setuptools"],
+    );
+    #[allow(clippy::disallowed_methods)] // probing the venv's interpreter
+    let probe = Command::new(python)
+        .args(["-c", "import setuptools"])
+        .output()
+        .unwrap();
+    assert!(
+        !probe.status.success(),
+        "the venv should have no setuptools"
+    );
+    let sdk = repo().join("sdk/python");
+    run(
+        python,
         &[
             "-m",
             "pip",
             "install",
             "--quiet",
-            "--no-deps",
+            "--disable-pip-version-check",
             "--no-index",
-            "--no-build-isolation",
-            "--target",
-            target.to_str().unwrap(),
-            src.to_str().unwrap(),
+            sdk.to_str().unwrap(),
         ],
     );
-    assert!(target.join("yep_sdk.py").is_file());
+    run(
+        python,
+        &[
+            "-c",
+            "import yep_sdk, sys; assert 'site-packages' in yep_sdk.__file__, yep_sdk.__file__",
+        ],
+    );
+    // Nothing is written next to the sources.
+    for stray in ["build", "yep_sdk.egg-info"] {
+        assert!(!sdk.join(stray).exists(), "{stray} left in sdk/python");
+    }
 }
