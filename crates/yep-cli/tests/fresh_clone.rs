@@ -34,10 +34,15 @@ fn tally(log: &str) -> (usize, usize, usize) {
     let (mut binaries, mut passed, mut failed) = (0, 0, 0);
     for line in log.lines().filter(|l| l.starts_with("test result: ")) {
         binaries += 1;
+        // Each `;`-separated part ends in `<number> <word>`.
         let count = |what: &str| {
             line.split(';')
-                .find_map(|part| part.trim().split_once(' ').filter(|(_, w)| *w == what))
-                .and_then(|(n, _)| n.rsplit(' ').next()?.parse::<usize>().ok())
+                .find_map(
+                    |part| match part.split_whitespace().collect::<Vec<_>>()[..] {
+                        [.., n, w] if w == what => n.parse::<usize>().ok(),
+                        _ => None,
+                    },
+                )
                 .unwrap_or(0)
         };
         passed += count("passed");
@@ -83,6 +88,7 @@ fn run_readme_test_command(clone: &Path, path: &str, log: &Path) -> bool {
 }
 
 #[test]
+#[allow(clippy::disallowed_methods)] // git and python3, as a newcomer runs them
 fn the_readme_test_command_passes_in_a_fresh_clone_without_wheel() {
     if std::env::var_os(INNER).is_some() {
         eprintln!("inside the fresh-clone run: not cloning again");
@@ -90,7 +96,12 @@ fn the_readme_test_command_passes_in_a_fresh_clone_without_wheel() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let clone = tmp.path().join("yep");
-    must(Command::new("git").args(["clone", "--quiet"]).arg(repo()).arg(&clone));
+    must(
+        Command::new("git")
+            .args(["clone", "--quiet"])
+            .arg(repo())
+            .arg(&clone),
+    );
     assert!(clone.join("README.md").is_file());
 
     // A fresh venv's Python, first on PATH: pip, and no wheel.

@@ -1270,3 +1270,93 @@ fn every_verb_that_changes_state_speaks_json() {
         json!({"name": "lookup", "removed": true})
     );
 }
+
+/// A package whose Python server (the SDK, from this repository) reports what it was started
+/// with: `initialize.config`, the environment it was given, its cwd. It logs to stderr.
+fn reporting_package(env: &Env) -> PathBuf {
+    let pkg = env.package(
+        "reporter",
+        "reporter",
+        "1.0.0",
+        json!({
+            "capabilityServer": {"command": "server"},
+            "tools": [{"name": "report"}],
+            "config_schema": {"type": "object", "properties": {
+                "token": {"type": "string", "secret": true, "env": "REPORTER_TOKEN"},
+                "region": {"type": "string"},
+                "request_timeout_ms": {"type": "integer"}
+            }, "required": ["token"]}
+        }),
+    );
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk/python");
+    let server = format!(
+        r#"#!/usr/bin/env python3
+import os, sys
+sys.path.insert(0, {sdk:?})
+from yep_sdk import Server
+server = Server("reporter")
+seen = {{}}
+
+@server.on_config
+def config(c):
+    seen["config"] = c
+
+@server.tool("report")
+def report(args, ctx):
+    sys.stderr.write("reporter was called\n")
+    sys.stderr.flush()
+    return {{"config": seen.get("config"), "token": os.environ.get("REPORTER_TOKEN"),
+            "data_dir": os.environ.get("YEP_DATA_DIR"), "cwd": os.getcwd()}}
+
+server.serve()
+"#,
+        sdk = sdk.canonicalize().unwrap().display().to_string()
+    );
+    std::fs::write(pkg.join("bin/server"), server).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            pkg.join("bin/server"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    pkg
+}
+
+#[test]
+fn call_by_installed_name_runs_the_server_as_a_session_does() {
+    let env = Env::new();
+    let pkg = reporting_package(&env);
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["config", "set", "reporter", "region", "eu"]);
+    let stored = yep_with_stdin(&env, &["secret", "set", "reporter", "token"], "s3cret\n");
+    assert!(stored.status.success(), "{}", text(&stored.stderr));
+
+    let work = env.tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    #[allow(clippy::disallowed_methods)] // running the CLI under test, from another cwd
+    let out = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["call", "reporter", "report"])
+        .env("YEP_HOME", env.home())
+        .env_remove("RUST_LOG")
+        .current_dir(&work)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["config"], json!({"region": "eu"}), "{got}");
+    assert_eq!(got["token"], "s3cret", "the secret arrives as its env var");
+    assert_eq!(
+        Path::new(got["data_dir"].as_str().unwrap()),
+        env.home().join("data/reporter")
+    );
+    assert_eq!(
+        Path::new(got["cwd"].as_str().unwrap()),
+        work.canonicalize().unwrap()
+    );
+    let log = std::fs::read_to_string(env.home().join("logs/reporter.log")).unwrap();
+    assert!(log.contains("reporter was called"), "{log}");
+}

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use yep_host::runtime::launch;
 use yep_host::store::Home;
 use yep_host::text::escape;
 use yep_host::{Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
@@ -23,22 +24,25 @@ pub struct Args {
     /// The tool's arguments as a JSON object.
     #[arg(default_value = "{}")]
     args: String,
-    /// Fail the call after this many seconds without a result or progress.
-    #[arg(long, value_name = "SECS", default_value_t = 60)]
-    timeout: u64,
+    /// Fail the call after this many seconds without a result or progress (default: the
+    /// extension's `request_timeout_ms` config, else 60).
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
 }
 
-pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
-    // An installed extension runs from the home; its bytes are checked against the approval.
-    // As a session would: a copied package that drifted is refused, a linked one is clamped to
-    // the manifest that was approved.
-    let mut installed = None;
-    let mut approved = None;
+pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let session_id = format!("yep-call-{}", std::process::id());
+    let supervisor = SupervisorOptions::default();
     let target = args.package.to_string_lossy().into_owned();
-    if let Target::Installed(entry) = super::resolve_target(home, &target)? {
-        let name = &entry.name;
-        if let Some(drift) = home.drift_of(&entry) {
-            if !entry.is_linked() {
+    let (manifest, spec, mut supervisor, package) = match super::resolve_target(home, &target)? {
+        // An installed extension runs exactly as a session runs it: from the home, checked
+        // against its approval, with its config, secrets, data dir and log.
+        Target::Installed(entry) => {
+            let name = entry.name.clone();
+            if !entry.is_linked()
+                && let Some(drift) = home.drift_of(&entry)
+            {
                 return Err(hinted(
                     format!("refusing to call a tool of a changed package: {drift}"),
                     &[&format!(
@@ -46,16 +50,36 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                     )],
                 ));
             }
-            eline!("warning: {drift}");
+            let launch = launch::installed(home, &name, cwd, &session_id, &supervisor)
+                .map_err(|why| anyhow::anyhow!("cannot run `{name}`: {why}"))?;
+            for warning in &launch.warnings {
+                eline!("warning: {warning}");
+            }
+            (
+                launch.manifest,
+                launch.spec,
+                launch.supervisor,
+                home.package_dir(&name),
+            )
         }
-        approved = entry.approved();
-        args.package = home.package_dir(name);
-        installed = Some(entry.name);
-    }
-    let manifest = match approved {
-        Some(m) => m,
-        None => Manifest::load(&args.package)?,
+        // A package directory is an author's work in progress: no config, no secrets.
+        Target::Dir(dir) => {
+            let manifest = Manifest::load(&dir)?;
+            let package = std::fs::canonicalize(&dir)
+                .with_context(|| format!("failed to resolve {}", dir.display()))?;
+            let mut spec = ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
+                .ok_or_else(|| no_server(&manifest))?;
+            spec.session_id = session_id;
+            (manifest, spec, supervisor, dir)
+        }
     };
+    if spec.command.is_empty() {
+        return Err(no_server(&manifest));
+    }
+    if let Some(secs) = args.timeout {
+        // An explicit --timeout wins over the extension's config.
+        supervisor.request_timeout = std::time::Duration::from_secs(secs.clamp(1, 600));
+    }
     if manifest.tool(&args.tool).is_none() {
         let declared: Vec<_> = manifest
             .yolop
@@ -73,7 +97,7 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                 "tool `{}` is not declared by `{}` in {}",
                 args.tool,
                 manifest.name,
-                args.package.join("plugin.json").display()
+                package.join("plugin.json").display()
             ),
             &[
                 &format!("declared tools: {list}"),
@@ -83,27 +107,7 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     }
     let tool_args: Value = serde_json::from_str(&args.args)
         .with_context(|| format!("failed to parse the tool arguments {:?} as JSON", args.args))?;
-    let package = std::fs::canonicalize(&args.package)
-        .with_context(|| format!("failed to resolve {}", args.package.display()))?;
-    let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let mut spec =
-        ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir()).ok_or_else(|| {
-            hinted(
-                format!("`{}` declares no capability server", manifest.name),
-                &["add yolop.capabilityServer.command to plugin.json"],
-            )
-        })?;
-    spec.session_id = format!("yep-call-{}", std::process::id());
-    if let Some(name) = &installed {
-        // Its writes go to its data dir, never into the approved package.
-        spec.env
-            .extend(yep_host::store::config::data_env(home, name)?);
-    }
-    let opts = SupervisorOptions {
-        request_timeout: std::time::Duration::from_secs(args.timeout.clamp(1, 600)),
-        ..SupervisorOptions::default()
-    };
-    let ext = Extension::new(spec, opts, Arc::new(TerminalEvents::new()));
+    let ext = Extension::new(spec, supervisor, Arc::new(TerminalEvents::new()));
 
     let updates: UpdateSink = Arc::new(|line: &str| eline!("[progress] {}", escape(line)));
     let cancel = CancellationToken::new();
@@ -132,4 +136,11 @@ pub async fn run(mut args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+fn no_server(manifest: &Manifest) -> anyhow::Error {
+    hinted(
+        format!("`{}` declares no capability server", manifest.name),
+        &["add yolop.capabilityServer.command to plugin.json"],
+    )
 }

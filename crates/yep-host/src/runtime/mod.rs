@@ -5,6 +5,7 @@
 mod contrib;
 mod events;
 mod hooks;
+pub mod launch;
 mod prompt;
 mod trace;
 
@@ -16,7 +17,7 @@ pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 use crate::manifest::Manifest;
 use crate::rpc::UpdateSink;
 use crate::store::{Home, StoreError, settings};
-use crate::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
+use crate::supervisor::{Extension, ExtensionError, SupervisorOptions};
 use events::HostEvents;
 use serde::Serialize;
 use serde_json::Value;
@@ -267,74 +268,20 @@ impl ExtensionHost {
     }
 
     fn load(&self, name: &str) -> Result<Loaded, String> {
-        let Some(entry) = self
-            .home
-            .lockfile()
-            .map_err(|e| e.to_string())?
-            .get(name)
-            .cloned()
-        else {
-            return Err("it is enabled but not installed".into());
-        };
-        // A copied package must still be what was approved (a linked one is the author's to
-        // edit, and is clamped to its approved manifest below).
-        if !entry.is_linked()
-            && let Some(why) = self.home.drift_of(&entry)
-        {
-            return Err(why);
-        }
-        let dir = self.home.package_dir(name);
-        let mut manifest = Manifest::load(&dir).map_err(|e| e.to_string())?;
-        // Files can change after approval: the grants are the approved ones.
-        if let Some(approved) = entry.approved() {
-            let same = serde_json::to_value(&approved).ok() == serde_json::to_value(&manifest).ok();
-            if !same {
-                self.warn(format!("extension `{name}`: plugin.json changed since it was approved; using the approved manifest (review with `yep update {name}`)"));
-                manifest = approved;
-            }
-        }
-        if manifest.name != name {
-            return Err(format!("its manifest calls it `{}`", manifest.name));
-        }
-        for message in hooks::clamp_warnings(name, &manifest) {
+        let launch = launch::installed(
+            &self.home,
+            name,
+            self.session.workspace_root.clone(),
+            &self.session.id,
+            &self.opts.supervisor,
+        )?;
+        for message in launch.warnings {
             self.warn(message);
         }
-        let mut spec = ServerSpec::from_manifest(
-            &manifest,
-            dir.clone(),
-            self.session.workspace_root.clone(),
-            self.home.logs_dir(),
-        )
-        .unwrap_or_else(|| ServerSpec {
-            // A declarative package (skills, MCP servers) has no server; calls fail cleanly.
-            name: name.to_string(),
-            command: String::new(),
-            args: Vec::new(),
-            package_dir: dir.clone(),
-            workspace_root: self.session.workspace_root.clone(),
-            session_id: String::new(),
-            config: Value::Null,
-            env: Vec::new(),
-            log_dir: self.home.logs_dir(),
-            grants: crate::supervisor::Grants::from_manifest(&manifest),
-        });
-        spec.session_id = self.session.id.clone();
-        // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.
-        let (config, env) = crate::store::config::server_inputs(&self.home, &manifest)
-            .map_err(|e| e.to_string())?;
-        let secrets = crate::store::config::secrets(&self.home, name).map_err(|e| e.to_string())?;
-        crate::store::config::validate(&manifest, &config, &secrets, false)
-            .map_err(|e| e.to_string())?;
-        let mut supervisor = self.opts.supervisor.clone();
-        // yolop's own key: the per-request timeout, clamped to 1–600 s.
-        if let Some(ms) = config.get("request_timeout_ms").and_then(Value::as_u64) {
-            supervisor.request_timeout = Duration::from_millis(ms.clamp(1_000, 600_000));
-        }
-        spec.config = config;
-        spec.env = env;
+        let manifest = launch.manifest;
         let ext = Extension::new(
-            spec,
-            supervisor,
+            launch.spec,
+            launch.supervisor,
             Arc::clone(&self.events) as Arc<dyn crate::Events>,
         );
         let forwarder = manifest.yolop.trace.then(trace::Forwarder::new);

@@ -1,0 +1,100 @@
+//! How an installed extension's server is launched: the one recipe a session and
+//! `yep call <name>` share. The approved manifest, plain config as `initialize.config`, secrets
+//! and `env`-mapped fields as environment, the data dir, the workspace as cwd, stderr to the
+//! home's log, and yolop's `request_timeout_ms`.
+
+use super::hooks;
+use crate::manifest::Manifest;
+use crate::store::{Home, config};
+use crate::supervisor::{Grants, ServerSpec, SupervisorOptions};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An installed extension, ready to spawn.
+pub struct Launch {
+    /// What was approved (a linked package's edited `plugin.json` is not).
+    pub manifest: Manifest,
+    pub spec: ServerSpec,
+    pub supervisor: SupervisorOptions,
+    /// Things the user should hear about: a clamped hook, an edited linked manifest.
+    pub warnings: Vec<String>,
+}
+
+/// The launch recipe for installed extension `name`, or why it cannot run (not installed, a
+/// copied package that changed since approval, a renamed manifest, invalid config).
+pub fn installed(
+    home: &Home,
+    name: &str,
+    workspace_root: PathBuf,
+    session_id: &str,
+    supervisor: &SupervisorOptions,
+) -> Result<Launch, String> {
+    let Some(entry) = home
+        .lockfile()
+        .map_err(|e| e.to_string())?
+        .get(name)
+        .cloned()
+    else {
+        return Err("it is enabled but not installed".into());
+    };
+    // A copied package must still be what was approved (a linked one is the author's to
+    // edit, and is clamped to its approved manifest below).
+    if !entry.is_linked()
+        && let Some(why) = home.drift_of(&entry)
+    {
+        return Err(why);
+    }
+    let mut warnings = Vec::new();
+    let dir = home.package_dir(name);
+    let mut manifest = Manifest::load(&dir).map_err(|e| e.to_string())?;
+    // Files can change after approval: the grants are the approved ones.
+    if let Some(approved) = entry.approved() {
+        let same = serde_json::to_value(&approved).ok() == serde_json::to_value(&manifest).ok();
+        if !same {
+            warnings.push(format!("extension `{name}`: plugin.json changed since it was approved; using the approved manifest (review with `yep update {name}`)"));
+            manifest = approved;
+        }
+    }
+    if manifest.name != name {
+        return Err(format!("its manifest calls it `{}`", manifest.name));
+    }
+    warnings.extend(hooks::clamp_warnings(name, &manifest));
+    let mut spec = ServerSpec::from_manifest(
+        &manifest,
+        dir.clone(),
+        workspace_root.clone(),
+        home.logs_dir(),
+    )
+    .unwrap_or_else(|| ServerSpec {
+        // A declarative package (skills, MCP servers) has no server; calls fail cleanly.
+        name: name.to_string(),
+        command: String::new(),
+        args: Vec::new(),
+        package_dir: dir,
+        workspace_root,
+        session_id: String::new(),
+        config: Value::Null,
+        env: Vec::new(),
+        log_dir: home.logs_dir(),
+        grants: Grants::from_manifest(&manifest),
+    });
+    spec.session_id = session_id.to_string();
+    // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.
+    let (plain, env) = config::server_inputs(home, &manifest).map_err(|e| e.to_string())?;
+    let secrets = config::secrets(home, name).map_err(|e| e.to_string())?;
+    config::validate(&manifest, &plain, &secrets, false).map_err(|e| e.to_string())?;
+    let mut supervisor = supervisor.clone();
+    // yolop's own key: the per-request timeout, clamped to 1–600 s.
+    if let Some(ms) = plain.get("request_timeout_ms").and_then(Value::as_u64) {
+        supervisor.request_timeout = Duration::from_millis(ms.clamp(1_000, 600_000));
+    }
+    spec.config = plain;
+    spec.env = env;
+    Ok(Launch {
+        manifest,
+        spec,
+        supervisor,
+        warnings,
+    })
+}
