@@ -328,9 +328,24 @@ fn readme(o: &NewOptions, build: Option<&str>) -> String {
         .map(|b| format!("Build the server first:\n\n```sh\n{b}\n```\n\n"))
         .unwrap_or_default();
     format!(
-        "# {n}\n\nA YEP extension written in {lang}. Fill in the bodies marked `EDIT` in the server.\n\n{build}```sh\nyep install . --yes     # or --link while you edit\nyep doctor {n}\nyep enable {n}\nyep session             # try it; `reload {n}` after an edit\n```\n\n`plugin.json` declares what the extension may do; a server can only narrow it.\n",
-        n = o.name
+        "# {n}\n\nA YEP extension written in {lang}. Fill in the bodies marked `EDIT` in the server.\n\n{build}```sh\nyep install . {flags}{why}\nyep doctor {n}\nyep enable {n}\nyep session             # try it; `reload {n}` after an edit\n```\n\n`plugin.json` declares what the extension may do; a server can only narrow it.\n",
+        n = o.name,
+        flags = install_flags(o.lang),
+        why = if o.lang == Lang::Rust {
+            format!("   # after each rebuild: yep update {}", o.name)
+        } else {
+            "   # --link: your edits run without reinstalling".to_string()
+        },
     )
+}
+
+/// How the next steps install a new package. A script server is linked, so edits run without
+/// reinstalling (docs/authoring.md); a Rust server is rebuilt and installed again.
+fn install_flags(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Python | Lang::Typescript => "--link --yes",
+        Lang::Rust => "--yes",
+    }
 }
 
 /// Write the package. Refuses an invalid name and a non-empty target.
@@ -415,8 +430,9 @@ pub fn scaffold(o: &NewOptions) -> Result<Scaffolded, String> {
     } else {
         format!("./{shown}")
     };
-    next.push(format!("yep install {shown} --yes"));
+    next.push(format!("yep install {shown} {}", install_flags(o.lang)));
     next.push(format!("yep doctor {}", o.name));
+    next.push(format!("yep enable {}", o.name));
     Ok(Scaffolded {
         dir,
         files: files.into_iter().map(|(p, _)| p).collect(),
