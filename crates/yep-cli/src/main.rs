@@ -3,7 +3,7 @@
 mod commands;
 mod output;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -57,6 +57,11 @@ enum Command {
     Secret(commands::config::SecretCommand),
     /// A live host session over the enabled extensions (interactive, or JSON lines).
     Session(commands::session::Args),
+    /// Print a shell completion script to stdout (e.g. `yep completions bash > ~/.local/share/bash-completion/completions/yep`).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
     /// Serve the bundled echo example on stdio (what `yep demo` spawns).
     #[command(name = "serve-example-echo", hide = true)]
     ServeExampleEcho,
@@ -74,6 +79,18 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Command::Completions { shell } = cli.command {
+        let mut out = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "yep", &mut out);
+        return match std::io::Write::write_all(&mut std::io::stdout().lock(), &out) {
+            Ok(()) => ExitCode::SUCCESS,
+            // `yep completions bash | head` ends quietly.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => output::fail(&anyhow::anyhow!(
+                "failed to write the completion script: {e}"
+            )),
+        };
+    }
     init_tracing(cli.verbose);
     let home = yep_host::store::Home::resolve(cli.home);
     let runtime = match tokio::runtime::Runtime::new() {
@@ -88,8 +105,8 @@ fn main() -> ExitCode {
             Command::Demo(args) => commands::demo::run(args).await,
             Command::Install(args) => commands::install::install(args, &home),
             Command::Update(args) => commands::install::update(args, &home),
-            Command::Enable(args) => commands::manage::enable(args, &home, true),
-            Command::Disable(args) => commands::manage::enable(args, &home, false),
+            Command::Enable(args) => commands::manage::enable(args, &home, true).await,
+            Command::Disable(args) => commands::manage::enable(args, &home, false).await,
             Command::Remove(args) => commands::manage::remove(args, &home),
             Command::List(args) => commands::manage::list(args, &home),
             Command::Logs(args) => commands::manage::logs(args, &home),
@@ -98,7 +115,9 @@ fn main() -> ExitCode {
             Command::Doctor(args) => commands::doctor::run(args, &home).await,
             Command::New(args) => commands::new::run(args),
             Command::Secret(cmd) => commands::config::secret(cmd, &home),
-            Command::ServeExampleEcho => unreachable!("handled above"),
+            Command::ServeExampleEcho | Command::Completions { .. } => {
+                unreachable!("handled above")
+            }
         }
     });
     // Don't wait on a terminal read nobody will finish (a question cut short by Ctrl-C).
@@ -110,6 +129,7 @@ fn main() -> ExitCode {
 }
 
 fn init_tracing(verbose: u8) {
+    use std::io::IsTerminal;
     let default = match verbose {
         0 => "warn",
         1 => "debug",
@@ -117,10 +137,52 @@ fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Every field is escaped as it is formatted (a server's log line is a field), so the only
+    // control characters left are the formatter's own colour codes, and those only on a terminal.
+    let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        let value = yep_host::text::escape(&format!("{value:?}")).into_owned();
+        if field.name() == "message" {
+            write!(w, "{value}")
+        } else {
+            write!(w, "{field}={value}")
+        }
+    });
+    use tracing_subscriber::field::MakeExt;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(|| output::EscapingStderr)
-        .with_ansi(false)
+        .fmt_fields(fields.delimited(" "))
+        .with_writer(std::io::stderr)
+        .with_ansi(output::colour(std::io::stderr().is_terminal()))
         .with_target(false)
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every argument, flag and positional of every subcommand says what it is for.
+    #[test]
+    fn every_argument_has_help_text() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue; // clap's own, with its own help
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        let mut missing = Vec::new();
+        walk(&cmd, "yep", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+    }
 }

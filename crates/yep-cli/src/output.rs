@@ -76,20 +76,40 @@ pub fn stderr_line(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{}", escape_controls(line));
 }
 
-/// The tracing writer: stderr, with control characters in every event escaped (a server's
-/// log line is an event), so `-v` output is as safe as the rest.
-pub struct EscapingStderr;
+/// Whether a stream gets colour: only a terminal, and only while `NO_COLOR` is unset or empty
+/// (<https://no-color.org>).
+pub fn colour(is_terminal: bool) -> bool {
+    is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
 
-impl Write for EscapingStderr {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        std::io::stderr()
-            .lock()
-            .write_all(escape_controls(&text).as_bytes())?;
-        Ok(buf.len())
-    }
+/// The colours yep paints its own words in.
+#[derive(Clone, Copy)]
+pub enum Colour {
+    Green,
+    Yellow,
+    Red,
+}
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+/// Write `lead` and `rest` as one line to stdout, `lead` in `colour` when stdout is a terminal
+/// and `NO_COLOR` allows. Both are escaped first, so the only colour codes are ours.
+pub fn stdout_line_painted(lead: &str, colour: Colour, rest: &str) {
+    use std::io::IsTerminal;
+    let lead = escape_controls(lead);
+    let lead = if self::colour(std::io::stdout().is_terminal()) {
+        let code = match colour {
+            Colour::Green => "32",
+            Colour::Yellow => "33",
+            Colour::Red => "31",
+        };
+        format!("\x1b[{code}m{lead}\x1b[0m")
+    } else {
+        lead.into_owned()
+    };
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{lead}{}", escape_controls(rest))
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        std::process::exit(0);
     }
 }

@@ -381,3 +381,65 @@ fn session_lists_a_contributed_mcp_server_and_its_tools_through_rmcp() {
             .contains("no MCP server named `nope`")
     );
 }
+
+/// Run `inner` under `sh` on a pseudo-terminal (util-linux `script`); what the terminal showed.
+fn on_a_pty(inner: &str) -> String {
+    #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
+    let out = Command::new("script")
+        .args(["-qec", inner, "/dev/null"])
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux `script` runs the CLI on a pseudo-terminal");
+    text(&out.stdout)
+}
+
+#[test]
+fn doctor_colours_pass_and_fail_only_on_a_terminal_without_no_color() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    let doctor = format!(
+        "YEP_HOME='{}' '{}' doctor '{}'",
+        home.path().display(),
+        env!("CARGO_BIN_EXE_yep"),
+        pkg.display()
+    );
+    let screen = on_a_pty(&doctor);
+    assert!(screen.contains("\x1b[32mpass\x1b[0m  "), "{screen:?}");
+    assert!(
+        screen.contains("\x1b[32mok\x1b[0m: no failures"),
+        "{screen:?}"
+    );
+    let plain = on_a_pty(&format!("NO_COLOR=1 {doctor}"));
+    assert!(
+        plain.contains("pass  ") && plain.contains("ok: no failures"),
+        "{plain:?}"
+    );
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+    // An empty NO_COLOR does not count (no-color.org): colour stays.
+    let empty = on_a_pty(&format!("NO_COLOR= {doctor}"));
+    assert!(empty.contains("\x1b[32mpass\x1b[0m"), "{empty:?}");
+    let piped = yep(home.path(), &["doctor", pkg.to_str().unwrap()]);
+    let stdout = text(&piped.stdout);
+    assert!(piped.status.success(), "{stdout}{}", text(&piped.stderr));
+    assert!(
+        stdout.contains("ok: no failures") && !stdout.contains('\x1b'),
+        "{stdout:?}"
+    );
+}
+
+#[test]
+fn completions_print_a_script_naming_the_subcommands() {
+    let home = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = yep(home.path(), &["completions", shell]);
+        let script = text(&out.stdout);
+        assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
+        for sub in ["install", "enable", "session", "completions"] {
+            assert!(script.contains(sub), "{shell} completes `{sub}`:\n{script}");
+        }
+    }
+    let bad = yep(home.path(), &["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}

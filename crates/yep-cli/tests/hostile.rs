@@ -224,3 +224,62 @@ fn logs_follow_a_rotated_log_without_replaying_the_old_one() {
     let _ = child.wait();
     assert_eq!(next.unwrap(), "new 1", "the old log was replayed");
 }
+
+/// Run `inner` under `sh` on a pseudo-terminal (util-linux `script`); what the terminal showed.
+fn on_a_pty(inner: &str) -> String {
+    #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
+    let out = Command::new("script")
+        .args(["-qec", inner, "/dev/null"])
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux `script` runs the CLI on a pseudo-terminal");
+    text(&out.stdout)
+}
+
+/// Every ESC in `s` opens a colour (SGR) sequence: `ESC [ digits/; m`.
+fn only_colour_codes(s: &str) -> bool {
+    s.split('\x1b').skip(1).all(|rest| {
+        rest.strip_prefix('[').is_some_and(|r| {
+            let end = r.find(|c: char| !(c.is_ascii_digit() || c == ';'));
+            end.is_some_and(|i| r[i..].starts_with('m'))
+        })
+    })
+}
+
+#[test]
+fn verbose_logs_are_coloured_only_on_a_terminal_without_no_color_and_server_text_stays_escaped() {
+    let home = installed("server-says-escapes");
+    assert!(yep(home.path(), &["enable", "loud"]).status.success());
+    let input = home.path().join("input");
+    std::fs::write(&input, "call shout {}\nquit\n").unwrap();
+    let session = format!(
+        "YEP_HOME='{}' '{}' -v session --json < '{}'",
+        home.path().display(),
+        env!("CARGO_BIN_EXE_yep"),
+        input.display()
+    );
+    // A terminal: the level is coloured, the server's log line (a tracing event) is escaped.
+    let screen = on_a_pty(&session);
+    assert!(screen.contains("\x1b[32m INFO\x1b[0m"), "{screen:?}");
+    assert!(screen.contains("log line\\x1b[2J"), "{screen:?}");
+    assert!(only_colour_codes(&screen), "{screen:?}");
+    // NO_COLOR (set and non-empty) turns it off on a terminal too.
+    let plain = on_a_pty(&format!("NO_COLOR=1 {session}"));
+    assert!(plain.contains(" INFO log line\\x1b[2J"), "{plain:?}");
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+    // A pipe: no colour, and still escaped.
+    #[allow(clippy::disallowed_methods)] // running the CLI under test
+    let piped = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["-v", "session", "--json"])
+        .env("YEP_HOME", home.path())
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    let stderr = text(&piped.stderr);
+    assert!(stderr.contains(" INFO log line\\x1b[2J"), "{stderr:?}");
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+}

@@ -642,11 +642,18 @@ fn enable_without_a_terminal_reports_setup_incomplete() {
     let env = Env::new();
     let pkg = env.package("pkg", "w", "1.0.0", configured_facet());
     env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
-    let out = env.ok(&["enable", "w"]);
+    let out = env.yep(&["enable", "w"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the extension is enabled all the same"
+    );
+    let stdout = text(&out.stdout);
     assert!(
-        out.contains("setup_incomplete: token, region")
-            || out.contains("setup_incomplete: region, token"),
-        "{out}"
+        stdout.contains("setup_incomplete: region, token; set them with:\n")
+            && stdout.contains("\n  yep config set w region <eu|us>\n")
+            && stdout.contains("\n  yep secret set w token\n"),
+        "each missing field comes with the exact command that sets it: {stdout}"
     );
 }
 
@@ -697,6 +704,59 @@ fn enable_at_a_terminal_asks_for_required_fields_by_kind() {
             .contains("typed-secret")
     );
     assert!(!screen.contains("setup_incomplete"), "{screen}");
+}
+
+#[test]
+fn enable_at_a_terminal_asks_again_after_an_answer_the_field_refuses() {
+    let env = Env::new();
+    let mut facet = configured_facet();
+    facet["config_schema"]["required"] = json!(["region", "retries", "token"]);
+    let pkg = env.package("pkg", "w", "1.0.0", facet);
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let inner = format!(
+        "YEP_HOME='{}' '{}' enable w",
+        env.home().display(),
+        env!("CARGO_BIN_EXE_yep")
+    );
+    #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
+    let mut child = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script`");
+    use std::io::Write;
+    // region: not an option, then one; retries: over the maximum, not a number, then valid;
+    // token: an empty line leaves it unset.
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"mars\nus\n50\nlots\n3\n\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let screen = text(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    assert!(
+        screen.contains("\"mars\" is not one of: eu, us"),
+        "the refused option says why: {screen}"
+    );
+    assert!(
+        screen.contains("w.retries: config field `retries`: 50 is greater than the maximum of 10 (maximum); try again"),
+        "a refused value is asked again with the reason: {screen}"
+    );
+    assert!(screen.contains("wants a integer"), "{screen}");
+    let settings = std::fs::read_to_string(env.home().join("settings.toml")).unwrap();
+    assert!(
+        settings.contains("region = \"us\"") && settings.contains("retries = 3"),
+        "{settings}"
+    );
+    assert!(
+        screen.contains("setup_incomplete: token; set it with:")
+            && screen.contains("  yep secret set w token"),
+        "{screen}"
+    );
 }
 
 #[test]
@@ -1243,7 +1303,11 @@ fn every_verb_that_changes_state_speaks_json() {
     let json = |out: String| -> Value { serde_json::from_str(&out).unwrap() };
     assert_eq!(
         json(env.ok(&["enable", "lookup", "--json"])),
-        json!({"name": "lookup", "enabled": true, "changed": true, "setup_incomplete": ["region", "token"]})
+        json!({
+            "name": "lookup", "enabled": true, "changed": true,
+            "setup_incomplete": ["region", "token"],
+            "setup_commands": ["yep config set lookup region <eu|us>", "yep secret set lookup token"]
+        })
     );
     assert_eq!(
         json(env.ok(&["config", "set", "lookup", "region", "eu", "--json"])),
@@ -1263,7 +1327,7 @@ fn every_verb_that_changes_state_speaks_json() {
     );
     assert_eq!(
         json(env.ok(&["disable", "lookup", "--json"])),
-        json!({"name": "lookup", "enabled": false, "changed": true, "setup_incomplete": []})
+        json!({"name": "lookup", "enabled": false, "changed": true, "setup_incomplete": [], "setup_commands": []})
     );
     assert_eq!(
         json(env.ok(&["remove", "lookup", "--json"])),
@@ -1359,4 +1423,76 @@ fn call_by_installed_name_runs_the_server_as_a_session_does() {
     );
     let log = std::fs::read_to_string(env.home().join("logs/reporter.log")).unwrap();
     assert!(log.contains("reporter was called"), "{log}");
+}
+
+/// Every path under `dir` (empty when it does not exist).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(entry.path());
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&entry.path()));
+        }
+    }
+    out
+}
+
+#[test]
+fn read_only_and_failing_commands_write_nothing_to_the_home() {
+    let tmp = tempfile::tempdir().unwrap();
+    let absent = tmp.path().join("nonexistent");
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let commands: &[&[&str]] = &[
+        &["list"],
+        &["list", "--json"],
+        &["logs", "x"],
+        &["config", "show", "x"],
+        &["config", "set", "x", "f", "v"],
+        &["secret", "set", "x", "f"],
+        &["call", "nosuch", "x"],
+        &["doctor", "x"],
+        &["enable", "x"],
+        &["disable", "x"],
+        &["remove", "x"],
+        &["update"],
+        &["update", "x"],
+        &["install", "./nope", "--yes"],
+        &["completions", "bash"],
+    ];
+    for home in [&absent, &empty] {
+        for args in commands {
+            #[allow(clippy::disallowed_methods)] // running the CLI under test
+            let out = Command::new(env!("CARGO_BIN_EXE_yep"))
+                .arg("--home")
+                .arg(home)
+                .args(*args)
+                .current_dir(tmp.path())
+                .env_remove("RUST_LOG")
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert!(
+                !absent.exists(),
+                "yep {args:?} created the home {}: {}",
+                absent.display(),
+                text(&out.stderr)
+            );
+            assert_eq!(
+                walk(&empty),
+                Vec::<PathBuf>::new(),
+                "yep {args:?} wrote to an empty home: {}",
+                text(&out.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn config_show_of_an_installed_extension_makes_no_data_dir() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "w", "1.0.0", configured_facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["config", "show", "w"]);
+    assert!(!env.home().join("data").exists(), "{:?}", walk(&env.home()));
 }

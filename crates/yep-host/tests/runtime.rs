@@ -1392,6 +1392,76 @@ async fn activate_asks_for_unset_required_fields_by_kind() {
     host.shutdown().await;
 }
 
+/// Answers each question about `<ext>.<field>` with that field's next scripted answer,
+/// recording every prompt.
+struct Scripted {
+    answers: Mutex<Vec<(&'static str, Vec<&'static str>)>>,
+    prompts: Mutex<Vec<String>>,
+}
+impl AskSink for Scripted {
+    fn ask(&self, _: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+        let mut answers = self.answers.lock().unwrap();
+        let field = params.prompt.split(['.', ':']).nth(1).unwrap_or("");
+        let answer = answers
+            .iter_mut()
+            .find(|(f, _)| *f == field)
+            .filter(|(_, a)| !a.is_empty())
+            .map_or("", |(_, a)| a.remove(0));
+        self.prompts.lock().unwrap().push(params.prompt);
+        Box::pin(async move { UiAskResult::answered(answer) })
+    }
+}
+
+#[tokio::test]
+async fn setup_asks_again_after_an_answer_the_field_refuses_and_gives_up_after_three() {
+    let w = World::new();
+    let mut schema = configurable();
+    schema["config_schema"]["required"] = json!(["region", "level"]);
+    w.add("conf3", schema, json!({"tools": ["config", "probe"]}));
+    w.home.set_enabled("conf3", false).unwrap();
+    let manifest = yep_host::Manifest::load(&w.home.package_dir("conf3")).unwrap();
+    // region: not an option, then one; level: over its maximum three times, so it stays unset.
+    let sink = Scripted {
+        answers: Mutex::new(vec![
+            ("region", vec!["kelvin", "us"]),
+            ("level", vec!["11", "12", "13", "4"]),
+        ]),
+        prompts: Mutex::default(),
+    };
+    let still = yep_host::runtime::setup(&w.home, "conf3", &manifest, Some(&sink))
+        .await
+        .unwrap();
+    assert_eq!(still, ["level"]);
+    let prompts = sink.prompts.lock().unwrap().clone();
+    let region: Vec<&String> = prompts
+        .iter()
+        .filter(|p| p.starts_with("conf3.region"))
+        .collect();
+    assert_eq!(
+        region,
+        [
+            "conf3.region",
+            "conf3.region: \"kelvin\" is not one of: eu, us; try again"
+        ]
+    );
+    let level: Vec<&String> = prompts
+        .iter()
+        .filter(|p| p.starts_with("conf3.level"))
+        .collect();
+    assert_eq!(
+        level.len(),
+        yep_host::runtime::SETUP_ATTEMPTS,
+        "{prompts:?}"
+    );
+    assert!(
+        level[1].contains("config field `level`") && level[1].contains("(maximum)"),
+        "{prompts:?}"
+    );
+    let settings = std::fs::read_to_string(w.home.settings_path()).unwrap();
+    assert!(settings.contains("region = \"us\""), "{settings}");
+    assert!(!settings.contains("level"), "{settings}");
+}
+
 #[tokio::test]
 async fn after_shutdown_nothing_restarts_and_specs_never_print_secret_env() {
     let w = World::new();

@@ -1,12 +1,13 @@
 //! `yep config show|set`, `yep secret set`, and the setup `yep enable` runs for required
 //! fields nobody has set yet.
 
-use super::prompt::read_answer;
+use super::prompt::{TerminalAsk, read_answer};
 use crate::output::{hinted, stdout_line};
 use serde_json::{Value, json};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use yep_host::Manifest;
+use yep_host::runtime::AskSink;
 use yep_host::store::Home;
 use yep_host::store::config::{self, Secret};
 use yep_host::store::summary::config_fields;
@@ -16,7 +17,9 @@ use yep_protocol::UiAskParams;
 pub enum ConfigCommand {
     /// Show an extension's config fields: plain values, and set/unset for secrets.
     Show {
+        /// The installed extension's name.
         name: String,
+        /// Print the fields as JSON (secrets as set/unset, never their values).
         #[arg(long)]
         json: bool,
     },
@@ -60,7 +63,8 @@ pub fn config(cmd: ConfigCommand, home: &Home) -> anyhow::Result<ExitCode> {
     match cmd {
         ConfigCommand::Show { name, json } => {
             let m = manifest(home, &name)?;
-            let (plain, _) = config::server_inputs(home, &m)?;
+            // Reading only: not `server_inputs`, which makes the data dir a server needs.
+            let plain = config::plain(home, &m)?;
             let secrets = config::secrets(home, &name)?;
             let rows: Vec<Value> = config_fields(&m)
                 .into_iter()
@@ -163,42 +167,19 @@ pub fn secret(cmd: SecretCommand, home: &Home) -> anyhow::Result<ExitCode> {
 }
 
 /// After `yep enable`: ask for each required field nobody set, by kind (secret: masked;
-/// `enum`: a selector; else free text). Without a terminal, report what is missing.
-pub fn setup(home: &Home, name: &str) -> anyhow::Result<Vec<String>> {
+/// `enum`: a selector; else free text), asking again after an answer the field refuses. Without
+/// a terminal, nothing is asked. Returns each field still unset with the command that sets it.
+pub async fn setup(home: &Home, name: &str) -> anyhow::Result<Vec<(String, String)>> {
     let m = manifest(home, name)?;
-    let missing = config::missing_required(home, &m)?;
-    if missing.is_empty() {
-        return Ok(Vec::new());
-    }
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let mut still = Vec::new();
-    for f in missing {
-        if !interactive {
-            still.push(f.name);
-            continue;
-        }
-        let params = UiAskParams {
-            prompt: format!(
-                "{name}.{}{}",
-                f.name,
-                config::description(&m, &f.name)
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
-            ),
-            secret: f.secret,
-            options: config::options(&m, &f.name),
-            ..UiAskParams::default()
-        };
-        match read_answer(name, &params)? {
-            Some(answer) if f.secret => {
-                config::set_secret(home, &m, &f.name, &Secret::new(answer))?
-            }
-            Some(answer) => {
-                let parsed = config::parse_value(&m, &f.name, &answer)?;
-                config::set_plain(home, &m, &f.name, parsed)?;
-            }
-            None => still.push(f.name),
-        }
-    }
-    Ok(still)
+    let terminal = TerminalAsk::default();
+    let sink: Option<&dyn AskSink> = if interactive { Some(&terminal) } else { None };
+    let still = yep_host::runtime::setup(home, name, &m, sink).await?;
+    Ok(still
+        .into_iter()
+        .map(|field| {
+            let command = config::set_command(&m, &field);
+            (field, command)
+        })
+        .collect())
 }

@@ -1,7 +1,7 @@
 //! `yep doctor <name|dir> [--json]`: spawn a server as the runtime does and grade it.
 
 use super::Target;
-use crate::output::{eline, stdout_line};
+use crate::output::{Colour, eline, stdout_line, stdout_line_painted};
 use std::process::ExitCode;
 use yep_host::doctor::{self, Status};
 use yep_host::store::{Home, config};
@@ -12,6 +12,7 @@ use yep_host::{Manifest, ServerSpec};
 pub struct Args {
     /// An installed extension's name, or a package directory.
     target: String,
+    /// Print the report (every check, its status and detail) as JSON.
     #[arg(long)]
     json: bool,
 }
@@ -52,22 +53,22 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         stdout_line(&serde_json::to_string_pretty(&report)?);
     } else {
         for c in &report.checks {
-            let mark = match c.status {
-                Status::Pass => "pass",
-                Status::Warn => "WARN",
-                Status::Fail => "FAIL",
+            let (mark, colour) = match c.status {
+                Status::Pass => ("pass", Colour::Green),
+                Status::Warn => ("WARN", Colour::Yellow),
+                Status::Fail => ("FAIL", Colour::Red),
             };
-            stdout_line(&format!(
-                "{mark}  {:<16} {}",
-                c.name,
-                escape_multiline(&c.detail)
-            ));
+            stdout_line_painted(
+                mark,
+                colour,
+                &format!("  {:<16} {}", c.name, escape_multiline(&c.detail)),
+            );
         }
-        stdout_line(if report.ok {
-            "ok: no failures"
+        if report.ok {
+            stdout_line_painted("ok", Colour::Green, ": no failures");
         } else {
-            "failed: see FAIL above"
-        });
+            stdout_line_painted("failed", Colour::Red, ": see FAIL above");
+        }
     }
     Ok(if report.ok {
         ExitCode::SUCCESS

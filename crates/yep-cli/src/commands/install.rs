@@ -37,6 +37,7 @@ pub struct UpdateArgs {
     /// Refuse any change to the lock.
     #[arg(long)]
     locked: bool,
+    /// Print what was updated as JSON.
     #[arg(long)]
     json: bool,
 }

@@ -19,34 +19,38 @@ pub struct NameArgs {
 
 #[derive(clap::Args)]
 pub struct ListArgs {
+    /// Print every extension as JSON (config as set/unset, never values).
     #[arg(long)]
     json: bool,
 }
 
 #[derive(clap::Args)]
 pub struct LogsArgs {
+    /// The installed extension's name.
     name: String,
     /// Keep printing what the server writes.
     #[arg(long, short)]
     follow: bool,
 }
 
-pub fn enable(args: NameArgs, home: &Home, on: bool) -> anyhow::Result<ExitCode> {
+pub async fn enable(args: NameArgs, home: &Home, on: bool) -> anyhow::Result<ExitCode> {
     let changed = home.set_enabled(&args.name, on)?;
     let state = if on { "enabled" } else { "disabled" };
     // Setup asks at a terminal; with --json nothing but the object goes to stdout.
     let missing = if on {
-        super::config::setup(home, &args.name)?
+        super::config::setup(home, &args.name).await?
     } else {
         Vec::new()
     };
     if args.json {
+        let (fields, commands): (Vec<_>, Vec<_>) = missing.into_iter().unzip();
         stdout_line(
             &serde_json::json!({
                 "name": args.name,
                 "enabled": on,
                 "changed": changed,
-                "setup_incomplete": missing,
+                "setup_incomplete": fields,
+                "setup_commands": commands,
             })
             .to_string(),
         );
@@ -58,10 +62,15 @@ pub fn enable(args: NameArgs, home: &Home, on: bool) -> anyhow::Result<ExitCode>
         format!("{} was already {state}", args.name)
     });
     if !missing.is_empty() {
+        let fields: Vec<&str> = missing.iter().map(|(f, _)| f.as_str()).collect();
         stdout_line(&format!(
-            "setup_incomplete: {} (set them with `yep config set` / `yep secret set`)",
-            missing.join(", ")
+            "setup_incomplete: {}; set {} with:",
+            fields.join(", "),
+            if fields.len() == 1 { "it" } else { "them" }
         ));
+        for (_, command) in &missing {
+            stdout_line(&format!("  {command}"));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ use yep_host::scaffold::{Lang, NewOptions, scaffold};
 pub struct Args {
     /// The extension's name (A-Z a-z 0-9 _ -).
     name: String,
+    /// The language of the server and its tests.
     #[arg(long, value_enum, default_value = "python")]
     lang: LangArg,
     /// A tool (repeatable).
@@ -41,6 +42,7 @@ pub struct Args {
     /// Where the package directory goes (default: the current directory).
     #[arg(long, value_name = "PARENT", default_value = ".")]
     dir: PathBuf,
+    /// Print the files written as JSON.
     #[arg(long)]
     json: bool,
 }

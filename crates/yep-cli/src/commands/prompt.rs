@@ -94,6 +94,9 @@ pub fn read_answer(extension: &str, params: &UiAskParams) -> std::io::Result<Opt
     Ok((!r.cancelled).then_some(r.answer))
 }
 
+/// An answer that is not one of the options is asked again this many times in all.
+const OPTION_ATTEMPTS: usize = 3;
+
 fn ask_at_terminal(extension: &str, params: &UiAskParams) -> std::io::Result<UiAskResult> {
     let mut err = std::io::stderr().lock();
     writeln!(
@@ -110,26 +113,43 @@ fn ask_at_terminal(extension: &str, params: &UiAskParams) -> std::io::Result<UiA
         .as_deref()
         .map(|p| format!(" ({})", escape(p)))
         .unwrap_or_default();
-    write!(err, "answer{hint} (empty line cancels): ")?;
-    err.flush()?;
-    let line = if params.secret {
-        read_masked()?
-    } else {
-        read_line()?
-    };
-    let Some(answer) = line.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()) else {
-        return Ok(UiAskResult::cancelled());
-    };
-    if params.options.is_empty() {
-        return Ok(UiAskResult::answered(answer));
+    for _ in 0..OPTION_ATTEMPTS {
+        write!(err, "answer{hint} (empty line cancels): ")?;
+        err.flush()?;
+        let line = if params.secret {
+            read_masked()?
+        } else {
+            read_line()?
+        };
+        let Some(answer) = line.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()) else {
+            return Ok(UiAskResult::cancelled());
+        };
+        if params.options.is_empty() {
+            return Ok(UiAskResult::answered(answer));
+        }
+        // A number picks by position; otherwise the text must be one of the options.
+        let picked = answer
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| params.options.get(n.wrapping_sub(1)))
+            .or_else(|| params.options.iter().find(|o| **o == answer));
+        if let Some(option) = picked {
+            return Ok(UiAskResult::answered(option.clone()));
+        }
+        writeln!(
+            err,
+            "{} is not one of: {}",
+            escape(&format!("{answer:?}")),
+            params
+                .options
+                .iter()
+                .map(|o| escape(o))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
     }
-    // A number picks by position; otherwise the text must be one of the options.
-    let picked = answer
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| params.options.get(n.wrapping_sub(1)))
-        .or_else(|| params.options.iter().find(|o| **o == answer));
-    Ok(picked.map_or_else(UiAskResult::cancelled, |o| UiAskResult::answered(o.clone())))
+    writeln!(err, "no valid answer; left unanswered")?;
+    Ok(UiAskResult::cancelled())
 }
 
 fn read_line() -> std::io::Result<Option<String>> {

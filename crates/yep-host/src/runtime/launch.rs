@@ -40,12 +40,13 @@ pub fn installed(
     };
     // A copied package must still be what was approved (a linked one is the author's to
     // edit, and is clamped to its approved manifest below).
-    if !entry.is_linked()
-        && let Some(why) = home.drift_of(&entry)
-    {
-        return Err(why);
-    }
     let mut warnings = Vec::new();
+    if let Some(why) = home.drift_of(&entry) {
+        if !entry.is_linked() {
+            return Err(why);
+        }
+        warnings.push(why);
+    }
     let dir = home.package_dir(name);
     let mut manifest = Manifest::load(&dir).map_err(|e| e.to_string())?;
     // Files can change after approval: the grants are the approved ones.

@@ -116,6 +116,73 @@ async fn off_thread<T: Send + 'static>(
         .map_err(HostError::from)
 }
 
+/// How many times one required field is asked for before it is left unset.
+pub const SETUP_ATTEMPTS: usize = 3;
+
+/// Ask through `sink` for each required config field of `name` nobody set, by kind (secret:
+/// masked, `enum`: a selector, else free text), and store the answers. An answer its field
+/// refuses is asked again, the prompt saying why, up to [`SETUP_ATTEMPTS`] times; a cancelled
+/// or empty answer leaves the field unset. Returns the fields still unset (`setup_incomplete`);
+/// without a sink, every missing one.
+pub async fn setup(
+    home: &Home,
+    name: &str,
+    manifest: &Manifest,
+    sink: Option<&dyn AskSink>,
+) -> Result<Vec<String>, HostError> {
+    use crate::store::config;
+    let missing = config::missing_required(home, manifest)?;
+    let Some(sink) = sink else {
+        return Ok(missing.into_iter().map(|f| f.name).collect());
+    };
+    let mut still = Vec::new();
+    for f in missing {
+        let asked = format!(
+            "{name}.{}{}",
+            f.name,
+            config::description(manifest, &f.name)
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        );
+        let mut prompt = asked.clone();
+        let mut stored = false;
+        for _ in 0..SETUP_ATTEMPTS {
+            let params = yep_protocol::UiAskParams {
+                prompt: prompt.clone(),
+                secret: f.secret,
+                options: config::options(manifest, &f.name),
+                ..yep_protocol::UiAskParams::default()
+            };
+            let answer = sink.ask(name, params).await;
+            if answer.cancelled || answer.answer.is_empty() {
+                break;
+            }
+            let (home, manifest, field) = (home.clone(), manifest.clone(), f.name.clone());
+            if f.secret {
+                let secret = config::Secret::new(answer.answer);
+                off_thread(move || config::set_secret(&home, &manifest, &field, &secret)).await?;
+            } else {
+                match config::check_answer(&manifest, &field, &answer.answer) {
+                    Ok(value) => {
+                        off_thread(move || config::set_plain(&home, &manifest, &field, value))
+                            .await?;
+                    }
+                    Err(why) => {
+                        prompt = format!("{asked}: {why}; try again");
+                        continue;
+                    }
+                }
+            }
+            stored = true;
+            break;
+        }
+        if !stored {
+            still.push(f.name);
+        }
+    }
+    Ok(still)
+}
+
 impl From<StoreError> for HostError {
     fn from(e: StoreError) -> Self {
         HostError::Store(Box::new(e))
@@ -611,39 +678,7 @@ impl ExtensionHost {
 
     /// Ask for unset required fields; store the answers. Returns what is still unset.
     async fn setup(&self, name: &str, manifest: &Manifest) -> Result<Vec<String>, HostError> {
-        use crate::store::config;
-        let missing = config::missing_required(&self.home, manifest)?;
-        let Some(sink) = &self.opts.ask_sink else {
-            return Ok(missing.into_iter().map(|f| f.name).collect());
-        };
-        let mut still = Vec::new();
-        for f in missing {
-            let params = yep_protocol::UiAskParams {
-                prompt: format!(
-                    "{name}.{}{}",
-                    f.name,
-                    config::description(manifest, &f.name)
-                        .map(|d| format!(" ({d})"))
-                        .unwrap_or_default()
-                ),
-                secret: f.secret,
-                options: config::options(manifest, &f.name),
-                ..yep_protocol::UiAskParams::default()
-            };
-            let answer = sink.ask(name, params).await;
-            if answer.cancelled || answer.answer.is_empty() {
-                still.push(f.name);
-            } else if f.secret {
-                let (home, manifest) = (self.home.clone(), manifest.clone());
-                let secret = config::Secret::new(answer.answer);
-                off_thread(move || config::set_secret(&home, &manifest, &f.name, &secret)).await?;
-            } else {
-                let value = config::parse_value(manifest, &f.name, &answer.answer)?;
-                let (home, manifest) = (self.home.clone(), manifest.clone());
-                off_thread(move || config::set_plain(&home, &manifest, &f.name, value)).await?;
-            }
-        }
-        Ok(still)
+        setup(&self.home, name, manifest, self.opts.ask_sink.as_deref()).await
     }
 
     /// Disable an extension for this session from the next turn on, and in settings.

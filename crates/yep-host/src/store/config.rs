@@ -234,8 +234,27 @@ pub fn validate(
     secrets: &BTreeMap<String, Secret>,
     complete: bool,
 ) -> Result<(), StoreError> {
+    let problems = problems(manifest, plain, secrets, complete)?;
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "invalid config for `{}`:\n  {}",
+            manifest.name,
+            problems.join("\n  ")
+        )))
+    }
+}
+
+/// What `validate` finds wrong, one line per problem, each naming its field and rule.
+fn problems(
+    manifest: &Manifest,
+    plain: &Value,
+    secrets: &BTreeMap<String, Secret>,
+    complete: bool,
+) -> Result<Vec<String>, StoreError> {
     let Some(schema) = manifest.yolop.config_schema.as_ref() else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let mut schema = schema.clone();
     if !complete && let Some(obj) = schema.as_object_mut() {
@@ -284,31 +303,66 @@ pub fn validate(
             }
         })
         .collect();
+    Ok(problems)
+}
+
+/// Check one typed answer for a plain field on its own: one of its `enum` values, parsed by its
+/// type, then held to its schema. `Err` says why in a line fit to ask again with.
+pub fn check_answer(manifest: &Manifest, field: &str, raw: &str) -> Result<Value, String> {
+    let options = options(manifest, field);
+    if !options.is_empty() && !options.iter().any(|o| o == raw) {
+        return Err(format!("{raw:?} is not one of: {}", options.join(", ")));
+    }
+    let value = parse_value(manifest, field, raw).map_err(|e| e.to_string())?;
+    let alone = serde_json::json!({ field: value.clone() });
+    let problems =
+        problems(manifest, &alone, &BTreeMap::new(), false).map_err(|e| e.to_string())?;
     if problems.is_empty() {
-        Ok(())
+        Ok(value)
     } else {
-        Err(invalid(format!(
-            "invalid config for `{}`:\n  {}",
-            manifest.name,
-            problems.join("\n  ")
-        )))
+        Err(problems.join("; "))
     }
 }
 
+/// The command that sets `field` of `name` by hand: `yep secret set` for a secret (never on
+/// the command line), else `yep config set` with the `enum` values or `<value>`.
+pub fn set_command(manifest: &Manifest, field: &str) -> String {
+    let name = &manifest.name;
+    let secret = config_fields(manifest)
+        .iter()
+        .any(|f| f.name == field && f.secret);
+    if secret {
+        return format!("yep secret set {name} {field}");
+    }
+    let options = options(manifest, field);
+    let value = if options.is_empty() {
+        "<value>".to_string()
+    } else {
+        format!("<{}>", options.join("|"))
+    };
+    format!("yep config set {name} {field} {value}")
+}
+
+/// The plain config as stored, secret fields stripped: what `initialize.config` carries.
+pub fn plain(home: &Home, manifest: &Manifest) -> Result<Value, StoreError> {
+    let mut plain = settings::config(&home.settings_path(), &manifest.name).map_err(invalid)?;
+    if let Value::Object(map) = &mut plain {
+        for f in config_fields(manifest).iter().filter(|f| f.secret) {
+            map.remove(&f.name);
+        }
+    }
+    Ok(plain)
+}
+
 /// What a server gets: `initialize.config` (plain fields only, secrets stripped) and the env
-/// to inject (secret fields with `env`, and plain fields with `env`).
+/// to inject (secret fields with `env`, and plain fields with `env`). Creates its data dir.
 pub fn server_inputs(
     home: &Home,
     manifest: &Manifest,
 ) -> Result<(Value, Vec<(String, String)>), StoreError> {
-    let mut plain = settings::config(&home.settings_path(), &manifest.name).map_err(invalid)?;
+    let plain = plain(home, manifest)?;
     let secrets = secrets(home, &manifest.name)?;
     let fields = config_fields(manifest);
-    if let Value::Object(map) = &mut plain {
-        for f in fields.iter().filter(|f| f.secret) {
-            map.remove(&f.name);
-        }
-    }
     let mut env = Vec::new();
     for f in &fields {
         let Some(var) = &f.env else { continue };

@@ -248,6 +248,25 @@ impl Home {
         Ok(guard)
     }
 
+    /// The mutation lock for a command that only reads: taken (waiting for a writer, finishing
+    /// what a crashed one left) only where a writer has been, so reading a home that does not
+    /// exist yet, or one nothing was written to, writes nothing to it.
+    fn read_lock(&self) -> Result<Option<HomeLock>, StoreError> {
+        if self.root.join(".lock").exists() || self.journal_path().exists() {
+            self.lock().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// `name` is neither in the lock nor anywhere a crashed commit could still bring it from:
+    /// a verb that needs it installed fails before it takes the lock (and creates the home).
+    fn surely_not_installed(&self, name: &str) -> bool {
+        !self.journal_path().exists()
+            && self.lockfile().is_ok_and(|l| l.get(name).is_none())
+            && self.package_dir(name).symlink_metadata().is_err()
+    }
+
     /// Roll a journaled commit forward; drop uncommitted scratch.
     fn recover(&self) -> Result<(), StoreError> {
         let journal = self.journal_path();
@@ -725,6 +744,15 @@ impl Home {
         locked: bool,
         approver: &mut dyn Approver,
     ) -> Result<Vec<Installed>, StoreError> {
+        if let Some(n) = name
+            && self.surely_not_installed(n)
+        {
+            return Err(self.not_installed(n));
+        }
+        if name.is_none() && !self.journal_path().exists() && self.lockfile()?.extensions.is_empty()
+        {
+            return Ok(Vec::new());
+        }
         let _lock = self.lock()?;
         let lock = self.lockfile()?;
         let entries: Vec<LockEntry> = match name {
@@ -768,15 +796,18 @@ impl Home {
     /// Enable or disable an installed extension. Returns whether anything changed.
     pub fn set_enabled(&self, name: &str, on: bool) -> Result<bool, StoreError> {
         check_name(name)?;
+        let listed = || {
+            settings::enabled(&self.settings_path())
+                .unwrap_or_default()
+                .iter()
+                .any(|n| n == name)
+        };
+        if self.surely_not_installed(name) && (on || !listed()) {
+            return Err(self.not_installed(name));
+        }
         let _lock = self.lock()?;
         // Disabling a name that is enabled but no longer installed still cleans it up.
-        if self.lockfile()?.get(name).is_none()
-            && (on
-                || !settings::enabled(&self.settings_path())
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|n| n == name))
-        {
+        if self.lockfile()?.get(name).is_none() && (on || !listed()) {
             return Err(self.not_installed(name));
         }
         settings::set_enabled(&self.settings_path(), name, on).map_err(StoreError::Invalid)
@@ -800,6 +831,9 @@ impl Home {
     /// data dir.
     pub fn remove(&self, name: &str) -> Result<(), StoreError> {
         check_name(name)?;
+        if self.surely_not_installed(name) {
+            return Err(self.not_installed(name));
+        }
         let _lock = self.lock()?;
         let mut lock = self.lockfile()?;
         let dest = self.package_dir(name);
@@ -839,7 +873,7 @@ impl Home {
 
     /// Everything installed, for `yep list`.
     pub fn list(&self) -> Result<Vec<Listed>, StoreError> {
-        let _lock = self.lock()?;
+        let _lock = self.read_lock()?;
         let lock = self.lockfile()?;
         let enabled = settings::enabled(&self.settings_path()).map_err(StoreError::Invalid)?;
         Ok(lock
