@@ -1270,3 +1270,45 @@ fn every_verb_that_changes_state_speaks_json() {
         json!({"name": "lookup", "removed": true})
     );
 }
+
+#[test]
+fn an_update_that_adds_a_required_field_says_it_needs_setup_and_how() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["config", "set", "lookup", "region", "eu"]);
+    let mut needy = facet();
+    needy["config_schema"]["properties"]["api_key"] = json!({"type": "string", "secret": true});
+    needy["config_schema"]["properties"]["units"] = json!({"type": "string"});
+    needy["config_schema"]["required"] = json!(["token", "api_key", "region", "units"]);
+    env.package("pkg", "lookup", "1.0.1", needy);
+    // No terminal, no --yes: nothing new to consent to, so it goes through.
+    let out = env.ok(&["update", "lookup"]);
+    assert!(!out.contains("narrowed only"), "{out}");
+    assert!(
+        out.contains("nothing new to consent to, but it needs setup:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("! config field api_key (secret) added, required")
+            && out.contains("! config field region now required")
+            && out.contains("! config field units added, required"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "needs setup: config field `api_key` (secret) is now required: run `yep secret set lookup api_key`"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "needs setup: config field `units` is now required: run `yep config set lookup units <value>`"
+        ),
+        "{out}"
+    );
+    // `region` is already set: nothing to do for it.
+    assert!(!out.contains("`region`"), "{out}");
+    let json: Value = serde_json::from_str(&env.ok(&["update", "lookup", "--json"])).unwrap();
+    assert_eq!(json[0]["outcome"], "unchanged", "{json}");
+}
