@@ -493,6 +493,41 @@ fn calling_an_installed_extension_by_name_warns_when_its_linked_bytes_drifted() 
 }
 
 #[test]
+fn doctor_warns_about_a_linked_package_whose_manifest_changed_since_approval() {
+    let env = Env::new();
+    let pkg = env.tmp.path().join("echo-pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON).unwrap();
+    manifest["yolop"]["capabilityServer"] =
+        json!({"command": env!("CARGO_BIN_EXE_yep"), "args": ["serve-example-echo"]});
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    env.ok(&["install", pkg.to_str().unwrap(), "--link", "--yes"]);
+    let clean = env.ok(&["doctor", "echo"]);
+    assert!(clean.ends_with("ok: no failures\n"), "{clean}");
+    // The author edits the linked plugin.json in place.
+    manifest["description"] = json!("edited after approval");
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    let listed: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(listed[0]["drifted"], true);
+    let out = env.yep(&["doctor", "echo"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let found = text(&out.stdout);
+    assert!(
+        found.contains(
+            "WARN  approval         `echo` changed since it was approved (plugin.json differs from the approved manifest); run `yep update echo` to review; until then a session uses the approved manifest"
+        ),
+        "{found}"
+    );
+    assert!(
+        found.ends_with("ok: no failures, 1 warning (see WARN above)\n"),
+        "{found}"
+    );
+    let json: Value = serde_json::from_str(&env.ok(&["doctor", "echo", "--json"])).unwrap();
+    assert_eq!(json["checks"][0]["name"], "approval", "{json:#}");
+    assert_eq!(json["checks"][0]["status"], "warn", "{json:#}");
+}
+
+#[test]
 fn concurrent_installs_serialise_on_the_home_lock() {
     let env = Env::new();
     let pkgs: Vec<PathBuf> = (0..4)
@@ -932,9 +967,11 @@ fn list_and_doctor_show_a_copied_package_that_drifted() {
         "{listed}"
     );
     let doctor = env.yep(&["doctor", "lookup"]);
+    let found = text(&doctor.stdout);
     assert!(
-        text(&doctor.stderr).contains("warning: `lookup` changed since it was approved"),
-        "{}",
+        found.contains("WARN  approval         `lookup` changed since it was approved")
+            && found.contains("until then a session refuses it"),
+        "{found}{}",
         text(&doctor.stderr)
     );
     // `update --locked` is no longer "up to date": it puts the approved bytes back.
