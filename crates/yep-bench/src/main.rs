@@ -92,7 +92,8 @@ fn main() -> anyhow::Result<()> {
         let ext = Arc::new(extension("echo", &echo, &scratch, echo_schemas()?));
         ext.handshake().await?;
         // The argument check: its cost alone, then a call with it against one without it
-        // (alternating rounds on two servers).
+        // (two servers, in alternating rounds; the difference is within run-to-run noise, the
+        // check's own cost is the figure above).
         let ns = check_cost(&ext, 200, 1_000_000)?;
         r.value(
             "args_check_200",
@@ -101,7 +102,7 @@ fn main() -> anyhow::Result<()> {
         );
         let unchecked = extension("echo-unchecked", &echo, &scratch, Default::default());
         unchecked.handshake().await?;
-        let (with, without) = rtt_pair(&ext, &unchecked, 200, 10, 1_000).await?;
+        let (with, without) = rtt_pair(&ext, &unchecked, 200, 20, 1_000).await?;
         unchecked.stop().await;
         r.latency("yep_rtt_200_checked", percentiles(with));
         r.latency("yep_rtt_200_unchecked", percentiles(without));
@@ -249,7 +250,7 @@ fn ratios(r: &Report) -> Value {
         "spawn_hook_p50 / warm_hook_p50": ratio(hook, ">= 100 (bash)", hook >= 100.0),
         "spawn_hook_rust_p50 / warm_hook_p50": ratio(hook_rust, "(reported)", true),
         "args_check_ns_per_call": ratio(check_ns, "< 1000 ns", check_ns < 1_000.0),
-        "rtt_p50 checked - unchecked (µs)": ratio(check_rtt_us, "(reported; noise)", true),
+        "rtt_p50 checked - unchecked (µs)": ratio(check_rtt_us, "< 1 µs (noisy)", check_rtt_us < 1.0),
         "cold_start_rust_p50_ms": ratio(cold / 1000.0, "<= 5 ms", cold <= 5_000.0),
         "memory_per_extension_mib": ratio(mem / 1024.0, "<= 1 MiB", mem <= 1024.0),
     })

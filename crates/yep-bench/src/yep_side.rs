@@ -133,7 +133,8 @@ pub fn check_cost(ext: &Extension, bytes: usize, calls: usize) -> anyhow::Result
     Ok(start.elapsed().as_nanos() as f64 / calls as f64)
 }
 
-/// `rtt` on two extensions in alternating rounds, so drift in the machine lands on both:
+/// `rtt` on two extensions in alternating rounds (each warmed up again, so a server's
+/// busy-poll window is hot), so drift in the machine lands on both alike:
 /// (checked samples, unchecked samples).
 pub async fn rtt_pair(
     checked: &Extension,
