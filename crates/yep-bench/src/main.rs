@@ -87,9 +87,25 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     rt.block_on(async {
-        // 2–3. yep-host → yep-sdk echo.
-        let ext = Arc::new(extension("echo", &echo, &scratch));
+        // 2–3. yep-host → yep-sdk echo, arguments checked against the echo tool's schema as
+        // the runtime checks them.
+        let ext = Arc::new(extension("echo", &echo, &scratch, echo_schemas()?));
         ext.handshake().await?;
+        // The argument check: its cost alone, then a call with it against one without it
+        // (two servers, in alternating rounds; the difference is within run-to-run noise, the
+        // check's own cost is the figure above).
+        let ns = check_cost(&ext, 200, 1_000_000)?;
+        r.value(
+            "args_check_200",
+            format!("{ns:>9.0} ns per call (schema check of the 200 B echo arguments)"),
+            json!({ "ns_per_call": ns, "calls": 1_000_000 }),
+        );
+        let unchecked = extension("echo-unchecked", &echo, &scratch, Default::default());
+        unchecked.handshake().await?;
+        let (with, without) = rtt_pair(&ext, &unchecked, 200, 20, 1_000).await?;
+        unchecked.stop().await;
+        r.latency("yep_rtt_200_checked", percentiles(with));
+        r.latency("yep_rtt_200_unchecked", percentiles(without));
         for bytes in PAYLOADS {
             let samples = if bytes > 10_000 { 3_000 } else { 10_000 };
             r.latency(
@@ -137,7 +153,7 @@ fn main() -> anyhow::Result<()> {
         }
 
         // 5. yep-host → a server on the published yolop-yep 0.5 SDK.
-        let ext = extension("echo", &yolop, &scratch);
+        let ext = extension("echo", &yolop, &scratch, echo_schemas()?);
         r.latency(
             "yolop_rtt_200",
             percentiles(rtt(&ext, 200, 1_000, 10_000).await?),
@@ -216,6 +232,10 @@ fn ratios(r: &Report) -> Value {
     let hook = r.p50("spawn_hook_bash") / r.p50("warm_hook");
     let hook_rust = r.p50("spawn_hook_rust") / r.p50("warm_hook");
     let cold = r.p50("cold_start_rust");
+    let check_ns = r.figures["args_check_200"]["ns_per_call"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    let check_rtt_us = r.p50("yep_rtt_200_checked") - r.p50("yep_rtt_200_unchecked");
     let mem = r.figures["memory_per_extension"]["kib"]
         .as_f64()
         .unwrap_or(f64::NAN);
@@ -229,6 +249,8 @@ fn ratios(r: &Report) -> Value {
         "yep_throughput_64": ratio(r.calls("yep_throughput_64"), ">= 50000 calls/s", r.calls("yep_throughput_64") >= 50_000.0),
         "spawn_hook_p50 / warm_hook_p50": ratio(hook, ">= 100 (bash)", hook >= 100.0),
         "spawn_hook_rust_p50 / warm_hook_p50": ratio(hook_rust, "(reported)", true),
+        "args_check_ns_per_call": ratio(check_ns, "< 1000 ns", check_ns < 1_000.0),
+        "rtt_p50 checked - unchecked (µs)": ratio(check_rtt_us, "< 1 µs (noisy)", check_rtt_us < 1.0),
         "cold_start_rust_p50_ms": ratio(cold / 1000.0, "<= 5 ms", cold <= 5_000.0),
         "memory_per_extension_mib": ratio(mem / 1024.0, "<= 1 MiB", mem <= 1024.0),
     })

@@ -7,7 +7,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use yep_host::{Extension, Grants, NoEvents, ServerSpec, SupervisorOptions};
+use yep_host::tool_args::ToolSchemas;
+use yep_host::{Extension, Grants, Manifest, NoEvents, ServerSpec, SupervisorOptions};
 use yep_protocol::HookFireParams;
 
 /// A binary built beside this one (`cargo run -p yep-bench` builds them all).
@@ -88,8 +89,20 @@ pub fn spin_until_readable(fd: i32) {
     }
 }
 
-/// An extension over `command args`, in a scratch dir.
-pub fn extension(name: &str, command: &Path, scratch: &Path) -> Extension {
+/// The echo example's tool schemas, compiled as the runtime compiles them.
+pub fn echo_schemas() -> anyhow::Result<ToolSchemas> {
+    let manifest = Manifest::parse(yep_example_echo::PLUGIN_JSON, "plugin.json".as_ref())?;
+    Ok(ToolSchemas::from_manifest(&manifest))
+}
+
+/// An extension over `command args`, in a scratch dir, whose calls are checked against
+/// `tool_schemas` (the default checks nothing).
+pub fn extension(
+    name: &str,
+    command: &Path,
+    scratch: &Path,
+    tool_schemas: ToolSchemas,
+) -> Extension {
     let spec = ServerSpec {
         name: name.into(),
         command: command.to_string_lossy().into_owned(),
@@ -101,8 +114,41 @@ pub fn extension(name: &str, command: &Path, scratch: &Path) -> Extension {
         env: vec![],
         log_dir: scratch.join("logs"),
         grants: Grants::default(),
+        tool_schemas,
     };
     Extension::new(spec, SupervisorOptions::default(), Arc::new(NoEvents))
+}
+
+/// What the argument check costs one call: `Extension::check_args` on the `bytes` echo
+/// arguments, in ns per call (the schema is compiled once, before the loop).
+pub fn check_cost(ext: &Extension, bytes: usize, calls: usize) -> anyhow::Result<f64> {
+    let args = json!({ "text": text(bytes.saturating_sub(12)) });
+    ext.check_args("echo", &args)?;
+    let start = Instant::now();
+    for _ in 0..calls {
+        std::hint::black_box(
+            ext.check_args(std::hint::black_box("echo"), std::hint::black_box(&args)),
+        )?;
+    }
+    Ok(start.elapsed().as_nanos() as f64 / calls as f64)
+}
+
+/// `rtt` on two extensions in alternating rounds (each warmed up again, so a server's
+/// busy-poll window is hot), so drift in the machine lands on both alike:
+/// (checked samples, unchecked samples).
+pub async fn rtt_pair(
+    checked: &Extension,
+    unchecked: &Extension,
+    bytes: usize,
+    rounds: usize,
+    per_round: usize,
+) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        a.extend(rtt(checked, bytes, 100, per_round).await?);
+        b.extend(rtt(unchecked, bytes, 100, per_round).await?);
+    }
+    Ok((a, b))
 }
 
 /// One `tool/call` echo at a time.
@@ -227,7 +273,7 @@ pub async fn cold_start(
 ) -> anyhow::Result<Vec<Duration>> {
     let mut out = Vec::with_capacity(samples);
     for i in 0..samples + 3 {
-        let ext = extension("cold", command, scratch);
+        let ext = extension("cold", command, scratch, Default::default());
         let t = Instant::now();
         ext.handshake().await?;
         if i >= 3 {
@@ -251,12 +297,12 @@ pub fn rss_kib() -> u64 {
 /// Host-side RSS added per idle, connected extension, over `n` of them (KiB each).
 pub async fn memory_per_extension(command: &Path, scratch: &Path, n: usize) -> anyhow::Result<f64> {
     // Warm the allocator and runtime with one connection first, so only the marginal cost counts.
-    let warm = extension("warm", command, scratch);
+    let warm = extension("warm", command, scratch, Default::default());
     warm.handshake().await?;
     let before = rss_kib();
     let mut exts = Vec::with_capacity(n);
     for i in 0..n {
-        let ext = extension(&format!("idle{i}"), command, scratch);
+        let ext = extension(&format!("idle{i}"), command, scratch, Default::default());
         ext.handshake().await?;
         exts.push(ext);
     }

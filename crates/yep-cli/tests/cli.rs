@@ -50,6 +50,31 @@ fn call_prints_the_result_json_to_stdout() {
 }
 
 #[test]
+fn call_refuses_arguments_that_break_the_tool_schema_without_starting_the_server() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    let p = pkg.to_str().unwrap();
+    for args in [&["call", p, "echo", "{}"][..], &["call", p, "echo"][..]] {
+        let out = yep(home.path(), args);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stderr),
+            "error: extension `echo`: invalid arguments for tool `echo`: `text` is required\n"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    let out = yep(home.path(), &["call", p, "count", r#"{"n":"3"}"#]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(r#"/n: "3" is not of type "integer" (type)"#),
+        "{}",
+        text(&out.stderr)
+    );
+    // The server never ran: it would have left its log.
+    assert!(!home.path().join("logs/echo.log").exists());
+}
+
+#[test]
 fn call_streams_progress_to_stderr() {
     let home = tempfile::tempdir().unwrap();
     let pkg = echo_package(home.path());
@@ -209,6 +234,40 @@ fn call_answers_ui_ask_at_a_terminal() {
     assert!(out.status.success(), "{screen}{}", text(&out.stderr));
     assert!(screen.contains("[ask] echo asks: colour?"), "{screen}");
     assert!(screen.contains(r#""answer": "blue""#), "{screen}");
+}
+
+#[test]
+fn session_refuses_arguments_that_break_the_tool_schema() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    let install = yep(home.path(), &["install", pkg.to_str().unwrap(), "--yes"]);
+    assert!(install.status.success(), "{}", text(&install.stderr));
+    assert!(yep(home.path(), &["enable", "echo"]).status.success());
+    #[allow(clippy::disallowed_methods)]
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["session", "--json"])
+        .env("YEP_HOME", home.path())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"call echo {}\ncall echo {\"text\":\"ok\"}\nquit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("extension `echo`: invalid arguments for tool `echo`: `text` is required"),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
+    assert!(stdout.contains(r#""echoed":"ok""#), "{stdout}");
 }
 
 #[test]

@@ -493,6 +493,41 @@ fn calling_an_installed_extension_by_name_warns_when_its_linked_bytes_drifted() 
 }
 
 #[test]
+fn doctor_warns_about_a_linked_package_whose_manifest_changed_since_approval() {
+    let env = Env::new();
+    let pkg = env.tmp.path().join("echo-pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON).unwrap();
+    manifest["yolop"]["capabilityServer"] =
+        json!({"command": env!("CARGO_BIN_EXE_yep"), "args": ["serve-example-echo"]});
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    env.ok(&["install", pkg.to_str().unwrap(), "--link", "--yes"]);
+    let clean = env.ok(&["doctor", "echo"]);
+    assert!(clean.ends_with("ok: no failures\n"), "{clean}");
+    // The author edits the linked plugin.json in place.
+    manifest["description"] = json!("edited after approval");
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    let listed: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(listed[0]["drifted"], true);
+    let out = env.yep(&["doctor", "echo"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let found = text(&out.stdout);
+    assert!(
+        found.contains(
+            "WARN  approval         `echo` changed since it was approved (plugin.json differs from the approved manifest); run `yep update echo` to review; until then a session uses the approved manifest"
+        ),
+        "{found}"
+    );
+    assert!(
+        found.ends_with("ok: no failures, 1 warning (see WARN above)\n"),
+        "{found}"
+    );
+    let json: Value = serde_json::from_str(&env.ok(&["doctor", "echo", "--json"])).unwrap();
+    assert_eq!(json["checks"][0]["name"], "approval", "{json:#}");
+    assert_eq!(json["checks"][0]["status"], "warn", "{json:#}");
+}
+
+#[test]
 fn concurrent_installs_serialise_on_the_home_lock() {
     let env = Env::new();
     let pkgs: Vec<PathBuf> = (0..4)
@@ -992,9 +1027,11 @@ fn list_and_doctor_show_a_copied_package_that_drifted() {
         "{listed}"
     );
     let doctor = env.yep(&["doctor", "lookup"]);
+    let found = text(&doctor.stdout);
     assert!(
-        text(&doctor.stderr).contains("warning: `lookup` changed since it was approved"),
-        "{}",
+        found.contains("WARN  approval         `lookup` changed since it was approved")
+            && found.contains("until then a session refuses it"),
+        "{found}{}",
         text(&doctor.stderr)
     );
     // `update --locked` is no longer "up to date": it puts the approved bytes back.
@@ -1495,4 +1532,46 @@ fn config_show_of_an_installed_extension_makes_no_data_dir() {
     env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
     env.ok(&["config", "show", "w"]);
     assert!(!env.home().join("data").exists(), "{:?}", walk(&env.home()));
+}
+
+#[test]
+fn an_update_that_adds_a_required_field_says_it_needs_setup_and_how() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["config", "set", "lookup", "region", "eu"]);
+    let mut needy = facet();
+    needy["config_schema"]["properties"]["api_key"] = json!({"type": "string", "secret": true});
+    needy["config_schema"]["properties"]["units"] = json!({"type": "string"});
+    needy["config_schema"]["required"] = json!(["token", "api_key", "region", "units"]);
+    env.package("pkg", "lookup", "1.0.1", needy);
+    // No terminal, no --yes: nothing new to consent to, so it goes through.
+    let out = env.ok(&["update", "lookup"]);
+    assert!(!out.contains("narrowed only"), "{out}");
+    assert!(
+        out.contains("nothing new to consent to, but it needs setup:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("! config field api_key (secret) added, required")
+            && out.contains("! config field region now required")
+            && out.contains("! config field units added, required"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "needs setup: config field `api_key` (secret) is now required: run `yep secret set lookup api_key`"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "needs setup: config field `units` is now required: run `yep config set lookup units <value>`"
+        ),
+        "{out}"
+    );
+    // `region` is already set: nothing to do for it.
+    assert!(!out.contains("`region`"), "{out}");
+    let json: Value = serde_json::from_str(&env.ok(&["update", "lookup", "--json"])).unwrap();
+    assert_eq!(json[0]["outcome"], "unchanged", "{json}");
 }

@@ -204,6 +204,29 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
         );
     }
 
+    // Argument schemas: a tool whose schema does not compile is refused at every call.
+    let broken = crate::tool_args::ToolSchemas::from_manifest(manifest).invalid();
+    if broken.is_empty() {
+        r.add(
+            "tool_schemas",
+            Status::Pass,
+            format!("{} argument schema(s) compile", manifest.yolop.tools.len()),
+        );
+    } else {
+        let list: Vec<String> = broken
+            .iter()
+            .map(|(tool, why)| format!("`{tool}`: {why}"))
+            .collect();
+        r.add(
+            "tool_schemas",
+            Status::Fail,
+            format!(
+                "not valid JSON Schema, so every call is refused: {}",
+                list.join("; ")
+            ),
+        );
+    }
+
     // Prompt consistency.
     let f = &manifest.yolop;
     let offers_static = init

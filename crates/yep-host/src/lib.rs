@@ -6,6 +6,7 @@
 //! - [`dialect`]: the YEP handshake and typed calls over a connection;
 //! - [`supervisor`]: one extension's live server: lazy spawn, crash errors, backoff respawn;
 //! - [`manifest`]: the `plugin.json` a user approves;
+//! - [`tool_args`]: tool arguments checked against the manifest's schemas, compiled once;
 //! - [`runtime`]: `ExtensionHost`, the one type an agent embeds;
 //! - [`store`]: the home: install, lock, update, enable, remove, list (no async needed).
 
@@ -21,6 +22,7 @@ pub mod scaffold;
 pub mod store;
 pub mod supervisor;
 pub mod text;
+pub mod tool_args;
 
 pub use dialect::yep::{Events, NoEvents};
 pub use manifest::Manifest;

@@ -8,6 +8,7 @@ use crate::dialect::yep::{EventRouter, Events, HandshakeError, handshake, initia
 use crate::manifest::Manifest;
 use crate::process::{self, ServerProcess, SpawnSpec, describe_status};
 use crate::rpc::{CallError, CallOptions, CloseReason, Connection, ConnectionOptions, UpdateSink};
+use crate::tool_args::{ArgsError, ToolSchemas};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -45,6 +46,9 @@ pub struct ServerSpec {
     pub log_dir: PathBuf,
     /// What the manifest lets the server push back at the user.
     pub grants: Grants,
+    /// The manifest's tool argument schemas, compiled: every `tool/call` is checked against
+    /// them before it is sent. Empty (the default) checks nothing.
+    pub tool_schemas: ToolSchemas,
 }
 
 /// Server → host facets the manifest must declare before the host honours them (D4).
@@ -86,6 +90,7 @@ impl std::fmt::Debug for ServerSpec {
             .field("env", &process::redacted_env(&self.env))
             .field("log_dir", &self.log_dir)
             .field("grants", &self.grants)
+            .field("tool_schemas", &self.tool_schemas)
             .finish()
     }
 }
@@ -110,6 +115,7 @@ impl ServerSpec {
             env: Vec::new(),
             log_dir,
             grants: Grants::from_manifest(manifest),
+            tool_schemas: ToolSchemas::from_manifest(manifest),
         })
     }
 
@@ -219,6 +225,21 @@ pub enum ExtensionError {
         method: String,
         message: String,
         preview: String,
+    },
+    #[error("extension `{extension}`: invalid arguments for tool `{tool}`: {}", problems.join("; "))]
+    InvalidArguments {
+        extension: String,
+        tool: String,
+        /// One per problem, each naming the field and the rule (already escaped).
+        problems: Vec<String>,
+    },
+    #[error(
+        "extension `{extension}`: refusing tool `{tool}`: its argument schema in plugin.json is not valid JSON Schema: {message}"
+    )]
+    InvalidSchema {
+        extension: String,
+        tool: String,
+        message: String,
     },
     #[error("extension `{extension}`: failed to write `{method}`: {message}")]
     Write {
@@ -629,9 +650,44 @@ impl Extension {
         self.request(method, params, self.timeout()).await
     }
 
-    /// Call a tool. Progress goes to `updates` and resets the timeout; firing `cancel` sends
-    /// `cancel` on the wire and resolves the call as cancelled. Dropping the future does too.
+    /// Whether `args` satisfy `tool`'s declared schema ([`ServerSpec::tool_schemas`]).
+    // The same error type as every call here; the `Ok` path, the hot one, moves nothing.
+    #[allow(clippy::result_large_err)]
+    pub fn check_args(&self, tool: &str, args: &Value) -> Result<(), ExtensionError> {
+        self.spec
+            .tool_schemas
+            .check(tool, args)
+            .map_err(|e| match e {
+                ArgsError::Invalid(problems) => ExtensionError::InvalidArguments {
+                    extension: self.spec.name.clone(),
+                    tool: tool.to_string(),
+                    problems,
+                },
+                ArgsError::BadSchema(message) => ExtensionError::InvalidSchema {
+                    extension: self.spec.name.clone(),
+                    tool: tool.to_string(),
+                    message,
+                },
+            })
+    }
+
+    /// Call a tool. Arguments that break its declared schema are refused here, before the
+    /// server is started or sent anything. Progress goes to `updates` and resets the timeout;
+    /// firing `cancel` sends `cancel` on the wire and resolves the call as cancelled.
+    /// Dropping the future does too.
     pub async fn call_tool(
+        &self,
+        tool: &str,
+        args: Value,
+        updates: Option<UpdateSink>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<Value, ExtensionError> {
+        self.check_args(tool, &args)?;
+        self.send_tool_call(tool, args, updates, cancel).await
+    }
+
+    /// [`Extension::call_tool`] for a caller that already ran [`Extension::check_args`].
+    pub(crate) async fn send_tool_call(
         &self,
         tool: &str,
         args: Value,

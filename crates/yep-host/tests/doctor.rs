@@ -45,6 +45,7 @@ async fn the_echo_example_passes_every_check() {
         "handshake",
         "protocol_version",
         "tools",
+        "tool_schemas",
         "prompt",
         "hooks",
         "dynamic_prompt",
@@ -83,6 +84,22 @@ async fn a_widened_tool_fails_and_an_unserved_one_warns() {
     .await;
     let (s, d) = status(&report, "tools");
     assert_eq!(s, Status::Fail, "traces is served but undeclared: {d}");
+}
+
+#[tokio::test]
+async fn a_tool_schema_that_does_not_compile_fails() {
+    let fx = Fixture::new();
+    let report = doctor::run(
+        &manifest(
+            json!({"tools": [{"name": "a", "schema": {"type": "no-such-type"}}, {"name": "b"}]}),
+        ),
+        fixture(&fx, json!({"tools": ["a", "b"]})),
+    )
+    .await;
+    assert!(!report.ok);
+    let (s, d) = status(&report, "tool_schemas");
+    assert_eq!(s, Status::Fail, "{report:#?}");
+    assert!(d.contains("`a`:") && !d.contains("`b`"), "{d}");
 }
 
 #[tokio::test]

@@ -1674,3 +1674,111 @@ async fn a_config_write_waiting_on_the_home_lock_does_not_block_the_runtime() {
     );
     host.shutdown().await;
 }
+
+/// Install and enable the real echo example, its manifest as shipped (schemas included) but
+/// pointing at the built binary.
+fn add_echo_example(w: &World) {
+    let pkg = w.dir.path().join("src").join("echo");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let mut manifest: Value =
+        serde_json::from_str(include_str!("../../../examples/echo/plugin.json")).unwrap();
+    manifest["yolop"]["capabilityServer"] = json!({"command": echo_bin()});
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    w.home
+        .install(
+            pkg.to_str().unwrap(),
+            &InstallOptions::default(),
+            &mut AlwaysYes,
+        )
+        .unwrap();
+    w.home.set_enabled("echo", true).unwrap();
+}
+
+#[tokio::test]
+async fn arguments_that_break_the_tool_schema_are_refused_naming_the_field_and_rule() {
+    let w = World::new();
+    add_echo_example(&w);
+    let host = w.host(quick()).await;
+    let err = host
+        .call_tool("echo", json!({}), None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "extension `echo`: invalid arguments for tool `echo`: `text` is required"
+    );
+    let err = host
+        .call_tool("count", json!({"n": "x"}), None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"extension `echo`: invalid arguments for tool `count`: /n: "x" is not of type "integer" (type)"#
+    );
+    let ok = host
+        .call_tool("echo", json!({"text": "hi"}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(ok["echoed"], "hi");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn refused_arguments_never_start_the_server() {
+    let w = World::new();
+    w.add(
+        "lazy",
+        json!({"tools": [{"name": "get", "schema": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}}]}),
+        json!({"tools": ["get"]}),
+    );
+    let host = w.host(quick()).await;
+    let err = host
+        .call_tool("get", json!({"id": "7"}), None, None)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(r#"/id: "7" is not of type "integer""#),
+        "{err}"
+    );
+    assert_eq!(host.pid("lazy"), None, "a refused call started the server");
+    let ok = host
+        .call_tool("get", json!({"id": 7}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(ok["args"]["id"], 7);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tool_with_an_invalid_schema_is_refused_with_a_warning_and_the_others_still_work() {
+    let w = World::new();
+    w.add(
+        "broken",
+        json!({"tools": [
+            {"name": "bad", "schema": {"type": "no-such-type"}},
+            {"name": "good"}
+        ]}),
+        json!({"tools": ["bad", "good"]}),
+    );
+    let host = w.host(quick()).await;
+    assert!(
+        host.warnings().iter().any(|w| w.starts_with(
+            "extension `broken`: calls to tool `bad` are refused: its argument schema is not valid JSON Schema"
+        )),
+        "{:?}",
+        host.warnings()
+    );
+    let err = host
+        .call_tool("bad", json!({}), None, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("extension `broken`: refusing tool `bad`: its argument schema in plugin.json is not valid JSON Schema: "),
+        "{err}"
+    );
+    let ok = host.call_tool("good", json!({}), None, None).await.unwrap();
+    assert_eq!(ok["tool"], "good");
+    host.shutdown().await;
+}

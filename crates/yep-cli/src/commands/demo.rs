@@ -92,6 +92,7 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         env: Vec::new(),
         log_dir: dir.path().join("logs"),
         grants: Grants::from_manifest(&manifest),
+        tool_schemas: yep_host::tool_args::ToolSchemas::from_manifest(&manifest),
     };
     let events = Arc::new(DemoEvents::default());
     let ext = Extension::new(

@@ -1,9 +1,9 @@
 //! `yep doctor <name|dir> [--json]`: spawn a server as the runtime does and grade it.
 
 use super::Target;
-use crate::output::{Colour, eline, stdout_line, stdout_line_painted};
+use crate::output::{Colour, stdout_line, stdout_line_painted};
 use std::process::ExitCode;
-use yep_host::doctor::{self, Status};
+use yep_host::doctor::{self, Check, Status};
 use yep_host::store::{Home, config};
 use yep_host::text::escape_multiline;
 use yep_host::{Manifest, ServerSpec};
@@ -30,9 +30,18 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             })?,
         ),
     };
-    if let Some(drift) = installed.as_ref().and_then(|e| home.drift_of(e)) {
-        eline!("warning: {drift}; a session refuses it");
-    }
+    // Drift since approval is a finding like any other: a WARN row, not a plain `ok`.
+    let drift = installed.as_ref().and_then(|e| {
+        let why = home.drift_of(e)?;
+        Some(if e.is_linked() {
+            format!("{why}; until then a session uses the approved manifest, not this one")
+        } else {
+            format!(
+                "{why}; until then a session refuses it (`yep update --locked {}` restores what was approved)",
+                e.name
+            )
+        })
+    });
     let manifest = Manifest::load(&package)?;
     let cwd = std::env::current_dir()?;
     let mut spec =
@@ -48,7 +57,17 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         spec.config = plain;
         spec.env = env;
     }
-    let report = doctor::run(&manifest, spec).await;
+    let mut report = doctor::run(&manifest, spec).await;
+    if let Some(detail) = drift {
+        report.checks.insert(
+            0,
+            Check {
+                name: "approval".into(),
+                status: Status::Warn,
+                detail,
+            },
+        );
+    }
     if args.json {
         stdout_line(&serde_json::to_string_pretty(&report)?);
     } else {
@@ -64,10 +83,24 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                 &format!("  {:<16} {}", c.name, escape_multiline(&c.detail)),
             );
         }
-        if report.ok {
-            stdout_line_painted("ok", Colour::Green, ": no failures");
-        } else {
-            stdout_line_painted("failed", Colour::Red, ": see FAIL above");
+        let warnings = report
+            .checks
+            .iter()
+            .filter(|c| c.status == Status::Warn)
+            .count();
+        match (report.ok, warnings) {
+            (false, _) => stdout_line_painted("failed", Colour::Red, ": see FAIL above"),
+            (true, 0) => stdout_line_painted("ok", Colour::Green, ": no failures"),
+            (true, 1) => stdout_line_painted(
+                "ok",
+                Colour::Green,
+                ": no failures, 1 warning (see WARN above)",
+            ),
+            (true, n) => stdout_line_painted(
+                "ok",
+                Colour::Green,
+                &format!(": no failures, {n} warnings (see WARN above)"),
+            ),
         }
     }
     Ok(if report.ok {

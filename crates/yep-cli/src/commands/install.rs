@@ -3,9 +3,10 @@
 use crate::output::{hinted, stdout_line};
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
+use yep_host::Manifest;
 use yep_host::store::summary::ContributionDiff;
-use yep_host::store::{Approver, Home, InstallOptions, Installed, Outcome, StoreError};
-use yep_host::text::escape_controls;
+use yep_host::store::{Approver, Home, InstallOptions, Installed, Outcome, StoreError, config};
+use yep_host::text::{escape, escape_controls};
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
@@ -111,7 +112,7 @@ fn declined(err: StoreError, consent: &Consent) -> anyhow::Error {
     }
 }
 
-fn report(results: &[Installed], json: bool) -> anyhow::Result<()> {
+fn report(results: &[Installed], json: bool, home: &Home) -> anyhow::Result<()> {
     if json {
         stdout_line(&serde_json::to_string_pretty(results)?);
         return Ok(());
@@ -138,10 +139,36 @@ fn report(results: &[Installed], json: bool) -> anyhow::Result<()> {
             Outcome::Unchanged => format!("{} is up to date ({})", r.name, r.content_hash),
         };
         stdout_line(&line);
+        // New required fields nobody has set yet: the update went through, the extension
+        // still needs them.
+        let installed = Manifest::load(&home.package_dir(&r.name)).ok();
+        let unset: Vec<_> = r
+            .diff
+            .iter()
+            .flat_map(|d| &d.needs_setup)
+            .filter_map(|f| {
+                let manifest = installed.as_ref()?;
+                let missing = config::missing_required(home, manifest).ok()?;
+                missing
+                    .iter()
+                    .any(|m| m.name == f.name)
+                    .then(|| (f, config::set_command(manifest, &f.name)))
+            })
+            .collect();
         if let Some(d) = r.diff.as_ref().filter(|d| !d.widened && !d.is_empty()) {
+            let head = if unset.is_empty() {
+                "narrowed only, no consent needed"
+            } else {
+                "nothing new to consent to, but it needs setup"
+            };
+            stdout_line(&format!("  {head}:\n{}", d.render()));
+        }
+        for (f, command) in unset {
+            let secret = if f.secret { " (secret)" } else { "" };
             stdout_line(&format!(
-                "  narrowed only, no consent needed:\n{}",
-                d.render()
+                "  needs setup: config field `{}`{secret} is now required: run `{}`",
+                escape(&f.name),
+                escape(&command)
             ));
         }
         if let Some(binary) = &r.binary {
@@ -154,6 +181,8 @@ fn report(results: &[Installed], json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether required field `field` of the installed `name` still has no value (an error
+/// reading the config counts as unset: the hint is then shown rather than lost).
 pub fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let mut consent = Consent {
         yes: args.yes,
@@ -166,7 +195,7 @@ pub fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let result = home
         .install(&args.source, &opts, &mut consent)
         .map_err(|e| declined(e, &consent))?;
-    report(&[result], args.json)?;
+    report(&[result], args.json, home)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -178,6 +207,6 @@ pub fn update(args: UpdateArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let results = home
         .update(args.name.as_deref(), args.locked, &mut consent)
         .map_err(|e| declined(e, &consent))?;
-    report(&results, args.json)?;
+    report(&results, args.json, home)?;
     Ok(ExitCode::SUCCESS)
 }

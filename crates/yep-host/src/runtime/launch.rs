@@ -79,6 +79,7 @@ pub fn installed(
         env: Vec::new(),
         log_dir: home.logs_dir(),
         grants: Grants::from_manifest(&manifest),
+        tool_schemas: Default::default(),
     });
     spec.session_id = session_id.to_string();
     // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.

@@ -400,11 +400,17 @@ impl ExtensionHost {
         let names: Vec<&str> = loaded.iter().map(|l| l.name.as_str()).collect();
         let mut taken: BTreeSet<String> = self.opts.builtins.iter().cloned().collect();
         let mut tools = Vec::new();
-        let mut renamed = Vec::new();
+        let mut warnings = Vec::new();
         for l in &loaded {
             let mut budget = NEVER_DEFER_BUDGET;
+            for (tool, why) in l.ext.spec().tool_schemas.invalid() {
+                warnings.push(format!(
+                    "extension `{}`: calls to tool `{tool}` are refused: its argument schema is not valid JSON Schema: {why}",
+                    l.name
+                ));
+            }
             for t in &l.manifest.yolop.tools {
-                let Some(name) = tool_name(&names, &mut taken, &l.name, &t.name, &mut renamed)
+                let Some(name) = tool_name(&names, &mut taken, &l.name, &t.name, &mut warnings)
                 else {
                     continue;
                 };
@@ -439,7 +445,7 @@ impl ExtensionHost {
             tools,
             forwarders,
         };
-        for message in renamed {
+        for message in warnings {
             self.warn(message);
         }
     }
@@ -510,6 +516,8 @@ impl ExtensionHost {
                 .ok_or_else(|| HostError::UnknownTool(name.to_string()))?;
             (loaded, def.tool.clone())
         };
+        // Refused before the server is started or sent anything.
+        loaded.ext.check_args(&tool, &args)?;
         // The live server's handshake, by reference: no copy on the hot path.
         let live = loaded.ext.live().await?;
         self.refuse_unapproved(&loaded, &live.init);
@@ -525,7 +533,10 @@ impl ExtensionHost {
                 tool,
             });
         }
-        Ok(loaded.ext.call_tool(&tool, args, updates, cancel).await?)
+        Ok(loaded
+            .ext
+            .send_tool_call(&tool, args, updates, cancel)
+            .await?)
     }
 
     /// Log, once per server process, the tools it serves that the manifest does not approve.

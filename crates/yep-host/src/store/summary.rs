@@ -361,6 +361,10 @@ pub struct ContributionDiff {
     pub lines: Vec<String>,
     /// Anything added or newly granted: consent is needed again.
     pub widened: bool,
+    /// Config fields the new manifest requires that the approved one did not (new, or made
+    /// required): the extension needs them set before it runs as intended.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub needs_setup: Vec<ConfigField>,
 }
 
 impl ContributionDiff {
@@ -375,6 +379,11 @@ impl ContributionDiff {
             .collect::<Vec<_>>()
             .join("\n")
     }
+}
+
+/// The field name of a `fields` entry (`name` or `name (secret)`).
+fn fields_name(entry: &str) -> &str {
+    entry.strip_suffix(" (secret)").unwrap_or(entry)
 }
 
 /// Compare the approved manifest with a new one.
@@ -502,7 +511,26 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             .collect()
     };
     let (before, after): (BTreeSet<String>, BTreeSet<String>) = (fields(old), fields(new));
+    let old_fields = config_fields(old);
+    for f in config_fields(new).into_iter().filter(|f| f.required) {
+        let was = old_fields.iter().find(|o| o.name == f.name);
+        if was.is_some_and(|o| o.required) {
+            continue;
+        }
+        let secret = if f.secret { " (secret)" } else { "" };
+        let how = if was.is_some() {
+            "now required"
+        } else {
+            "added, required"
+        };
+        d.lines
+            .push(format!("! config field {}{secret} {how}", escape(&f.name)));
+        d.needs_setup.push(f);
+    }
     for added in after.difference(&before) {
+        if d.needs_setup.iter().any(|f| fields_name(added) == f.name) {
+            continue;
+        }
         d.lines.push(format!("~ config field {added} added"));
     }
     for removed in before.difference(&after) {
@@ -532,6 +560,29 @@ mod tests {
             Path::new("plugin.json"),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_field_that_becomes_required_needs_setup_without_widening() {
+        let old = m(
+            r#"{"prompt":true,"config_schema":{"properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["a"]}}"#,
+        );
+        let new = m(
+            r#"{"prompt":true,"config_schema":{"properties":{"a":{"type":"string"},"b":{"type":"string"},"k":{"type":"string","secret":true},"o":{"type":"string"}},"required":["a","b","k"]}}"#,
+        );
+        let d = diff(&old, &new);
+        assert!(!d.widened, "{:?}", d.lines);
+        assert_eq!(
+            d.lines,
+            [
+                "! config field b now required",
+                "! config field k (secret) added, required",
+                "~ config field o added",
+            ]
+        );
+        let names: Vec<_> = d.needs_setup.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["b", "k"]);
+        assert!(diff(&new, &new).needs_setup.is_empty());
     }
 
     #[test]

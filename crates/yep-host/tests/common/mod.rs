@@ -74,6 +74,8 @@ impl Fixture {
             env: Vec::new(),
             log_dir: self.dir.path().join("logs"),
             grants: Grants::ALL,
+            // Unchecked: these tests drive servers with whatever arguments they like.
+            tool_schemas: Default::default(),
         }
     }
 
