@@ -500,6 +500,37 @@ fn a_terminal_session_speaks_text_errors_prompts_and_what_each_verb_did() {
 }
 
 #[test]
+fn enabling_in_a_terminal_session_names_the_commands_for_what_is_left_to_set_up() {
+    let home = tempfile::tempdir().unwrap();
+    let mut pty = PtySession::start(home.path(), |manifest| {
+        manifest["yolop"]["config_schema"] = json!({
+            "type": "object",
+            "properties": {
+                "units": {"type": "string"},
+                "token": {"type": "string", "secret": true, "env": "ECHO_TOKEN"}
+            },
+            "required": ["units", "token"]
+        })
+    });
+    pty.type_at_prompt(1, "disable echo\r");
+    pty.wait_for("disabled echo", 1);
+    pty.type_at_prompt(2, "enable echo\r");
+    // Each question dismissed with an empty line.
+    pty.wait_for("asks: echo.token", 1);
+    pty.type_now("\r");
+    pty.wait_for("asks: echo.units", 1);
+    pty.type_now("\r");
+    pty.wait_for(
+        "enabled echo; still to set up: token (`yep secret set echo token`), units (`yep config set echo units <value>`)",
+        1,
+    );
+    pty.type_at_prompt(3, "quit\r");
+    let (status, screen) = pty.finish();
+    assert!(status.success(), "{screen}");
+    assert!(!screen.contains("\"ok\""), "{screen}");
+}
+
+#[test]
 fn ctrl_c_at_a_terminal_session_prompt_clears_the_line_and_ctrl_d_quits() {
     let home = tempfile::tempdir().unwrap();
     let mut pty = PtySession::start(home.path(), |_| {});
