@@ -428,11 +428,16 @@ impl PtySession {
 
     /// Wait for the session to end; its exit status and the whole screen.
     fn finish(&mut self) -> (std::process::ExitStatus, String) {
-        let status = self.child.wait().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while !self.screen.lock().unwrap().1 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the session did not end; the screen:\n{}",
+                self.screen()
+            );
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        (status, self.screen())
+        (self.child.wait().unwrap(), self.screen())
     }
 }
 
@@ -461,6 +466,23 @@ fn ctrl_c_in_a_terminal_session_cancels_the_running_call_on_the_wire_and_the_ses
     // The server was told: the echo example logs a cancel it receives to its stderr (the log).
     let log = std::fs::read_to_string(home.path().join("logs/echo.log")).unwrap();
     assert!(log.contains("count: cancelled before"), "{log}");
+}
+
+#[test]
+fn ctrl_c_while_a_call_waits_for_an_answer_cancels_it_and_the_prompt_gets_the_next_line() {
+    let home = tempfile::tempdir().unwrap();
+    let mut pty = PtySession::start(home.path(), |_| {});
+    pty.type_at_prompt(1, "call ask {\"prompt\":\"colour?\"}\r");
+    pty.wait_for("answer (empty line cancels): ", 1);
+    pty.type_now("\x03");
+    pty.wait_for("cancelled `ask`", 1);
+    // The abandoned question must not take this line.
+    pty.type_at_prompt(2, "call echo {\"text\":\"for the prompt\"}\r");
+    pty.wait_for("\"echoed\": \"for the prompt\"", 1);
+    pty.type_at_prompt(3, "\x04");
+    let (status, screen) = pty.finish();
+    assert!(status.success(), "{screen}");
+    assert!(!screen.contains("\"answer\""), "{screen}");
 }
 
 #[test]

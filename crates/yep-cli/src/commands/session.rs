@@ -42,10 +42,10 @@ const HELP: &str = "commands: help | tools | call <tool> <json> | pre <tool> <js
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let ask: Arc<dyn AskSink> = if interactive {
-        Arc::new(TerminalAsk::default())
-    } else {
-        Arc::new(Scripted(Mutex::new(args.answers.into())))
+    let terminal = interactive.then(|| Arc::new(TerminalAsk::default()));
+    let ask: Arc<dyn AskSink> = match &terminal {
+        Some(terminal) => Arc::clone(terminal) as Arc<dyn AskSink>,
+        None => Arc::new(Scripted(Mutex::new(args.answers.into()))),
     };
     let session = Session {
         id: format!("yep-session-{}", std::process::id()),
@@ -59,7 +59,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let mut s = Shell {
         host: Arc::clone(&host),
         home: home.clone(),
-        interactive,
+        terminal,
         turn: 0,
         warned: 0,
     };
@@ -105,6 +105,9 @@ async fn interactive_loop(s: &mut Shell, home: &Home) -> anyhow::Result<()> {
         let prompt = format!("{}yep> ", status_line(&s.host));
         // Reading the terminal blocks; keep it off the runtime's threads.
         let (back, line) = tokio::task::block_in_place(|| -> anyhow::Result<_> {
+            if let Some(terminal) = &s.terminal {
+                terminal.wait_until_no_question();
+            }
             let mut editor: rustyline::Editor<(), FileHistory> =
                 rustyline::Editor::with_history(rustyline::Config::default(), history)?;
             let line = editor.readline(&prompt);
@@ -137,7 +140,8 @@ async fn interactive_loop(s: &mut Shell, home: &Home) -> anyhow::Result<()> {
 struct Shell {
     host: Arc<ExtensionHost>,
     home: Home,
-    interactive: bool,
+    /// Where questions are asked, when a person is at a terminal.
+    terminal: Option<Arc<TerminalAsk>>,
     turn: u64,
     /// How many of the host's warnings were already shown.
     warned: usize,
@@ -157,11 +161,15 @@ enum Reply {
 }
 
 impl Shell {
+    fn interactive(&self) -> bool {
+        self.terminal.is_some()
+    }
+
     /// Run one command line and show what it produced; false when the session should end.
     async fn run_line(&mut self, line: &str) -> bool {
         let reply = self.execute(line).await;
         let go_on = !matches!(reply, Reply::Quit);
-        match (reply, self.interactive) {
+        match (reply, self.interactive()) {
             (Reply::Quit, _) => {}
             (Reply::Value(v), false) => stdout_line(&v.to_string()),
             (Reply::Value(v), true) => print_human(&v),
@@ -179,7 +187,7 @@ impl Shell {
     fn show_new_warnings(&mut self) {
         let all = self.host.warnings();
         for w in all.iter().skip(self.warned) {
-            if self.interactive {
+            if self.interactive() {
                 eline!("warning: {}", escape_multiline(w));
             } else {
                 stdout_line(&json!({ "warning": w }).to_string());
@@ -301,7 +309,7 @@ impl Shell {
 
     /// Call a tool; at a terminal, Ctrl-C while it runs cancels it on the wire.
     async fn call(&self, tool: &str, args: Value) -> Reply {
-        let sink: UpdateSink = if self.interactive {
+        let sink: UpdateSink = if self.interactive() {
             Arc::new(|line: &str| eline!("  … {}", escape(line)))
         } else {
             Arc::new(|line: &str| stdout_line(&json!({ "update": line }).to_string()))
@@ -310,7 +318,7 @@ impl Shell {
         let call = self
             .host
             .call_tool(tool, args, Some(sink), Some(cancel.clone()));
-        let result = if self.interactive {
+        let result = if self.interactive() {
             tokio::pin!(call);
             tokio::select! {
                 r = &mut call => r,
@@ -318,6 +326,10 @@ impl Shell {
                     // The terminal echoed `^C` mid-line.
                     eline!("");
                     cancel.cancel();
+                    // A question it asked is not waiting at the terminal any more.
+                    if let Some(terminal) = &self.terminal {
+                        terminal.abandon();
+                    }
                     call.await
                 }
             }
