@@ -384,6 +384,342 @@ fn session_at_a_terminal_reads_lines_and_shows_results() {
     assert!(home.path().join("session_history").is_file());
 }
 
+/// `yep session` on a real pseudo-terminal (util-linux `script`), over the echo package
+/// installed and enabled in `home`. What it prints is collected by a thread, so a test types
+/// when a marker has appeared rather than after a guessed delay.
+struct PtySession {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    screen: std::sync::Arc<std::sync::Mutex<(String, bool)>>,
+}
+
+impl PtySession {
+    /// `approve` edits the echo manifest before it is installed.
+    fn start(home: &Path, approve: impl FnOnce(&mut Value)) -> PtySession {
+        let pkg = echo_package(home);
+        let manifest_path = pkg.join("plugin.json");
+        let mut manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+        approve(&mut manifest);
+        std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+        assert!(
+            yep(home, &["install", pkg.to_str().unwrap(), "--yes"])
+                .status
+                .success()
+        );
+        assert!(yep(home, &["enable", "echo"]).status.success());
+        let inner = format!(
+            "YEP_HOME='{}' '{}' session",
+            home.display(),
+            env!("CARGO_BIN_EXE_yep")
+        );
+        #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
+        let mut child = Command::new("script")
+            .args(["-qec", &inner, "/dev/null"])
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("util-linux `script` runs the CLI on a pseudo-terminal");
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let screen = std::sync::Arc::new(std::sync::Mutex::new((String::new(), false)));
+        let sink = std::sync::Arc::clone(&screen);
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = stdout.read(&mut buf).unwrap_or(0);
+                let mut screen = sink.lock().unwrap();
+                if n == 0 {
+                    screen.1 = true;
+                    return;
+                }
+                screen.0.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        PtySession {
+            child,
+            stdin,
+            screen,
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.screen.lock().unwrap().0.clone()
+    }
+
+    /// Wait until `marker` has appeared `times` times; fail when the session ended first (or
+    /// after a bound that only keeps a broken build from hanging).
+    fn wait_for(&self, marker: &str, times: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let (seen, ended) = {
+                let screen = self.screen.lock().unwrap();
+                (screen.0.matches(marker).count(), screen.1)
+            };
+            if seen >= times {
+                return;
+            }
+            assert!(
+                !ended && std::time::Instant::now() < deadline,
+                "{marker:?} did not appear {times} time(s); the screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Type at the `nth` prompt, once it is up (the editor reads raw keys from then on).
+    fn type_at_prompt(&mut self, nth: usize, keys: &str) {
+        self.wait_for("yep> ", nth);
+        use std::io::Write;
+        self.stdin.write_all(keys.as_bytes()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn type_now(&mut self, keys: &str) {
+        use std::io::Write;
+        self.stdin.write_all(keys.as_bytes()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Wait for the session to end; its exit status and the whole screen.
+    fn finish(&mut self) -> (std::process::ExitStatus, String) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !self.screen.lock().unwrap().1 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the session did not end; the screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        (self.child.wait().unwrap(), self.screen())
+    }
+}
+
+impl Drop for PtySession {
+    /// A failed test leaves no session behind: closing the pty hangs it up.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn ctrl_c_in_a_terminal_session_cancels_the_running_call_on_the_wire_and_the_session_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let mut pty = PtySession::start(home.path(), |_| {});
+    pty.type_at_prompt(1, "call count {\"n\":100,\"interval_ms\":100}\r");
+    pty.wait_for("… 2/100", 1);
+    pty.type_now("\x03");
+    pty.wait_for("cancelled `count`", 1);
+    pty.type_at_prompt(2, "call echo {\"text\":\"still here\"}\r");
+    pty.wait_for("\"echoed\": \"still here\"", 1);
+    pty.type_at_prompt(3, "\x04");
+    let (status, screen) = pty.finish();
+    assert!(status.success(), "{screen}");
+    assert!(!screen.contains("100/100"), "the count ran on: {screen}");
+    // The server was told: the echo example logs a cancel it receives to its stderr (the log).
+    let log = std::fs::read_to_string(home.path().join("logs/echo.log")).unwrap();
+    assert!(log.contains("count: cancelled before"), "{log}");
+}
+
+#[test]
+fn ctrl_c_while_a_call_waits_for_an_answer_cancels_it_and_the_prompt_gets_the_next_line() {
+    let home = tempfile::tempdir().unwrap();
+    let mut pty = PtySession::start(home.path(), |_| {});
+    pty.type_at_prompt(1, "call ask {\"prompt\":\"colour?\"}\r");
+    pty.wait_for("answer (empty line cancels): ", 1);
+    pty.type_now("\x03");
+    pty.wait_for("cancelled `ask`", 1);
+    // The abandoned question must not take this line.
+    pty.type_at_prompt(2, "call echo {\"text\":\"for the prompt\"}\r");
+    pty.wait_for("\"echoed\": \"for the prompt\"", 1);
+    pty.type_at_prompt(3, "\x04");
+    let (status, screen) = pty.finish();
+    assert!(status.success(), "{screen}");
+    assert!(!screen.contains("\"answer\""), "{screen}");
+}
+
+#[test]
+fn a_terminal_session_speaks_text_errors_prompts_and_what_each_verb_did() {
+    let home = tempfile::tempdir().unwrap();
+    // Approved without `ask`, which the server still serves: a warning once it is met.
+    let mut pty = PtySession::start(home.path(), |manifest| {
+        manifest["yolop"]["tools"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|t| t["name"] != "ask")
+    });
+    pty.type_at_prompt(1, "call nosuch {}\r");
+    pty.wait_for(
+        "error: no tool named `nosuch`; type `tools` to list them",
+        1,
+    );
+    pty.type_at_prompt(2, "call echo {\"text\":\"hi\"}\r");
+    pty.wait_for("warning: extension `echo`: refusing tool `ask`", 1);
+    pty.type_at_prompt(3, "prompt\r");
+    pty.wait_for("echo dynamic prompt, turn 1", 1);
+    pty.type_at_prompt(4, "reload echo\r");
+    pty.wait_for("reloaded echo", 1);
+    pty.type_at_prompt(5, "command echo:ping\r");
+    pty.wait_for("\npong\r\n", 1);
+    pty.type_at_prompt(6, "quit\r");
+    let (status, screen) = pty.finish();
+    assert!(status.success(), "{screen}");
+    assert!(!screen.contains("\"error\""), "{screen}");
+    assert!(!screen.contains("tools()"), "{screen}");
+    assert!(
+        screen.contains("<capability id=\"ext:echo\">\r\necho dynamic prompt, turn 1\r\n"),
+        "the prompt is text, not a JSON string: {screen}"
+    );
+    assert!(!screen.contains("\ntrue\r\n"), "{screen}");
+    assert!(!screen.contains("\"message\""), "{screen}");
+}
+
+#[test]
+fn enabling_in_a_terminal_session_names_the_commands_for_what_is_left_to_set_up() {
+    let home = tempfile::tempdir().unwrap();
+    let mut pty = PtySession::start(home.path(), |manifest| {
+        manifest["yolop"]["config_schema"] = json!({
+            "type": "object",
+            "properties": {
+                "units": {"type": "string"},
+                "token": {"type": "string", "secret": true, "env": "ECHO_TOKEN"}
+            },
+            "required": ["units", "token"]
+        })
+    });
+    pty.type_at_prompt(1, "disable echo\r");
+    pty.wait_for("disabled echo", 1);
+    pty.type_at_prompt(2, "enable echo\r");
+    // Each question dismissed with an empty line.
+    pty.wait_for("asks: echo.token", 1);
+    pty.type_now("\r");
+    pty.wait_for("asks: echo.units", 1);
+    pty.type_now("\r");
+    pty.wait_for(
+        "enabled echo; still to set up: token (`yep secret set echo token`), units (`yep config set echo units <value>`)",
+        1,
+    );
+    pty.type_at_prompt(3, "quit\r");
+    let (status, screen) = pty.finish();
+    assert!(status.success(), "{screen}");
+    assert!(!screen.contains("\"ok\""), "{screen}");
+}
+
+#[test]
+fn ctrl_c_at_a_terminal_session_prompt_clears_the_line_and_ctrl_d_quits() {
+    let home = tempfile::tempdir().unwrap();
+    let mut pty = PtySession::start(home.path(), |_| {});
+    pty.type_at_prompt(1, "call echo {\"text\":\"dropped\"}\x03");
+    pty.type_at_prompt(2, "call echo {\"text\":\"kept\"}\r");
+    pty.wait_for("\"echoed\": \"kept\"", 1);
+    pty.type_at_prompt(3, "\x04");
+    let (status, screen) = pty.finish();
+    assert!(status.success(), "{screen}");
+    assert!(!screen.contains("\"echoed\": \"dropped\""), "{screen}");
+}
+
+/// `yep session --json` fed `script`, one JSON value per stdout line.
+fn json_session(home: &Path, script: &str) -> Vec<Value> {
+    #[allow(clippy::disallowed_methods)] // running the CLI under test
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["session", "--json"])
+        .env("YEP_HOME", home)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn session_errors_name_session_commands() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    assert!(
+        yep(home.path(), &["install", pkg.to_str().unwrap(), "--yes"])
+            .status
+            .success()
+    );
+    assert!(yep(home.path(), &["enable", "echo"]).status.success());
+    let lines = json_session(
+        home.path(),
+        "call nosuch {}\ncommand echo:nope\nreload ech\ndisable echo\nreload echo\nfrobnicate\nquit\n",
+    );
+    assert_eq!(lines[3], json!({"ok": true}), "{lines:?}");
+    let errors: Vec<&str> = lines.iter().filter_map(|l| l["error"].as_str()).collect();
+    assert_eq!(
+        errors,
+        [
+            "no tool named `nosuch`; type `tools` to list them",
+            "no command named `echo:nope` (commands are `<extension>:<name>`); type `commands` to list them",
+            "no extension named `ech` is installed; did you mean `echo`?",
+            "extension `echo` is not enabled in this session; `enable echo` enables it",
+            "unknown command `frobnicate`; type `help` to list the commands",
+        ]
+    );
+}
+
+#[test]
+fn session_json_reports_warnings_at_start_and_when_they_arise() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = echo_package(home.path());
+    // Approve a manifest without `ask`, which the echo server still serves: the host refuses
+    // it once it meets the running server.
+    let manifest_path = pkg.join("plugin.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    manifest["yolop"]["tools"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|t| t["name"] != "ask");
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    assert!(
+        yep(
+            home.path(),
+            &["install", pkg.to_str().unwrap(), "--yes", "--link"]
+        )
+        .status
+        .success()
+    );
+    assert!(yep(home.path(), &["enable", "echo"]).status.success());
+    // A linked package edited after approval runs clamped to what was approved, with a warning.
+    manifest["description"] = json!("edited since approval");
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+
+    let lines = json_session(home.path(), "call echo {\"text\":\"hi\"}\nquit\n");
+    let warning = |l: &Value| l["warning"].as_str().map(str::to_string);
+    assert!(
+        warning(&lines[0]).is_some_and(|w| w.contains("plugin.json changed since it was approved")),
+        "{lines:?}"
+    );
+    assert_eq!(lines[1], json!({"result": {"echoed": "hi"}}), "{lines:?}");
+    assert!(
+        warning(&lines[2]).is_some_and(|w| w.contains("refusing tool `ask`")),
+        "{lines:?}"
+    );
+    assert_eq!(lines.len(), 3, "each warning once: {lines:?}");
+}
+
 #[test]
 fn session_lists_a_contributed_mcp_server_and_its_tools_through_rmcp() {
     let home = tempfile::tempdir().unwrap();

@@ -1,7 +1,8 @@
 //! The example capability server, as a library so `yep demo` can run it in-process too.
 //!
 //! - `echo {text}` returns `{"echoed": text}`;
-//! - `count {n, interval_ms}` streams `i/n` updates, returns `{"counted": n}`, cancellable;
+//! - `count {n, interval_ms}` streams `i/n` updates, returns `{"counted": n}`, cancellable
+//!   (a cancel is logged to stderr, the server's log);
 //! - `ask {prompt}` returns `{"answer": …}` from the user (`ui/ask`);
 //! - a `pre_tool_use` hook blocks any call whose args carry `"forbidden": true`;
 //! - a static and a dynamic prompt, a `ping` command answering `pong`, a status push at start.
@@ -33,6 +34,8 @@ pub fn server() -> Server {
             );
             for i in 1..=n {
                 if ctx.sleep(interval) {
+                    // Into the server's log (stderr), so a cancel is visible from outside.
+                    eprintln!("count: cancelled before {i}/{n}");
                     return Err(ToolError::new("cancelled"));
                 }
                 ctx.update(format!("{i}/{n}"));

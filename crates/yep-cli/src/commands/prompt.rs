@@ -3,6 +3,7 @@
 
 use crate::output::eline;
 use std::io::{BufRead, IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use yep_host::Events;
 use yep_host::rpc::BoxFuture;
@@ -46,9 +47,17 @@ impl Events for TerminalEvents {
             );
             return Box::pin(async { UiAskResult::cancelled() });
         }
-        ask_on_thread(extension, params, Arc::clone(&self.asking))
+        ask_on_thread(
+            extension,
+            params,
+            Arc::clone(&self.asking),
+            Box::new(|| false),
+        )
     }
 }
+
+/// Whether the question being asked was given up on (the call that asked was cancelled).
+type Abandoned = Box<dyn Fn() -> bool + Send>;
 
 /// Ask at the terminal on a plain thread, one question at a time. Not the runtime's blocking
 /// pool: a terminal read cannot be interrupted, and the runtime must be able to shut down (after
@@ -57,6 +66,7 @@ fn ask_on_thread(
     extension: &str,
     params: UiAskParams,
     asking: Arc<Mutex<()>>,
+    abandoned: Abandoned,
 ) -> BoxFuture<UiAskResult> {
     let extension = extension.to_string();
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -65,7 +75,8 @@ fn ask_on_thread(
         .spawn(move || {
             let _one = asking.lock().unwrap_or_else(|p| p.into_inner());
             let _ = tx.send(
-                ask_at_terminal(&extension, &params).unwrap_or_else(|_| UiAskResult::cancelled()),
+                ask_at_terminal(&extension, &params, &*abandoned)
+                    .unwrap_or_else(|_| UiAskResult::cancelled()),
             );
         });
     Box::pin(async move {
@@ -80,24 +91,47 @@ fn ask_on_thread(
 #[derive(Default)]
 pub struct TerminalAsk {
     asking: Arc<Mutex<()>>,
+    /// Bumped by `abandon`; a question asked before the bump stops waiting for its answer.
+    generation: Arc<AtomicU64>,
+}
+
+impl TerminalAsk {
+    /// Stop waiting at the terminal for an answer to the open question, if any (it is answered
+    /// cancelled), so its read does not take the next line typed at the prompt.
+    pub fn abandon(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Block until no question is waiting at the terminal (an abandoned one lets go within a
+    /// poll interval), so a line editor that takes the terminal next gets every key.
+    pub fn wait_until_no_question(&self) {
+        drop(self.asking.lock().unwrap_or_else(|p| p.into_inner()));
+    }
 }
 
 impl yep_host::runtime::AskSink for TerminalAsk {
     fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
-        ask_on_thread(extension, params, Arc::clone(&self.asking))
+        let generation = Arc::clone(&self.generation);
+        let asked_at = generation.load(Ordering::Acquire);
+        let abandoned = Box::new(move || generation.load(Ordering::Acquire) != asked_at);
+        ask_on_thread(extension, params, Arc::clone(&self.asking), abandoned)
     }
 }
 
 /// Ask at the terminal and return the answer, or `None` when dismissed.
 pub fn read_answer(extension: &str, params: &UiAskParams) -> std::io::Result<Option<String>> {
-    let r = ask_at_terminal(extension, params)?;
+    let r = ask_at_terminal(extension, params, &|| false)?;
     Ok((!r.cancelled).then_some(r.answer))
 }
 
 /// An answer that is not one of the options is asked again this many times in all.
 const OPTION_ATTEMPTS: usize = 3;
 
-fn ask_at_terminal(extension: &str, params: &UiAskParams) -> std::io::Result<UiAskResult> {
+fn ask_at_terminal(
+    extension: &str,
+    params: &UiAskParams,
+    abandoned: &dyn Fn() -> bool,
+) -> std::io::Result<UiAskResult> {
     let mut err = std::io::stderr().lock();
     writeln!(
         err,
@@ -113,13 +147,15 @@ fn ask_at_terminal(extension: &str, params: &UiAskParams) -> std::io::Result<UiA
         .as_deref()
         .map(|p| format!(" ({})", escape(p)))
         .unwrap_or_default();
+    // Not held while waiting: the session writes to stderr meanwhile (a Ctrl-C that cancels
+    // the call that asked, its progress).
+    drop(err);
     for _ in 0..OPTION_ATTEMPTS {
-        write!(err, "answer{hint} (empty line cancels): ")?;
-        err.flush()?;
+        eprint_flush(&format!("answer{hint} (empty line cancels): "))?;
         let line = if params.secret {
-            read_masked()?
+            read_masked(abandoned)?
         } else {
-            read_line()?
+            read_line(abandoned)?
         };
         let Some(answer) = line.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()) else {
             return Ok(UiAskResult::cancelled());
@@ -136,8 +172,7 @@ fn ask_at_terminal(extension: &str, params: &UiAskParams) -> std::io::Result<UiA
         if let Some(option) = picked {
             return Ok(UiAskResult::answered(option.clone()));
         }
-        writeln!(
-            err,
+        eline!(
             "{} is not one of: {}",
             escape(&format!("{answer:?}")),
             params
@@ -146,36 +181,71 @@ fn ask_at_terminal(extension: &str, params: &UiAskParams) -> std::io::Result<UiA
                 .map(|o| escape(o))
                 .collect::<Vec<_>>()
                 .join(", ")
-        )?;
+        );
     }
-    writeln!(err, "no valid answer; left unanswered")?;
+    eline!("no valid answer; left unanswered");
     Ok(UiAskResult::cancelled())
 }
 
-fn read_line() -> std::io::Result<Option<String>> {
+/// Write `text` to stderr without a newline (a prompt), flushed.
+fn eprint_flush(text: &str) -> std::io::Result<()> {
+    let mut err = std::io::stderr().lock();
+    write!(err, "{text}")?;
+    err.flush()
+}
+
+/// Read a line from stdin; `None` at its end, or once the question is `abandoned` (checked
+/// while waiting for input).
+fn read_line(abandoned: &dyn Fn() -> bool) -> std::io::Result<Option<String>> {
+    loop {
+        if abandoned() {
+            return Ok(None);
+        }
+        let mut fd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, for the length given.
+        match unsafe { libc::poll(&mut fd, 1, 50) } {
+            0 => continue,
+            n if n > 0 && abandoned() => return Ok(None),
+            n if n > 0 => break,
+            _ => {
+                let err = std::io::Error::last_os_error();
+                if err.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(err);
+                }
+            }
+        }
+    }
+    // A terminal in canonical mode hands over one line per read, so nothing typed later is
+    // left in stdin's buffer where poll cannot see it.
     let mut line = String::new();
     let n = std::io::stdin().lock().read_line(&mut line)?;
     Ok((n > 0).then_some(line))
 }
 
 /// Read a line with terminal echo off, restoring it afterwards.
-fn read_masked() -> std::io::Result<Option<String>> {
+fn read_masked(abandoned: &dyn Fn() -> bool) -> std::io::Result<Option<String>> {
     // SAFETY: termios calls on fd 0 with a zero-initialised struct that tcgetattr fills.
     let saved = unsafe {
         let mut t: libc::termios = std::mem::zeroed();
         if libc::tcgetattr(0, &mut t) != 0 {
-            return read_line();
+            return read_line(abandoned);
         }
         let saved = t;
         t.c_lflag &= !libc::ECHO;
         libc::tcsetattr(0, libc::TCSANOW, &t);
         saved
     };
-    let line = read_line();
+    let line = read_line(abandoned);
     // SAFETY: restoring the attributes read above.
     unsafe {
         libc::tcsetattr(0, libc::TCSANOW, &saved);
     }
-    eline!("(saved)");
+    if !abandoned() {
+        eline!("(saved)");
+    }
     line
 }

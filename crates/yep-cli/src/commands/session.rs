@@ -9,11 +9,12 @@ use serde_json::{Value, json};
 use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 use yep_host::rpc::BoxFuture;
 use yep_host::runtime::AskSink;
 use yep_host::store::Home;
-use yep_host::text::escape;
-use yep_host::{ExtensionHost, HostOptions, PreDecision, Session, UpdateSink};
+use yep_host::text::{escape, escape_multiline};
+use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink};
 use yep_protocol::{UiAskParams, UiAskResult};
 
 #[derive(clap::Args)]
@@ -36,15 +37,15 @@ impl AskSink for Scripted {
     }
 }
 
-const HELP: &str = "commands: tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | commands | command <ext:name> [args] | status | skills | mcp | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
+const HELP: &str = "commands: help | tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | commands | command <ext:name> [args] | status | skills | mcp | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let ask: Arc<dyn AskSink> = if interactive {
-        Arc::new(TerminalAsk::default())
-    } else {
-        Arc::new(Scripted(Mutex::new(args.answers.into())))
+    let terminal = interactive.then(|| Arc::new(TerminalAsk::default()));
+    let ask: Arc<dyn AskSink> = match &terminal {
+        Some(terminal) => Arc::clone(terminal) as Arc<dyn AskSink>,
+        None => Arc::new(Scripted(Mutex::new(args.answers.into()))),
     };
     let session = Session {
         id: format!("yep-session-{}", std::process::id()),
@@ -55,43 +56,16 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         ..HostOptions::default()
     };
     let host = Arc::new(ExtensionHost::start(home.clone(), session, opts).await?);
-    let mut turn = 0u64;
+    let mut s = Shell {
+        host: Arc::clone(&host),
+        home: home.clone(),
+        terminal,
+        turn: 0,
+        warned: 0,
+    };
+    s.show_new_warnings();
     if interactive {
-        for w in host.warnings() {
-            eline!("warning: {w}");
-        }
-        eline!(
-            "yep session: {} extension(s) enabled: {}. {HELP}",
-            host.extensions().len(),
-            host.extensions().join(", ")
-        );
-        let mut editor = rustyline::DefaultEditor::new()?;
-        let history = home.root.join("session_history");
-        let _ = editor.load_history(&history);
-        loop {
-            let line = {
-                let prompt = format!("{}yep> ", status_line(&host));
-                // Reading the terminal blocks; keep it off the runtime's threads.
-                let (editor_back, line) = tokio::task::block_in_place(|| {
-                    let line = editor.readline(&prompt);
-                    (editor, line)
-                });
-                editor = editor_back;
-                match line {
-                    Ok(line) => line,
-                    Err(_) => break,
-                }
-            };
-            if line.trim().is_empty() {
-                continue;
-            }
-            let _ = editor.add_history_entry(line.as_str());
-            match execute(&host, &line, &mut turn, true).await {
-                Step::Quit => break,
-                Step::Out(v) => print_human(&v),
-            }
-        }
-        let _ = editor.save_history(&history);
+        interactive_loop(&mut s, home).await?;
     } else {
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
@@ -99,15 +73,337 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             if line.trim().is_empty() {
                 continue;
             }
-            match execute(&host, &line, &mut turn, false).await {
-                Step::Quit => break,
-                Step::Out(v) => stdout_line(&v.to_string()),
+            if !s.run_line(&line).await {
+                break;
             }
         }
     }
     host.flush(std::time::Duration::from_secs(5)).await;
     host.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The prompt at a terminal. Ctrl-C at the prompt clears the line, Ctrl-D (or `quit`) ends.
+///
+/// While rustyline's editor exists it owns SIGINT (its handler only queues the signal for the
+/// next read), so an editor lives for one read only: between reads SIGINT belongs to tokio,
+/// and Ctrl-C during a call cancels that call instead of being swallowed.
+async fn interactive_loop(s: &mut Shell, home: &Home) -> anyhow::Result<()> {
+    use rustyline::history::{FileHistory, History};
+    // From here on a Ctrl-C between reads never ends the session: the running call (if any)
+    // sees it, otherwise nothing does. tokio keeps the handler for the rest of the process.
+    let _sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    eline!(
+        "yep session: {} extension(s) enabled: {}. {HELP}",
+        s.host.extensions().len(),
+        s.host.extensions().join(", ")
+    );
+    let path = home.root.join("session_history");
+    let mut history = FileHistory::new();
+    let _ = history.load(&path);
+    loop {
+        let prompt = format!("{}yep> ", status_line(&s.host));
+        // Reading the terminal blocks; keep it off the runtime's threads.
+        let (back, line) = tokio::task::block_in_place(|| -> anyhow::Result<_> {
+            if let Some(terminal) = &s.terminal {
+                terminal.wait_until_no_question();
+            }
+            let mut editor: rustyline::Editor<(), FileHistory> =
+                rustyline::Editor::with_history(rustyline::Config::default(), history)?;
+            let line = editor.readline(&prompt);
+            Ok((
+                std::mem::replace(editor.history_mut(), FileHistory::new()),
+                line,
+            ))
+        })?;
+        history = back;
+        let line = match line {
+            Ok(line) => line,
+            // Ctrl-C at the prompt: the line is dropped, the session goes on.
+            Err(rustyline::error::ReadlineError::Interrupted) => continue,
+            // Ctrl-D, or the terminal went away.
+            Err(_) => break,
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let _ = history.add(&line);
+        if !s.run_line(&line).await {
+            break;
+        }
+    }
+    let _ = history.save(&path);
+    Ok(())
+}
+
+/// One session's state and how it answers: JSON lines for a program, text for a person.
+struct Shell {
+    host: Arc<ExtensionHost>,
+    home: Home,
+    /// Where questions are asked, when a person is at a terminal.
+    terminal: Option<Arc<TerminalAsk>>,
+    turn: u64,
+    /// How many of the host's warnings were already shown.
+    warned: usize,
+}
+
+/// What a command produced.
+enum Reply {
+    /// A value: JSON mode prints it as it is; a person sees its one field, pretty-printed.
+    Value(Value),
+    /// A verb's outcome: JSON mode prints `json`, a person reads `text`.
+    Said {
+        json: Value,
+        text: String,
+    },
+    Error(String),
+    Quit,
+}
+
+impl Shell {
+    fn interactive(&self) -> bool {
+        self.terminal.is_some()
+    }
+
+    /// Run one command line and show what it produced; false when the session should end.
+    async fn run_line(&mut self, line: &str) -> bool {
+        let reply = self.execute(line).await;
+        let go_on = !matches!(reply, Reply::Quit);
+        match (reply, self.interactive()) {
+            (Reply::Quit, _) => {}
+            (Reply::Value(v), false) => stdout_line(&v.to_string()),
+            (Reply::Value(v), true) => print_human(&v),
+            (Reply::Said { json, .. }, false) => stdout_line(&json.to_string()),
+            (Reply::Said { text, .. }, true) => stdout_line(&text),
+            (Reply::Error(e), false) => stdout_line(&json!({ "error": e }).to_string()),
+            (Reply::Error(e), true) => eline!("error: {}", escape_multiline(&e)),
+        }
+        self.show_new_warnings();
+        go_on
+    }
+
+    /// Warnings the host recorded since the last look: a skipped or drifted package, a refused
+    /// or renamed tool. A person reads `warning: …`, a program gets `{"warning": …}`.
+    fn show_new_warnings(&mut self) {
+        let all = self.host.warnings();
+        for w in all.iter().skip(self.warned) {
+            if self.interactive() {
+                eline!("warning: {}", escape_multiline(w));
+            } else {
+                stdout_line(&json!({ "warning": w }).to_string());
+            }
+        }
+        self.warned = all.len();
+    }
+
+    async fn execute(&mut self, line: &str) -> Reply {
+        let host = &self.host;
+        let line = line.trim();
+        let (verb, rest) = line
+            .split_once(' ')
+            .map_or((line, ""), |(v, r)| (v, r.trim()));
+        let (first, tail) = rest
+            .split_once(' ')
+            .map_or((rest, ""), |(a, b)| (a, b.trim()));
+        match verb {
+            "quit" | "exit" => Reply::Quit,
+            "help" => Reply::Said {
+                json: json!({ "help": HELP }),
+                text: HELP.to_string(),
+            },
+            "tools" => Reply::Value(json!({ "tools": host.tools() })),
+            "call" => {
+                let args = match parse_json(tail) {
+                    Ok(a) => a,
+                    Err(e) => return Reply::Error(e),
+                };
+                self.call(first, args).await
+            }
+            "pre" => {
+                let args = match parse_json(tail) {
+                    Ok(a) => a,
+                    Err(e) => return Reply::Error(e),
+                };
+                Reply::Value(match host.pre_tool_use(first, args.clone()).await {
+                    PreDecision::Allow {
+                        args: after,
+                        rewritten_by,
+                    } => {
+                        let modified = (!rewritten_by.is_empty()).then_some(after);
+                        json!({ "decision": "allow", "reason": null, "modified_args": modified, "rewritten_by": rewritten_by })
+                    }
+                    PreDecision::Block {
+                        extension,
+                        reason,
+                        user_message,
+                    } => {
+                        json!({ "decision": "block", "reason": reason, "user_message": user_message, "extension": extension })
+                    }
+                })
+            }
+            "post" => {
+                let args = match parse_json(tail) {
+                    Ok(a) => a,
+                    Err(e) => return Reply::Error(e),
+                };
+                host.post_tool_use(first, &args, Ok(&Value::Null));
+                Reply::Value(json!({ "decision": "allow", "reason": null, "modified_args": null }))
+            }
+            "prompt" => {
+                self.turn += 1;
+                let prompt = host.prompt(self.turn).await;
+                Reply::Said {
+                    json: json!({ "prompt": prompt }),
+                    text: if prompt.is_empty() {
+                        "(no prompt text this turn)".to_string()
+                    } else {
+                        prompt
+                    },
+                }
+            }
+            "commands" => Reply::Value(json!({ "commands": host.commands() })),
+            "command" => match host.execute_command(first, tail).await {
+                Ok(r) => Reply::Said {
+                    json: json!({ "success": r.success, "message": r.message }),
+                    text: if r.success {
+                        r.message
+                    } else {
+                        format!("`{first}` failed: {}", r.message)
+                    },
+                },
+                Err(e) => Reply::Error(self.session_error(&e)),
+            },
+            "status" => Reply::Value(
+                json!({ "status": host.status(), "trace_dropped": host.trace_dropped() }),
+            ),
+            "skills" => Reply::Value(json!({ "skills": host.skills() })),
+            "mcp" if first == "list-tools" => match mcp_list_tools(host, tail).await {
+                Ok(tools) => Reply::Value(json!({ "mcp_tools": tools })),
+                Err(e) => Reply::Error(format!("{e:#}")),
+            },
+            "mcp" => Reply::Value(json!({ "mcp": host.mcp_servers_unexpanded() })),
+            "reload" => match host.reload(first).await {
+                Ok(()) => done(format!("reloaded {first}")),
+                Err(e) => Reply::Error(self.session_error(&e)),
+            },
+            "enable" => match host.activate(first).await {
+                Ok(missing) if missing.is_empty() => done(format!("enabled {first}")),
+                Ok(missing) => Reply::Said {
+                    text: format!(
+                        "enabled {first}; still to set up: {}",
+                        self.setup_commands(first, &missing)
+                    ),
+                    json: json!({ "ok": true, "setup_incomplete": missing }),
+                },
+                Err(e) => Reply::Error(self.session_error(&e)),
+            },
+            "disable" => match host.deactivate(first).await {
+                Ok(()) => done(format!("disabled {first}")),
+                Err(e) => Reply::Error(self.session_error(&e)),
+            },
+            other => Reply::Error(format!(
+                "unknown command `{other}`; type `help` to list the commands"
+            )),
+        }
+    }
+
+    /// Call a tool; at a terminal, Ctrl-C while it runs cancels it on the wire.
+    async fn call(&self, tool: &str, args: Value) -> Reply {
+        let sink: UpdateSink = if self.interactive() {
+            Arc::new(|line: &str| eline!("  … {}", escape(line)))
+        } else {
+            Arc::new(|line: &str| stdout_line(&json!({ "update": line }).to_string()))
+        };
+        let cancel = CancellationToken::new();
+        let call = self
+            .host
+            .call_tool(tool, args, Some(sink), Some(cancel.clone()));
+        let result = if self.interactive() {
+            tokio::pin!(call);
+            tokio::select! {
+                r = &mut call => r,
+                _ = tokio::signal::ctrl_c() => {
+                    // The terminal echoed `^C` mid-line.
+                    eline!("");
+                    cancel.cancel();
+                    // A question it asked is not waiting at the terminal any more.
+                    if let Some(terminal) = &self.terminal {
+                        terminal.abandon();
+                    }
+                    call.await
+                }
+            }
+        } else {
+            call.await
+        };
+        match result {
+            Ok(v) => Reply::Value(json!({ "result": v })),
+            Err(e) if is_cancelled(&e) => Reply::Said {
+                json: json!({ "error": e.to_string() }),
+                text: format!("cancelled `{tool}`"),
+            },
+            Err(e) => Reply::Error(self.session_error(&e)),
+        }
+    }
+
+    /// A host error as this session says it: where the host points an embedder at its API,
+    /// the session points at its own commands.
+    fn session_error(&self, e: &HostError) -> String {
+        match e {
+            HostError::UnknownTool(name) => {
+                format!("no tool named `{name}`; type `tools` to list them")
+            }
+            HostError::UnknownCommand(name) => format!(
+                "no command named `{name}` (commands are `<extension>:<name>`); type `commands` to list them"
+            ),
+            HostError::NotLoaded(name)
+                if self
+                    .home
+                    .lockfile()
+                    .is_ok_and(|lock| lock.get(name).is_some()) =>
+            {
+                format!(
+                    "extension `{name}` is not enabled in this session; `enable {name}` enables it"
+                )
+            }
+            HostError::NotLoaded(name) => self.home.not_installed(name).to_string(),
+            other => other.to_string(),
+        }
+    }
+
+    /// Each missing field with the command that sets it.
+    fn setup_commands(&self, name: &str, missing: &[String]) -> String {
+        let manifest = yep_host::Manifest::load(&self.home.package_dir(name)).ok();
+        let secret = |field: &str| {
+            manifest.as_ref().is_some_and(|m| {
+                yep_host::store::summary::config_fields(m)
+                    .iter()
+                    .any(|f| f.name == field && f.secret)
+            })
+        };
+        missing
+            .iter()
+            .map(|field| {
+                if secret(field) {
+                    format!("{field} (`yep secret set {name} {field}`)")
+                } else {
+                    format!("{field} (`yep config set {name} {field} <value>`)")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn done(text: String) -> Reply {
+    Reply::Said {
+        json: json!({ "ok": true }),
+        text,
+    }
+}
+
+fn is_cancelled(e: &HostError) -> bool {
+    matches!(e, HostError::Extension(e) if e.is_cancelled())
 }
 
 fn status_line(host: &ExtensionHost) -> String {
@@ -132,110 +428,11 @@ fn print_human(v: &Value) {
     }
 }
 
-enum Step {
-    Out(Value),
-    Quit,
-}
-
 fn parse_json(text: &str) -> Result<Value, String> {
     if text.trim().is_empty() {
         return Ok(json!({}));
     }
     serde_json::from_str(text).map_err(|e| format!("arguments are not JSON: {e}"))
-}
-
-async fn execute(host: &Arc<ExtensionHost>, line: &str, turn: &mut u64, interactive: bool) -> Step {
-    let line = line.trim();
-    let (verb, rest) = line
-        .split_once(' ')
-        .map_or((line, ""), |(v, r)| (v, r.trim()));
-    let (first, tail) = rest
-        .split_once(' ')
-        .map_or((rest, ""), |(a, b)| (a, b.trim()));
-    let err = |e: String| Step::Out(json!({ "error": e }));
-    match verb {
-        "quit" | "exit" => Step::Quit,
-        "help" => Step::Out(json!({ "help": HELP })),
-        "tools" => Step::Out(json!({ "tools": host.tools() })),
-        "call" => {
-            let args = match parse_json(tail) {
-                Ok(a) => a,
-                Err(e) => return err(e),
-            };
-            let sink: UpdateSink = if interactive {
-                Arc::new(|line: &str| eline!("  … {}", escape(line)))
-            } else {
-                Arc::new(|line: &str| stdout_line(&json!({ "update": line }).to_string()))
-            };
-            match host.call_tool(first, args, Some(sink), None).await {
-                Ok(v) => Step::Out(json!({ "result": v })),
-                Err(e) => err(e.to_string()),
-            }
-        }
-        "pre" => {
-            let args = match parse_json(tail) {
-                Ok(a) => a,
-                Err(e) => return err(e),
-            };
-            Step::Out(match host.pre_tool_use(first, args.clone()).await {
-                PreDecision::Allow {
-                    args: after,
-                    rewritten_by,
-                } => {
-                    let modified = (!rewritten_by.is_empty()).then_some(after);
-                    json!({ "decision": "allow", "reason": null, "modified_args": modified, "rewritten_by": rewritten_by })
-                }
-                PreDecision::Block {
-                    extension,
-                    reason,
-                    user_message,
-                } => {
-                    json!({ "decision": "block", "reason": reason, "user_message": user_message, "extension": extension })
-                }
-            })
-        }
-        "post" => {
-            let args = match parse_json(tail) {
-                Ok(a) => a,
-                Err(e) => return err(e),
-            };
-            host.post_tool_use(first, &args, Ok(&Value::Null));
-            Step::Out(json!({ "decision": "allow", "reason": null, "modified_args": null }))
-        }
-        "prompt" => {
-            *turn += 1;
-            Step::Out(json!({ "prompt": host.prompt(*turn).await }))
-        }
-        "commands" => Step::Out(json!({ "commands": host.commands() })),
-        "command" => match host.execute_command(first, tail).await {
-            Ok(r) => Step::Out(json!({ "success": r.success, "message": r.message })),
-            Err(e) => err(e.to_string()),
-        },
-        "status" => {
-            Step::Out(json!({ "status": host.status(), "trace_dropped": host.trace_dropped() }))
-        }
-        "skills" => Step::Out(json!({ "skills": host.skills() })),
-        "mcp" if first == "list-tools" => match mcp_list_tools(host, tail).await {
-            Ok(tools) => Step::Out(json!({ "mcp_tools": tools })),
-            Err(e) => err(format!("{e:#}")),
-        },
-        "mcp" => Step::Out(json!({ "mcp": host.mcp_servers_unexpanded() })),
-        "reload" => ok_or(host.reload(first).await),
-        "enable" => match host.activate(first).await {
-            Ok(missing) if missing.is_empty() => Step::Out(json!({ "ok": true })),
-            Ok(missing) => Step::Out(json!({ "ok": true, "setup_incomplete": missing })),
-            Err(e) => err(e.to_string()),
-        },
-        "disable" => ok_or(host.deactivate(first).await),
-        other => err(format!("unknown command `{other}`; {HELP}")),
-    }
-}
-
-fn ok_or(r: Result<(), yep_host::HostError>) -> Step {
-    Step::Out(match r {
-        Ok(()) => json!({ "ok": true }),
-        Err(e) => json!({ "error": e.to_string() }),
-    })
 }
 
 /// Connect to a contributed stdio MCP server through rmcp and list its tools' names.

@@ -40,13 +40,11 @@ pub fn installed(
     };
     // A copied package must still be what was approved (a linked one is the author's to
     // edit, and is clamped to its approved manifest below).
-    let mut warnings = Vec::new();
-    if let Some(why) = home.drift_of(&entry) {
-        if !entry.is_linked() {
-            return Err(why);
-        }
-        warnings.push(why);
+    let drift = home.drift_of(&entry);
+    if let Some(why) = drift.as_ref().filter(|_| !entry.is_linked()) {
+        return Err(why.clone());
     }
+    let mut warnings = Vec::new();
     let dir = home.package_dir(name);
     let mut manifest = Manifest::load(&dir).map_err(|e| e.to_string())?;
     // Files can change after approval: the grants are the approved ones.
@@ -56,6 +54,12 @@ pub fn installed(
             warnings.push(format!("extension `{name}`: plugin.json changed since it was approved; using the approved manifest (review with `yep update {name}`)"));
             manifest = approved;
         }
+    }
+    // Other files of a linked package changed: it runs, and the user hears of it once.
+    if warnings.is_empty()
+        && let Some(why) = drift
+    {
+        warnings.push(why);
     }
     if manifest.name != name {
         return Err(format!("its manifest calls it `{}`", manifest.name));
