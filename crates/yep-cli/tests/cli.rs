@@ -1,5 +1,7 @@
 //! The `yep` binary run for real, in a sealed temp home.
 
+mod common;
+use common::on_a_pty;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -17,6 +19,28 @@ fn yep(home: &Path, args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Run the CLI with `stdin` as its whole input.
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn yep_with_stdin(home: &Path, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(args)
+        .env("YEP_HOME", home)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// A package whose server is this very `yep` binary serving the echo example.
@@ -243,24 +267,11 @@ fn session_refuses_arguments_that_break_the_tool_schema() {
     let install = yep(home.path(), &["install", pkg.to_str().unwrap(), "--yes"]);
     assert!(install.status.success(), "{}", text(&install.stderr));
     assert!(yep(home.path(), &["enable", "echo"]).status.success());
-    #[allow(clippy::disallowed_methods)]
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(["session", "--json"])
-        .env("YEP_HOME", home.path())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"call echo {}\ncall echo {\"text\":\"ok\"}\nquit\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = yep_with_stdin(
+        home.path(),
+        &["session", "--json"],
+        "call echo {}\ncall echo {\"text\":\"ok\"}\nquit\n",
+    );
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains("extension `echo`: invalid arguments for tool `echo`: `text` is required"),
@@ -301,24 +312,11 @@ fn session_json_transcript() {
         "quit",
     ]
     .join("\n");
-    #[allow(clippy::disallowed_methods)]
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(["session", "--json", "--answer", "blue"])
-        .env("YEP_HOME", home.path())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = yep_with_stdin(
+        home.path(),
+        &["session", "--json", "--answer", "blue"],
+        &script,
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     for line in stdout.lines() {
@@ -626,24 +624,7 @@ fn ctrl_c_at_a_terminal_session_prompt_clears_the_line_and_ctrl_d_quits() {
 
 /// `yep session --json` fed `script`, one JSON value per stdout line.
 fn json_session(home: &Path, script: &str) -> Vec<Value> {
-    #[allow(clippy::disallowed_methods)] // running the CLI under test
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(["session", "--json"])
-        .env("YEP_HOME", home)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = yep_with_stdin(home, &["session", "--json"], script);
     assert!(out.status.success(), "{}", text(&out.stderr));
     text(&out.stdout)
         .lines()
@@ -775,19 +756,6 @@ fn session_lists_a_contributed_mcp_server_and_its_tools_through_rmcp() {
             .unwrap()
             .contains("no MCP server named `nope`")
     );
-}
-
-/// Run `inner` under `sh` on a pseudo-terminal (util-linux `script`); what the terminal showed.
-fn on_a_pty(inner: &str) -> String {
-    #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
-    let out = Command::new("script")
-        .args(["-qec", inner, "/dev/null"])
-        .env_remove("NO_COLOR")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("util-linux `script` runs the CLI on a pseudo-terminal");
-    text(&out.stdout)
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The CLI against hostile packages and servers (`tests/fixtures/hostile/`): nothing they say
 //! reaches the terminal unescaped, and nothing they declare redraws the consent screen.
 
+mod common;
+use common::on_a_pty;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -223,19 +225,6 @@ fn logs_follow_a_rotated_log_without_replaying_the_old_one() {
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(next.unwrap(), "new 1", "the old log was replayed");
-}
-
-/// Run `inner` under `sh` on a pseudo-terminal (util-linux `script`); what the terminal showed.
-fn on_a_pty(inner: &str) -> String {
-    #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
-    let out = Command::new("script")
-        .args(["-qec", inner, "/dev/null"])
-        .env_remove("NO_COLOR")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("util-linux `script` runs the CLI on a pseudo-terminal");
-    text(&out.stdout)
 }
 
 /// Every ESC in `s` opens a colour (SGR) sequence: `ESC [ digits/; m`.

@@ -347,18 +347,22 @@ fn remove_cleans_package_lock_enable_entry_and_secrets() {
     env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
     env.ok(&["install", other.to_str().unwrap(), "--yes"]);
     env.ok(&["enable", "lookup"]);
+    env.ok(&["config", "set", "lookup", "region", "eu"]);
+    env.ok(&["config", "set", "other", "region", "us"]);
     std::fs::write(
         env.home().join("connections.toml"),
         "[\"ext:lookup\"]\ntoken = \"a\"\n\n[\"ext:other\"]\ntoken = \"b\"\n",
     )
     .unwrap();
+    let settings = std::fs::read_to_string(env.home().join("settings.toml")).unwrap();
+    assert!(settings.contains("[config.\"ext:lookup\"]"), "{settings}");
     env.ok(&["remove", "lookup"]);
     assert!(!env.home().join("extensions/lookup").exists());
     assert!(!env.lock().contains("name = \"lookup\"") && env.lock().contains("name = \"other\""));
+    let settings = std::fs::read_to_string(env.home().join("settings.toml")).unwrap();
     assert!(
-        !std::fs::read_to_string(env.home().join("settings.toml"))
-            .unwrap()
-            .contains("ext:lookup")
+        !settings.contains("ext:lookup") && settings.contains("[config.\"ext:other\"]"),
+        "the enable entry and config block go, another's stay: {settings}"
     );
     let secrets = std::fs::read_to_string(env.home().join("connections.toml")).unwrap();
     assert!(
@@ -465,9 +469,8 @@ fn a_kill_9_during_install_leaves_the_home_consistent() {
     }
 }
 
-#[test]
-fn calling_an_installed_extension_by_name_warns_when_its_linked_bytes_drifted() {
-    let env = Env::new();
+/// The echo example installed with `--link`: its directory and manifest, to edit afterwards.
+fn linked_echo(env: &Env) -> (PathBuf, Value) {
     let pkg = env.tmp.path().join("echo-pkg");
     std::fs::create_dir_all(&pkg).unwrap();
     let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON).unwrap();
@@ -475,6 +478,13 @@ fn calling_an_installed_extension_by_name_warns_when_its_linked_bytes_drifted() 
         json!({"command": env!("CARGO_BIN_EXE_yep"), "args": ["serve-example-echo"]});
     std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
     env.ok(&["install", pkg.to_str().unwrap(), "--link", "--yes"]);
+    (pkg, manifest)
+}
+
+#[test]
+fn calling_an_installed_extension_by_name_warns_when_its_linked_bytes_drifted() {
+    let env = Env::new();
+    let (pkg, _) = linked_echo(&env);
     let out = env.yep(&["call", "echo", "echo", r#"{"text":"by name"}"#]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("by name"));
@@ -495,13 +505,7 @@ fn calling_an_installed_extension_by_name_warns_when_its_linked_bytes_drifted() 
 #[test]
 fn doctor_warns_about_a_linked_package_whose_manifest_changed_since_approval() {
     let env = Env::new();
-    let pkg = env.tmp.path().join("echo-pkg");
-    std::fs::create_dir_all(&pkg).unwrap();
-    let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON).unwrap();
-    manifest["yolop"]["capabilityServer"] =
-        json!({"command": env!("CARGO_BIN_EXE_yep"), "args": ["serve-example-echo"]});
-    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
-    env.ok(&["install", pkg.to_str().unwrap(), "--link", "--yes"]);
+    let (pkg, mut manifest) = linked_echo(&env);
     let clean = env.ok(&["doctor", "echo"]);
     assert!(clean.ends_with("ok: no failures\n"), "{clean}");
     // The author edits the linked plugin.json in place.
