@@ -61,6 +61,7 @@ impl Report {
 
 fn main() -> anyhow::Result<()> {
     let json_out = std::env::args().any(|a| a == "--json");
+    build_peers()?;
     let started = Instant::now();
     let scratch = tempdir()?;
     let pong = sibling("yep-bench-pong")?;

@@ -11,16 +11,39 @@ use yep_host::tool_args::ToolSchemas;
 use yep_host::{Extension, Grants, Manifest, NoEvents, ServerSpec, SupervisorOptions};
 use yep_protocol::HookFireParams;
 
-/// A binary built beside this one (`cargo run -p yep-bench` builds them all).
+/// A binary built beside this one: the peers are this package's other binaries.
 pub fn sibling(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let path = exe.with_file_name(name);
     anyhow::ensure!(
         path.is_file(),
-        "{} is missing; run through `cargo run --release -p yep-bench`",
+        "{} is missing; build the peers with `cargo build --release -p yep-bench --bins`",
         path.display()
     );
     Ok(path)
+}
+
+/// Under `cargo run` only this binary is built: build the peer binaries too, so that one
+/// `cargo run --release -p yep-bench` measures current code on a fresh clone. Elsewhere (the
+/// binary run directly) the peers are taken as they are.
+pub fn build_peers() -> anyhow::Result<()> {
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        return Ok(());
+    };
+    // The same profile as this binary, so the peers land beside it.
+    let exe = std::env::current_exe()?;
+    let release = exe
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == "release");
+    let mut build = command(Path::new(&cargo));
+    build.args(["build", "--quiet", "-p", "yep-bench", "--bins"]);
+    if release {
+        build.arg("--release");
+    }
+    let status = build.status()?;
+    anyhow::ensure!(status.success(), "building the peer binaries failed");
+    Ok(())
 }
 
 #[allow(clippy::disallowed_methods)] // the harness spawns raw children on purpose: they are the baseline
