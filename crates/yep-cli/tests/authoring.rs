@@ -1,33 +1,17 @@
 //! The author's loop, end to end, in each language: `yep new`, edit the hook, install, doctor,
 //! then drive it in `yep session --json`.
 
+mod common;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-#[allow(clippy::disallowed_methods)] // running the CLI under test
 fn yep(home: &Path, args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(args)
-        .env("YEP_HOME", home)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    common::yep_with_stdin(home, args, stdin)
 }
 
 fn ok(home: &Path, args: &[&str]) -> String {

@@ -1,7 +1,7 @@
 //! The `yep` binary run for real, in a sealed temp home.
 
 mod common;
-use common::on_a_pty;
+use common::{on_a_pty, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -19,28 +19,6 @@ fn yep(home: &Path, args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Run the CLI with `stdin` as its whole input.
-#[allow(clippy::disallowed_methods)] // running the CLI under test
-fn yep_with_stdin(home: &Path, args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(args)
-        .env("YEP_HOME", home)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
 }
 
 /// A package whose server is this very `yep` binary serving the echo example.

@@ -210,6 +210,17 @@ fn traversal_archive(crate_name: &str, version: &str, evil: &str) -> Vec<u8> {
     tar.into_inner().unwrap().finish().unwrap()
 }
 
+/// A loopback registry serving one version of the weather crate as `archive`, with its checksum.
+fn serve_archive(version: &str, archive: Vec<u8>) -> Server {
+    let mut files = HashMap::new();
+    files.insert(
+        index_path(WEATHER_CRATE),
+        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
+    );
+    files.insert(download_path(WEATHER_CRATE, version), archive);
+    Server::start(files)
+}
+
 /// A registry serving `crate_name` with the given `(version, yanked)` list, each version a
 /// weather package of that version. Returns the files map and each version's checksum.
 fn registry_files(
@@ -552,13 +563,7 @@ fn an_archive_entry_climbing_out_with_dotdot_is_refused() {
     let deep_evil = "weather-0.3.0/../../../../../escape.txt";
     for entry in [evil, deep_evil] {
         let archive = traversal_archive(WEATHER_CRATE, "0.3.0", entry);
-        let mut files = HashMap::new();
-        files.insert(
-            index_path(WEATHER_CRATE),
-            (index_line(WEATHER_CRATE, "0.3.0", &sha256_hex(&archive), false) + "\n").into_bytes(),
-        );
-        files.insert(download_path(WEATHER_CRATE, "0.3.0"), archive);
-        let server = Server::start(files);
+        let server = serve_archive("0.3.0", archive);
         let sandbox = Sandbox::new();
         let out = install(
             &sandbox,
@@ -970,13 +975,7 @@ fn an_archive_link_that_resolves_through_another_link_is_refused() {
         .unwrap();
     }
     let archive = tar.into_inner().unwrap().finish().unwrap();
-    let mut files = HashMap::new();
-    files.insert(
-        index_path(WEATHER_CRATE),
-        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
-    );
-    files.insert(download_path(WEATHER_CRATE, version), archive);
-    let server = Server::start(files);
+    let server = serve_archive(version, archive);
     let sandbox = Sandbox::new();
     let out = install(
         &sandbox,
@@ -1014,13 +1013,7 @@ fn a_decompression_bomb_is_refused_before_it_is_unpacked_and_the_limits_can_be_r
     }
     let archive = crate_archive(WEATHER_CRATE, version, &files);
     assert!(archive.len() < each, "the fixture compresses well");
-    let mut served = HashMap::new();
-    served.insert(
-        index_path(WEATHER_CRATE),
-        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
-    );
-    served.insert(download_path(WEATHER_CRATE, version), archive);
-    let server = Server::start(served);
+    let server = serve_archive(version, archive);
     let sandbox = Sandbox::new();
     let args = ["install", "crates.io:yep-extension-weather", "--yes"];
     let total = (count * each).to_string();
@@ -1254,13 +1247,7 @@ fn a_crate_whose_long_name_header_declares_a_huge_body_is_refused() {
         .unwrap();
     }
     let archive = tar.into_inner().unwrap().finish().unwrap();
-    let mut served = HashMap::new();
-    served.insert(
-        index_path(WEATHER_CRATE),
-        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
-    );
-    served.insert(download_path(WEATHER_CRATE, version), archive);
-    let server = Server::start(served);
+    let server = serve_archive(version, archive);
     let sandbox = Sandbox::new();
     let out = install(
         &sandbox,
@@ -1292,14 +1279,8 @@ fn a_download_larger_than_the_cap_is_refused() {
         .collect();
     files.push(("data/noise.bin".into(), noise));
     let archive = crate_archive(WEATHER_CRATE, version, &files);
-    let mut served = HashMap::new();
-    served.insert(
-        index_path(WEATHER_CRATE),
-        (index_line(WEATHER_CRATE, version, &sha256_hex(&archive), false) + "\n").into_bytes(),
-    );
     let size = archive.len();
-    served.insert(download_path(WEATHER_CRATE, version), archive);
-    let server = Server::start(served);
+    let server = serve_archive(version, archive);
     let sandbox = Sandbox::new();
     // Entries 0 and bytes 0 leave a 1 MiB cap on the download; the archive is larger.
     assert!(size > 1 << 20, "{size}");

@@ -1,6 +1,8 @@
 //! `yep install / update / enable / disable / remove / list / logs` run as the real binary in a
 //! sealed temp home, against local directories and real git repositories.
 
+mod common;
+use common::yep_with_stdin;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -584,26 +586,6 @@ fn configured_facet() -> Value {
     })
 }
 
-#[allow(clippy::disallowed_methods)]
-fn yep_with_stdin(env: &Env, args: &[&str], input: &str) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(args)
-        .env("YEP_HOME", env.home())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
 #[test]
 fn config_set_validates_fields_and_refuses_secrets() {
     let env = Env::new();
@@ -653,7 +635,11 @@ fn secret_set_reads_stdin_without_a_terminal_and_stores_owner_only() {
     let env = Env::new();
     let pkg = env.package("pkg", "w", "1.0.0", configured_facet());
     env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
-    let out = yep_with_stdin(&env, &["secret", "set", "w", "token"], "tok-123456\n");
+    let out = yep_with_stdin(
+        &env.home(),
+        &["secret", "set", "w", "token"],
+        "tok-123456\n",
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stdout).contains("tok-123456") && !text(&out.stderr).contains("tok-123456"));
     use std::os::unix::fs::PermissionsExt;
@@ -672,7 +658,8 @@ fn secret_set_reads_stdin_without_a_terminal_and_stores_owner_only() {
         show.contains("token required = (secret, set)") && !show.contains("tok-123456"),
         "{show}"
     );
-    let refused = text(&yep_with_stdin(&env, &["secret", "set", "w", "region"], "eu\n").stderr);
+    let refused =
+        text(&yep_with_stdin(&env.home(), &["secret", "set", "w", "region"], "eu\n").stderr);
     assert!(refused.contains("not a secret field"), "{refused}");
 }
 
@@ -860,7 +847,7 @@ fn a_package_from_another_source_never_silently_replaces_an_installed_one() {
     env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
     env.ok(&["enable", "lookup"]);
     let stored = yep_with_stdin(
-        &env,
+        &env.home(),
         &["secret", "set", "lookup", "token"],
         "original-token\n",
     );
@@ -1355,7 +1342,7 @@ fn every_verb_that_changes_state_speaks_json() {
         json!({"name": "lookup", "field": "region", "value": "eu"})
     );
     let out = yep_with_stdin(
-        &env,
+        &env.home(),
         &["secret", "set", "lookup", "token", "--json"],
         "s3cret\n",
     );
@@ -1436,7 +1423,11 @@ fn call_by_installed_name_runs_the_server_as_a_session_does() {
     let pkg = reporting_package(&env);
     env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
     env.ok(&["config", "set", "reporter", "region", "eu"]);
-    let stored = yep_with_stdin(&env, &["secret", "set", "reporter", "token"], "s3cret\n");
+    let stored = yep_with_stdin(
+        &env.home(),
+        &["secret", "set", "reporter", "token"],
+        "s3cret\n",
+    );
     assert!(stored.status.success(), "{}", text(&stored.stderr));
 
     let work = env.tmp.path().join("work");
