@@ -141,20 +141,23 @@ fn report(results: &[Installed], json: bool, home: &Home) -> anyhow::Result<()> 
         stdout_line(&line);
         // New required fields nobody has set yet: the update went through, the extension
         // still needs them.
-        let installed = Manifest::load(&home.package_dir(&r.name)).ok();
-        let unset: Vec<_> = r
-            .diff
-            .iter()
-            .flat_map(|d| &d.needs_setup)
-            .filter_map(|f| {
-                let manifest = installed.as_ref()?;
-                let missing = config::missing_required(home, manifest).ok()?;
-                missing
-                    .iter()
-                    .any(|m| m.name == f.name)
-                    .then(|| (f, config::set_command(manifest, &f.name)))
-            })
-            .collect();
+        let needs: Vec<_> = r.diff.iter().flat_map(|d| &d.needs_setup).collect();
+        // The installed manifest and its unset fields are read once, and only when needed.
+        let unset: Vec<_> = if needs.is_empty() {
+            Vec::new()
+        } else {
+            match Manifest::load(&home.package_dir(&r.name)) {
+                Ok(manifest) => {
+                    let missing = config::missing_required(home, &manifest).unwrap_or_default();
+                    needs
+                        .into_iter()
+                        .filter(|f| missing.iter().any(|m| m.name == f.name))
+                        .map(|f| (f, config::set_command(&manifest, &f.name)))
+                        .collect()
+                }
+                Err(_) => Vec::new(),
+            }
+        };
         if let Some(d) = r.diff.as_ref().filter(|d| !d.widened && !d.is_empty()) {
             let head = if unset.is_empty() {
                 "narrowed only, no consent needed"
