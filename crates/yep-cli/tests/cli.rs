@@ -221,9 +221,7 @@ fn call_answers_ui_ask_at_a_terminal() {
         env!("CARGO_BIN_EXE_yep"),
         pkg.display()
     );
-    #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
-    let mut child = Command::new("script")
-        .args(["-qec", &inner, "/dev/null"])
+    let mut child = common::script(&inner)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -327,9 +325,7 @@ fn session_at_a_terminal_reads_lines_and_shows_results() {
         home.path().display(),
         env!("CARGO_BIN_EXE_yep")
     );
-    #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
-    let mut child = Command::new("script")
-        .args(["-qec", &inner, "/dev/null"])
+    let mut child = common::script(&inner)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -384,14 +380,14 @@ impl PtySession {
                 .success()
         );
         assert!(yep(home, &["enable", "echo"]).status.success());
+        // `exec`: the shell `script` starts must not stay between the pty and the session, or
+        // the Ctrl-C the tests type kills that shell (dash) and `script` reports its death.
         let inner = format!(
             "YEP_HOME='{}' '{}' session",
             home.display(),
             env!("CARGO_BIN_EXE_yep")
         );
-        #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
-        let mut child = Command::new("script")
-            .args(["-qec", &inner, "/dev/null"])
+        let mut child = common::script(&inner)
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -67,6 +67,8 @@ fn run_readme_test_command(clone: &Path, path: &str, log: &Path) -> bool {
         .env("PATH", path)
         .env_remove("CARGO_TARGET_DIR")
         .env(INNER, "1")
+        // CI runs with no `$SHELL`; tests that reach a shell must not depend on the caller's.
+        .env_remove("SHELL")
         .env_remove("RUSTC_WRAPPER")
         .stdin(Stdio::null())
         .stdout(file.try_clone().unwrap())

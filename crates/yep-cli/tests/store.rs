@@ -693,9 +693,7 @@ fn enable_at_a_terminal_asks_for_required_fields_by_kind() {
         env.home().display(),
         env!("CARGO_BIN_EXE_yep")
     );
-    #[allow(clippy::disallowed_methods)]
-    let mut child = Command::new("script")
-        .args(["-qec", &inner, "/dev/null"])
+    let mut child = common::script(&inner)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -744,9 +742,7 @@ fn enable_at_a_terminal_asks_again_after_an_answer_the_field_refuses() {
         env.home().display(),
         env!("CARGO_BIN_EXE_yep")
     );
-    #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
-    let mut child = Command::new("script")
-        .args(["-qec", &inner, "/dev/null"])
+    let mut child = common::script(&inner)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

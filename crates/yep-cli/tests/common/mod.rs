@@ -26,11 +26,22 @@ pub fn yep_with_stdin(home: &Path, args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// Run `inner` under `sh` on a pseudo-terminal (util-linux `script`); what the terminal showed.
-pub fn on_a_pty(inner: &str) -> String {
+/// util-linux `script` running the shell command `inner` on a pseudo-terminal. `inner` is a
+/// command, with variable assignments before it if need be. The shell is pinned to `/bin/sh` and
+/// `inner` is `exec`ed through `env`: the results do not depend on the caller's `$SHELL` (CI has
+/// none), and no shell stays between the pty and the CLI to die of a Ctrl-C a test types.
+pub fn script(inner: &str) -> Command {
     #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
-    let out = Command::new("script")
-        .args(["-qec", inner, "/dev/null"])
+    let mut command = Command::new("script");
+    command
+        .args(["-qec", &format!("exec env {inner}"), "/dev/null"])
+        .env("SHELL", "/bin/sh");
+    command
+}
+
+/// Run `inner` on a pseudo-terminal (see [`script`]); what the terminal showed.
+pub fn on_a_pty(inner: &str) -> String {
+    let out = script(inner)
         .env_remove("NO_COLOR")
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
