@@ -7,9 +7,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use yep_host::capability::{HookEvent, HookFiring, HookOutcome};
 use yep_host::tool_args::ToolSchemas;
 use yep_host::{Extension, Grants, Manifest, NoEvents, ServerSpec, SupervisorOptions};
-use yep_protocol::HookFireParams;
 
 /// A binary built beside this one: the peers are this package's other binaries.
 pub fn sibling(name: &str) -> anyhow::Result<PathBuf> {
@@ -218,12 +218,12 @@ pub async fn throughput(
     Ok(total as f64 / start.elapsed().as_secs_f64())
 }
 
-fn hook_event() -> HookFireParams {
-    HookFireParams {
-        event: "pre_tool_use".into(),
-        tool_name: "bash".into(),
+fn hook_event() -> HookFiring {
+    HookFiring {
+        event: HookEvent::PreToolUse,
+        tool: "bash".into(),
         args: json!({ "command": "ls -la", "forbidden": false }),
-        ..Default::default()
+        result: None,
     }
 }
 
@@ -238,7 +238,10 @@ pub async fn warm_hook(
     for i in 0..warmup + samples {
         let t = Instant::now();
         let decision = ext.fire_hook(&event, Duration::from_secs(5)).await?;
-        anyhow::ensure!(!decision.block, "the warm hook blocked an allowed call");
+        anyhow::ensure!(
+            !matches!(decision, HookOutcome::Block { .. }),
+            "the warm hook blocked an allowed call"
+        );
         if i >= warmup {
             out.push(t.elapsed());
         }
@@ -253,7 +256,13 @@ pub fn spawned_hook(
     warmup: usize,
     samples: usize,
 ) -> anyhow::Result<Vec<Duration>> {
-    let event = serde_json::to_string(&hook_event())?;
+    // What a spawned hook reads: the same event, as YEP's `hook/fire` params.
+    let event = serde_json::to_string(&yep_protocol::HookFireParams {
+        event: "pre_tool_use".into(),
+        tool_name: "bash".into(),
+        args: hook_event().args,
+        result: None,
+    })?;
     let mut out = Vec::with_capacity(samples);
     for i in 0..warmup + samples {
         let t = Instant::now();

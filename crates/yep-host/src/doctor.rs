@@ -1,7 +1,7 @@
 //! `yep doctor`: spawn a server as the runtime would and grade it against its manifest and the
 //! protocol, including validating every message it sent against `schema/yep/v1/schema.json`.
 
-use crate::dialect::yep::NoEvents;
+use crate::capability::{HookFiring, NoEvents};
 use crate::manifest::{HookEvent, Manifest};
 use crate::rpc::Tap;
 use crate::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use yep_protocol::{ErrorCode, HookFireParams, Message};
+use yep_protocol::Message;
 
 /// The committed payload schema, which every server message must satisfy.
 pub const SCHEMA_JSON: &str = include_str!("../../../schema/yep/v1/schema.json");
@@ -138,14 +138,14 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
     r.add(
         "handshake",
         Status::Pass,
-        format!("initialize answered; YEP {}", init.protocol_version),
+        format!("initialize answered; {}", init.wire),
     );
     r.add(
         "protocol_version",
         Status::Pass,
         format!(
-            "{} is compatible with {}",
-            init.protocol_version,
+            "{} is compatible with YEP {}",
+            init.wire,
             yep_protocol::PROTOCOL_VERSION
         ),
     );
@@ -163,12 +163,7 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
     }
 
     // Tools: the handshake may only narrow the manifest.
-    let served: Vec<String> = init
-        .capability_params
-        .tools
-        .iter()
-        .map(|t| t.name.clone())
-        .collect();
+    let served: Vec<String> = init.tools.iter().map(|t| t.name.clone()).collect();
     let widened: Vec<&str> = served
         .iter()
         .filter(|t| manifest.tool(t).is_none())
@@ -229,12 +224,8 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
 
     // Prompt consistency.
     let f = &manifest.yolop;
-    let offers_static = init
-        .capability_params
-        .prompt
-        .as_ref()
-        .is_some_and(|p| !p.static_text.trim().is_empty());
-    let offers_dynamic = init.capabilities.iter().any(|c| c == "dynamic_prompt");
+    let offers_static = init.prompt.as_ref().is_some_and(|p| !p.trim().is_empty());
+    let offers_dynamic = init.dynamic_prompt;
     match (f.prompt || f.dynamic_prompt, offers_static || offers_dynamic) {
         (false, true) => r.add("prompt", Status::Warn, "the server offers prompt text, but the manifest declares neither prompt nor dynamic_prompt (it will be ignored)"),
         (true, false) if f.prompt && !f.dynamic_prompt => r.add("prompt", Status::Warn, "the manifest declares prompt, but the handshake carries no static text"),
@@ -251,14 +242,14 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
                 HookEvent::PreToolUse => "pre_tool_use",
                 HookEvent::PostToolUse => "post_tool_use",
             };
-            let params = HookFireParams {
-                event: event.into(),
-                tool_name: probe_tool(&h.tool_name_glob),
+            let firing = HookFiring {
+                event: h.event,
+                tool: probe_tool(&h.tool_name_glob),
                 args: json!({"doctor": true}),
                 result: (h.event == HookEvent::PostToolUse).then(|| json!({})),
             };
             if let Err(err) = ext
-                .fire_hook(&params, Duration::from_millis(h.timeout_ms))
+                .fire_hook(&firing, Duration::from_millis(h.timeout_ms))
                 .await
             {
                 problems.push(format!("{event} on {}: {err}", h.tool_name_glob));
@@ -280,11 +271,11 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
 
     // Dynamic prompt within its budget.
     if f.dynamic_prompt {
-        match ext.prompt_contribution_within(Duration::from_secs(2)).await {
-            Ok(p) => r.add(
+        match ext.prompt_within(Duration::from_secs(2)).await {
+            Ok(text) => r.add(
                 "dynamic_prompt",
                 Status::Pass,
-                format!("{} bytes within 2 s", p.text.len()),
+                format!("{} bytes within 2 s", text.len()),
             ),
             Err(err) => r.add("dynamic_prompt", Status::Fail, err.to_string()),
         }
@@ -305,23 +296,29 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
             Status::Fail,
             format!("cancel of an unknown id answered {v}, not {{\"cancelled\":false}}"),
         ),
-        Err(e)
-            if e.remote()
-                .is_some_and(|e| e.code == ErrorCode::METHOD_NOT_FOUND) =>
-        {
-            r.add(
-                "cancel",
-                Status::Warn,
-                "the server does not support cancel (-32601): calls cannot be stopped early",
-            )
-        }
+        Err(e) if e.remote().is_some_and(|e| e.is_method_not_found()) => r.add(
+            "cancel",
+            Status::Warn,
+            "the server does not support cancel (-32601): calls cannot be stopped early",
+        ),
         Err(e) => r.add("cancel", Status::Fail, e.to_string()),
     }
 
     // Config push.
-    match ext.request_raw("config/changed", Some(&json!({"config": Value::Null}))).await {
-        Ok(v) => r.add("config_push", Status::Pass, format!("config/changed answered {v}")),
-        Err(e) if e.remote().is_some_and(|e| e.code == ErrorCode::METHOD_NOT_FOUND) => r.add("config_push", Status::Warn, "the server does not support config/changed (-32601): every config change restarts it"),
+    match ext
+        .request_raw("config/changed", Some(&json!({"config": Value::Null})))
+        .await
+    {
+        Ok(v) => r.add(
+            "config_push",
+            Status::Pass,
+            format!("config/changed answered {v}"),
+        ),
+        Err(e) if e.remote().is_some_and(|e| e.is_method_not_found()) => r.add(
+            "config_push",
+            Status::Warn,
+            "the server does not support config/changed (-32601): every config change restarts it",
+        ),
         Err(e) => r.add("config_push", Status::Fail, e.to_string()),
     }
 

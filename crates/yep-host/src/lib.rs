@@ -1,15 +1,17 @@
 //! The library an agent embeds to run YEP extensions.
 //!
 //! Layers, bottom up:
-//! - [`rpc`]: a multiplexed connection over any `AsyncRead`/`AsyncWrite` pair;
+//! - [`capability`]: the one capability model every wire is adapted to;
+//! - [`rpc`]: a multiplexed, wire-neutral connection over any `AsyncRead`/`AsyncWrite` pair;
 //! - [`process`]: spawning a server in its own process group, its stderr log, graceful stop;
-//! - [`dialect`]: the YEP handshake and typed calls over a connection;
+//! - [`dialect`]: one module per wire (YEP today): handshake and calls as capabilities;
 //! - [`supervisor`]: one extension's live server: lazy spawn, crash errors, backoff respawn;
 //! - [`manifest`]: the `plugin.json` a user approves;
 //! - [`tool_args`]: tool arguments checked against the manifest's schemas, compiled once;
 //! - [`runtime`]: `ExtensionHost`, the one type an agent embeds;
 //! - [`store`]: the home: install, lock, update, enable, remove, list (no async needed).
 
+pub mod capability;
 pub mod dialect;
 pub mod doctor;
 #[doc(hidden)]
@@ -24,11 +26,12 @@ pub mod supervisor;
 pub mod text;
 pub mod tool_args;
 
-pub use dialect::yep::{Events, NoEvents};
+pub use capability::{Events, NoEvents};
+pub use manifest::Grants;
 pub use manifest::Manifest;
 pub use rpc::{CallError, CallOptions, CloseReason, UpdateSink};
 pub use runtime::{
     ExtensionHost, HostError, HostOptions, MAX_HOOK_TIMEOUT_MS, PreDecision, Session,
     ToolDefinition,
 };
-pub use supervisor::{Extension, ExtensionError, Grants, ServerSpec, SupervisorOptions};
+pub use supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions, Transport};

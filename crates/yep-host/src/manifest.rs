@@ -456,6 +456,31 @@ fn strip_position(message: &str) -> String {
     }
 }
 
+/// Server → host facets the manifest must declare before the host honours them (D4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// `ui_ask`: the server may ask the user questions. Otherwise `ui/ask` is answered
+    /// `cancelled`.
+    pub ui_ask: bool,
+    /// `status`: the server may push `status/changed`. Otherwise the push is only logged.
+    pub status: bool,
+}
+
+impl Grants {
+    /// Everything granted: for tests and tools that run a trusted server directly.
+    pub const ALL: Grants = Grants {
+        ui_ask: true,
+        status: true,
+    };
+
+    pub fn from_manifest(manifest: &Manifest) -> Grants {
+        Grants {
+            ui_ask: manifest.yolop.ui_ask,
+            status: manifest.yolop.status,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,31 +1,25 @@
-//! One extension's server: spawned on first use, handshaken, respawned after a crash with
-//! exponential backoff between failed starts, stopped gracefully.
+//! One extension's server, lifecycle only: spawned through [`crate::process`] on first use,
+//! opened by its dialect, respawned after a crash with exponential backoff between failed
+//! starts, stopped gracefully. What goes over the wire is the dialect's ([`crate::dialect`]).
 //!
 //! Every error names the extension; process failures add the exit status, the last stderr
 //! lines and the log file's path.
 
-use crate::dialect::yep::{EventRouter, Events, HandshakeError, handshake, initialize_params};
-use crate::manifest::Manifest;
+use crate::capability::{
+    CommandResult, ConfigOutcome, Events, Granted, HookFiring, HookOutcome, Offer, RemoteError,
+    ToolCall, TraceEvent,
+};
+use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFailure, Streams};
+use crate::manifest::{Grants, Manifest};
 use crate::process::{self, ServerProcess, SpawnSpec, describe_status};
-use crate::rpc::{CallError, CallOptions, CloseReason, Connection, ConnectionOptions, UpdateSink};
+use crate::rpc::{CallError, CloseReason, ConnectionOptions, UpdateSink};
 use crate::tool_args::{ArgsError, ToolSchemas};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use yep_protocol::methods::{
-    COMMAND_EXECUTE, CONFIG_CHANGED, EXIT, HOOK_FIRE, PROMPT_CONTRIBUTION, SHUTDOWN, TOOL_CALL,
-    TRACE_EVENT, WORKSPACE_CHANGED,
-};
-use yep_protocol::{
-    CommandExecuteParams, CommandExecuteResult, ConfigChangedParams, ConfigChangedResult,
-    ConfigStatus, ErrorCode, ErrorObject, HookDecision, HookFireParams, InitializeResult,
-    PromptContribution, ToolCallParams, TraceEventParams, WorkspaceChangedParams,
-};
 
 /// How to run one extension's server.
 #[derive(Clone)]
@@ -49,31 +43,6 @@ pub struct ServerSpec {
     /// The manifest's tool argument schemas, compiled: every `tool/call` is checked against
     /// them before it is sent. Empty (the default) checks nothing.
     pub tool_schemas: ToolSchemas,
-}
-
-/// Server → host facets the manifest must declare before the host honours them (D4).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Grants {
-    /// `ui_ask`: the server may ask the user questions. Otherwise `ui/ask` is answered
-    /// `cancelled`.
-    pub ui_ask: bool,
-    /// `status`: the server may push `status/changed`. Otherwise the push is only logged.
-    pub status: bool,
-}
-
-impl Grants {
-    /// Everything granted: for tests and tools that run a trusted server directly.
-    pub const ALL: Grants = Grants {
-        ui_ask: true,
-        status: true,
-    };
-
-    pub fn from_manifest(manifest: &Manifest) -> Grants {
-        Grants {
-            ui_ask: manifest.yolop.ui_ask,
-            status: manifest.yolop.status,
-        }
-    }
 }
 
 /// Env values can be secrets: Debug shows their names only.
@@ -124,9 +93,19 @@ impl ServerSpec {
     }
 }
 
+/// Byte streams to a server that is not a child process (in memory, a socket): for embedders
+/// and tests. The supervisor asks it instead of spawning the spec's command.
+pub trait Transport: Send + Sync + 'static {
+    fn open(&self, spec: &ServerSpec) -> std::io::Result<Streams>;
+}
+
 /// Supervision tuning.
 #[derive(Clone)]
 pub struct SupervisorOptions {
+    /// The wire the server speaks.
+    pub dialect: Arc<dyn Dialect>,
+    /// Where the server's streams come from; `None` spawns the spec's command.
+    pub transport: Option<Arc<dyn Transport>>,
     /// Per-request timeout (`request_timeout_ms`); tool progress resets it.
     pub request_timeout: Duration,
     /// How long `initialize` may take.
@@ -147,6 +126,8 @@ pub struct SupervisorOptions {
 impl Default for SupervisorOptions {
     fn default() -> Self {
         SupervisorOptions {
+            dialect: Arc::new(crate::dialect::yep::Yep),
+            transport: None,
             request_timeout: Duration::from_secs(60),
             handshake_timeout: Duration::from_secs(10),
             max_frame_bytes: crate::rpc::DEFAULT_MAX_FRAME_BYTES,
@@ -200,7 +181,7 @@ pub enum ExtensionError {
     Remote {
         extension: String,
         method: String,
-        error: ErrorObject,
+        error: RemoteError,
     },
     #[error("extension `{extension}`: `{method}` timed out after {} ms", after.as_millis())]
     Timeout {
@@ -247,6 +228,8 @@ pub enum ExtensionError {
         method: String,
         message: String,
     },
+    #[error("extension `{extension}`: the host shut this extension down")]
+    ShutDown { extension: String },
 }
 
 impl ExtensionError {
@@ -256,8 +239,8 @@ impl ExtensionError {
             || matches!(self, ExtensionError::Remote { error, .. } if error.is_cancelled())
     }
 
-    /// The server's own error object, when it answered with one.
-    pub fn remote(&self) -> Option<&ErrorObject> {
+    /// The server's own error, when it answered with one.
+    pub fn remote(&self) -> Option<&RemoteError> {
         match self {
             ExtensionError::Remote { error, .. } => Some(error),
             _ => None,
@@ -272,15 +255,6 @@ pub fn backoff_delay(base: Duration, max: Duration, failures: u32) -> Duration {
         return Duration::ZERO;
     }
     base.saturating_mul(1u32 << (failures - 1).min(16)).min(max)
-}
-
-/// The first 200 characters of a JSON value, for error messages.
-fn preview(value: &Value) -> String {
-    let text = value.to_string();
-    match text.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text,
-    }
 }
 
 fn report(status: Option<&String>, tail: &[String], log_path: &std::path::Path) -> String {
@@ -299,13 +273,28 @@ fn report(status: Option<&String>, tail: &[String], log_path: &std::path::Path) 
     out
 }
 
-/// A started server: its connection, process and handshake.
+/// A started server: its peer (the dialect's view of it) and its process, if it is one.
 pub struct Live {
-    conn: Connection,
-    process: ServerProcess,
+    peer: Arc<dyn Peer>,
+    process: Option<ServerProcess>,
     pid: Option<u32>,
-    pub init: InitializeResult,
     crash_counted: AtomicBool,
+}
+
+impl Live {
+    /// What the server offered in its handshake.
+    pub fn offer(&self) -> &Offer {
+        self.peer.offer()
+    }
+
+    /// The dialect's live server, for conformance tools that look past the capability model.
+    pub fn peer(&self) -> &Arc<dyn Peer> {
+        &self.peer
+    }
+
+    fn is_closed(&self) -> bool {
+        self.peer.close_reason().is_some()
+    }
 }
 
 /// One extension's server under supervision.
@@ -318,16 +307,20 @@ pub struct Extension {
     starting: tokio::sync::Mutex<()>,
     failures: AtomicU32,
     last_failure: Mutex<Option<Instant>>,
-    next_call: AtomicU64,
     /// `initialize.config` and the injected env for the next start (config can change live).
     inputs: Mutex<(Value, Vec<(String, String)>)>,
-    /// Closed for good (the host shut down): nothing may start it again.
+    /// Closed for good (the host shut down or deactivated it): nothing may start it again.
     closed: AtomicBool,
 }
 
 impl Extension {
+    /// `events` get what the server pushes, held to the spec's grants.
     pub fn new(spec: ServerSpec, opts: SupervisorOptions, events: Arc<dyn Events>) -> Extension {
         let inputs = Mutex::new((spec.config.clone(), spec.env.clone()));
+        let events = Arc::new(Granted {
+            grants: spec.grants,
+            inner: events,
+        });
         Extension {
             closed: AtomicBool::new(false),
             inputs,
@@ -338,7 +331,6 @@ impl Extension {
             starting: tokio::sync::Mutex::new(()),
             failures: AtomicU32::new(0),
             last_failure: Mutex::new(None),
-            next_call: AtomicU64::new(1),
         }
     }
 
@@ -359,6 +351,11 @@ impl Extension {
         self.live_now().and_then(|l| l.pid)
     }
 
+    /// Whether a server is running now.
+    pub fn is_running(&self) -> bool {
+        self.live_now().is_some()
+    }
+
     /// How many starts or runs failed in a row.
     pub fn failures(&self) -> u32 {
         self.failures.load(Ordering::Relaxed)
@@ -366,7 +363,7 @@ impl Extension {
 
     fn live_now(&self) -> Option<Arc<Live>> {
         let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        current.as_ref().filter(|l| !l.conn.is_closed()).cloned()
+        current.as_ref().filter(|l| !l.is_closed()).cloned()
     }
 
     /// The delay owed before the next start, given the failures so far.
@@ -385,22 +382,30 @@ impl Extension {
         *self.last_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
     }
 
-    /// Stop the server and refuse to start it again (the session is over). A start in
-    /// progress is not waited for: it sees the flag and discards its server itself.
+    fn shut_down(&self) -> ExtensionError {
+        ExtensionError::ShutDown {
+            extension: self.spec.name.clone(),
+        }
+    }
+
+    /// Stop the server and refuse to start it again (the session is over, or the extension
+    /// was deactivated). A start in progress is not waited for: it sees the flag and discards
+    /// its server itself. Calls in flight fail.
     pub async fn close(&self) -> Option<String> {
         self.closed.store(true, Ordering::Release);
         let _start = self.starting.try_lock().ok()?;
         self.stop_current().await
     }
 
+    /// Whether [`Extension::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     /// The live server, started (with its handshake) if none runs.
     pub async fn live(&self) -> Result<Arc<Live>, ExtensionError> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(ExtensionError::Write {
-                extension: self.spec.name.clone(),
-                method: "start".into(),
-                message: "the host shut this extension down".into(),
-            });
+        if self.is_closed() {
+            return Err(self.shut_down());
         }
         if let Some(live) = self.live_now() {
             return Ok(live);
@@ -408,6 +413,9 @@ impl Extension {
         let _start = self.starting.lock().await;
         if let Some(live) = self.live_now() {
             return Ok(live);
+        }
+        if self.is_closed() {
+            return Err(self.shut_down());
         }
         if let Some(wait) = self.backoff() {
             if wait > self.opts.request_timeout {
@@ -421,18 +429,13 @@ impl Extension {
             tokio::time::sleep(wait).await;
         }
         match self.start().await {
-            Ok(live) if self.closed.load(Ordering::Acquire) => {
-                // Closed while this start ran: the new server goes straight away.
-                live.crash_counted.store(true, Ordering::Relaxed);
-                live.conn.close(CloseReason::Shutdown);
-                Err(ExtensionError::Write {
-                    extension: self.spec.name.clone(),
-                    method: "start".into(),
-                    message: "the host shut this extension down".into(),
-                })
-            }
             Ok(live) => {
                 *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&live));
+                if self.is_closed() {
+                    // Closed while this start ran: the new server goes straight away.
+                    self.stop_current().await;
+                    return Err(self.shut_down());
+                }
                 Ok(live)
             }
             Err(err) => {
@@ -442,105 +445,113 @@ impl Extension {
         }
     }
 
-    /// The handshake result, starting the server if needed.
-    pub async fn handshake(&self) -> Result<InitializeResult, ExtensionError> {
-        Ok(self.live().await?.init.clone())
+    /// What the server offers, starting it if needed.
+    pub async fn handshake(&self) -> Result<Offer, ExtensionError> {
+        Ok(self.live().await?.offer().clone())
+    }
+
+    fn spawn_error(&self, source: std::io::Error) -> ExtensionError {
+        ExtensionError::Spawn {
+            extension: self.spec.name.clone(),
+            command: self.spec.command.clone(),
+            source,
+        }
     }
 
     async fn start(&self) -> Result<Arc<Live>, ExtensionError> {
         let spec = &self.spec;
-        let spawn_spec = SpawnSpec {
-            program: spec.command.clone(),
-            args: spec.args.clone(),
-            cwd: spec.workspace_root.clone(),
-            bin_dir: Some(spec.package_dir.join("bin")),
-            env: self
-                .inputs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .1
-                .clone(),
-            log_path: spec.log_path(),
+        let (config, env) = self
+            .inputs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let (streams, process) = match &self.opts.transport {
+            Some(transport) => (transport.open(spec).map_err(|e| self.spawn_error(e))?, None),
+            None => {
+                let spawned = process::spawn(&SpawnSpec {
+                    program: spec.command.clone(),
+                    args: spec.args.clone(),
+                    cwd: spec.workspace_root.clone(),
+                    bin_dir: Some(spec.package_dir.join("bin")),
+                    env,
+                    log_path: spec.log_path(),
+                })
+                .map_err(|e| self.spawn_error(e.source))?;
+                let streams = Streams::Pipe {
+                    stdout: spawned.stdout,
+                    stdin: spawned.stdin,
+                };
+                (streams, Some(spawned.process))
+            }
         };
-        let spawned = process::spawn(&spawn_spec).map_err(|e| ExtensionError::Spawn {
+        let pid = process.as_ref().and_then(ServerProcess::pid);
+        let hello = Hello {
             extension: spec.name.clone(),
-            command: spec.command.clone(),
-            source: e.source,
-        })?;
-        let proc_ = spawned.process;
-        let pid = proc_.pid();
-        let router = Arc::new(EventRouter {
-            extension: spec.name.clone(),
-            events: Arc::clone(&self.events),
+            session_id: spec.session_id.clone(),
+            workspace_root: spec.workspace_root.to_string_lossy().into_owned(),
+            config,
             grants: spec.grants,
-        });
-        let conn = Connection::start_pipe(
-            spawned.stdout,
-            spawned.stdin,
-            router,
-            ConnectionOptions {
-                label: spec.name.clone(),
-                max_frame_bytes: self.opts.max_frame_bytes,
-                spin: self.opts.spin,
-                tap: self.opts.tap.clone(),
-                ..ConnectionOptions::default()
-            },
-        )
-        .map_err(|source| ExtensionError::Spawn {
-            extension: spec.name.clone(),
-            command: spec.command.clone(),
-            source,
-        })?;
-        let params = initialize_params(
-            &spec.session_id,
-            &spec.workspace_root.to_string_lossy(),
-            self.inputs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .0
-                .clone(),
-            spec.grants,
-        );
-        match handshake(&conn, &params, self.opts.handshake_timeout).await {
-            Ok(init) => {
-                if !init.name.is_empty() && init.name != spec.name {
-                    tracing::warn!(extension = %spec.name, "server calls itself `{}`; the manifest name wins", init.name);
+            timeout: self.opts.handshake_timeout,
+        };
+        let conn_opts = ConnectionOptions {
+            label: spec.name.clone(),
+            max_frame_bytes: self.opts.max_frame_bytes,
+            spin: self.opts.spin,
+            tap: self.opts.tap.clone(),
+            ..ConnectionOptions::default()
+        };
+        let opened = self
+            .opts
+            .dialect
+            .open(streams, hello, Arc::clone(&self.events), conn_opts)
+            .await;
+        match opened {
+            Ok(peer) => {
+                let offered = &peer.offer().name;
+                if !offered.is_empty() && *offered != spec.name {
+                    tracing::warn!(extension = %spec.name, "server calls itself `{offered}`; the manifest name wins");
                 }
-                tracing::debug!(extension = %spec.name, pid, "started");
+                tracing::debug!(extension = %spec.name, pid, wire = self.opts.dialect.name(), "started");
                 // A server that dies while something else holds its stdout open never sends
                 // EOF; its exit closes the connection instead (after a moment, so an answer it
                 // wrote just before exiting is still read).
-                let exited = proc_.on_exit();
-                let watched = conn.clone();
-                tokio::spawn(async move {
-                    exited.await;
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    watched.close(CloseReason::ProcessExited);
-                });
+                if let Some(proc_) = &process {
+                    let exited = proc_.on_exit();
+                    let watched = Arc::clone(&peer);
+                    tokio::spawn(async move {
+                        exited.await;
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        watched.close(CloseReason::ProcessExited);
+                    });
+                }
                 Ok(Arc::new(Live {
-                    conn,
-                    process: proc_,
+                    peer,
+                    process,
                     pid,
-                    init,
                     crash_counted: AtomicBool::new(false),
                 }))
             }
             Err(source) => {
-                conn.close(CloseReason::Shutdown);
-                let status = match proc_.wait_for_exit(Duration::from_millis(200)).await {
-                    Some(status) => describe_status(Some(status)),
-                    None => {
-                        let _ = proc_.terminate(Duration::from_millis(100)).await;
-                        "killed after the failed handshake".to_string()
+                let (status, stderr_tail, log_path) = match &process {
+                    Some(proc_) => {
+                        let status = match proc_.wait_for_exit(Duration::from_millis(200)).await {
+                            Some(status) => describe_status(Some(status)),
+                            None => {
+                                let _ = proc_.terminate(Duration::from_millis(100)).await;
+                                "killed after the failed handshake".to_string()
+                            }
+                        };
+                        proc_.stderr.drained(Duration::from_millis(500)).await;
+                        (status, proc_.stderr.lines(), proc_.log_path.clone())
                     }
+                    None => ("not a process".into(), Vec::new(), spec.log_path()),
                 };
-                proc_.stderr.drained(Duration::from_millis(500)).await;
                 Err(ExtensionError::Handshake {
                     extension: spec.name.clone(),
                     source,
                     status,
-                    stderr_tail: proc_.stderr.lines(),
-                    log_path: proc_.log_path.clone(),
+                    stderr_tail,
+                    log_path,
                 })
             }
         }
@@ -548,31 +559,40 @@ impl Extension {
 
     /// Turn a call failure into the error the caller sees; a closed connection means the
     /// process is gone (or is made to be), and counts as one failure.
-    async fn call_failed(&self, live: &Live, method: &str, err: CallError) -> ExtensionError {
+    async fn call_failed(&self, live: &Live, err: PeerError) -> ExtensionError {
         let extension = self.spec.name.clone();
+        let method = err.method;
+        let err = match err.failure {
+            PeerFailure::Call(err) => err,
+            PeerFailure::Malformed { message, preview } => {
+                return ExtensionError::Malformed {
+                    extension,
+                    method,
+                    message,
+                    preview,
+                };
+            }
+        };
         match err {
             CallError::Remote(error) => ExtensionError::Remote {
                 extension,
-                method: method.into(),
+                method,
                 error,
             },
-            CallError::Cancelled => ExtensionError::Cancelled {
-                extension,
-                method: method.into(),
-            },
+            CallError::Cancelled => ExtensionError::Cancelled { extension, method },
             CallError::Timeout { after, .. } => ExtensionError::Timeout {
                 extension,
-                method: method.into(),
+                method,
                 after,
             },
             CallError::Write(message) => {
                 // A broken pipe usually means the server died; the reader says so shortly.
                 let closed =
-                    tokio::time::timeout(Duration::from_millis(500), live.conn.closed()).await;
+                    tokio::time::timeout(Duration::from_millis(500), live.peer.closed()).await;
                 if closed.is_err() {
                     return ExtensionError::Write {
                         extension,
-                        method: method.into(),
+                        method,
                         message,
                     };
                 }
@@ -584,70 +604,68 @@ impl Extension {
 
     /// The error for a call whose server went away, with its exit status and last words. The
     /// first such error per process counts as one failure (unless the host stopped it).
-    async fn exited(&self, live: &Live, method: &str) -> ExtensionError {
+    async fn exited(&self, live: &Live, method: String) -> ExtensionError {
         let extension = self.spec.name.clone();
-        let reason = live.conn.closed().await;
-        let proc_ = &live.process;
-        let status = match proc_.wait_for_exit(Duration::from_secs(1)).await {
-            Some(status) => Some(status),
-            // Still running (e.g. it broke the frame cap): it is of no use now.
-            None => proc_.terminate(Duration::from_millis(100)).await,
+        let reason = live.peer.closed().await;
+        if self.is_closed() && reason == CloseReason::Shutdown {
+            return self.shut_down();
+        }
+        let (status, stderr_tail, log_path) = match &live.process {
+            Some(proc_) => {
+                let status = match proc_.wait_for_exit(Duration::from_secs(1)).await {
+                    Some(status) => Some(status),
+                    // Still running (e.g. it broke the frame cap): it is of no use now.
+                    None => proc_.terminate(Duration::from_millis(100)).await,
+                };
+                proc_.stderr.drained(Duration::from_millis(500)).await;
+                (
+                    describe_status(status),
+                    proc_.stderr.lines(),
+                    proc_.log_path.clone(),
+                )
+            }
+            None => ("not a process".into(), Vec::new(), self.spec.log_path()),
         };
-        proc_.stderr.drained(Duration::from_millis(500)).await;
         if !live.crash_counted.swap(true, Ordering::Relaxed) {
             self.note_failure();
-            tracing::warn!(
-                extension,
-                "server stopped: {reason} ({})",
-                describe_status(status)
-            );
+            tracing::warn!(extension, "server stopped: {reason} ({status})");
         }
         ExtensionError::Exited {
             extension,
-            method: method.into(),
+            method,
             reason,
-            status: describe_status(status),
-            stderr_tail: proc_.stderr.lines(),
-            log_path: proc_.log_path.clone(),
+            status,
+            stderr_tail,
+            log_path,
         }
     }
 
-    /// Send a request to the (started) server and decode its result.
-    async fn request<P: Serialize, R: DeserializeOwned>(
-        &self,
-        method: &str,
-        params: Option<&P>,
-        opts: CallOptions,
-    ) -> Result<R, ExtensionError> {
-        let live = self.live().await?;
-        match live.conn.call(method, params, opts).await {
-            Ok(value) => {
+    /// Note a call's outcome: a success clears the failure count.
+    async fn settle<T>(&self, live: &Live, res: Result<T, PeerError>) -> Result<T, ExtensionError> {
+        match res {
+            Ok(v) => {
                 if self.failures.load(Ordering::Relaxed) != 0 {
                     self.failures.store(0, Ordering::Relaxed);
                 }
-                R::deserialize(&value).map_err(|e| ExtensionError::Malformed {
-                    extension: self.spec.name.clone(),
-                    method: method.into(),
-                    message: e.to_string(),
-                    preview: preview(&value),
-                })
+                Ok(v)
             }
-            Err(err) => Err(self.call_failed(&live, method, err).await),
+            Err(err) => Err(self.call_failed(live, err).await),
         }
     }
 
-    fn timeout(&self) -> CallOptions {
-        CallOptions::timeout(self.opts.request_timeout)
-    }
-
-    /// Send any request with the default timeout and return the raw result: for tools like
-    /// `yep doctor` that probe a server beyond the typed calls.
+    /// Send any request by its wire name with the default timeout and return the raw result:
+    /// for tools like `yep doctor` that probe a server beyond the capability model.
     pub async fn request_raw(
         &self,
         method: &str,
         params: Option<&Value>,
     ) -> Result<Value, ExtensionError> {
-        self.request(method, params, self.timeout()).await
+        let live = self.live().await?;
+        let res = live
+            .peer
+            .request(method, params.cloned(), self.opts.request_timeout)
+            .await;
+        self.settle(&live, res).await
     }
 
     /// Whether `args` satisfy `tool`'s declared schema ([`ServerSpec::tool_schemas`]).
@@ -673,8 +691,8 @@ impl Extension {
 
     /// Call a tool. Arguments that break its declared schema are refused here, before the
     /// server is started or sent anything. Progress goes to `updates` and resets the timeout;
-    /// firing `cancel` sends `cancel` on the wire and resolves the call as cancelled.
-    /// Dropping the future does too.
+    /// firing `cancel` cancels on the wire and resolves the call as cancelled. Dropping the
+    /// future does too.
     pub async fn call_tool(
         &self,
         tool: &str,
@@ -683,59 +701,52 @@ impl Extension {
         cancel: Option<CancellationToken>,
     ) -> Result<Value, ExtensionError> {
         self.check_args(tool, &args)?;
-        self.send_tool_call(tool, args, updates, cancel).await
+        let live = self.live().await?;
+        self.send_tool_call(
+            &live,
+            ToolCall {
+                tool: tool.to_string(),
+                args,
+                updates,
+                cancel,
+            },
+        )
+        .await
     }
 
-    /// [`Extension::call_tool`] for a caller that already ran [`Extension::check_args`].
+    /// A tool call on `live`, for a caller that already ran [`Extension::check_args`].
     pub(crate) async fn send_tool_call(
         &self,
-        tool: &str,
-        args: Value,
-        updates: Option<UpdateSink>,
-        cancel: Option<CancellationToken>,
+        live: &Live,
+        call: ToolCall,
     ) -> Result<Value, ExtensionError> {
-        let params = ToolCallParams {
-            tool_call_id: format!(
-                "{}-{}",
-                self.spec.name,
-                self.next_call.fetch_add(1, Ordering::Relaxed)
-            ),
-            name: tool.to_string(),
-            args,
-        };
-        let opts = CallOptions {
-            timeout: Some(self.opts.request_timeout),
-            updates: Some(updates.unwrap_or_else(|| Arc::new(|_: &str| {}))),
-            cancel,
-        };
-        self.request(TOOL_CALL, Some(&params), opts).await
+        let res = live.peer.call_tool(call, self.opts.request_timeout).await;
+        self.settle(live, res).await
     }
 
     /// Fire a hook with its own timeout, clamped to the host maximum
     /// ([`crate::runtime::MAX_HOOK_TIMEOUT_MS`]).
     pub async fn fire_hook(
         &self,
-        params: &HookFireParams,
+        firing: &HookFiring,
         timeout: Duration,
-    ) -> Result<HookDecision, ExtensionError> {
+    ) -> Result<HookOutcome, ExtensionError> {
         let timeout = timeout.min(Duration::from_millis(crate::runtime::MAX_HOOK_TIMEOUT_MS));
-        self.request(HOOK_FIRE, Some(params), CallOptions::timeout(timeout))
-            .await
+        let live = self.live().await?;
+        let res = live.peer.fire_hook(firing, timeout).await;
+        self.settle(&live, res).await
     }
 
-    /// Ask for the dynamic prompt contribution, giving up after `timeout`.
-    pub async fn prompt_contribution_within(
-        &self,
-        timeout: Duration,
-    ) -> Result<PromptContribution, ExtensionError> {
-        self.request::<(), _>(PROMPT_CONTRIBUTION, None, CallOptions::timeout(timeout))
-            .await
+    /// The dynamic prompt text, giving up after `timeout`.
+    pub async fn prompt_within(&self, timeout: Duration) -> Result<String, ExtensionError> {
+        let live = self.live().await?;
+        let res = live.peer.prompt(timeout).await;
+        self.settle(&live, res).await
     }
 
-    /// Ask for the dynamic prompt contribution.
-    pub async fn prompt_contribution(&self) -> Result<PromptContribution, ExtensionError> {
-        self.request::<(), _>(PROMPT_CONTRIBUTION, None, self.timeout())
-            .await
+    /// The dynamic prompt text.
+    pub async fn prompt(&self) -> Result<String, ExtensionError> {
+        self.prompt_within(self.opts.request_timeout).await
     }
 
     /// Run a slash command.
@@ -743,13 +754,13 @@ impl Extension {
         &self,
         name: &str,
         arguments: &str,
-    ) -> Result<CommandExecuteResult, ExtensionError> {
-        let params = CommandExecuteParams {
-            name: name.into(),
-            arguments: arguments.into(),
-        };
-        self.request(COMMAND_EXECUTE, Some(&params), self.timeout())
-            .await
+    ) -> Result<CommandResult, ExtensionError> {
+        let live = self.live().await?;
+        let res = live
+            .peer
+            .command(name, arguments, self.opts.request_timeout)
+            .await;
+        self.settle(&live, res).await
     }
 
     /// Use this config and env from the next start on.
@@ -757,76 +768,55 @@ impl Extension {
         *self.inputs.lock().unwrap_or_else(|p| p.into_inner()) = (config, env);
     }
 
-    /// Push new config. A server that does not know `config/changed` (-32601) needs a restart.
-    pub async fn config_changed(&self, config: Value) -> Result<ConfigStatus, ExtensionError> {
-        let params = ConfigChangedParams { config };
-        match self
-            .request::<_, Value>(CONFIG_CHANGED, Some(&params), self.timeout())
-            .await
-        {
-            Ok(v) => Ok(ConfigChangedResult::from_wire(&v).status),
-            Err(ExtensionError::Remote { error, .. })
-                if error.code == ErrorCode::METHOD_NOT_FOUND =>
-            {
-                Ok(ConfigStatus::RestartRequired)
-            }
-            Err(err) => Err(err),
-        }
+    /// Push new config to the (started) server.
+    pub async fn config_changed(&self, config: Value) -> Result<ConfigOutcome, ExtensionError> {
+        let live = self.live().await?;
+        let res = live
+            .peer
+            .config_changed(config, self.opts.request_timeout)
+            .await;
+        self.settle(&live, res).await
     }
 
     /// Tell a running server the workspace moved. Nothing is sent when none runs.
     pub async fn workspace_changed(&self, root: &str) -> Result<(), ExtensionError> {
-        self.notify_live(
-            WORKSPACE_CHANGED,
-            &WorkspaceChangedParams {
-                workspace_root: root.into(),
-            },
-        )
-        .await
-    }
-
-    /// Forward a trace event, starting the server if it is not running.
-    pub async fn trace_event_started(
-        &self,
-        event: &TraceEventParams,
-    ) -> Result<(), ExtensionError> {
-        let live = self.live().await?;
-        live.conn
-            .notify(TRACE_EVENT, Some(event))
-            .await
-            .map_err(|e| ExtensionError::Write {
-                extension: self.spec.name.clone(),
-                method: TRACE_EVENT.into(),
-                message: e.to_string(),
-            })
-    }
-
-    /// Forward a trace event to a running server (never awaited by the server).
-    pub async fn trace_event(&self, event: &TraceEventParams) -> Result<(), ExtensionError> {
-        self.notify_live(TRACE_EVENT, event).await
-    }
-
-    async fn notify_live<P: Serialize>(
-        &self,
-        method: &str,
-        params: &P,
-    ) -> Result<(), ExtensionError> {
         let Some(live) = self.live_now() else {
             return Ok(());
         };
-        live.conn
-            .notify(method, Some(params))
-            .await
-            .map_err(|e| ExtensionError::Write {
-                extension: self.spec.name.clone(),
-                method: method.into(),
-                message: e.to_string(),
-            })
+        let res = live.peer.workspace_changed(root).await;
+        self.settle(&live, res).await
     }
 
-    /// Graceful stop: `shutdown`, `exit`, close stdin, grace, SIGTERM, grace, SIGKILL, reap.
-    /// Every step is bounded, so a server that stopped reading cannot hold it up. Returns the
-    /// exit status, if a server was running. A later call starts a fresh server.
+    /// Forward a trace event, starting the server if it is not running.
+    pub async fn trace_event_started(&self, event: &TraceEvent) -> Result<(), ExtensionError> {
+        let live = self.live().await?;
+        let res = live.peer.trace(event).await;
+        self.settle(&live, res).await
+    }
+
+    /// Forward a trace event to a running server (never awaited by the server).
+    pub async fn trace_event(&self, event: &TraceEvent) -> Result<(), ExtensionError> {
+        let Some(live) = self.live_now() else {
+            return Ok(());
+        };
+        let res = live.peer.trace(event).await;
+        self.settle(&live, res).await
+    }
+
+    /// Once a running server has handled everything sent before (the trace flush). Nothing
+    /// is sent when none runs.
+    pub async fn barrier(&self) -> Result<(), ExtensionError> {
+        let Some(live) = self.live_now() else {
+            return Ok(());
+        };
+        let res = live.peer.barrier(self.opts.request_timeout).await;
+        self.settle(&live, res).await
+    }
+
+    /// Graceful stop: the dialect's goodbye (`shutdown`, `exit`, stdin closed in YEP), grace,
+    /// SIGTERM, grace, SIGKILL, reap. Every step is bounded, so a server that stopped reading
+    /// cannot hold it up. Returns the exit status, if a server was running. A later call
+    /// starts a fresh server.
     pub async fn stop(&self) -> Option<String> {
         // Wait out a start in progress, so it cannot install a server after we return.
         let _start = self.starting.lock().await;
@@ -842,21 +832,16 @@ impl Extension {
         // Calls cut short by this stop are not crashes.
         live.crash_counted.store(true, Ordering::Relaxed);
         let grace = self.opts.grace;
-        if !live.conn.is_closed() {
-            let _ = live
-                .conn
-                .call::<()>(SHUTDOWN, None, CallOptions::timeout(grace))
-                .await;
-            let _ = tokio::time::timeout(grace, live.conn.notify::<()>(EXIT, None)).await;
-        }
-        let _ = tokio::time::timeout(grace, live.conn.close_write()).await;
-        let status = live.process.terminate(grace).await;
-        live.conn.close(CloseReason::Shutdown);
+        live.peer.shutdown(grace).await;
+        let status = match &live.process {
+            Some(proc_) => proc_.terminate(grace).await,
+            None => None,
+        };
+        live.peer.close(CloseReason::Shutdown);
         // Its last words are in the log by the time a stop returns.
-        live.process
-            .stderr
-            .drained(Duration::from_millis(500))
-            .await;
+        if let Some(proc_) = &live.process {
+            proc_.stderr.drained(Duration::from_millis(500)).await;
+        }
         Some(describe_status(status))
     }
 }

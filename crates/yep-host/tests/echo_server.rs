@@ -7,10 +7,12 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use yep_host::capability::{HookEvent, HookFiring, HookOutcome, RemoteError};
+use yep_host::dialect::yep::{codec, request};
 use yep_host::rpc::{CallOptions, CloseReason, Connection, ConnectionOptions};
 use yep_host::supervisor::ExtensionError;
 use yep_host::{Extension, NoEvents, SupervisorOptions};
-use yep_protocol::{ErrorCode, HookFireParams, InitializeParams};
+use yep_protocol::InitializeParams;
 
 #[tokio::test]
 async fn handshake_reports_served_tools_and_the_static_prompt() {
@@ -19,22 +21,10 @@ async fn handshake_reports_served_tools_and_the_static_prompt() {
     let ext = extension(fx.echo(), Arc::clone(&recorder));
     let init = ext.handshake().await.unwrap();
     assert_eq!(init.name, "echo");
-    assert_eq!(init.protocol_version, "1.0");
-    let tools: Vec<_> = init
-        .capability_params
-        .tools
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect();
+    assert_eq!(init.wire, "YEP 1.0");
+    let tools: Vec<_> = init.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(tools, ["ask", "count", "echo"]);
-    assert!(
-        init.capability_params
-            .prompt
-            .unwrap()
-            .static_text
-            .contains("echo tool")
-    );
-    assert!(init.capabilities.iter().any(|c| c == "cancel"));
+    assert!(init.prompt.unwrap().contains("echo tool"));
     // The status the server pushes at start reaches the host's events.
     assert!(
         eventually(|| recorder
@@ -42,7 +32,7 @@ async fn handshake_reports_served_tools_and_the_static_prompt() {
             .lock()
             .unwrap()
             .iter()
-            .any(|s| s.status == "echo ready"))
+            .any(|s| s.as_ref().is_some_and(|s| s.text == "echo ready")))
         .await
     );
     assert_eq!(ext.stop().await.as_deref(), Some("exit code 0"));
@@ -56,20 +46,21 @@ async fn a_host_speaking_another_major_is_refused_by_the_server() {
         spawned.stdout,
         spawned.stdin,
         Arc::new(NoopHandler),
+        codec(),
         ConnectionOptions::default(),
     );
     let params = InitializeParams {
         protocol_version: "2.0".into(),
         ..Default::default()
     };
-    let err = conn
-        .call(
-            "initialize",
-            Some(&params),
-            CallOptions::timeout(Duration::from_secs(10)),
-        )
-        .await
-        .unwrap_err();
+    let err = request::<_, Value>(
+        &conn,
+        "initialize",
+        Some(&params),
+        CallOptions::timeout(Duration::from_secs(10)),
+    )
+    .await
+    .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("incompatible"), "{text}");
     // The refusal is an answer, not a crash: the server still serves.
@@ -77,7 +68,8 @@ async fn a_host_speaking_another_major_is_refused_by_the_server() {
         protocol_version: "1.3".into(),
         ..Default::default()
     };
-    conn.call(
+    request::<_, Value>(
+        &conn,
         "initialize",
         Some(&params),
         CallOptions::timeout(Duration::from_secs(10)),
@@ -112,12 +104,8 @@ for line in sys.stdin:
 struct NoopHandler;
 impl yep_host::rpc::Handler for NoopHandler {
     fn notification(&self, _: &str, _: Value) {}
-    fn request(
-        &self,
-        _: &str,
-        _: Value,
-    ) -> yep_host::rpc::BoxFuture<Result<Value, yep_protocol::ErrorObject>> {
-        Box::pin(async { Err(yep_protocol::ErrorObject::message("no")) })
+    fn request(&self, _: &str, _: Value) -> yep_host::rpc::BoxFuture<Result<Value, RemoteError>> {
+        Box::pin(async { Err(RemoteError::new(0, "no")) })
     }
 }
 
@@ -276,7 +264,7 @@ async fn an_unknown_method_is_answered_method_not_found() {
     let err = ext.request_raw("frobnicate", None).await.unwrap_err();
     assert_eq!(
         err.remote().map(|e| e.code),
-        Some(ErrorCode::METHOD_NOT_FOUND),
+        Some(RemoteError::METHOD_NOT_FOUND),
         "{err}"
     );
 }
@@ -285,28 +273,27 @@ async fn an_unknown_method_is_answered_method_not_found() {
 async fn hook_prompt_and_command_answer() {
     let fx = Fixture::new();
     let ext = extension(fx.echo(), Arc::default());
-    let fire = |forbidden| HookFireParams {
-        event: "pre_tool_use".into(),
-        tool_name: "bash".into(),
+    let fire = |forbidden| HookFiring {
+        event: HookEvent::PreToolUse,
+        tool: "bash".into(),
         args: json!({"forbidden": forbidden}),
-        ..Default::default()
+        result: None,
     };
     let blocked = ext
         .fire_hook(&fire(true), Duration::from_secs(5))
         .await
         .unwrap();
-    assert!(blocked.block);
-    assert!(blocked.reason.contains("forbidden"));
     assert!(
-        !ext.fire_hook(&fire(false), Duration::from_secs(5))
-            .await
-            .unwrap()
-            .block
+        matches!(&blocked, HookOutcome::Block { reason, .. } if reason.contains("forbidden")),
+        "{blocked:?}"
     );
     assert_eq!(
-        ext.prompt_contribution().await.unwrap().text,
-        "echo dynamic prompt, turn 1"
+        ext.fire_hook(&fire(false), Duration::from_secs(5))
+            .await
+            .unwrap(),
+        HookOutcome::Allow
     );
+    assert_eq!(ext.prompt().await.unwrap(), "echo dynamic prompt, turn 1");
     let pong = ext.execute_command("ping", "").await.unwrap();
     assert!(pong.success);
     assert_eq!(pong.message, "pong");

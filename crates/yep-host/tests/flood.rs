@@ -11,12 +11,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use yep_host::capability::{LogLevel, RemoteError};
+use yep_host::dialect::yep::{codec, request};
+use yep_host::dialect::{PeerError, PeerFailure};
 use yep_host::process::{SpawnSpec, spawn};
 use yep_host::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Connection, ConnectionOptions, Handler,
 };
 use yep_host::{Events, Extension, NoEvents, SupervisorOptions};
-use yep_protocol::{ErrorObject, LogParams};
 
 fn flood_script() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -35,8 +37,8 @@ impl Handler for Slow {
             std::hint::spin_loop();
         }
     }
-    fn request(&self, method: &str, _: Value) -> BoxFuture<Result<Value, ErrorObject>> {
-        let err = ErrorObject::method_not_found(method);
+    fn request(&self, method: &str, _: Value) -> BoxFuture<Result<Value, RemoteError>> {
+        let err = RemoteError::new(RemoteError::METHOD_NOT_FOUND, method);
         Box::pin(async move { Err(err) })
     }
 }
@@ -52,7 +54,8 @@ fn flooding_connection(dir: &Path, mode: &str, opts: ConnectionOptions) -> (Conn
         log_path: dir.join("flood.log"),
     })
     .unwrap();
-    let conn = Connection::start_pipe(spawned.stdout, spawned.stdin, Arc::new(Slow), opts).unwrap();
+    let conn = Connection::start_pipe(spawned.stdout, spawned.stdin, Arc::new(Slow), codec(), opts)
+        .unwrap();
     (conn, spawned.process)
 }
 
@@ -82,7 +85,8 @@ async fn timeouts_and_other_tasks_run_while_a_server_floods_below_the_disconnect
         let started = std::time::Instant::now();
         let res = tokio::time::timeout(
             Duration::from_secs(20),
-            conn.call::<Value>(
+            request::<(), Value>(
+                &conn,
                 "tool/call",
                 None,
                 CallOptions::timeout(Duration::from_millis(300)),
@@ -91,7 +95,13 @@ async fn timeouts_and_other_tasks_run_while_a_server_floods_below_the_disconnect
         .await
         .expect("the call's own timeout fired");
         assert!(
-            matches!(res, Err(CallError::Timeout { .. })),
+            matches!(
+                res,
+                Err(PeerError {
+                    failure: PeerFailure::Call(CallError::Timeout { .. }),
+                    ..
+                })
+            ),
             "{mode}: {res:?}"
         );
         // A generous bound: a 300 ms timeout that takes seconds means the reader hogged the
@@ -152,7 +162,7 @@ async fn a_server_that_floods_requests_without_reading_answers_is_bounded() {
 #[derive(Default)]
 struct CountLogs(AtomicUsize);
 impl Events for CountLogs {
-    fn log(&self, _: &str, _: LogParams) {
+    fn log(&self, _: &str, _: LogLevel, _: &str) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
+use yep_host::capability::{ConfigOutcome, HookEvent, HookFiring, HookOutcome};
 use yep_host::process;
-use yep_protocol::{ConfigStatus, HookFireParams};
 
 #[tokio::test]
 async fn yep_host_drives_a_yolop_yep_server() {
@@ -23,15 +23,10 @@ async fn yep_host_drives_a_yolop_yep_server() {
     let init = ext.handshake().await.unwrap();
     assert_eq!(init.name, "yolop-fixture");
     assert_eq!(
-        init.capability_params.prompt.unwrap().static_text,
+        init.prompt.unwrap(),
         "Static prompt from a yolop-yep server."
     );
-    let tools: Vec<_> = init
-        .capability_params
-        .tools
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect();
+    let tools: Vec<_> = init.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(tools, ["echo", "fail", "slow"]);
 
     let result = ext
@@ -46,29 +41,33 @@ async fn yep_host_drives_a_yolop_yep_server() {
         .to_string();
     assert!(err.contains("fixture failure"), "{err}");
 
-    let fire = HookFireParams {
-        event: "pre_tool_use".into(),
-        tool_name: "bash".into(),
+    let fire = HookFiring {
+        event: HookEvent::PreToolUse,
+        tool: "bash".into(),
         args: json!({"forbidden": true}),
-        ..Default::default()
+        result: None,
     };
     let decision = ext.fire_hook(&fire, Duration::from_secs(5)).await.unwrap();
-    assert!(decision.block);
-    assert_eq!(decision.reason, "blocked by the yolop fixture");
-    assert_eq!(decision.modified_args, None);
+    assert_eq!(
+        decision,
+        HookOutcome::Block {
+            reason: "blocked by the yolop fixture".into(),
+            user_message: None
+        }
+    );
 
     assert_eq!(
-        ext.prompt_contribution().await.unwrap().text,
+        ext.prompt().await.unwrap(),
         "dynamic prompt from a yolop-yep server"
     );
 
     // yolop's SDK answers -32601 to what it lacks; the host reads that sensibly.
     assert_eq!(
         ext.config_changed(json!({"a": 1})).await.unwrap(),
-        ConfigStatus::RestartRequired
+        ConfigOutcome::RestartRequired
     );
     let err = ext.execute_command("ping", "").await.unwrap_err();
-    assert_eq!(err.remote().map(|e| e.code.0), Some(-32601), "{err}");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32601), "{err}");
 
     // A cancel it does not understand (-32601) still resolves our call as cancelled, and its
     // late result is dropped.

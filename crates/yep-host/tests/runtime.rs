@@ -7,11 +7,11 @@ use common::*;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use yep_host::capability::{Answer, ConfigOutcome, Question};
 use yep_host::rpc::BoxFuture;
 use yep_host::runtime::{AskSink, StatusEntry, StatusSink};
 use yep_host::store::{AlwaysYes, Home, InstallOptions};
 use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session};
-use yep_protocol::{UiAskParams, UiAskResult};
 
 struct World {
     dir: tempfile::TempDir,
@@ -673,12 +673,12 @@ impl StatusSink for Sinks {
 
 struct HeldAsk(Arc<Sinks>);
 impl AskSink for HeldAsk {
-    fn ask(&self, _: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+    fn ask(&self, _: &str, params: Question) -> BoxFuture<Answer> {
         self.0.asked.lock().unwrap().push(params.prompt.clone());
         let sinks = Arc::clone(&self.0);
         Box::pin(async move {
             sinks.gate.notified().await;
-            UiAskResult::answered(format!("answer to {}", params.prompt))
+            Answer::answered(format!("answer to {}", params.prompt))
         })
     }
 }
@@ -963,7 +963,7 @@ async fn config_changed_ok_keeps_the_process_and_restart_required_respawns_it() 
     let first = host.pid("conf").unwrap();
     assert_eq!(
         host.set_config("conf", "level", json!(3)).await.unwrap(),
-        yep_protocol::ConfigStatus::Ok
+        ConfigOutcome::Applied
     );
     assert_eq!(host.pid("conf"), Some(first), "ok keeps the process");
     assert_eq!(
@@ -976,7 +976,7 @@ async fn config_changed_ok_keeps_the_process_and_restart_required_respawns_it() 
         host.set_config("conf", "needs_restart", json!(true))
             .await
             .unwrap(),
-        yep_protocol::ConfigStatus::RestartRequired
+        ConfigOutcome::RestartRequired
     );
     let second = host.pid("conf").unwrap();
     assert_ne!(second, first, "restart-required respawns");
@@ -1313,9 +1313,9 @@ async fn an_mcp_secret_reaches_the_server_by_env_never_by_argv() {
     host.shutdown().await;
 }
 
-struct Answers(Mutex<Vec<(UiAskParams, &'static str)>>);
+struct Answers(Mutex<Vec<(Question, &'static str)>>);
 impl AskSink for Answers {
-    fn ask(&self, _: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+    fn ask(&self, _: &str, params: Question) -> BoxFuture<Answer> {
         let mut script = self.0.lock().unwrap();
         let answer = match params.prompt.split('.').nth(1).unwrap_or("") {
             p if p.starts_with("region") => "us",
@@ -1325,9 +1325,9 @@ impl AskSink for Answers {
         script.push((params, answer));
         Box::pin(async move {
             if answer.is_empty() {
-                UiAskResult::cancelled()
+                Answer::cancelled()
             } else {
-                UiAskResult::answered(answer)
+                Answer::answered(answer)
             }
         })
     }
@@ -1343,7 +1343,7 @@ async fn activate_asks_for_unset_required_fields_by_kind() {
     let answers = Arc::new(Answers(Mutex::default()));
     struct Shared(Arc<Answers>);
     impl AskSink for Shared {
-        fn ask(&self, e: &str, p: UiAskParams) -> BoxFuture<UiAskResult> {
+        fn ask(&self, e: &str, p: Question) -> BoxFuture<Answer> {
             self.0.ask(e, p)
         }
     }
@@ -1386,7 +1386,7 @@ struct Scripted {
     prompts: Mutex<Vec<String>>,
 }
 impl AskSink for Scripted {
-    fn ask(&self, _: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+    fn ask(&self, _: &str, params: Question) -> BoxFuture<Answer> {
         let mut answers = self.answers.lock().unwrap();
         let field = params.prompt.split(['.', ':']).nth(1).unwrap_or("");
         let answer = answers
@@ -1395,7 +1395,7 @@ impl AskSink for Scripted {
             .filter(|(_, a)| !a.is_empty())
             .map_or("", |(_, a)| a.remove(0));
         self.prompts.lock().unwrap().push(params.prompt);
-        Box::pin(async move { UiAskResult::answered(answer) })
+        Box::pin(async move { Answer::answered(answer) })
     }
 }
 

@@ -7,11 +7,11 @@ use serde_json::{Value, json};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use yep_host::Manifest;
+use yep_host::capability::Question;
 use yep_host::runtime::AskSink;
 use yep_host::store::Home;
 use yep_host::store::config::{self, Secret};
 use yep_host::store::summary::config_fields;
-use yep_protocol::UiAskParams;
 
 #[derive(clap::Subcommand)]
 pub enum ConfigCommand {
@@ -135,10 +135,10 @@ pub fn secret(cmd: SecretCommand, home: &Home) -> anyhow::Result<ExitCode> {
         ));
     }
     let value = if std::io::stdin().is_terminal() {
-        let params = UiAskParams {
+        let params = Question {
             prompt: format!("{name}.{field}"),
             secret: true,
-            ..UiAskParams::default()
+            ..Question::default()
         };
         read_answer(&name, &params)?
     } else {

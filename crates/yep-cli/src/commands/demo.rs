@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use yep_host::capability::{Answer, HookFiring, HookOutcome, Question, Status};
 use yep_host::manifest::HookEvent;
 use yep_host::rpc::BoxFuture;
 use yep_host::{Events, Extension, Grants, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
-use yep_protocol::{HookFireParams, StatusChangedParams, UiAskParams, UiAskResult};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -27,19 +27,20 @@ struct DemoEvents {
 }
 
 impl Events for DemoEvents {
-    fn status(&self, _: &str, status: StatusChangedParams) {
+    fn status(&self, _: &str, status: Option<Status>) {
+        let Some(status) = status else { return };
         self.statuses
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(format!("{} ({:?})", status.status, status.level).to_lowercase());
+            .push(format!("{} ({:?})", status.text, status.level).to_lowercase());
     }
 
-    fn ask(&self, _: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+    fn ask(&self, _: &str, params: Question) -> BoxFuture<Answer> {
         self.questions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(params.prompt);
-        Box::pin(async { UiAskResult::answered("blue") })
+        Box::pin(async { Answer::answered("blue") })
     }
 }
 
@@ -116,7 +117,6 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     let t = Instant::now();
     let init = ext.handshake().await?;
     let served: Vec<String> = init
-        .capability_params
         .tools
         .iter()
         .map(|t| t.name.clone())
@@ -125,8 +125,14 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     report.step(
         "spawn + handshake",
         t.elapsed(),
-        format!("`{}` speaks YEP {}, serves {} (pid {})", init.name, init.protocol_version, served.join(", "), ext.pid().unwrap_or(0)),
-        json!({"name": init.name, "protocol_version": init.protocol_version, "tools": served, "capabilities": init.capabilities}),
+        format!(
+            "`{}` speaks {}, serves {} (pid {})",
+            init.name,
+            init.wire,
+            served.join(", "),
+            ext.pid().unwrap_or(0)
+        ),
+        json!({"name": init.name, "wire": init.wire, "tools": served}),
     );
     // The server pushes its status once the handshake completes; give it a moment to land.
     for _ in 0..100 {
@@ -229,11 +235,16 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         .iter()
         .find(|h| h.event == HookEvent::PreToolUse)
         .context("the echo manifest declares a pre_tool_use hook")?;
-    let fire = |forbidden: bool| HookFireParams {
-        event: "pre_tool_use".into(),
-        tool_name: "bash".into(),
+    let fire = |forbidden: bool| HookFiring {
+        event: HookEvent::PreToolUse,
+        tool: "bash".into(),
         args: json!({"command": "rm -rf /", "forbidden": forbidden}),
-        ..Default::default()
+        result: None,
+    };
+    let describe = |outcome: &HookOutcome| match outcome {
+        HookOutcome::Block { reason, .. } => json!({"block": true, "reason": reason}),
+        HookOutcome::Rewrite(args) => json!({"block": false, "modified_args": args}),
+        HookOutcome::Allow => json!({"block": false}),
     };
     let t = Instant::now();
     let blocked = ext
@@ -247,26 +258,30 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         t.elapsed(),
         format!(
             "forbidden bash call {}: {:?}; a permitted one {}",
-            if blocked.block { "blocked" } else { "allowed" },
-            blocked.reason,
-            if allowed.block { "blocked" } else { "allowed" }
+            if describe(&blocked)["block"] == true {
+                "blocked"
+            } else {
+                "allowed"
+            },
+            describe(&blocked)["reason"].as_str().unwrap_or_default(),
+            if describe(&allowed)["block"] == true {
+                "blocked"
+            } else {
+                "allowed"
+            }
         ),
-        json!({"blocked": blocked, "allowed": allowed}),
+        json!({"blocked": describe(&blocked), "allowed": describe(&allowed)}),
     );
 
     // 6. Prompt text: static from the handshake, dynamic per turn.
     let t = Instant::now();
-    let dynamic = ext.prompt_contribution().await?;
-    let static_text = init
-        .capability_params
-        .prompt
-        .map(|p| p.static_text)
-        .unwrap_or_default();
+    let dynamic = ext.prompt().await?;
+    let static_text = init.prompt.unwrap_or_default();
     report.step(
         "prompt",
         t.elapsed(),
-        format!("static {static_text:?}; dynamic {:?}", dynamic.text),
-        json!({"static": static_text, "dynamic": dynamic.text}),
+        format!("static {static_text:?}; dynamic {dynamic:?}"),
+        json!({"static": static_text, "dynamic": dynamic}),
     );
 
     // 7. A slash command.

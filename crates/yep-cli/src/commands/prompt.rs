@@ -6,9 +6,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use yep_host::Events;
+use yep_host::capability::{Answer, LogLevel, Question, Status};
 use yep_host::rpc::BoxFuture;
 use yep_host::text::escape;
-use yep_protocol::{LogParams, StatusChangedParams, UiAskParams, UiAskResult};
 
 pub struct TerminalEvents {
     interactive: bool,
@@ -27,25 +27,28 @@ impl TerminalEvents {
 }
 
 impl Events for TerminalEvents {
-    fn status(&self, extension: &str, status: StatusChangedParams) {
-        eline!(
-            "[status] {extension}: {} ({:?})",
-            escape(&status.status),
-            status.level
-        );
+    fn status(&self, extension: &str, status: Option<Status>) {
+        match status {
+            Some(status) => eline!(
+                "[status] {extension}: {} ({:?})",
+                escape(&status.text),
+                status.level
+            ),
+            None => eline!("[status] {extension}: cleared"),
+        }
     }
 
-    fn log(&self, extension: &str, log: LogParams) {
-        eline!("[log] {extension}: {}", escape(&log.message));
+    fn log(&self, extension: &str, _level: LogLevel, message: &str) {
+        eline!("[log] {extension}: {}", escape(message));
     }
 
-    fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+    fn ask(&self, extension: &str, params: Question) -> BoxFuture<Answer> {
         if !self.interactive {
             eline!(
                 "[ask] {extension} asked \"{}\"; no terminal to answer it, so it is refused (cancelled)",
                 escape(&params.prompt)
             );
-            return Box::pin(async { UiAskResult::cancelled() });
+            return Box::pin(async { Answer::cancelled() });
         }
         ask_on_thread(
             extension,
@@ -64,10 +67,10 @@ type Abandoned = Box<dyn Fn() -> bool + Send>;
 /// Ctrl-C) without it.
 fn ask_on_thread(
     extension: &str,
-    params: UiAskParams,
+    params: Question,
     asking: Arc<Mutex<()>>,
     abandoned: Abandoned,
-) -> BoxFuture<UiAskResult> {
+) -> BoxFuture<Answer> {
     let extension = extension.to_string();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let spawned = std::thread::Builder::new()
@@ -76,13 +79,13 @@ fn ask_on_thread(
             let _one = asking.lock().unwrap_or_else(|p| p.into_inner());
             let _ = tx.send(
                 ask_at_terminal(&extension, &params, &*abandoned)
-                    .unwrap_or_else(|_| UiAskResult::cancelled()),
+                    .unwrap_or_else(|_| Answer::cancelled()),
             );
         });
     Box::pin(async move {
         match spawned {
-            Ok(_) => rx.await.unwrap_or_else(|_| UiAskResult::cancelled()),
-            Err(_) => UiAskResult::cancelled(),
+            Ok(_) => rx.await.unwrap_or_else(|_| Answer::cancelled()),
+            Err(_) => Answer::cancelled(),
         }
     })
 }
@@ -110,7 +113,7 @@ impl TerminalAsk {
 }
 
 impl yep_host::runtime::AskSink for TerminalAsk {
-    fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+    fn ask(&self, extension: &str, params: Question) -> BoxFuture<Answer> {
         let generation = Arc::clone(&self.generation);
         let asked_at = generation.load(Ordering::Acquire);
         let abandoned = Box::new(move || generation.load(Ordering::Acquire) != asked_at);
@@ -119,7 +122,7 @@ impl yep_host::runtime::AskSink for TerminalAsk {
 }
 
 /// Ask at the terminal and return the answer, or `None` when dismissed.
-pub fn read_answer(extension: &str, params: &UiAskParams) -> std::io::Result<Option<String>> {
+pub fn read_answer(extension: &str, params: &Question) -> std::io::Result<Option<String>> {
     let r = ask_at_terminal(extension, params, &|| false)?;
     Ok((!r.cancelled).then_some(r.answer))
 }
@@ -129,9 +132,9 @@ const OPTION_ATTEMPTS: usize = 3;
 
 fn ask_at_terminal(
     extension: &str,
-    params: &UiAskParams,
+    params: &Question,
     abandoned: &dyn Fn() -> bool,
-) -> std::io::Result<UiAskResult> {
+) -> std::io::Result<Answer> {
     let mut err = std::io::stderr().lock();
     writeln!(
         err,
@@ -158,10 +161,10 @@ fn ask_at_terminal(
             read_line(abandoned)?
         };
         let Some(answer) = line.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()) else {
-            return Ok(UiAskResult::cancelled());
+            return Ok(Answer::cancelled());
         };
         if params.options.is_empty() {
-            return Ok(UiAskResult::answered(answer));
+            return Ok(Answer::answered(answer));
         }
         // A number picks by position; otherwise the text must be one of the options.
         let picked = answer
@@ -170,7 +173,7 @@ fn ask_at_terminal(
             .and_then(|n| params.options.get(n.wrapping_sub(1)))
             .or_else(|| params.options.iter().find(|o| **o == answer));
         if let Some(option) = picked {
-            return Ok(UiAskResult::answered(option.clone()));
+            return Ok(Answer::answered(option.clone()));
         }
         eline!(
             "{} is not one of: {}",
@@ -184,7 +187,7 @@ fn ask_at_terminal(
         );
     }
     eline!("no valid answer; left unanswered");
-    Ok(UiAskResult::cancelled())
+    Ok(Answer::cancelled())
 }
 
 /// Write `text` to stderr without a newline (a prompt), flushed.

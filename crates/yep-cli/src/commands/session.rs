@@ -10,12 +10,12 @@ use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
+use yep_host::capability::{Answer, Question};
 use yep_host::rpc::BoxFuture;
 use yep_host::runtime::AskSink;
 use yep_host::store::Home;
 use yep_host::text::{escape, escape_multiline};
 use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink};
-use yep_protocol::{UiAskParams, UiAskResult};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,9 +31,9 @@ pub struct Args {
 struct Scripted(Mutex<std::collections::VecDeque<String>>);
 
 impl AskSink for Scripted {
-    fn ask(&self, _: &str, _: UiAskParams) -> BoxFuture<UiAskResult> {
+    fn ask(&self, _: &str, _: Question) -> BoxFuture<Answer> {
         let next = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-        Box::pin(async move { next.map_or_else(UiAskResult::cancelled, UiAskResult::answered) })
+        Box::pin(async move { next.map_or_else(Answer::cancelled, Answer::answered) })
     }
 }
 

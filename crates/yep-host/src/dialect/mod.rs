@@ -1,4 +1,221 @@
-//! Wire dialects. Each adapts its frames to the host's capability model; nothing above this
-//! layer knows which wire a server speaks. YEP 1.0 is the one spoken today.
+//! Wire dialects. Each adapts one wire's frames to the host's capability model
+//! ([`crate::capability`]); nothing above this layer knows which wire a server speaks.
+//!
+//! A [`Dialect`] opens a started server's byte streams and shakes hands, which yields a
+//! [`Peer`]: the live server in capability terms. The supervisor starts and stops processes;
+//! the runtime calls a `Peer` and never asks which dialect it holds. YEP 1.0 is
+//! [`yep::Yep`].
 
 pub mod yep;
+
+use crate::capability::{
+    CommandResult, ConfigOutcome, Events, Grants, HookFiring, HookOutcome, Offer, ToolCall,
+    TraceEvent,
+};
+use crate::rpc::{CallError, CloseReason, ConnectionOptions};
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// A future borrowed from a [`Peer`].
+pub type PeerFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A started server's byte streams.
+pub enum Streams {
+    /// A child's pipes: a lone caller busy-polls them for its answer.
+    Pipe {
+        stdout: tokio::process::ChildStdout,
+        stdin: tokio::process::ChildStdin,
+    },
+    /// Any other reader and writer (in memory, a socket).
+    Other {
+        reader: Box<dyn AsyncRead + Send + Unpin>,
+        writer: Box<dyn AsyncWrite + Send + Unpin>,
+    },
+}
+
+impl Streams {
+    /// A multiplexed connection over these streams, read with `codec`.
+    pub fn connect(
+        self,
+        handler: Arc<dyn crate::rpc::Handler>,
+        codec: Arc<dyn crate::rpc::Codec>,
+        opts: ConnectionOptions,
+    ) -> std::io::Result<crate::rpc::Connection> {
+        use crate::rpc::Connection;
+        match self {
+            Streams::Pipe { stdout, stdin } => {
+                Connection::start_pipe(stdout, stdin, handler, codec, opts)
+            }
+            Streams::Other { reader, writer } => {
+                Ok(Connection::start(reader, writer, handler, codec, opts))
+            }
+        }
+    }
+}
+
+/// What the host tells a server as it starts it.
+#[derive(Debug, Clone)]
+pub struct Hello {
+    /// The extension's name (the manifest's).
+    pub extension: String,
+    pub session_id: String,
+    pub workspace_root: String,
+    /// The plain config (secrets never).
+    pub config: Value,
+    /// What the manifest lets the server push back at the user.
+    pub grants: Grants,
+    /// How long the handshake may take.
+    pub timeout: Duration,
+}
+
+/// One wire.
+pub trait Dialect: Send + Sync + 'static {
+    /// The wire's name, for logs.
+    fn name(&self) -> &'static str;
+
+    /// Connect over a started server's `streams` and shake hands. What the server pushes goes
+    /// to `events` (already clamped to the manifest's grants).
+    fn open(
+        &self,
+        streams: Streams,
+        hello: Hello,
+        events: Arc<dyn Events>,
+        opts: ConnectionOptions,
+    ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>>;
+}
+
+/// A live, handshaken server, in capability terms.
+pub trait Peer: Send + Sync + 'static {
+    /// What it offered in the handshake.
+    fn offer(&self) -> &Offer;
+
+    /// Call a tool; updates stream to `call.updates` and reset the timeout; `call.cancel`
+    /// (or dropping the future) cancels on the wire.
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<Value, PeerError>>;
+
+    fn fire_hook(
+        &self,
+        firing: &HookFiring,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>>;
+
+    /// The prompt text for this turn.
+    fn prompt(&self, timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>>;
+
+    fn command(
+        &self,
+        name: &str,
+        arguments: &str,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<CommandResult, PeerError>>;
+
+    /// New plain config. A server that cannot take it live answers `RestartRequired`.
+    fn config_changed(
+        &self,
+        config: Value,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<ConfigOutcome, PeerError>>;
+
+    /// The workspace moved. Never awaits an answer.
+    fn workspace_changed(&self, root: &str) -> PeerFuture<'_, Result<(), PeerError>>;
+
+    /// A trace event. Never awaits an answer.
+    fn trace(&self, event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>>;
+
+    /// Resolves once the server has handled everything sent before it (the trace flush).
+    fn barrier(&self, timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>>;
+
+    /// Any request by its wire name, for conformance tools like `yep doctor`.
+    fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<Value, PeerError>>;
+
+    /// Ask the server to stop and close our writing half; each step bounded by `grace`.
+    fn shutdown(&self, grace: Duration) -> PeerFuture<'_, ()>;
+
+    /// Close the connection; pending calls fail with `reason`.
+    fn close(&self, reason: CloseReason);
+
+    /// Why it closed, once it has.
+    fn close_reason(&self) -> Option<CloseReason>;
+
+    /// Resolves when the connection closes, with the reason.
+    fn closed(&self) -> PeerFuture<'_, CloseReason>;
+}
+
+/// Why a call on a [`Peer`] failed.
+#[derive(Debug, thiserror::Error)]
+#[error("`{method}`: {failure}")]
+pub struct PeerError {
+    /// The wire's name for what was asked.
+    pub method: String,
+    pub failure: PeerFailure,
+}
+
+/// What went wrong with a call on a [`Peer`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PeerFailure {
+    #[error(transparent)]
+    Call(CallError),
+    /// The answer came but does not say what the wire says it must.
+    #[error(
+        "answered a malformed result ({message}): {}",
+        crate::text::escape(preview)
+    )]
+    Malformed { message: String, preview: String },
+}
+
+impl PeerError {
+    pub fn call(method: &str, error: CallError) -> PeerError {
+        PeerError {
+            method: method.to_string(),
+            failure: PeerFailure::Call(error),
+        }
+    }
+
+    /// `value` did not decode as the wire's answer to `method`.
+    pub fn malformed(method: &str, message: impl std::fmt::Display, value: &Value) -> PeerError {
+        let text = value.to_string();
+        let preview = match text.char_indices().nth(200) {
+            Some((i, _)) => format!("{}…", &text[..i]),
+            None => text,
+        };
+        PeerError {
+            method: method.to_string(),
+            failure: PeerFailure::Malformed {
+                message: message.to_string(),
+                preview,
+            },
+        }
+    }
+}
+
+/// Why a handshake failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HandshakeError {
+    #[error("{0}")]
+    Call(#[from] CallError),
+    #[error("the server speaks {wire} {version:?}, incompatible with this host ({ours})")]
+    Incompatible {
+        wire: &'static str,
+        version: String,
+        ours: String,
+    },
+    #[error("the handshake answer is malformed: {0}")]
+    Malformed(String),
+    #[error("the connection could not start: {0}")]
+    Io(#[from] std::io::Error),
+}

@@ -1,73 +1,471 @@
-//! YEP 1.0: the handshake, and the server → host traffic routed to [`Events`].
+//! YEP 1.0, the wire yolop speaks: ndjson JSON-RPC-shaped frames. This module is everything
+//! YEP-specific in the host: the handshake, the typed calls, `tool/update` routing by
+//! `request_id`, `cancel {id}`, and the server's notifications and requests mapped to
+//! [`Events`].
 
-use crate::rpc::{BoxFuture, CallError, CallOptions, Connection, Handler};
-use crate::supervisor::Grants;
+use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
+use crate::capability::{
+    Answer, CommandResult, ConfigOutcome, Events, Grants, HookEvent, HookFiring, HookOutcome,
+    LogLevel, Offer, OfferedTool, Question, RemoteError, Status, StatusLevel, ToolCall, TraceEvent,
+};
+use crate::rpc::{
+    BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
+    Handler, Id,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use yep_protocol::methods::{INITIALIZE, INITIALIZED};
+use yep_protocol::methods::{
+    CANCEL, COMMAND_EXECUTE, CONFIG_CHANGED, EXIT, HOOK_FIRE, INITIALIZE, INITIALIZED,
+    PROMPT_CONTRIBUTION, SHUTDOWN, TOOL_CALL, TOOL_UPDATE, TRACE_EVENT, WORKSPACE_CHANGED,
+};
 use yep_protocol::{
-    ErrorObject, InitializeParams, InitializeResult, LogParams, PROTOCOL_VERSION,
-    ServerNotification, ServerRequest, StatusChangedParams, UiAskParams, UiAskResult,
-    version_compatible,
+    CancelParams, CommandExecuteParams, CommandExecuteResult, ConfigChangedParams,
+    ConfigChangedResult, ConfigStatus, ErrorCode, ErrorObject, HookDecision, HookFireParams,
+    InitializeParams, InitializeResult, Message, PROTOCOL_VERSION, PromptContribution,
+    ServerNotification, ServerRequest, ToolCallParams, ToolUpdateParams, TraceEventParams,
+    UiAskParams, UiAskResult, WorkspaceChangedParams, error_line, notification_line, request_line,
+    result_line, version_compatible,
 };
 
 /// Feature tokens this host always advertises in `initialize`; `ui_ask` and `status` are
 /// added when the manifest grants them.
 pub const HOST_CAPABILITIES: &[&str] = &["streaming", "cancel"];
 
-/// What a server pushes to the host. Every method has a default, so implement what you show.
-pub trait Events: Send + Sync + 'static {
-    /// `status/changed`: a status-bar string (empty clears).
-    fn status(&self, extension: &str, status: StatusChangedParams) {
-        tracing::info!(extension, level = ?status.level, "status: {}", status.status);
+/// The YEP 1.0 dialect.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Yep;
+
+impl Dialect for Yep {
+    fn name(&self) -> &'static str {
+        "YEP"
     }
 
-    /// `log`: a log line from the server.
-    fn log(&self, extension: &str, log: LogParams) {
-        let level = log.level.as_deref().unwrap_or("info");
-        match level {
-            "error" => tracing::error!(extension, "{}", log.message),
-            "warn" => tracing::warn!(extension, "{}", log.message),
-            "debug" | "trace" => tracing::debug!(extension, "{}", log.message),
-            _ => tracing::info!(extension, "{}", log.message),
-        }
-    }
-
-    /// `ui/ask`: ask the user. Without a prompt surface, answer `cancelled` (the default).
-    fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
-        tracing::info!(
-            extension,
-            "no prompt surface; refusing ui/ask: {}",
-            params.prompt
-        );
-        Box::pin(async { UiAskResult::cancelled() })
+    fn open(
+        &self,
+        streams: Streams,
+        hello: Hello,
+        events: Arc<dyn Events>,
+        opts: ConnectionOptions,
+    ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
+        Box::pin(async move {
+            let router = Arc::new(EventRouter {
+                extension: hello.extension.clone(),
+                events,
+            });
+            let conn = streams.connect(router, codec(), opts)?;
+            let params = initialize_params(
+                &hello.session_id,
+                &hello.workspace_root,
+                hello.config.clone(),
+                hello.grants,
+            );
+            match handshake(&conn, &params, hello.timeout).await {
+                Ok(init) => Ok(Arc::new(YepPeer::new(conn, init, hello)) as Arc<dyn Peer>),
+                Err(err) => {
+                    conn.close(CloseReason::Shutdown);
+                    Err(err)
+                }
+            }
+        })
     }
 }
 
-/// Events that go to the log only, and questions that are refused.
-pub struct NoEvents;
-impl Events for NoEvents {}
+/// YEP's framing, for [`Connection`]s that speak YEP.
+pub fn codec() -> Arc<dyn Codec> {
+    Arc::new(YepCodec)
+}
 
-/// Adapts the rpc layer's untyped traffic to [`Events`] for one extension.
-pub(crate) struct EventRouter {
-    pub(crate) extension: String,
-    pub(crate) events: Arc<dyn Events>,
-    pub(crate) grants: Grants,
+struct YepCodec;
+
+impl Codec for YepCodec {
+    fn decode(&self, line: &[u8]) -> Result<Frame, String> {
+        Ok(match Message::parse(line).map_err(|e| e.to_string())? {
+            Message::Response(resp) => Frame::Response {
+                id: Id::Num(resp.id),
+                result: resp.result.map_err(remote),
+            },
+            Message::Notification(n) if n.method == TOOL_UPDATE => {
+                let update: ToolUpdateParams = serde_json::from_value(n.params).unwrap_or_default();
+                Frame::Progress {
+                    id: Id::Num(update.request_id),
+                    output: update.output,
+                }
+            }
+            Message::Notification(n) => Frame::Notification {
+                method: n.method,
+                params: n.params,
+            },
+            Message::Request(req) => Frame::Request {
+                id: Id::Num(req.id),
+                method: req.method,
+                params: req.params,
+            },
+        })
+    }
+
+    fn answer(&self, id: &Id, result: Result<Value, RemoteError>) -> String {
+        let Id::Num(id) = *id else {
+            unreachable!("YEP requests carry numeric ids")
+        };
+        match result {
+            Ok(v) => result_line(id, &v),
+            Err(e) => error_line(id, &error_object(e)),
+        }
+    }
+
+    fn cancel(&self, id: &Id, fresh: Id) -> Option<String> {
+        let (Id::Num(id), Id::Num(fresh)) = (id, fresh) else {
+            return None;
+        };
+        Some(request_line(fresh, CANCEL, Some(&CancelParams { id: *id })))
+    }
+}
+
+fn remote(e: ErrorObject) -> RemoteError {
+    RemoteError {
+        code: e.code.0,
+        message: e.message,
+        retryable: e.retryable,
+        data: e.data,
+    }
+}
+
+fn error_object(e: RemoteError) -> ErrorObject {
+    ErrorObject {
+        code: ErrorCode(e.code),
+        message: e.message,
+        retryable: e.retryable,
+        data: e.data,
+    }
+}
+
+/// A request on a YEP connection, decoded as `R`.
+pub async fn request<P: Serialize, R: DeserializeOwned>(
+    conn: &Connection,
+    method: &str,
+    params: Option<&P>,
+    opts: CallOptions,
+) -> Result<R, PeerError> {
+    let value = conn
+        .call(method, |id| request_line(num(id), method, params), opts)
+        .await
+        .map_err(|e| PeerError::call(method, e))?;
+    R::deserialize(&value).map_err(|e| PeerError::malformed(method, e, &value))
+}
+
+/// A notification on a YEP connection.
+pub async fn notify<P: Serialize>(
+    conn: &Connection,
+    method: &str,
+    params: Option<&P>,
+) -> Result<(), CallError> {
+    conn.send(notification_line(method, params)).await
+}
+
+fn num(id: &Id) -> u64 {
+    match id {
+        Id::Num(n) => *n,
+        Id::Str(_) => unreachable!("the YEP codec numbers its requests"),
+    }
+}
+
+/// A live YEP server.
+pub struct YepPeer {
+    conn: Connection,
+    offer: Offer,
+    /// What the handshake answered, verbatim.
+    pub init: InitializeResult,
+    extension: String,
+    session_id: String,
+    next_call: AtomicU64,
+}
+
+impl YepPeer {
+    fn new(conn: Connection, init: InitializeResult, hello: Hello) -> YepPeer {
+        let offer = Offer {
+            name: init.name.clone(),
+            wire: format!("YEP {}", init.protocol_version),
+            tools: init
+                .capability_params
+                .tools
+                .iter()
+                .map(|t| OfferedTool::named(&t.name))
+                .collect(),
+            prompt: init
+                .capability_params
+                .prompt
+                .as_ref()
+                .map(|p| p.static_text.clone()),
+            dynamic_prompt: init.capabilities.iter().any(|c| c == "dynamic_prompt"),
+            commands: Vec::new(),
+            hooks: Vec::new(),
+            grants: Grants {
+                ui_ask: init.capabilities.iter().any(|c| c == "ui_ask"),
+                status: init.capabilities.iter().any(|c| c == "status"),
+            },
+        };
+        YepPeer {
+            conn,
+            offer,
+            init,
+            extension: hello.extension,
+            session_id: hello.session_id,
+            next_call: AtomicU64::new(1),
+        }
+    }
+
+    /// The connection, for conformance tools that look at the wire itself.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl Peer for YepPeer {
+    fn offer(&self) -> &Offer {
+        &self.offer
+    }
+
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+        let params = ToolCallParams {
+            tool_call_id: format!(
+                "{}-{}",
+                self.extension,
+                self.next_call.fetch_add(1, Ordering::Relaxed)
+            ),
+            name: call.tool,
+            args: call.args,
+        };
+        let opts = CallOptions {
+            timeout: Some(timeout),
+            updates: Some(call.updates.unwrap_or_else(|| Arc::new(|_: &str| {}))),
+            cancel: call.cancel,
+        };
+        Box::pin(async move { request(&self.conn, TOOL_CALL, Some(&params), opts).await })
+    }
+
+    fn fire_hook(
+        &self,
+        firing: &HookFiring,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>> {
+        let params = HookFireParams {
+            event: match firing.event {
+                HookEvent::PreToolUse => "pre_tool_use",
+                HookEvent::PostToolUse => "post_tool_use",
+            }
+            .into(),
+            tool_name: firing.tool.clone(),
+            args: firing.args.clone(),
+            result: firing.result.clone(),
+        };
+        Box::pin(async move {
+            let d: HookDecision = request(
+                &self.conn,
+                HOOK_FIRE,
+                Some(&params),
+                CallOptions::timeout(timeout),
+            )
+            .await?;
+            Ok(if d.block {
+                HookOutcome::Block {
+                    reason: d.reason,
+                    user_message: d.user_message,
+                }
+            } else {
+                match d.modified_args {
+                    Some(args) => HookOutcome::Rewrite(args),
+                    None => HookOutcome::Allow,
+                }
+            })
+        })
+    }
+
+    fn prompt(&self, timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>> {
+        Box::pin(async move {
+            let c: PromptContribution = request::<(), _>(
+                &self.conn,
+                PROMPT_CONTRIBUTION,
+                None,
+                CallOptions::timeout(timeout),
+            )
+            .await?;
+            Ok(c.text)
+        })
+    }
+
+    fn command(
+        &self,
+        name: &str,
+        arguments: &str,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<CommandResult, PeerError>> {
+        let params = CommandExecuteParams {
+            name: name.into(),
+            arguments: arguments.into(),
+        };
+        Box::pin(async move {
+            let r: CommandExecuteResult = request(
+                &self.conn,
+                COMMAND_EXECUTE,
+                Some(&params),
+                CallOptions::timeout(timeout),
+            )
+            .await?;
+            Ok(CommandResult {
+                success: r.success,
+                message: r.message,
+            })
+        })
+    }
+
+    fn config_changed(
+        &self,
+        config: Value,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<ConfigOutcome, PeerError>> {
+        let params = ConfigChangedParams { config };
+        Box::pin(async move {
+            let answer = request::<_, Value>(
+                &self.conn,
+                CONFIG_CHANGED,
+                Some(&params),
+                CallOptions::timeout(timeout),
+            )
+            .await;
+            match answer {
+                Ok(v) => Ok(match ConfigChangedResult::from_wire(&v).status {
+                    ConfigStatus::Ok => ConfigOutcome::Applied,
+                    ConfigStatus::RestartRequired => ConfigOutcome::RestartRequired,
+                }),
+                // A server that does not know the method takes new config by a restart.
+                Err(PeerError {
+                    failure: super::PeerFailure::Call(CallError::Remote(e)),
+                    ..
+                }) if e.is_method_not_found() => Ok(ConfigOutcome::RestartRequired),
+                Err(err) => Err(err),
+            }
+        })
+    }
+
+    fn workspace_changed(&self, root: &str) -> PeerFuture<'_, Result<(), PeerError>> {
+        let params = WorkspaceChangedParams {
+            workspace_root: root.into(),
+        };
+        Box::pin(async move {
+            notify(&self.conn, WORKSPACE_CHANGED, Some(&params))
+                .await
+                .map_err(|e| PeerError::call(WORKSPACE_CHANGED, e))
+        })
+    }
+
+    fn trace(&self, event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>> {
+        let params = TraceEventParams {
+            event_type: event.event_type.clone(),
+            id: event.id.clone(),
+            ts: event.ts.clone(),
+            session_id: self.session_id.clone(),
+            context: event.context.clone(),
+            data: event.data.clone(),
+            metadata: event.metadata.clone(),
+        };
+        Box::pin(async move {
+            notify(&self.conn, TRACE_EVENT, Some(&params))
+                .await
+                .map_err(|e| PeerError::call(TRACE_EVENT, e))
+        })
+    }
+
+    fn barrier(&self, timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>> {
+        // A server handles its input in order: the answer to `shutdown` comes after every
+        // trace event sent before it.
+        Box::pin(async move {
+            request::<(), Value>(&self.conn, SHUTDOWN, None, CallOptions::timeout(timeout))
+                .await
+                .map(drop)
+        })
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+        let method = method.to_string();
+        Box::pin(async move {
+            request(
+                &self.conn,
+                &method,
+                params.as_ref(),
+                CallOptions::timeout(timeout),
+            )
+            .await
+        })
+    }
+
+    fn shutdown(&self, grace: Duration) -> PeerFuture<'_, ()> {
+        Box::pin(async move {
+            if !self.conn.is_closed() {
+                let _ =
+                    request::<(), Value>(&self.conn, SHUTDOWN, None, CallOptions::timeout(grace))
+                        .await;
+                let _ = tokio::time::timeout(grace, notify::<()>(&self.conn, EXIT, None)).await;
+            }
+            let _ = tokio::time::timeout(grace, self.conn.close_write()).await;
+        })
+    }
+
+    fn close(&self, reason: CloseReason) {
+        self.conn.close(reason);
+    }
+
+    fn close_reason(&self) -> Option<CloseReason> {
+        self.conn.close_reason()
+    }
+
+    fn closed(&self) -> PeerFuture<'_, CloseReason> {
+        Box::pin(self.conn.closed())
+    }
+}
+
+/// Adapts a YEP server's notifications and requests to [`Events`] for one extension.
+struct EventRouter {
+    extension: String,
+    events: Arc<dyn Events>,
 }
 
 impl Handler for EventRouter {
     fn notification(&self, method: &str, params: Value) {
         match ServerNotification::parse(method, params) {
-            Ok(ServerNotification::StatusChanged(s)) if self.grants.status => {
-                self.events.status(&self.extension, s)
+            Ok(ServerNotification::StatusChanged(s)) => {
+                let status = (!s.status.is_empty()).then_some(Status {
+                    text: s.status,
+                    level: match s.level {
+                        yep_protocol::StatusLevel::Ok => StatusLevel::Ok,
+                        yep_protocol::StatusLevel::Warn => StatusLevel::Warn,
+                        yep_protocol::StatusLevel::Error => StatusLevel::Error,
+                    },
+                    detail: s.detail,
+                });
+                self.events.status(&self.extension, status)
             }
-            Ok(ServerNotification::StatusChanged(s)) => tracing::info!(
-                extension = %self.extension,
-                "ignoring status/changed (the manifest does not declare `status`): {}",
-                s.status
-            ),
-            Ok(ServerNotification::Log(l)) => self.events.log(&self.extension, l),
+            Ok(ServerNotification::Log(l)) => {
+                let level = match l.level.as_deref().unwrap_or("info") {
+                    "error" => LogLevel::Error,
+                    "warn" => LogLevel::Warn,
+                    "debug" | "trace" => LogLevel::Debug,
+                    _ => LogLevel::Info,
+                };
+                self.events.log(&self.extension, level, &l.message)
+            }
             Ok(other) => {
                 tracing::debug!(extension = %self.extension, "ignoring notification {}", other.method())
             }
@@ -77,44 +475,38 @@ impl Handler for EventRouter {
         }
     }
 
-    fn request(&self, method: &str, params: Value) -> BoxFuture<Result<Value, ErrorObject>> {
+    fn request(&self, method: &str, params: Value) -> BoxFuture<Result<Value, RemoteError>> {
         match ServerRequest::parse(method, params) {
-            Ok(ServerRequest::UiAsk(ask)) if !self.grants.ui_ask => {
-                tracing::warn!(
-                    extension = %self.extension,
-                    "refusing ui/ask (the manifest does not declare `ui_ask`): {}",
-                    ask.prompt
-                );
-                Box::pin(async {
-                    Ok(serde_json::to_value(UiAskResult::cancelled()).unwrap_or(Value::Null))
+            Ok(ServerRequest::UiAsk(ask)) => {
+                let fut = self.events.ask(&self.extension, question(ask));
+                Box::pin(async move {
+                    let answer: Answer = fut.await;
+                    Ok(serde_json::to_value(UiAskResult {
+                        answer: answer.answer,
+                        cancelled: answer.cancelled,
+                    })
+                    .unwrap_or(Value::Null))
                 })
             }
-            Ok(ServerRequest::UiAsk(ask)) => {
-                let fut = self.events.ask(&self.extension, ask);
-                Box::pin(async move { Ok(serde_json::to_value(fut.await).unwrap_or(Value::Null)) })
-            }
             Ok(other) => {
-                let err = ErrorObject::method_not_found(other.method());
+                let err = remote(ErrorObject::method_not_found(other.method()));
                 Box::pin(async move { Err(err) })
             }
             Err(err) => {
-                let err = ErrorObject::invalid_params(method, err);
+                let err = remote(ErrorObject::invalid_params(method, err));
                 Box::pin(async move { Err(err) })
             }
         }
     }
 }
 
-/// Why a handshake failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HandshakeError {
-    #[error("initialize failed: {0}")]
-    Call(#[from] CallError),
-    #[error("the server speaks YEP {0:?}, incompatible with this host ({PROTOCOL_VERSION})")]
-    Incompatible(String),
-    #[error("the initialize result is malformed: {0}")]
-    Malformed(String),
+fn question(ask: UiAskParams) -> Question {
+    Question {
+        prompt: ask.prompt,
+        placeholder: ask.placeholder,
+        secret: ask.secret,
+        options: ask.options,
+    }
 }
 
 /// `initialize`, the version check, then `initialized`.
@@ -124,14 +516,22 @@ pub async fn handshake(
     timeout: Duration,
 ) -> Result<InitializeResult, HandshakeError> {
     let raw = conn
-        .call(INITIALIZE, Some(params), CallOptions::timeout(timeout))
+        .call(
+            INITIALIZE,
+            |id| request_line(num(id), INITIALIZE, Some(params)),
+            CallOptions::timeout(timeout),
+        )
         .await?;
     let result: InitializeResult =
         serde_json::from_value(raw).map_err(|e| HandshakeError::Malformed(e.to_string()))?;
     if !version_compatible(&result.protocol_version) {
-        return Err(HandshakeError::Incompatible(result.protocol_version));
+        return Err(HandshakeError::Incompatible {
+            wire: "YEP",
+            version: result.protocol_version,
+            ours: PROTOCOL_VERSION.to_string(),
+        });
     }
-    conn.notify::<()>(INITIALIZED, None).await?;
+    notify::<()>(conn, INITIALIZED, None).await?;
     Ok(result)
 }
 

@@ -1,21 +1,21 @@
-//! A multiplexed YEP connection over any async reader/writer pair.
+//! A multiplexed, wire-neutral connection over any async reader/writer pair.
 //!
 //! The caller's task writes its request line itself (under a lock) and awaits a oneshot; one
 //! reader task resolves that oneshot directly when the response arrives. That keeps a call to
-//! one hop each way. `tool/update` notifications are routed by `request_id` to the call's
-//! update sink and count as activity for its timeout. Everything else the server sends goes
-//! to a [`Handler`].
+//! one hop each way. The dialect's [`Codec`] reads each line: a response, progress for a call
+//! (routed by id to the call's update sink; it counts as activity for its timeout), or a
+//! notification or request from the server, which go to a [`Handler`]. The codec also writes
+//! answers and cancels; the dialect renders its own requests. This module knows no method
+//! names and no wire format.
 //!
 //! Over a child's pipes ([`Connection::start_pipe`]), a caller alone in flight busy-polls the
 //! pipe for its answer for a few microseconds before sleeping (see `pipe`).
 
 mod pipe;
 
-use serde::Serialize;
+use crate::capability::RemoteError;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,29 +23,71 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWrite
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use yep_protocol::methods::{CANCEL, TOOL_UPDATE};
-use yep_protocol::{
-    CancelParams, ErrorObject, Message, ToolUpdateParams, error_line, notification_line,
-    request_line, result_line,
-};
 
-/// Receives streamed `tool/update` output for one call. Runs on the reader task: keep it cheap.
-pub type UpdateSink = Arc<dyn Fn(&str) + Send + Sync>;
+pub use crate::capability::{BoxFuture, UpdateSink};
 
-/// A boxed future, for handler answers.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+/// A request id, a number or a string, as the wire carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Id {
+    Num(u64),
+    Str(Arc<str>),
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Id::Num(n) => write!(f, "{n}"),
+            Id::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// One line from the server, as a [`Codec`] reads it.
+#[derive(Debug)]
+pub enum Frame {
+    /// The answer to the host's request `id`.
+    Response {
+        id: Id,
+        result: Result<Value, RemoteError>,
+    },
+    /// Streamed output for the host's request `id`, still running.
+    Progress { id: Id, output: String },
+    /// Anything else the server says unasked.
+    Notification { method: String, params: Value },
+    /// The server asks the host something; the answer goes back with `id`.
+    Request {
+        id: Id,
+        method: String,
+        params: Value,
+    },
+}
+
+/// A wire's framing rules, given by its dialect: which line is what, and how answers and
+/// cancels are written. Runs on the reader: keep it cheap.
+pub trait Codec: Send + Sync + 'static {
+    /// Read one line (without its newline). An error skips the line as malformed.
+    fn decode(&self, line: &[u8]) -> Result<Frame, String>;
+    /// The id of the host's `n`th request on this connection.
+    fn id(&self, n: u64) -> Id {
+        Id::Num(n)
+    }
+    /// The line answering the server's request `id`.
+    fn answer(&self, id: &Id, result: Result<Value, RemoteError>) -> String;
+    /// The line that cancels the host's request `id`, or `None` when the wire cannot cancel.
+    /// `fresh` is an unused id, for a wire whose cancel is itself a request.
+    fn cancel(&self, id: &Id, fresh: Id) -> Option<String>;
+}
 
 /// The default cap on one incoming line.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
 
-/// What the server sends besides responses.
+/// What the server sends besides responses and progress.
 pub trait Handler: Send + Sync + 'static {
-    /// A notification other than a correlated `tool/update`. Runs on the reader task, in
-    /// arrival order: keep it cheap.
+    /// A notification. Runs on the reader task, in arrival order: keep it cheap.
     fn notification(&self, method: &str, params: Value);
     /// A reverse request. The future runs on its own task, so a slow answer (a human typing)
     /// never stalls the reader.
-    fn request(&self, method: &str, params: Value) -> BoxFuture<Result<Value, ErrorObject>>;
+    fn request(&self, method: &str, params: Value) -> BoxFuture<Result<Value, RemoteError>>;
 }
 
 /// Why a connection closed.
@@ -80,8 +122,8 @@ pub enum CloseReason {
 pub enum CallError {
     /// The server answered with an error.
     #[error("{0}")]
-    Remote(ErrorObject),
-    /// The caller cancelled; `cancel` went on the wire.
+    Remote(RemoteError),
+    /// The caller cancelled; the wire's cancel was sent.
     #[error("cancelled")]
     Cancelled,
     #[error("`{method}` timed out after {} ms", after.as_millis())]
@@ -97,9 +139,9 @@ pub enum CallError {
 pub struct CallOptions {
     /// Fail the call after this long without a response (or, with `updates`, without progress).
     pub timeout: Option<Duration>,
-    /// Where `tool/update` progress for this call goes. Progress also resets the timeout.
+    /// Where progress for this call goes. Progress also resets the timeout.
     pub updates: Option<UpdateSink>,
-    /// Cancel the call: `cancel {id}` is sent and the call resolves [`CallError::Cancelled`].
+    /// Cancel the call: the wire's cancel is sent and the call resolves [`CallError::Cancelled`].
     pub cancel: Option<CancellationToken>,
 }
 
@@ -228,7 +270,7 @@ struct Activity {
 
 #[derive(Default)]
 struct Pending {
-    slots: HashMap<u64, Slot>,
+    slots: HashMap<Id, Slot>,
     closed: Option<CloseReason>,
 }
 
@@ -242,6 +284,7 @@ struct Inner {
     /// Cancelled on close: reverse-request tasks stop waiting for an answer nobody can send.
     closing: CancellationToken,
     handler: Arc<dyn Handler>,
+    codec: Arc<dyn Codec>,
     /// The read side, when it is a pipe a caller may busy-poll.
     pipe: Option<pipe::PipeInput>,
     tap: Option<Tap>,
@@ -265,13 +308,14 @@ impl Connection {
         reader: R,
         writer: W,
         handler: Arc<dyn Handler>,
+        codec: Arc<dyn Codec>,
         opts: ConnectionOptions,
     ) -> Connection
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let conn = Connection::new(Box::new(writer), handler, &opts, None);
+        let conn = Connection::new(Box::new(writer), handler, codec, &opts, None);
         let reader_conn = conn.clone();
         tokio::spawn(async move {
             let mut reader = BufReader::with_capacity(64 * 1024, reader);
@@ -288,10 +332,11 @@ impl Connection {
         stdout: tokio::process::ChildStdout,
         stdin: tokio::process::ChildStdin,
         handler: Arc<dyn Handler>,
+        codec: Arc<dyn Codec>,
         opts: ConnectionOptions,
     ) -> std::io::Result<Connection> {
         let input = pipe::PipeInput::new(stdout.into_owned_fd()?, opts.max_frame_bytes, opts.spin)?;
-        let conn = Connection::new(Box::new(stdin), handler, &opts, Some(input));
+        let conn = Connection::new(Box::new(stdin), handler, codec, &opts, Some(input));
         let reader_conn = conn.clone();
         tokio::spawn(async move {
             let pipe = reader_conn.inner.pipe.as_ref().expect("a pipe connection");
@@ -312,6 +357,7 @@ impl Connection {
     fn new(
         writer: Writer,
         handler: Arc<dyn Handler>,
+        codec: Arc<dyn Codec>,
         opts: &ConnectionOptions,
         pipe: Option<pipe::PipeInput>,
     ) -> Connection {
@@ -326,6 +372,7 @@ impl Connection {
                 closed,
                 closing: CancellationToken::new(),
                 handler,
+                codec,
                 pipe,
                 tap: opts.tap.clone(),
                 noise: Mutex::new(NoiseBucket::new(opts.noise_rate, opts.noise_burst)),
@@ -413,23 +460,23 @@ impl Connection {
         res.map_err(|e| CallError::Write(e.to_string()))
     }
 
-    /// Send a notification.
-    pub async fn notify<P: Serialize>(
-        &self,
-        method: &str,
-        params: Option<&P>,
-    ) -> Result<(), CallError> {
-        self.write_line(notification_line(method, params)).await
+    /// Send a line that expects no answer (a notification, rendered by the dialect).
+    pub async fn send(&self, line: String) -> Result<(), CallError> {
+        self.write_line(line).await
     }
 
-    /// Send a request and wait for its result.
-    pub async fn call<P: Serialize>(
+    /// Send a request and wait for its result. `render` writes the request line for the id
+    /// it is given; `method` names the request in errors.
+    pub async fn call(
         &self,
         method: &str,
-        params: Option<&P>,
+        render: impl FnOnce(&Id) -> String,
         opts: CallOptions,
     ) -> Result<Value, CallError> {
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = self
+            .inner
+            .codec
+            .id(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, mut rx) = oneshot::channel();
         let activity = opts.updates.clone().map(|sink| {
             Arc::new(Activity {
@@ -443,7 +490,7 @@ impl Connection {
                 return Err(CallError::Closed(reason.clone()));
             }
             pending.slots.insert(
-                id,
+                id.clone(),
                 Slot {
                     tx,
                     activity: activity.clone(),
@@ -468,7 +515,7 @@ impl Connection {
         };
         // A server that stops reading fills the pipe: the write itself must give up in time.
         tokio::select! {
-            res = self.write_line(request_line(id, method, params)) => res?,
+            res = self.write_line(render(&guard.id)) => res?,
             () = cancel.cancelled() => return Err(CallError::Cancelled),
             () = until_deadline => {
                 return Err(CallError::Timeout { method: method.to_string(), after: opts.timeout.unwrap_or_default() });
@@ -554,8 +601,8 @@ impl Connection {
         self.inner.epoch.elapsed().as_micros() as u64
     }
 
-    /// Forget a pending call and send `cancel {id}` (its answer is dropped as late).
-    fn abandon(&self, id: u64) {
+    /// Forget a pending call and send the wire's cancel for it (its answer is dropped as late).
+    fn abandon(&self, id: Id) {
         let had = self.lock_pending().slots.remove(&id).is_some();
         if !had {
             return;
@@ -563,8 +610,13 @@ impl Connection {
         let conn = self.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                let cancel_id = conn.inner.next_id.fetch_add(1, Ordering::Relaxed);
-                let line = request_line(cancel_id, CANCEL, Some(&CancelParams { id }));
+                let fresh = conn
+                    .inner
+                    .codec
+                    .id(conn.inner.next_id.fetch_add(1, Ordering::Relaxed));
+                let Some(line) = conn.inner.codec.cancel(&id, fresh) else {
+                    return;
+                };
                 if let Err(err) = conn.write_line(line).await {
                     tracing::debug!(extension = %conn.inner.label, "could not send cancel for request {id}: {err}");
                 }
@@ -626,54 +678,53 @@ impl Connection {
         if line.iter().all(u8::is_ascii_whitespace) {
             return self.noise(line.len());
         }
-        let msg = match Message::parse(line) {
-            Ok(msg) => msg,
+        let frame = match self.inner.codec.decode(line) {
+            Ok(frame) => frame,
             Err(err) => {
                 tracing::warn!(extension = %self.inner.label, "skipping malformed line from the server: {err}: {}", preview(line));
                 return self.noise(line.len());
             }
         };
-        match msg {
-            Message::Response(resp) => {
-                let slot = self.lock_pending().slots.remove(&resp.id);
+        match frame {
+            Frame::Response { id, result } => {
+                let slot = self.lock_pending().slots.remove(&id);
                 match slot {
                     Some(slot) => {
-                        let _ = slot.tx.send(resp.result.map_err(CallError::Remote));
+                        let _ = slot.tx.send(result.map_err(CallError::Remote));
                     }
                     None => {
-                        tracing::debug!(extension = %self.inner.label, "dropping a late or unknown response for id {}", resp.id);
+                        tracing::debug!(extension = %self.inner.label, "dropping a late or unknown response for id {id}");
                         return self.noise(line.len());
                     }
                 }
                 Ok(())
             }
-            Message::Notification(n) if n.method == TOOL_UPDATE => {
+            Frame::Progress { id, output } => {
                 self.noise(line.len())?;
-                let update: ToolUpdateParams = serde_json::from_value(n.params).unwrap_or_default();
                 let activity = self
                     .lock_pending()
                     .slots
-                    .get(&update.request_id)
+                    .get(&id)
                     .and_then(|s| s.activity.clone());
                 match activity {
                     Some(act) => {
                         act.last_micros.store(self.micros(), Ordering::Relaxed);
                         if let Some(sink) = &act.sink {
-                            sink(&update.output);
+                            sink(&output);
                         }
                     }
                     None => {
-                        tracing::debug!(extension = %self.inner.label, "tool/update for request {} nobody awaits: {}", update.request_id, preview(update.output.as_bytes()))
+                        tracing::debug!(extension = %self.inner.label, "progress for request {id} nobody awaits: {}", preview(output.as_bytes()))
                     }
                 }
                 Ok(())
             }
-            Message::Notification(n) => {
+            Frame::Notification { method, params } => {
                 self.noise(line.len())?;
-                self.inner.handler.notification(&n.method, n.params);
+                self.inner.handler.notification(&method, params);
                 Ok(())
             }
-            Message::Request(req) => {
+            Frame::Request { id, method, params } => {
                 self.noise(line.len())?;
                 // Each request in flight holds a task until answered; a server that never
                 // reads the answers must not grow the host without bound.
@@ -684,13 +735,16 @@ impl Connection {
                     return Err(CloseReason::TooManyRequests { cap });
                 }
                 let fut = if in_flight >= cap {
-                    tracing::warn!(extension = %self.inner.label, "refusing {}: {cap} requests from the server are in flight already", req.method);
-                    let err = ErrorObject::message(format!(
-                        "too many requests in flight: the host answers at most {cap} at once"
-                    ));
+                    tracing::warn!(extension = %self.inner.label, "refusing {method}: {cap} requests from the server are in flight already", );
+                    let err = RemoteError::new(
+                        0,
+                        format!(
+                            "too many requests in flight: the host answers at most {cap} at once"
+                        ),
+                    );
                     Box::pin(async move { Err(err) })
                 } else {
-                    self.inner.handler.request(&req.method, req.params)
+                    self.inner.handler.request(&method, params)
                 };
                 tokio::spawn(async move {
                     let conn = slot.conn.clone();
@@ -699,16 +753,13 @@ impl Connection {
                         answer = fut => answer,
                         () = closing.cancelled() => return,
                     };
-                    let line = match answer {
-                        Ok(v) => result_line(req.id, &v),
-                        Err(e) => error_line(req.id, &e),
-                    };
+                    let line = conn.inner.codec.answer(&id, answer);
                     let written = tokio::select! {
                         written = conn.write_line(line) => written,
                         () = closing.cancelled() => return,
                     };
                     if let Err(err) = written {
-                        tracing::debug!(extension = %conn.inner.label, "could not answer {}: {err}", req.method);
+                        tracing::debug!(extension = %conn.inner.label, "could not answer {method}: {err}");
                     }
                     drop(slot);
                 });
@@ -744,14 +795,14 @@ impl Drop for TornWrite<'_> {
 
 struct PendingGuard<'a> {
     conn: &'a Connection,
-    id: u64,
+    id: Id,
     armed: bool,
 }
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.conn.abandon(self.id);
+            self.conn.abandon(self.id.clone());
         }
     }
 }
@@ -842,10 +893,82 @@ mod tests {
     struct Silent;
     impl Handler for Silent {
         fn notification(&self, _: &str, _: Value) {}
-        fn request(&self, method: &str, _: Value) -> BoxFuture<Result<Value, ErrorObject>> {
-            let err = ErrorObject::method_not_found(method);
+        fn request(&self, method: &str, _: Value) -> BoxFuture<Result<Value, RemoteError>> {
+            let err = RemoteError::new(RemoteError::METHOD_NOT_FOUND, method);
             Box::pin(async move { Err(err) })
         }
+    }
+
+    /// A small JSON-RPC-shaped wire of the tests' own, with string ids (`"h1"`), progress as
+    /// `{"progress": id, "output": …}` and no cancel: the core needs no more than a codec.
+    struct TestWire;
+    impl Codec for TestWire {
+        fn decode(&self, line: &[u8]) -> Result<Frame, String> {
+            let v: Value = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+            let id = |v: &Value| match v {
+                Value::String(s) => Some(Id::Str(s.as_str().into())),
+                Value::Number(n) => n.as_u64().map(Id::Num),
+                _ => None,
+            };
+            if let Some(pid) = v.get("progress").and_then(id) {
+                let output = v["output"].as_str().unwrap_or_default().to_string();
+                return Ok(Frame::Progress { id: pid, output });
+            }
+            match (
+                v.get("id").and_then(id),
+                v.get("method").and_then(Value::as_str),
+            ) {
+                (Some(id), Some(method)) => Ok(Frame::Request {
+                    id,
+                    method: method.to_string(),
+                    params: v["params"].clone(),
+                }),
+                (None, Some(method)) => Ok(Frame::Notification {
+                    method: method.to_string(),
+                    params: v["params"].clone(),
+                }),
+                (Some(id), None) => Ok(Frame::Response {
+                    id,
+                    result: match v.get("error") {
+                        Some(e) => Err(RemoteError::new(0, e.to_string())),
+                        None => Ok(v["result"].clone()),
+                    },
+                }),
+                (None, None) => Err("neither an id nor a method".into()),
+            }
+        }
+        fn id(&self, n: u64) -> Id {
+            Id::Str(format!("h{n}").into())
+        }
+        fn answer(&self, id: &Id, result: Result<Value, RemoteError>) -> String {
+            let id = match id {
+                Id::Num(n) => json!(n),
+                Id::Str(s) => json!(&**s),
+            };
+            match result {
+                Ok(v) => json!({"id": id, "result": v}).to_string(),
+                Err(e) => json!({"id": id, "error": {"message": e.message}}).to_string(),
+            }
+        }
+        fn cancel(&self, _: &Id, _: Id) -> Option<String> {
+            None
+        }
+    }
+
+    fn request(method: &'static str, params: Value) -> impl FnOnce(&Id) -> String {
+        move |id| {
+            let Id::Str(id) = id else { unreachable!() };
+            json!({"id": &**id, "method": method, "params": params}).to_string()
+        }
+    }
+
+    fn start(
+        reader: tokio::io::ReadHalf<DuplexStream>,
+        writer: tokio::io::WriteHalf<DuplexStream>,
+        handler: Arc<dyn Handler>,
+        opts: ConnectionOptions,
+    ) -> Connection {
+        Connection::start(reader, writer, handler, Arc::new(TestWire), opts)
     }
 
     /// A connection, and the read/write halves of the server's side of its pipe.
@@ -863,7 +986,7 @@ mod tests {
             max_frame_bytes: cap,
             ..ConnectionOptions::default()
         };
-        let conn = Connection::start(host_r, host_w, Arc::new(Silent), opts);
+        let conn = start(host_r, host_w, Arc::new(Silent), opts);
         let (server_r, server_w) = tokio::io::split(b);
         (conn, server_r, server_w)
     }
@@ -874,11 +997,11 @@ mod tests {
         let c1 = conn.clone();
         let c2 = conn.clone();
         let first = tokio::spawn(async move {
-            c1.call("tool/call", Some(&json!({"n": 1})), CallOptions::default())
+            c1.call("t", request("t", json!({"n": 1})), CallOptions::default())
                 .await
         });
         let second = tokio::spawn(async move {
-            c2.call("tool/call", Some(&json!({"n": 2})), CallOptions::default())
+            c2.call("t", request("t", json!({"n": 2})), CallOptions::default())
                 .await
         });
         let mut lines = BufReader::new(server_r).lines();
@@ -887,14 +1010,14 @@ mod tests {
             let line = lines.next_line().await.unwrap().unwrap();
             let v: Value = serde_json::from_str(&line).unwrap();
             ids.push((
-                v["id"].as_u64().unwrap(),
+                v["id"].as_str().unwrap().to_string(),
                 v["params"]["n"].as_u64().unwrap(),
             ));
         }
         // Answer in reverse order, with a blank and a malformed line in between.
         for (id, n) in ids.iter().rev() {
             server_w
-                .write_all(format!("\nnot json\n{{\"id\":{id},\"result\":{n}}}\n").as_bytes())
+                .write_all(format!("\nnot json\n{{\"id\":\"{id}\",\"result\":{n}}}\n").as_bytes())
                 .await
                 .unwrap();
         }
@@ -907,7 +1030,7 @@ mod tests {
         let (conn, _server_r, mut server_w) = pair(64);
         let c = conn.clone();
         let call = tokio::spawn(async move {
-            c.call::<Value>("tool/call", None, CallOptions::default())
+            c.call("t", request("t", Value::Null), CallOptions::default())
                 .await
         });
         server_w
@@ -939,18 +1062,22 @@ mod tests {
             cancel: None,
         };
         let c = conn.clone();
-        let call = tokio::spawn(async move { c.call::<Value>("tool/call", None, opts).await });
+        let call = tokio::spawn(async move { c.call("t", request("t", Value::Null), opts).await });
         let mut lines = BufReader::new(server_r).lines();
         let id = serde_json::from_str::<Value>(&lines.next_line().await.unwrap().unwrap()).unwrap()
             ["id"]
-            .as_u64()
-            .unwrap();
+            .as_str()
+            .unwrap()
+            .to_string();
         for i in 0..5 {
             tokio::time::sleep(Duration::from_millis(60)).await;
-            server_w.write_all(format!("{{\"method\":\"tool/update\",\"params\":{{\"request_id\":{id},\"output\":\"{i}\"}}}}\n").as_bytes()).await.unwrap();
+            server_w
+                .write_all(format!("{{\"progress\":\"{id}\",\"output\":\"{i}\"}}\n").as_bytes())
+                .await
+                .unwrap();
         }
         server_w
-            .write_all(format!("{{\"id\":{id},\"result\":\"done\"}}\n").as_bytes())
+            .write_all(format!("{{\"id\":\"{id}\",\"result\":\"done\"}}\n").as_bytes())
             .await
             .unwrap();
         assert_eq!(call.await.unwrap().unwrap(), json!("done"));
@@ -961,7 +1088,7 @@ mod tests {
     struct Stuck;
     impl Handler for Stuck {
         fn notification(&self, _: &str, _: Value) {}
-        fn request(&self, _: &str, _: Value) -> BoxFuture<Result<Value, ErrorObject>> {
+        fn request(&self, _: &str, _: Value) -> BoxFuture<Result<Value, RemoteError>> {
             Box::pin(std::future::pending())
         }
     }
@@ -975,9 +1102,9 @@ mod tests {
             max_inbound_requests: 2,
             ..ConnectionOptions::default()
         };
-        let conn = Connection::start(host_r, host_w, Arc::new(Stuck), opts);
+        let conn = start(host_r, host_w, Arc::new(Stuck), opts);
         let (server_r, mut server_w) = tokio::io::split(b);
-        let ask = |id: u64| format!("{{\"method\":\"ui/ask\",\"id\":{id},\"params\":{{}}}}\n");
+        let ask = |id: u64| format!("{{\"method\":\"question\",\"id\":{id},\"params\":{{}}}}\n");
         for id in 1..=3 {
             server_w.write_all(ask(id).as_bytes()).await.unwrap();
         }

@@ -1,31 +1,23 @@
 //! What servers push back, under the manifest clamp: the status registry and the one-at-a-time
 //! question gate.
 
-use crate::dialect::yep::Events;
-use crate::rpc::BoxFuture;
-use serde::Serialize;
+use crate::capability::{Answer, BoxFuture, Events, LogLevel, Question, Status};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use yep_protocol::{LogParams, StatusChangedParams, StatusLevel, UiAskParams, UiAskResult};
 
 /// The latest status an extension pushed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StatusEntry {
-    pub text: String,
-    pub level: StatusLevel,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
+pub type StatusEntry = Status;
 
 /// Told whenever an extension's status changes (`None`: cleared).
 pub trait StatusSink: Send + Sync + 'static {
     fn status_changed(&self, extension: &str, status: Option<&StatusEntry>);
 }
 
-/// Answers `ui/ask`: `secret` means mask the input, non-empty `options` means a selector.
+/// Answers an extension's questions: `secret` means mask the input, non-empty `options`
+/// means a selector.
 pub trait AskSink: Send + Sync + 'static {
-    fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult>;
+    fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer>;
 }
 
 /// Shared by every extension's connection: the registry, the sinks, the ask gate.
@@ -72,12 +64,7 @@ impl Drop for AskGuard {
 }
 
 impl Events for HostEvents {
-    fn status(&self, extension: &str, status: StatusChangedParams) {
-        let entry = (!status.status.is_empty()).then_some(StatusEntry {
-            text: status.status,
-            level: status.level,
-            detail: status.detail,
-        });
+    fn status(&self, extension: &str, entry: Option<Status>) {
         {
             let mut registry = self.status.lock().unwrap_or_else(|p| p.into_inner());
             match &entry {
@@ -90,29 +77,29 @@ impl Events for HostEvents {
         }
     }
 
-    fn log(&self, extension: &str, log: LogParams) {
-        tracing::info!(extension, "{}", log.message);
+    fn log(&self, extension: &str, _level: LogLevel, message: &str) {
+        tracing::info!(extension, "{message}");
     }
 
-    fn ask(&self, extension: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+    fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {
         let Some(sink) = &self.ask_sink else {
             tracing::info!(
                 extension,
-                "no ask sink; answering ui/ask cancelled: {}",
-                params.prompt
+                "no ask sink; answering a question cancelled: {}",
+                question.prompt
             );
-            return Box::pin(async { UiAskResult::cancelled() });
+            return Box::pin(async { Answer::cancelled() });
         };
         if self.asking.swap(true, Ordering::AcqRel) {
             tracing::info!(
                 extension,
-                "another question is open; answering ui/ask cancelled: {}",
-                params.prompt
+                "another question is open; answering this one cancelled: {}",
+                question.prompt
             );
-            return Box::pin(async { UiAskResult::cancelled() });
+            return Box::pin(async { Answer::cancelled() });
         }
         let guard = AskGuard(Arc::clone(&self.asking));
-        let answer = sink.ask(extension, params);
+        let answer = sink.ask(extension, question);
         Box::pin(async move {
             let result = answer.await;
             drop(guard);

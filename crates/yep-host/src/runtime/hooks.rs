@@ -2,12 +2,12 @@
 //! manifests approved.
 
 use super::{ExtensionHost, Loaded};
+use crate::capability::{HookFiring, HookOutcome};
 use crate::manifest::{HookEvent, OnError};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::time::Instant;
-use yep_protocol::HookFireParams;
 
 /// The longest a hook may hold a tool call, whatever its manifest asks for: a package's
 /// `timeout_ms` is clamped to this, start-up included (the consent summary shows the clamp).
@@ -83,11 +83,11 @@ fn subscriptions(loaded: &Loaded, event: HookEvent, tool: &str) -> Vec<(Duration
 /// (the extension's budget for this tool call). Past the deadline nothing is sent.
 async fn fire_within(
     loaded: &Loaded,
-    params: &HookFireParams,
+    firing: &HookFiring,
     timeout: Duration,
     deadline: Instant,
     budget: Duration,
-) -> Result<yep_protocol::HookDecision, String> {
+) -> Result<HookOutcome, String> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(format!(
@@ -98,7 +98,7 @@ async fn fire_within(
     // The bound covers starting the server too (a backoff or a slow handshake). The request's
     // own timeout stays the subscription's, so a cut one ends here, naming the budget.
     let bound = timeout.min(left);
-    match tokio::time::timeout(bound, loaded.ext.fire_hook(params, timeout)).await {
+    match tokio::time::timeout(bound, loaded.ext.fire_hook(firing, timeout)).await {
         Ok(Ok(d)) => Ok(d),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!(
@@ -140,31 +140,33 @@ impl ExtensionHost {
             }
             let deadline = Instant::now() + budget;
             for (timeout, on_error) in subscribed {
-                let params = HookFireParams {
-                    event: "pre_tool_use".into(),
-                    tool_name: tool.into(),
+                let firing = HookFiring {
+                    event: HookEvent::PreToolUse,
+                    tool: tool.into(),
                     args: args.clone(),
                     result: None,
                 };
-                match fire_within(&loaded, &params, timeout, deadline, budget).await {
-                    Ok(d) if d.block => {
-                        let reason = if d.reason.is_empty() {
+                match fire_within(&loaded, &firing, timeout, deadline, budget).await {
+                    Ok(HookOutcome::Block {
+                        reason,
+                        user_message,
+                    }) => {
+                        let reason = if reason.is_empty() {
                             format!("blocked by extension `{}`", loaded.name)
                         } else {
-                            d.reason
+                            reason
                         };
                         return PreDecision::Block {
                             extension: loaded.name.clone(),
                             reason,
-                            user_message: d.user_message,
+                            user_message,
                         };
                     }
-                    Ok(d) => {
-                        if let Some(new) = d.modified_args {
-                            args = new;
-                            rewritten_by.push(loaded.name.clone());
-                        }
+                    Ok(HookOutcome::Rewrite(new)) => {
+                        args = new;
+                        rewritten_by.push(loaded.name.clone());
                     }
+                    Ok(HookOutcome::Allow) => {}
                     Err(err) if on_error == OnError::Block => {
                         return PreDecision::Block {
                             extension: loaded.name.clone(),
@@ -199,16 +201,16 @@ impl ExtensionHost {
             if subscribed.is_empty() {
                 continue;
             }
-            let params = HookFireParams {
-                event: "post_tool_use".into(),
-                tool_name: tool.into(),
+            let firing = HookFiring {
+                event: HookEvent::PostToolUse,
+                tool: tool.into(),
                 args: args.clone(),
                 result: Some(result.clone()),
             };
             let deadline = Instant::now() + budget;
             tokio::spawn(async move {
                 for (timeout, _) in subscribed {
-                    if let Err(err) = fire_within(&loaded, &params, timeout, deadline, budget).await
+                    if let Err(err) = fire_within(&loaded, &firing, timeout, deadline, budget).await
                     {
                         tracing::warn!(extension = %loaded.name, "post_tool_use hook failed: {err}")
                     }

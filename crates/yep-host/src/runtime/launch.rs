@@ -4,9 +4,10 @@
 //! home's log, and yolop's `request_timeout_ms`.
 
 use super::hooks;
+use crate::manifest::Grants;
 use crate::manifest::Manifest;
 use crate::store::{Home, config};
-use crate::supervisor::{Grants, ServerSpec, SupervisorOptions};
+use crate::supervisor::{ServerSpec, SupervisorOptions};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -14,8 +14,8 @@ pub use events::{AskSink, StatusEntry, StatusSink};
 pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, glob_matches, hook_timeout};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
+use crate::capability::{CommandResult, ConfigOutcome, Offer, Question, ToolCall, UpdateSink};
 use crate::manifest::Manifest;
-use crate::rpc::UpdateSink;
 use crate::store::{Home, StoreError, settings};
 use crate::supervisor::{Extension, ExtensionError, SupervisorOptions};
 use events::HostEvents;
@@ -26,7 +26,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use yep_protocol::CommandExecuteResult;
 
 /// At most this many tools per extension are always loaded; the rest are deferred.
 pub const NEVER_DEFER_BUDGET: usize = 8;
@@ -147,13 +146,13 @@ pub async fn setup(
         let mut prompt = asked.clone();
         let mut stored = false;
         for _ in 0..SETUP_ATTEMPTS {
-            let params = yep_protocol::UiAskParams {
+            let question = Question {
                 prompt: prompt.clone(),
                 secret: f.secret,
                 options: config::options(manifest, &f.name),
-                ..yep_protocol::UiAskParams::default()
+                ..Question::default()
             };
-            let answer = sink.ask(name, params).await;
+            let answer = sink.ask(name, question).await;
             if answer.cancelled || answer.answer.is_empty() {
                 break;
             }
@@ -349,7 +348,7 @@ impl ExtensionHost {
         let ext = Extension::new(
             launch.spec,
             launch.supervisor,
-            Arc::clone(&self.events) as Arc<dyn crate::Events>,
+            Arc::clone(&self.events) as Arc<dyn crate::capability::Events>,
         );
         let forwarder = manifest.yolop.trace.then(trace::Forwarder::new);
         Ok(Loaded {
@@ -518,29 +517,26 @@ impl ExtensionHost {
         };
         // Refused before the server is started or sent anything.
         loaded.ext.check_args(&tool, &args)?;
-        // The live server's handshake, by reference: no copy on the hot path.
+        // The live server's offer, by reference: no copy on the hot path.
         let live = loaded.ext.live().await?;
-        self.refuse_unapproved(&loaded, &live.init);
-        if !live
-            .init
-            .capability_params
-            .tools
-            .iter()
-            .any(|t| t.name == tool)
-        {
+        self.refuse_unapproved(&loaded, live.offer());
+        if !live.offer().serves(&tool) {
             return Err(HostError::NotServed {
                 extension: loaded.name.clone(),
                 tool,
             });
         }
-        Ok(loaded
-            .ext
-            .send_tool_call(&tool, args, updates, cancel)
-            .await?)
+        let call = ToolCall {
+            tool,
+            args,
+            updates,
+            cancel,
+        };
+        Ok(loaded.ext.send_tool_call(&live, call).await?)
     }
 
     /// Log, once per server process, the tools it serves that the manifest does not approve.
-    fn refuse_unapproved(&self, loaded: &Loaded, init: &yep_protocol::InitializeResult) {
+    fn refuse_unapproved(&self, loaded: &Loaded, offer: &Offer) {
         let pid = loaded.ext.pid();
         let mut warned = loaded.warned_pid.lock().unwrap_or_else(|p| p.into_inner());
         if *warned == pid {
@@ -548,7 +544,7 @@ impl ExtensionHost {
         }
         *warned = pid;
         drop(warned);
-        for t in &init.capability_params.tools {
+        for t in &offer.tools {
             if loaded.manifest.tool(&t.name).is_none() {
                 self.warn(format!("extension `{}`: refusing tool `{}`, which the approved manifest does not declare", loaded.name, t.name));
             }
@@ -558,10 +554,9 @@ impl ExtensionHost {
     /// The tools each extension's running server serves, clamped to its manifest.
     pub async fn served_tools(&self, extension: &str) -> Result<Vec<String>, HostError> {
         let loaded = self.find(extension)?;
-        let init = loaded.ext.handshake().await?;
-        self.refuse_unapproved(&loaded, &init);
-        Ok(init
-            .capability_params
+        let offer = loaded.ext.handshake().await?;
+        self.refuse_unapproved(&loaded, &offer);
+        Ok(offer
             .tools
             .iter()
             .map(|t| t.name.clone())
@@ -587,7 +582,7 @@ impl ExtensionHost {
         &self,
         command: &str,
         arguments: &str,
-    ) -> Result<CommandExecuteResult, HostError> {
+    ) -> Result<CommandResult, HostError> {
         let unknown = || HostError::UnknownCommand(command.to_string());
         let (ext, name) = command.split_once(':').ok_or_else(unknown)?;
         let loaded = self.find(ext).map_err(|_| unknown())?;
@@ -620,7 +615,7 @@ impl ExtensionHost {
         name: &str,
         field: &str,
         value: Value,
-    ) -> Result<yep_protocol::ConfigStatus, HostError> {
+    ) -> Result<ConfigOutcome, HostError> {
         use crate::store::config;
         let loaded = self.find(name)?;
         let (home, manifest, field) = (
@@ -632,10 +627,10 @@ impl ExtensionHost {
         let (plain, env) = config::server_inputs(&self.home, &loaded.manifest)?;
         loaded.ext.set_inputs(plain.clone(), env);
         if loaded.ext.pid().is_none() {
-            return Ok(yep_protocol::ConfigStatus::Ok);
+            return Ok(ConfigOutcome::Applied);
         }
         let status = loaded.ext.config_changed(plain).await?;
-        if status == yep_protocol::ConfigStatus::RestartRequired {
+        if status == ConfigOutcome::RestartRequired {
             loaded.ext.stop().await;
             loaded.ext.handshake().await?;
         }

@@ -122,8 +122,8 @@ impl ExtensionHost {
                 .await
                 .ok()
                 .and_then(Result::ok)
-                .and_then(|i| i.capability_params.prompt)
-                .map(|p| p.static_text.trim().to_string())
+                .and_then(|offer| offer.prompt)
+                .map(|text| text.trim().to_string())
                 .filter(|t| !t.is_empty()),
             false => None,
         };
@@ -139,14 +139,14 @@ impl ExtensionHost {
                     // The budget covers starting the server too.
                     let fetched = tokio::time::timeout(
                         self.opts.prompt_timeout,
-                        l.ext.prompt_contribution_within(self.opts.prompt_timeout),
+                        l.ext.prompt_within(self.opts.prompt_timeout),
                     )
                     .await;
                     let fresh = match fetched
                         .map_err(|_| "timed out".to_string())
                         .and_then(|r| r.map_err(|e| e.to_string()))
                     {
-                        Ok(c) => Some(c.text.trim().to_string()).filter(|t| !t.is_empty()),
+                        Ok(text) => Some(text.trim().to_string()).filter(|t| !t.is_empty()),
                         Err(err) => {
                             tracing::warn!(extension = %l.name, "dynamic prompt failed, using the last good text: {err}");
                             None

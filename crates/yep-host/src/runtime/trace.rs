@@ -2,37 +2,20 @@
 //!
 //! `emit` never blocks and never awaits a server: each forwarder owns a bounded queue; when it
 //! is full the oldest events are dropped and counted. Streaming deltas are not forwarded (the
-//! paired started/completed events bound the work). `flush` drains the queues, then sends
-//! `shutdown` as a barrier so the exporter has handled everything before the session ends.
+//! paired started/completed events bound the work). `flush` drains the queues, then asks
+//! each server for a barrier so the exporter has handled everything before the session ends.
 
 use super::{ExtensionHost, Loaded};
-use serde::Serialize;
-use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-use yep_protocol::TraceEventParams;
 
 /// Events queued per trace extension before the oldest are dropped.
 pub const TRACE_QUEUE: usize = 4096;
 
-/// One agentic lifecycle event, as the host sees it.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct TraceEvent {
-    /// `turn.started`, `reason.completed`, `act.started`, `tool.completed`, `llm.generation`, …
-    pub event_type: String,
-    /// Stable event id.
-    pub id: String,
-    /// RFC 3339; filled with the current time when empty.
-    pub ts: String,
-    /// Correlation ids (`turn_id`, `trace_id`, `span_id`, `parent_span_id`, …), verbatim.
-    pub context: Value,
-    /// The event's payload, verbatim.
-    pub data: Value,
-    pub metadata: Value,
-}
+pub use crate::capability::TraceEvent;
 
 /// Streaming deltas are dropped: they would swamp an exporter for no span information.
 pub fn is_streaming_delta(event_type: &str) -> bool {
@@ -41,7 +24,7 @@ pub fn is_streaming_delta(event_type: &str) -> bool {
 
 /// One extension's forwarder.
 pub(crate) struct Forwarder {
-    queue: Mutex<VecDeque<TraceEventParams>>,
+    queue: Mutex<VecDeque<TraceEvent>>,
     wake: Notify,
     /// Events dropped because the queue was full.
     pub(crate) dropped: AtomicU64,
@@ -61,7 +44,7 @@ impl Forwarder {
         })
     }
 
-    fn push(&self, event: TraceEventParams) {
+    fn push(&self, event: TraceEvent) {
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         if q.len() >= TRACE_QUEUE {
             q.pop_front();
@@ -130,17 +113,9 @@ impl ExtensionHost {
         } else {
             event.ts
         };
-        let params = TraceEventParams {
-            event_type: event.event_type,
-            id: event.id,
-            ts,
-            session_id: self.session.id.clone(),
-            context: event.context,
-            data: event.data,
-            metadata: event.metadata,
-        };
+        let event = TraceEvent { ts, ..event };
         for f in forwarders {
-            f.push(params.clone());
+            f.push(event.clone());
         }
     }
 
@@ -156,7 +131,7 @@ impl ExtensionHost {
             .collect()
     }
 
-    /// Deliver what is queued, then send `shutdown` to each trace extension as a barrier, all
+    /// Deliver what is queued, then ask each trace extension's server for a barrier, all
     /// within `timeout`. Records the drop counters for `yep list`.
     pub async fn flush(&self, timeout: Duration) {
         let work = async {
@@ -167,13 +142,8 @@ impl ExtensionHost {
                         f.drained().await;
                     }
                     // A server that never started has nothing to flush.
-                    if l.ext.pid().is_some()
-                        && let Err(err) = l
-                            .ext
-                            .request_raw(yep_protocol::methods::SHUTDOWN, None)
-                            .await
-                    {
-                        tracing::debug!(extension = %l.name, "shutdown barrier failed: {err}");
+                    if let Err(err) = l.ext.barrier().await {
+                        tracing::debug!(extension = %l.name, "trace barrier failed: {err}");
                     }
                 });
             }

@@ -5,9 +5,9 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use yep_host::capability::{Answer, LogLevel, Question, Status};
 use yep_host::rpc::BoxFuture;
 use yep_host::{Events, Extension, Grants, ServerSpec, SupervisorOptions};
-use yep_protocol::{LogParams, StatusChangedParams, UiAskParams, UiAskResult};
 
 /// `target/<profile>`, found from this test binary (`target/<profile>/deps/<test>`).
 pub fn target_dir() -> PathBuf {
@@ -110,26 +110,27 @@ pub fn quick_opts() -> SupervisorOptions {
 /// Events that record what arrives and answer questions from a script.
 #[derive(Default)]
 pub struct Recorder {
-    pub statuses: Mutex<Vec<StatusChangedParams>>,
-    pub logs: Mutex<Vec<LogParams>>,
-    pub asked: Mutex<Vec<UiAskParams>>,
+    /// Every status push (`None`: cleared).
+    pub statuses: Mutex<Vec<Option<Status>>>,
+    pub logs: Mutex<Vec<(LogLevel, String)>>,
+    pub asked: Mutex<Vec<Question>>,
     pub answer: Mutex<Option<String>>,
 }
 
 impl Events for Recorder {
-    fn status(&self, _: &str, status: StatusChangedParams) {
+    fn status(&self, _: &str, status: Option<Status>) {
         self.statuses.lock().unwrap().push(status);
     }
-    fn log(&self, _: &str, log: LogParams) {
-        self.logs.lock().unwrap().push(log);
+    fn log(&self, _: &str, level: LogLevel, message: &str) {
+        self.logs.lock().unwrap().push((level, message.to_string()));
     }
-    fn ask(&self, _: &str, params: UiAskParams) -> BoxFuture<UiAskResult> {
+    fn ask(&self, _: &str, params: Question) -> BoxFuture<Answer> {
         self.asked.lock().unwrap().push(params);
         let answer = self.answer.lock().unwrap().clone();
         Box::pin(async move {
             match answer {
-                Some(a) => UiAskResult::answered(a),
-                None => UiAskResult::cancelled(),
+                Some(a) => Answer::answered(a),
+                None => Answer::cancelled(),
             }
         })
     }

@@ -1,0 +1,322 @@
+//! The host's one capability model. Every wire (YEP today; zot and MCP beside it) is adapted to
+//! these types by its dialect, and the runtime speaks nothing else: what a server offers, a
+//! tool call with its updates and cancel, a hook firing and its outcome, a command's result,
+//! a status, a question and its answer, a trace event.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+pub use crate::manifest::{Grants, HookEvent};
+
+/// A boxed future, for answers that come later (a question, a call on a wire).
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Receives one call's streamed output. Runs on the connection's reader: keep it cheap.
+pub type UpdateSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What a server offers once it has started. The host clamps it to what the manifest
+/// approved: an offer can narrow the approval, never widen it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Offer {
+    /// What the server calls itself (the manifest's name wins).
+    pub name: String,
+    /// The wire and version it speaks, as shown to people (`YEP 1.0`).
+    pub wire: String,
+    /// The tools it serves this run.
+    pub tools: Vec<OfferedTool>,
+    /// Its static system-prompt text, if any.
+    pub prompt: Option<String>,
+    /// It computes prompt text per turn.
+    pub dynamic_prompt: bool,
+    /// Slash commands it serves (a wire that does not say leaves this empty).
+    pub commands: Vec<OfferedCommand>,
+    /// Hook subscriptions it asks for (likewise).
+    pub hooks: Vec<HookSubscription>,
+    /// What it may push back at the user, as far as the wire says.
+    pub grants: Grants,
+}
+
+impl Offer {
+    /// Whether the server serves `tool` this run.
+    pub fn serves(&self, tool: &str) -> bool {
+        self.tools.iter().any(|t| t.name == tool)
+    }
+}
+
+/// A tool as a server offers it. A wire that names tools only leaves the rest to the manifest.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OfferedTool {
+    pub name: String,
+    pub description: Option<String>,
+    pub schema: Option<Value>,
+}
+
+impl OfferedTool {
+    pub fn named(name: impl Into<String>) -> OfferedTool {
+        OfferedTool {
+            name: name.into(),
+            ..OfferedTool::default()
+        }
+    }
+}
+
+/// A slash command as a server offers it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OfferedCommand {
+    pub name: String,
+    pub description: String,
+}
+
+/// A hook subscription as a server asks for it: `*` is the only wildcard in the glob.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookSubscription {
+    pub event: HookEvent,
+    pub tool_glob: String,
+}
+
+/// A hook firing: `pre_tool_use` before a tool runs, `post_tool_use` after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookFiring {
+    pub event: HookEvent,
+    pub tool: String,
+    pub args: Value,
+    /// The tool's result, or `{"error": message}` (post hooks only).
+    pub result: Option<Value>,
+}
+
+/// What a hook decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookOutcome {
+    /// Go ahead, as asked.
+    Allow,
+    /// Go ahead with these arguments instead.
+    Rewrite(Value),
+    /// Do not run the tool. `reason` goes to the model; `user_message` to the user.
+    Block {
+        reason: String,
+        user_message: Option<String>,
+    },
+}
+
+/// One tool call: its arguments, where its streamed output goes and how it is cancelled.
+#[derive(Clone, Default)]
+pub struct ToolCall {
+    pub tool: String,
+    pub args: Value,
+    pub updates: Option<UpdateSink>,
+    /// Firing it cancels the call on the wire; the call resolves as cancelled.
+    pub cancel: Option<CancellationToken>,
+}
+
+/// What a slash command answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandResult {
+    pub success: bool,
+    pub message: String,
+}
+
+/// What a server said of new config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConfigOutcome {
+    /// Applied in place: the process stays.
+    Applied,
+    /// The server needs a restart to apply it.
+    RestartRequired,
+}
+
+/// How urgent a status is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusLevel {
+    #[default]
+    Ok,
+    Warn,
+    Error,
+}
+
+/// A status-bar entry an extension pushed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    pub text: String,
+    pub level: StatusLevel,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A question for the user: `secret` means mask the input, non-empty `options` a selector.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Question {
+    pub prompt: String,
+    pub placeholder: Option<String>,
+    pub secret: bool,
+    pub options: Vec<String>,
+}
+
+/// The user's answer; `cancelled` when they dismissed the question.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answer {
+    pub answer: String,
+    pub cancelled: bool,
+}
+
+impl Answer {
+    pub fn answered(answer: impl Into<String>) -> Answer {
+        Answer {
+            answer: answer.into(),
+            cancelled: false,
+        }
+    }
+
+    pub fn cancelled() -> Answer {
+        Answer {
+            answer: String::new(),
+            cancelled: true,
+        }
+    }
+}
+
+/// How loud a server's log line is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    #[default]
+    Info,
+    Debug,
+}
+
+/// One agentic lifecycle event, as forwarded to `trace` extensions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TraceEvent {
+    /// `turn.started`, `reason.completed`, `act.started`, `tool.completed`, `llm.generation`, …
+    pub event_type: String,
+    /// Stable event id.
+    pub id: String,
+    /// RFC 3339; filled with the current time when empty.
+    pub ts: String,
+    /// Correlation ids (`turn_id`, `trace_id`, `span_id`, `parent_span_id`, …), verbatim.
+    pub context: Value,
+    /// The event's payload, verbatim.
+    pub data: Value,
+    pub metadata: Value,
+}
+
+/// An error a server answered with, whatever its wire.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteError {
+    /// The wire's error code (JSON-RPC's numbering; 0 when unclassified).
+    pub code: i64,
+    pub message: String,
+    /// The server says trying again may succeed.
+    pub retryable: bool,
+    pub data: Value,
+}
+
+impl RemoteError {
+    /// JSON-RPC's "method not found": the server does not know what it was asked.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// A request the caller cancelled.
+    pub const CANCELLED: i64 = -32800;
+
+    pub fn new(code: i64, message: impl Into<String>) -> RemoteError {
+        RemoteError {
+            code,
+            message: message.into(),
+            retryable: false,
+            data: Value::Null,
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.message == "cancelled"
+    }
+
+    pub fn is_method_not_found(&self) -> bool {
+        self.code == Self::METHOD_NOT_FOUND
+    }
+}
+
+impl std::fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// What servers push to the host, in capability terms. Every method has a default, so
+/// implement what you show.
+pub trait Events: Send + Sync + 'static {
+    /// A status-bar entry (`None` clears it).
+    fn status(&self, extension: &str, status: Option<Status>) {
+        match status {
+            Some(s) => tracing::info!(extension, level = ?s.level, "status: {}", s.text),
+            None => tracing::info!(extension, "status cleared"),
+        }
+    }
+
+    /// A log line from the server.
+    fn log(&self, extension: &str, level: LogLevel, message: &str) {
+        match level {
+            LogLevel::Error => tracing::error!(extension, "{message}"),
+            LogLevel::Warn => tracing::warn!(extension, "{message}"),
+            LogLevel::Debug => tracing::debug!(extension, "{message}"),
+            LogLevel::Info => tracing::info!(extension, "{message}"),
+        }
+    }
+
+    /// A question for the user. Without a prompt surface, answer cancelled (the default).
+    fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {
+        tracing::info!(
+            extension,
+            "no prompt surface; refusing a question: {}",
+            question.prompt
+        );
+        Box::pin(async { Answer::cancelled() })
+    }
+}
+
+/// Events that go to the log only, and questions that are refused.
+pub struct NoEvents;
+impl Events for NoEvents {}
+
+/// [`Events`] held to what a manifest grants: a status push from a server without `status`
+/// is only logged, a question from one without `ui_ask` is answered cancelled. Every dialect's
+/// events pass through this, so no wire can widen the grants.
+pub(crate) struct Granted {
+    pub(crate) grants: Grants,
+    pub(crate) inner: Arc<dyn Events>,
+}
+
+impl Events for Granted {
+    fn status(&self, extension: &str, status: Option<Status>) {
+        if self.grants.status {
+            self.inner.status(extension, status);
+        } else {
+            tracing::info!(
+                extension,
+                "ignoring a status push (the manifest does not declare `status`): {}",
+                status.map(|s| s.text).unwrap_or_default()
+            );
+        }
+    }
+
+    fn log(&self, extension: &str, level: LogLevel, message: &str) {
+        self.inner.log(extension, level, message);
+    }
+
+    fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {
+        if self.grants.ui_ask {
+            return self.inner.ask(extension, question);
+        }
+        tracing::warn!(
+            extension,
+            "refusing a question (the manifest does not declare `ui_ask`): {}",
+            question.prompt
+        );
+        Box::pin(async { Answer::cancelled() })
+    }
+}
