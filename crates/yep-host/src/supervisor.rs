@@ -309,6 +309,8 @@ pub struct Extension {
     last_failure: Mutex<Option<Instant>>,
     /// `initialize.config` and the injected env for the next start (config can change live).
     inputs: Mutex<(Value, Vec<(String, String)>)>,
+    /// The cwd and workspace root for the next start (the workspace can move).
+    workspace: Mutex<PathBuf>,
     /// Closed for good (the host shut down or deactivated it): nothing may start it again.
     closed: AtomicBool,
 }
@@ -324,6 +326,7 @@ impl Extension {
         Extension {
             closed: AtomicBool::new(false),
             inputs,
+            workspace: Mutex::new(spec.workspace_root.clone()),
             spec,
             opts,
             events,
@@ -465,13 +468,18 @@ impl Extension {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        let workspace = self
+            .workspace
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let (streams, process) = match &self.opts.transport {
             Some(transport) => (transport.open(spec).map_err(|e| self.spawn_error(e))?, None),
             None => {
                 let spawned = process::spawn(&SpawnSpec {
                     program: spec.command.clone(),
                     args: spec.args.clone(),
-                    cwd: spec.workspace_root.clone(),
+                    cwd: workspace.clone(),
                     bin_dir: Some(spec.package_dir.join("bin")),
                     env,
                     log_path: spec.log_path(),
@@ -488,7 +496,7 @@ impl Extension {
         let hello = Hello {
             extension: spec.name.clone(),
             session_id: spec.session_id.clone(),
-            workspace_root: spec.workspace_root.to_string_lossy().into_owned(),
+            workspace_root: workspace.to_string_lossy().into_owned(),
             config,
             grants: spec.grants,
             timeout: self.opts.handshake_timeout,
@@ -761,6 +769,11 @@ impl Extension {
             .command(name, arguments, self.opts.request_timeout)
             .await;
         self.settle(&live, res).await
+    }
+
+    /// Run in `root` from the next start on.
+    pub fn set_workspace(&self, root: PathBuf) {
+        *self.workspace.lock().unwrap_or_else(|p| p.into_inner()) = root;
     }
 
     /// Use this config and env from the next start on.

@@ -1769,3 +1769,165 @@ async fn a_tool_with_an_invalid_schema_is_refused_with_a_warning_and_the_others_
     assert_eq!(ok["tool"], "good");
     host.shutdown().await;
 }
+
+/// The pids of live processes whose command line holds every one of `marks`.
+fn processes_with(marks: &[&str]) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        // A zombie has an empty command line: it is gone but for its exit status.
+        if marks.iter().all(|m| cmdline.contains(m)) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activate_deactivate_reload_and_set_config_race_calls_in_flight_and_the_last_command_wins()
+{
+    let w = World::new();
+    w.add(
+        "steady",
+        json!({"tools": tools(&["probe"])}),
+        json!({"tools": ["probe"]}),
+    );
+    let mut schema = json!({"tools": tools(&["config", "probe"])});
+    schema["config_schema"] =
+        json!({"type": "object", "properties": {"level": {"type": "integer"}}});
+    w.add("churn-race", schema, json!({"tools": ["config", "probe"]}));
+    let host = Arc::new(w.host(quick()).await);
+    host.call_tool("probe", json!({}), None, None)
+        .await
+        .unwrap();
+    let steady = host.pid("steady").unwrap();
+
+    let mut tasks = tokio::task::JoinSet::new();
+    for round in 0..6u64 {
+        for kind in 0..6 {
+            let host = Arc::clone(&host);
+            tasks.spawn(async move {
+                let outcome = match kind {
+                    0 => host
+                        .call_tool("churn-race__probe", json!({"sleep_ms": 30}), None, None)
+                        .await
+                        .map(drop),
+                    1 => host.activate("churn-race").await.map(drop),
+                    2 => host.deactivate("churn-race").await,
+                    3 => host.reload("churn-race").await,
+                    4 => host
+                        .set_config("churn-race", "level", json!(round))
+                        .await
+                        .map(drop),
+                    _ => host
+                        .call_tool("config", json!({}), None, None)
+                        .await
+                        .map(drop),
+                };
+                (kind, outcome.map_err(|e| e.to_string()))
+            });
+        }
+    }
+    // Every call and command resolves (the bound only keeps a broken build from hanging).
+    let all = async {
+        let mut outcomes = Vec::new();
+        while let Some(done) = tasks.join_next().await {
+            outcomes.push(done.unwrap());
+        }
+        outcomes
+    };
+    let outcomes = tokio::time::timeout(Duration::from_secs(120), all)
+        .await
+        .expect("every call and command resolved");
+    assert_eq!(outcomes.len(), 36);
+    for (kind, outcome) in &outcomes {
+        if let Err(err) = outcome {
+            // What a race may legitimately say: not loaded (yet, or any more), shut down
+            // while in flight, or the tool not in the table at that moment.
+            assert!(
+                err.contains("not enabled")
+                    || err.contains("shut this extension down")
+                    || err.contains("no tool named"),
+                "op {kind}: {err}"
+            );
+        }
+    }
+
+    // The last command decides: deactivated, its processes gone, the other one untouched.
+    host.deactivate("churn-race").await.unwrap();
+    assert_eq!(host.extensions(), ["steady"]);
+    let fixture = fixture_bin();
+    assert!(
+        eventually(|| processes_with(&[&fixture, "churn-race"]).is_empty()).await,
+        "a churn-race server outlived its extension: {:?}",
+        processes_with(&[&fixture, "churn-race"])
+    );
+    assert_eq!(
+        host.pid("steady"),
+        Some(steady),
+        "outside the diff, it kept its process"
+    );
+
+    // And activated again, it serves with its last config.
+    host.activate("churn-race").await.unwrap();
+    assert_eq!(host.extensions(), ["steady", "churn-race"]);
+    let config = host
+        .call_tool("config", json!({}), None, None)
+        .await
+        .unwrap();
+    assert!(config["level"].is_u64(), "{config}");
+    host.shutdown().await;
+    assert!(
+        eventually(|| processes_with(&[&fixture, "churn-race"]).is_empty()).await,
+        "a server outlived the shutdown"
+    );
+}
+
+#[tokio::test]
+async fn subscribers_see_every_table_change_and_the_workspace_moves_for_new_starts() {
+    let w = World::new();
+    w.add(
+        "one",
+        json!({"tools": tools(&["probe"])}),
+        json!({"tools": ["probe"]}),
+    );
+    w.add(
+        "two",
+        json!({"tools": tools(&["other"])}),
+        json!({"tools": ["other"]}),
+    );
+    w.home.set_enabled("two", false).unwrap();
+    let host = w.host(quick()).await;
+    let mut changes = host.subscribe();
+    changes.borrow_and_update();
+    host.activate("two").await.unwrap();
+    assert!(changes.has_changed().unwrap());
+    let names: Vec<_> = changes
+        .borrow_and_update()
+        .tools()
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(names, ["probe", "other"]);
+    host.deactivate("two").await.unwrap();
+    assert!(changes.has_changed().unwrap());
+    assert_eq!(changes.borrow_and_update().extensions(), ["one"]);
+
+    // A server started after the move runs in the new workspace.
+    let moved = w.dir.path().join("moved");
+    std::fs::create_dir_all(&moved).unwrap();
+    host.set_workspace(moved.clone()).await.unwrap();
+    host.call_tool("probe", json!({}), None, None)
+        .await
+        .unwrap();
+    let pid = host.pid("one").unwrap();
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
+    assert_eq!(cwd, moved.canonicalize().unwrap());
+    host.shutdown().await;
+}

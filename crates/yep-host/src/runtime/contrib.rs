@@ -123,7 +123,7 @@ impl ExtensionHost {
     pub fn skills(&self) -> Vec<Skill> {
         let mut out = Vec::new();
         for l in self.loaded().iter().filter(|l| l.manifest.yolop.skills) {
-            let package = self.home.package_dir(&l.name);
+            let package = self.core.home.package_dir(&l.name);
             let Ok(root) = package.canonicalize() else {
                 continue;
             };
@@ -194,7 +194,8 @@ impl ExtensionHost {
     fn mcp_servers_with(&self, expand_vars: bool) -> BTreeMap<String, McpServer> {
         let mut out = BTreeMap::new();
         for l in self.loaded() {
-            let secrets = crate::store::config::secrets(&self.home, &l.name).unwrap_or_default();
+            let secrets =
+                crate::store::config::secrets(&self.core.home, &l.name).unwrap_or_default();
             let vars = |name: &str| {
                 secrets
                     .get(name)
@@ -277,7 +278,7 @@ impl ExtensionHost {
                 out.insert(format!("{}__{server}", l.name), spec);
             }
         }
-        let workspace = self.session.workspace_root.join(".mcp.json");
+        let workspace = self.core.workspace_root().join(".mcp.json");
         if let Ok(text) = std::fs::read_to_string(&workspace) {
             match serde_json::from_str::<serde_json::Value>(&text) {
                 Ok(doc) => {

@@ -112,7 +112,8 @@ async fn fire_within(
 impl ExtensionHost {
     /// The most one extension's subscriptions may hold one tool call, together.
     fn hook_budget(&self) -> Duration {
-        self.opts
+        self.core
+            .opts
             .hook_budget
             .min(Duration::from_millis(MAX_HOOK_TIMEOUT_MS))
     }

@@ -23,8 +23,9 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 /// At most this many tools per extension are always loaded; the rest are deferred.
@@ -92,6 +93,10 @@ pub enum HostError {
     Extension(Box<ExtensionError>),
     #[error(transparent)]
     Store(Box<StoreError>),
+    #[error("the extension host was shut down")]
+    ShutDown,
+    #[error("cannot activate extension `{extension}`: {why}")]
+    CannotActivate { extension: String, why: String },
 }
 
 impl From<ExtensionError> for HostError {
@@ -260,61 +265,38 @@ impl Loaded {
     }
 }
 
+/// The loaded extensions and what they contribute, as one immutable snapshot. The registry
+/// task publishes a new one on every change; readers never wait for it.
 #[derive(Default)]
-struct Table {
+pub struct Table {
     loaded: Vec<Arc<Loaded>>,
     tools: Vec<ToolDefinition>,
     forwarders: Vec<Arc<trace::Forwarder>>,
 }
 
-/// The extension host for one session.
-pub struct ExtensionHost {
-    home: Home,
-    session: Session,
-    opts: HostOptions,
-    events: Arc<HostEvents>,
-    table: RwLock<Table>,
-    warnings: Mutex<Vec<String>>,
-    /// Serialises activate/deactivate, so each rebuild starts from the one before it.
-    lifecycle: tokio::sync::Mutex<()>,
-}
-
-impl ExtensionHost {
-    /// Load every extension `settings.toml` enables, then start the ones the first turn needs
-    /// (prompt, hooks, trace) in parallel, waiting at most `startup_bound`. Malformed packages
-    /// are skipped with a warning.
-    pub async fn start(
-        home: Home,
-        session: Session,
-        opts: HostOptions,
-    ) -> Result<ExtensionHost, HostError> {
-        let events = Arc::new(HostEvents::new(
-            opts.status_sink.clone(),
-            opts.ask_sink.clone(),
-        ));
-        let host = ExtensionHost {
-            home,
-            session,
-            opts,
-            events,
-            table: RwLock::default(),
-            warnings: Mutex::default(),
-            lifecycle: tokio::sync::Mutex::new(()),
-        };
-        let enabled = settings::enabled(&host.home.settings_path())
-            .map_err(|e| HostError::from(StoreError::Invalid(e)))?;
-        let mut loaded = Vec::new();
-        for name in enabled {
-            match host.load(&name) {
-                Ok(l) => loaded.push(Arc::new(l)),
-                Err(why) => host.warn(format!("skipping extension `{name}`: {why}")),
-            }
-        }
-        host.rebuild(loaded);
-        host.start_eager(host.loaded()).await;
-        Ok(host)
+impl Table {
+    /// The enabled extensions, in enable order.
+    pub fn extensions(&self) -> Vec<String> {
+        self.loaded.iter().map(|l| l.name.clone()).collect()
     }
 
+    /// Every tool, with its extension and whether it is always loaded or deferred.
+    pub fn tools(&self) -> &[ToolDefinition] {
+        &self.tools
+    }
+}
+
+/// What the host and its registry task share: fixed for the session but for the workspace.
+pub(crate) struct Core {
+    home: Home,
+    session_id: String,
+    workspace_root: Mutex<PathBuf>,
+    opts: HostOptions,
+    events: Arc<HostEvents>,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl Core {
     /// Record a warning once: the same problem met again (each `mcp_servers()`, each
     /// rebuild) is not repeated.
     fn warn(&self, message: String) {
@@ -325,9 +307,8 @@ impl ExtensionHost {
         }
     }
 
-    /// Problems met while loading: skipped packages, renamed tools, refused tools.
-    pub fn warnings(&self) -> Vec<String> {
-        self.warnings
+    fn workspace_root(&self) -> PathBuf {
+        self.workspace_root
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
@@ -337,8 +318,8 @@ impl ExtensionHost {
         let launch = launch::installed(
             &self.home,
             name,
-            self.session.workspace_root.clone(),
-            &self.session.id,
+            self.workspace_root(),
+            &self.session_id,
             &self.opts.supervisor,
         )?;
         for message in launch.warnings {
@@ -394,8 +375,8 @@ impl ExtensionHost {
         }
     }
 
-    /// Install a new table: tool names, collisions and never-defer budgets are decided here.
-    fn rebuild(&self, loaded: Vec<Arc<Loaded>>) {
+    /// A new table: tool names, collisions and never-defer budgets are decided here.
+    fn table(&self, loaded: Vec<Arc<Loaded>>) -> Table {
         let names: Vec<&str> = loaded.iter().map(|l| l.name.as_str()).collect();
         let mut taken: BTreeSet<String> = self.opts.builtins.iter().cloned().collect();
         let mut tools = Vec::new();
@@ -439,43 +420,348 @@ impl ExtensionHost {
                 }
             }
         }
-        *self.table.write().unwrap_or_else(|p| p.into_inner()) = Table {
-            loaded,
-            tools,
-            forwarders,
-        };
         for message in warnings {
             self.warn(message);
         }
+        Table {
+            loaded,
+            tools,
+            forwarders,
+        }
+    }
+}
+
+/// What the registry task is asked to do, one at a time, in the order asked.
+enum Command {
+    Activate(String, oneshot::Sender<Result<(), HostError>>),
+    Deactivate(String, oneshot::Sender<Result<(), HostError>>),
+    Reload(String, oneshot::Sender<Result<(), HostError>>),
+    SetConfig {
+        name: String,
+        field: String,
+        value: Value,
+        reply: oneshot::Sender<Result<ConfigOutcome, HostError>>,
+    },
+    SetWorkspace(PathBuf, oneshot::Sender<()>),
+    Refresh(oneshot::Sender<Result<(), HostError>>),
+    Shutdown(oneshot::Sender<()>),
+}
+
+/// The one owner of the extension table. Every change goes through its queue, so activate,
+/// deactivate, reload, set_config and set_workspace never interleave, and each starts from
+/// the table the one before it left.
+struct Registry {
+    core: Arc<Core>,
+    table: watch::Sender<Arc<Table>>,
+    /// After shutdown nothing loads again.
+    shut: bool,
+}
+
+impl Registry {
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        while let Some(command) = commands.recv().await {
+            match command {
+                Command::Activate(name, reply) => {
+                    let _ = reply.send(self.activate(&name).await);
+                }
+                Command::Deactivate(name, reply) => {
+                    let _ = reply.send(self.deactivate(&name).await);
+                }
+                Command::Reload(name, reply) => {
+                    let _ = reply.send(self.reload(&name).await);
+                }
+                Command::SetConfig {
+                    name,
+                    field,
+                    value,
+                    reply,
+                } => {
+                    let _ = reply.send(self.set_config(&name, field, value).await);
+                }
+                Command::SetWorkspace(root, reply) => {
+                    self.set_workspace(root).await;
+                    let _ = reply.send(());
+                }
+                Command::Refresh(reply) => {
+                    let _ = reply.send(self.refresh().await);
+                }
+                Command::Shutdown(reply) => {
+                    self.shutdown().await;
+                    let _ = reply.send(());
+                }
+            }
+        }
     }
 
-    pub(crate) fn loaded(&self) -> Vec<Arc<Loaded>> {
-        self.table
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .loaded
-            .clone()
+    fn current(&self) -> Arc<Table> {
+        Arc::clone(&self.table.borrow())
     }
 
     fn find(&self, name: &str) -> Result<Arc<Loaded>, HostError> {
-        self.loaded()
+        find(&self.current(), name)
+    }
+
+    /// Make the loaded set `wanted` (in this order): load what is new, close what left. An
+    /// extension in both keeps its process.
+    async fn reconcile(&mut self, wanted: &[String]) -> Result<(), HostError> {
+        if self.shut {
+            return Err(HostError::ShutDown);
+        }
+        let old = self.current();
+        let mut next = Vec::new();
+        let mut added = Vec::new();
+        for name in wanted {
+            match old.loaded.iter().find(|l| &l.name == name) {
+                Some(l) => next.push(Arc::clone(l)),
+                None => match self.core.load(name) {
+                    Ok(l) => {
+                        let l = Arc::new(l);
+                        added.push(Arc::clone(&l));
+                        next.push(l);
+                    }
+                    Err(why) => self
+                        .core
+                        .warn(format!("skipping extension `{name}`: {why}")),
+                },
+            }
+        }
+        let gone: Vec<_> = old
+            .loaded
+            .iter()
+            .filter(|l| !wanted.contains(&l.name))
+            .cloned()
+            .collect();
+        self.table.send_replace(Arc::new(self.core.table(next)));
+        // Closed for good: calls in flight fail, and nothing starts them again.
+        let mut stops = tokio::task::JoinSet::new();
+        for l in gone {
+            l.stop_forwarding();
+            let events = Arc::clone(&self.core.events);
+            stops.spawn(async move {
+                l.ext.close().await;
+                events.clear(&l.name);
+            });
+        }
+        while stops.join_next().await.is_some() {}
+        self.core.start_eager(added).await;
+        Ok(())
+    }
+
+    async fn activate(&mut self, name: &str) -> Result<(), HostError> {
+        if self.shut {
+            return Err(HostError::ShutDown);
+        }
+        persist_enabled(&self.core.home, name, true).await?;
+        if self.find(name).is_ok() {
+            return Ok(());
+        }
+        let mut wanted = self.current().extensions();
+        wanted.push(name.to_string());
+        self.reconcile(&wanted).await?;
+        // Loading it failed: say why, as a direct request deserves.
+        if self.find(name).is_err() {
+            let why = self.core.load(name).err().unwrap_or_default();
+            return Err(HostError::CannotActivate {
+                extension: name.to_string(),
+                why,
+            });
+        }
+        Ok(())
+    }
+
+    async fn deactivate(&mut self, name: &str) -> Result<(), HostError> {
+        persist_enabled(&self.core.home, name, false).await?;
+        if self.shut {
+            return Ok(());
+        }
+        let wanted: Vec<String> = self
+            .current()
+            .extensions()
             .into_iter()
-            .find(|l| l.name == name)
-            .ok_or_else(|| HostError::NotLoaded(name.to_string()))
+            .filter(|n| n != name)
+            .collect();
+        self.reconcile(&wanted).await
+    }
+
+    /// Load what settings enable now and close what they no longer do.
+    async fn refresh(&mut self) -> Result<(), HostError> {
+        let enabled = settings::enabled(&self.core.home.settings_path())
+            .map_err(|e| HostError::from(StoreError::Invalid(e)))?;
+        self.reconcile(&enabled).await
+    }
+
+    async fn reload(&mut self, name: &str) -> Result<(), HostError> {
+        let loaded = self.find(name)?;
+        loaded.ext.stop().await;
+        self.core.events.clear(name);
+        loaded.ext.handshake().await?;
+        Ok(())
+    }
+
+    async fn set_config(
+        &mut self,
+        name: &str,
+        field: String,
+        value: Value,
+    ) -> Result<ConfigOutcome, HostError> {
+        use crate::store::config;
+        let loaded = self.find(name)?;
+        let (home, manifest) = (self.core.home.clone(), loaded.manifest.clone());
+        off_thread(move || config::set_plain(&home, &manifest, &field, value)).await?;
+        let (plain, env) = config::server_inputs(&self.core.home, &loaded.manifest)?;
+        loaded.ext.set_inputs(plain.clone(), env);
+        if !loaded.ext.is_running() {
+            return Ok(ConfigOutcome::Applied);
+        }
+        let status = loaded.ext.config_changed(plain).await?;
+        if status == ConfigOutcome::RestartRequired {
+            loaded.ext.stop().await;
+            loaded.ext.handshake().await?;
+        }
+        Ok(status)
+    }
+
+    async fn set_workspace(&mut self, root: PathBuf) {
+        *self
+            .core
+            .workspace_root
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = root.clone();
+        let text = root.to_string_lossy().into_owned();
+        for l in &self.current().loaded {
+            l.ext.set_workspace(root.clone());
+            if let Err(err) = l.ext.workspace_changed(&text).await {
+                tracing::warn!(extension = %l.name, "could not tell it the workspace moved: {err}");
+            }
+        }
+    }
+
+    async fn shutdown(&mut self) {
+        self.shut = true;
+        let mut tasks = tokio::task::JoinSet::new();
+        for l in self.current().loaded.iter().cloned() {
+            l.stop_forwarding();
+            tasks.spawn(async move {
+                l.ext.close().await;
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+}
+
+fn find(table: &Table, name: &str) -> Result<Arc<Loaded>, HostError> {
+    table
+        .loaded
+        .iter()
+        .find(|l| l.name == name)
+        .cloned()
+        .ok_or_else(|| HostError::NotLoaded(name.to_string()))
+}
+
+/// Write the enable state: it takes the home's file lock, which another `yep` may hold for a
+/// while, so it runs off the async threads.
+async fn persist_enabled(home: &Home, name: &str, on: bool) -> Result<(), HostError> {
+    let (home, name) = (home.clone(), name.to_string());
+    off_thread(move || home.set_enabled(&name, on)).await?;
+    Ok(())
+}
+
+/// The extension host for one session.
+pub struct ExtensionHost {
+    core: Arc<Core>,
+    table: watch::Receiver<Arc<Table>>,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl ExtensionHost {
+    /// Load every extension `settings.toml` enables, then start the ones the first turn needs
+    /// (prompt, hooks, trace) in parallel, waiting at most `startup_bound`. Malformed packages
+    /// are skipped with a warning.
+    pub async fn start(
+        home: Home,
+        session: Session,
+        opts: HostOptions,
+    ) -> Result<ExtensionHost, HostError> {
+        let events = Arc::new(HostEvents::new(
+            opts.status_sink.clone(),
+            opts.ask_sink.clone(),
+        ));
+        let core = Arc::new(Core {
+            home,
+            session_id: session.id,
+            workspace_root: Mutex::new(session.workspace_root),
+            opts,
+            events,
+            warnings: Mutex::default(),
+        });
+        let (table_tx, table) = watch::channel(Arc::new(Table::default()));
+        let (commands, queue) = mpsc::unbounded_channel();
+        let mut registry = Registry {
+            core: Arc::clone(&core),
+            table: table_tx,
+            shut: false,
+        };
+        registry.refresh().await?;
+        tokio::spawn(registry.run(queue));
+        Ok(ExtensionHost {
+            core,
+            table,
+            commands,
+        })
+    }
+
+    /// Ask the registry task; its answer, or `ShutDown` if it is gone.
+    async fn ask<T>(
+        &self,
+        command: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, HostError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(command(reply))
+            .map_err(|_| HostError::ShutDown)?;
+        answer.await.map_err(|_| HostError::ShutDown)
+    }
+
+    fn warn(&self, message: String) {
+        self.core.warn(message);
+    }
+
+    /// Problems met while loading: skipped packages, renamed tools, refused tools.
+    pub fn warnings(&self) -> Vec<String> {
+        self.core
+            .warnings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The current table. Cheap: an `Arc` of an immutable snapshot.
+    pub fn snapshot(&self) -> Arc<Table> {
+        Arc::clone(&self.table.borrow())
+    }
+
+    /// Every change to the table, as it is published (a new tool list after an activate,
+    /// say). The receiver sees the latest snapshot; each change marks it changed.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Table>> {
+        self.table.clone()
+    }
+
+    pub(crate) fn loaded(&self) -> Vec<Arc<Loaded>> {
+        self.snapshot().loaded.clone()
+    }
+
+    fn find(&self, name: &str) -> Result<Arc<Loaded>, HostError> {
+        find(&self.snapshot(), name)
     }
 
     /// The enabled extensions, in enable order.
     pub fn extensions(&self) -> Vec<String> {
-        self.loaded().iter().map(|l| l.name.clone()).collect()
+        self.snapshot().extensions()
     }
 
     /// Every tool, with its extension and whether it is always loaded or deferred.
     pub fn tools(&self) -> Vec<ToolDefinition> {
-        self.table
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .tools
-            .clone()
+        self.snapshot().tools.clone()
     }
 
     /// Deferred tools whose name or description mentions every word of `query`.
@@ -492,7 +778,7 @@ impl ExtensionHost {
     }
 
     /// Call a tool by the name `tools()` gives it. Progress goes to `updates`; cancelling (or
-    /// dropping the future) sends `cancel` on the wire.
+    /// dropping the future) cancels on the wire.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -501,7 +787,7 @@ impl ExtensionHost {
         cancel: Option<CancellationToken>,
     ) -> Result<Value, HostError> {
         let (loaded, tool) = {
-            let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+            let table = self.table.borrow();
             let def = table
                 .tools
                 .iter()
@@ -600,41 +886,31 @@ impl ExtensionHost {
 
     /// The latest status per extension.
     pub fn status(&self) -> BTreeMap<String, StatusEntry> {
-        self.events
+        self.core
+            .events
             .status
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
 
-    /// Set one plain config field (validated, persisted) and push it to a running server with
-    /// `config/changed`: `ok` keeps the process; `restart-required` (or a server that does not
-    /// know the method) respawns it with the new config.
+    /// Set one plain config field (validated, persisted) and push it to a running server:
+    /// `Applied` keeps the process; `RestartRequired` (or a server that cannot take config
+    /// live) respawns it with the new config. Serialised with activate, deactivate and reload.
     pub async fn set_config(
         &self,
         name: &str,
         field: &str,
         value: Value,
     ) -> Result<ConfigOutcome, HostError> {
-        use crate::store::config;
-        let loaded = self.find(name)?;
-        let (home, manifest, field) = (
-            self.home.clone(),
-            loaded.manifest.clone(),
-            field.to_string(),
-        );
-        off_thread(move || config::set_plain(&home, &manifest, &field, value)).await?;
-        let (plain, env) = config::server_inputs(&self.home, &loaded.manifest)?;
-        loaded.ext.set_inputs(plain.clone(), env);
-        if loaded.ext.pid().is_none() {
-            return Ok(ConfigOutcome::Applied);
-        }
-        let status = loaded.ext.config_changed(plain).await?;
-        if status == ConfigOutcome::RestartRequired {
-            loaded.ext.stop().await;
-            loaded.ext.handshake().await?;
-        }
-        Ok(status)
+        let (name, field) = (name.to_string(), field.to_string());
+        self.ask(|reply| Command::SetConfig {
+            name,
+            field,
+            value,
+            reply,
+        })
+        .await?
     }
 
     /// The running server's pid, if it runs.
@@ -644,78 +920,51 @@ impl ExtensionHost {
 
     /// Restart one extension's server within the same approved surface.
     pub async fn reload(&self, name: &str) -> Result<(), HostError> {
-        let loaded = self.find(name)?;
-        loaded.ext.stop().await;
-        self.events.clear(name);
-        loaded.ext.handshake().await?;
-        Ok(())
-    }
-
-    /// Write the enable state: it takes the home's file lock, which another `yep` may hold
-    /// for a while, so it runs off the async threads.
-    async fn persist_enabled(&self, name: &str, on: bool) -> Result<(), HostError> {
-        let (home, name) = (self.home.clone(), name.to_string());
-        off_thread(move || home.set_enabled(&name, on)).await?;
-        Ok(())
+        let name = name.to_string();
+        self.ask(|reply| Command::Reload(name, reply)).await?
     }
 
     /// Enable an extension for this session from the next turn on, and in settings. Required
     /// config fields nobody set are asked for through the `AskSink` by kind (secret: masked,
     /// `enum`: a selector, else free text). Returns the fields still missing (`setup_incomplete`).
     pub async fn activate(&self, name: &str) -> Result<Vec<String>, HostError> {
-        let _one_at_a_time = self.lifecycle.lock().await;
-        self.persist_enabled(name, true).await?;
-        let manifest = Manifest::load(&self.home.package_dir(name)).map_err(StoreError::from)?;
-        let missing = self.setup(name, &manifest).await?;
-        if self.find(name).is_ok() {
-            return Ok(missing);
-        }
-        let loaded = Arc::new(self.load(name).map_err(|why| {
-            HostError::from(StoreError::Invalid(format!(
-                "cannot activate `{name}`: {why}"
-            )))
-        })?);
-        let mut all = self.loaded();
-        all.push(Arc::clone(&loaded));
-        self.rebuild(all);
-        self.start_eager(vec![loaded]).await;
+        let manifest =
+            Manifest::load(&self.core.home.package_dir(name)).map_err(StoreError::from)?;
+        // Asked before the registry is, so a person typing holds up no other change.
+        let missing = setup(
+            &self.core.home,
+            name,
+            &manifest,
+            self.core.opts.ask_sink.as_deref(),
+        )
+        .await?;
+        let name = name.to_string();
+        self.ask(|reply| Command::Activate(name, reply)).await??;
         Ok(missing)
     }
 
-    /// Ask for unset required fields; store the answers. Returns what is still unset.
-    async fn setup(&self, name: &str, manifest: &Manifest) -> Result<Vec<String>, HostError> {
-        setup(&self.home, name, manifest, self.opts.ask_sink.as_deref()).await
-    }
-
-    /// Disable an extension for this session from the next turn on, and in settings.
+    /// Disable an extension for this session, and in settings. Its server is closed for good:
+    /// calls in flight fail, and none starts again.
     pub async fn deactivate(&self, name: &str) -> Result<(), HostError> {
-        let _one_at_a_time = self.lifecycle.lock().await;
-        self.persist_enabled(name, false).await?;
-        let Ok(loaded) = self.find(name) else {
-            return Ok(());
-        };
-        let rest: Vec<_> = self
-            .loaded()
-            .into_iter()
-            .filter(|l| l.name != name)
-            .collect();
-        self.rebuild(rest);
-        loaded.stop_forwarding();
-        loaded.ext.stop().await;
-        self.events.clear(name);
-        Ok(())
+        let name = name.to_string();
+        self.ask(|reply| Command::Deactivate(name, reply)).await?
     }
 
-    /// Stop every server gracefully, in parallel, within `grace` each.
+    /// Load what `settings.toml` enables now and close what it no longer does (another `yep`
+    /// changed it). Extensions in both keep their processes.
+    pub async fn refresh(&self) -> Result<(), HostError> {
+        self.ask(Command::Refresh).await?
+    }
+
+    /// The workspace moved: running servers are told, and servers started from now on run
+    /// there.
+    pub async fn set_workspace(&self, root: PathBuf) -> Result<(), HostError> {
+        self.ask(|reply| Command::SetWorkspace(root, reply)).await
+    }
+
+    /// Stop every server gracefully, in parallel, within `grace` each. Nothing starts again.
     pub async fn shutdown(&self) {
-        let mut tasks = tokio::task::JoinSet::new();
-        for l in self.loaded() {
-            l.stop_forwarding();
-            tasks.spawn(async move {
-                l.ext.close().await;
-            });
-        }
-        while tasks.join_next().await.is_some() {}
+        let _ = self.ask(Command::Shutdown).await;
     }
 }
 

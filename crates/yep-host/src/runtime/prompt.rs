@@ -118,7 +118,7 @@ impl ExtensionHost {
         }
         // The handshake's static text counts only when the manifest declares `prompt`.
         let static_text = match f.prompt {
-            true => tokio::time::timeout(self.opts.prompt_timeout, l.ext.handshake())
+            true => tokio::time::timeout(self.core.opts.prompt_timeout, l.ext.handshake())
                 .await
                 .ok()
                 .and_then(Result::ok)
@@ -138,8 +138,8 @@ impl ExtensionHost {
                 None => {
                     // The budget covers starting the server too.
                     let fetched = tokio::time::timeout(
-                        self.opts.prompt_timeout,
-                        l.ext.prompt_within(self.opts.prompt_timeout),
+                        self.core.opts.prompt_timeout,
+                        l.ext.prompt_within(self.core.opts.prompt_timeout),
                     )
                     .await;
                     let fresh = match fetched
@@ -170,7 +170,7 @@ impl ExtensionHost {
     }
 
     fn capped(&self, l: &Loaded, text: String) -> String {
-        let cap = self.opts.prompt_cap;
+        let cap = self.core.opts.prompt_cap;
         if text.len() <= cap {
             return text;
         }

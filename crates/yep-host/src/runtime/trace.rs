@@ -156,15 +156,11 @@ impl ExtensionHost {
             );
         }
         for (name, dropped) in self.trace_dropped() {
-            crate::store::state::record_trace_dropped(&self.home, &name, dropped);
+            crate::store::state::record_trace_dropped(&self.core.home, &name, dropped);
         }
     }
 
     fn forwarders(&self) -> Vec<Arc<Forwarder>> {
-        self.table
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .forwarders
-            .clone()
+        self.snapshot().forwarders.clone()
     }
 }
