@@ -5,24 +5,24 @@
 //! - [`process`]: spawning a server in its own process group, its stderr log, graceful stop;
 //! - [`dialect`]: the YEP handshake and typed calls over a connection;
 //! - [`supervisor`]: one extension's live server: lazy spawn, crash errors, backoff respawn;
-//! - [`manifest`]: the `plugin.json` a user approves;
+//! - [`manifest`]: the `plugin.json` a user approves (re-exported from `yep_store`);
 //! - [`tool_args`]: tool arguments checked against the manifest's schemas, compiled once;
 //! - [`runtime`]: `ExtensionHost`, the one type an agent embeds;
-//! - [`store`]: the home: install, lock, update, enable, remove, list (no async needed).
+//! - [`store`]: the home: install, lock, update, enable, remove, list (no async needed); the
+//!   `yep_store` crate, re-exported.
 
 pub mod dialect;
 pub mod doctor;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod manifest;
 pub mod process;
 pub mod rpc;
 pub mod runtime;
-pub mod scaffold;
-pub mod store;
 pub mod supervisor;
-pub mod text;
 pub mod tool_args;
+
+pub use yep_store as store;
+pub use yep_store::{manifest, text};
 
 pub use dialect::yep::{Events, NoEvents};
 pub use manifest::Manifest;

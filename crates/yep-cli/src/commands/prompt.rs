@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use yep_host::Events;
 use yep_host::rpc::BoxFuture;
-use yep_host::text::escape;
 use yep_protocol::{LogParams, StatusChangedParams, UiAskParams, UiAskResult};
+use yep_store::text::escape;
 
 pub struct TerminalEvents {
     interactive: bool,

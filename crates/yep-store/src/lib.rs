@@ -4,22 +4,30 @@
 //!
 //! No processes (beyond `git`) and no async runtime: the CLI and an embedding agent call it
 //! directly.
+//!
+//! Also here, because the store is where they are enforced: [`manifest`], the `plugin.json` a
+//! user approves, and [`text`], the escaping of anything a package says before a terminal
+//! sees it.
 
 pub mod config;
 pub mod fetch;
 pub mod fsutil;
 pub mod hash;
 pub mod lockfile;
+pub mod manifest;
+pub mod progress;
 pub mod settings;
 pub mod source;
 pub mod state;
 pub mod summary;
+pub mod text;
 pub mod verify;
 
 use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use fetch::{FetchError, Registry};
 use fsutil::{remove_tree, write_atomic};
 use lockfile::{LockBinary, LockEntry, LockSource, Lockfile};
+pub use progress::{Progress, ProgressEvent};
 use serde::{Deserialize, Serialize};
 use source::SourceSpec;
 use std::path::{Path, PathBuf};
@@ -109,6 +117,17 @@ pub struct InstallOptions {
     /// Allow a package from another origin to take an installed name. It is approved afresh,
     /// the old package's secrets, config and data are dropped, and it is left disabled.
     pub replace: bool,
+    /// Where downloads and steps are reported.
+    pub progress: Progress,
+}
+
+/// Update options.
+#[derive(Debug, Clone, Default)]
+pub struct UpdateOptions {
+    /// Refuse any change to the lock (`--locked`).
+    pub locked: bool,
+    /// Where downloads and steps are reported.
+    pub progress: Progress,
 }
 
 /// What an install or update did.
@@ -561,7 +580,7 @@ impl Home {
         let (binary, pinned) = if opts.link {
             (None, None)
         } else {
-            self.binary_step(&manifest, &staged)
+            self.binary_step(&manifest, &staged, &opts.progress)
         };
         lock.upsert(LockEntry {
             name: manifest.name.clone(),
@@ -628,11 +647,15 @@ impl Home {
                         .map_err(io(format!("failed to link {}", abs.display())))?;
                     return Ok((lock_source, abs));
                 }
+                let _copy = opts.progress.step(format!("copying {}", abs.display()));
                 fetch::fetch_path(&abs, staged)?;
                 Ok((lock_source, staged.to_path_buf()))
             }
             SourceSpec::Git { url, rev } => {
-                let commit = fetch::fetch_git(url, rev.as_deref(), staged)?;
+                let commit = {
+                    let _clone = opts.progress.step(format!("cloning {url}"));
+                    fetch::fetch_git(url, rev.as_deref(), staged)?
+                };
                 Ok((
                     LockSource::Git {
                         url: url.clone(),
@@ -642,12 +665,12 @@ impl Home {
                 ))
             }
             SourceSpec::Crate { name, version } => {
-                self.fetch_crate(name, version.as_deref(), staged)
+                self.fetch_crate(name, version.as_deref(), staged, &opts.progress)
             }
             SourceSpec::Bare { name, version } => {
                 let mut last = None;
                 for candidate in SourceSpec::candidates(name) {
-                    match self.fetch_crate(&candidate, version.as_deref(), staged) {
+                    match self.fetch_crate(&candidate, version.as_deref(), staged, &opts.progress) {
                         Err(StoreError::Fetch(FetchError::NotFound(what))) => last = Some(what),
                         other => return other,
                     }
@@ -671,11 +694,12 @@ impl Home {
         name: &str,
         version: Option<&str>,
         staged: &Path,
+        progress: &Progress,
     ) -> Result<(LockSource, PathBuf), StoreError> {
         let registry = Registry::from_env();
-        let versions = fetch::index_versions(&registry, name)?;
+        let versions = fetch::index_versions(&registry, name, progress)?;
         let picked = fetch::pick_version(name, &versions, version)?;
-        fetch::fetch_crate(&registry, name, &picked, staged)?;
+        fetch::fetch_crate(&registry, name, &picked, staged, progress)?;
         Ok((
             LockSource::Crate {
                 crate_name: name.to_string(),
@@ -692,6 +716,7 @@ impl Home {
         &self,
         manifest: &Manifest,
         package: &Path,
+        progress: &Progress,
     ) -> (Option<String>, Option<LockBinary>) {
         let Some(server) = manifest.yolop.capability_server.as_ref() else {
             return (None, None);
@@ -712,7 +737,14 @@ impl Home {
             );
         }
         let version = manifest.version.as_deref().unwrap_or("0.0.0");
-        match fetch::fetch_binary(template, &manifest.name, version, &server.command, package) {
+        match fetch::fetch_binary(
+            template,
+            &manifest.name,
+            version,
+            &server.command,
+            package,
+            progress,
+        ) {
             Ok(target) => {
                 let path = format!("bin/{}", server.command);
                 let pin = std::fs::read(package.join(&path))
@@ -737,13 +769,14 @@ impl Home {
     }
 
     /// Fetch every (or one) installed package again; commit what changed. A change that widens
-    /// the grant needs `approver`; `locked` refuses any change.
+    /// the grant needs `approver`; `opts.locked` refuses any change.
     pub fn update(
         &self,
         name: Option<&str>,
-        locked: bool,
+        opts: &UpdateOptions,
         approver: &mut dyn Approver,
     ) -> Result<Vec<Installed>, StoreError> {
+        let locked = opts.locked;
         if let Some(n) = name
             && self.surely_not_installed(n)
         {
@@ -761,32 +794,32 @@ impl Home {
         };
         let mut out = Vec::new();
         for entry in entries {
-            let (source, opts) = match &entry.source {
-                LockSource::Path { path, link } => (
-                    SourceSpec::Path(PathBuf::from(path)),
-                    InstallOptions {
-                        link: *link,
-                        ..InstallOptions::default()
-                    },
-                ),
-                LockSource::Git { url, .. } => (
-                    SourceSpec::Git {
-                        url: url.clone(),
-                        rev: None,
-                    },
-                    InstallOptions::default(),
-                ),
-                LockSource::Crate { crate_name, .. } => (
-                    SourceSpec::Crate {
-                        name: crate_name.clone(),
-                        version: None,
-                    },
-                    InstallOptions::default(),
-                ),
+            let mut install = InstallOptions {
+                progress: opts.progress.clone(),
+                ..InstallOptions::default()
+            };
+            let source = match &entry.source {
+                LockSource::Path { path, link } => {
+                    install.link = *link;
+                    SourceSpec::Path(PathBuf::from(path))
+                }
+                LockSource::Git { url, .. } => SourceSpec::Git {
+                    url: url.clone(),
+                    rev: None,
+                },
+                LockSource::Crate { crate_name, .. } => SourceSpec::Crate {
+                    name: crate_name.clone(),
+                    version: None,
+                },
             };
             let scratch = self.scratch()?;
-            let result =
-                self.install_locked(&source, &opts, approver, &scratch, Some((&entry, locked)));
+            let result = self.install_locked(
+                &source,
+                &install,
+                approver,
+                &scratch,
+                Some((&entry, locked)),
+            );
             self.discard(&scratch);
             out.push(result?);
         }
