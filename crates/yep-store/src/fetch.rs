@@ -36,16 +36,16 @@ pub enum FetchError {
     Version(String),
     #[error("git {args} failed: {message}")]
     Git { args: String, message: String },
-    #[error("{context}: {source}")]
+    #[error("{context}: {error}")]
     Io {
         context: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> FetchError {
     let context = context.into();
-    move |source| FetchError::Io { context, source }
+    move |error| FetchError::Io { context, error }
 }
 
 /// The registry endpoints, overridable for tests.
@@ -806,7 +806,7 @@ pub fn fetch_binary(
         {
             return Err(FetchError::Io {
                 context: format!("refusing to place `{command}`"),
-                source: std::io::Error::other("the package's bin/ is a symlink"),
+                error: std::io::Error::other("the package's bin/ is a symlink"),
             });
         }
         std::fs::create_dir_all(&bin).map_err(io("failed to create bin/"))?;

@@ -25,7 +25,7 @@ pub mod verify;
 
 use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use fetch::{FetchError, Registry};
-use fsutil::{remove_tree, write_atomic};
+use fsutil::{MODE_DEFAULT, remove_tree, write_atomic};
 use lockfile::{LockBinary, LockEntry, LockSource, Lockfile};
 pub use progress::{Progress, ProgressEvent};
 use serde::{Deserialize, Serialize};
@@ -49,8 +49,18 @@ pub enum StoreError {
     Fetch(#[from] FetchError),
     #[error(transparent)]
     Lock(#[from] lockfile::LockError),
-    #[error("{0}")]
-    Invalid(String),
+    /// What `yep install` was given is not a source.
+    #[error(transparent)]
+    Source(#[from] source::SourceError),
+    /// A name that is not an extension name (names reach paths).
+    #[error("{0:?} is not an extension name (A-Z a-z 0-9 _ -)")]
+    BadName(String),
+    /// A directory given as a package has no manifest.
+    #[error("{} has no {MANIFEST_FILE}", dir.display())]
+    NoManifest { dir: PathBuf },
+    /// An update's manifest names another extension than the one installed.
+    #[error("the update of `{name}` now calls itself `{now}`")]
+    Renamed { name: String, now: String },
     /// The name, and a `; did you mean …` suffix when an installed name is close.
     #[error("no extension named `{0}` is installed{1}")]
     NotInstalled(String, String),
@@ -67,16 +77,104 @@ pub enum StoreError {
         installed: String,
         offered: String,
     },
-    #[error("{context}: {source}")]
+    /// A file of the home (`settings.toml`, `connections.toml`) could not be read.
+    #[error("failed to read {}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// A TOML file of the home does not parse.
+    #[error("failed to parse {}: {error}", path.display())]
+    Parse {
+        path: PathBuf,
+        error: Box<toml_edit::TomlError>,
+    },
+    /// A file of the home could not be written.
+    #[error("failed to write {}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// A key of a TOML file of the home that must be a table is something else.
+    #[error("`{key}` in {} is not a table", path.display())]
+    NotATable { path: PathBuf, key: String },
+    /// A secrets file others could read could not be made owner-only.
+    #[error("failed to restrict {}: {error}", path.display())]
+    Restrict {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// An extension has no config field of that name.
+    #[error(
+        "`{extension}` has no config field `{field}` (fields: {})",
+        or_none(known)
+    )]
+    UnknownField {
+        extension: String,
+        field: String,
+        known: Vec<String>,
+    },
+    /// A plain field was given as a secret.
+    #[error(
+        "`{field}` of `{extension}` is not a secret; set it with `yep config set {extension} {field} <value>`"
+    )]
+    NotSecret { extension: String, field: String },
+    /// A secret field was given as a plain value.
+    #[error(
+        "`{field}` of `{extension}` is a secret: set it with `yep secret set {extension} {field}` (it is never taken on the command line)"
+    )]
+    IsSecret { extension: String, field: String },
+    /// A value does not parse as its field's declared type.
+    #[error("config field `{field}` wants a {expected}: {error}")]
+    FieldType {
+        field: String,
+        expected: String,
+        error: serde_json::Error,
+    },
+    /// A config value TOML cannot hold.
+    #[error("config field `{field}`: TOML has no null; remove the key instead")]
+    NullValue { field: String },
+    /// The config breaks the manifest's `config_schema`: one line per problem.
+    #[error("invalid config for `{extension}`:\n  {}", problems.join("\n  "))]
+    InvalidConfig {
+        extension: String,
+        problems: Vec<String>,
+    },
+    /// One answer for a field breaks its schema (said in one line, fit to ask again with).
+    #[error("{}", problems.join("; "))]
+    AnswerRefused {
+        field: String,
+        problems: Vec<String>,
+    },
+    /// An answer for a selector field is not one of its values.
+    #[error("{answer:?} is not one of: {}", options.join(", "))]
+    NotAnOption {
+        field: String,
+        answer: String,
+        options: Vec<String>,
+    },
+    /// The manifest's `config_schema` is not a JSON Schema.
+    #[error("the config_schema of `{extension}` is not a valid JSON Schema: {message}")]
+    BadSchema { extension: String, message: String },
+    /// Any other file-system step; `context` says what was attempted.
+    #[error("{context}: {error}")]
     Io {
         context: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
+}
+
+fn or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
 }
 
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> StoreError {
     let context = context.into();
-    move |source| StoreError::Io { context, source }
+    move |error| StoreError::Io { context, error }
 }
 
 /// Holds the home's file lock; released on drop.
@@ -375,7 +473,7 @@ impl Home {
                 )))?;
             }
         }
-        write_atomic(&self.lock_path(), j.lock.as_bytes())
+        write_atomic(&self.lock_path(), j.lock.as_bytes(), MODE_DEFAULT)
             .map_err(io("failed to write the lock"))?;
         let _ = fsutil::sync_dir(&self.extensions_dir());
         std::fs::remove_file(self.journal_path())
@@ -402,8 +500,9 @@ impl Home {
 
     /// Journal, then apply.
     fn commit(&self, j: Journal) -> Result<(), StoreError> {
-        let text = serde_json::to_string(&j).map_err(|e| StoreError::Invalid(e.to_string()))?;
-        write_atomic(&self.journal_path(), text.as_bytes())
+        let text =
+            serde_json::to_string(&j).map_err(|e| io("failed to write the journal")(e.into()))?;
+        write_atomic(&self.journal_path(), text.as_bytes(), MODE_DEFAULT)
             .map_err(io("failed to write the journal"))?;
         self.apply(&j)
     }
@@ -441,7 +540,7 @@ impl Home {
         opts: &InstallOptions,
         approver: &mut dyn Approver,
     ) -> Result<Installed, StoreError> {
-        let source = SourceSpec::parse(spec).map_err(StoreError::Invalid)?;
+        let source = SourceSpec::parse(spec)?;
         let _lock = self.lock()?;
         let scratch = self.scratch()?;
         let result = self.install_locked(&source, opts, approver, &scratch, None);
@@ -469,10 +568,10 @@ impl Home {
         if let Some((entry, _)) = update_of
             && manifest.name != entry.name
         {
-            return Err(StoreError::Invalid(format!(
-                "the update of `{}` now calls itself `{}`",
-                entry.name, manifest.name
-            )));
+            return Err(StoreError::Renamed {
+                name: entry.name.clone(),
+                now: manifest.name.clone(),
+            });
         }
         let mut lock = self.lockfile()?;
         let previous = lock.get(&manifest.name).cloned();
@@ -632,10 +731,7 @@ impl Home {
                 let abs = std::fs::canonicalize(path)
                     .map_err(io(format!("failed to resolve {}", path.display())))?;
                 if !abs.join(MANIFEST_FILE).is_file() {
-                    return Err(StoreError::Invalid(format!(
-                        "{} has no {MANIFEST_FILE}",
-                        abs.display()
-                    )));
+                    return Err(StoreError::NoManifest { dir: abs });
                 }
                 let lock_source = LockSource::Path {
                     path: abs.display().to_string(),
@@ -843,7 +939,7 @@ impl Home {
         if self.lockfile()?.get(name).is_none() && (on || !listed()) {
             return Err(self.not_installed(name));
         }
-        settings::set_enabled(&self.settings_path(), name, on).map_err(StoreError::Invalid)
+        settings::set_enabled(&self.settings_path(), name, on)
     }
 
     /// `name` is not installed: the error, with the closest installed name when one is close.
@@ -893,9 +989,9 @@ impl Home {
     /// Disable `name` and drop its secrets, plain config and data dir (the caller holds the
     /// lock).
     fn forget_state(&self, name: &str) -> Result<(), StoreError> {
-        settings::set_enabled(&self.settings_path(), name, false).map_err(StoreError::Invalid)?;
-        settings::remove_config(&self.settings_path(), name).map_err(StoreError::Invalid)?;
-        settings::remove_secrets(&self.connections_path(), name).map_err(StoreError::Invalid)?;
+        settings::set_enabled(&self.settings_path(), name, false)?;
+        settings::remove_config(&self.settings_path(), name)?;
+        settings::remove_secrets(&self.connections_path(), name)?;
         // What it wrote for itself (tokens, caches) is its own too.
         remove_tree(&self.data_dir(name)).map_err(io(format!(
             "failed to remove {}",
@@ -908,7 +1004,7 @@ impl Home {
     pub fn list(&self) -> Result<Vec<Listed>, StoreError> {
         let _lock = self.read_lock()?;
         let lock = self.lockfile()?;
-        let enabled = settings::enabled(&self.settings_path()).map_err(StoreError::Invalid)?;
+        let enabled = settings::enabled(&self.settings_path())?;
         Ok(lock
             .extensions
             .iter()
@@ -987,9 +1083,7 @@ fn check_name(name: &str) -> Result<(), StoreError> {
     if crate::manifest::valid_name(name) {
         Ok(())
     } else {
-        Err(StoreError::Invalid(format!(
-            "{name:?} is not an extension name (A-Z a-z 0-9 _ -)"
-        )))
+        Err(StoreError::BadName(name.to_string()))
     }
 }
 

@@ -93,6 +93,13 @@ pub enum HostError {
     Extension(Box<ExtensionError>),
     #[error(transparent)]
     Store(Box<StoreError>),
+    /// A settings write run off the async threads did not finish (it panicked or was
+    /// cancelled).
+    #[error("the settings write failed: {0}")]
+    SettingsWrite(tokio::task::JoinError),
+    /// An enabled extension could not be loaded into the session.
+    #[error("cannot activate `{extension}`: {why}")]
+    Activate { extension: String, why: String },
 }
 
 impl From<ExtensionError> for HostError {
@@ -108,11 +115,7 @@ async fn off_thread<T: Send + 'static>(
 ) -> Result<T, HostError> {
     tokio::task::spawn_blocking(write)
         .await
-        .map_err(|e| {
-            HostError::from(StoreError::Invalid(format!(
-                "the settings write failed: {e}"
-            )))
-        })?
+        .map_err(HostError::SettingsWrite)?
         .map_err(HostError::from)
 }
 
@@ -195,6 +198,7 @@ impl HostError {
         match self {
             HostError::NotServed { extension, .. } => Some(extension),
             HostError::NotLoaded(name) => Some(name),
+            HostError::Activate { extension, .. } => Some(extension),
             _ => None,
         }
     }
@@ -302,8 +306,7 @@ impl ExtensionHost {
             warnings: Mutex::default(),
             lifecycle: tokio::sync::Mutex::new(()),
         };
-        let enabled = settings::enabled(&host.home.settings_path())
-            .map_err(|e| HostError::from(StoreError::Invalid(e)))?;
+        let enabled = settings::enabled(&host.home.settings_path())?;
         let mut loaded = Vec::new();
         for name in enabled {
             match host.load(&name) {
@@ -675,10 +678,9 @@ impl ExtensionHost {
         if self.find(name).is_ok() {
             return Ok(missing);
         }
-        let loaded = Arc::new(self.load(name).map_err(|why| {
-            HostError::from(StoreError::Invalid(format!(
-                "cannot activate `{name}`: {why}"
-            )))
+        let loaded = Arc::new(self.load(name).map_err(|why| HostError::Activate {
+            extension: name.to_string(),
+            why,
         })?);
         let mut all = self.loaded();
         all.push(Arc::clone(&loaded));
