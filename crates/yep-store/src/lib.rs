@@ -3,7 +3,8 @@
 //! journal, so a crash (even `kill -9`) leaves the home fully as before or fully as after.
 //!
 //! No processes (beyond `git`) and no async runtime: the CLI and an embedding agent call it
-//! directly.
+//! directly. It draws nothing either: an install reports its steps and downloads to the
+//! caller's [`Progress`].
 //!
 //! Also here, because the store is where they are enforced: [`manifest`], the `plugin.json` a
 //! user approves, and [`text`], the escaping of anything a package says before a terminal
