@@ -1,7 +1,9 @@
 //! `yep`: the command-line tool for people who install, author and debug extensions.
 
+mod author;
 mod commands;
 mod output;
+mod progress;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
@@ -92,7 +94,7 @@ fn main() -> ExitCode {
         };
     }
     init_tracing(cli.verbose);
-    let home = yep_host::store::Home::resolve(cli.home);
+    let home = yep_store::Home::resolve(cli.home);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {
@@ -140,7 +142,7 @@ fn init_tracing(verbose: u8) {
     // Every field is escaped as it is formatted (a server's log line is a field), so the only
     // control characters left are the formatter's own colour codes, and those only on a terminal.
     let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
-        let value = yep_host::text::escape(&format!("{value:?}")).into_owned();
+        let value = yep_store::text::escape(&format!("{value:?}")).into_owned();
         if field.name() == "message" {
             write!(w, "{value}")
         } else {

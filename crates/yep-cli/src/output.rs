@@ -2,13 +2,13 @@
 //! chain and hints, exit codes by kind (1 user/config, 2 usage, 255 internal).
 //!
 //! Every line leaves through here with its control characters escaped
-//! ([`yep_host::text`]): a package or a server cannot move the cursor, clear the screen or
+//! ([`yep_store::text`]): a package or a server cannot move the cursor, clear the screen or
 //! retitle the terminal through anything yep prints. Where a server's words are one field
 //! of a line (progress, a question), the caller escapes newlines too with `text::escape`.
 
 use std::io::Write;
 use std::process::ExitCode;
-use yep_host::text::{escape_controls, escape_multiline};
+use yep_store::text::{escape_controls, escape_multiline};
 
 /// `eprintln!` with the control characters of the whole line escaped.
 macro_rules! eline {

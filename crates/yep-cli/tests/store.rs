@@ -209,6 +209,31 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 #[test]
+fn an_install_on_a_terminal_draws_its_steps_and_clears_them_before_the_summary() {
+    let env = Env::new();
+    let repo = env.package("repo", "gitext", "0.1.0", facet());
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "v0.1.0"]);
+    let url = format!("file://{}", repo.display());
+    let screen = common::on_a_pty(&format!(
+        "YEP_HOME={} {} install {url} --yes",
+        env.home().display(),
+        env!("CARGO_BIN_EXE_yep"),
+    ));
+    let drawn = screen
+        .find(&format!("cloning {url}"))
+        .unwrap_or_else(|| panic!("no step drawn: {screen:?}"));
+    let summary = screen.find("gitext 0.1.0").expect("the summary");
+    assert!(drawn < summary, "{screen:?}");
+    // The spinner's line is cleared before the summary is written.
+    assert!(screen[drawn..summary].contains("\x1b[2K"), "{screen:?}");
+    // Piped, nothing is drawn.
+    let piped = env.yep(&["install", &url, "--yes"]);
+    assert!(!text(&piped.stderr).contains("cloning"), "{piped:?}");
+}
+
+#[test]
 fn install_from_a_local_git_repo_at_a_rev_records_the_commit() {
     let env = Env::new();
     let repo = env.package("repo", "gitext", "0.1.0", facet());

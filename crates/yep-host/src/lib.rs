@@ -6,25 +6,25 @@
 //! - [`process`]: spawning a server in its own process group, its stderr log, graceful stop;
 //! - [`dialect`]: one module per wire (YEP today): handshake and calls as capabilities;
 //! - [`supervisor`]: one extension's live server: lazy spawn, crash errors, backoff respawn;
-//! - [`manifest`]: the `plugin.json` a user approves;
+//! - [`manifest`]: the `plugin.json` a user approves (re-exported from `yep_store`);
 //! - [`tool_args`]: tool arguments checked against the manifest's schemas, compiled once;
 //! - [`runtime`]: `ExtensionHost`, the one type an agent embeds;
-//! - [`store`]: the home: install, lock, update, enable, remove, list (no async needed).
+//! - [`store`]: the home: install, lock, update, enable, remove, list (no async needed); the
+//!   `yep_store` crate, re-exported.
 
 pub mod capability;
 pub mod dialect;
 pub mod doctor;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod manifest;
 pub mod process;
 pub mod rpc;
 pub mod runtime;
-pub mod scaffold;
-pub mod store;
 pub mod supervisor;
-pub mod text;
 pub mod tool_args;
+
+pub use yep_store as store;
+pub use yep_store::{manifest, text};
 
 pub use capability::{Events, NoEvents};
 pub use manifest::Grants;

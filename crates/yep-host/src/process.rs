@@ -574,18 +574,3 @@ pub fn describe_status(status: Option<ExitStatus>) -> String {
     }
     status.to_string()
 }
-
-/// Run a tool to completion (`git` for installs) and collect its output. Blocking.
-pub fn run_tool(
-    program: &str,
-    args: &[&str],
-    cwd: Option<&Path>,
-) -> std::io::Result<std::process::Output> {
-    #[allow(clippy::disallowed_methods)] // the one spawn wrapper
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(args).stdin(Stdio::null());
-    if let Some(cwd) = cwd {
-        cmd.current_dir(cwd);
-    }
-    cmd.output()
-}

@@ -11,9 +11,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use yep_host::runtime::launch;
-use yep_host::store::Home;
-use yep_host::text::escape;
 use yep_host::{Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
+use yep_store::Home;
+use yep_store::text::escape;
 
 #[derive(clap::Args)]
 pub struct Args {

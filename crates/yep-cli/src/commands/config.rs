@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use yep_host::Manifest;
 use yep_host::capability::Question;
 use yep_host::runtime::AskSink;
-use yep_host::store::Home;
-use yep_host::store::config::{self, Secret};
-use yep_host::store::summary::config_fields;
+use yep_store::Home;
+use yep_store::config::{self, Secret};
+use yep_store::summary::config_fields;
 
 #[derive(clap::Subcommand)]
 pub enum ConfigCommand {

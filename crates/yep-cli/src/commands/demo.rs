@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, HookFiring, HookOutcome, Question, Status};
-use yep_host::manifest::HookEvent;
 use yep_host::rpc::BoxFuture;
 use yep_host::{Events, Extension, Grants, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
+use yep_store::manifest::HookEvent;
 
 #[derive(clap::Args)]
 pub struct Args {

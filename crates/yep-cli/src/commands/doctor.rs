@@ -4,9 +4,9 @@ use super::Target;
 use crate::output::{Colour, stdout_line, stdout_line_painted};
 use std::process::ExitCode;
 use yep_host::doctor::{self, Check, Status};
-use yep_host::store::{Home, config};
-use yep_host::text::escape_multiline;
 use yep_host::{Manifest, ServerSpec};
+use yep_store::text::escape_multiline;
+use yep_store::{Home, config};
 
 #[derive(clap::Args)]
 pub struct Args {

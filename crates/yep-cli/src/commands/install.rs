@@ -4,9 +4,11 @@ use crate::output::{hinted, stdout_line};
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use yep_host::Manifest;
-use yep_host::store::summary::ContributionDiff;
-use yep_host::store::{Approver, Home, InstallOptions, Installed, Outcome, StoreError, config};
-use yep_host::text::{escape, escape_controls};
+use yep_store::summary::ContributionDiff;
+use yep_store::text::{escape, escape_controls};
+use yep_store::{
+    Approver, Home, InstallOptions, Installed, Outcome, StoreError, UpdateOptions, config,
+};
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
@@ -194,6 +196,7 @@ pub fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let opts = InstallOptions {
         link: args.link,
         replace: args.replace,
+        progress: crate::progress::bars(),
     };
     let result = home
         .install(&args.source, &opts, &mut consent)
@@ -207,8 +210,12 @@ pub fn update(args: UpdateArgs, home: &Home) -> anyhow::Result<ExitCode> {
         yes: args.yes,
         asked: false,
     };
+    let opts = UpdateOptions {
+        locked: args.locked,
+        progress: crate::progress::bars(),
+    };
     let results = home
-        .update(args.name.as_deref(), args.locked, &mut consent)
+        .update(args.name.as_deref(), &opts, &mut consent)
         .map_err(|e| declined(e, &consent))?;
     report(&results, args.json, home)?;
     Ok(ExitCode::SUCCESS)

@@ -5,8 +5,8 @@ use std::io::{IsTerminal, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::process::ExitCode;
 use std::time::Duration;
-use yep_host::store::Home;
-use yep_host::text::{escape, escape_multiline};
+use yep_store::Home;
+use yep_store::text::{escape, escape_multiline};
 
 #[derive(clap::Args)]
 pub struct NameArgs {

@@ -11,9 +11,9 @@ mod prompt;
 pub mod session;
 
 use std::path::{Path, PathBuf};
-use yep_host::store::Home;
-use yep_host::store::lockfile::LockEntry;
-use yep_host::store::source::looks_like_path;
+use yep_store::Home;
+use yep_store::lockfile::LockEntry;
+use yep_store::source::looks_like_path;
 
 /// What a verb's `<dir | name>` argument names.
 pub enum Target {

@@ -1,9 +1,9 @@
 //! `yep new <name>`: scaffold an extension package in Python, TypeScript or Rust.
 
+use crate::author::scaffold::{Lang, NewOptions, scaffold};
 use crate::output::stdout_line;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use yep_host::scaffold::{Lang, NewOptions, scaffold};
 
 #[derive(clap::Args)]
 pub struct Args {

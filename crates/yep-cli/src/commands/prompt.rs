@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use yep_host::Events;
 use yep_host::capability::{Answer, LogLevel, Question, Status};
 use yep_host::rpc::BoxFuture;
-use yep_host::text::escape;
+use yep_store::text::escape;
 
 pub struct TerminalEvents {
     interactive: bool,

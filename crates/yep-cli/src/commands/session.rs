@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, Question};
 use yep_host::rpc::BoxFuture;
 use yep_host::runtime::AskSink;
-use yep_host::store::Home;
-use yep_host::text::{escape, escape_multiline};
 use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink};
+use yep_store::Home;
+use yep_store::text::{escape, escape_multiline};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -376,7 +376,7 @@ impl Shell {
         let manifest = yep_host::Manifest::load(&self.home.package_dir(name)).ok();
         let secret = |field: &str| {
             manifest.as_ref().is_some_and(|m| {
-                yep_host::store::summary::config_fields(m)
+                yep_store::summary::config_fields(m)
                     .iter()
                     .any(|f| f.name == field && f.secret)
             })

@@ -95,8 +95,13 @@ pub enum HostError {
     Store(Box<StoreError>),
     #[error("the extension host was shut down")]
     ShutDown,
-    #[error("cannot activate extension `{extension}`: {why}")]
-    CannotActivate { extension: String, why: String },
+    /// A settings write run off the async threads did not finish (it panicked or was
+    /// cancelled).
+    #[error("the settings write failed: {0}")]
+    SettingsWrite(tokio::task::JoinError),
+    /// An enabled extension could not be loaded into the session.
+    #[error("cannot activate `{extension}`: {why}")]
+    Activate { extension: String, why: String },
 }
 
 impl From<ExtensionError> for HostError {
@@ -112,11 +117,7 @@ async fn off_thread<T: Send + 'static>(
 ) -> Result<T, HostError> {
     tokio::task::spawn_blocking(write)
         .await
-        .map_err(|e| {
-            HostError::from(StoreError::Invalid(format!(
-                "the settings write failed: {e}"
-            )))
-        })?
+        .map_err(HostError::SettingsWrite)?
         .map_err(HostError::from)
 }
 
@@ -199,6 +200,7 @@ impl HostError {
         match self {
             HostError::NotServed { extension, .. } => Some(extension),
             HostError::NotLoaded(name) => Some(name),
+            HostError::Activate { extension, .. } => Some(extension),
             _ => None,
         }
     }
@@ -561,7 +563,7 @@ impl Registry {
         // Loading it failed: say why, as a direct request deserves.
         if self.find(name).is_err() {
             let why = self.core.load(name).err().unwrap_or_default();
-            return Err(HostError::CannotActivate {
+            return Err(HostError::Activate {
                 extension: name.to_string(),
                 why,
             });
@@ -585,8 +587,7 @@ impl Registry {
 
     /// Load what settings enable now and close what they no longer do.
     async fn refresh(&mut self) -> Result<(), HostError> {
-        let enabled = settings::enabled(&self.core.home.settings_path())
-            .map_err(|e| HostError::from(StoreError::Invalid(e)))?;
+        let enabled = settings::enabled(&self.core.home.settings_path())?;
         self.reconcile(&enabled).await
     }
 

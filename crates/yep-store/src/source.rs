@@ -2,6 +2,21 @@
 
 use std::path::PathBuf;
 
+/// Why a source spec was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    #[error("{0:?} is not a crate name")]
+    CrateName(String),
+    /// Never passed on, where `git` (or anything else) would read it as an option.
+    #[error("{0:?} is not a source: it starts with `-`")]
+    Option(String),
+    #[error(
+        "{0:?} is not a directory, a git URL (`https://…[@rev]`, `file://…`), `crates.io:<crate>[@version]` or an extension name"
+    )]
+    Unrecognised(String),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourceSpec {
     /// A local package directory (copied, or referenced in place with `--link`).
@@ -39,18 +54,18 @@ fn valid_crate_name(name: &str) -> bool {
 }
 
 impl SourceSpec {
-    pub fn parse(spec: &str) -> Result<SourceSpec, String> {
+    pub fn parse(spec: &str) -> Result<SourceSpec, SourceError> {
         let spec = spec.trim();
         if let Some(rest) = spec.strip_prefix("crates.io:") {
             let (name, version) = split_version(rest);
             if !valid_crate_name(&name) {
-                return Err(format!("{name:?} is not a crate name"));
+                return Err(SourceError::CrateName(name));
             }
             return Ok(SourceSpec::Crate { name, version });
         }
         if spec.starts_with('-') {
             // Never let a source reach `git` (or anything else) as an option.
-            return Err(format!("{spec:?} is not a source: it starts with `-`"));
+            return Err(SourceError::Option(spec.to_string()));
         }
         if spec.contains("://") || spec.starts_with("git@") {
             // The rev follows the last `@`, unless that `@` is part of the URL itself
@@ -80,9 +95,7 @@ impl SourceSpec {
         if valid_crate_name(&name) && !spec.contains('/') {
             return Ok(SourceSpec::Bare { name, version });
         }
-        Err(format!(
-            "{spec:?} is not a directory, a git URL (`https://…[@rev]`, `file://…`), `crates.io:<crate>[@version]` or an extension name"
-        ))
+        Err(SourceError::Unrecognised(spec.to_string()))
     }
 
     /// The crates a bare name may mean, in the order they are tried.

@@ -3,23 +3,32 @@
 //! journal, so a crash (even `kill -9`) leaves the home fully as before or fully as after.
 //!
 //! No processes (beyond `git`) and no async runtime: the CLI and an embedding agent call it
-//! directly.
+//! directly. It draws nothing either: an install reports its steps and downloads to the
+//! caller's [`Progress`].
+//!
+//! Also here, because the store is where they are enforced: [`manifest`], the `plugin.json` a
+//! user approves, and [`text`], the escaping of anything a package says before a terminal
+//! sees it.
 
 pub mod config;
 pub mod fetch;
 pub mod fsutil;
 pub mod hash;
 pub mod lockfile;
+pub mod manifest;
+pub mod progress;
 pub mod settings;
 pub mod source;
 pub mod state;
 pub mod summary;
+pub mod text;
 pub mod verify;
 
 use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use fetch::{FetchError, Registry};
-use fsutil::{remove_tree, write_atomic};
+use fsutil::{MODE_DEFAULT, remove_tree, write_atomic};
 use lockfile::{LockBinary, LockEntry, LockSource, Lockfile};
+pub use progress::{Progress, ProgressEvent};
 use serde::{Deserialize, Serialize};
 use source::SourceSpec;
 use std::path::{Path, PathBuf};
@@ -41,8 +50,18 @@ pub enum StoreError {
     Fetch(#[from] FetchError),
     #[error(transparent)]
     Lock(#[from] lockfile::LockError),
-    #[error("{0}")]
-    Invalid(String),
+    /// What `yep install` was given is not a source.
+    #[error(transparent)]
+    Source(#[from] source::SourceError),
+    /// A name that is not an extension name (names reach paths).
+    #[error("{0:?} is not an extension name (A-Z a-z 0-9 _ -)")]
+    BadName(String),
+    /// A directory given as a package has no manifest.
+    #[error("{} has no {MANIFEST_FILE}", dir.display())]
+    NoManifest { dir: PathBuf },
+    /// An update's manifest names another extension than the one installed.
+    #[error("the update of `{name}` now calls itself `{now}`")]
+    Renamed { name: String, now: String },
     /// The name, and a `; did you mean …` suffix when an installed name is close.
     #[error("no extension named `{0}` is installed{1}")]
     NotInstalled(String, String),
@@ -59,16 +78,104 @@ pub enum StoreError {
         installed: String,
         offered: String,
     },
-    #[error("{context}: {source}")]
+    /// A file of the home (`settings.toml`, `connections.toml`) could not be read.
+    #[error("failed to read {}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// A TOML file of the home does not parse.
+    #[error("failed to parse {}: {error}", path.display())]
+    Parse {
+        path: PathBuf,
+        error: Box<toml_edit::TomlError>,
+    },
+    /// A file of the home could not be written.
+    #[error("failed to write {}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// A key of a TOML file of the home that must be a table is something else.
+    #[error("`{key}` in {} is not a table", path.display())]
+    NotATable { path: PathBuf, key: String },
+    /// A secrets file others could read could not be made owner-only.
+    #[error("failed to restrict {}: {error}", path.display())]
+    Restrict {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// An extension has no config field of that name.
+    #[error(
+        "`{extension}` has no config field `{field}` (fields: {})",
+        or_none(known)
+    )]
+    UnknownField {
+        extension: String,
+        field: String,
+        known: Vec<String>,
+    },
+    /// A plain field was given as a secret.
+    #[error(
+        "`{field}` of `{extension}` is not a secret; set it with `yep config set {extension} {field} <value>`"
+    )]
+    NotSecret { extension: String, field: String },
+    /// A secret field was given as a plain value.
+    #[error(
+        "`{field}` of `{extension}` is a secret: set it with `yep secret set {extension} {field}` (it is never taken on the command line)"
+    )]
+    IsSecret { extension: String, field: String },
+    /// A value does not parse as its field's declared type.
+    #[error("config field `{field}` wants a {expected}: {error}")]
+    FieldType {
+        field: String,
+        expected: String,
+        error: serde_json::Error,
+    },
+    /// A config value TOML cannot hold.
+    #[error("config field `{field}`: TOML has no null; remove the key instead")]
+    NullValue { field: String },
+    /// The config breaks the manifest's `config_schema`: one line per problem.
+    #[error("invalid config for `{extension}`:\n  {}", problems.join("\n  "))]
+    InvalidConfig {
+        extension: String,
+        problems: Vec<String>,
+    },
+    /// One answer for a field breaks its schema (said in one line, fit to ask again with).
+    #[error("{}", problems.join("; "))]
+    AnswerRefused {
+        field: String,
+        problems: Vec<String>,
+    },
+    /// An answer for a selector field is not one of its values.
+    #[error("{answer:?} is not one of: {}", options.join(", "))]
+    NotAnOption {
+        field: String,
+        answer: String,
+        options: Vec<String>,
+    },
+    /// The manifest's `config_schema` is not a JSON Schema.
+    #[error("the config_schema of `{extension}` is not a valid JSON Schema: {message}")]
+    BadSchema { extension: String, message: String },
+    /// Any other file-system step; `context` says what was attempted.
+    #[error("{context}: {error}")]
     Io {
         context: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
+}
+
+fn or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
 }
 
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> StoreError {
     let context = context.into();
-    move |source| StoreError::Io { context, source }
+    move |error| StoreError::Io { context, error }
 }
 
 /// Holds the home's file lock; released on drop.
@@ -109,6 +216,17 @@ pub struct InstallOptions {
     /// Allow a package from another origin to take an installed name. It is approved afresh,
     /// the old package's secrets, config and data are dropped, and it is left disabled.
     pub replace: bool,
+    /// Where downloads and steps are reported.
+    pub progress: Progress,
+}
+
+/// Update options.
+#[derive(Debug, Clone, Default)]
+pub struct UpdateOptions {
+    /// Refuse any change to the lock (`--locked`).
+    pub locked: bool,
+    /// Where downloads and steps are reported.
+    pub progress: Progress,
 }
 
 /// What an install or update did.
@@ -356,7 +474,7 @@ impl Home {
                 )))?;
             }
         }
-        write_atomic(&self.lock_path(), j.lock.as_bytes())
+        write_atomic(&self.lock_path(), j.lock.as_bytes(), MODE_DEFAULT)
             .map_err(io("failed to write the lock"))?;
         let _ = fsutil::sync_dir(&self.extensions_dir());
         std::fs::remove_file(self.journal_path())
@@ -383,8 +501,9 @@ impl Home {
 
     /// Journal, then apply.
     fn commit(&self, j: Journal) -> Result<(), StoreError> {
-        let text = serde_json::to_string(&j).map_err(|e| StoreError::Invalid(e.to_string()))?;
-        write_atomic(&self.journal_path(), text.as_bytes())
+        let text =
+            serde_json::to_string(&j).map_err(|e| io("failed to write the journal")(e.into()))?;
+        write_atomic(&self.journal_path(), text.as_bytes(), MODE_DEFAULT)
             .map_err(io("failed to write the journal"))?;
         self.apply(&j)
     }
@@ -422,7 +541,7 @@ impl Home {
         opts: &InstallOptions,
         approver: &mut dyn Approver,
     ) -> Result<Installed, StoreError> {
-        let source = SourceSpec::parse(spec).map_err(StoreError::Invalid)?;
+        let source = SourceSpec::parse(spec)?;
         let _lock = self.lock()?;
         let scratch = self.scratch()?;
         let result = self.install_locked(&source, opts, approver, &scratch, None);
@@ -450,10 +569,10 @@ impl Home {
         if let Some((entry, _)) = update_of
             && manifest.name != entry.name
         {
-            return Err(StoreError::Invalid(format!(
-                "the update of `{}` now calls itself `{}`",
-                entry.name, manifest.name
-            )));
+            return Err(StoreError::Renamed {
+                name: entry.name.clone(),
+                now: manifest.name.clone(),
+            });
         }
         let mut lock = self.lockfile()?;
         let previous = lock.get(&manifest.name).cloned();
@@ -561,7 +680,7 @@ impl Home {
         let (binary, pinned) = if opts.link {
             (None, None)
         } else {
-            self.binary_step(&manifest, &staged)
+            self.binary_step(&manifest, &staged, &opts.progress)
         };
         lock.upsert(LockEntry {
             name: manifest.name.clone(),
@@ -613,10 +732,7 @@ impl Home {
                 let abs = std::fs::canonicalize(path)
                     .map_err(io(format!("failed to resolve {}", path.display())))?;
                 if !abs.join(MANIFEST_FILE).is_file() {
-                    return Err(StoreError::Invalid(format!(
-                        "{} has no {MANIFEST_FILE}",
-                        abs.display()
-                    )));
+                    return Err(StoreError::NoManifest { dir: abs });
                 }
                 let lock_source = LockSource::Path {
                     path: abs.display().to_string(),
@@ -628,11 +744,15 @@ impl Home {
                         .map_err(io(format!("failed to link {}", abs.display())))?;
                     return Ok((lock_source, abs));
                 }
+                let _copy = opts.progress.step(format!("copying {}", abs.display()));
                 fetch::fetch_path(&abs, staged)?;
                 Ok((lock_source, staged.to_path_buf()))
             }
             SourceSpec::Git { url, rev } => {
-                let commit = fetch::fetch_git(url, rev.as_deref(), staged)?;
+                let commit = {
+                    let _clone = opts.progress.step(format!("cloning {url}"));
+                    fetch::fetch_git(url, rev.as_deref(), staged)?
+                };
                 Ok((
                     LockSource::Git {
                         url: url.clone(),
@@ -642,12 +762,12 @@ impl Home {
                 ))
             }
             SourceSpec::Crate { name, version } => {
-                self.fetch_crate(name, version.as_deref(), staged)
+                self.fetch_crate(name, version.as_deref(), staged, &opts.progress)
             }
             SourceSpec::Bare { name, version } => {
                 let mut last = None;
                 for candidate in SourceSpec::candidates(name) {
-                    match self.fetch_crate(&candidate, version.as_deref(), staged) {
+                    match self.fetch_crate(&candidate, version.as_deref(), staged, &opts.progress) {
                         Err(StoreError::Fetch(FetchError::NotFound(what))) => last = Some(what),
                         other => return other,
                     }
@@ -671,11 +791,12 @@ impl Home {
         name: &str,
         version: Option<&str>,
         staged: &Path,
+        progress: &Progress,
     ) -> Result<(LockSource, PathBuf), StoreError> {
         let registry = Registry::from_env();
-        let versions = fetch::index_versions(&registry, name)?;
+        let versions = fetch::index_versions(&registry, name, progress)?;
         let picked = fetch::pick_version(name, &versions, version)?;
-        fetch::fetch_crate(&registry, name, &picked, staged)?;
+        fetch::fetch_crate(&registry, name, &picked, staged, progress)?;
         Ok((
             LockSource::Crate {
                 crate_name: name.to_string(),
@@ -692,6 +813,7 @@ impl Home {
         &self,
         manifest: &Manifest,
         package: &Path,
+        progress: &Progress,
     ) -> (Option<String>, Option<LockBinary>) {
         let Some(server) = manifest.yolop.capability_server.as_ref() else {
             return (None, None);
@@ -712,7 +834,14 @@ impl Home {
             );
         }
         let version = manifest.version.as_deref().unwrap_or("0.0.0");
-        match fetch::fetch_binary(template, &manifest.name, version, &server.command, package) {
+        match fetch::fetch_binary(
+            template,
+            &manifest.name,
+            version,
+            &server.command,
+            package,
+            progress,
+        ) {
             Ok(target) => {
                 let path = format!("bin/{}", server.command);
                 let pin = std::fs::read(package.join(&path))
@@ -737,13 +866,14 @@ impl Home {
     }
 
     /// Fetch every (or one) installed package again; commit what changed. A change that widens
-    /// the grant needs `approver`; `locked` refuses any change.
+    /// the grant needs `approver`; `opts.locked` refuses any change.
     pub fn update(
         &self,
         name: Option<&str>,
-        locked: bool,
+        opts: &UpdateOptions,
         approver: &mut dyn Approver,
     ) -> Result<Vec<Installed>, StoreError> {
+        let locked = opts.locked;
         if let Some(n) = name
             && self.surely_not_installed(n)
         {
@@ -761,32 +891,32 @@ impl Home {
         };
         let mut out = Vec::new();
         for entry in entries {
-            let (source, opts) = match &entry.source {
-                LockSource::Path { path, link } => (
-                    SourceSpec::Path(PathBuf::from(path)),
-                    InstallOptions {
-                        link: *link,
-                        ..InstallOptions::default()
-                    },
-                ),
-                LockSource::Git { url, .. } => (
-                    SourceSpec::Git {
-                        url: url.clone(),
-                        rev: None,
-                    },
-                    InstallOptions::default(),
-                ),
-                LockSource::Crate { crate_name, .. } => (
-                    SourceSpec::Crate {
-                        name: crate_name.clone(),
-                        version: None,
-                    },
-                    InstallOptions::default(),
-                ),
+            let mut install = InstallOptions {
+                progress: opts.progress.clone(),
+                ..InstallOptions::default()
+            };
+            let source = match &entry.source {
+                LockSource::Path { path, link } => {
+                    install.link = *link;
+                    SourceSpec::Path(PathBuf::from(path))
+                }
+                LockSource::Git { url, .. } => SourceSpec::Git {
+                    url: url.clone(),
+                    rev: None,
+                },
+                LockSource::Crate { crate_name, .. } => SourceSpec::Crate {
+                    name: crate_name.clone(),
+                    version: None,
+                },
             };
             let scratch = self.scratch()?;
-            let result =
-                self.install_locked(&source, &opts, approver, &scratch, Some((&entry, locked)));
+            let result = self.install_locked(
+                &source,
+                &install,
+                approver,
+                &scratch,
+                Some((&entry, locked)),
+            );
             self.discard(&scratch);
             out.push(result?);
         }
@@ -810,7 +940,7 @@ impl Home {
         if self.lockfile()?.get(name).is_none() && (on || !listed()) {
             return Err(self.not_installed(name));
         }
-        settings::set_enabled(&self.settings_path(), name, on).map_err(StoreError::Invalid)
+        settings::set_enabled(&self.settings_path(), name, on)
     }
 
     /// `name` is not installed: the error, with the closest installed name when one is close.
@@ -860,9 +990,9 @@ impl Home {
     /// Disable `name` and drop its secrets, plain config and data dir (the caller holds the
     /// lock).
     fn forget_state(&self, name: &str) -> Result<(), StoreError> {
-        settings::set_enabled(&self.settings_path(), name, false).map_err(StoreError::Invalid)?;
-        settings::remove_config(&self.settings_path(), name).map_err(StoreError::Invalid)?;
-        settings::remove_secrets(&self.connections_path(), name).map_err(StoreError::Invalid)?;
+        settings::set_enabled(&self.settings_path(), name, false)?;
+        settings::remove_config(&self.settings_path(), name)?;
+        settings::remove_secrets(&self.connections_path(), name)?;
         // What it wrote for itself (tokens, caches) is its own too.
         remove_tree(&self.data_dir(name)).map_err(io(format!(
             "failed to remove {}",
@@ -875,7 +1005,7 @@ impl Home {
     pub fn list(&self) -> Result<Vec<Listed>, StoreError> {
         let _lock = self.read_lock()?;
         let lock = self.lockfile()?;
-        let enabled = settings::enabled(&self.settings_path()).map_err(StoreError::Invalid)?;
+        let enabled = settings::enabled(&self.settings_path())?;
         Ok(lock
             .extensions
             .iter()
@@ -954,9 +1084,7 @@ fn check_name(name: &str) -> Result<(), StoreError> {
     if crate::manifest::valid_name(name) {
         Ok(())
     } else {
-        Err(StoreError::Invalid(format!(
-            "{name:?} is not an extension name (A-Z a-z 0-9 _ -)"
-        )))
+        Err(StoreError::BadName(name.to_string()))
     }
 }
 

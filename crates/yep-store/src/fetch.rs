@@ -4,6 +4,7 @@
 
 use super::fsutil::{LinkEscape, copy_tree, link_escape};
 use super::hash::sha256_hex;
+use super::progress::{Progress, ProgressEvent};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -35,16 +36,16 @@ pub enum FetchError {
     Version(String),
     #[error("git {args} failed: {message}")]
     Git { args: String, message: String },
-    #[error("{context}: {source}")]
+    #[error("{context}: {error}")]
     Io {
         context: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> FetchError {
     let context = context.into();
-    move |source| FetchError::Io { context, source }
+    move |error| FetchError::Io { context, error }
 }
 
 /// The registry endpoints, overridable for tests.
@@ -96,13 +97,23 @@ fn agent() -> ureq::Agent {
 }
 
 /// GET a URL into memory, at most [`UnpackLimits::max_download`] bytes (an index file, a
-/// `.crate` or a prebuilt-binary archive); a progress bar on stderr when it is a terminal.
-pub fn http_get(url: &str, label: &str) -> Result<Vec<u8>, FetchError> {
-    http_get_limited(url, label, UnpackLimits::from_env().max_download())
+/// `.crate` or a prebuilt-binary archive), reporting the bytes as they arrive to `progress`.
+pub fn http_get(url: &str, label: &str, progress: &Progress) -> Result<Vec<u8>, FetchError> {
+    http_get_limited(
+        url,
+        label,
+        UnpackLimits::from_env().max_download(),
+        progress,
+    )
 }
 
 /// [`http_get`], refusing a body over `max` bytes (declared or received) before reading on.
-pub fn http_get_limited(url: &str, label: &str, max: u64) -> Result<Vec<u8>, FetchError> {
+pub fn http_get_limited(
+    url: &str,
+    label: &str,
+    max: u64,
+    progress: &Progress,
+) -> Result<Vec<u8>, FetchError> {
     let err = |message: String| FetchError::Http {
         url: url.to_string(),
         message,
@@ -125,7 +136,7 @@ pub fn http_get_limited(url: &str, label: &str, max: u64) -> Result<Vec<u8>, Fet
     if total.is_some_and(|n| n > max) {
         return Err(too_big());
     }
-    let bar = progress_bar(label, total);
+    let _download = progress.download(label, total);
     let mut reader = response
         .body_mut()
         .with_config()
@@ -143,30 +154,11 @@ pub fn http_get_limited(url: &str, label: &str, max: u64) -> Result<Vec<u8>, Fet
         if out.len() as u64 > max {
             return Err(too_big());
         }
-        if let Some(bar) = &bar {
-            bar.inc(n as u64);
-        }
-    }
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
+        progress.report(ProgressEvent::Bytes {
+            received: out.len() as u64,
+        });
     }
     Ok(out)
-}
-
-fn progress_bar(label: &str, total: Option<u64>) -> Option<indicatif::ProgressBar> {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = match total {
-        Some(n) => indicatif::ProgressBar::new(n),
-        None => indicatif::ProgressBar::new_spinner(),
-    };
-    let style = indicatif::ProgressStyle::with_template("{msg} {bar:30} {bytes}/{total_bytes}")
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-    bar.set_style(style);
-    bar.set_message(label.to_string());
-    Some(bar)
 }
 
 /// One version line of the sparse index.
@@ -178,9 +170,13 @@ pub struct IndexVersion {
 }
 
 /// The versions the index lists for a crate.
-pub fn index_versions(registry: &Registry, name: &str) -> Result<Vec<IndexVersion>, FetchError> {
+pub fn index_versions(
+    registry: &Registry,
+    name: &str,
+    progress: &Progress,
+) -> Result<Vec<IndexVersion>, FetchError> {
     let url = format!("{}{}", registry.index, sparse_path(name));
-    let body = http_get(&url, name).map_err(|e| match e {
+    let body = http_get(&url, &format!("index of {name}"), progress).map_err(|e| match e {
         FetchError::NotFound(_) => FetchError::NotFound(format!("crate `{name}` in the index")),
         other => other,
     })?;
@@ -250,12 +246,13 @@ pub fn fetch_crate(
     name: &str,
     version: &IndexVersion,
     dest: &Path,
+    progress: &Progress,
 ) -> Result<(), FetchError> {
     let url = registry
         .download
         .replace("{crate}", name)
         .replace("{version}", &version.version);
-    let bytes = http_get(&url, &format!("{name} {}", version.version))?;
+    let bytes = http_get(&url, &format!("{name} {}", version.version), progress)?;
     let actual = sha256_hex(&bytes);
     if actual != version.checksum {
         return Err(FetchError::Checksum {
@@ -264,12 +261,9 @@ pub fn fetch_crate(
             actual,
         });
     }
-    unpack_tar_gz(
-        &bytes,
-        dest,
-        1,
-        &format!("{name}-{}.crate", version.version),
-    )
+    let archive = format!("{name}-{}.crate", version.version);
+    let _unpack = progress.step(format!("unpacking {archive}"));
+    unpack_tar_gz(&bytes, dest, 1, &archive)
 }
 
 /// How much an archive may unpack to: checked against each entry's declared size before its
@@ -690,11 +684,23 @@ fn link_stays_inside(at: &Path, target: &Path) -> bool {
     link_escape(at, target, |_| false).is_none()
 }
 
+/// Run `git` to completion and collect its output. Blocking. The store's one child process:
+/// it needs no process group or log file, since it is waited for right here.
+fn run_git(args: &[&str], cwd: Option<&Path>) -> std::io::Result<std::process::Output> {
+    #[allow(clippy::disallowed_methods)] // a short-lived tool run to completion, not a server
+    let mut cmd = std::process::Command::new("git");
+    cmd.args(args).stdin(std::process::Stdio::null());
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.output()
+}
+
 /// Clone `url` into `dest` and check out `rev`; returns the resolved commit. `.git` is removed
 /// afterwards: the package is the content, not the history.
 pub fn fetch_git(url: &str, rev: Option<&str>, dest: &Path) -> Result<String, FetchError> {
     let git = |args: &[&str], cwd: Option<&Path>| -> Result<String, FetchError> {
-        let out = crate::process::run_tool("git", args, cwd).map_err(|e| FetchError::Git {
+        let out = run_git(args, cwd).map_err(|e| FetchError::Git {
             args: args.join(" "),
             message: e.to_string(),
         })?;
@@ -766,14 +772,15 @@ pub fn fetch_binary(
     version: &str,
     command: &str,
     package: &Path,
+    progress: &Progress,
 ) -> Result<String, FetchError> {
     let target = host_target();
     let url = template
         .replace("{name}", name)
         .replace("{version}", version)
         .replace("{target}", &target);
-    let archive = http_get(&url, &format!("{command} for {target}"))?;
-    let sum = http_get(&format!("{url}.sha256"), "checksum")?;
+    let archive = http_get(&url, &format!("{command} for {target}"), progress)?;
+    let sum = http_get(&format!("{url}.sha256"), "checksum", progress)?;
     let expected = String::from_utf8_lossy(&sum)
         .split_whitespace()
         .next()
@@ -799,7 +806,7 @@ pub fn fetch_binary(
         {
             return Err(FetchError::Io {
                 context: format!("refusing to place `{command}`"),
-                source: std::io::Error::other("the package's bin/ is a symlink"),
+                error: std::io::Error::other("the package's bin/ is a symlink"),
             });
         }
         std::fs::create_dir_all(&bin).map_err(io("failed to create bin/"))?;

@@ -3,18 +3,43 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Write `bytes` to `path` atomically (temp file in the same directory, fsync, rename), and
-/// only if the content differs. Returns whether it wrote.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
-    if std::fs::read(path).is_ok_and(|current| current == bytes) {
+/// The mode of a file anyone may read, as `File::create` makes it: the umask decides.
+pub const MODE_DEFAULT: u32 = 0o666;
+/// The mode of a file that holds secrets: owner-only from its first byte.
+pub const MODE_PRIVATE: u32 = 0o600;
+
+/// Write `bytes` to `path` atomically (temp file in the same directory created with `mode`,
+/// fsync, rename), and only if the content differs. Returns whether it wrote.
+///
+/// A [`MODE_PRIVATE`] file ends owner-only even when nothing is written: a same-content file
+/// that others may read is restricted in place (through a handle that does not follow links),
+/// and a symlink is replaced by a file rather than trusted.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<bool> {
+    let private = mode & 0o077 == 0;
+    if private {
+        if let Some(file) = unchanged_private_file(path, bytes) {
+            restrict(&file, mode)?;
+            return Ok(false);
+        }
+    } else if std::fs::read(path).is_ok_and(|current| current == bytes) {
         return Ok(false);
     }
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    // A stale temp file (a crashed write) would keep its own mode: it goes first, and the new
+    // one must be new, so nothing planted there is written through.
+    let _ = std::fs::remove_file(&tmp);
     let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(mode);
+        }
+        let mut file = options.open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)?;
@@ -24,6 +49,41 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
         let _ = std::fs::remove_file(&tmp);
     }
     result.map(|()| true)
+}
+
+/// `path` opened without following a link, when it is a regular file holding `bytes`.
+fn unchanged_private_file(path: &Path, bytes: &[u8]) -> Option<std::fs::File> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Not a link, and never a wait on a fifo planted there.
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let mut file = options.open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut current = Vec::new();
+    file.read_to_end(&mut current).ok()?;
+    (current == bytes).then_some(file)
+}
+
+/// Take away whatever `mode` does not grant.
+fn restrict(file: &std::fs::File, mode: u32) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let now = file.metadata()?.permissions().mode() & 0o777;
+        if now & !mode != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(now & mode))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (file, mode);
+    Ok(())
 }
 
 /// Make a rename in `dir` durable.
@@ -212,5 +272,79 @@ mod tests {
             assert!(err.contains(at), "{err}");
             std::fs::remove_file(root.join(at)).unwrap();
         }
+    }
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::symlink_metadata(path)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    #[cfg(unix)]
+    fn chmod(path: &Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_private_write_ends_owner_only_even_when_the_content_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("connections.toml");
+        std::fs::write(&path, "a").unwrap();
+        chmod(&path, 0o644);
+        assert!(
+            !write_atomic(&path, b"a", MODE_PRIVATE).unwrap(),
+            "the same content is not written again"
+        );
+        assert_eq!(mode(&path), 0o600);
+
+        // A stale temp file of a crashed write lends the new file neither its mode nor a link.
+        let tmp = dir
+            .path()
+            .join(format!(".connections.toml.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, "stale").unwrap();
+        chmod(&tmp, 0o644);
+        assert!(write_atomic(&path, b"b", MODE_PRIVATE).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"b");
+        assert_eq!(mode(&path), 0o600);
+        assert!(!tmp.exists());
+
+        // A link holding the same content is replaced by an owner-only file; its target is
+        // not ours to chmod.
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, "c").unwrap();
+        chmod(&target, 0o644);
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        assert!(write_atomic(&path, b"c", MODE_PRIVATE).unwrap());
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&target), 0o644);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_default_write_skips_identical_content_and_leaves_the_mode_to_the_umask() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.toml");
+        assert!(write_atomic(&path, b"x", MODE_DEFAULT).unwrap());
+        let umask_mode = mode(&path);
+        assert_eq!(umask_mode & 0o600, 0o600, "{umask_mode:o}");
+        let inode = std::fs::metadata(&path).unwrap().ino();
+        assert!(!write_atomic(&path, b"x", MODE_DEFAULT).unwrap());
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().ino(),
+            inode,
+            "not replaced"
+        );
+        assert!(write_atomic(&path, b"y", MODE_DEFAULT).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"y");
+        assert_eq!(mode(&path), umask_mode);
     }
 }

@@ -1,7 +1,7 @@
 //! Small facts a session leaves for `yep list`: trace events dropped last time, per extension.
 
 use super::Home;
-use super::fsutil::write_atomic;
+use super::fsutil::{MODE_DEFAULT, write_atomic};
 
 fn path(home: &Home, name: &str) -> std::path::PathBuf {
     home.root.join("state").join(format!("{name}.json"))
@@ -10,7 +10,7 @@ fn path(home: &Home, name: &str) -> std::path::PathBuf {
 /// Remember how many trace events the last session dropped for `name`.
 pub fn record_trace_dropped(home: &Home, name: &str, dropped: u64) {
     let body = serde_json::json!({ "trace_dropped": dropped }).to_string();
-    if let Err(e) = write_atomic(&path(home, name), body.as_bytes()) {
+    if let Err(e) = write_atomic(&path(home, name), body.as_bytes(), MODE_DEFAULT) {
         tracing::warn!("failed to record trace drops for `{name}`: {e}");
     }
 }

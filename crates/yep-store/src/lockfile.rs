@@ -1,6 +1,6 @@
 //! `extensions.lock`: what the user approved, one entry per extension, sorted by name.
 
-use super::fsutil::write_atomic;
+use super::fsutil::{MODE_DEFAULT, write_atomic};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -182,7 +182,7 @@ impl Lockfile {
 
     /// Write atomically, and only when the content changed.
     pub fn save(&self, path: &Path) -> std::io::Result<bool> {
-        write_atomic(path, self.render().as_bytes())
+        write_atomic(path, self.render().as_bytes(), MODE_DEFAULT)
     }
 }
 

@@ -70,7 +70,7 @@ fn check(home: &Home, entry: &LockEntry) -> Result<(), String> {
         }
     }
     if newest.is_some_and(|t| t + RACY < SystemTime::now()) {
-        let _ = super::fsutil::write_atomic(&cache, key.as_bytes());
+        let _ = super::fsutil::write_atomic(&cache, key.as_bytes(), super::fsutil::MODE_DEFAULT);
     }
     Ok(())
 }

@@ -2,10 +2,10 @@
 //! facets asked for; the server is wired to the SDK (vendored, so the package needs no
 //! toolchain beyond its language's runtime) and the only edit points are the handler bodies.
 
-use crate::manifest::{Manifest, valid_name};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use yep_store::manifest::{Manifest, valid_name};
 
 /// The server's language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -47,55 +47,55 @@ pub struct Scaffolded {
     pub next: Vec<String>,
 }
 
-const PY_SDK: &str = include_str!("../../../sdk/python/yep_sdk.py");
-const TS_SDK: &str = include_str!("../../../sdk/typescript/yep-sdk.js");
-const TS_TYPES: &str = include_str!("../../../sdk/typescript/yep-sdk.d.ts");
+const PY_SDK: &str = include_str!("../../../../sdk/python/yep_sdk.py");
+const TS_SDK: &str = include_str!("../../../../sdk/typescript/yep-sdk.js");
+const TS_TYPES: &str = include_str!("../../../../sdk/typescript/yep-sdk.d.ts");
 
 /// The Rust SDK's sources, vendored into a Rust package.
 const RUST_SDK: &[(&str, &str)] = &[
     (
         "vendor/yep-protocol/src/lib.rs",
-        include_str!("../../yep-protocol/src/lib.rs"),
+        include_str!("../../../yep-protocol/src/lib.rs"),
     ),
     (
         "vendor/yep-protocol/src/error.rs",
-        include_str!("../../yep-protocol/src/error.rs"),
+        include_str!("../../../yep-protocol/src/error.rs"),
     ),
     (
         "vendor/yep-protocol/src/message.rs",
-        include_str!("../../yep-protocol/src/message.rs"),
+        include_str!("../../../yep-protocol/src/message.rs"),
     ),
     (
         "vendor/yep-protocol/src/meta.rs",
-        include_str!("../../yep-protocol/src/meta.rs"),
+        include_str!("../../../yep-protocol/src/meta.rs"),
     ),
     (
         "vendor/yep-protocol/src/methods.rs",
-        include_str!("../../yep-protocol/src/methods.rs"),
+        include_str!("../../../yep-protocol/src/methods.rs"),
     ),
     (
         "vendor/yep-protocol/src/types.rs",
-        include_str!("../../yep-protocol/src/types.rs"),
+        include_str!("../../../yep-protocol/src/types.rs"),
     ),
     (
         "vendor/yep-protocol/src/version.rs",
-        include_str!("../../yep-protocol/src/version.rs"),
+        include_str!("../../../yep-protocol/src/version.rs"),
     ),
     (
         "vendor/yep-sdk/src/lib.rs",
-        include_str!("../../yep-sdk/src/lib.rs"),
+        include_str!("../../../yep-sdk/src/lib.rs"),
     ),
     (
         "vendor/yep-sdk/src/context.rs",
-        include_str!("../../yep-sdk/src/context.rs"),
+        include_str!("../../../yep-sdk/src/context.rs"),
     ),
     (
         "vendor/yep-sdk/src/framing.rs",
-        include_str!("../../yep-sdk/src/framing.rs"),
+        include_str!("../../../yep-sdk/src/framing.rs"),
     ),
     (
         "vendor/yep-sdk/src/server.rs",
-        include_str!("../../yep-sdk/src/server.rs"),
+        include_str!("../../../yep-sdk/src/server.rs"),
     ),
 ];
 
@@ -425,7 +425,7 @@ pub fn scaffold(o: &NewOptions) -> Result<Scaffolded, String> {
     }
     // A bare name would mean the registry: spell the directory as a path.
     let shown = dir.display().to_string();
-    let shown = if crate::store::source::looks_like_path(&shown) {
+    let shown = if yep_store::source::looks_like_path(&shown) {
         shown
     } else {
         format!("./{shown}")

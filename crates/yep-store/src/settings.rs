@@ -1,7 +1,8 @@
 //! `settings.toml` (what is enabled) and `connections.toml` (secrets), edited in place with
 //! `toml_edit` so the user's comments and other keys survive.
 
-use super::fsutil::write_atomic;
+use super::StoreError;
+use super::fsutil::{MODE_DEFAULT, MODE_PRIVATE, write_atomic};
 use std::path::Path;
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, value};
 
@@ -10,14 +11,33 @@ pub fn capability_ref(name: &str) -> String {
     format!("ext:{name}")
 }
 
-fn load(path: &Path) -> Result<DocumentMut, String> {
+/// A TOML file of the home; an absent one reads as empty.
+pub(crate) fn load(path: &Path) -> Result<DocumentMut, StoreError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("failed to read {}: {e}", path.display())),
+        Err(error) => {
+            return Err(StoreError::Read {
+                path: path.to_path_buf(),
+                error,
+            });
+        }
     };
     text.parse::<DocumentMut>()
-        .map_err(|e| format!("failed to parse {}: {e}", path.display()))
+        .map_err(|error| StoreError::Parse {
+            path: path.to_path_buf(),
+            error: Box::new(error),
+        })
+}
+
+/// Write a file of the home atomically with `mode` (only when its content changes).
+pub(crate) fn store(path: &Path, doc: &DocumentMut, mode: u32) -> Result<(), StoreError> {
+    write_atomic(path, doc.to_string().as_bytes(), mode)
+        .map(drop)
+        .map_err(|error| StoreError::Write {
+            path: path.to_path_buf(),
+            error,
+        })
 }
 
 fn refs(doc: &DocumentMut) -> Vec<String> {
@@ -33,7 +53,7 @@ fn refs(doc: &DocumentMut) -> Vec<String> {
 }
 
 /// The extensions `settings.toml` enables.
-pub fn enabled(path: &Path) -> Result<Vec<String>, String> {
+pub fn enabled(path: &Path) -> Result<Vec<String>, StoreError> {
     let doc = load(path)?;
     Ok(refs(&doc)
         .into_iter()
@@ -42,7 +62,7 @@ pub fn enabled(path: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Enable or disable an extension. Returns whether anything changed.
-pub fn set_enabled(path: &Path, name: &str, on: bool) -> Result<bool, String> {
+pub fn set_enabled(path: &Path, name: &str, on: bool) -> Result<bool, StoreError> {
     let mut doc = load(path)?;
     let want = capability_ref(name);
     let present = refs(&doc).contains(&want);
@@ -71,14 +91,13 @@ pub fn set_enabled(path: &Path, name: &str, on: bool) -> Result<bool, String> {
     {
         tables.retain(|t| t.get("ref").and_then(|r| r.as_str()) != Some(want.as_str()));
     }
-    write_atomic(path, doc.to_string().as_bytes())
-        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    store(path, &doc, MODE_DEFAULT)?;
     Ok(true)
 }
 
 /// An extension's plain (non-secret) config: the `[config."ext:<name>"]` table of
 /// `settings.toml`, as JSON. `null` when there is none.
-pub fn config(path: &Path, name: &str) -> Result<serde_json::Value, String> {
+pub fn config(path: &Path, name: &str) -> Result<serde_json::Value, StoreError> {
     let doc = load(path)?;
     let Some(table) = doc
         .get("config")
@@ -121,7 +140,7 @@ pub fn set_config(
     name: &str,
     field: &str,
     new: &serde_json::Value,
-) -> Result<(), String> {
+) -> Result<(), StoreError> {
     let mut doc = load(path)?;
     if doc.get("config").and_then(Item::as_table).is_none() {
         let mut t = Table::new();
@@ -131,7 +150,7 @@ pub fn set_config(
     let config = doc
         .get_mut("config")
         .and_then(Item::as_table_mut)
-        .ok_or("`config` in settings.toml is not a table")?;
+        .ok_or_else(|| not_a_table(path, "config"))?;
     let key = capability_ref(name);
     if config.get(&key).and_then(Item::as_table).is_none() {
         config.insert(&key, Item::Table(Table::new()));
@@ -139,16 +158,25 @@ pub fn set_config(
     let table = config
         .get_mut(&key)
         .and_then(Item::as_table_mut)
-        .ok_or("the extension's config is not a table")?;
-    table.insert(field, Item::Value(json_to_toml(new)?));
-    write_atomic(path, doc.to_string().as_bytes())
-        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
-    Ok(())
+        .ok_or_else(|| not_a_table(path, &format!("config.\"{key}\"")))?;
+    let value = json_to_toml(new).ok_or_else(|| StoreError::NullValue {
+        field: field.to_string(),
+    })?;
+    table.insert(field, Item::Value(value));
+    store(path, &doc, MODE_DEFAULT)
 }
 
-fn json_to_toml(v: &serde_json::Value) -> Result<toml_edit::Value, String> {
+fn not_a_table(path: &Path, key: &str) -> StoreError {
+    StoreError::NotATable {
+        path: path.to_path_buf(),
+        key: key.to_string(),
+    }
+}
+
+/// `None` for a null anywhere inside: TOML has none.
+fn json_to_toml(v: &serde_json::Value) -> Option<toml_edit::Value> {
     use serde_json::Value as J;
-    Ok(match v {
+    Some(match v {
         J::String(s) => s.as_str().into(),
         J::Bool(b) => (*b).into(),
         J::Number(n) => match n.as_i64() {
@@ -169,12 +197,12 @@ fn json_to_toml(v: &serde_json::Value) -> Result<toml_edit::Value, String> {
             }
             toml_edit::Value::InlineTable(t)
         }
-        J::Null => return Err("TOML has no null; remove the key instead".into()),
+        J::Null => return None,
     })
 }
 
 /// Forget an extension's plain config (`[config."ext:<name>"]` in `settings.toml`).
-pub fn remove_config(path: &Path, name: &str) -> Result<bool, String> {
+pub fn remove_config(path: &Path, name: &str) -> Result<bool, StoreError> {
     if !path.exists() {
         return Ok(false);
     }
@@ -185,14 +213,13 @@ pub fn remove_config(path: &Path, name: &str) -> Result<bool, String> {
         .and_then(|t| t.remove(&capability_ref(name)))
         .is_some();
     if removed {
-        write_atomic(path, doc.to_string().as_bytes())
-            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+        store(path, &doc, MODE_DEFAULT)?;
     }
     Ok(removed)
 }
 
 /// Forget an extension's stored secrets (`[ext:<name>]` in `connections.toml`).
-pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, String> {
+pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, StoreError> {
     if !path.exists() {
         return Ok(false);
     }
@@ -200,7 +227,7 @@ pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, String> {
     if doc.remove(&capability_ref(name)).is_none() {
         return Ok(false);
     }
-    super::config::write_private(path, doc.to_string().as_bytes()).map_err(|e| e.to_string())?;
+    store(path, &doc, MODE_PRIVATE)?;
     Ok(true)
 }
 

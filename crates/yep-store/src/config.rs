@@ -2,6 +2,7 @@
 //! (0600), validated together against the manifest's `config_schema`. Secrets reach a server
 //! only as injected env, never in `initialize.config`, a listing or a log.
 
+use super::fsutil::MODE_PRIVATE;
 use super::settings::{self, capability_ref};
 use super::summary::{ConfigField, config_fields};
 use super::{Home, StoreError};
@@ -9,7 +10,7 @@ use crate::manifest::Manifest;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
-use toml_edit::{DocumentMut, Item, Table, value};
+use toml_edit::{Item, Table, value};
 
 /// A credential. Never printed: `Debug` and `Display` show `Secret(***)`.
 #[derive(Clone, PartialEq, Eq)]
@@ -38,10 +39,6 @@ impl std::fmt::Display for Secret {
     }
 }
 
-fn invalid(message: String) -> StoreError {
-    StoreError::Invalid(message)
-}
-
 /// Make sure `connections.toml` is owner-only, repairing it if not. A symlink is never
 /// followed: its target is not ours to chmod (the next write replaces the link with a file).
 fn guard_mode(path: &Path) -> Result<(), StoreError> {
@@ -66,7 +63,10 @@ fn guard_mode(path: &Path) -> Result<(), StoreError> {
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(path)
                 .and_then(|f| f.set_permissions(std::fs::Permissions::from_mode(0o600)))
-                .map_err(|e| invalid(format!("failed to restrict {}: {e}", path.display())))?;
+                .map_err(|error| StoreError::Restrict {
+                    path: path.to_path_buf(),
+                    error,
+                })?;
         }
     }
     Ok(())
@@ -76,14 +76,7 @@ fn guard_mode(path: &Path) -> Result<(), StoreError> {
 pub fn secrets(home: &Home, name: &str) -> Result<BTreeMap<String, Secret>, StoreError> {
     let path = home.connections_path();
     guard_mode(&path)?;
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(invalid(format!("failed to read {}: {e}", path.display()))),
-    };
-    let doc: DocumentMut = text
-        .parse()
-        .map_err(|e| invalid(format!("failed to parse {}: {e}", path.display())))?;
+    let doc = settings::load(&path)?;
     let mut out = BTreeMap::new();
     if let Some(table) = doc.get(&capability_ref(name)).and_then(Item::as_table_like) {
         for (k, v) in table.iter() {
@@ -104,23 +97,16 @@ pub fn set_secret(
 ) -> Result<(), StoreError> {
     let f = field_of(manifest, field)?;
     if !f.secret {
-        return Err(invalid(format!(
-            "`{field}` of `{}` is not a secret; set it with `yep config set {} {field} <value>`",
-            manifest.name, manifest.name
-        )));
+        return Err(StoreError::NotSecret {
+            extension: manifest.name.clone(),
+            field: field.to_string(),
+        });
     }
     let path = home.connections_path();
     // Read, modify and write under the home lock: two writers must not lose each other's keys.
     let _lock = home.lock()?;
     guard_mode(&path)?;
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(invalid(format!("failed to read {}: {e}", path.display()))),
-    };
-    let mut doc: DocumentMut = text
-        .parse()
-        .map_err(|e| invalid(format!("failed to parse {}: {e}", path.display())))?;
+    let mut doc = settings::load(&path)?;
     let key = capability_ref(&manifest.name);
     if doc.get(&key).and_then(Item::as_table).is_none() {
         doc.insert(&key, Item::Table(Table::new()));
@@ -128,56 +114,20 @@ pub fn set_secret(
     if let Some(table) = doc.get_mut(&key).and_then(Item::as_table_mut) {
         table.insert(field, value(secret.expose()));
     }
-    write_private(&path, doc.to_string().as_bytes())
-}
-
-/// Write owner-only from the first byte: the temp file is created 0600 before the rename.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let err = |e: std::io::Error| invalid(format!("failed to write {}: {e}", path.display()));
-    #[cfg(unix)]
-    {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(err)?;
-        let tmp = dir.join(format!(".connections.tmp-{}", std::process::id()));
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(err)?;
-        file.write_all(bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(err)?;
-        std::fs::rename(&tmp, path).map_err(err)?;
-        Ok(())
-    }
-    #[cfg(not(unix))]
-    super::fsutil::write_atomic(path, bytes)
-        .map(|_| ())
-        .map_err(err)
+    settings::store(&path, &doc, MODE_PRIVATE)
 }
 
 fn field_of(manifest: &Manifest, field: &str) -> Result<ConfigField, StoreError> {
     config_fields(manifest)
         .into_iter()
         .find(|f| f.name == field)
-        .ok_or_else(|| {
-            let known: Vec<String> = config_fields(manifest)
+        .ok_or_else(|| StoreError::UnknownField {
+            extension: manifest.name.clone(),
+            field: field.to_string(),
+            known: config_fields(manifest)
                 .into_iter()
                 .map(|f| f.name)
-                .collect();
-            invalid(format!(
-                "`{}` has no config field `{field}` (fields: {})",
-                manifest.name,
-                if known.is_empty() {
-                    "none".into()
-                } else {
-                    known.join(", ")
-                }
-            ))
+                .collect(),
         })
 }
 
@@ -193,7 +143,11 @@ pub fn parse_value(manifest: &Manifest, field: &str, raw: &str) -> Result<Value,
         .unwrap_or("string");
     Ok(match ty {
         "integer" | "number" | "boolean" | "array" | "object" | "null" => serde_json::from_str(raw)
-            .map_err(|e| invalid(format!("config field `{field}` wants a {ty}: {e}")))?,
+            .map_err(|error| StoreError::FieldType {
+                field: field.to_string(),
+                expected: ty.to_string(),
+                error,
+            })?,
         _ => Value::String(raw.to_string()),
     })
 }
@@ -207,22 +161,21 @@ pub fn set_plain(
 ) -> Result<Value, StoreError> {
     let f = field_of(manifest, field)?;
     if f.secret {
-        return Err(invalid(format!(
-            "`{field}` of `{}` is a secret: set it with `yep secret set {} {field}` (it is never taken on the command line)",
-            manifest.name, manifest.name
-        )));
+        return Err(StoreError::IsSecret {
+            extension: manifest.name.clone(),
+            field: field.to_string(),
+        });
     }
     // Read, validate and write under the home lock: two writers must not lose each other's keys.
     let _lock = home.lock()?;
-    let mut plain = settings::config(&home.settings_path(), &manifest.name).map_err(invalid)?;
+    let mut plain = settings::config(&home.settings_path(), &manifest.name)?;
     if !plain.is_object() {
         plain = Value::Object(Map::new());
     }
     plain[field] = new;
     let secrets = secrets(home, &manifest.name)?;
     validate(manifest, &plain, &secrets, false)?;
-    settings::set_config(&home.settings_path(), &manifest.name, field, &plain[field])
-        .map_err(invalid)?;
+    settings::set_config(&home.settings_path(), &manifest.name, field, &plain[field])?;
     Ok(plain)
 }
 
@@ -238,11 +191,10 @@ pub fn validate(
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(invalid(format!(
-            "invalid config for `{}`:\n  {}",
-            manifest.name,
-            problems.join("\n  ")
-        )))
+        Err(StoreError::InvalidConfig {
+            extension: manifest.name.clone(),
+            problems,
+        })
     }
 }
 
@@ -260,11 +212,9 @@ fn problems(
     if !complete && let Some(obj) = schema.as_object_mut() {
         obj.remove("required");
     }
-    let validator = jsonschema::validator_for(&schema).map_err(|e| {
-        invalid(format!(
-            "the config_schema of `{}` is not a valid JSON Schema: {e}",
-            manifest.name
-        ))
+    let validator = jsonschema::validator_for(&schema).map_err(|e| StoreError::BadSchema {
+        extension: manifest.name.clone(),
+        message: e.to_string(),
     })?;
     // Secrets take part by presence only; their values never reach a message.
     let mut instance = match plain {
@@ -307,20 +257,27 @@ fn problems(
 }
 
 /// Check one typed answer for a plain field on its own: one of its `enum` values, parsed by its
-/// type, then held to its schema. `Err` says why in a line fit to ask again with.
-pub fn check_answer(manifest: &Manifest, field: &str, raw: &str) -> Result<Value, String> {
+/// type, then held to its schema. The error says why in a line fit to ask again with
+/// ([`StoreError::NotAnOption`], [`StoreError::FieldType`], [`StoreError::AnswerRefused`]).
+pub fn check_answer(manifest: &Manifest, field: &str, raw: &str) -> Result<Value, StoreError> {
     let options = options(manifest, field);
     if !options.is_empty() && !options.iter().any(|o| o == raw) {
-        return Err(format!("{raw:?} is not one of: {}", options.join(", ")));
+        return Err(StoreError::NotAnOption {
+            field: field.to_string(),
+            answer: raw.to_string(),
+            options,
+        });
     }
-    let value = parse_value(manifest, field, raw).map_err(|e| e.to_string())?;
+    let value = parse_value(manifest, field, raw)?;
     let alone = serde_json::json!({ field: value.clone() });
-    let problems =
-        problems(manifest, &alone, &BTreeMap::new(), false).map_err(|e| e.to_string())?;
+    let problems = problems(manifest, &alone, &BTreeMap::new(), false)?;
     if problems.is_empty() {
         Ok(value)
     } else {
-        Err(problems.join("; "))
+        Err(StoreError::AnswerRefused {
+            field: field.to_string(),
+            problems,
+        })
     }
 }
 
@@ -345,7 +302,7 @@ pub fn set_command(manifest: &Manifest, field: &str) -> String {
 
 /// The plain config as stored, secret fields stripped: what `initialize.config` carries.
 pub fn plain(home: &Home, manifest: &Manifest) -> Result<Value, StoreError> {
-    let mut plain = settings::config(&home.settings_path(), &manifest.name).map_err(invalid)?;
+    let mut plain = settings::config(&home.settings_path(), &manifest.name)?;
     if let Value::Object(map) = &mut plain {
         for f in config_fields(manifest).iter().filter(|f| f.secret) {
             map.remove(&f.name);
@@ -387,8 +344,10 @@ pub fn server_inputs(
 /// and Python's bytecode cache under it.
 pub fn data_env(home: &Home, name: &str) -> Result<Vec<(String, String)>, StoreError> {
     let data = home.data_dir(name);
-    super::fsutil::create_private_dir(&data)
-        .map_err(|e| invalid(format!("failed to create {}: {e}", data.display())))?;
+    super::fsutil::create_private_dir(&data).map_err(|error| StoreError::Io {
+        context: format!("failed to create {}", data.display()),
+        error,
+    })?;
     Ok(vec![
         ("YEP_DATA_DIR".into(), data.display().to_string()),
         (
@@ -400,7 +359,7 @@ pub fn data_env(home: &Home, name: &str) -> Result<Vec<(String, String)>, StoreE
 
 /// Required fields with no value yet, in schema order.
 pub fn missing_required(home: &Home, manifest: &Manifest) -> Result<Vec<ConfigField>, StoreError> {
-    let plain = settings::config(&home.settings_path(), &manifest.name).map_err(invalid)?;
+    let plain = settings::config(&home.settings_path(), &manifest.name)?;
     let secrets = secrets(home, &manifest.name)?;
     Ok(config_fields(manifest)
         .into_iter()

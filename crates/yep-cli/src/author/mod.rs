@@ -1,0 +1,3 @@
+//! Authoring: what `yep new` writes.
+
+pub mod scaffold;
