@@ -16,6 +16,7 @@ use yep_host::capability::{
 use yep_host::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use yep_host::rpc::{
     BoxFuture, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame, Handler, Id,
+    Malformed,
 };
 use yep_host::runtime::AskSink;
 use yep_host::store::{AlwaysYes, Home, InstallOptions};
@@ -34,8 +35,8 @@ fn id_of(v: &Value) -> Option<Id> {
 }
 
 impl Codec for MemCodec {
-    fn decode(&self, line: &[u8]) -> Result<Frame, String> {
-        let v: Value = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+    fn decode(&self, line: &[u8]) -> Result<Frame, Malformed> {
+        let v: Value = serde_json::from_slice(line).map_err(Malformed::new)?;
         if let Some(id) = v.get("re").and_then(id_of) {
             if let Some(p) = v.get("progress").and_then(Value::as_str) {
                 return Ok(Frame::Progress {
@@ -49,7 +50,10 @@ impl Codec for MemCodec {
             };
             return Ok(Frame::Response { id, result });
         }
-        let op = v["op"].as_str().ok_or("no op")?.to_string();
+        let op = v["op"]
+            .as_str()
+            .ok_or_else(|| Malformed::new("no op"))?
+            .to_string();
         Ok(match v.get("ref").and_then(id_of) {
             Some(id) => Frame::Request {
                 id,

@@ -10,7 +10,7 @@ use crate::capability::{
 };
 use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
-    Handler, Id,
+    Handler, Id, Malformed,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -82,8 +82,8 @@ pub fn codec() -> Arc<dyn Codec> {
 struct YepCodec;
 
 impl Codec for YepCodec {
-    fn decode(&self, line: &[u8]) -> Result<Frame, String> {
-        Ok(match Message::parse(line).map_err(|e| e.to_string())? {
+    fn decode(&self, line: &[u8]) -> Result<Frame, Malformed> {
+        Ok(match Message::parse(line).map_err(Malformed::new)? {
             Message::Response(resp) => Frame::Response {
                 id: Id::Num(resp.id),
                 result: resp.result.map_err(remote),

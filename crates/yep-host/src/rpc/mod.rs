@@ -62,11 +62,22 @@ pub enum Frame {
     },
 }
 
+/// Why a codec could not read a line; the line is skipped as malformed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Malformed(pub String);
+
+impl Malformed {
+    pub fn new(why: impl std::fmt::Display) -> Malformed {
+        Malformed(why.to_string())
+    }
+}
+
 /// A wire's framing rules, given by its dialect: which line is what, and how answers and
 /// cancels are written. Runs on the reader: keep it cheap.
 pub trait Codec: Send + Sync + 'static {
     /// Read one line (without its newline). An error skips the line as malformed.
-    fn decode(&self, line: &[u8]) -> Result<Frame, String>;
+    fn decode(&self, line: &[u8]) -> Result<Frame, Malformed>;
     /// The id of the host's `n`th request on this connection.
     fn id(&self, n: u64) -> Id {
         Id::Num(n)
@@ -903,8 +914,8 @@ mod tests {
     /// `{"progress": id, "output": …}` and no cancel: the core needs no more than a codec.
     struct TestWire;
     impl Codec for TestWire {
-        fn decode(&self, line: &[u8]) -> Result<Frame, String> {
-            let v: Value = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+        fn decode(&self, line: &[u8]) -> Result<Frame, Malformed> {
+            let v: Value = serde_json::from_slice(line).map_err(Malformed::new)?;
             let id = |v: &Value| match v {
                 Value::String(s) => Some(Id::Str(s.as_str().into())),
                 Value::Number(n) => n.as_u64().map(Id::Num),
@@ -934,7 +945,7 @@ mod tests {
                         None => Ok(v["result"].clone()),
                     },
                 }),
-                (None, None) => Err("neither an id nor a method".into()),
+                (None, None) => Err(Malformed::new("neither an id nor a method")),
             }
         }
         fn id(&self, n: u64) -> Id {
