@@ -1938,3 +1938,32 @@ async fn subscribers_see_every_table_change_and_the_workspace_moves_for_new_star
     assert_eq!(cwd, moved.canonicalize().unwrap());
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn activating_a_package_that_changed_since_approval_says_why_and_loads_nothing() {
+    let w = World::new();
+    w.add(
+        "one",
+        json!({"tools": tools(&["probe"])}),
+        json!({"tools": ["probe"]}),
+    );
+    w.add(
+        "drifty",
+        json!({"tools": tools(&["other"])}),
+        json!({"tools": ["other"]}),
+    );
+    w.home.set_enabled("drifty", false).unwrap();
+    std::fs::write(w.home.package_dir("drifty").join("planted.sh"), "echo hi").unwrap();
+    let host = w.host(quick()).await;
+    let err = host.activate("drifty").await.unwrap_err();
+    assert!(
+        matches!(&err, HostError::Activate { extension, .. } if extension == "drifty"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().starts_with("cannot activate `drifty`: "),
+        "{err}"
+    );
+    assert_eq!(host.extensions(), ["one"]);
+    host.shutdown().await;
+}

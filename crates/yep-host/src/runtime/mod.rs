@@ -504,11 +504,13 @@ impl Registry {
     }
 
     /// Make the loaded set `wanted` (in this order): load what is new, close what left. An
-    /// extension in both keeps its process.
-    async fn reconcile(&mut self, wanted: &[String]) -> Result<(), HostError> {
+    /// extension in both keeps its process. Returns the ones that could not load, and why
+    /// (each also a warning).
+    async fn reconcile(&mut self, wanted: &[String]) -> Result<Vec<(String, String)>, HostError> {
         if self.shut {
             return Err(HostError::ShutDown);
         }
+        let mut failed = Vec::new();
         let old = self.current();
         let mut next = Vec::new();
         let mut added = Vec::new();
@@ -521,9 +523,11 @@ impl Registry {
                         added.push(Arc::clone(&l));
                         next.push(l);
                     }
-                    Err(why) => self
-                        .core
-                        .warn(format!("skipping extension `{name}`: {why}")),
+                    Err(why) => {
+                        self.core
+                            .warn(format!("skipping extension `{name}`: {why}"));
+                        failed.push((name.clone(), why));
+                    }
                 },
             }
         }
@@ -546,7 +550,7 @@ impl Registry {
         }
         while stops.join_next().await.is_some() {}
         self.core.start_eager(added).await;
-        Ok(())
+        Ok(failed)
     }
 
     async fn activate(&mut self, name: &str) -> Result<(), HostError> {
@@ -559,16 +563,11 @@ impl Registry {
         }
         let mut wanted = self.current().extensions();
         wanted.push(name.to_string());
-        self.reconcile(&wanted).await?;
         // Loading it failed: say why, as a direct request deserves.
-        if self.find(name).is_err() {
-            let why = self.core.load(name).err().unwrap_or_default();
-            return Err(HostError::Activate {
-                extension: name.to_string(),
-                why,
-            });
+        match self.reconcile(&wanted).await?.pop() {
+            Some((extension, why)) => Err(HostError::Activate { extension, why }),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     async fn deactivate(&mut self, name: &str) -> Result<(), HostError> {
@@ -582,13 +581,13 @@ impl Registry {
             .into_iter()
             .filter(|n| n != name)
             .collect();
-        self.reconcile(&wanted).await
+        self.reconcile(&wanted).await.map(drop)
     }
 
     /// Load what settings enable now and close what they no longer do.
     async fn refresh(&mut self) -> Result<(), HostError> {
         let enabled = settings::enabled(&self.core.home.settings_path())?;
-        self.reconcile(&enabled).await
+        self.reconcile(&enabled).await.map(drop)
     }
 
     async fn reload(&mut self, name: &str) -> Result<(), HostError> {
