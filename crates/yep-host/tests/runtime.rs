@@ -48,6 +48,15 @@ impl World {
         self.home.set_enabled(name, true).unwrap();
     }
 
+    /// Install and enable a fixture that serves exactly the tools its manifest declares.
+    fn simple(&self, name: &str, tool_names: &[&str]) {
+        self.add(
+            name,
+            json!({"tools": tools(tool_names)}),
+            json!({"tools": tool_names}),
+        );
+    }
+
     fn session(&self) -> Session {
         Session {
             id: "s1".into(),
@@ -259,16 +268,8 @@ async fn never_defer_is_budgeted_and_deferred_tools_are_searchable() {
 #[tokio::test]
 async fn colliding_tool_names_are_qualified_with_a_warning() {
     let w = World::new();
-    w.add(
-        "aa",
-        json!({"tools": tools(&["read_file", "lookup"])}),
-        json!({"tools": ["read_file", "lookup"]}),
-    );
-    w.add(
-        "bb",
-        json!({"tools": tools(&["lookup"])}),
-        json!({"tools": ["lookup"]}),
-    );
+    w.simple("aa", &["read_file", "lookup"]);
+    w.simple("bb", &["lookup"]);
     let opts = HostOptions {
         builtins: vec!["read_file".into()],
         ..quick()
@@ -324,11 +325,7 @@ async fn a_tool_spelled_like_another_extensions_qualified_name_cannot_take_it() 
         hostile_facet("tool-name-hijack"),
         json!({"tools": ["echo__echo"]}),
     );
-    w.add(
-        "echo",
-        json!({"tools": tools(&["echo"])}),
-        json!({"tools": ["echo"]}),
-    );
+    w.simple("echo", &["echo"]);
     let opts = HostOptions {
         builtins: vec!["echo".into()],
         ..quick()
@@ -364,16 +361,8 @@ async fn a_tool_spelled_like_another_extensions_qualified_name_cannot_take_it() 
 #[tokio::test]
 async fn a_renamed_tool_whose_qualified_name_is_taken_too_is_refused() {
     let w = World::new();
-    w.add(
-        "echo",
-        json!({"tools": tools(&["echo", "echo__echo"])}),
-        json!({"tools": ["echo", "echo__echo"]}),
-    );
-    w.add(
-        "other",
-        json!({"tools": tools(&["lookup"])}),
-        json!({"tools": ["lookup"]}),
-    );
+    w.simple("echo", &["echo", "echo__echo"]);
+    w.simple("other", &["lookup"]);
     let opts = HostOptions {
         builtins: vec!["echo".into(), "other__lookup".into(), "lookup".into()],
         ..quick()
@@ -691,11 +680,7 @@ async fn status_is_kept_per_extension_and_an_empty_text_clears_it() {
         json!({"tools": tools(&["t"]), "status": true}),
         json!({"tools": ["t"]}),
     );
-    w.add(
-        "mute",
-        json!({"tools": tools(&["m"])}),
-        json!({"tools": ["m"]}),
-    );
+    w.simple("mute", &["m"]);
     let sinks = Arc::new(Sinks::default());
     let opts = HostOptions {
         status_sink: Some(sinks.clone()),
@@ -778,16 +763,8 @@ async fn only_one_question_is_open_at_a_time() {
 #[tokio::test]
 async fn reload_respawns_and_activate_deactivate_apply_live_and_persist() {
     let w = World::new();
-    w.add(
-        "base",
-        json!({"tools": tools(&["b"])}),
-        json!({"tools": ["b"]}),
-    );
-    w.add(
-        "later",
-        json!({"tools": tools(&["l"])}),
-        json!({"tools": ["l"]}),
-    );
+    w.simple("base", &["b"]);
+    w.simple("later", &["l"]);
     w.home.set_enabled("later", false).unwrap();
     let host = w.host(quick()).await;
     let log = w.home.log_path("base");
@@ -829,11 +806,7 @@ async fn one_crashing_extension_does_not_take_the_others_down() {
         json!({"tools": tools(&["c"]), "hooks": [{"event": "pre_tool_use"}]}),
         json!({"tools": ["c"], "hook_crash": true}),
     );
-    w.add(
-        "steady",
-        json!({"tools": tools(&["s"])}),
-        json!({"tools": ["s"]}),
-    );
+    w.simple("steady", &["s"]);
     let host = w.host(quick()).await;
     // The crashing hook fails (on_error warn): the call goes ahead.
     assert!(matches!(
@@ -853,11 +826,7 @@ async fn one_crashing_extension_does_not_take_the_others_down() {
 #[tokio::test]
 async fn malformed_packages_are_skipped_and_startup_is_bounded() {
     let w = World::new();
-    w.add(
-        "good",
-        json!({"tools": tools(&["g"])}),
-        json!({"tools": ["g"]}),
-    );
+    w.simple("good", &["g"]);
     // A server that never answers initialize, with a hook so it starts eagerly.
     w.add(
         "hang",
@@ -909,11 +878,7 @@ async fn malformed_packages_are_skipped_and_startup_is_bounded() {
 #[tokio::test]
 async fn plain_config_reaches_the_server_and_request_timeout_ms_bounds_its_calls() {
     let w = World::new();
-    w.add(
-        "slowpoke",
-        json!({"tools": tools(&["wait", "config"])}),
-        json!({"tools": ["wait", "config"]}),
-    );
+    w.simple("slowpoke", &["wait", "config"]);
     let settings = w.home.settings_path();
     let mut text = std::fs::read_to_string(&settings).unwrap();
     text.push_str("\n[config.\"ext:slowpoke\"]\nrequest_timeout_ms = 10\nregion = \"eu\"\n");
@@ -1802,11 +1767,7 @@ fn processes_with(marks: &[&str]) -> Vec<u32> {
 async fn activate_deactivate_reload_and_set_config_race_calls_in_flight_and_the_last_command_wins()
 {
     let w = World::new();
-    w.add(
-        "steady",
-        json!({"tools": tools(&["probe"])}),
-        json!({"tools": ["probe"]}),
-    );
+    w.simple("steady", &["probe"]);
     let mut schema = json!({"tools": tools(&["config", "probe"])});
     schema["config_schema"] =
         json!({"type": "object", "properties": {"level": {"type": "integer"}}});
@@ -1899,16 +1860,8 @@ async fn activate_deactivate_reload_and_set_config_race_calls_in_flight_and_the_
 #[tokio::test]
 async fn subscribers_see_every_table_change_and_the_workspace_moves_for_new_starts() {
     let w = World::new();
-    w.add(
-        "one",
-        json!({"tools": tools(&["probe"])}),
-        json!({"tools": ["probe"]}),
-    );
-    w.add(
-        "two",
-        json!({"tools": tools(&["other"])}),
-        json!({"tools": ["other"]}),
-    );
+    w.simple("one", &["probe"]);
+    w.simple("two", &["other"]);
     w.home.set_enabled("two", false).unwrap();
     let host = w.host(quick()).await;
     let mut changes = host.subscribe();
@@ -1942,16 +1895,8 @@ async fn subscribers_see_every_table_change_and_the_workspace_moves_for_new_star
 #[tokio::test]
 async fn activating_a_package_that_changed_since_approval_says_why_and_loads_nothing() {
     let w = World::new();
-    w.add(
-        "one",
-        json!({"tools": tools(&["probe"])}),
-        json!({"tools": ["probe"]}),
-    );
-    w.add(
-        "drifty",
-        json!({"tools": tools(&["other"])}),
-        json!({"tools": ["other"]}),
-    );
+    w.simple("one", &["probe"]);
+    w.simple("drifty", &["other"]);
     w.home.set_enabled("drifty", false).unwrap();
     std::fs::write(w.home.package_dir("drifty").join("planted.sh"), "echo hi").unwrap();
     let host = w.host(quick()).await;
