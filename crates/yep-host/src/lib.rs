@@ -23,6 +23,9 @@ pub mod runtime;
 pub mod supervisor;
 pub mod tool_args;
 
+/// Newline framing under a cap, and the busy-poll setting: shared with the SDK, and nothing of
+/// YEP in it, so the wire-neutral layers read lines through this.
+pub(crate) use yep_protocol::framing;
 pub use yep_store as store;
 pub use yep_store::{manifest, text};
 

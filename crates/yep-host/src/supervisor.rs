@@ -136,7 +136,7 @@ impl Default for SupervisorOptions {
             grace: Duration::from_secs(3),
             backoff_base: Duration::from_millis(250),
             backoff_max: Duration::from_secs(30),
-            spin: crate::rpc::default_spin(),
+            spin: yep_protocol::framing::spin_from_env(),
             tap: None,
         }
     }

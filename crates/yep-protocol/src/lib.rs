@@ -2,12 +2,14 @@
 //!
 //! Serde only: no I/O, no processes, no async. The host (`yep-host`), the Rust server SDK
 //! (`yep-sdk`) and the schema generator all build on these types, so a payload change here is a
-//! wire change everywhere (and the drift test over `schema/yep/v1/` says so).
+//! wire change everywhere (and the drift test over `schema/yep/v1/` says so). [`framing`] splits
+//! the bytes either end reads into capped lines, the same way for both.
 //!
 //! Every payload is a field-for-field superset of `yolop-yep` 0.5.0: same names, same defaults,
 //! same omissions. Unknown fields are ignored and missing fields defaulted on every type.
 
 mod error;
+pub mod framing;
 mod message;
 pub mod meta;
 pub mod methods;

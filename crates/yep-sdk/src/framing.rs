@@ -2,68 +2,51 @@
 
 use std::io::{self, BufRead, Write};
 use std::sync::Mutex;
+use yep_protocol::framing::{Frame, LineBuffer};
 
 /// What one bounded read produced.
-pub(crate) enum Line {
-    /// A complete line without its newline (may be empty).
-    Complete,
+pub(crate) enum Line<'a> {
+    /// A complete line without its newline or a `\r` before it (may be empty).
+    Complete(&'a [u8]),
     /// A line longer than the cap; its bytes were discarded up to the newline.
     TooLong(usize),
     /// End of input.
     Eof,
 }
 
-/// Read one `\n`-terminated line into `buf` (cleared first), refusing to hold more than `cap`
-/// bytes: an oversized line is drained and reported instead of growing memory without bound.
-pub(crate) fn read_line_capped(
+/// Read one `\n`-terminated line into `lines`, refusing to hold more than its cap: an oversized
+/// line is drained and reported instead of growing memory without bound.
+pub(crate) fn read_line_capped<'a>(
     r: &mut impl BufRead,
-    buf: &mut Vec<u8>,
-    cap: usize,
-) -> io::Result<Line> {
-    buf.clear();
-    let mut total = 0usize;
-    loop {
+    lines: &'a mut LineBuffer,
+) -> io::Result<Line<'a>> {
+    let eof = loop {
         let available = match r.fill_buf() {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
         if available.is_empty() {
-            return Ok(if total == 0 {
-                Line::Eof
-            } else if total > cap {
-                Line::TooLong(total)
-            } else {
-                Line::Complete
-            });
+            break true;
         }
-        let (chunk, done) = match memchr(available) {
-            Some(i) => (&available[..i], Some(i + 1)),
-            None => (available, None),
-        };
-        total += chunk.len();
-        if total <= cap {
-            buf.extend_from_slice(chunk);
-        } else {
-            buf.clear();
+        let (used, complete) = lines.feed(available);
+        r.consume(used);
+        if complete {
+            break false;
         }
-        let consumed = done.unwrap_or(available.len());
-        r.consume(consumed);
-        if done.is_some() {
-            if buf.last() == Some(&b'\r') {
-                buf.pop();
-            }
-            return Ok(if total > cap {
-                Line::TooLong(total)
-            } else {
-                Line::Complete
-            });
-        }
-    }
-}
-
-fn memchr(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    };
+    let frame = if eof {
+        lines.finish()
+    } else {
+        lines.next_frame()
+    };
+    Ok(match frame {
+        // A last line cut off by the end of input is taken as it is.
+        Some(Frame::Line(line)) if eof => Line::Complete(line),
+        Some(Frame::Line(line)) => Line::Complete(line.strip_suffix(b"\r").unwrap_or(line)),
+        Some(Frame::TooLong(len)) => Line::TooLong(len),
+        None => Line::Eof,
+    })
 }
 
 /// The wire: one line per write, under a lock so concurrent handlers never interleave.
@@ -96,34 +79,37 @@ impl Wire {
 mod tests {
     use super::*;
 
+    fn read<'a>(r: &mut impl BufRead, lines: &'a mut LineBuffer) -> Line<'a> {
+        read_line_capped(r, lines).expect("reading from memory")
+    }
+
     #[test]
     fn oversized_lines_are_drained_and_the_next_line_reads() {
         let input = format!("{}\nshort\n", "x".repeat(100));
         let mut r = io::BufReader::with_capacity(8, input.as_bytes());
-        let mut buf = Vec::new();
-        assert!(matches!(
-            read_line_capped(&mut r, &mut buf, 10).unwrap(),
-            Line::TooLong(100)
-        ));
-        assert!(matches!(
-            read_line_capped(&mut r, &mut buf, 10).unwrap(),
-            Line::Complete
-        ));
-        assert_eq!(buf, b"short");
-        assert!(matches!(
-            read_line_capped(&mut r, &mut buf, 10).unwrap(),
-            Line::Eof
-        ));
+        let mut lines = LineBuffer::new(10);
+        assert!(matches!(read(&mut r, &mut lines), Line::TooLong(100)));
+        assert!(matches!(read(&mut r, &mut lines), Line::Complete(b"short")));
+        assert!(matches!(read(&mut r, &mut lines), Line::Eof));
     }
 
     #[test]
     fn a_last_line_without_newline_still_reads() {
         let mut r = io::BufReader::new(&b"tail"[..]);
-        let mut buf = Vec::new();
-        assert!(matches!(
-            read_line_capped(&mut r, &mut buf, 10).unwrap(),
-            Line::Complete
-        ));
-        assert_eq!(buf, b"tail");
+        let mut lines = LineBuffer::new(10);
+        assert!(matches!(read(&mut r, &mut lines), Line::Complete(b"tail")));
+        assert!(matches!(read(&mut r, &mut lines), Line::Eof));
+    }
+
+    #[test]
+    fn a_carriage_return_before_the_newline_is_dropped_but_counts_toward_the_cap() {
+        let input = b"{}\r\n\r\nabc\r\nab\r\n";
+        let mut r = io::BufReader::with_capacity(3, &input[..]);
+        let mut lines = LineBuffer::new(3);
+        assert!(matches!(read(&mut r, &mut lines), Line::Complete(b"{}")));
+        assert!(matches!(read(&mut r, &mut lines), Line::Complete(b"")));
+        assert!(matches!(read(&mut r, &mut lines), Line::TooLong(4)));
+        assert!(matches!(read(&mut r, &mut lines), Line::Complete(b"ab")));
+        assert!(matches!(read(&mut r, &mut lines), Line::Eof));
     }
 }

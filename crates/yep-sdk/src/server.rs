@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use yep_protocol::framing::{LineBuffer, spin_from_env};
 use yep_protocol::{
     CancelResult, CommandExecuteResult, ConfigChangedResult, ConfigStatus, ErrorCode, ErrorObject,
     HookDecision, HookFireParams, HostNotification, HostRequest, InitializeParams,
@@ -69,15 +70,6 @@ const ORDERED_QUEUE: usize = 1024;
 /// At EOF, requests still running get this long to answer before they are cancelled.
 const EOF_GRACE: Duration = Duration::from_secs(1);
 
-/// The default busy-poll window: `YEP_SPIN_US` microseconds, else 50.
-pub fn default_spin() -> Duration {
-    let us = std::env::var("YEP_SPIN_US")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(50);
-    Duration::from_micros(us)
-}
-
 /// The default cap on one incoming line.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
 
@@ -114,7 +106,7 @@ impl Server {
             start: None,
             max_concurrency: 64,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
-            spin: default_spin(),
+            spin: spin_from_env(),
             spin_fd: None,
         }
     }
@@ -296,8 +288,7 @@ struct Job {
 /// The input side, touched only by the thread that holds the reader role.
 struct Input {
     reader: BufReader<Box<dyn Read + Send>>,
-    buf: Vec<u8>,
-    max_frame: usize,
+    lines: LineBuffer,
     /// Busy-poll this descriptor for `spin` before blocking in `read` (stdin under `serve`).
     spin_fd: Option<i32>,
     spin: Duration,
@@ -449,8 +440,7 @@ impl Core {
             ordered_thread: Mutex::new(ordered_thread),
             input: Mutex::new(Input {
                 reader: BufReader::with_capacity(64 * 1024, input),
-                buf: Vec::with_capacity(4096),
-                max_frame: server.max_frame_bytes,
+                lines: LineBuffer::new(server.max_frame_bytes),
                 spin_fd: server.spin_fd,
                 spin: server.spin,
             }),
@@ -541,13 +531,9 @@ impl Core {
             if lock(&self.engine).running == 0 {
                 input.spin_for_input();
             }
-            let Input {
-                reader,
-                buf,
-                max_frame,
-                ..
-            } = &mut *input;
-            let line = match read_line_capped(reader, buf, *max_frame) {
+            let Input { reader, lines, .. } = &mut *input;
+            let max_frame = lines.cap();
+            let line = match read_line_capped(reader, lines) {
                 Ok(line) => line,
                 Err(err) => {
                     *lock(&self.io_error) = Some(err);
@@ -563,8 +549,8 @@ impl Core {
                     );
                     Next::Handled
                 }
-                Line::Complete if buf.iter().all(u8::is_ascii_whitespace) => Next::Handled,
-                Line::Complete => match Message::parse(buf) {
+                Line::Complete(buf) if buf.iter().all(u8::is_ascii_whitespace) => Next::Handled,
+                Line::Complete(buf) => match Message::parse(buf) {
                     Ok(msg) => self.dispatch(msg),
                     Err(err) => {
                         eprintln!("yep-sdk: skipping malformed wire line: {err}");

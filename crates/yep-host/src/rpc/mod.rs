@@ -11,15 +11,21 @@
 //! Over a child's pipes ([`Connection::start_pipe`]), a caller alone in flight busy-polls the
 //! pipe for its answer for a few microseconds before sleeping (see `pipe`).
 
+mod lines;
 mod pipe;
 
+#[doc(hidden)]
+pub use lines::split_frames;
+
 use crate::capability::RemoteError;
+use crate::framing::{LineBuffer, spin_from_env};
+use lines::{ReadLine, read_line_capped};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -195,7 +201,7 @@ impl Default for ConnectionOptions {
         ConnectionOptions {
             label: "extension".into(),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
-            spin: default_spin(),
+            spin: spin_from_env(),
             tap: None,
             noise_rate: DEFAULT_NOISE_RATE,
             noise_burst: DEFAULT_NOISE_BURST,
@@ -255,15 +261,6 @@ impl std::fmt::Debug for ConnectionOptions {
             .field("max_inbound_requests", &self.max_inbound_requests)
             .finish()
     }
-}
-
-/// The default busy-poll window: `YEP_SPIN_US` microseconds, else 50 (`0` disables).
-pub fn default_spin() -> Duration {
-    let us = std::env::var("YEP_SPIN_US")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(50);
-    Duration::from_micros(us)
 }
 
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
@@ -636,17 +633,17 @@ impl Connection {
     }
 
     async fn read_loop<R: AsyncBufRead + Unpin>(&self, reader: &mut R, cap: usize) -> CloseReason {
-        let mut buf = Vec::with_capacity(4096);
+        let mut lines = LineBuffer::new(cap);
         let mut since_yield = 0usize;
         loop {
-            match read_line_capped(reader, &mut buf, cap).await {
+            match read_line_capped(reader, &mut lines).await {
                 Ok(ReadLine::Eof) => return CloseReason::Eof,
                 Ok(ReadLine::TooLong(len)) => {
                     tracing::error!(extension = %self.inner.label, "server sent a {len}-byte line over the {cap}-byte frame cap; disconnecting");
                     return CloseReason::FrameTooLarge { len, cap };
                 }
-                Ok(ReadLine::Line) => {
-                    if let Err(reason) = self.dispatch(&buf) {
+                Ok(ReadLine::Line(line)) => {
+                    if let Err(reason) = self.dispatch(line) {
                         tracing::error!(extension = %self.inner.label, "{reason}");
                         return reason;
                     }
@@ -824,74 +821,6 @@ fn preview(line: &[u8]) -> String {
         format!("{text}…")
     } else {
         text
-    }
-}
-
-enum ReadLine {
-    Line,
-    TooLong(usize),
-    Eof,
-}
-
-/// Read one line into `buf` without ever holding more than `cap` bytes of it.
-async fn read_line_capped<R: AsyncBufRead + Unpin>(
-    r: &mut R,
-    buf: &mut Vec<u8>,
-    cap: usize,
-) -> std::io::Result<ReadLine> {
-    buf.clear();
-    let mut total = 0usize;
-    loop {
-        let available = r.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(match total {
-                0 => ReadLine::Eof,
-                n if n > cap => ReadLine::TooLong(n),
-                _ => ReadLine::Line,
-            });
-        }
-        let newline = available.iter().position(|&b| b == b'\n');
-        let chunk = &available[..newline.unwrap_or(available.len())];
-        total += chunk.len();
-        if total > cap {
-            // Past the cap the connection is dropped; no need to read the rest.
-            return Ok(ReadLine::TooLong(total));
-        }
-        buf.extend_from_slice(chunk);
-        let consumed = newline.map_or(available.len(), |i| i + 1);
-        r.consume(consumed);
-        if newline.is_some() {
-            return Ok(ReadLine::Line);
-        }
-    }
-}
-
-/// Split `bytes` into frames exactly as a connection's reader does: `Ok(line)` per line (without
-/// its newline), then `Err(len)` and nothing more if a line runs past `cap`. For fuzzing.
-#[doc(hidden)]
-pub fn split_frames(bytes: &[u8], cap: usize) -> Vec<Result<Vec<u8>, usize>> {
-    let mut reader = bytes;
-    let mut frames = Vec::new();
-    let mut buf = Vec::new();
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    loop {
-        // A byte slice never blocks: polling until ready needs no runtime.
-        let line = {
-            let mut read = std::pin::pin!(read_line_capped(&mut reader, &mut buf, cap));
-            loop {
-                if let std::task::Poll::Ready(line) = read.as_mut().poll(&mut cx) {
-                    break line;
-                }
-            }
-        };
-        match line {
-            Ok(ReadLine::Line) => frames.push(Ok(buf.clone())),
-            Ok(ReadLine::TooLong(len)) => {
-                frames.push(Err(len));
-                return frames;
-            }
-            Ok(ReadLine::Eof) | Err(_) => return frames,
-        }
     }
 }
 

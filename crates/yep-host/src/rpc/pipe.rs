@@ -6,6 +6,7 @@
 //! microseconds, so the caller reads its own answer instead.
 
 use super::CloseReason;
+use crate::framing::{Frame, LineBuffer};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -24,70 +25,50 @@ pub(super) enum Drained {
     Budget,
 }
 
-/// A complete line, the end of the readable data, or the end of the stream.
+/// What one step of reading produced: a line handed over (of this many bytes), or the end of
+/// the readable data for now.
 enum Step {
-    Line(std::ops::Range<usize>),
+    Line(usize),
     WouldBlock,
 }
 
-/// Bytes read so far and where the next line starts.
-struct LineBuf {
-    buf: Vec<u8>,
-    start: usize,
-    /// Everything before this was searched for a newline already.
-    scanned: usize,
-    cap: usize,
-}
-
-impl LineBuf {
-    fn next(&mut self, fd: i32) -> Result<Step, CloseReason> {
-        loop {
-            if let Some(i) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
-                let end = self.scanned + i;
-                let line = self.start..end;
-                if line.len() > self.cap {
-                    return Err(CloseReason::FrameTooLarge {
-                        len: line.len(),
-                        cap: self.cap,
-                    });
-                }
-                self.start = end + 1;
-                self.scanned = self.start;
-                return Ok(Step::Line(line));
+/// Hand over the next complete line, reading the pipe when none is buffered. Lines are read
+/// straight into the buffer and handed over from it: a line that fits one read is never copied.
+fn next(
+    lines: &mut LineBuffer,
+    fd: i32,
+    on_line: &mut impl FnMut(&[u8]) -> Result<(), CloseReason>,
+) -> Result<Step, CloseReason> {
+    let cap = lines.cap();
+    loop {
+        match lines.next_frame() {
+            Some(Frame::Line(line)) => {
+                on_line(line)?;
+                return Ok(Step::Line(line.len()));
             }
-            self.scanned = self.buf.len();
-            let partial = self.buf.len() - self.start;
-            if partial > self.cap {
-                return Err(CloseReason::FrameTooLarge {
-                    len: partial,
-                    cap: self.cap,
-                });
+            Some(Frame::TooLong(len)) => return Err(CloseReason::FrameTooLarge { len, cap }),
+            None => {}
+        }
+        // Past the cap the connection is dropped: no need to read on to the newline.
+        if let Some(len) = lines.overflowing() {
+            return Err(CloseReason::FrameTooLarge { len, cap });
+        }
+        let buf = lines.buf_mut(64 * 1024);
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: reading into this Vec's spare capacity; only the bytes read are exposed.
+        let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), spare.len()) };
+        match n {
+            0 => return Err(CloseReason::Eof),
+            n if n > 0 => {
+                // SAFETY: `read` initialised exactly `n` bytes of the spare capacity.
+                unsafe { buf.set_len(buf.len() + n as usize) };
             }
-            // Make room: drop consumed bytes, then read into the spare capacity.
-            if self.start > 0 {
-                self.buf.drain(..self.start);
-                self.scanned -= self.start;
-                self.start = 0;
-            }
-            self.buf.reserve(64 * 1024);
-            let spare = self.buf.spare_capacity_mut();
-            // SAFETY: reading into this Vec's spare capacity; only the bytes read are exposed.
-            let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), spare.len()) };
-            match n {
-                0 => {
-                    return Err(CloseReason::Eof);
-                }
-                n if n > 0 => {
-                    // SAFETY: `read` initialised exactly `n` bytes of the spare capacity.
-                    unsafe { self.buf.set_len(self.buf.len() + n as usize) };
-                }
-                _ => {
-                    let err = std::io::Error::last_os_error();
-                    match err.kind() {
-                        std::io::ErrorKind::WouldBlock => return Ok(Step::WouldBlock),
-                        std::io::ErrorKind::Interrupted => continue,
-                        _ => return Err(CloseReason::Io(err.to_string())),
-                    }
+            _ => {
+                let err = std::io::Error::last_os_error();
+                match err.kind() {
+                    std::io::ErrorKind::WouldBlock => return Ok(Step::WouldBlock),
+                    std::io::ErrorKind::Interrupted => continue,
+                    _ => return Err(CloseReason::Io(err.to_string())),
                 }
             }
         }
@@ -97,7 +78,7 @@ impl LineBuf {
 /// The read side of a pipe connection.
 pub(super) struct PipeInput {
     fd: AsyncFd<OwnedFd>,
-    state: Mutex<LineBuf>,
+    state: Mutex<LineBuffer>,
     /// How long a caller busy-polls for its answer.
     pub(super) spin: Duration,
     /// Tells the reader task a spinning caller let go of the buffer.
@@ -114,12 +95,7 @@ impl PipeInput {
             .map_err(|e| e.into_parts().1)?;
         Ok(PipeInput {
             fd,
-            state: Mutex::new(LineBuf {
-                buf: Vec::with_capacity(64 * 1024),
-                start: 0,
-                scanned: 0,
-                cap,
-            }),
+            state: Mutex::new(LineBuffer::new(cap)),
             spin,
             released: Notify::new(),
         })
@@ -140,13 +116,10 @@ impl PipeInput {
             if lines >= LINE_BUDGET || bytes >= BYTE_BUDGET {
                 return Some(Ok(Drained::Budget));
             }
-            match state.next(fd) {
-                Ok(Step::Line(range)) => {
+            match next(&mut state, fd, &mut on_line) {
+                Ok(Step::Line(len)) => {
                     lines += 1;
-                    bytes += range.len();
-                    if let Err(reason) = on_line(&state.buf[range]) {
-                        return Some(Err(reason));
-                    }
+                    bytes += len;
                 }
                 Ok(Step::WouldBlock) => return Some(Ok(Drained::Empty)),
                 Err(reason) => return Some(Err(reason)),
