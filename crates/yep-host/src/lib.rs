@@ -12,6 +12,7 @@
 
 pub mod dialect;
 pub mod doctor;
+pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod manifest;

@@ -50,8 +50,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                     )],
                 ));
             }
-            let launch = launch::installed(home, &name, cwd, &session_id, &supervisor)
-                .map_err(|why| anyhow::anyhow!("cannot run `{name}`: {why}"))?;
+            let launch = launch::installed(home, &name, cwd, &session_id, &supervisor)?;
             for warning in &launch.warnings {
                 eline!("warning: {warning}");
             }

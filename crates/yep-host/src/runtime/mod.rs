@@ -308,7 +308,10 @@ impl ExtensionHost {
         for name in enabled {
             match host.load(&name) {
                 Ok(l) => loaded.push(Arc::new(l)),
-                Err(why) => host.warn(format!("skipping extension `{name}`: {why}")),
+                Err(why) => host.warn(format!(
+                    "skipping extension `{name}`: {}",
+                    crate::error::report(&why)
+                )),
             }
         }
         host.rebuild(loaded);
@@ -334,7 +337,7 @@ impl ExtensionHost {
             .clone()
     }
 
-    fn load(&self, name: &str) -> Result<Loaded, String> {
+    fn load(&self, name: &str) -> Result<Loaded, launch::LaunchError> {
         let launch = launch::installed(
             &self.home,
             name,
@@ -677,7 +680,8 @@ impl ExtensionHost {
         }
         let loaded = Arc::new(self.load(name).map_err(|why| {
             HostError::from(StoreError::Invalid(format!(
-                "cannot activate `{name}`: {why}"
+                "cannot activate `{name}`: {}",
+                crate::error::report(&why)
             )))
         })?);
         let mut all = self.loaded();
