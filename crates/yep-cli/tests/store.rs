@@ -1645,3 +1645,26 @@ fn an_update_that_adds_a_required_field_says_it_needs_setup_and_how() {
     let json: Value = serde_json::from_str(&env.ok(&["update", "lookup", "--json"])).unwrap();
     assert_eq!(json[0]["outcome"], "unchanged", "{json}");
 }
+
+#[test]
+fn a_failed_call_names_the_commands_for_required_fields_nobody_set() {
+    let env = Env::new();
+    // Its server exits at once; its required secret `token` is unset.
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        pkg.join("bin/server"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let out = env.yep(&["call", "lookup", "lookup"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("hint: `yep logs lookup` shows what the server wrote to stderr\n")
+            && stderr
+                .ends_with("hint: required `token` is not set: `yep secret set lookup token`\n"),
+        "{stderr}"
+    );
+}

@@ -309,7 +309,8 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
 /// Install the bundled echo extension into a scratch home under `scratch` (its server is this
 /// binary's `serve-example-echo`) and launch it the way every installed extension is launched.
 fn install_echo(scratch: &Path) -> anyhow::Result<launch::Launch> {
-    let exe = std::env::current_exe().context("failed to locate the yep binary")?;
+    let exe = std::env::current_exe()
+        .map_err(|e| crate::output::internal("failed to locate the yep binary", e))?;
     let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON)
         .context("the bundled echo manifest is not JSON")?;
     manifest["yolop"]["capabilityServer"] =
