@@ -1668,3 +1668,26 @@ fn a_failed_call_names_the_commands_for_required_fields_nobody_set() {
         "{stderr}"
     );
 }
+
+#[test]
+fn invalid_stored_config_refuses_the_call_and_names_the_fix() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["config", "set", "lookup", "region", "eu"]);
+    // Edited by hand: `region` is a string in the schema.
+    let settings = env.home().join("settings.toml");
+    let text_before = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(&settings, text_before.replace("\"eu\"", "5")).unwrap();
+    let out = env.yep(&["call", "lookup", "lookup"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("error: the stored config of extension `lookup` is not valid\n  caused by: invalid config for `lookup`:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("hint: `yep config show lookup` shows it; `yep config set lookup <field> <value>` changes a field\n"),
+        "{stderr}"
+    );
+}
