@@ -16,6 +16,9 @@ use yep_side::*;
 
 const PAYLOADS: [usize; 3] = [200, 4096, 65536];
 const IN_FLIGHT: [usize; 3] = [1, 8, 64];
+/// The prompt timeout and startup bound the hung-server figures run against.
+const PROMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(50);
+const STARTUP_BOUND: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The figures, in the order they are measured and printed.
 #[derive(Default)]
@@ -130,7 +133,25 @@ fn main() -> anyhow::Result<()> {
             "warm_hook_after_burst",
             percentiles(warm_hook(&ext, 1_000, 10_000).await?),
         );
+        // From `cancel` to the cancelled call resolving.
+        r.latency("cancel_rtt", percentiles(cancel_rtt(&ext, 200).await?));
         ext.stop().await;
+
+        // What the host's behaviour around a server that never answers costs the agent loop
+        // (the tests assert only that it does not wait): a post hook, a dynamic prompt (against
+        // a 50 ms prompt timeout) and an eager start (against a 100 ms startup bound).
+        r.latency(
+            "post_hook_dispatch",
+            percentiles(post_hook_dispatch(&echo, &scratch, 2_000).await?),
+        );
+        r.latency(
+            "prompt_hung_server",
+            percentiles(prompt_hung_server(&echo, &scratch, PROMPT_TIMEOUT, 20).await?),
+        );
+        r.latency(
+            "startup_hung_server",
+            percentiles(startup_hung_server(&scratch, STARTUP_BOUND, 10).await?),
+        );
 
         // 4. rmcp client → rmcp server, same echo, same payloads, same in-flight counts.
         for (label, args) in [("rmcp", &[][..]), ("rmcp_pipes", &["--pipes"][..])] {
@@ -240,6 +261,16 @@ fn ratios(r: &Report) -> Value {
     let mem = r.figures["memory_per_extension"]["kib"]
         .as_f64()
         .unwrap_or(f64::NAN);
+    let cancel_ms = r.p50("cancel_rtt") / 1000.0;
+    let post_us = r.figures["post_hook_dispatch"]["p99_us"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    let bound_ms = |name: &str, bound: std::time::Duration| {
+        (r.figures[name]["p99_us"].as_f64().unwrap_or(f64::NAN) / 1000.0)
+            - bound.as_secs_f64() * 1000.0
+    };
+    let prompt_over = bound_ms("prompt_hung_server", PROMPT_TIMEOUT);
+    let startup_over = bound_ms("startup_hung_server", STARTUP_BOUND);
     json!({
         "yep_rtt_p50 / floor_p50": ratio(yep_floor, "<= 8", yep_floor <= 8.0),
         "yep_rtt_p50 / floor_spin_p50": ratio(yep_floor_spin, "(reported)", true),
@@ -254,6 +285,10 @@ fn ratios(r: &Report) -> Value {
         "rtt_p50 checked - unchecked (µs)": ratio(check_rtt_us, "< 1 µs (noisy)", check_rtt_us < 1.0),
         "cold_start_rust_p50_ms": ratio(cold / 1000.0, "<= 5 ms", cold <= 5_000.0),
         "memory_per_extension_mib": ratio(mem / 1024.0, "<= 1 MiB", mem <= 1024.0),
+        "cancel_rtt_p50_ms": ratio(cancel_ms, "<= 5 ms", cancel_ms <= 5.0),
+        "post_hook_dispatch_p99_us": ratio(post_us, "<= 500 µs", post_us <= 500.0),
+        "prompt_hung_server_p99 - timeout (ms)": ratio(prompt_over, "<= 50 ms", prompt_over <= 50.0),
+        "startup_hung_server_p99 - bound (ms)": ratio(startup_over, "<= 100 ms", startup_over <= 100.0),
     })
 }
 

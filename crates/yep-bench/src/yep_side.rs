@@ -384,3 +384,188 @@ pub async fn emit_cost(command: &Path, scratch: &Path, n: usize) -> anyhow::Resu
     host.shutdown().await;
     Ok((per, dropped))
 }
+
+/// From `cancel` to the call resolving `cancelled`: a long count on the echo server, cancelled
+/// once its first update arrives (host and SDK both: the cancel is written, the SDK wakes the
+/// handler and answers).
+pub async fn cancel_rtt(ext: &Arc<Extension>, samples: usize) -> anyhow::Result<Vec<Duration>> {
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..samples + 5 {
+        let token = tokio_util::sync::CancellationToken::new();
+        let (tx, under_way) = tokio::sync::oneshot::channel::<()>();
+        let tx = std::sync::Mutex::new(Some(tx));
+        let sink: yep_host::UpdateSink = Arc::new(move |_: &str| {
+            if let Some(tx) = tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                let _ = tx.send(());
+            }
+        });
+        let call = {
+            let (ext, token) = (Arc::clone(ext), token.clone());
+            tokio::spawn(async move {
+                ext.call_tool(
+                    "count",
+                    json!({"n": 1_000_000, "interval_ms": 2}),
+                    Some(sink),
+                    Some(token),
+                )
+                .await
+            })
+        };
+        under_way.await?;
+        let t = Instant::now();
+        token.cancel();
+        let outcome = call.await?;
+        let took = t.elapsed();
+        anyhow::ensure!(
+            outcome.as_ref().is_err_and(|e| e.is_cancelled()),
+            "a cancelled count resolved as {outcome:?}"
+        );
+        if i >= 5 {
+            out.push(took);
+        }
+    }
+    Ok(out)
+}
+
+/// An `ExtensionHost` over one installed extension served by `command args`, with `facet` as
+/// its manifest (the server comes from `command`), in its own home under `scratch`.
+async fn host_over(
+    scratch: &Path,
+    name: &str,
+    command: &Path,
+    args: &[&str],
+    facet: Value,
+    opts: yep_host::HostOptions,
+) -> anyhow::Result<yep_host::ExtensionHost> {
+    use yep_host::store::{AlwaysYes, Home, InstallOptions};
+    let home = Home {
+        root: scratch.join(format!("{name}-home")),
+    };
+    let pkg = scratch.join(format!("{name}-pkg"));
+    std::fs::create_dir_all(&pkg)?;
+    let mut facet = facet;
+    facet["capabilityServer"] = json!({"command": command, "args": args});
+    let manifest = json!({"name": name, "version": "1.0.0", "yolop": facet});
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string())?;
+    home.install(
+        &pkg.display().to_string(),
+        &InstallOptions::default(),
+        &mut AlwaysYes,
+    )?;
+    home.set_enabled(name, true)?;
+    let session = yep_host::Session {
+        id: "bench".into(),
+        workspace_root: scratch.to_path_buf(),
+    };
+    Ok(yep_host::ExtensionHost::start(home, session, opts).await?)
+}
+
+/// What `ExtensionHost::post_tool_use` costs the agent loop when the extension's post hook
+/// never answers (`yep-bench-echo --hang`): it returns without waiting for the hook.
+pub async fn post_hook_dispatch(
+    hanging_echo: &Path,
+    scratch: &Path,
+    samples: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let opts = yep_host::HostOptions {
+        supervisor: SupervisorOptions {
+            grace: Duration::from_millis(100),
+            ..SupervisorOptions::default()
+        },
+        ..yep_host::HostOptions::default()
+    };
+    let facet = json!({"tools": [{"name": "echo"}], "hooks": [{"event": "post_tool_use"}]});
+    let host = host_over(scratch, "posthook", hanging_echo, &["--hang"], facet, opts).await?;
+    let args = json!({"cmd": "ls"});
+    let result = json!({"out": "x"});
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..samples + 100 {
+        let t = Instant::now();
+        host.post_tool_use("bash", &args, Ok(&result));
+        let took = t.elapsed();
+        if i >= 100 {
+            out.push(took);
+        }
+        // Let the background fire go out, as an agent loop would between tool calls.
+        tokio::task::yield_now().await;
+    }
+    host.shutdown().await;
+    Ok(out)
+}
+
+/// How long `ExtensionHost::prompt` takes when the extension's dynamic prompt never answers
+/// (`yep-bench-echo --hang`), against a `timeout` prompt timeout: the turn goes on without it.
+pub async fn prompt_hung_server(
+    hanging_echo: &Path,
+    scratch: &Path,
+    timeout: Duration,
+    samples: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let opts = yep_host::HostOptions {
+        prompt_timeout: timeout,
+        supervisor: SupervisorOptions {
+            grace: Duration::from_millis(100),
+            ..SupervisorOptions::default()
+        },
+        ..yep_host::HostOptions::default()
+    };
+    let facet = json!({"tools": [{"name": "echo"}], "dynamic_prompt": true});
+    let host = host_over(
+        scratch,
+        "hungprompt",
+        hanging_echo,
+        &["--hang"],
+        facet,
+        opts,
+    )
+    .await?;
+    let mut out = Vec::with_capacity(samples);
+    for turn in 0..samples as u64 + 1 {
+        let t = Instant::now();
+        host.prompt(turn + 1).await;
+        if turn >= 1 {
+            out.push(t.elapsed());
+        }
+    }
+    host.shutdown().await;
+    Ok(out)
+}
+
+/// How long `ExtensionHost::start` takes when an eager extension's server never answers its
+/// handshake (`sleep 3600`), against a `bound` startup bound: start returns anyway.
+pub async fn startup_hung_server(
+    scratch: &Path,
+    bound: Duration,
+    samples: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let opts = || yep_host::HostOptions {
+        startup_bound: bound,
+        supervisor: SupervisorOptions {
+            handshake_timeout: Duration::from_secs(3600),
+            grace: Duration::from_millis(100),
+            ..SupervisorOptions::default()
+        },
+        ..yep_host::HostOptions::default()
+    };
+    // A hook makes it start eagerly, with the session.
+    let facet = json!({"hooks": [{"event": "pre_tool_use"}]});
+    let sleep = Path::new("sleep");
+    let first = host_over(scratch, "hungstart", sleep, &["3600"], facet, opts()).await?;
+    drop(first);
+    let home = yep_host::store::Home {
+        root: scratch.join("hungstart-home"),
+    };
+    let mut out = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let session = yep_host::Session {
+            id: "bench".into(),
+            workspace_root: scratch.to_path_buf(),
+        };
+        let t = Instant::now();
+        let host = yep_host::ExtensionHost::start(home.clone(), session, opts()).await?;
+        out.push(t.elapsed());
+        // Dropped, not shut down: the server's process group is killed with it.
+        drop(host);
+    }
+    Ok(out)
+}

@@ -84,21 +84,20 @@ fn main() -> ExitCode {
     if let Command::Completions { shell } = cli.command {
         let mut out = Vec::new();
         clap_complete::generate(shell, &mut Cli::command(), "yep", &mut out);
-        return match std::io::Write::write_all(&mut std::io::stdout().lock(), &out) {
-            Ok(()) => ExitCode::SUCCESS,
-            // `yep completions bash | head` ends quietly.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-            Err(e) => output::fail(&anyhow::anyhow!(
-                "failed to write the completion script: {e}"
-            )),
-        };
+        let mut stdout = std::io::stdout().lock();
+        let written = std::io::Write::write_all(&mut stdout, &out)
+            .and_then(|()| std::io::Write::flush(&mut stdout));
+        drop(stdout);
+        // `yep completions bash | head` ends quietly; a full disk does not.
+        output::stdout_written(written);
+        return ExitCode::SUCCESS;
     }
     init_tracing(cli.verbose);
     let home = yep_store::Home::resolve(cli.home);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {
-            return output::fail(&anyhow::anyhow!("failed to start the async runtime: {err}"));
+            return output::fail(&output::internal("failed to start the async runtime", err));
         }
     };
     let result = runtime.block_on(async {

@@ -1,5 +1,6 @@
 //! How the CLI reports: results to stdout, everything else to stderr, errors with their cause
-//! chain and hints, exit codes by kind (1 user/config, 2 usage, 255 internal).
+//! chain (each cause once) and hints, exit codes by kind (1 user/config, 2 usage, 255
+//! internal; clap's own usage errors exit 2 too; a closed stdout pipe ends quietly with 0).
 //!
 //! Every line leaves through here with its control characters escaped
 //! ([`yep_store::text`]): a package or a server cannot move the cursor, clear the screen or
@@ -40,34 +41,167 @@ pub fn hinted(message: impl Into<String>, hints: &[&str]) -> anyhow::Error {
     })
 }
 
-/// Print the error and its causes to stderr; exit 1.
-pub fn fail(err: &anyhow::Error) -> ExitCode {
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "error: {}", escape_multiline(&err.to_string()));
-    for cause in err.chain().skip(1) {
-        let _ = writeln!(
-            stderr,
-            "  caused by: {}",
-            escape_multiline(&cause.to_string())
-        );
+/// The command line itself was wrong (beyond what clap checks): exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Usage {
+    pub message: String,
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+pub fn usage(
+    message: impl Into<String>,
+    source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+) -> anyhow::Error {
+    anyhow::Error::new(Usage {
+        message: message.into(),
+        source: Some(source.into()),
+    })
+}
+
+/// yep could not do its job for a reason that is neither the user's input nor their home
+/// (a write to stdout failed, the async runtime would not start): exit 255.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Internal {
+    pub message: String,
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+pub fn internal(
+    message: impl Into<String>,
+    source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+) -> anyhow::Error {
+    anyhow::Error::new(Internal {
+        message: message.into(),
+        source: Some(source.into()),
+    })
+}
+
+/// What kind of failure an error is, by the exit code it maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// 1: the user's input, their home or an extension failed (the default).
+    User,
+    /// 2: the command line was wrong.
+    Usage,
+    /// 255: yep itself could not go on.
+    Internal,
+}
+
+impl Kind {
+    pub fn of(err: &anyhow::Error) -> Kind {
+        for cause in err.chain() {
+            if cause.is::<Usage>() {
+                return Kind::Usage;
+            }
+            if cause.is::<Internal>() {
+                return Kind::Internal;
+            }
+        }
+        Kind::User
     }
-    if let Some(h) = err.downcast_ref::<Hinted>() {
-        for hint in &h.hints {
-            let _ = writeln!(stderr, "hint: {}", escape_multiline(hint));
+
+    pub fn exit_code(self) -> ExitCode {
+        ExitCode::from(match self {
+            Kind::User => 1,
+            Kind::Usage => 2,
+            Kind::Internal => 255,
+        })
+    }
+}
+
+/// The next steps for an error, by what went wrong: its own hints, then those its kind has.
+pub fn hints(err: &anyhow::Error) -> Vec<String> {
+    use yep_host::ExtensionError;
+    use yep_host::runtime::launch::LaunchError;
+    use yep_host::store::StoreError;
+    let mut out = Vec::new();
+    for cause in err.chain() {
+        if let Some(h) = cause.downcast_ref::<Hinted>() {
+            out.extend(h.hints.iter().cloned());
+        }
+        if let Some(e) = cause.downcast_ref::<StoreError>()
+            && let StoreError::NotInstalled(..) = e
+        {
+            out.push(NOT_INSTALLED.into());
+        }
+        if let Some(e) = cause.downcast_ref::<LaunchError>() {
+            let name = e.extension();
+            match e {
+                LaunchError::NotInstalled { .. } => out.push(NOT_INSTALLED.into()),
+                LaunchError::Drifted { .. } => out.push(format!(
+                    "`yep update {name}` reviews the change; `yep update --locked {name}` restores what was approved"
+                )),
+                LaunchError::InvalidConfig { .. } => out.push(format!(
+                    "`yep config show {name}` shows it; `yep config set {name} <field> <value>` changes a field"
+                )),
+                _ => {}
+            }
+        }
+        if let Some(e) = cause.downcast_ref::<ExtensionError>() {
+            match e {
+                ExtensionError::Exited { extension, .. }
+                | ExtensionError::Handshake { extension, .. } => out.push(format!(
+                    "`yep logs {extension}` shows what the server wrote to stderr"
+                )),
+                ExtensionError::BackingOff {
+                    extension,
+                    retry_in,
+                    ..
+                } => out.push(format!(
+                    "retry in {} ms; `yep logs {extension}` shows why it failed to start",
+                    retry_in.as_millis().max(1)
+                )),
+                _ => {}
+            }
         }
     }
-    ExitCode::from(1)
+    out.dedup();
+    out
+}
+
+const NOT_INSTALLED: &str =
+    "`yep list` shows what is installed; `yep install <dir | name>` installs a package";
+
+/// Print the error, each of its causes once, and its hints to stderr; exit by its kind
+/// (1 user/config, 2 usage, 255 internal).
+pub fn fail(err: &anyhow::Error) -> ExitCode {
+    let mut stderr = std::io::stderr().lock();
+    let mut lines = yep_host::error::causes(err.as_ref()).into_iter();
+    if let Some(top) = lines.next() {
+        let _ = writeln!(stderr, "error: {}", escape_multiline(&top));
+    }
+    for cause in lines {
+        let _ = writeln!(stderr, "  caused by: {}", escape_multiline(&cause));
+    }
+    for hint in hints(err) {
+        let _ = writeln!(stderr, "hint: {}", escape_multiline(&hint));
+    }
+    Kind::of(err).exit_code()
 }
 
 /// Write a line to stdout; a closed pipe (`yep … | head`) ends quietly. JSON stays JSON: it
 /// never holds a raw control character, so escaping leaves it alone.
 pub fn stdout_line(line: &str) {
     let mut out = std::io::stdout().lock();
-    if writeln!(out, "{}", escape_controls(line))
-        .and_then(|()| out.flush())
-        .is_err()
-    {
-        std::process::exit(0);
+    let written = writeln!(out, "{}", escape_controls(line)).and_then(|()| out.flush());
+    drop(out);
+    stdout_written(written);
+}
+
+/// After a write to stdout: a closed pipe ends quietly (exit 0); any other failure (a full
+/// disk) is an internal error (exit 255), never a silent success.
+pub fn stdout_written(written: std::io::Result<()>) {
+    match written {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            let _ = fail(&internal("failed to write to stdout", e));
+            std::process::exit(255);
+        }
     }
 }
 
@@ -106,10 +240,7 @@ pub fn stdout_line_painted(lead: &str, colour: Colour, rest: &str) {
         lead.into_owned()
     };
     let mut out = std::io::stdout().lock();
-    if writeln!(out, "{lead}{}", escape_controls(rest))
-        .and_then(|()| out.flush())
-        .is_err()
-    {
-        std::process::exit(0);
-    }
+    let written = writeln!(out, "{lead}{}", escape_controls(rest)).and_then(|()| out.flush());
+    drop(out);
+    stdout_written(written);
 }

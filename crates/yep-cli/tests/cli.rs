@@ -138,7 +138,7 @@ fn call_errors_are_clear() {
         assert_eq!(undeclared.status.code(), Some(1));
         insta::assert_snapshot!("undeclared_tool", text(&undeclared.stderr));
         let bad_json = yep(home.path(), &["call", p, "echo", "{nope"]);
-        assert_eq!(bad_json.status.code(), Some(1));
+        assert_eq!(bad_json.status.code(), Some(2));
         insta::assert_snapshot!("bad_json_args", text(&bad_json.stderr));
         let missing = yep(
             home.path(),
@@ -730,6 +730,13 @@ fn session_lists_a_contributed_mcp_server_and_its_tools_through_rmcp() {
             .unwrap()
             .contains("no MCP server named `nope`")
     );
+    // Spawned like every other child: its stderr went to a log in the home.
+    assert!(
+        home.path().join("logs/mcp-kit__echo.log").is_file(),
+        "{:?}",
+        std::fs::read_dir(home.path().join("logs"))
+            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+    );
 }
 
 #[test]
@@ -779,4 +786,127 @@ fn completions_print_a_script_naming_the_subcommands() {
     }
     let bad = yep(home.path(), &["completions", "tcsh"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}
+
+/// Exit 1: the user's input, their home or an extension failed; the hint names the next step.
+#[test]
+fn a_user_error_exits_1_with_a_hint() {
+    let home = tempfile::tempdir().unwrap();
+    let out = yep(home.path(), &["call", "nosuch", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "error: no extension named `nosuch` is installed\n\
+         hint: `yep list` shows what is installed; `yep install <dir | name>` installs a package\n"
+    );
+}
+
+/// Exit 2: the command line is wrong, whether clap or yep finds it.
+#[test]
+fn a_usage_error_exits_2() {
+    let home = tempfile::tempdir().unwrap();
+    let unknown = yep(home.path(), &["frobnicate"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown.stderr));
+    let missing = yep(home.path(), &["call"]);
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing.stderr));
+    let pkg = echo_package(home.path());
+    let not_json = yep(
+        home.path(),
+        &["call", pkg.to_str().unwrap(), "echo", "{nope"],
+    );
+    assert_eq!(
+        not_json.status.code(),
+        Some(2),
+        "{}",
+        text(&not_json.stderr)
+    );
+    assert!(
+        text(&not_json.stderr)
+            .starts_with("error: failed to parse the tool arguments \"{nope\" as JSON"),
+        "{}",
+        text(&not_json.stderr)
+    );
+}
+
+/// Exit 255: yep could not do its job through no fault of the input. A failed write to stdout
+/// (a full disk) is one, and is never a silent success; a closed pipe still ends quietly.
+#[test]
+fn an_internal_error_exits_255_and_only_a_closed_pipe_is_quiet() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [&["list", "--json"][..], &["completions", "bash"][..]] {
+        #[allow(clippy::disallowed_methods)] // running the CLI under test
+        let out = Command::new(env!("CARGO_BIN_EXE_yep"))
+            .args(args)
+            .env("YEP_HOME", home.path())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(255), "{args:?}");
+        assert_eq!(
+            text(&out.stderr),
+            "error: failed to write to stdout\n  caused by: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+    }
+    // `yep completions bash | true`: the reader is gone, nothing to report.
+    #[allow(clippy::disallowed_methods)] // running the CLI under test
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["completions", "bash"])
+        .env("YEP_HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+}
+
+/// An error whose message already carries its cause does not print the cause again.
+#[test]
+fn an_error_chain_prints_each_cause_once() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("not-a-dir");
+    std::fs::write(&file, "").unwrap();
+    let out = yep(&file, &["enable", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("File exists").count(), 1, "{stderr}");
+    assert!(!stderr.contains("caused by"), "{stderr}");
+}
+
+/// A server that dies before its handshake: the error says so, and the hint names its log.
+#[test]
+fn a_crashed_server_hints_at_its_log() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = home.path().join("crasher");
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    std::fs::write(
+        pkg.join("plugin.json"),
+        json!({"name": "crasher", "yolop": {"capabilityServer": {"command": "server"}, "tools": [{"name": "t"}]}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("bin/server"),
+        "#!/bin/sh\necho dying >&2\nexit 3\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        pkg.join("bin/server"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let out = yep(home.path(), &["call", pkg.to_str().unwrap(), "t"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with("error: extension `crasher`"), "{stderr}");
+    assert!(
+        stderr.ends_with("hint: `yep logs crasher` shows what the server wrote to stderr\n"),
+        "{stderr}"
+    );
 }

@@ -1404,7 +1404,7 @@ fn reporting_package(env: &Env) -> PathBuf {
     let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk/python");
     let server = format!(
         r#"#!/usr/bin/env python3
-import os, sys
+import json, os, sys
 sys.path.insert(0, {sdk:?})
 from yep_sdk import Server
 server = Server("reporter")
@@ -1413,6 +1413,8 @@ seen = {{}}
 @server.on_config
 def config(c):
     seen["config"] = c
+    sys.stderr.write("started with config %s and token %s\n" % (json.dumps(c, sort_keys=True), os.environ.get("REPORTER_TOKEN")))
+    sys.stderr.flush()
 
 @server.tool("report")
 def report(args, ctx):
@@ -1476,6 +1478,83 @@ fn call_by_installed_name_runs_the_server_as_a_session_does() {
     );
     let log = std::fs::read_to_string(env.home().join("logs/reporter.log")).unwrap();
     assert!(log.contains("reporter was called"), "{log}");
+}
+
+#[test]
+fn doctor_by_installed_name_starts_the_server_with_its_config_and_secrets() {
+    let env = Env::new();
+    let pkg = reporting_package(&env);
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["config", "set", "reporter", "region", "eu"]);
+    let stored = yep_with_stdin(
+        &env.home(),
+        &["secret", "set", "reporter", "token"],
+        "s3cret\n",
+    );
+    assert!(stored.status.success(), "{}", text(&stored.stderr));
+    let report: Value = serde_json::from_str(&env.ok(&["doctor", "reporter", "--json"])).unwrap();
+    assert_eq!(report["ok"], true, "{report:#}");
+    // The server wrote what it was started with to its log in the home.
+    let log = std::fs::read_to_string(env.home().join("logs/reporter.log")).unwrap();
+    assert!(
+        log.contains(r#"started with config {"region": "eu"} and token s3cret"#),
+        "{log}"
+    );
+}
+
+/// The linked echo example approved without its `ask` tool and `ui_ask`; then the author adds
+/// both to plugin.json. The server offers `ask` either way.
+fn echo_approved_without_ask(env: &Env) {
+    let pkg = env.tmp.path().join("echo-pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON).unwrap();
+    manifest["yolop"]["capabilityServer"] =
+        json!({"command": env!("CARGO_BIN_EXE_yep"), "args": ["serve-example-echo"]});
+    let full = manifest.clone();
+    manifest["yolop"]["tools"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|t| t["name"] != "ask");
+    manifest["yolop"]["ui_ask"] = json!(false);
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    env.ok(&["install", pkg.to_str().unwrap(), "--link", "--yes"]);
+    std::fs::write(pkg.join("plugin.json"), full.to_string()).unwrap();
+}
+
+#[test]
+fn call_by_installed_name_refuses_a_tool_the_approved_manifest_does_not_declare() {
+    let env = Env::new();
+    echo_approved_without_ask(&env);
+    let out = env.yep(&["call", "echo", "ask", r#"{"prompt": "colour?"}"#]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("tool `ask` is not declared by `echo`")
+            && stderr.contains("declared tools: echo, count"),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).is_empty());
+}
+
+#[test]
+fn doctor_by_installed_name_withholds_a_tool_the_approved_manifest_does_not_declare() {
+    let env = Env::new();
+    echo_approved_without_ask(&env);
+    let out = env.yep(&["doctor", "echo", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "tools")
+        .unwrap_or_else(|| panic!("no tools row: {report:#}"));
+    assert_eq!(tools["status"], "fail", "{report:#}");
+    assert_eq!(
+        tools["detail"],
+        "serves tools the manifest does not declare (a session withholds them): ask"
+    );
+    assert_eq!(report["checks"][0]["name"], "approval", "{report:#}");
+    assert_eq!(out.status.code(), Some(1));
 }
 
 /// Every path under `dir` (empty when it does not exist).
@@ -1590,4 +1669,50 @@ fn an_update_that_adds_a_required_field_says_it_needs_setup_and_how() {
     assert!(!out.contains("`region`"), "{out}");
     let json: Value = serde_json::from_str(&env.ok(&["update", "lookup", "--json"])).unwrap();
     assert_eq!(json[0]["outcome"], "unchanged", "{json}");
+}
+
+#[test]
+fn a_failed_call_names_the_commands_for_required_fields_nobody_set() {
+    let env = Env::new();
+    // Its server exits at once; its required secret `token` is unset.
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        pkg.join("bin/server"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let out = env.yep(&["call", "lookup", "lookup"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("hint: `yep logs lookup` shows what the server wrote to stderr\n")
+            && stderr
+                .ends_with("hint: required `token` is not set: `yep secret set lookup token`\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn invalid_stored_config_refuses_the_call_and_names_the_fix() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["config", "set", "lookup", "region", "eu"]);
+    // Edited by hand: `region` is a string in the schema.
+    let settings = env.home().join("settings.toml");
+    let text_before = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(&settings, text_before.replace("\"eu\"", "5")).unwrap();
+    let out = env.yep(&["call", "lookup", "lookup"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("error: the stored config of extension `lookup` is not valid\n  caused by: invalid config for `lookup`:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("hint: `yep config show lookup` shows it; `yep config set lookup <field> <value>` changes a field\n"),
+        "{stderr}"
+    );
 }

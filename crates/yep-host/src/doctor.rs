@@ -93,7 +93,9 @@ fn probe_tool(glob: &str) -> String {
     }
 }
 
-/// Grade the server of `manifest` (already spawn-ready in `spec`).
+/// Grade the server of `manifest` (already spawn-ready in `spec`). For an installed extension
+/// both come from `runtime::launch::installed`: the approved manifest, and the spec a session
+/// would spawn (its config, its secrets as env, its log).
 pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
     let mut r = Grader::default();
     let recording = Arc::new(Mutex::new(Recording::default()));
@@ -181,7 +183,7 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
             "tools",
             Status::Fail,
             format!(
-                "serves tools the manifest does not declare: {}",
+                "serves tools the manifest does not declare (a session withholds them): {}",
                 widened.join(", ")
             ),
         );

@@ -15,6 +15,7 @@
 pub mod capability;
 pub mod dialect;
 pub mod doctor;
+pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod process;

@@ -97,9 +97,9 @@ pub struct Spawned {
     pub stdout: ChildStdout,
 }
 
-/// Why a spawn failed.
+/// Why a spawn failed. The I/O error is the `source`, not repeated in the message.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot spawn `{program}`: {source}")]
+#[error("cannot spawn `{program}`")]
 pub struct SpawnError {
     pub program: String,
     #[source]

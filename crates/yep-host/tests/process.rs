@@ -220,3 +220,21 @@ async fn a_grandchild_that_calls_setsid_dies_with_its_server_in_its_cgroup() {
         cgroup.display()
     );
 }
+
+#[tokio::test]
+async fn a_failed_spawn_chains_its_cause_instead_of_repeating_it() {
+    let fx = Fixture::new();
+    let err = process::spawn(&SpawnSpec {
+        program: "no-such-yep-program".into(),
+        args: vec![],
+        cwd: fx.dir.path().into(),
+        bin_dir: None,
+        env: vec![],
+        log_path: fx.dir.path().join("missing.log"),
+    })
+    .err()
+    .expect("there is no such program");
+    assert_eq!(err.to_string(), "cannot spawn `no-such-yep-program`");
+    let source = std::error::Error::source(&err).expect("the I/O error is chained");
+    assert!(source.to_string().contains("No such file"), "{source}");
+}

@@ -3,7 +3,7 @@
 
 use super::Target;
 use super::prompt::TerminalEvents;
-use crate::output::{eline, hinted, stdout_line};
+use crate::output::{eline, hinted, stdout_line, usage};
 use anyhow::Context;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use yep_host::runtime::launch;
 use yep_host::{Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
 use yep_store::Home;
+use yep_store::config;
 use yep_store::text::escape;
 
 #[derive(clap::Args)]
@@ -35,7 +36,9 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let session_id = format!("yep-call-{}", std::process::id());
     let supervisor = SupervisorOptions::default();
     let target = args.package.to_string_lossy().into_owned();
-    let (manifest, spec, mut supervisor, package) = match super::resolve_target(home, &target)? {
+    let target = super::resolve_target(home, &target)?;
+    let installed = matches!(target, Target::Installed(_));
+    let (manifest, spec, mut supervisor, package) = match target {
         // An installed extension runs exactly as a session runs it: from the home, checked
         // against its approval, with its config, secrets, data dir and log.
         Target::Installed(entry) => {
@@ -50,8 +53,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                     )],
                 ));
             }
-            let launch = launch::installed(home, &name, cwd, &session_id, &supervisor)
-                .map_err(|why| anyhow::anyhow!("cannot run `{name}`: {why}"))?;
+            let launch = launch::installed(home, &name, cwd, &session_id, &supervisor)?;
             for warning in &launch.warnings {
                 eline!("warning: {warning}");
             }
@@ -105,8 +107,12 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             ],
         ));
     }
-    let tool_args: Value = serde_json::from_str(&args.args)
-        .with_context(|| format!("failed to parse the tool arguments {:?} as JSON", args.args))?;
+    let tool_args: Value = serde_json::from_str(&args.args).map_err(|e| {
+        usage(
+            format!("failed to parse the tool arguments {:?} as JSON", args.args),
+            e,
+        )
+    })?;
     let ext = Extension::new(spec, supervisor, Arc::new(TerminalEvents::new()));
 
     let updates: UpdateSink = Arc::new(|line: &str| eline!("[progress] {}", escape(line)));
@@ -131,9 +137,20 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             eline!("error: {err}");
             Ok(ExitCode::from(130))
         }
+        // Printed with its hints (`yep logs <name>` after a crash) and exit 1; a required
+        // field nobody set may be why, so the commands that set them follow.
         Err(err) => {
-            eline!("error: {err}");
-            Ok(ExitCode::from(1))
+            let code = crate::output::fail(&err.into());
+            if installed {
+                for field in config::missing_required(home, &manifest).unwrap_or_default() {
+                    eline!(
+                        "hint: required `{}` is not set: `{}`",
+                        field.name,
+                        config::set_command(&manifest, &field.name)
+                    );
+                }
+            }
+            Ok(code)
         }
     }
 }

@@ -4,12 +4,15 @@
 use crate::output::stdout_line;
 use anyhow::Context;
 use serde_json::{Value, json};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, HookFiring, HookOutcome, Question, Status};
 use yep_host::rpc::BoxFuture;
-use yep_host::{Events, Extension, Grants, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
+use yep_host::runtime::launch;
+use yep_host::store::{AlwaysYes, Home, InstallOptions};
+use yep_host::{Events, Extension, Manifest, SupervisorOptions, UpdateSink};
 use yep_store::manifest::HookEvent;
 
 #[derive(clap::Args)]
@@ -76,29 +79,13 @@ fn ms(d: Duration) -> String {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
-    let manifest = Manifest::parse(
-        yep_example_echo::PLUGIN_JSON,
-        "examples/echo/plugin.json".as_ref(),
-    )?;
     let dir = tempfile::tempdir().context("failed to create a scratch directory")?;
-    let exe = std::env::current_exe().context("failed to locate the yep binary")?;
-    let spec = ServerSpec {
-        name: manifest.name.clone(),
-        command: exe.to_string_lossy().into_owned(),
-        args: vec!["serve-example-echo".into()],
-        package_dir: dir.path().to_path_buf(),
-        workspace_root: dir.path().to_path_buf(),
-        session_id: "yep-demo".into(),
-        config: Value::Null,
-        env: Vec::new(),
-        log_dir: dir.path().join("logs"),
-        grants: Grants::from_manifest(&manifest),
-        tool_schemas: yep_host::tool_args::ToolSchemas::from_manifest(&manifest),
-    };
+    let launch = install_echo(dir.path())?;
+    let manifest = launch.manifest;
     let events = Arc::new(DemoEvents::default());
     let ext = Extension::new(
-        spec,
-        SupervisorOptions::default(),
+        launch.spec,
+        launch.supervisor,
         Arc::clone(&events) as Arc<dyn Events>,
     );
     let mut report = Report {
@@ -332,6 +319,35 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         );
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Install the bundled echo extension into a scratch home under `scratch` (its server is this
+/// binary's `serve-example-echo`) and launch it the way every installed extension is launched.
+fn install_echo(scratch: &Path) -> anyhow::Result<launch::Launch> {
+    let exe = std::env::current_exe()
+        .map_err(|e| crate::output::internal("failed to locate the yep binary", e))?;
+    let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON)
+        .context("the bundled echo manifest is not JSON")?;
+    manifest["yolop"]["capabilityServer"] =
+        json!({"command": exe.to_string_lossy(), "args": ["serve-example-echo"]});
+    let package = scratch.join("echo");
+    std::fs::create_dir_all(&package)
+        .with_context(|| format!("failed to create {}", package.display()))?;
+    std::fs::write(package.join("plugin.json"), manifest.to_string())
+        .with_context(|| format!("failed to write {}", package.join("plugin.json").display()))?;
+    let home = Home::resolve(Some(scratch.join("home")));
+    let installed = home.install(
+        &package.to_string_lossy(),
+        &InstallOptions::default(),
+        &mut AlwaysYes,
+    )?;
+    Ok(launch::installed(
+        &home,
+        &installed.name,
+        scratch.to_path_buf(),
+        "yep-demo",
+        &SupervisorOptions::default(),
+    )?)
 }
 
 fn tool_names(manifest: &Manifest) -> Vec<&str> {

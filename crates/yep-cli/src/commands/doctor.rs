@@ -2,11 +2,15 @@
 
 use super::Target;
 use crate::output::{Colour, stdout_line, stdout_line_painted};
+use anyhow::Context;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use yep_host::doctor::{self, Check, Status};
-use yep_host::{Manifest, ServerSpec};
-use yep_store::text::escape_multiline;
-use yep_store::{Home, config};
+use yep_host::doctor::{self, Check, Report, Status};
+use yep_host::runtime::launch::{self, LaunchError};
+use yep_host::store::Home;
+use yep_host::store::lockfile::LockEntry;
+use yep_host::text::escape_multiline;
+use yep_host::{Manifest, ServerSpec, SupervisorOptions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -18,56 +22,23 @@ pub struct Args {
 }
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
-    let (installed, package) = match super::resolve_target(home, &args.target)? {
-        Target::Installed(entry) => (Some(entry), home.package_dir(&args.target)),
-        Target::Dir(dir) => (
-            None,
-            std::fs::canonicalize(&dir).map_err(|e| {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let report = match super::resolve_target(home, &args.target)? {
+        Target::Installed(entry) => installed(home, &entry, cwd).await?,
+        Target::Dir(dir) => {
+            let package = std::fs::canonicalize(&dir).map_err(|e| {
                 anyhow::anyhow!(
                     "{} is neither an installed extension nor a package directory: {e}",
                     args.target
                 )
-            })?,
-        ),
+            })?;
+            // An author's work in progress: its own manifest, no config, no secrets.
+            let manifest = Manifest::load(&package)?;
+            let spec = ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
+                .ok_or_else(|| no_server(&manifest.name))?;
+            doctor::run(&manifest, spec).await
+        }
     };
-    // Drift since approval is a finding like any other: a WARN row, not a plain `ok`.
-    let drift = installed.as_ref().and_then(|e| {
-        let why = home.drift_of(e)?;
-        Some(if e.is_linked() {
-            format!("{why}; until then a session uses the approved manifest, not this one")
-        } else {
-            format!(
-                "{why}; until then a session refuses it (`yep update --locked {}` restores what was approved)",
-                e.name
-            )
-        })
-    });
-    let manifest = Manifest::load(&package)?;
-    let cwd = std::env::current_dir()?;
-    let mut spec =
-        ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir()).ok_or_else(|| {
-            anyhow::anyhow!(
-                "`{}` declares no capability server: nothing to check",
-                manifest.name
-            )
-        })?;
-    if installed.is_some() {
-        // As the runtime spawns it: its config, and its secrets as env.
-        let (plain, env) = config::server_inputs(home, &manifest)?;
-        spec.config = plain;
-        spec.env = env;
-    }
-    let mut report = doctor::run(&manifest, spec).await;
-    if let Some(detail) = drift {
-        report.checks.insert(
-            0,
-            Check {
-                name: "approval".into(),
-                status: Status::Warn,
-                detail,
-            },
-        );
-    }
     if args.json {
         stdout_line(&serde_json::to_string_pretty(&report)?);
     } else {
@@ -108,4 +79,47 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// An installed extension, graded as a session runs it: launched by the one recipe
+/// (`launch::installed`), so against its approved manifest, with its config, its secrets as
+/// env and its log in the home. A copied package that drifted is refused by a session, so it
+/// is reported and not started.
+async fn installed(home: &Home, entry: &LockEntry, cwd: PathBuf) -> anyhow::Result<Report> {
+    let name = &entry.name;
+    // Drift since approval is a finding like any other: a WARN row, not a plain `ok`.
+    let drift = home.drift_of(entry).map(|why| Check {
+        name: "approval".into(),
+        status: Status::Warn,
+        detail: if entry.is_linked() {
+            format!("{why}; until then a session uses the approved manifest, not this one")
+        } else {
+            format!(
+                "{why}; until then a session refuses it (`yep update --locked {name}` restores what was approved)"
+            )
+        },
+    });
+    let launched = launch::installed(home, name, cwd, "doctor", &SupervisorOptions::default());
+    let mut report = match launched {
+        Ok(launch) if launch.spec.command.is_empty() => return Err(no_server(name)),
+        Ok(launch) => doctor::run(&launch.manifest, launch.spec).await,
+        Err(LaunchError::Drifted { .. }) => Report {
+            ok: false,
+            checks: vec![Check {
+                name: "spawn".into(),
+                status: Status::Fail,
+                detail: "not started: a session refuses a package that changed since approval"
+                    .into(),
+            }],
+        },
+        Err(err) => return Err(err.into()),
+    };
+    if let Some(row) = drift {
+        report.checks.insert(0, row);
+    }
+    Ok(report)
+}
+
+fn no_server(name: &str) -> anyhow::Error {
+    anyhow::anyhow!("`{name}` declares no capability server: nothing to check")
 }

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, Question};
+use yep_host::process::{self, SpawnSpec};
 use yep_host::rpc::BoxFuture;
 use yep_host::runtime::AskSink;
 use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink};
@@ -277,7 +278,7 @@ impl Shell {
                 json!({ "status": host.status(), "trace_dropped": host.trace_dropped() }),
             ),
             "skills" => Reply::Value(json!({ "skills": host.skills() })),
-            "mcp" if first == "list-tools" => match mcp_list_tools(host, tail).await {
+            "mcp" if first == "list-tools" => match mcp_list_tools(host, &self.home, tail).await {
                 Ok(tools) => Reply::Value(json!({ "mcp_tools": tools })),
                 Err(e) => Reply::Error(format!("{e:#}")),
             },
@@ -435,8 +436,15 @@ fn parse_json(text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| format!("arguments are not JSON: {e}"))
 }
 
-/// Connect to a contributed stdio MCP server through rmcp and list its tools' names.
-async fn mcp_list_tools(host: &ExtensionHost, server: &str) -> anyhow::Result<Vec<String>> {
+/// Connect to a contributed stdio MCP server through rmcp and list its tools' names. The server
+/// is spawned like every other child (`yep_host::process`): its own process group, its stderr
+/// to `<home>/logs/mcp-<server>.log`, and a graceful stop (stdin closed, then SIGTERM, then
+/// SIGKILL) once the list is in.
+async fn mcp_list_tools(
+    host: &ExtensionHost,
+    home: &Home,
+    server: &str,
+) -> anyhow::Result<Vec<String>> {
     use anyhow::Context;
     use rmcp::ServiceExt;
     let servers = host.mcp_servers();
@@ -450,20 +458,53 @@ async fn mcp_list_tools(host: &ExtensionHost, server: &str) -> anyhow::Result<Ve
             spec.transport
         ),
     };
-    #[allow(clippy::disallowed_methods)] // rmcp's child-process transport takes a Command
-    let mut cmd = tokio::process::Command::new(command);
-    cmd.args(&spec.args).envs(&spec.env);
-    let transport = rmcp::transport::TokioChildProcess::new(cmd)
-        .with_context(|| format!("failed to start `{command}`"))?;
-    let client = ()
-        .serve(transport)
-        .await
-        .with_context(|| format!("MCP handshake with `{server}` failed"))?;
-    let tools = client
-        .peer()
-        .list_all_tools()
-        .await
-        .with_context(|| format!("listing the tools of `{server}` failed"));
-    let _ = client.cancel().await;
-    Ok(tools?.into_iter().map(|t| t.name.to_string()).collect())
+    let spawned = process::spawn(&SpawnSpec {
+        program: command.clone(),
+        args: spec.args.clone(),
+        cwd: std::env::current_dir().context("failed to read the current directory")?,
+        bin_dir: None,
+        env: spec
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        log_path: home.logs_dir().join(mcp_log_name(server)),
+    })
+    .with_context(|| format!("failed to start MCP server `{server}`"))?;
+    let listed = async {
+        let client = ()
+            .serve((spawned.stdout, spawned.stdin))
+            .await
+            .with_context(|| format!("MCP handshake with `{server}` failed"))?;
+        let tools = client
+            .peer()
+            .list_all_tools()
+            .await
+            .with_context(|| format!("listing the tools of `{server}` failed"));
+        // Ends the client and drops the transport: the server's stdin closes.
+        let _ = client.cancel().await;
+        tools
+    }
+    .await;
+    spawned.process.terminate(MCP_GRACE).await;
+    Ok(listed?.into_iter().map(|t| t.name.to_string()).collect())
+}
+
+/// How long an MCP server gets to exit after its stdin closes, and again after SIGTERM.
+const MCP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `mcp-<server>.log`, the name kept to characters safe in a file name (it comes from a
+/// package's manifest).
+fn mcp_log_name(server: &str) -> String {
+    let safe: String = server
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("mcp-{safe}.log")
 }

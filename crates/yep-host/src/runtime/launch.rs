@@ -4,13 +4,71 @@
 //! home's log, and yolop's `request_timeout_ms`.
 
 use super::hooks;
-use crate::manifest::Grants;
-use crate::manifest::Manifest;
-use crate::store::{Home, config};
+use crate::manifest::{Grants, Manifest, ManifestError};
+use crate::store::{Home, StoreError, config};
 use crate::supervisor::{ServerSpec, SupervisorOptions};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// Why an installed extension cannot be launched. Every variant names the extension; where
+/// another error is the cause it is the `source`, and the message does not repeat it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    #[error("failed to read the lock to launch extension `{extension}`")]
+    Lock {
+        extension: String,
+        #[source]
+        source: Box<StoreError>,
+    },
+    #[error("extension `{extension}` is not installed")]
+    NotInstalled { extension: String },
+    /// A copied package whose files are no longer what was approved. `why` names the
+    /// extension and says how to review it.
+    #[error("{why}")]
+    Drifted { extension: String, why: String },
+    #[error("failed to load the manifest of extension `{extension}`")]
+    Manifest {
+        extension: String,
+        #[source]
+        source: ManifestError,
+    },
+    #[error(
+        "extension `{extension}` is installed under that name, but its manifest calls it `{manifest_name}`"
+    )]
+    Renamed {
+        extension: String,
+        manifest_name: String,
+    },
+    #[error("failed to read the config of extension `{extension}`")]
+    Config {
+        extension: String,
+        #[source]
+        source: Box<StoreError>,
+    },
+    #[error("the stored config of extension `{extension}` is not valid")]
+    InvalidConfig {
+        extension: String,
+        #[source]
+        source: Box<StoreError>,
+    },
+}
+
+impl LaunchError {
+    /// The extension it is about.
+    pub fn extension(&self) -> &str {
+        match self {
+            LaunchError::Lock { extension, .. }
+            | LaunchError::NotInstalled { extension }
+            | LaunchError::Drifted { extension, .. }
+            | LaunchError::Manifest { extension, .. }
+            | LaunchError::Renamed { extension, .. }
+            | LaunchError::Config { extension, .. }
+            | LaunchError::InvalidConfig { extension, .. } => extension,
+        }
+    }
+}
 
 /// An installed extension, ready to spawn.
 pub struct Launch {
@@ -24,30 +82,41 @@ pub struct Launch {
 
 /// The launch recipe for installed extension `name`, or why it cannot run (not installed, a
 /// copied package that changed since approval, a renamed manifest, invalid config).
+///
+/// This is the one place that decides how an installed extension runs: a session, `yep call
+/// <name>`, `yep doctor <name>` and `yep demo` all launch through it.
 pub fn installed(
     home: &Home,
     name: &str,
     workspace_root: PathBuf,
     session_id: &str,
     supervisor: &SupervisorOptions,
-) -> Result<Launch, String> {
-    let Some(entry) = home
-        .lockfile()
-        .map_err(|e| e.to_string())?
-        .get(name)
-        .cloned()
-    else {
-        return Err("it is enabled but not installed".into());
+) -> Result<Launch, LaunchError> {
+    let extension = || name.to_string();
+    let lock = home.lockfile().map_err(|e| LaunchError::Lock {
+        extension: extension(),
+        source: Box::new(e),
+    })?;
+    let Some(entry) = lock.get(name).cloned() else {
+        return Err(LaunchError::NotInstalled {
+            extension: extension(),
+        });
     };
     // A copied package must still be what was approved (a linked one is the author's to
     // edit, and is clamped to its approved manifest below).
     let drift = home.drift_of(&entry);
     if let Some(why) = drift.as_ref().filter(|_| !entry.is_linked()) {
-        return Err(why.clone());
+        return Err(LaunchError::Drifted {
+            extension: extension(),
+            why: why.clone(),
+        });
     }
     let mut warnings = Vec::new();
     let dir = home.package_dir(name);
-    let mut manifest = Manifest::load(&dir).map_err(|e| e.to_string())?;
+    let mut manifest = Manifest::load(&dir).map_err(|e| LaunchError::Manifest {
+        extension: extension(),
+        source: e,
+    })?;
     // Files can change after approval: the grants are the approved ones.
     if let Some(approved) = entry.approved() {
         let same = serde_json::to_value(&approved).ok() == serde_json::to_value(&manifest).ok();
@@ -63,7 +132,10 @@ pub fn installed(
         warnings.push(why);
     }
     if manifest.name != name {
-        return Err(format!("its manifest calls it `{}`", manifest.name));
+        return Err(LaunchError::Renamed {
+            extension: extension(),
+            manifest_name: manifest.name,
+        });
     }
     warnings.extend(hooks::clamp_warnings(name, &manifest));
     let mut spec = ServerSpec::from_manifest(
@@ -88,9 +160,18 @@ pub fn installed(
     });
     spec.session_id = session_id.to_string();
     // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.
-    let (plain, env) = config::server_inputs(home, &manifest).map_err(|e| e.to_string())?;
-    let secrets = config::secrets(home, name).map_err(|e| e.to_string())?;
-    config::validate(&manifest, &plain, &secrets, false).map_err(|e| e.to_string())?;
+    let read = |e| LaunchError::Config {
+        extension: extension(),
+        source: Box::new(e),
+    };
+    let (plain, env) = config::server_inputs(home, &manifest).map_err(read)?;
+    let secrets = config::secrets(home, name).map_err(read)?;
+    config::validate(&manifest, &plain, &secrets, false).map_err(|e| {
+        LaunchError::InvalidConfig {
+            extension: extension(),
+            source: Box::new(e),
+        }
+    })?;
     let mut supervisor = supervisor.clone();
     // yolop's own key: the per-request timeout, clamped to 1–600 s.
     if let Some(ms) = plain.get("request_timeout_ms").and_then(Value::as_u64) {

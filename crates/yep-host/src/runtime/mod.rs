@@ -15,6 +15,7 @@ pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, glob_matches, hook_timeout};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
 use crate::capability::{CommandResult, ConfigOutcome, Offer, Question, ToolCall, UpdateSink};
+use crate::error::report;
 use crate::manifest::Manifest;
 use crate::store::{Home, StoreError, settings};
 use crate::supervisor::{Extension, ExtensionError, SupervisorOptions};
@@ -100,8 +101,12 @@ pub enum HostError {
     #[error("the settings write failed: {0}")]
     SettingsWrite(tokio::task::JoinError),
     /// An enabled extension could not be loaded into the session.
-    #[error("cannot activate `{extension}`: {why}")]
-    Activate { extension: String, why: String },
+    #[error("cannot activate `{extension}`")]
+    Activate {
+        extension: String,
+        #[source]
+        source: Box<launch::LaunchError>,
+    },
 }
 
 impl From<ExtensionError> for HostError {
@@ -316,7 +321,7 @@ impl Core {
             .clone()
     }
 
-    fn load(&self, name: &str) -> Result<Loaded, String> {
+    fn load(&self, name: &str) -> Result<Loaded, launch::LaunchError> {
         let launch = launch::installed(
             &self.home,
             name,
@@ -506,7 +511,10 @@ impl Registry {
     /// Make the loaded set `wanted` (in this order): load what is new, close what left. An
     /// extension in both keeps its process. Returns the ones that could not load, and why
     /// (each also a warning).
-    async fn reconcile(&mut self, wanted: &[String]) -> Result<Vec<(String, String)>, HostError> {
+    async fn reconcile(
+        &mut self,
+        wanted: &[String],
+    ) -> Result<Vec<(String, launch::LaunchError)>, HostError> {
         if self.shut {
             return Err(HostError::ShutDown);
         }
@@ -525,7 +533,7 @@ impl Registry {
                     }
                     Err(why) => {
                         self.core
-                            .warn(format!("skipping extension `{name}`: {why}"));
+                            .warn(format!("skipping extension `{name}`: {}", report(&why)));
                         failed.push((name.clone(), why));
                     }
                 },
@@ -565,7 +573,10 @@ impl Registry {
         wanted.push(name.to_string());
         // Loading it failed: say why, as a direct request deserves.
         match self.reconcile(&wanted).await?.pop() {
-            Some((extension, why)) => Err(HostError::Activate { extension, why }),
+            Some((extension, why)) => Err(HostError::Activate {
+                extension,
+                source: Box::new(why),
+            }),
             None => Ok(()),
         }
     }
