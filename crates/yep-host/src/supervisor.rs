@@ -147,20 +147,22 @@ impl Default for SupervisorOptions {
 #[non_exhaustive]
 pub enum ExtensionError {
     #[error(
-        "extension `{extension}`: cannot spawn `{command}`: {source} (install it, or fix capabilityServer.command)"
+        "extension `{extension}`: cannot spawn `{command}`: {error} (install it, or fix capabilityServer.command)"
     )]
     Spawn {
         extension: String,
         command: String,
-        source: std::io::Error,
+        /// Printed in the message, so not chained as a source (a cause is told once).
+        error: std::io::Error,
     },
     #[error(
-        "extension `{extension}`: handshake failed: {source}{}",
+        "extension `{extension}`: handshake failed: {error}{}",
         report(Some(status), stderr_tail, log_path)
     )]
     Handshake {
         extension: String,
-        source: HandshakeError,
+        /// Printed in the message, so not chained as a source (a cause is told once).
+        error: HandshakeError,
         status: String,
         stderr_tail: Vec<String>,
         log_path: PathBuf,
@@ -453,11 +455,11 @@ impl Extension {
         Ok(self.live().await?.offer().clone())
     }
 
-    fn spawn_error(&self, source: std::io::Error) -> ExtensionError {
+    fn spawn_error(&self, error: std::io::Error) -> ExtensionError {
         ExtensionError::Spawn {
             extension: self.spec.name.clone(),
             command: self.spec.command.clone(),
-            source,
+            error,
         }
     }
 
@@ -539,7 +541,7 @@ impl Extension {
                     crash_counted: AtomicBool::new(false),
                 }))
             }
-            Err(source) => {
+            Err(error) => {
                 let (status, stderr_tail, log_path) = match &process {
                     Some(proc_) => {
                         let status = match proc_.wait_for_exit(Duration::from_millis(200)).await {
@@ -556,7 +558,7 @@ impl Extension {
                 };
                 Err(ExtensionError::Handshake {
                     extension: spec.name.clone(),
-                    source,
+                    error,
                     status,
                     stderr_tail,
                     log_path,

@@ -451,11 +451,15 @@ async fn a_missing_command_is_a_spawn_error_naming_it() {
         quick_opts(),
         Arc::new(NoEvents),
     );
-    let err = ext.handshake().await.unwrap_err().to_string();
+    let err = ext.handshake().await.unwrap_err();
+    let text = err.to_string();
     assert!(
-        err.contains("extension `ghost`: cannot spawn `no-such-yep-server`"),
-        "{err}"
+        text.contains("extension `ghost`: cannot spawn `no-such-yep-server`: "),
+        "{text}"
     );
+    // The OS's reason is in the message and not chained again: told once.
+    assert!(std::error::Error::source(&err).is_none(), "{err:?}");
+    assert_eq!(yep_host::error::report(&err), text);
 }
 
 #[tokio::test]

@@ -206,7 +206,7 @@ impl PeerError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HandshakeError {
-    #[error("{0}")]
+    #[error(transparent)]
     Call(#[from] CallError),
     #[error("the server speaks {wire} {version:?}, incompatible with this host ({ours})")]
     Incompatible {
@@ -216,6 +216,13 @@ pub enum HandshakeError {
     },
     #[error("the handshake answer is malformed: {0}")]
     Malformed(String),
+    /// Printed in the message, so not chained as a source (a cause is told once).
     #[error("the connection could not start: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for HandshakeError {
+    fn from(error: std::io::Error) -> HandshakeError {
+        HandshakeError::Io(error)
+    }
 }
