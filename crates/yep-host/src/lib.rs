@@ -1,16 +1,23 @@
-//! The library an agent embeds to run YEP extensions.
+//! The library an agent embeds to run extensions, whatever wire their servers speak.
 //!
 //! Layers, bottom up:
-//! - [`capability`]: the one capability model every wire is adapted to;
-//! - [`rpc`]: a multiplexed, wire-neutral connection over any `AsyncRead`/`AsyncWrite` pair;
 //! - [`process`]: spawning a server in its own process group, its stderr log, graceful stop;
-//! - [`dialect`]: one module per wire (YEP today): handshake and calls as capabilities;
-//! - [`supervisor`]: one extension's live server: lazy spawn, crash errors, backoff respawn;
-//! - [`manifest`]: the `plugin.json` a user approves (re-exported from `yep_store`);
+//! - [`rpc`]: a multiplexed, wire-neutral connection over any `AsyncRead`/`AsyncWrite` pair;
+//!   the dialect's [`rpc::Codec`] says what each line is and writes answers and cancels;
+//! - [`dialect`]: one module per wire (YEP today, [`dialect::yep`]). A [`dialect::Dialect`]
+//!   opens a server's streams and shakes hands; the [`dialect::Peer`] it returns is the live
+//!   server in the terms of [`capability`], the host's one capability model. This is the one
+//!   seam: nothing above it knows which wire a server speaks;
+//! - [`supervisor`]: one extension's server, lifecycle only: lazy spawn (or a
+//!   [`supervisor::Transport`]), crash errors with the log path, backoff respawn, graceful stop;
 //! - [`tool_args`]: tool arguments checked against the manifest's schemas, compiled once;
-//! - [`runtime`]: `ExtensionHost`, the one type an agent embeds;
-//! - [`store`]: the home: install, lock, update, enable, remove, list (no async needed); the
-//!   `yep_store` crate, re-exported.
+//! - [`runtime`]: [`ExtensionHost`], the one type an agent embeds; one registry task owns its
+//!   table of extensions.
+//!
+//! Re-exported from the `yep_store` crate (synchronous, no runtime needed): [`store`] (the
+//! home: install, lock, update, enable, remove, list, config), [`manifest`] (the `plugin.json`
+//! a user approves, and its [`Grants`]) and [`text`] (escaping what servers and packages say).
+//! [`doctor`] checks a server against the YEP wire.
 
 pub mod capability;
 pub mod dialect;

@@ -1,6 +1,7 @@
 //! An agent loop embedding `yep-host`: assemble the prompt, list the tools, fire pre-hooks,
-//! call, fire post-hooks. The "model" here is a fixed script, so the example runs anywhere (CI
-//! runs it); swap in real LLM calls where it says so.
+//! call, fire post-hooks; then answer a question, show status, change config and the workspace,
+//! and watch the table change. The "model" here is a fixed script, so the example runs anywhere
+//! (CI runs it); swap in real LLM calls where it says so. `docs/embedding.md` walks through it.
 //!
 //! `cargo run -p yep-example-embed`. The example installs the echo extension into a scratch
 //! home first; with `serve-echo` the binary is that extension's server.
@@ -8,8 +9,35 @@
 
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::time::Duration;
+use yep_host::capability::{Answer, BoxFuture, Question, Status, TraceEvent};
+use yep_host::dialect::yep::Yep;
+use yep_host::runtime::{AskSink, StatusSink};
 use yep_host::store::{AlwaysYes, Home, InstallOptions};
-use yep_host::{ExtensionHost, HostOptions, PreDecision, Session, UpdateSink};
+use yep_host::{ExtensionHost, HostOptions, PreDecision, Session, SupervisorOptions, UpdateSink};
+
+/// The agent's status bar: told of every change (`None`: cleared).
+struct StatusBar;
+
+impl StatusSink for StatusBar {
+    fn status_changed(&self, extension: &str, status: Option<&Status>) {
+        match status {
+            Some(s) => println!("[status] {extension}: {} ({:?})", s.text, s.level),
+            None => println!("[status] {extension}: cleared"),
+        }
+    }
+}
+
+/// The agent's question UI. A real one shows `prompt`, masks the input when `secret`, offers
+/// `options` as a selector, and answers `Answer::cancelled()` when the user dismisses it.
+struct Questions;
+
+impl AskSink for Questions {
+    fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {
+        println!("[ask] {extension} asks: {}", question.prompt);
+        Box::pin(async { Answer::answered("blue") })
+    }
+}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -23,13 +51,24 @@ async fn main() -> anyhow::Result<()> {
     install_echo(&home, scratch.path())?;
 
     // 1. One host per agent session. The agent's own tool names go in `builtins`, so an
-    //    extension tool can never shadow them.
+    //    extension tool can never shadow them. The sinks are optional: without `ask_sink` every
+    //    question is answered cancelled.
     let session = Session {
         id: "embed-demo".into(),
         workspace_root: std::env::current_dir()?,
     };
     let opts = HostOptions {
         builtins: vec!["read_file".into(), "bash".into()],
+        status_sink: Some(Arc::new(StatusBar)),
+        ask_sink: Some(Arc::new(Questions)),
+        // The default, spelled out: servers speak YEP and are spawned as child processes. A
+        // server on another wire takes its own `Dialect` here, and one that is not a child
+        // process a `Transport` (see crates/yep-host/tests/dialect.rs).
+        supervisor: SupervisorOptions {
+            dialect: Arc::new(Yep),
+            transport: None,
+            ..SupervisorOptions::default()
+        },
         ..HostOptions::default()
     };
     let host = ExtensionHost::start(home, session, opts).await?;
@@ -92,11 +131,49 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 
-    // 5. Slash commands, namespaced by extension.
+    // 5. A tool that asks the user: the question goes to the `AskSink`.
+    let answer = host
+        .call_tool("ask", json!({ "prompt": "Favourite colour?" }), None, None)
+        .await?;
+    println!("ask: {answer}");
+
+    // 6. Slash commands, namespaced by extension.
     for c in host.commands() {
         let out = host.execute_command(&c.name, "").await?;
-        println!("/{} -> {}", c.name, out.message);
+        println!("/{} -> {} (success: {})", c.name, out.message, out.success);
     }
+
+    // 7. Config: validated, persisted, pushed. Echo cannot apply config live, so its server is
+    //    restarted with the new value.
+    let before = host.pid("echo");
+    let outcome = host.set_config("echo", "greeting", json!("hello")).await?;
+    let restarted = before != host.pid("echo");
+    println!("set_config -> {outcome:?} (new process: {restarted})");
+
+    // 8. Lifecycle events for `trace` extensions (echo declares none, so nothing is queued).
+    //    `emit` never blocks; `flush` at session end, before `shutdown`.
+    host.emit(TraceEvent {
+        event_type: "tool.completed".into(),
+        id: "ev-1".into(),
+        context: json!({ "turn_id": "t1" }),
+        data: json!({ "tool": "echo" }),
+        ..TraceEvent::default()
+    });
+    host.flush(Duration::from_secs(5)).await;
+
+    // 9. The workspace moved: running servers are told, later starts run there.
+    host.set_workspace(std::env::temp_dir()).await?;
+
+    // 10. Watch the table: every activate, deactivate or refresh publishes a new snapshot.
+    let mut tables = host.subscribe();
+    host.deactivate("echo").await?;
+    tables.changed().await?;
+    println!(
+        "after deactivate: extensions {:?}, {} tools",
+        tables.borrow().extensions(),
+        host.snapshot().tools().len()
+    );
+
     host.shutdown().await;
     Ok(())
 }
@@ -108,6 +185,10 @@ fn install_echo(home: &Home, scratch: &std::path::Path) -> anyhow::Result<()> {
     let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON)?;
     let exe = std::env::current_exe()?;
     manifest["yolop"]["capabilityServer"] = json!({ "command": exe, "args": ["serve-echo"] });
+    manifest["yolop"]["config_schema"] = json!({
+        "type": "object",
+        "properties": { "greeting": { "type": "string", "description": "how to greet" } }
+    });
     std::fs::write(pkg.join("plugin.json"), manifest.to_string())?;
     home.install(
         &pkg.display().to_string(),

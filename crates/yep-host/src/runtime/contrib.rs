@@ -175,12 +175,12 @@ impl ExtensionHost {
     /// entries override by name.
     ///
     /// Deny by default: in `command` and `args`, where any local user can read them in
-    /// `/proc/<pid>/cmdline`, only [`argv_safe`] variables expand (`HOME`, `PATH`, `XDG_*`...)
+    /// `/proc/<pid>/cmdline`, only `argv_safe` variables expand (`HOME`, `PATH`, `XDG_*`...)
     /// and never one of the extension's secret fields, whatever its name. Any other reference
     /// expands to nothing there; its value goes into the server's `env` under the same name,
     /// with a warning naming the variable and the server. `url`, `headers` and `env` expand
     /// everything (they need the values), with a warning for a variable in an http server's
-    /// `url` other than an [`argv_safe`] one: use a header instead.
+    /// `url` other than an `argv_safe` one: use a header instead.
     pub fn mcp_servers(&self) -> BTreeMap<String, McpServer> {
         self.mcp_servers_with(true)
     }

@@ -751,10 +751,13 @@ impl ExtensionHost {
         Arc::clone(&self.table.borrow())
     }
 
-    /// Every change to the table, as it is published (a new tool list after an activate,
-    /// say). The receiver sees the latest snapshot; each change marks it changed.
+    /// Every change to the table from now on, as it is published (a new tool list after an
+    /// activate, say). The receiver holds the latest snapshot; each change marks it changed.
     pub fn subscribe(&self) -> watch::Receiver<Arc<Table>> {
-        self.table.clone()
+        let mut changes = self.table.clone();
+        // A new subscriber has seen the current table: only what comes next is a change.
+        changes.borrow_and_update();
+        changes
     }
 
     pub(crate) fn loaded(&self) -> Vec<Arc<Loaded>> {
