@@ -743,7 +743,7 @@ impl Connection {
                     return Err(CloseReason::TooManyRequests { cap });
                 }
                 let fut = if in_flight >= cap {
-                    tracing::warn!(extension = %self.inner.label, "refusing {method}: {cap} requests from the server are in flight already", );
+                    tracing::warn!(extension = %self.inner.label, "refusing {method}: {cap} requests from the server are in flight already");
                     let err = RemoteError::new(
                         0,
                         format!(
