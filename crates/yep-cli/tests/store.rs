@@ -1440,10 +1440,9 @@ server.serve()
     pkg
 }
 
-#[test]
-fn call_by_installed_name_runs_the_server_as_a_session_does() {
-    let env = Env::new();
-    let pkg = reporting_package(&env);
+/// The reporter installed, with its region set and its token stored as a secret.
+fn install_configured_reporter(env: &Env) {
+    let pkg = reporting_package(env);
     env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
     env.ok(&["config", "set", "reporter", "region", "eu"]);
     let stored = yep_with_stdin(
@@ -1452,6 +1451,12 @@ fn call_by_installed_name_runs_the_server_as_a_session_does() {
         "s3cret\n",
     );
     assert!(stored.status.success(), "{}", text(&stored.stderr));
+}
+
+#[test]
+fn call_by_installed_name_runs_the_server_as_a_session_does() {
+    let env = Env::new();
+    install_configured_reporter(&env);
 
     let work = env.tmp.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
@@ -1483,15 +1488,7 @@ fn call_by_installed_name_runs_the_server_as_a_session_does() {
 #[test]
 fn doctor_by_installed_name_starts_the_server_with_its_config_and_secrets() {
     let env = Env::new();
-    let pkg = reporting_package(&env);
-    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
-    env.ok(&["config", "set", "reporter", "region", "eu"]);
-    let stored = yep_with_stdin(
-        &env.home(),
-        &["secret", "set", "reporter", "token"],
-        "s3cret\n",
-    );
-    assert!(stored.status.success(), "{}", text(&stored.stderr));
+    install_configured_reporter(&env);
     let report: Value = serde_json::from_str(&env.ok(&["doctor", "reporter", "--json"])).unwrap();
     assert_eq!(report["ok"], true, "{report:#}");
     // The server wrote what it was started with to its log in the home.
