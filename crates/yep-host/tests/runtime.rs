@@ -1943,6 +1943,9 @@ async fn subscribers_see_every_table_change_and_the_workspace_moves_for_new_star
     host.deactivate("two").await.unwrap();
     assert!(changes.has_changed().unwrap());
     assert_eq!(changes.borrow_and_update().extensions(), ["one"]);
+    // Deactivating what is not loaded changes nothing, and nobody is told it did.
+    host.deactivate("two").await.unwrap();
+    assert!(!changes.has_changed().unwrap());
 
     // A server started after the move runs in the new workspace.
     let moved = w.dir.path().join("moved");

@@ -545,6 +545,11 @@ impl Registry {
             .filter(|l| !wanted.contains(&l.name))
             .cloned()
             .collect();
+        let names = |list: &[Arc<Loaded>]| list.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
+        if names(&next) == names(&old.loaded) {
+            // Nothing changed: subscribers are not told of a change that is not one.
+            return Ok(failed);
+        }
         self.table.send_replace(Arc::new(self.core.table(next)));
         // Closed for good: calls in flight fail, and nothing starts them again.
         let mut stops = tokio::task::JoinSet::new();
