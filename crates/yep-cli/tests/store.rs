@@ -1713,3 +1713,19 @@ fn invalid_stored_config_refuses_the_call_and_names_the_fix() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_tool_name_model_apis_reject_is_a_clear_manifest_error_at_install() {
+    let env = Env::new();
+    let mut bad = facet();
+    bad["tools"] = json!([{"name": "lsp.definition", "description": "go to definition"}]);
+    let pkg = env.package("dotted", "dotted", "1.0.0", bad);
+    let out = env.yep(&["install", pkg.to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("tool name \"lsp.definition\" is not one model APIs accept"),
+        "{err}"
+    );
+    assert!(!env.lock().contains("dotted"), "nothing was installed");
+}

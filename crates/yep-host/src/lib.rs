@@ -42,7 +42,7 @@ pub use manifest::Grants;
 pub use manifest::Manifest;
 pub use rpc::{CallError, CallOptions, CloseReason, UpdateSink};
 pub use runtime::{
-    ExtensionHost, HostError, HostOptions, MAX_HOOK_TIMEOUT_MS, PreDecision, Session,
+    ExtensionHost, HostError, HostOptions, MAX_HOOK_TIMEOUT_MS, PreDecision, SEARCH_TOOLS, Session,
     ToolDefinition,
 };
 pub use supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions, Transport};

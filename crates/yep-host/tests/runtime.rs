@@ -1981,3 +1981,47 @@ async fn activating_a_package_that_changed_since_approval_says_why_and_loads_not
     assert_eq!(host.extensions(), ["one"]);
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn tools_come_in_the_formats_model_apis_take_and_search_tools_is_ready_made() {
+    let w = World::new();
+    let mut facet = json!({"tools": [
+        {"name": "probe", "description": "the probe tool", "never_defer": true,
+         "schema": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+        {"name": "weather_lookup", "description": "look up the weather"}
+    ]});
+    facet["tools"][1]["schema"] = Value::Null;
+    w.add("fmt", facet, json!({"tools": ["probe", "weather_lookup"]}));
+    let host = w
+        .host(HostOptions {
+            builtins: vec![yep_host::SEARCH_TOOLS.into()],
+            ..quick()
+        })
+        .await;
+    let tools = host.tools();
+    assert_eq!(
+        tools[0].to_openai(),
+        json!({"type": "function", "function": {"name": "probe", "description": "the probe tool",
+            "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}})
+    );
+    // No schema in the manifest: an object with no properties, which both APIs require.
+    assert_eq!(
+        tools[1].to_anthropic(),
+        json!({"name": "weather_lookup", "description": "look up the weather",
+            "input_schema": {"type": "object", "properties": {}}})
+    );
+    let meta = yep_host::ToolDefinition::search_tools();
+    assert_eq!(meta.to_openai()["function"]["name"], "search_tools");
+    assert_eq!(meta.parameters()["required"], json!(["query"]));
+    // The dispatcher finds the deferred tool, not the always-loaded one.
+    assert_eq!(
+        host.dispatch_search_tools(&json!({"query": "weather"})),
+        json!({"tools": [{"name": "weather_lookup", "description": "look up the weather",
+            "schema": {"type": "object", "properties": {}}}]})
+    );
+    assert_eq!(
+        host.dispatch_search_tools(&json!({"query": "probe"})),
+        json!({"tools": []})
+    );
+    host.shutdown().await;
+}

@@ -316,6 +316,7 @@ impl Manifest {
         let mut seen = std::collections::BTreeSet::new();
         for t in &f.tools {
             check_item_name("tool", &t.name)?;
+            check_model_tool_name(&self.name, &t.name)?;
             if !seen.insert(("tool", t.name.as_str())) {
                 return Err(format!("tool `{}` is declared twice", t.name));
             }
@@ -429,6 +430,32 @@ fn check_item_name(kind: &str, name: &str) -> Result<(), String> {
         "{kind} name \"{}\" must be non-empty and use only A-Z a-z 0-9 _ . -, at most {MAX_NAME_LEN} characters",
         crate::text::escape(name)
     ))
+}
+
+/// What the model APIs take as a tool name (OpenAI and Anthropic: `[A-Za-z0-9_-]{1,64}`).
+pub fn model_accepts_tool_name(name: &str) -> bool {
+    (1..=MAX_NAME_LEN).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A tool of extension `ext` must keep a name the model APIs take, also as the `<ext>__<tool>`
+/// a name collision registers it under.
+fn check_model_tool_name(ext: &str, tool: &str) -> Result<(), String> {
+    if !model_accepts_tool_name(tool) {
+        return Err(format!(
+            "tool name \"{}\" is not one model APIs accept: OpenAI and Anthropic take only A-Z a-z 0-9 _ -, at most {MAX_NAME_LEN} characters",
+            crate::text::escape(tool)
+        ));
+    }
+    let qualified = ext.len() + 2 + tool.len();
+    if qualified > MAX_NAME_LEN {
+        return Err(format!(
+            "tool name \"{tool}\" is too long to qualify: after a name collision it is registered as `{ext}__{tool}`, {qualified} characters, over the {MAX_NAME_LEN} model APIs take"
+        ));
+    }
+    Ok(())
 }
 
 fn valid_env_name(name: &str) -> bool {
@@ -583,9 +610,33 @@ mod tests {
         let err = with(&format!(r#"{{"tools":[{{"name":"{long}"}}]}}"#)).unwrap_err();
         assert!(err.to_string().contains("at most 64"), "{err}");
         let fine = with(
-            r#"{"tools":[{"name":"lsp.definition-2_x"}],"mcpServers":{"git.hub":{"command":"x"}}}"#,
+            r#"{"tools":[{"name":"lsp_definition-2_x"}],"mcpServers":{"git.hub":{"command":"x"}}}"#,
         );
         assert!(fine.is_ok(), "{fine:?}");
+    }
+
+    #[test]
+    fn tool_names_are_ones_model_apis_accept_also_when_qualified() {
+        let tool = |ext: &str, name: &str| {
+            parse(&format!(
+                r#"{{"name":"{ext}","yolop":{{"tools":[{{"name":"{name}"}}]}}}}"#
+            ))
+        };
+        let err = tool("ext", "lsp.definition").unwrap_err().to_string();
+        assert!(err.contains("not one model APIs accept"), "{err}");
+        for refused in ["read file", "a/b"] {
+            let err = tool("ext", refused).unwrap_err().to_string();
+            assert!(err.contains("tool name"), "{refused}: {err}");
+        }
+        let at_cap = "t".repeat(MAX_NAME_LEN - 5);
+        assert!(tool("ext", &at_cap).is_ok());
+        let err = tool("ext", &format!("{at_cap}x")).unwrap_err().to_string();
+        assert!(
+            err.contains("registered as `ext__t") && err.contains("65 characters"),
+            "{err}"
+        );
+        assert!(model_accepts_tool_name("read_file-2"));
+        assert!(!model_accepts_tool_name(""));
     }
 
     #[test]

@@ -227,6 +227,61 @@ pub struct ToolDefinition {
     pub deferred: bool,
 }
 
+/// The name of the meta-tool [`ToolDefinition::search_tools`] describes and
+/// [`ExtensionHost::dispatch_search_tools`] answers. Put it in [`HostOptions::builtins`] when
+/// you offer it, so no extension tool takes the name.
+pub const SEARCH_TOOLS: &str = "search_tools";
+
+impl ToolDefinition {
+    /// The argument schema; an object with no properties when the manifest gave none.
+    pub fn parameters(&self) -> Value {
+        if self.schema.is_object() {
+            self.schema.clone()
+        } else {
+            serde_json::json!({"type": "object", "properties": {}})
+        }
+    }
+
+    /// As OpenAI's Chat Completions and Responses APIs take a function tool.
+    pub fn to_openai(&self) -> Value {
+        serde_json::json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters(),
+            }
+        })
+    }
+
+    /// As Anthropic's Messages API takes a tool.
+    pub fn to_anthropic(&self) -> Value {
+        serde_json::json!({
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.parameters(),
+        })
+    }
+
+    /// The `search_tools` meta-tool, for a model that sees only the always-loaded tools: it
+    /// finds deferred tools by words of their name and description.
+    pub fn search_tools() -> ToolDefinition {
+        ToolDefinition {
+            name: SEARCH_TOOLS.into(),
+            tool: SEARCH_TOOLS.into(),
+            extension: String::new(),
+            description: "Find more tools: deferred tools whose name or description mentions every word of the query. Call one by the name returned.".into(),
+            schema: serde_json::json!({
+                "type": "object",
+                "properties": {"query": {"type": "string", "description": "words to look for"}},
+                "required": ["query"],
+            }),
+            never_defer: true,
+            deferred: false,
+        }
+    }
+}
+
 /// A slash command.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandInfo {
@@ -794,6 +849,27 @@ impl ExtensionHost {
                 words.iter().all(|w| hay.contains(w.as_str()))
             })
             .collect()
+    }
+
+    /// Answer a call of the [`ToolDefinition::search_tools`] meta-tool: `{"tools": [{name,
+    /// description, schema}]}` for the deferred tools matching `args.query`.
+    pub fn dispatch_search_tools(&self, args: &Value) -> Value {
+        let query = args
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let found: Vec<Value> = self
+            .search_tools(query)
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "schema": t.parameters(),
+                })
+            })
+            .collect();
+        serde_json::json!({ "tools": found })
     }
 
     /// Call a tool by the name `tools()` gives it. Progress goes to `updates`; cancelling (or
