@@ -2025,3 +2025,31 @@ async fn tools_come_in_the_formats_model_apis_take_and_search_tools_is_ready_mad
     );
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_eager_extension_that_cannot_start_is_named_in_the_warnings() {
+    let w = World::new();
+    let pkg = w.dir.path().join("src").join("ghost");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let manifest = json!({"name": "ghost", "version": "1.0.0", "description": "a missing server",
+        "yolop": {"capabilityServer": {"command": "no-such-yep-server"},
+                  "hooks": [{"event": "pre_tool_use", "tool_name_glob": "*"}]}});
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    w.home
+        .install(
+            pkg.to_str().unwrap(),
+            &InstallOptions::default(),
+            &mut AlwaysYes,
+        )
+        .unwrap();
+    w.home.set_enabled("ghost", true).unwrap();
+    let host = w.host(quick()).await;
+    let warnings = host.warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("extension `ghost`: cannot spawn `no-such-yep-server`")),
+        "{warnings:?}"
+    );
+    host.shutdown().await;
+}

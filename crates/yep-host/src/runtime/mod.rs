@@ -406,7 +406,9 @@ impl Core {
     }
 
     /// Servers with a prompt, hooks or trace start now, in parallel, bounded.
-    async fn start_eager(&self, loaded: Vec<Arc<Loaded>>) {
+    /// A failed start is a warning: the embedder hears of it in `warnings()`, even when it
+    /// finishes after `startup_bound`.
+    async fn start_eager(self: &Arc<Self>, loaded: Vec<Arc<Loaded>>) {
         let eager: Vec<_> = loaded
             .into_iter()
             .filter(|l| {
@@ -417,9 +419,11 @@ impl Core {
             .collect();
         let mut tasks = tokio::task::JoinSet::new();
         for l in eager {
+            let core = Arc::clone(self);
             tasks.spawn(async move {
                 if let Err(err) = l.ext.handshake().await {
-                    tracing::warn!(extension = %l.name, "eager start failed: {err}");
+                    // The error names the extension and what failed.
+                    core.warn(report(&err));
                 }
             });
         }
