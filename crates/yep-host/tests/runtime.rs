@@ -30,13 +30,19 @@ impl World {
     /// Install and enable a fixture package: `facet` is the manifest's approval, `config` the
     /// fixture's behaviour.
     fn add(&self, name: &str, facet: Value, config: Value) {
-        let pkg = self.dir.path().join("src").join(name);
-        std::fs::create_dir_all(&pkg).unwrap();
         let mut facet = facet;
         let mut config = config;
         config["name"] = json!(name);
         facet["capabilityServer"] = json!({"command": fixture_bin(), "args": [config.to_string()]});
         let manifest = json!({"name": name, "version": "1.0.0", "description": format!("{name} fixture"), "yolop": facet});
+        self.install(manifest);
+    }
+
+    /// Install and enable the package this `plugin.json` describes.
+    fn install(&self, manifest: Value) {
+        let name = manifest["name"].as_str().unwrap().to_string();
+        let pkg = self.dir.path().join("src").join(&name);
+        std::fs::create_dir_all(&pkg).unwrap();
         std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
         self.home
             .install(
@@ -45,7 +51,7 @@ impl World {
                 &mut AlwaysYes,
             )
             .unwrap();
-        self.home.set_enabled(name, true).unwrap();
+        self.home.set_enabled(&name, true).unwrap();
     }
 
     /// Install and enable a fixture that serves exactly the tools its manifest declares.
@@ -1701,20 +1707,10 @@ async fn a_config_write_waiting_on_the_home_lock_does_not_block_the_runtime() {
 /// Install and enable the real echo example, its manifest as shipped (schemas included) but
 /// pointing at the built binary.
 fn add_echo_example(w: &World) {
-    let pkg = w.dir.path().join("src").join("echo");
-    std::fs::create_dir_all(&pkg).unwrap();
     let mut manifest: Value =
         serde_json::from_str(include_str!("../../../examples/echo/plugin.json")).unwrap();
     manifest["yolop"]["capabilityServer"] = json!({"command": echo_bin()});
-    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
-    w.home
-        .install(
-            pkg.to_str().unwrap(),
-            &InstallOptions::default(),
-            &mut AlwaysYes,
-        )
-        .unwrap();
-    w.home.set_enabled("echo", true).unwrap();
+    w.install(manifest);
 }
 
 #[tokio::test]
@@ -2029,20 +2025,11 @@ async fn tools_come_in_the_formats_model_apis_take_and_search_tools_is_ready_mad
 #[tokio::test]
 async fn an_eager_extension_that_cannot_start_is_named_in_the_warnings() {
     let w = World::new();
-    let pkg = w.dir.path().join("src").join("ghost");
-    std::fs::create_dir_all(&pkg).unwrap();
-    let manifest = json!({"name": "ghost", "version": "1.0.0", "description": "a missing server",
+    w.install(
+        json!({"name": "ghost", "version": "1.0.0", "description": "a missing server",
         "yolop": {"capabilityServer": {"command": "no-such-yep-server"},
-                  "hooks": [{"event": "pre_tool_use", "tool_name_glob": "*"}]}});
-    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
-    w.home
-        .install(
-            pkg.to_str().unwrap(),
-            &InstallOptions::default(),
-            &mut AlwaysYes,
-        )
-        .unwrap();
-    w.home.set_enabled("ghost", true).unwrap();
+                  "hooks": [{"event": "pre_tool_use", "tool_name_glob": "*"}]}}),
+    );
     let host = w.host(quick()).await;
     let warnings = host.warnings();
     assert!(
