@@ -696,23 +696,11 @@ fn session_lists_a_contributed_mcp_server_and_its_tools_through_rmcp() {
             .success()
     );
     assert!(yep(home.path(), &["enable", "kit"]).status.success());
-    #[allow(clippy::disallowed_methods)]
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(["session", "--json"])
-        .env("YEP_HOME", home.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"mcp\nmcp list-tools kit__echo\nmcp list-tools nope\nquit\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = yep_with_stdin(
+        home.path(),
+        &["session", "--json"],
+        "mcp\nmcp list-tools kit__echo\nmcp list-tools nope\nquit\n",
+    );
     let lines: Vec<Value> = text(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
