@@ -200,7 +200,8 @@ pub enum ExtensionError {
         retry_in: Duration,
     },
     #[error(
-        "extension `{extension}`: `{method}` answered a malformed result ({message}): {}",
+        "extension `{extension}`: `{method}` answered a malformed result ({}): {}",
+        crate::text::escape(message),
         crate::text::escape(preview)
     )]
     Malformed {

@@ -171,7 +171,8 @@ pub enum PeerFailure {
     Call(CallError),
     /// The answer came but does not say what the wire says it must.
     #[error(
-        "answered a malformed result ({message}): {}",
+        "answered a malformed result ({}): {}",
+        crate::text::escape(message),
         crate::text::escape(preview)
     )]
     Malformed { message: String, preview: String },

@@ -522,8 +522,8 @@ pub async fn handshake(
             CallOptions::timeout(timeout),
         )
         .await?;
-    let result: InitializeResult =
-        serde_json::from_value(raw).map_err(|e| HandshakeError::Malformed(e.to_string()))?;
+    let result: InitializeResult = serde_json::from_value(raw)
+        .map_err(|e| HandshakeError::Malformed(crate::text::escape(&e.to_string()).into_owned()))?;
     if !version_compatible(&result.protocol_version) {
         return Err(HandshakeError::Incompatible {
             wire: "YEP",
