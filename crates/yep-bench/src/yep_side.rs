@@ -394,7 +394,7 @@ pub async fn cancel_rtt(ext: &Arc<Extension>, samples: usize) -> anyhow::Result<
         let token = tokio_util::sync::CancellationToken::new();
         let (tx, under_way) = tokio::sync::oneshot::channel::<()>();
         let tx = std::sync::Mutex::new(Some(tx));
-        let sink: yep_host::UpdateSink = Arc::new(move |_: &str| {
+        let sink: yep_host::UpdateSink = Arc::new(move |_: &yep_host::capability::Progress| {
             if let Some(tx) = tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 let _ = tx.send(());
             }

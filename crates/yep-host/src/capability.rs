@@ -15,8 +15,32 @@ pub use crate::manifest::{Grants, HookEvent};
 /// A boxed future, for answers that come later (a question, a call on a wire).
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Receives one call's streamed output. Runs on the connection's reader: keep it cheap.
-pub type UpdateSink = Arc<dyn Fn(&str) + Send + Sync>;
+/// Receives one call's streamed progress. Runs on the connection's reader: keep it cheap (or
+/// take a channel: [`crate::Call::progress`]).
+pub type UpdateSink = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// One progress update of a running tool call, as far as its wire says: YEP's `tool/update`
+/// carries a line of output (`message`); other wires also say how far along the call is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Progress {
+    /// A line of output or a status message (may be empty).
+    pub message: String,
+    /// How far along the call is, in units of `total` when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+}
+
+impl Progress {
+    /// A message with no figures.
+    pub fn message(message: impl Into<String>) -> Progress {
+        Progress {
+            message: message.into(),
+            ..Progress::default()
+        }
+    }
+}
 
 /// What a server offers once it has started. The host clamps it to what the manifest
 /// approved: an offer can narrow the approval, never widen it.

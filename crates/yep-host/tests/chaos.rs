@@ -116,7 +116,7 @@ async fn kill_mid_call(rounds: usize, warm_up: usize, bound: Duration) -> Report
                 let started = Arc::clone(&started);
                 tokio::spawn(async move {
                     let first = Arc::new(std::sync::Once::new());
-                    let sink = Arc::new(move |_: &str| {
+                    let sink = Arc::new(move |_: &yep_host::capability::Progress| {
                         first.call_once(|| {
                             started.fetch_add(1, Ordering::SeqCst);
                         })

@@ -25,7 +25,8 @@ use yep_host::{ExtensionHost, HostOptions, PreDecision, Session, SupervisorOptio
 
 // ---- the wire: one JSON object per line ----------------------------------------------------
 // host → server: {"ref": "h1", "op": "hello" | "call" | "hook" | "prompt" | "command", ...}
-// server → host: {"re": "h1", "ok": …} | {"re": "h1", "err": "…"} | {"re": "h1", "progress": "…"}
+// server → host: {"re": "h1", "ok": …} | {"re": "h1", "err": "…"}
+//                | {"re": "h1", "progress": "…", "done": 1, "of": 2} (figures optional)
 //                {"op": "status", "text": "…"} | {"ref": "s1", "op": "ask", "prompt": "…"}
 
 struct MemCodec;
@@ -39,10 +40,13 @@ impl Codec for MemCodec {
         let v: Value = serde_json::from_slice(line).map_err(Malformed::new)?;
         if let Some(id) = v.get("re").and_then(id_of) {
             if let Some(p) = v.get("progress").and_then(Value::as_str) {
-                return Ok(Frame::Progress {
-                    id,
-                    output: p.to_string(),
-                });
+                // Figures where the line has them, as MCP's progress does.
+                let update = yep_host::capability::Progress {
+                    message: p.to_string(),
+                    progress: v.get("done").and_then(Value::as_f64),
+                    total: v.get("of").and_then(Value::as_f64),
+                };
+                return Ok(Frame::Progress { id, update });
             }
             let result = match v.get("err").and_then(Value::as_str) {
                 Some(e) => Err(RemoteError::new(0, e)),
@@ -377,7 +381,7 @@ async fn serve(stream: DuplexStream, name: String) {
                 send(json!({"op": "status", "text": "mem ready"})).await;
             }
             "call" if msg["tool"] == "greet" => {
-                send(json!({"re": id, "progress": "working"})).await;
+                send(json!({"re": id, "progress": "working", "done": 1, "of": 2})).await;
                 let who = msg["args"]["who"].as_str().unwrap_or("nobody").to_string();
                 send(reply(json!({"greeting": format!("hi {who}")}))).await;
             }
@@ -489,15 +493,21 @@ async fn a_dialect_of_the_tests_own_drives_the_whole_runtime() {
         .call_tool(
             "greet",
             json!({"who": "ada"}),
-            Some(Arc::new(move |p: &str| {
-                seen.lock().unwrap().push(p.to_string())
+            Some(Arc::new(move |p: &yep_host::capability::Progress| {
+                seen.lock().unwrap().push(p.clone())
             })),
             None,
         )
         .await
         .unwrap();
     assert_eq!(out, json!({"greeting": "hi ada"}));
-    assert_eq!(*progress.lock().unwrap(), ["working"]);
+    // Progress is structured: the dialect's figures reach the embedder.
+    let working = yep_host::capability::Progress {
+        message: "working".into(),
+        progress: Some(1.0),
+        total: Some(2.0),
+    };
+    assert_eq!(*progress.lock().unwrap(), [working]);
 
     // A question goes to the embedder's sink and its answer back to the server.
     let out = host

@@ -145,8 +145,9 @@ async fn every_streamed_update_arrives_before_its_result() {
     let ext = extension(fx.echo(), Arc::default());
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink_seen = Arc::clone(&seen);
-    let sink: yep_host::UpdateSink =
-        Arc::new(move |s: &str| sink_seen.lock().unwrap().push(s.to_string()));
+    let sink: yep_host::UpdateSink = Arc::new(move |p: &yep_host::capability::Progress| {
+        sink_seen.lock().unwrap().push(p.message.clone())
+    });
     let result = ext
         .call_tool(
             "count",
@@ -169,7 +170,7 @@ async fn cancelling_mid_count_resolves_cancelled_instead_of_completing() {
     // The first update says the count is under way; it is cancelled then, not after a while.
     let (first_update, under_way) = tokio::sync::oneshot::channel::<()>();
     let first_update = Mutex::new(Some(first_update));
-    let sink: yep_host::UpdateSink = Arc::new(move |_: &str| {
+    let sink: yep_host::UpdateSink = Arc::new(move |_: &yep_host::capability::Progress| {
         if let Some(tx) = first_update.lock().unwrap().take() {
             let _ = tx.send(());
         }

@@ -115,7 +115,9 @@ async fn main() -> anyhow::Result<()> {
                 continue;
             }
         };
-        let updates: UpdateSink = Arc::new(move |line: &str| println!("  {tool} progress: {line}"));
+        let updates: UpdateSink = Arc::new(move |p: &yep_host::capability::Progress| {
+            println!("  {tool} progress: {}", p.message)
+        });
         let result = host
             .call_tool(tool, args.clone(), Some(updates), None)
             .await;

@@ -115,7 +115,8 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     })?;
     let ext = Extension::new(spec, supervisor, Arc::new(TerminalEvents::new()));
 
-    let updates: UpdateSink = Arc::new(|line: &str| eline!("[progress] {}", escape(line)));
+    let updates: UpdateSink =
+        Arc::new(|p: &yep_host::capability::Progress| eline!("[progress] {}", escape(&p.message)));
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {

@@ -158,11 +158,11 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     let t = Instant::now();
     let seen: Arc<Mutex<Vec<(String, Duration)>>> = Arc::default();
     let sink_seen = Arc::clone(&seen);
-    let sink: UpdateSink = Arc::new(move |line: &str| {
+    let sink: UpdateSink = Arc::new(move |p: &yep_host::capability::Progress| {
         sink_seen
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push((line.to_string(), t.elapsed()))
+            .push((p.message.clone(), t.elapsed()))
     });
     let counted = ext
         .call_tool(

@@ -311,9 +311,11 @@ impl Shell {
     /// Call a tool; at a terminal, Ctrl-C while it runs cancels it on the wire.
     async fn call(&self, tool: &str, args: Value) -> Reply {
         let sink: UpdateSink = if self.interactive() {
-            Arc::new(|line: &str| eline!("  … {}", escape(line)))
+            Arc::new(|p: &yep_host::capability::Progress| eline!("  … {}", escape(&p.message)))
         } else {
-            Arc::new(|line: &str| stdout_line(&json!({ "update": line }).to_string()))
+            Arc::new(|p: &yep_host::capability::Progress| {
+                stdout_line(&json!({ "update": p.message }).to_string())
+            })
         };
         let cancel = CancellationToken::new();
         let call = self

@@ -6,7 +6,8 @@
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::capability::{
     Answer, CommandResult, ConfigOutcome, Events, Grants, HookEvent, HookFiring, HookOutcome,
-    LogLevel, Offer, OfferedTool, Question, RemoteError, Status, StatusLevel, ToolCall, TraceEvent,
+    LogLevel, Offer, OfferedTool, Progress, Question, RemoteError, Status, StatusLevel, ToolCall,
+    TraceEvent,
 };
 use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
@@ -92,7 +93,7 @@ impl Codec for YepCodec {
                 let update: ToolUpdateParams = serde_json::from_value(n.params).unwrap_or_default();
                 Frame::Progress {
                     id: Id::Num(update.request_id),
-                    output: update.output,
+                    update: Progress::message(update.output),
                 }
             }
             Message::Notification(n) => Frame::Notification {
@@ -245,7 +246,7 @@ impl Peer for YepPeer {
         };
         let opts = CallOptions {
             timeout: Some(timeout),
-            updates: Some(call.updates.unwrap_or_else(|| Arc::new(|_: &str| {}))),
+            updates: Some(call.updates.unwrap_or_else(|| Arc::new(|_: &Progress| {}))),
             cancel: call.cancel,
         };
         Box::pin(async move { request(&self.conn, TOOL_CALL, Some(&params), opts).await })

@@ -30,7 +30,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use crate::capability::{BoxFuture, UpdateSink};
+pub use crate::capability::{BoxFuture, Progress, UpdateSink};
 
 /// A request id, a number or a string, as the wire carries it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -56,8 +56,8 @@ pub enum Frame {
         id: Id,
         result: Result<Value, RemoteError>,
     },
-    /// Streamed output for the host's request `id`, still running.
-    Progress { id: Id, output: String },
+    /// Progress of the host's request `id`, still running.
+    Progress { id: Id, update: Progress },
     /// Anything else the server says unasked.
     Notification { method: String, params: Value },
     /// The server asks the host something; the answer goes back with `id`.
@@ -707,7 +707,7 @@ impl Connection {
                 }
                 Ok(())
             }
-            Frame::Progress { id, output } => {
+            Frame::Progress { id, update } => {
                 self.noise(line.len())?;
                 let activity = self
                     .lock_pending()
@@ -718,11 +718,11 @@ impl Connection {
                     Some(act) => {
                         act.last_micros.store(self.micros(), Ordering::Relaxed);
                         if let Some(sink) = &act.sink {
-                            sink(&output);
+                            sink(&update);
                         }
                     }
                     None => {
-                        tracing::debug!(extension = %self.inner.label, "progress for request {id} nobody awaits: {}", preview(output.as_bytes()))
+                        tracing::debug!(extension = %self.inner.label, "progress for request {id} nobody awaits: {}", preview(update.message.as_bytes()))
                     }
                 }
                 Ok(())
@@ -851,8 +851,8 @@ mod tests {
                 _ => None,
             };
             if let Some(pid) = v.get("progress").and_then(id) {
-                let output = v["output"].as_str().unwrap_or_default().to_string();
-                return Ok(Frame::Progress { id: pid, output });
+                let update = Progress::message(v["output"].as_str().unwrap_or_default());
+                return Ok(Frame::Progress { id: pid, update });
             }
             match (
                 v.get("id").and_then(id),
@@ -996,8 +996,8 @@ mod tests {
         let sink_seen = Arc::clone(&seen);
         let opts = CallOptions {
             timeout: Some(Duration::from_millis(100)),
-            updates: Some(Arc::new(move |s: &str| {
-                sink_seen.lock().unwrap().push(s.to_string())
+            updates: Some(Arc::new(move |p: &crate::capability::Progress| {
+                sink_seen.lock().unwrap().push(p.message.clone())
             })),
             cancel: None,
         };
