@@ -292,6 +292,13 @@ pub trait Events: Send + Sync + 'static {
         }
     }
 
+    /// A server started, failed or restarted (the supervisor tells this; the host adds what it
+    /// sees itself). A failure is also the error of the call that met it: the default only
+    /// logs it at debug level.
+    fn health(&self, event: crate::health::HealthEvent) {
+        tracing::debug!("{event}");
+    }
+
     /// A question for the user. Without a prompt surface, answer cancelled (the default).
     fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {
         tracing::info!(
@@ -330,6 +337,10 @@ impl Events for Granted {
 
     fn log(&self, extension: &str, level: LogLevel, message: &str) {
         self.inner.log(extension, level, message);
+    }
+
+    fn health(&self, event: crate::health::HealthEvent) {
+        self.inner.health(event);
     }
 
     fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {

@@ -25,6 +25,7 @@ pub mod doctor;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod health;
 pub mod process;
 pub mod rpc;
 pub mod runtime;

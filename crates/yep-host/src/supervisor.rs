@@ -10,6 +10,7 @@ use crate::capability::{
     ToolCall, TraceEvent,
 };
 use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFailure, Streams};
+use crate::health::HealthEvent;
 use crate::manifest::{Grants, Manifest};
 use crate::process::{self, ServerProcess, SpawnSpec, describe_status};
 use crate::rpc::{CallError, CloseReason, ConnectionOptions, UpdateSink};
@@ -242,6 +243,15 @@ impl ExtensionError {
             || matches!(self, ExtensionError::Remote { error, .. } if error.is_cancelled())
     }
 
+    /// The server's stderr log, when the error is about a process that ran.
+    pub fn log_path(&self) -> Option<&std::path::Path> {
+        match self {
+            ExtensionError::Handshake { log_path, .. }
+            | ExtensionError::Exited { log_path, .. } => Some(log_path),
+            _ => None,
+        }
+    }
+
     /// The server's own error, when it answered with one.
     pub fn remote(&self) -> Option<&RemoteError> {
         match self {
@@ -309,6 +319,8 @@ pub struct Extension {
     /// Serialises starts so concurrent first calls share one spawn.
     starting: tokio::sync::Mutex<()>,
     failures: AtomicU32,
+    /// Servers started so far: the next start after the first is a restart.
+    starts: AtomicU32,
     last_failure: Mutex<Option<Instant>>,
     /// `initialize.config` and the injected env for the next start (config can change live).
     inputs: Mutex<(Value, Vec<(String, String)>)>,
@@ -336,6 +348,7 @@ impl Extension {
             current: Mutex::new(None),
             starting: tokio::sync::Mutex::new(()),
             failures: AtomicU32::new(0),
+            starts: AtomicU32::new(0),
             last_failure: Mutex::new(None),
         }
     }
@@ -442,10 +455,30 @@ impl Extension {
                     self.stop_current().await;
                     return Err(self.shut_down());
                 }
+                let (extension, pid) = (self.spec.name.clone(), live.pid);
+                let wire = live.offer().wire.clone();
+                self.events
+                    .health(match self.starts.fetch_add(1, Ordering::Relaxed) {
+                        0 => HealthEvent::Started {
+                            extension,
+                            pid,
+                            wire,
+                        },
+                        _ => HealthEvent::Restarted {
+                            extension,
+                            pid,
+                            wire,
+                        },
+                    });
                 Ok(live)
             }
             Err(err) => {
                 self.note_failure();
+                self.events.health(HealthEvent::Failed {
+                    extension: self.spec.name.clone(),
+                    message: crate::error::report(&err),
+                    log: err.log_path().map(PathBuf::from),
+                });
                 Err(err)
             }
         }
@@ -637,18 +670,23 @@ impl Extension {
             }
             None => ("not a process".into(), Vec::new(), self.spec.log_path()),
         };
-        if !live.crash_counted.swap(true, Ordering::Relaxed) {
-            self.note_failure();
-            tracing::warn!(extension, "server stopped: {reason} ({status})");
-        }
-        ExtensionError::Exited {
+        let err = ExtensionError::Exited {
             extension,
             method,
             reason,
             status,
             stderr_tail,
             log_path,
+        };
+        if !live.crash_counted.swap(true, Ordering::Relaxed) {
+            self.note_failure();
+            self.events.health(HealthEvent::Failed {
+                extension: self.spec.name.clone(),
+                message: err.to_string(),
+                log: err.log_path().map(PathBuf::from),
+            });
         }
+        err
     }
 
     /// Note a call's outcome: a success clears the failure count.

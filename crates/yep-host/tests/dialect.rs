@@ -532,6 +532,7 @@ async fn a_dialect_of_the_tests_own_drives_the_whole_runtime() {
         PreDecision::Allow {
             args: json!({"path": "/safe/place"}),
             rewritten_by: vec!["mem".into()],
+            unavailable: vec![],
         }
     );
     assert_eq!(
@@ -539,6 +540,7 @@ async fn a_dialect_of_the_tests_own_drives_the_whole_runtime() {
         PreDecision::Allow {
             args: json!({}),
             rewritten_by: vec![],
+            unavailable: vec![],
         }
     );
 

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use yep_host::capability::{Answer, ConfigOutcome, Question};
+use yep_host::health::HealthEvent;
 use yep_host::rpc::BoxFuture;
 use yep_host::runtime::{AskSink, StatusEntry, StatusSink};
 use yep_host::store::{AlwaysYes, Home, InstallOptions};
@@ -620,7 +621,8 @@ async fn rewrites_chain_in_enable_order_and_the_first_block_wins() {
         host.pre_tool_use("read_file", json!({"path": "p"})).await,
         PreDecision::Allow {
             args: json!({"path": "p"}),
-            rewritten_by: vec![]
+            rewritten_by: vec![],
+            unavailable: vec![]
         }
     );
     // `second` sees `first`'s rewrite ("p-one") and blocks on it.
@@ -650,7 +652,8 @@ async fn rewrites_chain_in_enable_order_and_the_first_block_wins() {
         host.pre_tool_use("write_file", json!({"path": "p"})).await,
         PreDecision::Allow {
             args: json!({"path": "p-one-two"}),
-            rewritten_by: vec!["first".into(), "second".into()]
+            rewritten_by: vec!["first".into(), "second".into()],
+            unavailable: vec![]
         }
     );
     host.shutdown().await;
@@ -1510,7 +1513,7 @@ async fn after_shutdown_nothing_restarts_and_specs_never_print_secret_env() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(err.contains("shut this extension down"), "{err}");
+    assert_eq!(err, "the extension host was shut down");
     assert_eq!(
         host.pid("conf"),
         None,
@@ -2023,7 +2026,7 @@ async fn tools_come_in_the_formats_model_apis_take_and_search_tools_is_ready_mad
 }
 
 #[tokio::test]
-async fn an_eager_extension_that_cannot_start_is_named_in_the_warnings() {
+async fn an_extension_whose_binary_is_missing_is_named_in_warnings_health_and_hook_decisions() {
     let w = World::new();
     w.install(
         json!({"name": "ghost", "version": "1.0.0", "description": "a missing server",
@@ -2031,12 +2034,66 @@ async fn an_eager_extension_that_cannot_start_is_named_in_the_warnings() {
                   "hooks": [{"event": "pre_tool_use", "tool_name_glob": "*"}]}}),
     );
     let host = w.host(quick()).await;
+    let spawn_error = "extension `ghost`: cannot spawn `no-such-yep-server`";
     let warnings = host.warnings();
     assert!(
-        warnings
-            .iter()
-            .any(|w| w.contains("extension `ghost`: cannot spawn `no-such-yep-server`")),
+        warnings.iter().any(|w| w.contains(spawn_error)),
         "{warnings:?}"
     );
+    // Subscribed after start: the stream still has the failed eager start.
+    let mut health = host.health();
+    match health.recv().await.unwrap() {
+        HealthEvent::Failed {
+            extension, message, ..
+        } => {
+            assert_eq!(extension, "ghost");
+            assert!(message.contains(spawn_error), "{message}");
+        }
+        other => panic!("expected the failed start, got {other:?}"),
+    }
+
+    // Its pre hook cannot run: the decision allows the call but says so, not a silent Allow.
+    let decision = host.pre_tool_use("bash", json!({"cmd": "ls"})).await;
+    let PreDecision::Allow { unavailable, .. } = &decision else {
+        panic!("on_error warn allows the call: {decision:?}");
+    };
+    assert_eq!(unavailable.len(), 1, "{decision:?}");
+    assert_eq!(unavailable[0].extension, "ghost");
+    assert!(
+        decision
+            .to_string()
+            .starts_with("allowed: hook unavailable (extension `ghost`: "),
+        "{decision}"
+    );
+    // …and the health stream and warnings hear of the hook error.
+    let hook_error = loop {
+        match health.recv().await.unwrap() {
+            e @ HealthEvent::HookError { .. } => break e,
+            _ => continue,
+        }
+    };
+    let HealthEvent::HookError {
+        extension,
+        tool,
+        blocked,
+        message,
+        ..
+    } = hook_error
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        (extension.as_str(), tool.as_str(), blocked),
+        ("ghost", "bash", false)
+    );
+    assert!(host.warnings().contains(&message), "{message}");
+
+    // Shutdown is terminal, for every handle.
+    let other = host.clone();
     host.shutdown().await;
+    assert!(matches!(
+        other.call_tool("anything", json!({}), None, None).await,
+        Err(HostError::ShutDown)
+    ));
+    assert!(!other.pre_tool_use("bash", json!({})).await.is_allowed());
 }

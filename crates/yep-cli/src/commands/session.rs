@@ -229,9 +229,10 @@ impl Shell {
                     PreDecision::Allow {
                         args: after,
                         rewritten_by,
+                        unavailable,
                     } => {
                         let modified = (!rewritten_by.is_empty()).then_some(after);
-                        json!({ "decision": "allow", "reason": null, "modified_args": modified, "rewritten_by": rewritten_by })
+                        json!({ "decision": "allow", "reason": null, "modified_args": modified, "rewritten_by": rewritten_by, "unavailable_hooks": unavailable })
                     }
                     PreDecision::Block {
                         extension,

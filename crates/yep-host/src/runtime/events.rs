@@ -2,6 +2,7 @@
 //! question gate.
 
 use crate::capability::{Answer, BoxFuture, Events, LogLevel, Question, Status};
+use crate::health::{Health, HealthEvent};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,7 @@ pub(crate) struct HostEvents {
     pub(crate) status: Mutex<BTreeMap<String, StatusEntry>>,
     pub(crate) status_sink: Option<Arc<dyn StatusSink>>,
     pub(crate) ask_sink: Option<Arc<dyn AskSink>>,
+    pub(crate) health: Arc<Health>,
     asking: Arc<AtomicBool>,
 }
 
@@ -37,6 +39,7 @@ impl HostEvents {
             status: Mutex::default(),
             status_sink,
             ask_sink,
+            health: Arc::default(),
             asking: Arc::default(),
         }
     }
@@ -79,6 +82,10 @@ impl Events for HostEvents {
 
     fn log(&self, extension: &str, _level: LogLevel, message: &str) {
         tracing::info!(extension, "{message}");
+    }
+
+    fn health(&self, event: HealthEvent) {
+        self.health.report(event);
     }
 
     fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {

@@ -1,11 +1,13 @@
 //! `pre_tool_use` and `post_tool_use` around every tool call, for the subscriptions the
 //! manifests approved.
 
-use super::{ExtensionHost, Loaded};
+use super::{ExtensionHost, HostError, Loaded};
 use crate::capability::{HookFiring, HookOutcome};
+use crate::health::HealthEvent;
 use crate::manifest::{HookEvent, OnError};
 use serde::Serialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -29,14 +31,20 @@ pub(crate) fn clamp_warnings(name: &str, manifest: &crate::Manifest) -> Vec<Stri
         .collect()
 }
 
-/// What the pre hooks decided.
+/// What the pre hooks decided. Shown (`Display`) as `allowed`, `allowed: hook unavailable
+/// (…)` or `blocked by extension `…`: …`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum PreDecision {
     /// Go ahead, with these arguments (rewritten by the extensions listed, in order).
+    /// `unavailable`: hooks that should have had a say but could not run (their server did
+    /// not start, they failed or timed out) and whose `on_error` is `warn`. The call is
+    /// allowed without them: show it, or refuse the call yourself.
     Allow {
         args: Value,
         rewritten_by: Vec<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        unavailable: Vec<UnavailableHook>,
     },
     /// Do not run the tool.
     Block {
@@ -44,6 +52,41 @@ pub enum PreDecision {
         reason: String,
         user_message: Option<String>,
     },
+}
+
+/// A hook that could not run for a decision: which extension's, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnavailableHook {
+    pub extension: String,
+    pub error: String,
+}
+
+impl PreDecision {
+    /// Whether the tool may run.
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, PreDecision::Allow { .. })
+    }
+}
+
+impl std::fmt::Display for PreDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PreDecision::Allow { unavailable, .. } if unavailable.is_empty() => {
+                f.write_str("allowed")
+            }
+            PreDecision::Allow { unavailable, .. } => {
+                f.write_str("allowed: hook unavailable (")?;
+                for (i, hook) in unavailable.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { "; " };
+                    write!(f, "{sep}extension `{}`: {}", hook.extension, hook.error)?;
+                }
+                f.write_str(")")
+            }
+            PreDecision::Block {
+                extension, reason, ..
+            } => write!(f, "blocked by extension `{extension}`: {reason}"),
+        }
+    }
 }
 
 /// `*` is the only wildcard; the pattern is anchored at both ends.
@@ -109,6 +152,34 @@ async fn fire_within(
     }
 }
 
+/// The health event for a hook of `extension` that could not run.
+fn hook_error(
+    extension: &str,
+    tool: &str,
+    event: HookEvent,
+    blocked: bool,
+    error: &str,
+) -> HealthEvent {
+    let verb = match event {
+        HookEvent::PreToolUse => "pre_tool_use",
+        HookEvent::PostToolUse => "post_tool_use",
+    };
+    let outcome = if blocked {
+        "the call is blocked (on_error: block)"
+    } else {
+        "continuing without it"
+    };
+    HealthEvent::HookError {
+        extension: extension.to_string(),
+        tool: tool.to_string(),
+        event,
+        blocked,
+        message: format!(
+            "extension `{extension}`: {verb} hook for `{tool}` could not run ({error}); {outcome}"
+        ),
+    }
+}
+
 impl ExtensionHost {
     /// The most one extension's subscriptions may hold one tool call, together.
     fn hook_budget(&self) -> Duration {
@@ -130,9 +201,21 @@ impl ExtensionHost {
     /// skipped.
     ///
     /// [`HostOptions::hook_budget`]: super::HostOptions::hook_budget
+    ///
+    /// A hook that cannot run is reported on the decision ([`PreDecision::Allow`]'s
+    /// `unavailable`), in `warnings()` and on the health stream ([`HealthEvent::HookError`]).
+    /// After [`ExtensionHost::shutdown`] every call is blocked.
     pub async fn pre_tool_use(&self, tool: &str, args: Value) -> PreDecision {
+        if self.core.is_shut() {
+            return PreDecision::Block {
+                extension: String::new(),
+                reason: HostError::ShutDown.to_string(),
+                user_message: None,
+            };
+        }
         let mut args = args;
         let mut rewritten_by = Vec::new();
+        let mut unavailable = Vec::new();
         let budget = self.hook_budget();
         for loaded in self.loaded() {
             let subscribed = subscriptions(&loaded, HookEvent::PreToolUse, tool);
@@ -169,6 +252,13 @@ impl ExtensionHost {
                     }
                     Ok(HookOutcome::Allow) => {}
                     Err(err) if on_error == OnError::Block => {
+                        self.core.report(hook_error(
+                            &loaded.name,
+                            tool,
+                            HookEvent::PreToolUse,
+                            true,
+                            &err,
+                        ));
                         return PreDecision::Block {
                             extension: loaded.name.clone(),
                             reason: format!(
@@ -179,12 +269,26 @@ impl ExtensionHost {
                         };
                     }
                     Err(err) => {
-                        tracing::warn!(extension = %loaded.name, "pre_tool_use hook failed, continuing: {err}")
+                        self.core.report(hook_error(
+                            &loaded.name,
+                            tool,
+                            HookEvent::PreToolUse,
+                            false,
+                            &err,
+                        ));
+                        unavailable.push(UnavailableHook {
+                            extension: loaded.name.clone(),
+                            error: err,
+                        });
                     }
                 }
             }
         }
-        PreDecision::Allow { args, rewritten_by }
+        PreDecision::Allow {
+            args,
+            rewritten_by,
+            unavailable,
+        }
     }
 
     /// Fire `post_tool_use` in the background: observers only, never awaited by the caller.
@@ -209,11 +313,13 @@ impl ExtensionHost {
                 result: Some(result.clone()),
             };
             let deadline = Instant::now() + budget;
+            let core = Arc::clone(&self.core);
             tokio::spawn(async move {
                 for (timeout, _) in subscribed {
                     if let Err(err) = fire_within(&loaded, &firing, timeout, deadline, budget).await
                     {
-                        tracing::warn!(extension = %loaded.name, "post_tool_use hook failed: {err}")
+                        let event = HookEvent::PostToolUse;
+                        core.report(hook_error(&loaded.name, &firing.tool, event, false, &err));
                     }
                 }
             });

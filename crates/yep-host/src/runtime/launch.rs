@@ -4,6 +4,7 @@
 //! home's log, and yolop's `request_timeout_ms`.
 
 use super::hooks;
+use crate::health::HealthEvent;
 use crate::manifest::{Grants, Manifest, ManifestError};
 use crate::store::{Home, StoreError, config};
 use crate::supervisor::{ServerSpec, SupervisorOptions};
@@ -76,8 +77,9 @@ pub struct Launch {
     pub manifest: Manifest,
     pub spec: ServerSpec,
     pub supervisor: SupervisorOptions,
-    /// Things the user should hear about: a clamped hook, an edited linked manifest.
-    pub warnings: Vec<String>,
+    /// Things the user should hear about: a clamped hook ([`HealthEvent::Warning`]), an edited
+    /// linked package ([`HealthEvent::Drifted`]). Each shows as its message.
+    pub warnings: Vec<HealthEvent>,
 }
 
 /// The launch recipe for installed extension `name`, or why it cannot run (not installed, a
@@ -121,7 +123,10 @@ pub fn installed(
     if let Some(approved) = entry.approved() {
         let same = serde_json::to_value(&approved).ok() == serde_json::to_value(&manifest).ok();
         if !same {
-            warnings.push(format!("extension `{name}`: plugin.json changed since it was approved; using the approved manifest (review with `yep update {name}`)"));
+            warnings.push(HealthEvent::Drifted {
+                extension: extension(),
+                message: format!("extension `{name}`: plugin.json changed since it was approved; using the approved manifest (review with `yep update {name}`)"),
+            });
             manifest = approved;
         }
     }
@@ -129,7 +134,10 @@ pub fn installed(
     if warnings.is_empty()
         && let Some(why) = drift
     {
-        warnings.push(why);
+        warnings.push(HealthEvent::Drifted {
+            extension: extension(),
+            message: why,
+        });
     }
     if manifest.name != name {
         return Err(LaunchError::Renamed {
@@ -137,7 +145,14 @@ pub fn installed(
             manifest_name: manifest.name,
         });
     }
-    warnings.extend(hooks::clamp_warnings(name, &manifest));
+    warnings.extend(
+        hooks::clamp_warnings(name, &manifest)
+            .into_iter()
+            .map(|message| HealthEvent::Warning {
+                extension: Some(extension()),
+                message,
+            }),
+    );
     let mut spec = ServerSpec::from_manifest(
         &manifest,
         dir.clone(),

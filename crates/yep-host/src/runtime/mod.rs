@@ -11,11 +11,12 @@ mod trace;
 
 pub use contrib::{Skill, expand};
 pub use events::{AskSink, StatusEntry, StatusSink};
-pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, glob_matches, hook_timeout};
+pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook, glob_matches, hook_timeout};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
 use crate::capability::{CommandResult, ConfigOutcome, Offer, Question, ToolCall, UpdateSink};
 use crate::error::report;
+use crate::health::{HealthEvent, HealthStream};
 use crate::manifest::Manifest;
 use crate::store::{Home, StoreError, settings};
 use crate::supervisor::{Extension, ExtensionError, SupervisorOptions};
@@ -24,6 +25,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -303,11 +305,14 @@ pub(crate) struct Loaded {
     forwarding: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
-impl Drop for ExtensionHost {
+/// Dropped with the last handle of a host.
+struct LastHandle(watch::Receiver<Arc<Table>>);
+
+impl Drop for LastHandle {
     fn drop(&mut self) {
         // Forwarder tasks hold their extension; without this a dropped host would leave them
         // (and their servers) running.
-        for l in self.loaded() {
+        for l in self.0.borrow().loaded.iter() {
             l.stop_forwarding();
         }
     }
@@ -355,18 +360,26 @@ pub(crate) struct Core {
     workspace_root: Mutex<PathBuf>,
     opts: HostOptions,
     events: Arc<HostEvents>,
-    warnings: Mutex<Vec<String>>,
+    /// Set by `shutdown`: every call after it fails with [`HostError::ShutDown`].
+    shut: AtomicBool,
 }
 
 impl Core {
-    /// Record a warning once: the same problem met again (each `mcp_servers()`, each
-    /// rebuild) is not repeated.
+    /// Tell the health stream, and `warnings()` when it is a problem. A standing condition
+    /// met again (each `mcp_servers()`, each rebuild) is not repeated.
+    fn report(&self, event: HealthEvent) {
+        self.events.health.report(event);
+    }
+
     fn warn(&self, message: String) {
-        let mut warnings = self.warnings.lock().unwrap_or_else(|p| p.into_inner());
-        if !warnings.contains(&message) {
-            tracing::warn!("{message}");
-            warnings.push(message);
-        }
+        self.report(HealthEvent::Warning {
+            extension: None,
+            message,
+        });
+    }
+
+    fn is_shut(&self) -> bool {
+        self.shut.load(Ordering::Acquire)
     }
 
     fn workspace_root(&self) -> PathBuf {
@@ -384,8 +397,8 @@ impl Core {
             &self.session_id,
             &self.opts.supervisor,
         )?;
-        for message in launch.warnings {
-            self.warn(message);
+        for event in launch.warnings {
+            self.report(event);
         }
         let manifest = launch.manifest;
         let ext = Extension::new(
@@ -406,8 +419,9 @@ impl Core {
     }
 
     /// Servers with a prompt, hooks or trace start now, in parallel, bounded.
-    /// A failed start is a warning: the embedder hears of it in `warnings()`, even when it
-    /// finishes after `startup_bound`.
+    /// A failed start is reported by the supervisor ([`HealthEvent::Failed`]): the embedder
+    /// hears of it in `warnings()` and the health stream, even when it comes after
+    /// `startup_bound`.
     async fn start_eager(self: &Arc<Self>, loaded: Vec<Arc<Loaded>>) {
         let eager: Vec<_> = loaded
             .into_iter()
@@ -419,12 +433,9 @@ impl Core {
             .collect();
         let mut tasks = tokio::task::JoinSet::new();
         for l in eager {
-            let core = Arc::clone(self);
             tasks.spawn(async move {
-                if let Err(err) = l.ext.handshake().await {
-                    // The error names the extension and what failed.
-                    core.warn(report(&err));
-                }
+                // A failure is reported where it happens, in the supervisor.
+                let _ = l.ext.handshake().await;
             });
         }
         let all = async { while tasks.join_next().await.is_some() {} };
@@ -450,10 +461,14 @@ impl Core {
         for l in &loaded {
             let mut budget = NEVER_DEFER_BUDGET;
             for (tool, why) in l.ext.spec().tool_schemas.invalid() {
-                warnings.push(format!(
-                    "extension `{}`: calls to tool `{tool}` are refused: its argument schema is not valid JSON Schema: {why}",
-                    l.name
-                ));
+                warnings.push(HealthEvent::RefusedTool {
+                    extension: l.name.clone(),
+                    tool: tool.to_string(),
+                    message: format!(
+                        "extension `{}`: calls to tool `{tool}` are refused: its argument schema is not valid JSON Schema: {why}",
+                        l.name
+                    ),
+                });
             }
             for t in &l.manifest.yolop.tools {
                 let Some(name) = tool_name(&names, &mut taken, &l.name, &t.name, &mut warnings)
@@ -486,8 +501,8 @@ impl Core {
                 }
             }
         }
-        for message in warnings {
-            self.warn(message);
+        for event in warnings {
+            self.report(event);
         }
         Table {
             loaded,
@@ -591,8 +606,18 @@ impl Registry {
                         next.push(l);
                     }
                     Err(why) => {
-                        self.core
-                            .warn(format!("skipping extension `{name}`: {}", report(&why)));
+                        let message = format!("skipping extension `{name}`: {}", report(&why));
+                        let extension = name.clone();
+                        self.core.report(match why {
+                            launch::LaunchError::Drifted { .. } => {
+                                HealthEvent::Drifted { extension, message }
+                            }
+                            _ => HealthEvent::Failed {
+                                extension,
+                                message,
+                                log: None,
+                            },
+                        });
                         failed.push((name.clone(), why));
                     }
                 },
@@ -706,13 +731,21 @@ impl Registry {
         for l in &self.current().loaded {
             l.ext.set_workspace(root.clone());
             if let Err(err) = l.ext.workspace_changed(&text).await {
-                tracing::warn!(extension = %l.name, "could not tell it the workspace moved: {err}");
+                self.core.report(HealthEvent::Warning {
+                    extension: Some(l.name.clone()),
+                    message: format!(
+                        "could not tell extension `{}` that the workspace moved: {}",
+                        l.name,
+                        report(&err)
+                    ),
+                });
             }
         }
     }
 
     async fn shutdown(&mut self) {
         self.shut = true;
+        self.core.shut.store(true, Ordering::Release);
         let mut tasks = tokio::task::JoinSet::new();
         for l in self.current().loaded.iter().cloned() {
             l.stop_forwarding();
@@ -741,11 +774,15 @@ async fn persist_enabled(home: &Home, name: &str, on: bool) -> Result<(), HostEr
     Ok(())
 }
 
-/// The extension host for one session.
+/// The extension host for one session. A cheap handle: clones share one host (its table,
+/// servers and registry task), so hand one to each task that needs it. The host goes when
+/// the last handle is dropped; [`ExtensionHost::shutdown`] stops it for every handle.
+#[derive(Clone)]
 pub struct ExtensionHost {
     core: Arc<Core>,
     table: watch::Receiver<Arc<Table>>,
     commands: mpsc::UnboundedSender<Command>,
+    _last: Arc<LastHandle>,
 }
 
 impl ExtensionHost {
@@ -767,7 +804,7 @@ impl ExtensionHost {
             workspace_root: Mutex::new(session.workspace_root),
             opts,
             events,
-            warnings: Mutex::default(),
+            shut: AtomicBool::new(false),
         });
         let (table_tx, table) = watch::channel(Arc::new(Table::default()));
         let (commands, queue) = mpsc::unbounded_channel();
@@ -780,6 +817,7 @@ impl ExtensionHost {
         tokio::spawn(registry.run(queue));
         Ok(ExtensionHost {
             core,
+            _last: Arc::new(LastHandle(table.clone())),
             table,
             commands,
         })
@@ -801,13 +839,20 @@ impl ExtensionHost {
         self.core.warn(message);
     }
 
-    /// Problems met while loading: skipped packages, renamed tools, refused tools.
+    /// Every problem so far, once each, as a sentence that names the extension: skipped or
+    /// drifted packages, servers that failed to start or stopped, renamed and refused tools,
+    /// hooks that could not run. The first [`MAX_WARNINGS`](crate::health::MAX_WARNINGS) are
+    /// kept.
     pub fn warnings(&self) -> Vec<String> {
-        self.core
-            .warnings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.core.events.health.warnings()
+    }
+
+    /// Health events as they happen: started, failed, restarted, drifted, refused tool, hook
+    /// error, and the other warnings. A new stream first gets the recent ones (up to
+    /// [`HEALTH_BACKLOG`](crate::health::HEALTH_BACKLOG)), so subscribing after `start`
+    /// misses nothing of it.
+    pub fn health(&self) -> HealthStream {
+        self.core.events.health.subscribe()
     }
 
     /// The current table. Cheap: an `Arc` of an immutable snapshot.
@@ -885,6 +930,9 @@ impl ExtensionHost {
         updates: Option<UpdateSink>,
         cancel: Option<CancellationToken>,
     ) -> Result<Value, HostError> {
+        if self.core.is_shut() {
+            return Err(HostError::ShutDown);
+        }
         let (loaded, tool) = {
             let table = self.table.borrow();
             let def = table
@@ -931,13 +979,20 @@ impl ExtensionHost {
         drop(warned);
         for t in &offer.tools {
             if loaded.manifest.tool(&t.name).is_none() {
-                self.warn(format!("extension `{}`: refusing tool `{}`, which the approved manifest does not declare", loaded.name, t.name));
+                self.core.report(HealthEvent::RefusedTool {
+                    extension: loaded.name.clone(),
+                    tool: t.name.clone(),
+                    message: format!("extension `{}`: refusing tool `{}`, which the approved manifest does not declare", loaded.name, t.name),
+                });
             }
         }
     }
 
     /// The tools each extension's running server serves, clamped to its manifest.
     pub async fn served_tools(&self, extension: &str) -> Result<Vec<String>, HostError> {
+        if self.core.is_shut() {
+            return Err(HostError::ShutDown);
+        }
         let loaded = self.find(extension)?;
         let offer = loaded.ext.handshake().await?;
         self.refuse_unapproved(&loaded, &offer);
@@ -968,6 +1023,9 @@ impl ExtensionHost {
         command: &str,
         arguments: &str,
     ) -> Result<CommandResult, HostError> {
+        if self.core.is_shut() {
+            return Err(HostError::ShutDown);
+        }
         let unknown = || HostError::UnknownCommand(command.to_string());
         let (ext, name) = command.split_once(':').ok_or_else(unknown)?;
         let loaded = self.find(ext).map_err(|_| unknown())?;
@@ -1061,7 +1119,9 @@ impl ExtensionHost {
         self.ask(|reply| Command::SetWorkspace(root, reply)).await
     }
 
-    /// Stop every server gracefully, in parallel, within `grace` each. Nothing starts again.
+    /// Stop every server gracefully, in parallel, within `grace` each. It is terminal, for
+    /// every clone of the handle: nothing starts again, and every call after it fails with
+    /// [`HostError::ShutDown`] (a pre-hook decision is a block saying so, the prompt is empty).
     pub async fn shutdown(&self) {
         let _ = self.ask(Command::Shutdown).await;
     }
@@ -1078,7 +1138,7 @@ fn tool_name(
     taken: &mut BTreeSet<String>,
     ext: &str,
     tool: &str,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<HealthEvent>,
 ) -> Option<String> {
     let foreign = loaded.iter().find(|&&other| {
         other != ext
@@ -1096,14 +1156,19 @@ fn tool_name(
     };
     let qualified = format!("{ext}__{tool}");
     if taken.insert(qualified.clone()) {
-        warnings.push(format!(
-            "tool `{tool}` of `{ext}` {why}; registered as `{qualified}`"
-        ));
+        warnings.push(HealthEvent::Warning {
+            extension: Some(ext.to_string()),
+            message: format!("tool `{tool}` of `{ext}` {why}; registered as `{qualified}`"),
+        });
         Some(qualified)
     } else {
-        warnings.push(format!(
-            "tool `{tool}` of `{ext}` {why}, and `{qualified}` is taken too; refusing it"
-        ));
+        warnings.push(HealthEvent::RefusedTool {
+            extension: ext.to_string(),
+            tool: tool.to_string(),
+            message: format!(
+                "tool `{tool}` of `{ext}` {why}, and `{qualified}` is taken too; refusing it"
+            ),
+        });
         None
     }
 }

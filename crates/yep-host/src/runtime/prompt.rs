@@ -97,6 +97,9 @@ impl ExtensionHost {
     /// contributes. An extension's text cannot open or close a block: its `<capability` and
     /// `</capability` tags (any case) are escaped as `&lt;capability`, `&lt;/capability`.
     pub async fn prompt(&self, turn: u64) -> String {
+        if self.core.is_shut() {
+            return String::new();
+        }
         let mut loaded = self.loaded();
         loaded.sort_by(|a, b| a.name.cmp(&b.name));
         let mut blocks = Vec::new();
@@ -148,7 +151,10 @@ impl ExtensionHost {
                     {
                         Ok(text) => Some(text.trim().to_string()).filter(|t| !t.is_empty()),
                         Err(err) => {
-                            tracing::warn!(extension = %l.name, "dynamic prompt failed, using the last good text: {err}");
+                            self.core.report(crate::health::HealthEvent::Warning {
+                                extension: Some(l.name.clone()),
+                                message: format!("extension `{}`: dynamic prompt failed, using the last good text: {err}", l.name),
+                            });
                             None
                         }
                     };
