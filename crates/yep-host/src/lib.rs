@@ -38,12 +38,34 @@ pub(crate) use yep_protocol::framing;
 pub use yep_store as store;
 pub use yep_store::{manifest, text};
 
-pub use capability::{Events, NoEvents};
+pub use capability::{
+    Answer, CommandResult, ConfigOutcome, Events, NoEvents, Progress, Question, Status,
+    StatusLevel, TraceEvent,
+};
+pub use health::{HealthEvent, HealthStream};
 pub use manifest::Grants;
 pub use manifest::Manifest;
 pub use rpc::{CallError, CallOptions, CloseReason, UpdateSink};
 pub use runtime::{
-    ExtensionHost, HostError, HostOptions, MAX_HOOK_TIMEOUT_MS, PreDecision, SEARCH_TOOLS, Session,
-    ToolDefinition,
+    AskSink, Call, CallOutcome, CommandInfo, ExtensionHost, HostError, HostOptions,
+    MAX_HOOK_TIMEOUT_MS, PreDecision, ProgressStream, SEARCH_TOOLS, Session, StatusSink,
+    ToolDefinition, UnavailableHook,
 };
 pub use supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions, Transport};
+/// Fire it to cancel a call ([`Call::cancel_on`]); re-exported so you need no `tokio-util`.
+pub use tokio_util::sync::CancellationToken;
+
+/// Everything an agent that embeds the host touches, in one import:
+/// `use yep_host::prelude::*;`.
+pub mod prelude {
+    pub use crate::capability::{
+        Answer, CommandResult, ConfigOutcome, Progress, Question, Status, StatusLevel, TraceEvent,
+    };
+    pub use crate::health::{HealthEvent, HealthStream};
+    pub use crate::runtime::{
+        AskSink, Call, CallOutcome, CommandInfo, ExtensionHost, HostError, HostOptions,
+        PreDecision, ProgressStream, SEARCH_TOOLS, Session, StatusSink, ToolDefinition,
+    };
+    pub use crate::store::Home;
+    pub use tokio_util::sync::CancellationToken;
+}

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use yep_host::capability::{Answer, ConfigOutcome, Question};
 use yep_host::health::HealthEvent;
-use yep_host::rpc::BoxFuture;
 use yep_host::runtime::{AskSink, StatusEntry, StatusSink};
 use yep_host::store::{AlwaysYes, Home, InstallOptions};
 use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session};
@@ -730,13 +729,10 @@ impl StatusSink for Sinks {
 
 struct HeldAsk(Arc<Sinks>);
 impl AskSink for HeldAsk {
-    fn ask(&self, _: &str, params: Question) -> BoxFuture<Answer> {
+    async fn ask(&self, _: &str, params: Question) -> Answer {
         self.0.asked.lock().unwrap().push(params.prompt.clone());
-        let sinks = Arc::clone(&self.0);
-        Box::pin(async move {
-            sinks.gate.notified().await;
-            Answer::answered(format!("answer to {}", params.prompt))
-        })
+        self.0.gate.notified().await;
+        Answer::answered(format!("answer to {}", params.prompt))
     }
 }
 
@@ -789,7 +785,7 @@ async fn status_is_kept_per_extension_and_an_empty_text_clears_it() {
 }
 
 #[tokio::test]
-async fn only_one_question_is_open_at_a_time() {
+async fn questions_queue_one_open_at_a_time_in_order() {
     let w = World::new();
     w.add(
         "asker",
@@ -810,21 +806,29 @@ async fn only_one_question_is_open_at_a_time() {
         })
     };
     assert!(eventually(|| sinks.asked.lock().unwrap().len() == 1).await);
-    let second = host
-        .call_tool("q", json!({"ask": "two?"}), None, None)
-        .await
-        .unwrap();
-    assert_eq!(
-        second,
-        json!({"answer": "", "cancelled": true}),
-        "a second question while one is open is cancelled"
-    );
+    let second = {
+        let host = Arc::clone(&host);
+        tokio::spawn(async move {
+            host.call_tool("q", json!({"ask": "two?"}), None, None)
+                .await
+        })
+    };
+    // The second waits behind the open one: the sink is not asked it yet.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*sinks.asked.lock().unwrap(), ["one?"]);
     sinks.gate.notify_one();
     assert_eq!(
         first.await.unwrap().unwrap(),
         json!({"answer": "answer to one?", "cancelled": false})
     );
-    assert_eq!(*sinks.asked.lock().unwrap(), ["one?"]);
+    // Then it is asked, and answered.
+    assert!(eventually(|| sinks.asked.lock().unwrap().len() == 2).await);
+    sinks.gate.notify_one();
+    assert_eq!(
+        second.await.unwrap().unwrap(),
+        json!({"answer": "answer to two?", "cancelled": false})
+    );
+    assert_eq!(*sinks.asked.lock().unwrap(), ["one?", "two?"]);
     host.shutdown().await;
 }
 
@@ -1353,21 +1357,18 @@ async fn an_mcp_secret_reaches_the_server_by_env_never_by_argv() {
 
 struct Answers(Mutex<Vec<(Question, &'static str)>>);
 impl AskSink for Answers {
-    fn ask(&self, _: &str, params: Question) -> BoxFuture<Answer> {
-        let mut script = self.0.lock().unwrap();
+    async fn ask(&self, _: &str, params: Question) -> Answer {
         let answer = match params.prompt.split('.').nth(1).unwrap_or("") {
             p if p.starts_with("region") => "us",
             p if p.starts_with("token") => "typed-token",
             _ => "",
         };
-        script.push((params, answer));
-        Box::pin(async move {
-            if answer.is_empty() {
-                Answer::cancelled()
-            } else {
-                Answer::answered(answer)
-            }
-        })
+        self.0.lock().unwrap().push((params, answer));
+        if answer.is_empty() {
+            Answer::cancelled()
+        } else {
+            Answer::answered(answer)
+        }
     }
 }
 
@@ -1381,8 +1382,8 @@ async fn activate_asks_for_unset_required_fields_by_kind() {
     let answers = Arc::new(Answers(Mutex::default()));
     struct Shared(Arc<Answers>);
     impl AskSink for Shared {
-        fn ask(&self, e: &str, p: Question) -> BoxFuture<Answer> {
-            self.0.ask(e, p)
+        async fn ask(&self, e: &str, p: Question) -> Answer {
+            self.0.ask(e, p).await
         }
     }
     let opts = HostOptions {
@@ -1424,16 +1425,18 @@ struct Scripted {
     prompts: Mutex<Vec<String>>,
 }
 impl AskSink for Scripted {
-    fn ask(&self, _: &str, params: Question) -> BoxFuture<Answer> {
-        let mut answers = self.answers.lock().unwrap();
-        let field = params.prompt.split(['.', ':']).nth(1).unwrap_or("");
-        let answer = answers
-            .iter_mut()
-            .find(|(f, _)| *f == field)
-            .filter(|(_, a)| !a.is_empty())
-            .map_or("", |(_, a)| a.remove(0));
+    async fn ask(&self, _: &str, params: Question) -> Answer {
+        let answer = {
+            let mut answers = self.answers.lock().unwrap();
+            let field = params.prompt.split(['.', ':']).nth(1).unwrap_or("");
+            answers
+                .iter_mut()
+                .find(|(f, _)| *f == field)
+                .filter(|(_, a)| !a.is_empty())
+                .map_or("", |(_, a)| a.remove(0))
+        };
         self.prompts.lock().unwrap().push(params.prompt);
-        Box::pin(async move { Answer::answered(answer) })
+        Answer::answered(answer)
     }
 }
 
@@ -2096,4 +2099,120 @@ async fn an_extension_whose_binary_is_missing_is_named_in_warnings_health_and_ho
         Err(HostError::ShutDown)
     ));
     assert!(!other.pre_tool_use("bash", json!({})).await.is_allowed());
+}
+
+#[tokio::test]
+async fn a_held_call_tells_ok_tool_error_blocked_cancelled_timed_out_and_failed_apart() {
+    use yep_host::{CallOutcome, CancellationToken};
+    let w = World::new();
+    add_echo_example(&w);
+    w.install(
+        json!({"name": "ghost", "version": "1.0.0", "description": "a missing server",
+        "yolop": {"capabilityServer": {"command": "no-such-yep-server"},
+                  "tools": [{"name": "boo", "description": "never served"}]}}),
+    );
+    let host = w.host(quick()).await;
+
+    // Ok, with progress from a stream, received on this task.
+    let (call, mut progress) = host
+        .call("count", json!({"n": 3, "interval_ms": 1}))
+        .progress_stream();
+    let outcome = call.await;
+    assert_eq!(outcome.ok(), Some(&json!({"counted": 3})), "{outcome}");
+    let mut seen = Vec::new();
+    while let Some(p) = progress.recv().await {
+        seen.push(p.message);
+    }
+    assert_eq!(seen, ["1/3", "2/3", "3/3"]);
+    assert_eq!(progress.dropped(), 0);
+
+    // The extension said no: its answer is an error (no ask sink: the question is dismissed),
+    // or the arguments break the approved schema.
+    for (tool, args, said) in [
+        (
+            "ask",
+            json!({"prompt": "?"}),
+            "the user dismissed the question",
+        ),
+        ("echo", json!({}), "`text` is required"),
+    ] {
+        match host.call(tool, args).await {
+            CallOutcome::ToolError { extension, message } => {
+                assert_eq!(extension, "echo");
+                assert!(message.contains(said), "{message}");
+            }
+            other => panic!("{tool}: expected a tool error, got {other:?}"),
+        }
+    }
+
+    // A hook said no, with who and why: only through run_tool, which runs the pre hooks.
+    match host
+        .run_tool("echo", json!({"text": "x", "forbidden": true}))
+        .await
+    {
+        CallOutcome::Blocked {
+            extension, reason, ..
+        } => {
+            assert_eq!(extension, "echo");
+            assert!(reason.contains("args.forbidden is true"), "{reason}");
+        }
+        other => panic!("expected a block, got {other:?}"),
+    }
+    let through = host.run_tool("echo", json!({"text": "fine"})).await;
+    assert_eq!(through.ok(), Some(&json!({"echoed": "fine"})));
+
+    // Cancelled by the caller, and timed out, told apart.
+    let token = CancellationToken::new();
+    let slow = json!({"n": 1000, "interval_ms": 50});
+    let cancelled = tokio::spawn(
+        host.call("count", slow.clone())
+            .cancel_on(token.clone())
+            .into_future(),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    token.cancel();
+    assert!(matches!(cancelled.await.unwrap(), CallOutcome::Cancelled));
+    match host
+        .call("count", slow)
+        .timeout(Duration::from_millis(100))
+        .await
+    {
+        CallOutcome::TimedOut { after } => assert_eq!(after, Duration::from_millis(100)),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    // The server is still good after both.
+    assert!(
+        host.call("echo", json!({"text": "again"}))
+            .await
+            .ok()
+            .is_some()
+    );
+
+    // Failed: a server that cannot start, and a tool nobody has.
+    match host.call("boo", json!({})).await {
+        CallOutcome::Failed { error, .. } => {
+            assert!(
+                error
+                    .to_string()
+                    .contains("cannot spawn `no-such-yep-server`"),
+                "{error}"
+            )
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert!(matches!(
+        host.call("nope", json!({})).await,
+        CallOutcome::Failed {
+            error: HostError::UnknownTool(_),
+            ..
+        }
+    ));
+    host.shutdown().await;
+    assert!(matches!(
+        host.call("echo", json!({"text": "late"})).await,
+        CallOutcome::Failed {
+            error: HostError::ShutDown,
+            ..
+        }
+    ));
 }

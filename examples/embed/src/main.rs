@@ -1,7 +1,8 @@
-//! An agent loop embedding `yep-host`: assemble the prompt, list the tools, fire pre-hooks,
-//! call, fire post-hooks; then answer a question, show status, change config and the workspace,
-//! and watch the table change. The "model" here is a fixed script, so the example runs anywhere
-//! (CI runs it); swap in real LLM calls where it says so. `docs/embedding.md` walks through it.
+//! A small agent on `yep-host`, written from `docs/embedding.md`: the extensions' prompt
+//! segment, their tools in OpenAI's format, each model tool call through the hooks, progress
+//! from a stream, a cancel and a timeout told apart, a question answered through a sink, a
+//! command, status, health, and a shutdown that is final. The "model" is a fixed script, so the
+//! example runs anywhere (CI runs it); swap in real LLM calls where it says so.
 //!
 //! `cargo run -p yep-example-embed`. The example installs the echo extension into a scratch
 //! home first; with `serve-echo` the binary is that extension's server.
@@ -10,32 +11,18 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use yep_host::capability::{Answer, BoxFuture, Question, Status, TraceEvent};
-use yep_host::dialect::yep::Yep;
-use yep_host::runtime::{AskSink, StatusSink};
-use yep_host::store::{AlwaysYes, Home, InstallOptions};
-use yep_host::{ExtensionHost, HostOptions, PreDecision, Session, SupervisorOptions, UpdateSink};
+use yep_host::prelude::*;
+use yep_host::store::{AlwaysYes, InstallOptions};
 
-/// The agent's status bar: told of every change (`None`: cleared).
-struct StatusBar;
-
-impl StatusSink for StatusBar {
-    fn status_changed(&self, extension: &str, status: Option<&Status>) {
-        match status {
-            Some(s) => println!("[status] {extension}: {} ({:?})", s.text, s.level),
-            None => println!("[status] {extension}: cleared"),
-        }
-    }
-}
-
-/// The agent's question UI. A real one shows `prompt`, masks the input when `secret`, offers
-/// `options` as a selector, and answers `Answer::cancelled()` when the user dismisses it.
+/// The agent's question UI. A real one shows `prompt` (and `placeholder`), masks the input
+/// when `secret`, offers `options` as a selector, and answers `Answer::cancelled()` when the
+/// user dismisses it.
 struct Questions;
 
 impl AskSink for Questions {
-    fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {
+    async fn ask(&self, extension: &str, question: Question) -> Answer {
         println!("[ask] {extension} asks: {}", question.prompt);
-        Box::pin(async { Answer::answered("blue") })
+        Answer::answered("blue")
     }
 }
 
@@ -50,133 +37,139 @@ async fn main() -> anyhow::Result<()> {
     };
     install_echo(&home, scratch.path())?;
 
-    // 1. One host per agent session. The agent's own tool names go in `builtins`, so an
-    //    extension tool can never shadow them. The sinks are optional: without `ask_sink` every
-    //    question is answered cancelled.
+    // 1. One host per agent session. The agent's own tool names go in `builtins`, so no
+    //    extension tool can shadow them. The status sink is any `Fn(&str, Option<&Status>)`.
     let session = Session {
         id: "embed-demo".into(),
         workspace_root: std::env::current_dir()?,
     };
     let opts = HostOptions {
-        builtins: vec!["read_file".into(), "bash".into()],
-        status_sink: Some(Arc::new(StatusBar)),
+        builtins: vec!["read_file".into(), SEARCH_TOOLS.into()],
+        status_sink: Some(Arc::new(
+            |extension: &str, status: Option<&Status>| match status {
+                Some(s) => println!("[status] {extension}: {} ({:?})", s.text, s.level),
+                None => println!("[status] {extension}: cleared"),
+            },
+        )),
         ask_sink: Some(Arc::new(Questions)),
-        // The default, spelled out: servers speak YEP and are spawned as child processes. A
-        // server on another wire takes its own `Dialect` here, and one that is not a child
-        // process a `Transport` (see crates/yep-host/tests/dialect.rs).
-        supervisor: SupervisorOptions {
-            dialect: Arc::new(Yep),
-            transport: None,
-            ..SupervisorOptions::default()
-        },
         ..HostOptions::default()
     };
     let host = ExtensionHost::start(home, session, opts).await?;
+    // Health, as it happens: a server that did not start, a hook that could not run, …
+    let mut health = host.health();
+    tokio::spawn(async move {
+        while let Some(event) = health.recv().await {
+            println!("[health] {event}");
+        }
+    });
 
     // 2. Each turn: the extensions' prompt text is its own trailing segment.
-    let system_prompt = "You are a coding agent.";
     let segment = host.prompt(1).await;
-    println!("system prompt: {system_prompt:?} + extension segment:\n{segment}\n");
+    println!("system prompt: \"You are a coding agent.\" + segment:\n{segment}\n");
 
-    // 3. The tools the model sees: always-loaded ones in full, the rest via search_tools.
-    for t in host.tools() {
-        println!(
-            "tool {:<8} from {:<5} {}",
-            t.name,
-            t.extension,
-            if t.never_defer {
-                "always loaded"
-            } else {
-                "deferred"
-            }
-        );
-    }
+    // 3. The tools the model sees, in OpenAI's format (`to_anthropic()` for Anthropic's):
+    //    the always-loaded ones, and `search_tools` for the deferred rest.
+    let mut tools: Vec<Value> = host
+        .tools()
+        .iter()
+        .filter(|t| t.never_defer)
+        .map(ToolDefinition::to_openai)
+        .collect();
+    tools.push(ToolDefinition::search_tools().to_openai());
     println!(
-        "search_tools(\"count\") -> {:?}\n",
-        host.search_tools("count")
-            .iter()
-            .map(|t| &t.name)
-            .collect::<Vec<_>>()
+        "tools for the model:\n{}\n",
+        serde_json::to_string_pretty(&tools)?
     );
+    let found = host.dispatch_search_tools(&json!({ "query": "count" }));
+    println!("search_tools(\"count\") -> {found}\n");
 
-    // 4. The model asks for tool calls (here: a script). Each goes through the hooks.
-    let planned: [(&str, Value); 3] = [
+    // 4. The model's tool calls (here: a script). `run_tool` runs the pre hooks, the call and
+    //    the post hooks, and says how it ended.
+    let planned = [
         ("echo", json!({ "text": "hello from the agent" })),
-        ("count", json!({ "n": 3, "interval_ms": 20 })),
         ("echo", json!({ "text": "rm -rf /", "forbidden": true })),
+        ("ask", json!({ "prompt": "Favourite colour?" })),
+        ("echo", json!({})),
     ];
+    let mut blocked = 0;
     for (tool, args) in planned {
-        let args = match host.pre_tool_use(tool, args).await {
-            PreDecision::Allow { args, .. } => args,
-            PreDecision::Block {
+        match host.run_tool(tool, args).await {
+            CallOutcome::Ok(value) => println!("{tool}: {value}"),
+            CallOutcome::Blocked {
                 extension, reason, ..
             } => {
-                println!("{tool}: blocked by {extension}: {reason}");
-                continue;
+                blocked += 1;
+                println!("{tool}: blocked by {extension}: {reason}")
             }
-        };
-        let updates: UpdateSink = Arc::new(move |p: &yep_host::capability::Progress| {
-            println!("  {tool} progress: {}", p.message)
-        });
-        let result = host
-            .call_tool(tool, args.clone(), Some(updates), None)
-            .await;
-        let shown = match &result {
-            Ok(v) => v.to_string(),
-            Err(e) => format!("error: {e}"),
-        };
-        println!("{tool}: {shown}");
-        // Observers only: this returns at once.
-        match &result {
-            Ok(value) => host.post_tool_use(tool, &args, Ok(value)),
-            Err(e) => host.post_tool_use(tool, &args, Err(&e.to_string())),
+            CallOutcome::ToolError { message, .. } => println!("{tool}: tool error: {message}"),
+            other => println!("{tool}: {other}"),
         }
     }
+    anyhow::ensure!(blocked == 1, "the forbidden call was not blocked");
 
-    // 5. A tool that asks the user: the question goes to the `AskSink`.
-    let answer = host
-        .call_tool("ask", json!({ "prompt": "Favourite colour?" }), None, None)
-        .await?;
-    println!("ask: {answer}");
+    // 5. Progress from a stream, received on this task (not the connection's reader).
+    let (call, mut progress) = host
+        .run_tool("count", json!({ "n": 3, "interval_ms": 20 }))
+        .progress_stream();
+    let running = tokio::spawn(call.into_future());
+    while let Some(p) = progress.recv().await {
+        println!("  count progress: {}", p.message);
+    }
+    println!("count: {}", running.await?);
 
-    // 6. Slash commands, namespaced by extension.
+    // 6. A cancel and a timeout, told apart. The server is told to stop either way.
+    let slow = json!({ "n": 1000, "interval_ms": 50 });
+    let token = CancellationToken::new();
+    let cancelled = tokio::spawn(
+        host.run_tool("count", slow.clone())
+            .cancel_on(token.clone())
+            .into_future(),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    token.cancel(); // the user pressed Esc
+    let cancelled = cancelled.await?;
+    println!("cancelled call: {cancelled}");
+    let timed = host
+        .run_tool("count", slow)
+        .timeout(Duration::from_millis(150))
+        .await;
+    println!("timed call: {timed}");
+    // CI runs this example: it checks what it shows.
+    anyhow::ensure!(matches!(cancelled, CallOutcome::Cancelled), "{cancelled}");
+    anyhow::ensure!(matches!(timed, CallOutcome::TimedOut { .. }), "{timed}");
+
+    // 7. Slash commands, namespaced by extension.
     for c in host.commands() {
         let out = host.execute_command(&c.name, "").await?;
         println!("/{} -> {} (success: {})", c.name, out.message, out.success);
     }
 
-    // 7. Config: validated, persisted, pushed. Echo cannot apply config live, so its server is
-    //    restarted with the new value.
-    let before = host.pid("echo");
+    // 8. Status: the sink heard every change; `status()` is the latest per extension.
+    for (extension, s) in host.status() {
+        println!("status now: {extension}: {}", s.text);
+    }
+
+    // 9. Config: validated, persisted, pushed. Echo cannot apply config live, so its server is
+    //    restarted with the new value (the health stream says so).
     let outcome = host.set_config("echo", "greeting", json!("hello")).await?;
-    let restarted = before != host.pid("echo");
-    println!("set_config -> {outcome:?} (new process: {restarted})");
+    println!("set_config -> {outcome:?}");
 
-    // 8. Lifecycle events for `trace` extensions (echo declares none, so nothing is queued).
-    //    `emit` never blocks; `flush` at session end, before `shutdown`.
-    host.emit(TraceEvent {
-        event_type: "tool.completed".into(),
-        id: "ev-1".into(),
-        context: json!({ "turn_id": "t1" }),
-        data: json!({ "tool": "echo" }),
-        ..TraceEvent::default()
-    });
-    host.flush(Duration::from_secs(5)).await;
-
-    // 9. The workspace moved: running servers are told, later starts run there.
-    host.set_workspace(std::env::temp_dir()).await?;
-
-    // 10. Watch the table: every activate, deactivate or refresh publishes a new snapshot.
-    let mut tables = host.subscribe();
-    host.deactivate("echo").await?;
-    tables.changed().await?;
-    println!(
-        "after deactivate: extensions {:?}, {} tools",
-        tables.borrow().extensions(),
-        host.snapshot().tools().len()
-    );
-
+    // 10. Shutdown is final, for every clone of the handle.
+    let other = host.clone();
     host.shutdown().await;
+    let late = other.run_tool("echo", json!({ "text": "late" })).await;
+    println!("after shutdown: {late}");
+    anyhow::ensure!(
+        matches!(
+            late,
+            CallOutcome::Failed {
+                error: HostError::ShutDown,
+                ..
+            }
+        ),
+        "{late}"
+    );
+    println!("warnings: {:?}", other.warnings());
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use yep_host::Manifest;
 use yep_host::capability::Question;
-use yep_host::runtime::AskSink;
+use yep_host::runtime::DynAskSink;
 use yep_store::Home;
 use yep_store::config::{self, Secret};
 use yep_store::summary::config_fields;
@@ -173,7 +173,7 @@ pub async fn setup(home: &Home, name: &str) -> anyhow::Result<Vec<(String, Strin
     let m = manifest(home, name)?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let terminal = TerminalAsk::default();
-    let sink: Option<&dyn AskSink> = if interactive { Some(&terminal) } else { None };
+    let sink: Option<&dyn DynAskSink> = if interactive { Some(&terminal) } else { None };
     let still = yep_host::runtime::setup(home, name, &m, sink).await?;
     Ok(still
         .into_iter()

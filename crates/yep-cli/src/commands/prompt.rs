@@ -113,7 +113,11 @@ impl TerminalAsk {
 }
 
 impl yep_host::runtime::AskSink for TerminalAsk {
-    fn ask(&self, extension: &str, params: Question) -> BoxFuture<Answer> {
+    fn ask(
+        &self,
+        extension: &str,
+        params: Question,
+    ) -> impl std::future::Future<Output = Answer> + Send {
         let generation = Arc::clone(&self.generation);
         let asked_at = generation.load(Ordering::Acquire);
         let abandoned = Box::new(move || generation.load(Ordering::Acquire) != asked_at);

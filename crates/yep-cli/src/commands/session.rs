@@ -12,8 +12,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, Question};
 use yep_host::process::{self, SpawnSpec};
-use yep_host::rpc::BoxFuture;
-use yep_host::runtime::AskSink;
+use yep_host::runtime::{AskSink, DynAskSink};
 use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink};
 use yep_store::Home;
 use yep_store::text::{escape, escape_multiline};
@@ -32,9 +31,9 @@ pub struct Args {
 struct Scripted(Mutex<std::collections::VecDeque<String>>);
 
 impl AskSink for Scripted {
-    fn ask(&self, _: &str, _: Question) -> BoxFuture<Answer> {
+    async fn ask(&self, _: &str, _: Question) -> Answer {
         let next = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-        Box::pin(async move { next.map_or_else(Answer::cancelled, Answer::answered) })
+        next.map_or_else(Answer::cancelled, Answer::answered)
     }
 }
 
@@ -44,8 +43,8 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let terminal = interactive.then(|| Arc::new(TerminalAsk::default()));
-    let ask: Arc<dyn AskSink> = match &terminal {
-        Some(terminal) => Arc::clone(terminal) as Arc<dyn AskSink>,
+    let ask: Arc<dyn DynAskSink> = match &terminal {
+        Some(terminal) => Arc::clone(terminal) as Arc<dyn DynAskSink>,
         None => Arc::new(Scripted(Mutex::new(args.answers.into()))),
     };
     let session = Session {

@@ -2,6 +2,7 @@
 //! around every tool call, prompt text, slash commands, a status line and questions, each held
 //! to what the manifest approved (D4): the handshake can only narrow it.
 
+mod call;
 mod contrib;
 mod events;
 mod hooks;
@@ -9,8 +10,9 @@ pub mod launch;
 mod prompt;
 mod trace;
 
+pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream};
 pub use contrib::{Skill, expand};
-pub use events::{AskSink, StatusEntry, StatusSink};
+pub use events::{AskSink, DynAskSink, MAX_QUEUED_QUESTIONS, StatusEntry, StatusSink};
 pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook, glob_matches, hook_timeout};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
@@ -60,7 +62,9 @@ pub struct HostOptions {
     pub hook_budget: Duration,
     pub supervisor: SupervisorOptions,
     pub status_sink: Option<Arc<dyn StatusSink>>,
-    pub ask_sink: Option<Arc<dyn AskSink>>,
+    /// Where questions go: `Some(Arc::new(my_sink))` for any [`AskSink`]. Without one every
+    /// question is answered cancelled.
+    pub ask_sink: Option<Arc<dyn DynAskSink>>,
 }
 
 impl Default for HostOptions {
@@ -140,7 +144,7 @@ pub async fn setup(
     home: &Home,
     name: &str,
     manifest: &Manifest,
-    sink: Option<&dyn AskSink>,
+    sink: Option<&dyn DynAskSink>,
 ) -> Result<Vec<String>, HostError> {
     use crate::store::config;
     let missing = config::missing_required(home, manifest)?;
@@ -165,7 +169,7 @@ pub async fn setup(
                 options: config::options(manifest, &f.name),
                 ..Question::default()
             };
-            let answer = sink.ask(name, question).await;
+            let answer = sink.ask_dyn(name, question).await;
             if answer.cancelled || answer.answer.is_empty() {
                 break;
             }
@@ -716,6 +720,7 @@ impl Registry {
         let status = loaded.ext.config_changed(plain).await?;
         if status == ConfigOutcome::RestartRequired {
             loaded.ext.stop().await;
+            self.core.events.clear(name);
             loaded.ext.handshake().await?;
         }
         Ok(status)
@@ -749,8 +754,10 @@ impl Registry {
         let mut tasks = tokio::task::JoinSet::new();
         for l in self.current().loaded.iter().cloned() {
             l.stop_forwarding();
+            let events = Arc::clone(&self.core.events);
             tasks.spawn(async move {
                 l.ext.close().await;
+                events.clear(&l.name);
             });
         }
         while tasks.join_next().await.is_some() {}

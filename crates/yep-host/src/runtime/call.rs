@@ -1,0 +1,312 @@
+//! A tool call you can hold: [`ExtensionHost::call`] and [`ExtensionHost::run_tool`] build a
+//! [`Call`] with progress, cancellation and a timeout, and it ends in one [`CallOutcome`] that
+//! tells every way a call can end apart.
+
+use super::{ExtensionHost, HostError, PreDecision};
+use crate::capability::{Progress, UpdateSink};
+use crate::supervisor::ExtensionError;
+use serde_json::Value;
+use std::future::{Future, IntoFuture};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Progress updates a [`ProgressStream`] holds before it drops new ones (and counts them).
+pub const PROGRESS_BUFFER: usize = 256;
+
+/// How a tool call ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CallOutcome {
+    /// The tool ran and answered this.
+    Ok(Value),
+    /// The extension said no: its server answered the call with an error, or the arguments
+    /// break the tool's approved schema. `message` is for the model (unescaped).
+    ToolError { extension: String, message: String },
+    /// A pre hook said no ([`ExtensionHost::run_tool`] only): which extension, and why.
+    /// `reason` is for the model, `user_message` for the user.
+    Blocked {
+        extension: String,
+        reason: String,
+        user_message: Option<String>,
+    },
+    /// The caller cancelled it ([`Call::cancel_on`]); the server was told.
+    Cancelled,
+    /// It ran past its timeout ([`Call::timeout`], or the extension's request timeout); the
+    /// server was told to cancel it.
+    TimedOut { after: Duration },
+    /// The call could not be made or did not finish: no such tool, a server that does not
+    /// start or stopped, a broken wire, the host shut down. `log` is the server's stderr log
+    /// when there is one.
+    Failed {
+        error: HostError,
+        log: Option<PathBuf>,
+    },
+}
+
+impl CallOutcome {
+    /// The tool's answer, when it gave one.
+    pub fn ok(&self) -> Option<&Value> {
+        match self {
+            CallOutcome::Ok(value) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// What to tell the model: the answer, or why there is none.
+    pub fn for_model(&self) -> Value {
+        match self {
+            CallOutcome::Ok(value) => value.clone(),
+            CallOutcome::ToolError { message, .. } => serde_json::json!({ "error": message }),
+            CallOutcome::Blocked { reason, .. } => serde_json::json!({ "error": reason }),
+            other => serde_json::json!({ "error": other.to_string() }),
+        }
+    }
+
+    fn from_error(error: HostError) -> CallOutcome {
+        let HostError::Extension(ext) = &error else {
+            return CallOutcome::Failed { error, log: None };
+        };
+        match &**ext {
+            ExtensionError::Timeout { after, .. } => CallOutcome::TimedOut { after: *after },
+            e if e.is_cancelled() => CallOutcome::Cancelled,
+            ExtensionError::Remote {
+                extension,
+                error: remote,
+                ..
+            } => CallOutcome::ToolError {
+                extension: extension.clone(),
+                message: remote.message.clone(),
+            },
+            ExtensionError::InvalidArguments { extension, .. } => CallOutcome::ToolError {
+                extension: extension.clone(),
+                message: ext.to_string(),
+            },
+            e => {
+                let log = e.log_path().map(PathBuf::from);
+                CallOutcome::Failed { error, log }
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for CallOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallOutcome::Ok(value) => write!(f, "{value}"),
+            CallOutcome::ToolError { extension, message } => {
+                write!(f, "extension `{extension}` answered an error: {message}")
+            }
+            CallOutcome::Blocked {
+                extension, reason, ..
+            } => write!(f, "blocked by extension `{extension}`: {reason}"),
+            CallOutcome::Cancelled => f.write_str("cancelled"),
+            CallOutcome::TimedOut { after } => {
+                write!(f, "timed out after {} ms", after.as_millis())
+            }
+            CallOutcome::Failed { error, log } => {
+                write!(f, "{}", crate::error::report(error))?;
+                match log {
+                    // Handshake and exit errors already name their log.
+                    Some(log) if !error.to_string().contains("; log: ") => {
+                        write!(f, " (log: {})", log.display())
+                    }
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// Progress of one call, as a channel: receive it on your own task, not the connection's
+/// reader. Holds up to [`PROGRESS_BUFFER`] updates; past that new ones are dropped and
+/// counted ([`ProgressStream::dropped`]).
+pub struct ProgressStream {
+    rx: mpsc::Receiver<Progress>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl ProgressStream {
+    /// The next update; `None` once the call has ended and every update was received.
+    pub async fn recv(&mut self) -> Option<Progress> {
+        self.rx.recv().await
+    }
+
+    /// Updates dropped because the stream was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// One tool call, built by [`ExtensionHost::call`] or [`ExtensionHost::run_tool`] and run by
+/// awaiting it (or [`Call::run`]). Owns a handle to the host, so it can be spawned.
+#[must_use = "a call does nothing until it is awaited"]
+pub struct Call {
+    host: ExtensionHost,
+    name: String,
+    args: Value,
+    updates: Option<UpdateSink>,
+    cancel: Option<CancellationToken>,
+    timeout: Option<Duration>,
+    hooks: bool,
+}
+
+impl Call {
+    /// Each progress update goes to `f`, on the connection's reader: keep it cheap, or use
+    /// [`Call::progress_stream`].
+    pub fn on_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Call {
+        let f: UpdateSink = Arc::new(f);
+        self.updates = Some(match self.updates.take() {
+            None => f,
+            Some(before) => Arc::new(move |p: &Progress| {
+                before(p);
+                f(p);
+            }),
+        });
+        self
+    }
+
+    /// Progress as a channel as well: the call, and the stream its updates arrive on.
+    pub fn progress_stream(self) -> (Call, ProgressStream) {
+        let (tx, rx) = mpsc::channel(PROGRESS_BUFFER);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&dropped);
+        let call = self.on_progress(move |p| {
+            if tx.try_send(p.clone()).is_err() {
+                counted.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        (call, ProgressStream { rx, dropped })
+    }
+
+    /// Cancel the call when `token` fires: the server is told (YEP: `cancel`) and the call
+    /// ends [`CallOutcome::Cancelled`] at once.
+    pub fn cancel_on(mut self, token: CancellationToken) -> Call {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// End the call [`CallOutcome::TimedOut`] after `after`, telling the server to cancel it.
+    /// Covers the tool call itself (and starting its server), not the pre hooks, which have
+    /// their own budget.
+    pub fn timeout(mut self, after: Duration) -> Call {
+        self.timeout = Some(after);
+        self
+    }
+
+    /// Run it.
+    pub async fn run(self) -> CallOutcome {
+        let Call {
+            host,
+            name,
+            args,
+            updates,
+            cancel,
+            timeout,
+            hooks,
+        } = self;
+        if host.core.is_shut() {
+            return CallOutcome::Failed {
+                error: HostError::ShutDown,
+                log: None,
+            };
+        }
+        let args = match hooks {
+            false => args,
+            true => match host.pre_tool_use(&name, args).await {
+                PreDecision::Allow { args, .. } => args,
+                PreDecision::Block {
+                    extension,
+                    reason,
+                    user_message,
+                } => {
+                    return CallOutcome::Blocked {
+                        extension,
+                        reason,
+                        user_message,
+                    };
+                }
+            },
+        };
+        // Dropping the call future cancels it on the wire.
+        let call = host.call_tool(&name, args.clone(), updates, None);
+        let cancelled = async {
+            match &cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let expired = async {
+            match timeout {
+                Some(after) => tokio::time::sleep(after).await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            biased;
+            result = call => match result {
+                Ok(value) => CallOutcome::Ok(value),
+                Err(error) => CallOutcome::from_error(error),
+            },
+            () = cancelled => CallOutcome::Cancelled,
+            () = expired => CallOutcome::TimedOut { after: timeout.unwrap_or_default() },
+        };
+        if hooks {
+            match &outcome {
+                CallOutcome::Ok(value) => host.post_tool_use(&name, &args, Ok(value)),
+                other => host.post_tool_use(&name, &args, Err(&other.to_string())),
+            }
+        }
+        outcome
+    }
+}
+
+impl IntoFuture for Call {
+    type Output = CallOutcome;
+    type IntoFuture = Pin<Box<dyn Future<Output = CallOutcome> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
+impl ExtensionHost {
+    /// Call a tool by the name `tools()` gives it, without hooks: set progress, cancellation
+    /// and a timeout on the [`Call`], then await it.
+    ///
+    /// ```no_run
+    /// # async fn f(host: yep_host::ExtensionHost) {
+    /// use std::time::Duration;
+    /// let outcome = host
+    ///     .call("count", serde_json::json!({"n": 3}))
+    ///     .on_progress(|p| println!("{}", p.message))
+    ///     .timeout(Duration::from_secs(30))
+    ///     .await;
+    /// # }
+    /// ```
+    pub fn call(&self, name: &str, args: Value) -> Call {
+        Call {
+            host: self.clone(),
+            name: name.to_string(),
+            args,
+            updates: None,
+            cancel: None,
+            timeout: None,
+            hooks: false,
+        }
+    }
+
+    /// The whole of one model tool call: the pre hooks (a block ends it
+    /// [`CallOutcome::Blocked`]; a rewrite is what runs), the call, then the post hooks with
+    /// its outcome. Hooks that could not run are on the health stream and in `warnings()`.
+    pub fn run_tool(&self, name: &str, args: Value) -> Call {
+        Call {
+            hooks: true,
+            ..self.call(name, args)
+        }
+    }
+}
