@@ -62,7 +62,8 @@ fn every_fuzz_target_has_a_committed_seed_corpus() {
 }
 
 macro_rules! replays {
-    ($($test:ident: $target:ident,)*) => {$(
+    ($($(#[$attr:meta])* $test:ident: $target:ident,)*) => {$(
+        $(#[$attr])*
         #[test]
         fn $test() {
             assert!(replay(stringify!($target), yep_host::fuzzing::$target) > 0);
@@ -76,5 +77,6 @@ replays! {
     the_cargo_manifest_corpus_and_crashes_replay_clean: cargo_manifest,
     the_lockfile_corpus_and_crashes_replay_clean: lockfile,
     the_settings_corpus_and_crashes_replay_clean: settings,
+    #[cfg(feature = "fetch")]
     the_unpack_corpus_and_crashes_replay_clean: unpack,
 }

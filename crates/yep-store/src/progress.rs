@@ -44,6 +44,7 @@ impl Progress {
     }
 
     /// Report `Download { label, total }` now and `Finished` when the guard drops.
+    #[cfg(feature = "fetch")]
     pub(crate) fn download(&self, label: &str, total: Option<u64>) -> Phase<'_> {
         self.report(ProgressEvent::Download {
             label: label.to_string(),
