@@ -211,6 +211,12 @@ async fn capability_tags_hidden_behind_invisible_characters_cannot_forge_a_block
 #[tokio::test]
 async fn the_prompt_is_sorted_dynamic_once_per_turn_and_falls_back_to_the_last_good_text() {
     let w = World::new();
+    // Dynamic from the first call on takes an hour: no good text yet, so the static one.
+    w.add(
+        "beta",
+        json!({"prompt": true, "dynamic_prompt": true}),
+        json!({"static": "beta static", "dynamic": "beta dynamic", "dynamic_slow_after": 1, "dynamic_slow_ms": 3_600_000}),
+    );
     w.add(
         "zeta",
         json!({"prompt": true}),
@@ -232,7 +238,11 @@ async fn the_prompt_is_sorted_dynamic_once_per_turn_and_falls_back_to_the_last_g
         turn1.find("ext:alpha").unwrap() < turn1.find("ext:zeta").unwrap(),
         "stable order by name: {turn1}"
     );
+    // The dynamic text replaces the static one (the spec: static is the fallback), …
     assert!(turn1.contains("alpha dynamic #1"), "{turn1}");
+    assert!(!turn1.contains("alpha static"), "{turn1}");
+    // …which stands in while no dynamic text has come yet.
+    assert!(turn1.contains("beta static"), "{turn1}");
     assert_eq!(
         host.prompt(1).await,
         turn1,
@@ -842,6 +852,18 @@ async fn reload_respawns_and_activate_deactivate_apply_live_and_persist() {
     let log = w.home.log_path("base");
     host.call_tool("b", json!({}), None, None).await.unwrap();
     host.reload("base").await.unwrap();
+    // The health stream saw it start, then start again.
+    let mut health = host.health();
+    let seen: Vec<String> = std::iter::from_fn(|| health.try_recv())
+        .map(|e| match e {
+            HealthEvent::Started { extension, .. } => format!("started {extension}"),
+            HealthEvent::Restarted { extension, .. } => format!("restarted {extension}"),
+            // The fixture also serves a `traces` tool nobody approved.
+            HealthEvent::RefusedTool { tool, .. } => format!("refused {tool}"),
+            other => other.to_string(),
+        })
+        .collect();
+    assert_eq!(seen, ["started base", "refused traces", "restarted base"]);
     host.call_tool("b", json!({}), None, None).await.unwrap();
     assert!(
         log.parent().unwrap().is_dir(),

@@ -260,14 +260,17 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         json!({"blocked": describe(&blocked), "allowed": describe(&allowed)}),
     );
 
-    // 6. Prompt text: static from the handshake, dynamic per turn.
+    // 6. Prompt text: static from the handshake, dynamic per turn. The dynamic text is what
+    //    the model sees; the static one stands in when it is empty or fails.
     let t = Instant::now();
     let dynamic = ext.prompt().await?;
     let static_text = init.prompt.unwrap_or_default();
     report.step(
         "prompt",
         t.elapsed(),
-        format!("static {static_text:?}; dynamic {dynamic:?}"),
+        format!(
+            "dynamic {dynamic:?} (the model sees this; the static {static_text:?} is its fallback)"
+        ),
         json!({"static": static_text, "dynamic": dynamic}),
     );
 
