@@ -11,18 +11,39 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
 use yep_host::prelude::*;
 use yep_host::store::{AlwaysYes, InstallOptions};
+use yep_host::text::escape;
 
-/// The agent's question UI. A real one shows `prompt` (and `placeholder`), masks the input
-/// when `secret`, offers `options` as a selector, and answers `Answer::cancelled()` when the
-/// user dismisses it.
-struct Questions;
+/// One question for the UI task, and where its answer goes.
+type Asked = (String, Question, oneshot::Sender<Answer>);
+
+/// Extensions' questions go to the agent's UI task over a channel; its answer comes back.
+struct Questions(mpsc::Sender<Asked>);
 
 impl AskSink for Questions {
     async fn ask(&self, extension: &str, question: Question) -> Answer {
-        println!("[ask] {extension} asks: {}", question.prompt);
-        Answer::answered("blue")
+        let (reply, answer) = oneshot::channel();
+        if self
+            .0
+            .send((extension.to_string(), question, reply))
+            .await
+            .is_err()
+        {
+            return Answer::cancelled(); // the UI is gone
+        }
+        answer.await.unwrap_or_else(|_| Answer::cancelled())
+    }
+}
+
+/// The agent's question UI. A real one shows `prompt` (and `placeholder`), masks the input
+/// when `secret`, offers `options` as a selector, and answers `Answer::cancelled()` when the
+/// user dismisses it. This one always says "blue".
+async fn question_ui(mut questions: mpsc::Receiver<Asked>) {
+    while let Some((extension, question, reply)) = questions.recv().await {
+        println!("[ask] {extension} asks: {}", escape(&question.prompt));
+        let _ = reply.send(Answer::answered("blue"));
     }
 }
 
@@ -39,6 +60,8 @@ async fn main() -> anyhow::Result<()> {
 
     // 1. One host per agent session. The agent's own tool names go in `builtins`, so no
     //    extension tool can shadow them. The status sink is any `Fn(&str, Option<&Status>)`.
+    let (asked, questions) = mpsc::channel(8);
+    tokio::spawn(question_ui(questions));
     let session = Session {
         id: "embed-demo".into(),
         workspace_root: std::env::current_dir()?,
@@ -47,11 +70,11 @@ async fn main() -> anyhow::Result<()> {
         builtins: vec!["read_file".into(), SEARCH_TOOLS.into()],
         status_sink: Some(Arc::new(
             |extension: &str, status: Option<&Status>| match status {
-                Some(s) => println!("[status] {extension}: {} ({:?})", s.text, s.level),
+                Some(s) => println!("[status] {extension}: {} ({:?})", escape(&s.text), s.level),
                 None => println!("[status] {extension}: cleared"),
             },
         )),
-        ask_sink: Some(Arc::new(Questions)),
+        ask_sink: Some(Arc::new(Questions(asked))),
         ..HostOptions::default()
     };
     let host = ExtensionHost::start(home, session, opts).await?;
@@ -59,7 +82,8 @@ async fn main() -> anyhow::Result<()> {
     let mut health = host.health();
     tokio::spawn(async move {
         while let Some(event) = health.recv().await {
-            println!("[health] {event}");
+            // What packages and servers say is escaped before a terminal sees it.
+            println!("[health] {}", escape(&event.to_string()));
         }
     });
 
@@ -146,7 +170,7 @@ async fn main() -> anyhow::Result<()> {
 
     // 8. Status: the sink heard every change; `status()` is the latest per extension.
     for (extension, s) in host.status() {
-        println!("status now: {extension}: {}", s.text);
+        println!("status now: {extension}: {}", escape(&s.text));
     }
 
     // 9. Config: validated, persisted, pushed. Echo cannot apply config live, so its server is

@@ -5,6 +5,7 @@
 use super::{ExtensionHost, HostError, PreDecision};
 use crate::capability::{Progress, UpdateSink};
 use crate::supervisor::ExtensionError;
+use crate::text::escape;
 use serde_json::Value;
 use std::future::{Future, IntoFuture};
 use std::path::PathBuf;
@@ -98,12 +99,17 @@ impl std::fmt::Display for CallOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CallOutcome::Ok(value) => write!(f, "{value}"),
+            // What a server said is escaped: this line may reach a terminal.
             CallOutcome::ToolError { extension, message } => {
-                write!(f, "extension `{extension}` answered an error: {message}")
+                write!(
+                    f,
+                    "extension `{extension}` answered an error: {}",
+                    escape(message)
+                )
             }
             CallOutcome::Blocked {
                 extension, reason, ..
-            } => write!(f, "blocked by extension `{extension}`: {reason}"),
+            } => write!(f, "blocked by extension `{extension}`: {}", escape(reason)),
             CallOutcome::Cancelled => f.write_str("cancelled"),
             CallOutcome::TimedOut { after } => {
                 write!(f, "timed out after {} ms", after.as_millis())
@@ -308,5 +314,39 @@ impl ExtensionHost {
             hooks: true,
             ..self.call(name, args)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_server_said_is_escaped_for_a_terminal_and_kept_verbatim_for_the_model() {
+        let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}";
+        for outcome in [
+            CallOutcome::ToolError {
+                extension: "x".into(),
+                message: hostile.into(),
+            },
+            CallOutcome::Blocked {
+                extension: "x".into(),
+                reason: hostile.into(),
+                user_message: None,
+            },
+        ] {
+            let shown = outcome.to_string();
+            assert!(
+                !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+                "{shown:?}"
+            );
+            assert_eq!(outcome.for_model()["error"], hostile);
+        }
+        let decision = PreDecision::Block {
+            extension: "x".into(),
+            reason: hostile.into(),
+            user_message: None,
+        };
+        assert!(!decision.to_string().contains('\u{1b}'));
     }
 }

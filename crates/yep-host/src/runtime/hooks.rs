@@ -84,7 +84,11 @@ impl std::fmt::Display for PreDecision {
             }
             PreDecision::Block {
                 extension, reason, ..
-            } => write!(f, "blocked by extension `{extension}`: {reason}"),
+            } => write!(
+                f,
+                "blocked by extension `{extension}`: {}",
+                crate::text::escape(reason)
+            ),
         }
     }
 }

@@ -989,7 +989,7 @@ impl ExtensionHost {
                 self.core.report(HealthEvent::RefusedTool {
                     extension: loaded.name.clone(),
                     tool: t.name.clone(),
-                    message: format!("extension `{}`: refusing tool `{}`, which the approved manifest does not declare", loaded.name, t.name),
+                    message: format!("extension `{}`: refusing tool `{}`, which the approved manifest does not declare", loaded.name, crate::text::escape(&t.name)),
                 });
             }
         }
