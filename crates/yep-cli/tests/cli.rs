@@ -898,3 +898,82 @@ fn a_crashed_server_hints_at_its_log() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_session_tells_a_server_that_cannot_start_once_and_names_the_hook_it_could_not_run() {
+    let home = tempfile::tempdir().unwrap();
+    // `ghost` starts on first use, `guard` at once (it has a hook): neither binary exists.
+    let packages = [
+        (
+            "ghost",
+            json!({"capabilityServer": {"command": "no-such-yep-server"},
+            "tools": [{"name": "boo", "description": "never served"}]}),
+        ),
+        (
+            "guard",
+            json!({"capabilityServer": {"command": "no-such-yep-guard"},
+            "hooks": [{"event": "pre_tool_use", "tool_name_glob": "bash"}]}),
+        ),
+    ];
+    for (name, yolop) in packages {
+        let pkg = home.path().join(name);
+        std::fs::create_dir_all(&pkg).unwrap();
+        let manifest =
+            json!({"name": name, "version": "1.0.0", "description": "missing", "yolop": yolop});
+        std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+        let install = yep(home.path(), &["install", pkg.to_str().unwrap(), "--yes"]);
+        assert!(install.status.success(), "{}", text(&install.stderr));
+        assert!(yep(home.path(), &["enable", name]).status.success());
+    }
+    let out = yep_with_stdin(
+        home.path(),
+        &["session", "--json"],
+        "call boo {}\npre bash {}\nquit\n",
+    );
+    let stdout = text(&out.stdout);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let told = |key: &str, needle: &str| {
+        lines
+            .iter()
+            .filter(|l| l[key].as_str().is_some_and(|s| s.starts_with(needle)))
+            .count()
+    };
+    // The eager start that failed is a warning; the call that failed is its error, told once.
+    assert_eq!(
+        told(
+            "warning",
+            "extension `guard`: cannot spawn `no-such-yep-guard`"
+        ),
+        1,
+        "{stdout}"
+    );
+    assert_eq!(
+        told(
+            "error",
+            "extension `ghost`: cannot spawn `no-such-yep-server`"
+        ),
+        1,
+        "{stdout}"
+    );
+    assert_eq!(
+        told(
+            "warning",
+            "extension `ghost`: cannot spawn `no-such-yep-server`"
+        ),
+        0,
+        "{stdout}"
+    );
+    // The hook that could not run is named on the decision.
+    let decision = lines
+        .iter()
+        .find(|l| l["decision"].is_string())
+        .unwrap_or_else(|| panic!("no decision: {stdout}"));
+    assert_eq!(decision["decision"], "allow");
+    assert_eq!(
+        decision["unavailable_hooks"][0]["extension"], "guard",
+        "{stdout}"
+    );
+}

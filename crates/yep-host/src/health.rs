@@ -6,7 +6,8 @@
 
 use crate::manifest::HookEvent;
 use serde::Serialize;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
+use std::hash::Hasher;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use tokio::sync::broadcast;
@@ -16,6 +17,10 @@ use tokio::sync::broadcast;
 pub const HEALTH_BACKLOG: usize = 256;
 /// Distinct warnings kept; past this they are counted, not kept.
 pub const MAX_WARNINGS: usize = 256;
+/// The longest message kept, in bytes: longer ones (they can quote a server) are cut.
+pub const MAX_MESSAGE: usize = 4096;
+/// Distinct warnings remembered (as hashes) to tell a repeat from a new one.
+const MAX_SEEN: usize = 65_536;
 
 /// One change in an extension's health. Every problem carries `message`, the sentence
 /// [`crate::ExtensionHost::warnings`] keeps for it, which names the extension.
@@ -30,7 +35,8 @@ pub enum HealthEvent {
         /// The wire it speaks (`YEP 1.0`).
         wire: String,
     },
-    /// A server started again: after a crash, a failed start or a reload.
+    /// A server started again after one ran before: after a crash, a reload or a restart for
+    /// config. (A first start that comes after failed ones is `Started`.)
     Restarted {
         extension: String,
         pid: Option<u32>,
@@ -102,6 +108,19 @@ impl HealthEvent {
         }
     }
 
+    fn message_mut(&mut self) -> Option<&mut String> {
+        match self {
+            HealthEvent::Failed { message, .. }
+            | HealthEvent::Drifted { message, .. }
+            | HealthEvent::RefusedTool { message, .. }
+            | HealthEvent::HookError { message, .. }
+            | HealthEvent::Warning { message, .. } => Some(message),
+            HealthEvent::Started { .. }
+            | HealthEvent::Restarted { .. }
+            | HealthEvent::Lagged { .. } => None,
+        }
+    }
+
     /// A standing condition (the same drift, refusal or warning met again on the next
     /// rebuild) is told once; what happens (a start, a failure, a hook error) every time.
     fn is_condition(&self) -> bool {
@@ -131,6 +150,8 @@ impl std::fmt::Display for HealthEvent {
                     HealthEvent::Started { .. } => "started",
                     _ => "restarted",
                 };
+                // The wire's version string is the server's.
+                let wire = crate::text::escape(wire);
                 write!(f, "extension `{extension}` {verb} ({wire}")?;
                 if let Some(pid) = pid {
                     write!(f, ", pid {pid}")?;
@@ -186,8 +207,28 @@ impl HealthStream {
 struct State {
     recent: VecDeque<HealthEvent>,
     warnings: Vec<String>,
+    /// Every distinct warning so far, hashed (up to [`MAX_SEEN`]).
+    seen: HashSet<u64>,
     /// Distinct warnings past [`MAX_WARNINGS`].
     dropped: usize,
+}
+
+/// `message` cut to [`MAX_MESSAGE`] bytes (at a character boundary), saying so.
+fn cap(message: &mut String) {
+    if message.len() > MAX_MESSAGE {
+        let mut end = MAX_MESSAGE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str(" … (cut)");
+    }
+}
+
+fn hash(text: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    h.write(text.as_bytes());
+    h.finish()
 }
 
 /// The host's record of health: the stream, its backlog, and the warnings.
@@ -210,10 +251,17 @@ impl Health {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn report(&self, event: HealthEvent) {
+    pub(crate) fn report(&self, mut event: HealthEvent) {
+        if let Some(message) = event.message_mut() {
+            cap(message);
+        }
         let mut state = self.state();
         if let Some(warning) = event.warning() {
-            let known = state.warnings.iter().any(|w| w == warning);
+            let key = hash(warning);
+            let known = state.seen.contains(&key);
+            if !known && state.seen.len() < MAX_SEEN {
+                state.seen.insert(key);
+            }
             if known && event.is_condition() {
                 return;
             }
@@ -315,14 +363,33 @@ mod tests {
         for i in 0..MAX_WARNINGS + 10 {
             health.report(failed(&format!("f{i}")));
         }
+        // A warning met again past the bound is not counted again.
+        health.report(failed(&format!("f{}", MAX_WARNINGS + 9)));
+        health.report(warning("same"));
         let warnings = health.warnings();
         assert_eq!(warnings.len(), MAX_WARNINGS + 1);
-        assert!(warnings.last().unwrap().starts_with("11 more warnings"));
+        assert!(
+            warnings.last().unwrap().starts_with("11 more warnings"),
+            "{warnings:?}"
+        );
         // The stream fell behind by far more than its capacity: it says so, then goes on.
         assert!(matches!(
             stream.try_recv(),
             Some(HealthEvent::Lagged { .. })
         ));
         assert!(stream.try_recv().is_some());
+    }
+
+    #[test]
+    fn a_message_is_cut_to_the_bound() {
+        let health = Health::default();
+        let mut stream = health.subscribe();
+        health.report(failed(&"é".repeat(MAX_MESSAGE)));
+        let Some(HealthEvent::Failed { message, .. }) = stream.try_recv() else {
+            panic!("no event");
+        };
+        assert!(message.len() <= MAX_MESSAGE + 16, "{}", message.len());
+        assert!(message.ends_with("(cut)"));
+        assert_eq!(health.warnings(), [message]);
     }
 }

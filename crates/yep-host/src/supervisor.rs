@@ -243,6 +243,24 @@ impl ExtensionError {
             || matches!(self, ExtensionError::Remote { error, .. } if error.is_cancelled())
     }
 
+    /// The extension it is about.
+    pub fn extension(&self) -> &str {
+        match self {
+            ExtensionError::Spawn { extension, .. }
+            | ExtensionError::Handshake { extension, .. }
+            | ExtensionError::Exited { extension, .. }
+            | ExtensionError::Remote { extension, .. }
+            | ExtensionError::Timeout { extension, .. }
+            | ExtensionError::Cancelled { extension, .. }
+            | ExtensionError::BackingOff { extension, .. }
+            | ExtensionError::Malformed { extension, .. }
+            | ExtensionError::InvalidArguments { extension, .. }
+            | ExtensionError::InvalidSchema { extension, .. }
+            | ExtensionError::Write { extension, .. }
+            | ExtensionError::ShutDown { extension } => extension,
+        }
+    }
+
     /// The server's stderr log, when the error is about a process that ran.
     pub fn log_path(&self) -> Option<&std::path::Path> {
         match self {

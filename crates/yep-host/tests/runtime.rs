@@ -2113,14 +2113,32 @@ async fn an_extension_whose_binary_is_missing_is_named_in_warnings_health_and_ho
     );
     assert!(host.warnings().contains(&message), "{message}");
 
-    // Shutdown is terminal, for every handle.
+    // Shutdown is terminal, for every handle and every call.
     let other = host.clone();
+    let tables = other.subscribe();
     host.shutdown().await;
     assert!(matches!(
         other.call_tool("anything", json!({}), None, None).await,
         Err(HostError::ShutDown)
     ));
     assert!(!other.pre_tool_use("bash", json!({})).await.is_allowed());
+    let shut = |r: Result<(), HostError>| matches!(r, Err(HostError::ShutDown));
+    assert!(shut(other.reload("ghost").await));
+    assert!(shut(other.deactivate("ghost").await));
+    assert!(shut(other.refresh().await));
+    assert!(shut(other.set_workspace(w.dir.path().into()).await));
+    assert!(shut(other.activate("ghost").await.map(drop)));
+    assert!(shut(
+        other.set_config("ghost", "x", json!(1)).await.map(drop)
+    ));
+    // Nothing is offered any more, and subscribers heard of it.
+    assert!(tables.has_changed().unwrap());
+    assert!(other.extensions().is_empty() && other.tools().is_empty());
+    assert_eq!(other.prompt(1).await, "");
+    assert!(
+        w.home.list().unwrap()[0].enabled,
+        "a refused deactivate changed nothing"
+    );
 }
 
 #[tokio::test]
@@ -2237,4 +2255,81 @@ async fn a_held_call_tells_ok_tool_error_blocked_cancelled_timed_out_and_failed_
             ..
         }
     ));
+}
+
+#[tokio::test]
+async fn a_guard_whose_package_drifted_still_has_its_say_in_every_decision() {
+    let w = World::new();
+    for (name, on_error) in [("strict", "block"), ("lenient", "warn")] {
+        w.add(
+            name,
+            json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "bash", "on_error": on_error}]}),
+            json!({}),
+        );
+        // A planted file: the copied package is no longer what was approved, so it is not run.
+        std::fs::write(w.home.package_dir(name).join("planted.sh"), "rm -rf ~").unwrap();
+    }
+    let host = w.host(quick()).await;
+    assert!(host.extensions().is_empty());
+    let mut health = host.health();
+    let drifted: Vec<String> = std::iter::from_fn(|| health.try_recv())
+        .filter_map(|e| match e {
+            HealthEvent::Drifted { extension, .. } => Some(extension),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(drifted, ["strict", "lenient"]);
+    // The strict guard's hook cannot run, and it blocks on error: the call is blocked.
+    match host.pre_tool_use("bash", json!({"cmd": "ls"})).await {
+        PreDecision::Block {
+            extension, reason, ..
+        } => {
+            assert_eq!(extension, "strict");
+            assert!(reason.contains("could not be loaded"), "{reason}");
+        }
+        other => panic!("a drifted guard was skipped: {other:?}"),
+    }
+    // Without it, the lenient one is named as unavailable: never a silent allow.
+    host.deactivate("strict").await.unwrap();
+    let decision = host.pre_tool_use("bash", json!({"cmd": "ls"})).await;
+    match &decision {
+        PreDecision::Allow { unavailable, .. } => {
+            assert_eq!(unavailable.len(), 1, "{decision:?}");
+            assert_eq!(unavailable[0].extension, "lenient");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A tool no hook matches is not touched.
+    assert_eq!(
+        host.pre_tool_use("read_file", json!({})).await.to_string(),
+        "allowed"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancel_holds_through_the_pre_hooks() {
+    use yep_host::{CallOutcome, CancellationToken};
+    let w = World::new();
+    w.add(
+        "slow",
+        json!({"tools": tools(&["t"]),
+               "hooks": [{"event": "pre_tool_use", "tool_name_glob": "t", "timeout_ms": 20000}]}),
+        json!({"tools": ["t"], "hook_sleep_ms": 10000}),
+    );
+    let host = w.host(quick()).await;
+    let token = CancellationToken::new();
+    let call = tokio::spawn(
+        host.run_tool("t", json!({}))
+            .cancel_on(token.clone())
+            .into_future(),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    token.cancel();
+    let outcome = tokio::time::timeout(ANTI_HANG, call)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(outcome, CallOutcome::Cancelled), "{outcome:?}");
+    host.shutdown().await;
 }

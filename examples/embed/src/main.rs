@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use yep_host::prelude::*;
 use yep_host::store::{AlwaysYes, InstallOptions};
-use yep_host::text::escape;
+use yep_host::text::{escape, escape_multiline};
 
 /// One question for the UI task, and where its answer goes.
 type Asked = (String, Question, oneshot::Sender<Answer>);
@@ -89,7 +89,10 @@ async fn main() -> anyhow::Result<()> {
 
     // 2. Each turn: the extensions' prompt text is its own trailing segment.
     let segment = host.prompt(1).await;
-    println!("system prompt: \"You are a coding agent.\" + segment:\n{segment}\n");
+    println!(
+        "system prompt: \"You are a coding agent.\" + segment:\n{}\n",
+        escape_multiline(&segment)
+    );
 
     // 3. The tools the model sees, in OpenAI's format (`to_anthropic()` for Anthropic's):
     //    the always-loaded ones, and `search_tools` for the deferred rest.
@@ -115,31 +118,55 @@ async fn main() -> anyhow::Result<()> {
         ("ask", json!({ "prompt": "Favourite colour?" })),
         ("echo", json!({})),
     ];
-    let mut blocked = 0;
+    let mut outcomes = Vec::new();
     for (tool, args) in planned {
-        match host.run_tool(tool, args).await {
+        let outcome = host.run_tool(tool, args).await;
+        // What the model gets back is `outcome.for_model()`; a person sees this.
+        match &outcome {
             CallOutcome::Ok(value) => println!("{tool}: {value}"),
             CallOutcome::Blocked {
                 extension, reason, ..
-            } => {
-                blocked += 1;
-                println!("{tool}: blocked by {extension}: {reason}")
+            } => println!("{tool}: blocked by {extension}: {}", escape(reason)),
+            CallOutcome::ToolError { message, .. } => {
+                println!("{tool}: tool error: {}", escape(message))
             }
-            CallOutcome::ToolError { message, .. } => println!("{tool}: tool error: {message}"),
             other => println!("{tool}: {other}"),
         }
+        outcomes.push(outcome);
     }
-    anyhow::ensure!(blocked == 1, "the forbidden call was not blocked");
+    // CI runs this example: it checks what it shows.
+    anyhow::ensure!(
+        matches!(&outcomes[1], CallOutcome::Blocked { reason, .. } if reason.contains("forbidden")),
+        "the forbidden call was not blocked: {}",
+        outcomes[1]
+    );
+    anyhow::ensure!(
+        outcomes[2].ok() == Some(&json!({ "answer": "blue" })),
+        "the question was not answered through the sink: {}",
+        outcomes[2]
+    );
+    anyhow::ensure!(
+        matches!(&outcomes[3], CallOutcome::ToolError { .. }),
+        "{}",
+        outcomes[3]
+    );
 
     // 5. Progress from a stream, received on this task (not the connection's reader).
     let (call, mut progress) = host
         .run_tool("count", json!({ "n": 3, "interval_ms": 20 }))
         .progress_stream();
     let running = tokio::spawn(call.into_future());
+    let mut updates = 0;
     while let Some(p) = progress.recv().await {
-        println!("  count progress: {}", p.message);
+        updates += 1;
+        println!("  count progress: {}", escape(&p.message));
     }
-    println!("count: {}", running.await?);
+    let counted = running.await?;
+    println!("count: {counted}");
+    anyhow::ensure!(
+        updates == 3 && counted.ok().is_some(),
+        "{updates} updates: {counted}"
+    );
 
     // 6. A cancel and a timeout, told apart. The server is told to stop either way.
     let slow = json!({ "n": 1000, "interval_ms": 50 });
@@ -158,14 +185,15 @@ async fn main() -> anyhow::Result<()> {
         .timeout(Duration::from_millis(150))
         .await;
     println!("timed call: {timed}");
-    // CI runs this example: it checks what it shows.
     anyhow::ensure!(matches!(cancelled, CallOutcome::Cancelled), "{cancelled}");
     anyhow::ensure!(matches!(timed, CallOutcome::TimedOut { .. }), "{timed}");
 
     // 7. Slash commands, namespaced by extension.
     for c in host.commands() {
         let out = host.execute_command(&c.name, "").await?;
-        println!("/{} -> {} (success: {})", c.name, out.message, out.success);
+        let (name, said) = (escape(&c.name), escape(&out.message));
+        println!("/{name} -> {said} (success: {})", out.success);
+        anyhow::ensure!(out.success, "/{name} failed: {said}");
     }
 
     // 8. Status: the sink heard every change; `status()` is the latest per extension.

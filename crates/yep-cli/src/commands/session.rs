@@ -63,7 +63,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         turn: 0,
         warned: 0,
     };
-    s.show_new_warnings();
+    s.show_new_warnings(None);
     if interactive {
         interactive_loop(&mut s, home).await?;
     } else {
@@ -169,6 +169,10 @@ impl Shell {
     async fn run_line(&mut self, line: &str) -> bool {
         let reply = self.execute(line).await;
         let go_on = !matches!(reply, Reply::Quit);
+        let error = match &reply {
+            Reply::Error(e) => Some(e.clone()),
+            _ => None,
+        };
         match (reply, self.interactive()) {
             (Reply::Quit, _) => {}
             (Reply::Value(v), false) => stdout_line(&v.to_string()),
@@ -178,15 +182,20 @@ impl Shell {
             (Reply::Error(e), false) => stdout_line(&json!({ "error": e }).to_string()),
             (Reply::Error(e), true) => eline!("error: {}", escape_multiline(&e)),
         }
-        self.show_new_warnings();
+        self.show_new_warnings(error.as_deref());
         go_on
     }
 
     /// Warnings the host recorded since the last look: a skipped or drifted package, a refused
-    /// or renamed tool. A person reads `warning: …`, a program gets `{"warning": …}`.
-    fn show_new_warnings(&mut self) {
+    /// or renamed tool, a server that did not start, a hook that could not run. A person reads
+    /// `warning: …`, a program gets `{"warning": …}`. The failure `shown` was just told as the
+    /// command's error: it is not told again.
+    fn show_new_warnings(&mut self, shown: Option<&str>) {
         let all = self.host.warnings();
         for w in all.iter().skip(self.warned) {
+            if shown.is_some_and(|e| e.starts_with(w.as_str())) {
+                continue;
+            }
             if self.interactive() {
                 eline!("warning: {}", escape_multiline(w));
             } else {

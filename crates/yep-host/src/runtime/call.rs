@@ -10,8 +10,8 @@ use serde_json::Value;
 use std::future::{Future, IntoFuture};
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -72,9 +72,10 @@ impl CallOutcome {
         let HostError::Extension(ext) = &error else {
             return CallOutcome::Failed { error, log: None };
         };
+        // The caller's cancel never reaches here (the call is dropped, and `run` says
+        // Cancelled): a server that answers "cancelled" unasked said no, like any error.
         match &**ext {
             ExtensionError::Timeout { after, .. } => CallOutcome::TimedOut { after: *after },
-            e if e.is_cancelled() => CallOutcome::Cancelled,
             ExtensionError::Remote {
                 extension,
                 error: remote,
@@ -115,7 +116,9 @@ impl std::fmt::Display for CallOutcome {
                 write!(f, "timed out after {} ms", after.as_millis())
             }
             CallOutcome::Failed { error, log } => {
-                write!(f, "{}", crate::error::report(error))?;
+                // A tool name is the model's; server text in the error is escaped already.
+                let said = crate::error::report(error);
+                write!(f, "{}", crate::text::escape_controls(&said))?;
                 match log {
                     // Handshake and exit errors already name their log.
                     Some(log) if !error.to_string().contains("; log: ") => {
@@ -206,21 +209,50 @@ impl Call {
 
     /// Run it.
     pub async fn run(self) -> CallOutcome {
-        let Call {
-            host,
-            name,
-            args,
-            updates,
-            cancel,
-            timeout,
-            hooks,
-        } = self;
-        if host.core.is_shut() {
+        if self.host.core.is_shut() {
             return CallOutcome::Failed {
                 error: HostError::ShutDown,
                 log: None,
             };
         }
+        let cancel = self.cancel.clone();
+        let cancelled = async {
+            match &cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        // The arguments the tool was sent, once the pre hooks let it run.
+        let sent: Mutex<Option<Value>> = Mutex::default();
+        let (host, name, hooks) = (self.host.clone(), self.name.clone(), self.hooks);
+        // The caller's cancel holds through the pre hooks too; dropping the call cancels it
+        // on the wire.
+        let outcome = tokio::select! {
+            biased;
+            outcome = self.hooks_and_call(&sent) => outcome,
+            () = cancelled => CallOutcome::Cancelled,
+        };
+        let sent = sent.into_inner().unwrap_or_else(|p| p.into_inner());
+        if hooks && let Some(args) = sent {
+            match &outcome {
+                CallOutcome::Ok(value) => host.post_tool_use(&name, &args, Ok(value)),
+                other => host.post_tool_use(&name, &args, Err(&other.to_string())),
+            }
+        }
+        outcome
+    }
+
+    /// The pre hooks (when asked for), then the call within its timeout.
+    async fn hooks_and_call(self, sent: &Mutex<Option<Value>>) -> CallOutcome {
+        let Call {
+            host,
+            name,
+            args,
+            updates,
+            timeout,
+            hooks,
+            ..
+        } = self;
         let args = match hooks {
             false => args,
             true => match host.pre_tool_use(&name, args).await {
@@ -238,36 +270,19 @@ impl Call {
                 }
             },
         };
-        // Dropping the call future cancels it on the wire.
-        let call = host.call_tool(&name, args.clone(), updates, None);
-        let cancelled = async {
-            match &cancel {
-                Some(token) => token.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        let expired = async {
-            match timeout {
-                Some(after) => tokio::time::sleep(after).await,
-                None => std::future::pending().await,
-            }
-        };
-        let outcome = tokio::select! {
-            biased;
-            result = call => match result {
-                Ok(value) => CallOutcome::Ok(value),
-                Err(error) => CallOutcome::from_error(error),
+        *sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(args.clone());
+        let call = host.call_tool(&name, args, updates, None);
+        let result = match timeout {
+            Some(after) => match tokio::time::timeout(after, call).await {
+                Ok(result) => result,
+                Err(_) => return CallOutcome::TimedOut { after },
             },
-            () = cancelled => CallOutcome::Cancelled,
-            () = expired => CallOutcome::TimedOut { after: timeout.unwrap_or_default() },
+            None => call.await,
         };
-        if hooks {
-            match &outcome {
-                CallOutcome::Ok(value) => host.post_tool_use(&name, &args, Ok(value)),
-                other => host.post_tool_use(&name, &args, Err(&other.to_string())),
-            }
+        match result {
+            Ok(value) => CallOutcome::Ok(value),
+            Err(error) => host.failed(error),
         }
-        outcome
     }
 }
 
@@ -281,6 +296,25 @@ impl IntoFuture for Call {
 }
 
 impl ExtensionHost {
+    /// The outcome of a call that failed with `error`. A failure names the server's log
+    /// whenever the server wrote one.
+    fn failed(&self, error: HostError) -> CallOutcome {
+        match CallOutcome::from_error(error) {
+            CallOutcome::Failed { error, log: None } => {
+                let log = match &error {
+                    HostError::Extension(e) => self
+                        .find(e.extension())
+                        .ok()
+                        .map(|l| l.ext.log_path())
+                        .filter(|path| path.is_file()),
+                    _ => None,
+                };
+                CallOutcome::Failed { error, log }
+            }
+            outcome => outcome,
+        }
+    }
+
     /// Call a tool by the name `tools()` gives it, without hooks: set progress, cancellation
     /// and a timeout on the [`Call`], then await it.
     ///
@@ -320,6 +354,21 @@ impl ExtensionHost {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_that_answers_cancelled_unasked_said_no() {
+        let said = HostError::from(ExtensionError::Remote {
+            extension: "x".into(),
+            method: "call".into(),
+            error: crate::capability::RemoteError::new(0, "cancelled"),
+        });
+        match CallOutcome::from_error(said) {
+            CallOutcome::ToolError { extension, message } => {
+                assert_eq!((extension.as_str(), message.as_str()), ("x", "cancelled"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn what_a_server_said_is_escaped_for_a_terminal_and_kept_verbatim_for_the_model() {

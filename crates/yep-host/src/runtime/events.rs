@@ -4,17 +4,18 @@
 use crate::capability::{Answer, BoxFuture, Events, LogLevel, Question, Status};
 use crate::health::{Health, HealthEvent};
 use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::Semaphore;
+use tokio::sync::oneshot;
 
 /// The latest status an extension pushed.
 pub type StatusEntry = Status;
 
-/// Questions waiting behind the open one; one more is answered cancelled at once.
-pub const MAX_QUEUED_QUESTIONS: usize = 8;
+/// Questions of one extension waiting behind the open one; one more is answered cancelled
+/// at once (so one extension cannot crowd out the others).
+pub const MAX_QUEUED_QUESTIONS: usize = 4;
 
 /// Told whenever an extension's status changes (`None`: cleared, when the extension clears
 /// it, is reloaded or is deactivated). Runs on the connection's reader: keep it cheap. A
@@ -34,8 +35,9 @@ where
 
 /// Answers an extension's questions: show `prompt` (and `placeholder`), mask the input when
 /// `secret`, offer `options` as a selector when there are any. Write `ask` as an `async fn`.
-/// One question is open at a time; the host queues the others in order (up to
-/// [`MAX_QUEUED_QUESTIONS`]), so `ask` is never called again before its last answer is in.
+/// One question is open at a time; the host queues the others in the order asked (up to
+/// [`MAX_QUEUED_QUESTIONS`] per extension), so `ask` is never called again before its last
+/// answer is in.
 pub trait AskSink: Send + Sync + 'static {
     /// The user's answer, or [`Answer::cancelled`] when they dismiss it (the default).
     fn ask(&self, extension: &str, question: Question) -> impl Future<Output = Answer> + Send {
@@ -70,10 +72,35 @@ pub(crate) struct HostEvents {
     pub(crate) status_sink: Option<Arc<dyn StatusSink>>,
     pub(crate) ask_sink: Option<Arc<dyn DynAskSink>>,
     pub(crate) health: Arc<Health>,
-    /// One permit: the open question. Waiters are served in the order they came.
-    open: Arc<Semaphore>,
-    /// Questions open or waiting.
-    queued: Arc<AtomicUsize>,
+    questions: Arc<Mutex<Queue>>,
+}
+
+/// The question queue: whether one is open, and who waits, in the order they were asked.
+#[derive(Default)]
+struct Queue {
+    open: bool,
+    waiting: VecDeque<(String, oneshot::Sender<Turn>)>,
+}
+
+/// The right to have the one open question. Dropping it (answered, or the asking future
+/// dropped) hands it to the first waiter still there.
+struct Turn(Option<Arc<Mutex<Queue>>>);
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let Some(queue) = self.0.take() else {
+            return;
+        };
+        let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some((_, next)) = q.waiting.pop_front() {
+            match next.send(Turn(Some(Arc::clone(&queue)))) {
+                Ok(()) => return,
+                // That waiter is gone: take the turn back (empty, so its drop does nothing).
+                Err(mut back) => back.0 = None,
+            }
+        }
+        q.open = false;
+    }
 }
 
 impl HostEvents {
@@ -86,9 +113,26 @@ impl HostEvents {
             status_sink,
             ask_sink,
             health: Arc::default(),
-            open: Arc::new(Semaphore::new(1)),
-            queued: Arc::default(),
+            questions: Arc::default(),
         }
+    }
+
+    /// A turn now, or a place in line (in the order asked), or `None` when `extension`
+    /// already has [`MAX_QUEUED_QUESTIONS`] waiting.
+    fn queue(&self, extension: &str) -> Option<Result<Turn, oneshot::Receiver<Turn>>> {
+        let mut q = self.questions.lock().unwrap_or_else(|p| p.into_inner());
+        if !q.open {
+            q.open = true;
+            return Some(Ok(Turn(Some(Arc::clone(&self.questions)))));
+        }
+        q.waiting.retain(|(_, tx)| !tx.is_closed());
+        let waiting = q.waiting.iter().filter(|(e, _)| e == extension).count();
+        if waiting >= MAX_QUEUED_QUESTIONS {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        q.waiting.push_back((extension.to_string(), tx));
+        Some(Err(rx))
     }
 
     pub(crate) fn clear(&self, extension: &str) {
@@ -101,15 +145,6 @@ impl HostEvents {
         if removed && let Some(sink) = &self.status_sink {
             sink.status_changed(extension, None);
         }
-    }
-}
-
-/// Counts a question out of the queue when it is answered (or its future is dropped).
-struct Queued(Arc<AtomicUsize>);
-
-impl Drop for Queued {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -144,23 +179,22 @@ impl Events for HostEvents {
             );
             return Box::pin(async { Answer::cancelled() });
         };
-        if self.queued.fetch_add(1, Ordering::AcqRel) > MAX_QUEUED_QUESTIONS {
-            self.queued.fetch_sub(1, Ordering::AcqRel);
+        let Some(place) = self.queue(extension) else {
             tracing::info!(
                 extension,
-                "{MAX_QUEUED_QUESTIONS} questions are already waiting; answering this one cancelled: {}",
+                "{MAX_QUEUED_QUESTIONS} of its questions are already waiting; answering this one cancelled: {}",
                 question.prompt
             );
             return Box::pin(async { Answer::cancelled() });
-        }
-        let queued = Queued(Arc::clone(&self.queued));
-        let open = Arc::clone(&self.open);
+        };
         let extension = extension.to_string();
         Box::pin(async move {
-            let _queued = queued;
-            // The semaphore is never closed, so the permit always comes.
-            let Ok(_open) = open.acquire_owned().await else {
-                return Answer::cancelled();
+            let _turn = match place {
+                Ok(turn) => turn,
+                Err(waiting) => match waiting.await {
+                    Ok(turn) => turn,
+                    Err(_) => return Answer::cancelled(),
+                },
             };
             sink.ask_dyn(&extension, question).await
         })
@@ -170,6 +204,15 @@ impl Events for HostEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+    use tokio::time::timeout;
+
+    fn question(prompt: &str) -> Question {
+        Question {
+            prompt: prompt.into(),
+            ..Question::default()
+        }
+    }
 
     /// Never answers: every question it gets stays open.
     struct Silent;
@@ -182,30 +225,50 @@ mod tests {
     #[tokio::test]
     async fn questions_past_the_queue_bound_are_answered_cancelled_and_the_bound_frees_up() {
         let events = HostEvents::new(None, Some(Arc::new(Silent)));
-        let question = || Question {
-            prompt: "?".into(),
-            ..Question::default()
-        };
-        // One open and the queue full: counted when asked, before anything is polled.
+        // One open and the extension's line full: placed when asked, before any is polled.
         let held: Vec<_> = (0..=MAX_QUEUED_QUESTIONS)
-            .map(|_| events.ask("x", question()))
+            .map(|_| events.ask("x", question("?")))
             .collect();
-        let over = tokio::time::timeout(
-            std::time::Duration::from_secs(5),
-            events.ask("x", question()),
-        );
+        let over = timeout(Duration::from_secs(5), events.ask("x", question("?")));
         assert_eq!(
             over.await.ok(),
             Some(Answer::cancelled()),
             "refused at once"
         );
+        // Another extension still gets in line.
+        let other = events.ask("y", question("?"));
+        assert!(timeout(Duration::from_millis(50), other).await.is_err());
         drop(held);
-        // Dropped questions leave the queue: the next one waits for its answer again.
-        let next = events.ask("x", question());
-        assert!(
-            tokio::time::timeout(std::time::Duration::from_millis(50), next)
-                .await
-                .is_err()
+        // Dropped questions leave the line: the next one waits for its answer again.
+        let next = events.ask("x", question("?"));
+        assert!(timeout(Duration::from_millis(50), next).await.is_err());
+    }
+
+    /// Records each prompt as it is asked, and answers it with itself.
+    #[derive(Default)]
+    struct Recorded(Mutex<Vec<String>>);
+    struct Records(Arc<Recorded>);
+    impl AskSink for Records {
+        async fn ask(&self, _: &str, question: Question) -> Answer {
+            self.0.0.lock().unwrap().push(question.prompt.clone());
+            tokio::task::yield_now().await;
+            Answer::answered(question.prompt)
+        }
+    }
+
+    #[tokio::test]
+    async fn questions_are_asked_in_the_order_they_came_whoever_polls_first() {
+        let recorded = Arc::new(Recorded::default());
+        let events = HostEvents::new(None, Some(Arc::new(Records(Arc::clone(&recorded)))));
+        let ask = |p: &str| events.ask("x", question(p));
+        let (one, two, gone, three) = (ask("one"), ask("two"), ask("gone"), ask("three"));
+        drop(gone); // asked, then given up: it leaves the line
+        // Polled in reverse: the line, not the poll order, decides.
+        let (three, two, one) = tokio::join!(three, two, one);
+        assert_eq!(
+            [one.answer, two.answer, three.answer],
+            ["one", "two", "three"]
         );
+        assert_eq!(*recorded.0.lock().unwrap(), ["one", "two", "three"]);
     }
 }

@@ -116,8 +116,16 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
 /// The subscriptions of `loaded` for this event and tool: `(timeout, on_error)` each, the
 /// timeout clamped to [`MAX_HOOK_TIMEOUT_MS`].
 fn subscriptions(loaded: &Loaded, event: HookEvent, tool: &str) -> Vec<(Duration, OnError)> {
-    loaded
-        .manifest
+    subscribed(&loaded.manifest, event, tool)
+}
+
+/// What [`subscriptions`] says, for any manifest.
+fn subscribed(
+    manifest: &crate::Manifest,
+    event: HookEvent,
+    tool: &str,
+) -> Vec<(Duration, OnError)> {
+    manifest
         .yolop
         .hooks
         .iter()
@@ -220,6 +228,35 @@ impl ExtensionHost {
         let mut args = args;
         let mut rewritten_by = Vec::new();
         let mut unavailable = Vec::new();
+        // Enabled packages that could not be loaded: their approved hooks still count. One set
+        // to block on error blocks; the others are named as unavailable.
+        for gone in self.snapshot().unloaded.iter() {
+            for (_, on_error) in subscribed(&gone.manifest, HookEvent::PreToolUse, tool) {
+                let err = format!("the extension could not be loaded: {}", gone.reason);
+                let blocked = on_error == OnError::Block;
+                self.core.report(hook_error(
+                    &gone.name,
+                    tool,
+                    HookEvent::PreToolUse,
+                    blocked,
+                    &err,
+                ));
+                if blocked {
+                    return PreDecision::Block {
+                        extension: gone.name.clone(),
+                        reason: format!(
+                            "extension `{}` hook could not run ({err}); it is set to block on error",
+                            gone.name
+                        ),
+                        user_message: None,
+                    };
+                }
+                unavailable.push(UnavailableHook {
+                    extension: gone.name.clone(),
+                    error: err,
+                });
+            }
+        }
         let budget = self.hook_budget();
         for loaded in self.loaded() {
             let subscribed = subscriptions(&loaded, HookEvent::PreToolUse, tool);

@@ -146,11 +146,27 @@ pub async fn setup(
     manifest: &Manifest,
     sink: Option<&dyn DynAskSink>,
 ) -> Result<Vec<String>, HostError> {
+    match sink {
+        Some(sink) => setup_asking(home, name, manifest, |q| sink.ask_dyn(name, q)).await,
+        None => {
+            let missing = crate::store::config::missing_required(home, manifest)?;
+            Ok(missing.into_iter().map(|f| f.name).collect())
+        }
+    }
+}
+
+/// [`setup`], asking through `ask`.
+async fn setup_asking<F>(
+    home: &Home,
+    name: &str,
+    manifest: &Manifest,
+    ask: impl Fn(Question) -> F,
+) -> Result<Vec<String>, HostError>
+where
+    F: std::future::Future<Output = crate::capability::Answer>,
+{
     use crate::store::config;
     let missing = config::missing_required(home, manifest)?;
-    let Some(sink) = sink else {
-        return Ok(missing.into_iter().map(|f| f.name).collect());
-    };
     let mut still = Vec::new();
     for f in missing {
         let asked = format!(
@@ -169,7 +185,7 @@ pub async fn setup(
                 options: config::options(manifest, &f.name),
                 ..Question::default()
             };
-            let answer = sink.ask_dyn(name, question).await;
+            let answer = ask(question).await;
             if answer.cancelled || answer.answer.is_empty() {
                 break;
             }
@@ -341,8 +357,21 @@ impl Loaded {
 #[derive(Default)]
 pub struct Table {
     loaded: Vec<Arc<Loaded>>,
+    /// Enabled packages that could not be loaded but whose approved manifest has hooks.
+    unloaded: Vec<Arc<Unloaded>>,
     tools: Vec<ToolDefinition>,
     forwarders: Vec<Arc<trace::Forwarder>>,
+}
+
+/// An enabled package that could not be loaded (its files drifted from what was approved, its
+/// config is invalid, …), kept for its approved hooks: a guard that cannot load must not
+/// vanish from the decisions it was approved to have a say in.
+pub(crate) struct Unloaded {
+    pub(crate) name: String,
+    /// The approved manifest, from the lock.
+    pub(crate) manifest: Manifest,
+    /// Why it could not be loaded.
+    pub(crate) reason: String,
 }
 
 impl Table {
@@ -354,6 +383,13 @@ impl Table {
     /// Every tool, with its extension and whether it is always loaded or deferred.
     pub fn tools(&self) -> &[ToolDefinition] {
         &self.tools
+    }
+
+    /// The enabled extensions this table stands for: the loaded ones, then those kept only
+    /// for their hooks.
+    fn wanted(&self) -> Vec<String> {
+        let gone = self.unloaded.iter().map(|u| u.name.clone());
+        self.extensions().into_iter().chain(gone).collect()
     }
 }
 
@@ -384,6 +420,17 @@ impl Core {
 
     fn is_shut(&self) -> bool {
         self.shut.load(Ordering::Acquire)
+    }
+
+    /// `name`, which could not be loaded, kept for its approved hooks (if it has any).
+    fn unloaded(&self, name: &str, why: &launch::LaunchError) -> Option<Unloaded> {
+        let lock = self.home.lockfile().ok()?;
+        let manifest = lock.get(name)?.approved()?;
+        (!manifest.yolop.hooks.is_empty()).then(|| Unloaded {
+            name: name.to_string(),
+            manifest,
+            reason: report(why),
+        })
     }
 
     fn workspace_root(&self) -> PathBuf {
@@ -457,7 +504,7 @@ impl Core {
     }
 
     /// A new table: tool names, collisions and never-defer budgets are decided here.
-    fn table(&self, loaded: Vec<Arc<Loaded>>) -> Table {
+    fn table(&self, loaded: Vec<Arc<Loaded>>, unloaded: Vec<Arc<Unloaded>>) -> Table {
         let names: Vec<&str> = loaded.iter().map(|l| l.name.as_str()).collect();
         let mut taken: BTreeSet<String> = self.opts.builtins.iter().cloned().collect();
         let mut tools = Vec::new();
@@ -510,6 +557,7 @@ impl Core {
         }
         Table {
             loaded,
+            unloaded,
             tools,
             forwarders,
         }
@@ -527,7 +575,7 @@ enum Command {
         value: Value,
         reply: oneshot::Sender<Result<ConfigOutcome, HostError>>,
     },
-    SetWorkspace(PathBuf, oneshot::Sender<()>),
+    SetWorkspace(PathBuf, oneshot::Sender<Result<(), HostError>>),
     Refresh(oneshot::Sender<Result<(), HostError>>),
     Shutdown(oneshot::Sender<()>),
 }
@@ -564,8 +612,7 @@ impl Registry {
                     let _ = reply.send(self.set_config(&name, field, value).await);
                 }
                 Command::SetWorkspace(root, reply) => {
-                    self.set_workspace(root).await;
-                    let _ = reply.send(());
+                    let _ = reply.send(self.set_workspace(root).await);
                 }
                 Command::Refresh(reply) => {
                     let _ = reply.send(self.refresh().await);
@@ -597,6 +644,7 @@ impl Registry {
             return Err(HostError::ShutDown);
         }
         let mut failed = Vec::new();
+        let mut unloaded = Vec::new();
         let old = self.current();
         let mut next = Vec::new();
         let mut added = Vec::new();
@@ -611,6 +659,9 @@ impl Registry {
                     }
                     Err(why) => {
                         let message = format!("skipping extension `{name}`: {}", report(&why));
+                        if let Some(u) = self.core.unloaded(name, &why) {
+                            unloaded.push(Arc::new(u));
+                        }
                         let extension = name.clone();
                         self.core.report(match why {
                             launch::LaunchError::Drifted { .. } => {
@@ -634,11 +685,15 @@ impl Registry {
             .cloned()
             .collect();
         let names = |list: &[Arc<Loaded>]| list.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
-        if names(&next) == names(&old.loaded) {
+        let gone_names =
+            |list: &[Arc<Unloaded>]| list.iter().map(|u| u.name.clone()).collect::<Vec<_>>();
+        if names(&next) == names(&old.loaded) && gone_names(&unloaded) == gone_names(&old.unloaded)
+        {
             // Nothing changed: subscribers are not told of a change that is not one.
             return Ok(failed);
         }
-        self.table.send_replace(Arc::new(self.core.table(next)));
+        self.table
+            .send_replace(Arc::new(self.core.table(next, unloaded)));
         // Closed for good: calls in flight fail, and nothing starts them again.
         let mut stops = tokio::task::JoinSet::new();
         for l in gone {
@@ -662,10 +717,14 @@ impl Registry {
         if self.find(name).is_ok() {
             return Ok(());
         }
-        let mut wanted = self.current().extensions();
-        wanted.push(name.to_string());
+        let mut wanted = self.current().wanted();
+        // One kept only for its hooks is tried again, in its place.
+        if !wanted.iter().any(|n| n == name) {
+            wanted.push(name.to_string());
+        }
         // Loading it failed: say why, as a direct request deserves.
-        match self.reconcile(&wanted).await?.pop() {
+        let failed = self.reconcile(&wanted).await?;
+        match failed.into_iter().find(|(n, _)| n == name) {
             Some((extension, why)) => Err(HostError::Activate {
                 extension,
                 source: Box::new(why),
@@ -675,13 +734,13 @@ impl Registry {
     }
 
     async fn deactivate(&mut self, name: &str) -> Result<(), HostError> {
-        persist_enabled(&self.core.home, name, false).await?;
         if self.shut {
-            return Ok(());
+            return Err(HostError::ShutDown);
         }
+        persist_enabled(&self.core.home, name, false).await?;
         let wanted: Vec<String> = self
             .current()
-            .extensions()
+            .wanted()
             .into_iter()
             .filter(|n| n != name)
             .collect();
@@ -695,6 +754,9 @@ impl Registry {
     }
 
     async fn reload(&mut self, name: &str) -> Result<(), HostError> {
+        if self.shut {
+            return Err(HostError::ShutDown);
+        }
         let loaded = self.find(name)?;
         loaded.ext.stop().await;
         self.core.events.clear(name);
@@ -709,6 +771,9 @@ impl Registry {
         value: Value,
     ) -> Result<ConfigOutcome, HostError> {
         use crate::store::config;
+        if self.shut {
+            return Err(HostError::ShutDown);
+        }
         let loaded = self.find(name)?;
         let (home, manifest) = (self.core.home.clone(), loaded.manifest.clone());
         off_thread(move || config::set_plain(&home, &manifest, &field, value)).await?;
@@ -726,7 +791,10 @@ impl Registry {
         Ok(status)
     }
 
-    async fn set_workspace(&mut self, root: PathBuf) {
+    async fn set_workspace(&mut self, root: PathBuf) -> Result<(), HostError> {
+        if self.shut {
+            return Err(HostError::ShutDown);
+        }
         *self
             .core
             .workspace_root
@@ -746,6 +814,7 @@ impl Registry {
                 });
             }
         }
+        Ok(())
     }
 
     async fn shutdown(&mut self) {
@@ -761,6 +830,9 @@ impl Registry {
             });
         }
         while tasks.join_next().await.is_some() {}
+        // Nothing is offered any more: no tools, commands or extensions, and subscribers hear
+        // of it.
+        self.table.send_replace(Arc::new(Table::default()));
     }
 }
 
@@ -830,11 +902,15 @@ impl ExtensionHost {
         })
     }
 
-    /// Ask the registry task; its answer, or `ShutDown` if it is gone.
+    /// Ask the registry task; its answer, or `ShutDown` if the host was shut down or the task
+    /// is gone.
     async fn ask<T>(
         &self,
         command: impl FnOnce(oneshot::Sender<T>) -> Command,
     ) -> Result<T, HostError> {
+        if self.core.is_shut() {
+            return Err(HostError::ShutDown);
+        }
         let (reply, answer) = oneshot::channel();
         self.commands
             .send(command(reply))
@@ -1092,16 +1168,21 @@ impl ExtensionHost {
     /// config fields nobody set are asked for through the `AskSink` by kind (secret: masked,
     /// `enum`: a selector, else free text). Returns the fields still missing (`setup_incomplete`).
     pub async fn activate(&self, name: &str) -> Result<Vec<String>, HostError> {
+        if self.core.is_shut() {
+            return Err(HostError::ShutDown);
+        }
         let manifest =
             Manifest::load(&self.core.home.package_dir(name)).map_err(StoreError::from)?;
-        // Asked before the registry is, so a person typing holds up no other change.
-        let missing = setup(
-            &self.core.home,
-            name,
-            &manifest,
-            self.core.opts.ask_sink.as_deref(),
-        )
-        .await?;
+        // Asked before the registry is, so a person typing holds up no other change; in line
+        // with the servers' questions, so the sink still has one open at a time.
+        let events = &self.core.events;
+        let missing = match &self.core.opts.ask_sink {
+            Some(_) => {
+                let ask = |q| crate::capability::Events::ask(&**events, name, q);
+                setup_asking(&self.core.home, name, &manifest, ask).await?
+            }
+            None => setup(&self.core.home, name, &manifest, None).await?,
+        };
         let name = name.to_string();
         self.ask(|reply| Command::Activate(name, reply)).await??;
         Ok(missing)
@@ -1123,12 +1204,14 @@ impl ExtensionHost {
     /// The workspace moved: running servers are told, and servers started from now on run
     /// there.
     pub async fn set_workspace(&self, root: PathBuf) -> Result<(), HostError> {
-        self.ask(|reply| Command::SetWorkspace(root, reply)).await
+        self.ask(|reply| Command::SetWorkspace(root, reply)).await?
     }
 
     /// Stop every server gracefully, in parallel, within `grace` each. It is terminal, for
-    /// every clone of the handle: nothing starts again, and every call after it fails with
-    /// [`HostError::ShutDown`] (a pre-hook decision is a block saying so, the prompt is empty).
+    /// every clone of the handle: nothing starts again, the table is empty (no tools,
+    /// commands or extensions), and every call after it fails with [`HostError::ShutDown`]
+    /// (a pre-hook decision is a block saying so, the prompt is empty). A second call does
+    /// nothing.
     pub async fn shutdown(&self) {
         let _ = self.ask(Command::Shutdown).await;
     }
