@@ -108,16 +108,19 @@ impl HealthEvent {
         }
     }
 
-    fn message_mut(&mut self) -> Option<&mut String> {
+    /// Every text field cut to [`MAX_MESSAGE`] bytes: each can quote a server.
+    fn cap(&mut self) {
         match self {
             HealthEvent::Failed { message, .. }
             | HealthEvent::Drifted { message, .. }
-            | HealthEvent::RefusedTool { message, .. }
-            | HealthEvent::HookError { message, .. }
-            | HealthEvent::Warning { message, .. } => Some(message),
-            HealthEvent::Started { .. }
-            | HealthEvent::Restarted { .. }
-            | HealthEvent::Lagged { .. } => None,
+            | HealthEvent::Warning { message, .. } => cap(message),
+            HealthEvent::RefusedTool { tool, message, .. }
+            | HealthEvent::HookError { tool, message, .. } => {
+                cap(tool);
+                cap(message);
+            }
+            HealthEvent::Started { wire, .. } | HealthEvent::Restarted { wire, .. } => cap(wire),
+            HealthEvent::Lagged { .. } => {}
         }
     }
 
@@ -252,14 +255,14 @@ impl Health {
     }
 
     pub(crate) fn report(&self, mut event: HealthEvent) {
-        if let Some(message) = event.message_mut() {
-            cap(message);
-        }
+        event.cap();
         let mut state = self.state();
         if let Some(warning) = event.warning() {
             let key = hash(warning);
-            let known = state.seen.contains(&key);
-            if !known && state.seen.len() < MAX_SEEN {
+            let full = state.seen.len() >= MAX_SEEN;
+            // Once the record is full a new condition is taken as known: quiet, not re-told.
+            let known = state.seen.contains(&key) || (full && event.is_condition());
+            if !known && !full {
                 state.seen.insert(key);
             }
             if known && event.is_condition() {

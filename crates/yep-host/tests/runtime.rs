@@ -2151,6 +2151,11 @@ async fn a_held_call_tells_ok_tool_error_blocked_cancelled_timed_out_and_failed_
         "yolop": {"capabilityServer": {"command": "no-such-yep-server"},
                   "tools": [{"name": "boo", "description": "never served"}]}}),
     );
+    w.install(
+        json!({"name": "crasher", "version": "1.0.0", "description": "dies at once",
+        "yolop": {"capabilityServer": {"command": "sh", "args": ["-c", "echo dying >&2; exit 3"]},
+                  "tools": [{"name": "die", "description": "never answers"}]}}),
+    );
     let host = w.host(quick()).await;
 
     // Ok, with progress from a stream, received on this task.
@@ -2247,6 +2252,18 @@ async fn a_held_call_tells_ok_tool_error_blocked_cancelled_timed_out_and_failed_
             ..
         }
     ));
+    // A server that dies: the failure names its log, which holds its last words.
+    match host.call("die", json!({})).await {
+        CallOutcome::Failed {
+            log: Some(log),
+            error,
+        } => {
+            assert!(log.ends_with("crasher.log"), "{}", log.display());
+            assert!(std::fs::read_to_string(&log).unwrap().contains("dying"));
+            assert!(error.to_string().contains("exit"), "{error}");
+        }
+        other => panic!("expected a failure with its log, got {other:?}"),
+    }
     host.shutdown().await;
     assert!(matches!(
         host.call("echo", json!({"text": "late"})).await,

@@ -227,10 +227,11 @@ impl Call {
         let (host, name, hooks) = (self.host.clone(), self.name.clone(), self.hooks);
         // The caller's cancel holds through the pre hooks too; dropping the call cancels it
         // on the wire.
+        // A token that already fired wins before anything is sent.
         let outcome = tokio::select! {
             biased;
-            outcome = self.hooks_and_call(&sent) => outcome,
             () = cancelled => CallOutcome::Cancelled,
+            outcome = self.hooks_and_call(&sent) => outcome,
         };
         let sent = sent.into_inner().unwrap_or_else(|p| p.into_inner());
         if hooks && let Some(args) = sent {
@@ -297,7 +298,7 @@ impl IntoFuture for Call {
 
 impl ExtensionHost {
     /// The outcome of a call that failed with `error`. A failure names the server's log
-    /// whenever the server wrote one.
+    /// whenever it has something in it.
     fn failed(&self, error: HostError) -> CallOutcome {
         match CallOutcome::from_error(error) {
             CallOutcome::Failed { error, log: None } => {
@@ -306,7 +307,7 @@ impl ExtensionHost {
                         .find(e.extension())
                         .ok()
                         .map(|l| l.ext.log_path())
-                        .filter(|path| path.is_file()),
+                        .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.len() > 0)),
                     _ => None,
                 };
                 CallOutcome::Failed { error, log }
@@ -342,7 +343,8 @@ impl ExtensionHost {
 
     /// The whole of one model tool call: the pre hooks (a block ends it
     /// [`CallOutcome::Blocked`]; a rewrite is what runs), the call, then the post hooks with
-    /// its outcome. Hooks that could not run are on the health stream and in `warnings()`.
+    /// its outcome (an error for a call that failed, whatever the reason) once the pre hooks
+    /// let it go ahead. Hooks that could not run are on the health stream and in `warnings()`.
     pub fn run_tool(&self, name: &str, args: Value) -> Call {
         Call {
             hooks: true,

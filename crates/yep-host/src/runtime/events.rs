@@ -36,8 +36,8 @@ where
 /// Answers an extension's questions: show `prompt` (and `placeholder`), mask the input when
 /// `secret`, offer `options` as a selector when there are any. Write `ask` as an `async fn`.
 /// One question is open at a time; the host queues the others in the order asked (up to
-/// [`MAX_QUEUED_QUESTIONS`] per extension), so `ask` is never called again before its last
-/// answer is in.
+/// [`MAX_QUEUED_QUESTIONS`] per extension), so `ask` is not called again before its last
+/// answer is in, or its future dropped (the asking server went away: take it as dismissed).
 pub trait AskSink: Send + Sync + 'static {
     /// The user's answer, or [`Answer::cancelled`] when they dismiss it (the default).
     fn ask(&self, extension: &str, question: Question) -> impl Future<Output = Answer> + Send {
@@ -91,15 +91,25 @@ impl Drop for Turn {
         let Some(queue) = self.0.take() else {
             return;
         };
-        let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-        while let Some((_, next)) = q.waiting.pop_front() {
+        loop {
+            let next = {
+                let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                match q.waiting.pop_front() {
+                    Some((_, next)) => next,
+                    None => {
+                        q.open = false;
+                        return;
+                    }
+                }
+            };
+            // Sent without the lock held: a turn dropped inside `send` hands itself on.
+            // The line stays open meanwhile, so a question asked now queues behind.
             match next.send(Turn(Some(Arc::clone(&queue)))) {
                 Ok(()) => return,
                 // That waiter is gone: take the turn back (empty, so its drop does nothing).
                 Err(mut back) => back.0 = None,
             }
         }
-        q.open = false;
     }
 }
 
@@ -214,12 +224,33 @@ mod tests {
         }
     }
 
-    /// Never answers: every question it gets stays open.
+    /// Answers "answer me" at once, and never anything else.
     struct Silent;
     impl AskSink for Silent {
-        async fn ask(&self, _: &str, _: Question) -> Answer {
+        async fn ask(&self, _: &str, q: Question) -> Answer {
+            if q.prompt == "answer me" {
+                return Answer::answered("yes");
+            }
             std::future::pending().await
         }
+    }
+
+    #[tokio::test]
+    async fn a_turn_dropped_before_it_is_used_passes_to_the_next_in_line() {
+        let events = HostEvents::new(None, Some(Arc::new(Silent)));
+        let open = events.ask("x", question("?"));
+        let handed = events.ask("y", question("?"));
+        let last = events.ask("z", question("answer me"));
+        // The open one goes: its turn is sent to `handed`, which is dropped without ever
+        // being polled, so the turn waits in its channel and must pass on from there.
+        drop(open);
+        drop(handed);
+        let answer = timeout(Duration::from_secs(5), last).await;
+        assert_eq!(
+            answer.ok(),
+            Some(Answer::answered("yes")),
+            "the turn was lost"
+        );
     }
 
     #[tokio::test]
@@ -239,9 +270,12 @@ mod tests {
         let other = events.ask("y", question("?"));
         assert!(timeout(Duration::from_millis(50), other).await.is_err());
         drop(held);
-        // Dropped questions leave the line: the next one waits for its answer again.
-        let next = events.ask("x", question("?"));
-        assert!(timeout(Duration::from_millis(50), next).await.is_err());
+        // Dropped questions leave the line: the next one is asked, and answered.
+        let next = timeout(
+            Duration::from_secs(5),
+            events.ask("x", question("answer me")),
+        );
+        assert_eq!(next.await.ok(), Some(Answer::answered("yes")));
     }
 
     /// Records each prompt as it is asked, and answers it with itself.

@@ -659,7 +659,24 @@ impl Registry {
                     }
                     Err(why) => {
                         let message = format!("skipping extension `{name}`: {}", report(&why));
-                        if let Some(u) = self.core.unloaded(name, &why) {
+                        // Its hooks as approved, or else as this session last knew them.
+                        let known = self.core.unloaded(name, &why).or_else(|| {
+                            let manifest = find(&old, name)
+                                .map(|l| l.manifest.clone())
+                                .ok()
+                                .or_else(|| {
+                                    old.unloaded
+                                        .iter()
+                                        .find(|u| &u.name == name)
+                                        .map(|u| u.manifest.clone())
+                                })?;
+                            (!manifest.yolop.hooks.is_empty()).then(|| Unloaded {
+                                name: name.clone(),
+                                manifest,
+                                reason: report(&why),
+                            })
+                        });
+                        if let Some(u) = known {
                             unloaded.push(Arc::new(u));
                         }
                         let extension = name.clone();
@@ -818,6 +835,9 @@ impl Registry {
     }
 
     async fn shutdown(&mut self) {
+        if self.shut {
+            return;
+        }
         self.shut = true;
         self.core.shut.store(true, Ordering::Release);
         let mut tasks = tokio::task::JoinSet::new();
@@ -1213,7 +1233,12 @@ impl ExtensionHost {
     /// (a pre-hook decision is a block saying so, the prompt is empty). A second call does
     /// nothing.
     pub async fn shutdown(&self) {
-        let _ = self.ask(Command::Shutdown).await;
+        // Not `ask`, which refuses once the flag is set: a second caller waits until the
+        // first shutdown has stopped every server (the registry runs one command at a time).
+        let (reply, done) = oneshot::channel();
+        if self.commands.send(Command::Shutdown(reply)).is_ok() {
+            let _ = done.await;
+        }
     }
 }
 
