@@ -222,12 +222,11 @@ impl Call {
                 None => std::future::pending().await,
             }
         };
-        // The arguments the tool was sent, once the pre hooks let it run.
+        // The arguments the tool was sent, once the pre hooks let it run (with hooks only).
         let sent: Mutex<Option<Value>> = Mutex::default();
         let (host, name, hooks) = (self.host.clone(), self.name.clone(), self.hooks);
-        // The caller's cancel holds through the pre hooks too; dropping the call cancels it
-        // on the wire.
-        // A token that already fired wins before anything is sent.
+        // The caller's cancel holds through the pre hooks too, and a token that already fired
+        // wins before anything is sent. Dropping the call cancels it on the wire.
         let outcome = tokio::select! {
             biased;
             () = cancelled => CallOutcome::Cancelled,
@@ -271,7 +270,10 @@ impl Call {
                 }
             },
         };
-        *sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(args.clone());
+        if hooks {
+            // For the post hooks (a plain call needs no copy).
+            *sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(args.clone());
+        }
         let call = host.call_tool(&name, args, updates, None);
         let result = match timeout {
             Some(after) => match tokio::time::timeout(after, call).await {
