@@ -48,6 +48,19 @@ impl std::fmt::Display for Id {
     }
 }
 
+/// A server cut off for abusing the wire is an error in the log; any other end (EOF, a
+/// shutdown) is told by the calls it fails.
+fn log_abuse(label: &str, reason: &CloseReason) {
+    if matches!(
+        reason,
+        CloseReason::FrameTooLarge { .. }
+            | CloseReason::Flooded { .. }
+            | CloseReason::TooManyRequests { .. }
+    ) {
+        tracing::error!(extension = %label, "{reason}");
+    }
+}
+
 /// One line from the server, as a [`Codec`] reads it.
 #[derive(Debug)]
 pub enum Frame {
@@ -349,14 +362,7 @@ impl Connection {
         tokio::spawn(async move {
             let pipe = reader_conn.inner.pipe.as_ref().expect("a pipe connection");
             let reason = pipe.run(|line| reader_conn.dispatch(line)).await;
-            match &reason {
-                CloseReason::FrameTooLarge { .. }
-                | CloseReason::Flooded { .. }
-                | CloseReason::TooManyRequests { .. } => {
-                    tracing::error!(extension = %reader_conn.inner.label, "{reason}");
-                }
-                _ => {}
-            }
+            log_abuse(&reader_conn.inner.label, &reason);
             reader_conn.close(reason);
         });
         Ok(conn)
@@ -596,7 +602,8 @@ impl Connection {
                 break;
             }
             if let Some(Err(reason)) = pipe.try_drain(|line| self.dispatch(line)) {
-                tracing::error!(extension = %self.inner.label, "{reason}");
+                // Whichever reader sees the end first, it is logged the same way.
+                log_abuse(&self.inner.label, &reason);
                 self.close(reason);
             }
             std::hint::spin_loop();
