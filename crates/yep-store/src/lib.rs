@@ -23,6 +23,7 @@ pub mod state;
 pub mod summary;
 pub mod text;
 pub mod verify;
+pub mod zot;
 
 use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use fetch::{FetchError, Registry};

@@ -476,7 +476,7 @@ fn valid_glob(glob: &str) -> bool {
 }
 
 /// serde_json appends " at line L column C"; the error carries those as fields.
-fn strip_position(message: &str) -> String {
+pub(crate) fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(i) => message[..i].to_string(),
         None => message.to_string(),
