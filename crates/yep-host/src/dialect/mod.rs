@@ -7,6 +7,7 @@
 //! [`yep::Yep`].
 
 pub mod yep;
+pub mod zot;
 
 use crate::capability::{
     CommandResult, ConfigOutcome, Events, Grants, HookFiring, HookOutcome, Offer, ToolCall,
