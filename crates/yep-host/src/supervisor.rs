@@ -554,6 +554,7 @@ impl Extension {
             config,
             grants: spec.grants,
             timeout: self.opts.handshake_timeout,
+            package_dir: spec.package_dir.to_string_lossy().into_owned(),
         };
         let conn_opts = ConnectionOptions {
             label: spec.name.clone(),

@@ -4,7 +4,7 @@
 //! A [`Dialect`] opens a started server's byte streams and shakes hands, which yields a
 //! [`Peer`]: the live server in capability terms. The supervisor starts and stops processes;
 //! the runtime calls a `Peer` and never asks which dialect it holds. YEP 1.0 is
-//! [`yep::Yep`].
+//! [`yep::Yep`]; zot's extension protocol v1 is [`zot::Zot`] (not yet chosen per package).
 
 pub mod yep;
 pub mod zot;
@@ -71,6 +71,8 @@ pub struct Hello {
     pub grants: Grants,
     /// How long the handshake may take.
     pub timeout: Duration,
+    /// The package's own directory (zot's `extension_dir` and `data_dir`).
+    pub package_dir: String,
 }
 
 /// One wire.

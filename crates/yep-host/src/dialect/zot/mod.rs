@@ -1,5 +1,679 @@
-//! The zot extension protocol v1 (`../shared/reference/zot-protocol-v1.md`): its frames
-//! ([`frames`]). The dialect that adapts them to the capability model is being built on these
-//! (issue 14).
+//! The zot extension protocol v1 (`../shared/reference/zot-protocol-v1.md`) as a dialect: a zot
+//! extension's frames ([`frames`]) adapted to the host's capability model.
+//!
+//! The handshake is the extension's: its `hello` is its first line (no deadline in zot; here
+//! at least [`HELLO_WAIT`]), the host's `hello_ack` is the host's first frame, registrations
+//! are taken whenever they come (before the ack, after it, after `ready`), and an extension
+//! that never says `ready` is ready after [`AUTO_READY_IDLE`] without a frame, at most
+//! [`READY_WAIT`] after its hello. Its registered tools and commands are the offer.
 
 pub mod frames;
+
+use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
+use crate::capability::{
+    CommandResult, ConfigOutcome, Events, HookEvent, HookFiring, HookOutcome, LogLevel, Offer,
+    OfferedCommand, OfferedTool, RemoteError, Status, StatusLevel, ToolCall, TraceEvent,
+};
+use crate::rpc::{
+    BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
+    Handler, Id, Malformed,
+};
+use frames::{FromExtension, PROTOCOL_VERSION, ToExtension, model_content};
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+
+/// The least time an extension gets to say `hello`: `npx -y tsx` downloads on a cold start,
+/// `go run .` compiles first.
+pub const HELLO_WAIT: Duration = Duration::from_secs(60);
+/// An extension that never says `ready` is ready once this passes without a frame.
+pub const AUTO_READY_IDLE: Duration = Duration::from_millis(250);
+/// The longest the host waits for `ready` after `hello`.
+pub const READY_WAIT: Duration = Duration::from_secs(3);
+/// What the host says it is in `hello_ack.zot_version`.
+pub const HOST_VERSION: &str = concat!("yep-", env!("CARGO_PKG_VERSION"));
+
+/// The zot wire.
+pub struct Zot;
+
+impl Dialect for Zot {
+    fn name(&self) -> &'static str {
+        "zot"
+    }
+
+    fn open(
+        &self,
+        streams: Streams,
+        hello: Hello,
+        events: Arc<dyn Events>,
+        opts: ConnectionOptions,
+    ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
+        Box::pin(async move {
+            let (said_hello, heard) = oneshot::channel();
+            let router = Arc::new(Router {
+                extension: hello.extension.clone(),
+                events,
+                state: Mutex::new(State {
+                    said_hello: Some(said_hello),
+                    ..State::default()
+                }),
+                frame: Notify::new(),
+            });
+            let codec = Arc::new(ZotCodec::default());
+            let conn = streams.connect(
+                Arc::clone(&router) as Arc<dyn Handler>,
+                Arc::clone(&codec) as Arc<dyn Codec>,
+                opts,
+            )?;
+            match handshake(&conn, &router, &codec, heard, &hello).await {
+                Ok(offer) => Ok(Arc::new(ZotPeer {
+                    conn,
+                    offer,
+                    router,
+                }) as Arc<dyn Peer>),
+                Err(err) => {
+                    conn.close(CloseReason::Shutdown);
+                    Err(err)
+                }
+            }
+        })
+    }
+}
+
+/// What the extension said in its first line.
+struct Greeting {
+    capabilities: Vec<String>,
+}
+
+/// hello → hello_ack → registrations until ready (or idle); the offer.
+async fn handshake(
+    conn: &Connection,
+    router: &Router,
+    codec: &ZotCodec,
+    heard: oneshot::Receiver<Result<Greeting, String>>,
+    hello: &Hello,
+) -> Result<Offer, HandshakeError> {
+    let wait = hello.timeout.max(HELLO_WAIT);
+    let greeting = match tokio::time::timeout(wait, heard).await {
+        Err(_) => {
+            return Err(HandshakeError::Malformed(format!(
+                "no hello within {} s",
+                wait.as_secs()
+            )));
+        }
+        Ok(Err(_)) => {
+            let reason = conn.closed().await;
+            return Err(HandshakeError::Call(CallError::Closed(reason)));
+        }
+        Ok(Ok(Err(why))) => return Err(HandshakeError::Malformed(why)),
+        Ok(Ok(Ok(greeting))) => greeting,
+    };
+    codec.tool_cancel.store(
+        greeting.capabilities.iter().any(|c| c == "tool_cancel"),
+        Ordering::Release,
+    );
+    let ack = ToExtension::HelloAck {
+        protocol_version: PROTOCOL_VERSION,
+        capabilities: vec!["call_tool".into()],
+        zot_version: HOST_VERSION.into(),
+        provider: String::new(),
+        model: String::new(),
+        cwd: hello.workspace_root.clone(),
+        extension_dir: hello.package_dir.clone(),
+        data_dir: hello.package_dir.clone(),
+    };
+    conn.send(ack.line()).await.map_err(HandshakeError::Call)?;
+    // Ready, or idle for a while, or the cap.
+    let cap = Instant::now() + READY_WAIT;
+    loop {
+        if router.lock().ready {
+            break;
+        }
+        let idle = Instant::now() + AUTO_READY_IDLE;
+        let next = tokio::time::timeout_at(idle.min(cap), router.frame.notified()).await;
+        if next.is_err() {
+            if Instant::now() >= cap {
+                tracing::info!(extension = %hello.extension, "timed out waiting for ready frame; proceeding");
+            } else {
+                tracing::debug!(extension = %hello.extension, "no ready frame; auto-ready after idle");
+            }
+            break;
+        }
+        if let Some(reason) = conn.close_reason() {
+            return Err(HandshakeError::Call(CallError::Closed(reason)));
+        }
+    }
+    let state = router.lock();
+    Ok(Offer {
+        name: state.name.clone(),
+        wire: format!("zot {PROTOCOL_VERSION}"),
+        tools: state.tools.clone(),
+        commands: state.commands.clone(),
+        ..Offer::default()
+    })
+}
+
+/// What an extension registered, and where the handshake stands.
+#[derive(Default)]
+struct State {
+    /// Taken by the first frame: told the hello, or why the first frame is not one.
+    said_hello: Option<oneshot::Sender<Result<Greeting, String>>>,
+    name: String,
+    ready: bool,
+    tools: Vec<OfferedTool>,
+    commands: Vec<OfferedCommand>,
+    intercepts: Vec<String>,
+}
+
+/// The extension's unasked frames: its hello, registrations, ready, notes.
+struct Router {
+    extension: String,
+    events: Arc<dyn Events>,
+    state: Mutex<State>,
+    /// Woken on every frame (the auto-ready idle clock).
+    frame: Notify,
+}
+
+impl Router {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn diagnostic(&self, message: &str) {
+        self.events.log(
+            &self.extension,
+            LogLevel::Warn,
+            &crate::text::escape(message),
+        );
+    }
+
+    fn register(&self, frame: FromExtension) {
+        let mut state = self.lock();
+        match frame {
+            FromExtension::RegisterTool {
+                name,
+                description,
+                schema,
+                exposure,
+                ..
+            } => {
+                if !matches!(
+                    exposure.as_str(),
+                    "" | "direct" | "codemode" | "deferred" | "model-only"
+                ) {
+                    drop(state);
+                    self.diagnostic(&format!(
+                        "tool {name}: unknown exposure {exposure:?}; skipping the tool"
+                    ));
+                    return;
+                }
+                if state.tools.iter().any(|t| t.name == name) {
+                    return;
+                }
+                state.tools.push(OfferedTool {
+                    name,
+                    description: Some(description),
+                    schema,
+                });
+            }
+            FromExtension::RegisterCommand { name, description } => {
+                // Case-insensitive; the first spelling stays.
+                if state
+                    .commands
+                    .iter()
+                    .any(|c| c.name.eq_ignore_ascii_case(&name))
+                {
+                    drop(state);
+                    self.diagnostic(&format!(
+                        "command /{name} conflicts with one registered before; keeping the first"
+                    ));
+                    return;
+                }
+                state.commands.push(OfferedCommand { name, description });
+            }
+            FromExtension::Subscribe { intercept, .. } => {
+                for event in intercept {
+                    let known = matches!(
+                        event.as_str(),
+                        "tool_call" | "turn_start" | "assistant_message" | "before_agent_start"
+                    );
+                    if known && !state.intercepts.contains(&event) {
+                        state.intercepts.push(event);
+                    }
+                }
+            }
+            FromExtension::Ready => state.ready = true,
+            _ => {}
+        }
+    }
+}
+
+impl Handler for Router {
+    fn notification(&self, method: &str, params: Value) {
+        let first = self.lock().said_hello.take();
+        let frame = FromExtension::parse(params.to_string().as_bytes());
+        if let Some(said) = first {
+            let _ = said.send(match frame {
+                Ok(FromExtension::Hello {
+                    name, capabilities, ..
+                }) if !name.is_empty() => {
+                    // The manifest's name wins; the hello's is only shown.
+                    self.lock().name = name;
+                    Ok(Greeting { capabilities })
+                }
+                _ => Err(format!(
+                    "first frame must be hello (got {:?})",
+                    crate::text::escape(method)
+                )),
+            });
+            self.frame.notify_one();
+            return;
+        }
+        match frame {
+            Ok(FromExtension::Notify { level, message }) => {
+                let level = match level.as_str() {
+                    "warn" => StatusLevel::Warn,
+                    "error" => StatusLevel::Error,
+                    _ => StatusLevel::Ok,
+                };
+                self.events.status(
+                    &self.extension,
+                    Some(Status {
+                        text: message,
+                        level,
+                        detail: None,
+                    }),
+                );
+            }
+            Ok(FromExtension::ClearNotes) => self.events.status(&self.extension, None),
+            Ok(FromExtension::Unknown { kind }) => {
+                self.diagnostic(&format!("unknown frame type {kind:?}; ignored"))
+            }
+            Ok(
+                frame @ (FromExtension::RegisterTool { .. }
+                | FromExtension::RegisterCommand { .. }
+                | FromExtension::Subscribe { .. }
+                | FromExtension::Ready),
+            ) => self.register(frame),
+            Ok(_) => {}
+            Err(e) => self.diagnostic(&e.to_string()),
+        }
+        self.frame.notify_one();
+    }
+
+    fn request(&self, _method: &str, params: Value) -> BoxFuture<Result<Value, RemoteError>> {
+        // `call_tool` from the extension: the chain rules and the host's tools come next;
+        // until then it gets zot's own refusal.
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        Box::pin(async move {
+            Ok(json!({
+                "name": name,
+                "content": [{"type": "text", "text": "host tool calls are unavailable"}],
+                "is_error": true,
+            }))
+        })
+    }
+}
+
+/// zot's framing: responses by their `id` (host ids are decimal strings), the extension's
+/// `call_tool` as a request, everything else unasked.
+#[derive(Default)]
+struct ZotCodec {
+    /// The extension said it takes `tool_cancel`.
+    tool_cancel: AtomicBool,
+}
+
+impl Codec for ZotCodec {
+    fn decode(&self, line: &[u8]) -> Result<Frame, Malformed> {
+        let value: Value = serde_json::from_slice(line)
+            .map_err(|e| Malformed::new(format!("malformed json frame: {e}")))?;
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Malformed::new("a frame must be a JSON object with a string `type`"))?
+            .to_string();
+        let id = || match value.get("id").and_then(Value::as_str) {
+            Some(id) => Ok(Id::Str(id.into())),
+            None => Err(Malformed::new(format!(
+                "a `{kind}` frame needs a string `id`"
+            ))),
+        };
+        Ok(match kind.as_str() {
+            "tool_result" | "command_response" | "event_intercept_response" => Frame::Response {
+                id: id()?,
+                result: Ok(value),
+            },
+            "call_tool" => Frame::Request {
+                id: id()?,
+                method: kind,
+                params: value,
+            },
+            _ => Frame::Notification {
+                method: kind,
+                params: value,
+            },
+        })
+    }
+
+    fn id(&self, n: u64) -> Id {
+        Id::Str(n.to_string().into())
+    }
+
+    fn answer(&self, id: &Id, result: Result<Value, RemoteError>) -> String {
+        let id = id_text(id);
+        let (name, content, is_error) = match result {
+            Ok(v) => (
+                v["name"].as_str().unwrap_or_default().to_string(),
+                serde_json::from_value(v["content"].clone()).unwrap_or_default(),
+                v["is_error"].as_bool().unwrap_or(false),
+            ),
+            Err(e) => (
+                String::new(),
+                vec![frames::ContentBlock::text(e.message)],
+                true,
+            ),
+        };
+        ToExtension::ToolResult {
+            id,
+            name,
+            content,
+            is_error,
+            truncated: false,
+        }
+        .line()
+    }
+
+    fn cancel(&self, id: &Id, _fresh: Id) -> Option<String> {
+        // Only to extensions that said they take it; an id that is not a tool call's is
+        // ignored by the extension, as zot requires.
+        self.tool_cancel
+            .load(Ordering::Acquire)
+            .then(|| ToExtension::ToolCancel { id: id_text(id) }.line())
+    }
+}
+
+/// A live zot extension.
+pub struct ZotPeer {
+    conn: Connection,
+    offer: Offer,
+    router: Arc<Router>,
+}
+
+impl ZotPeer {
+    /// Send a frame the host numbers, and wait for the frame answering it.
+    async fn ask(
+        &self,
+        what: &str,
+        frame: impl FnOnce(String) -> ToExtension,
+        opts: CallOptions,
+    ) -> Result<Value, PeerError> {
+        self.conn
+            .call(what, |id| frame(id_text(id)).line(), opts)
+            .await
+            .map_err(|e| PeerError::call(what, e))
+    }
+}
+
+impl Peer for ZotPeer {
+    fn offer(&self) -> &Offer {
+        &self.offer
+    }
+
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+        Box::pin(async move {
+            let opts = CallOptions {
+                timeout: Some(timeout),
+                updates: call.updates,
+                cancel: call.cancel,
+            };
+            let (name, args) = (call.tool, call.args);
+            let answer = self
+                .ask(
+                    "tool_call",
+                    |id| ToExtension::ToolCall { id, name, args },
+                    opts,
+                )
+                .await?;
+            let Ok(FromExtension::ToolResult {
+                content,
+                is_error,
+                structured_content,
+                ..
+            }) = serde_json::from_value::<FromExtension>(answer.clone())
+            else {
+                return Err(PeerError::malformed(
+                    "tool_call",
+                    "not a tool_result",
+                    &answer,
+                ));
+            };
+            let (content, is_error) = model_content(content, is_error, &self.router.extension);
+            let mut result = json!({ "content": content, "is_error": is_error });
+            if let Some(structured) = structured_content {
+                result["structured_content"] = structured;
+            }
+            Ok(result)
+        })
+    }
+
+    fn fire_hook(
+        &self,
+        firing: &HookFiring,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>> {
+        // zot intercepts tool calls before they run; it has no hook after them.
+        let wanted = firing.event == HookEvent::PreToolUse
+            && self
+                .router
+                .lock()
+                .intercepts
+                .iter()
+                .any(|e| e == "tool_call");
+        let (tool, args) = (firing.tool.clone(), firing.args.clone());
+        Box::pin(async move {
+            if !wanted {
+                return Ok(HookOutcome::Allow);
+            }
+            let answer = self
+                .conn
+                .call(
+                    "event_intercept",
+                    |id| {
+                        json!({"type": "event_intercept", "id": id_text(id), "event": "tool_call",
+                               "tool_name": tool, "tool_args": args})
+                        .to_string()
+                    },
+                    CallOptions::timeout(timeout),
+                )
+                .await
+                .map_err(|e| PeerError::call("event_intercept", e))?;
+            Ok(match serde_json::from_value::<FromExtension>(answer) {
+                Ok(FromExtension::EventInterceptResponse {
+                    block: true,
+                    reason,
+                    ..
+                }) => HookOutcome::Block {
+                    reason,
+                    user_message: None,
+                },
+                Ok(FromExtension::EventInterceptResponse {
+                    modified_args: Some(args),
+                    ..
+                }) if args.is_object() => HookOutcome::Rewrite(args),
+                // Anything else, malformed included, allows unchanged (zot's rule).
+                _ => HookOutcome::Allow,
+            })
+        })
+    }
+
+    fn prompt(&self, _timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>> {
+        // zot extensions contribute no prompt text (before_agent_start replaces the whole
+        // prompt, which is another path).
+        Box::pin(async { Ok(String::new()) })
+    }
+
+    fn command(
+        &self,
+        name: &str,
+        arguments: &str,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<CommandResult, PeerError>> {
+        // The registered spelling, whatever case it was asked in.
+        let name = self
+            .offer
+            .commands
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+            .map_or_else(|| name.to_string(), |c| c.name.clone());
+        let args = arguments.trim().to_string();
+        Box::pin(async move {
+            let answer = self
+                .ask(
+                    "command_invoked",
+                    |id| ToExtension::CommandInvoked { id, name, args },
+                    CallOptions::timeout(timeout),
+                )
+                .await?;
+            let Ok(FromExtension::CommandResponse {
+                action,
+                prompt,
+                insert,
+                display,
+                open_panel,
+                error,
+                ..
+            }) = serde_json::from_value::<FromExtension>(answer.clone())
+            else {
+                return Err(PeerError::malformed(
+                    "command_invoked",
+                    "not a command_response",
+                    &answer,
+                ));
+            };
+            if !error.is_empty() {
+                return Ok(CommandResult {
+                    success: false,
+                    message: error,
+                });
+            }
+            let message = match action.as_str() {
+                "prompt" | "tool_prompt" => prompt,
+                "insert" => insert,
+                "display" => display,
+                "open_panel" => open_panel
+                    .map(|p| {
+                        std::iter::once(p.title)
+                            .chain(p.lines)
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default(),
+                "noop" | "" => String::new(),
+                other => {
+                    return Ok(CommandResult {
+                        success: false,
+                        message: format!("unknown action {other}"),
+                    });
+                }
+            };
+            Ok(CommandResult {
+                success: true,
+                message,
+            })
+        })
+    }
+
+    fn config_changed(
+        &self,
+        _config: Value,
+        _timeout: Duration,
+    ) -> PeerFuture<'_, Result<ConfigOutcome, PeerError>> {
+        // zot has no config push: new config means a restart.
+        Box::pin(async { Ok(ConfigOutcome::RestartRequired) })
+    }
+
+    fn workspace_changed(&self, _root: &str) -> PeerFuture<'_, Result<(), PeerError>> {
+        // zot tells the workspace only in hello_ack; the next start gets the new one.
+        Box::pin(async { Ok(()) })
+    }
+
+    fn trace(&self, _event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>> {
+        // zot's lifecycle events are their own frames (`event`), sent from the session's own
+        // path, not the trace forwarder's.
+        Box::pin(async { Ok(()) })
+    }
+
+    fn barrier(&self, _timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>> {
+        // Frames to an extension are written in order; nothing answers for them.
+        Box::pin(async { Ok(()) })
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+        // A frame of type `method` with these fields and a fresh id.
+        let method = method.to_string();
+        Box::pin(async move {
+            let mut frame = params.unwrap_or_else(|| json!({}));
+            let answer = self
+                .conn
+                .call(
+                    &method,
+                    |id| {
+                        frame["type"] = json!(method);
+                        frame["id"] = json!(id_text(id));
+                        frame.to_string()
+                    },
+                    CallOptions::timeout(timeout),
+                )
+                .await
+                .map_err(|e| PeerError::call(&method, e))?;
+            Ok(answer)
+        })
+    }
+
+    fn shutdown(&self, grace: Duration) -> PeerFuture<'_, ()> {
+        Box::pin(async move {
+            if !self.conn.is_closed() {
+                let _ =
+                    tokio::time::timeout(grace, self.conn.send(ToExtension::Shutdown.line())).await;
+            }
+            // The host waits for the exit, not for `shutdown_ack`.
+            let _ = tokio::time::timeout(grace, self.conn.close_write()).await;
+        })
+    }
+
+    fn close(&self, reason: CloseReason) {
+        self.conn.close(reason);
+    }
+
+    fn close_reason(&self) -> Option<CloseReason> {
+        self.conn.close_reason()
+    }
+
+    fn closed(&self) -> PeerFuture<'_, CloseReason> {
+        Box::pin(self.conn.closed())
+    }
+}
+
+/// An id as zot writes it: the bare string.
+fn id_text(id: &Id) -> String {
+    match id {
+        Id::Str(s) => s.to_string(),
+        Id::Num(n) => n.to_string(),
+    }
+}

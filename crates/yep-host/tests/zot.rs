@@ -1,0 +1,190 @@
+//! The zot dialect over a real extension process: `tests/zot/ext.py`, written here from the
+//! protocol reference, in zot's old generation (registrations before `hello_ack`, no `ready`)
+//! and its current one (`tool_cancel`, registrations after the ack, `ready`).
+
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use yep_host::capability::{Events, HookEvent, HookFiring, HookOutcome, Status, ToolCall};
+use yep_host::dialect::zot::Zot;
+use yep_host::dialect::{Dialect, Hello, Peer, Streams};
+use yep_host::process::{SpawnSpec, spawn};
+use yep_host::rpc::ConnectionOptions;
+
+/// The statuses (zot's notes) an extension pushed.
+#[derive(Default)]
+struct Notes(Mutex<Vec<Option<String>>>);
+impl Events for Notes {
+    fn status(&self, _: &str, status: Option<Status>) {
+        self.0.lock().unwrap().push(status.map(|s| s.text));
+    }
+}
+
+/// The extension's peer, and its process (stopped when dropped).
+type Opened = (Arc<dyn Peer>, yep_host::process::ServerProcess);
+
+async fn open(mode: &str, dir: &std::path::Path, notes: Arc<Notes>) -> Result<Opened, String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/zot/ext.py");
+    let spawned = spawn(&SpawnSpec {
+        program: "python3".into(),
+        args: vec![script.into(), mode.into()],
+        cwd: dir.to_path_buf(),
+        bin_dir: None,
+        env: Vec::new(),
+        log_path: dir.join("pyzot.log"),
+    })
+    .unwrap();
+    let hello = Hello {
+        extension: "pyzot".into(),
+        session_id: "s1".into(),
+        workspace_root: dir.display().to_string(),
+        config: Value::Null,
+        grants: Default::default(),
+        timeout: Duration::from_secs(10),
+        package_dir: "/pkg/pyzot".into(),
+    };
+    let streams = Streams::Pipe {
+        stdout: spawned.stdout,
+        stdin: spawned.stdin,
+    };
+    let peer = Zot
+        .open(streams, hello, notes, ConnectionOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((peer, spawned.process))
+}
+
+fn call(tool: &str, args: Value) -> ToolCall {
+    ToolCall {
+        tool: tool.into(),
+        args,
+        ..ToolCall::default()
+    }
+}
+
+async fn offer_tools_commands_hooks_and_notes(mode: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = Arc::new(Notes::default());
+    let (peer, _process) = open(mode, dir.path(), Arc::clone(&notes)).await.unwrap();
+    let offer = peer.offer();
+    assert_eq!(offer.wire, "zot 1");
+    let tools: Vec<_> = offer.tools.iter().map(|t| t.name.as_str()).collect();
+    // An unknown exposure skips that tool, not the extension.
+    assert_eq!(tools, ["shout", "slow"], "{mode}");
+    assert_eq!(offer.tools[0].schema.as_ref().unwrap()["type"], "object");
+    // A command that differs only by case conflicts; the first stays.
+    let commands: Vec<_> = offer.commands.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(commands, ["Greet"]);
+
+    // A tool call: empty text blocks dropped, structured content kept.
+    let out = peer
+        .call_tool(
+            call("shout", json!({"text": "hi"})),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        json!({"content": [{"type": "text", "text": "HI"}], "is_error": false,
+               "structured_content": {"n": 1}})
+    );
+    // A command asked in another case reaches the extension in its registered spelling.
+    let said = peer
+        .command("greet", " ada ", Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(said.success);
+    assert_eq!(said.message, "hi ada via Greet");
+    // Its tool_call intercept is a pre hook: a block with its reason, or allow.
+    let firing = |args: Value| HookFiring {
+        event: HookEvent::PreToolUse,
+        tool: "bash".into(),
+        args,
+        result: None,
+    };
+    let blocked = peer
+        .fire_hook(&firing(json!({"cmd": "rm -rf /"})), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        blocked,
+        HookOutcome::Block {
+            reason: "no rm -rf".into(),
+            user_message: None
+        }
+    );
+    let allowed = peer
+        .fire_hook(&firing(json!({"cmd": "ls"})), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(allowed, HookOutcome::Allow);
+    // hello_ack carried the package dir as data_dir; notes are statuses.
+    assert!(
+        notes
+            .0
+            .lock()
+            .unwrap()
+            .contains(&Some("acked /pkg/pyzot".into()))
+    );
+    peer.shutdown(Duration::from_secs(2)).await;
+    let closed = tokio::time::timeout(Duration::from_secs(10), peer.closed()).await;
+    assert!(closed.is_ok(), "the extension did not stop after shutdown");
+}
+
+#[tokio::test]
+async fn an_old_generation_extension_registers_before_the_ack_and_is_ready_without_saying_so() {
+    offer_tools_commands_hooks_and_notes("old").await;
+}
+
+#[tokio::test]
+async fn a_current_extension_registers_after_the_ack_and_says_ready() {
+    offer_tools_commands_hooks_and_notes("new").await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_sends_tool_cancel_to_an_extension_that_takes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = Arc::new(Notes::default());
+    let (peer, _process) = open("new", dir.path(), Arc::clone(&notes)).await.unwrap();
+    let token = CancellationToken::new();
+    let slow = ToolCall {
+        cancel: Some(token.clone()),
+        ..call("slow", json!({}))
+    };
+    let running = {
+        let peer = Arc::clone(&peer);
+        tokio::spawn(async move { peer.call_tool(slow, Duration::from_secs(30)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    token.cancel();
+    assert!(running.await.unwrap().is_err());
+    let told = || {
+        notes
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_deref().is_some_and(|t| t.starts_with("cancelled ")))
+    };
+    let waited = std::time::Instant::now();
+    while !told() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "no tool_cancel reached it"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    peer.shutdown(Duration::from_secs(2)).await;
+}
+
+#[tokio::test]
+async fn a_first_line_that_is_not_hello_fails_the_handshake_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let Err(err) = open("rude", dir.path(), Arc::default()).await else {
+        panic!("a rude extension shook hands");
+    };
+    assert!(err.contains("first frame must be hello"), "{err}");
+    assert!(err.contains("register_tool"), "{err}");
+}

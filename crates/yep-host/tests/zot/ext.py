@@ -1,0 +1,65 @@
+"""A zot extension written here from the protocol reference, for the zot dialect's tests.
+
+argv[1] picks its generation:
+  old  - zot's published examples: hello and every registration before reading anything,
+         no capabilities, never `ready`;
+  new  - the current SDK: hello with `tool_cancel`, registrations after `hello_ack`, then `ready`;
+  rude - its first line is not a hello.
+"""
+import json
+import sys
+
+mode = sys.argv[1] if len(sys.argv) > 1 else "old"
+
+
+def send(frame):
+    sys.stdout.write(json.dumps(frame) + "\n")
+    sys.stdout.flush()
+
+
+def register():
+    send({"type": "register_tool", "name": "shout", "description": "upper-case text",
+          "schema": {"type": "object", "properties": {"text": {"type": "string"}}}})
+    send({"type": "register_tool", "name": "slow", "description": "never answers"})
+    send({"type": "register_tool", "name": "odd", "exposure": "sideways"})
+    send({"type": "register_command", "name": "Greet", "description": "say hi"})
+    send({"type": "register_command", "name": "greet", "description": "a case clash"})
+    send({"type": "subscribe", "intercept": ["tool_call", "not_an_intercept"]})
+
+
+if mode == "rude":
+    send({"type": "register_tool", "name": "early"})
+    sys.exit(0)
+
+send({"type": "hello", "name": "pyzot", "version": "0.1",
+      "capabilities": ["tool_cancel"] if mode == "new" else []})
+if mode == "old":
+    register()
+
+for line in sys.stdin:
+    frame = json.loads(line)
+    kind = frame.get("type")
+    if kind == "hello_ack":
+        if mode == "new":
+            register()
+            send({"type": "ready"})
+        send({"type": "notify", "level": "info", "message": "acked " + frame.get("data_dir", "")})
+    elif kind == "tool_call":
+        if frame["name"] == "shout":
+            send({"type": "tool_result", "id": frame["id"], "structured_content": {"n": 1},
+                  "content": [{"type": "text", "text": frame["args"].get("text", "").upper()},
+                              {"type": "text", "text": ""}]})
+    elif kind == "tool_cancel":
+        send({"type": "notify", "level": "warn", "message": "cancelled " + frame["id"]})
+    elif kind == "command_invoked":
+        send({"type": "command_response", "id": frame["id"], "action": "display",
+              "display": "hi " + frame.get("args", "") + " via " + frame["name"]})
+    elif kind == "event_intercept":
+        if "rm -rf" in json.dumps(frame.get("tool_args")):
+            send({"type": "event_intercept_response", "id": frame["id"], "block": True,
+                  "reason": "no rm -rf"})
+        else:
+            send({"type": "event_intercept_response", "id": frame["id"]})
+    elif kind == "shutdown":
+        send({"type": "shutdown_ack"})
+        break
