@@ -188,3 +188,17 @@ async fn a_first_line_that_is_not_hello_fails_the_handshake_naming_it() {
     assert!(err.contains("first frame must be hello"), "{err}");
     assert!(err.contains("register_tool"), "{err}");
 }
+
+#[tokio::test]
+async fn registrations_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (peer, _process) = open("flood", dir.path(), Arc::default()).await.unwrap();
+    let max = yep_host::dialect::zot::MAX_REGISTRATIONS;
+    assert_eq!(peer.offer().tools.len(), max);
+    assert_eq!(peer.offer().commands.len(), max);
+    assert_eq!(
+        peer.offer().tools.last().unwrap().name,
+        format!("t{}", max - 1)
+    );
+    peer.shutdown(Duration::from_secs(2)).await;
+}

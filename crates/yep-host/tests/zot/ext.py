@@ -4,7 +4,8 @@ argv[1] picks its generation:
   old  - zot's published examples: hello and every registration before reading anything,
          no capabilities, never `ready`;
   new  - the current SDK: hello with `tool_cancel`, registrations after `hello_ack`, then `ready`;
-  rude - its first line is not a hello.
+  rude - its first line is not a hello;
+  flood - registers 300 tools and 300 commands.
 """
 import json
 import sys
@@ -29,6 +30,16 @@ def register():
 
 if mode == "rude":
     send({"type": "register_tool", "name": "early"})
+    sys.exit(0)
+
+if mode == "flood":
+    send({"type": "hello", "name": "pyzot"})
+    for i in range(300):
+        send({"type": "register_tool", "name": "t%d" % i})
+        send({"type": "register_command", "name": "c%d" % i})
+    send({"type": "ready"})
+    for line in sys.stdin:
+        pass
     sys.exit(0)
 
 send({"type": "hello", "name": "pyzot", "version": "0.1",

@@ -33,6 +33,9 @@ pub const HELLO_WAIT: Duration = Duration::from_secs(60);
 pub const AUTO_READY_IDLE: Duration = Duration::from_millis(250);
 /// The longest the host waits for `ready` after `hello`.
 pub const READY_WAIT: Duration = Duration::from_secs(3);
+/// The most tools, and the most commands, one extension may register; later ones are refused
+/// with a diagnostic.
+pub const MAX_REGISTRATIONS: usize = 256;
 /// What the host says it is in `hello_ack.zot_version`.
 pub const HOST_VERSION: &str = concat!("yep-", env!("CARGO_PKG_VERSION"));
 
@@ -213,6 +216,13 @@ impl Router {
                 if state.tools.iter().any(|t| t.name == name) {
                     return;
                 }
+                if state.tools.len() >= MAX_REGISTRATIONS {
+                    drop(state);
+                    self.diagnostic(&format!(
+                        "tool {name}: over {MAX_REGISTRATIONS} tools registered; refusing it"
+                    ));
+                    return;
+                }
                 state.tools.push(OfferedTool {
                     name,
                     description: Some(description),
@@ -229,6 +239,13 @@ impl Router {
                     drop(state);
                     self.diagnostic(&format!(
                         "command /{name} conflicts with one registered before; keeping the first"
+                    ));
+                    return;
+                }
+                if state.commands.len() >= MAX_REGISTRATIONS {
+                    drop(state);
+                    self.diagnostic(&format!(
+                        "command /{name}: over {MAX_REGISTRATIONS} commands registered; refusing it"
                     ));
                     return;
                 }
