@@ -271,19 +271,7 @@ impl Manifest {
 
     /// Parse and validate manifest text; `path` is only used in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
-        let manifest: Manifest = serde_json::from_str(text).map_err(|e| ManifestError::Syntax {
-            path: path.to_path_buf(),
-            message: strip_position(&e.to_string()),
-            line: e.line(),
-            column: e.column(),
-        })?;
-        manifest
-            .validate()
-            .map_err(|message| ManifestError::Invalid {
-                path: path.to_path_buf(),
-                message,
-            })?;
-        Ok(manifest)
+        parse_checked(text, path, Manifest::validate)
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -476,7 +464,27 @@ fn valid_glob(glob: &str) -> bool {
 }
 
 /// serde_json appends " at line L column C"; the error carries those as fields.
-pub(crate) fn strip_position(message: &str) -> String {
+/// JSON `text` read from `path` as a `T`, then held to `validate`: a syntax error names the
+/// line and column, a refusal says why.
+pub(crate) fn parse_checked<T: serde::de::DeserializeOwned>(
+    text: &str,
+    path: &Path,
+    validate: impl FnOnce(&T) -> Result<(), String>,
+) -> Result<T, ManifestError> {
+    let value: T = serde_json::from_str(text).map_err(|e| ManifestError::Syntax {
+        path: path.to_path_buf(),
+        message: strip_position(&e.to_string()),
+        line: e.line(),
+        column: e.column(),
+    })?;
+    validate(&value).map_err(|message| ManifestError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    })?;
+    Ok(value)
+}
+
+fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(i) => message[..i].to_string(),
         None => message.to_string(),

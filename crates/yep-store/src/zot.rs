@@ -61,20 +61,7 @@ impl ZotManifest {
 
     /// Parse and check an `extension.json` read from `path`.
     pub fn parse(text: &str, path: &Path) -> Result<ZotManifest, ManifestError> {
-        let manifest: ZotManifest =
-            serde_json::from_str(text).map_err(|e| ManifestError::Syntax {
-                path: path.to_path_buf(),
-                message: crate::manifest::strip_position(&e.to_string()),
-                line: e.line(),
-                column: e.column(),
-            })?;
-        manifest
-            .validate()
-            .map_err(|message| ManifestError::Invalid {
-                path: path.to_path_buf(),
-                message,
-            })?;
-        Ok(manifest)
+        crate::manifest::parse_checked(text, path, ZotManifest::validate)
     }
 
     fn validate(&self) -> Result<(), String> {
