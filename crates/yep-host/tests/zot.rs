@@ -202,3 +202,19 @@ async fn registrations_are_bounded() {
     );
     peer.shutdown(Duration::from_secs(2)).await;
 }
+
+#[tokio::test]
+async fn an_extension_that_exits_before_its_hello_fails_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // Far below the 60 s a hello may take: the exit ends the wait.
+    let opened = tokio::time::timeout(
+        Duration::from_secs(20),
+        open("mute", dir.path(), Arc::default()),
+    )
+    .await
+    .expect("the host waited out the hello deadline for an extension that had exited");
+    let Err(err) = opened else {
+        panic!("a mute extension shook hands");
+    };
+    assert!(err.contains("closed"), "{err}");
+}

@@ -5,7 +5,8 @@ argv[1] picks its generation:
          no capabilities, never `ready`;
   new  - the current SDK: hello with `tool_cancel`, registrations after `hello_ack`, then `ready`;
   rude - its first line is not a hello;
-  flood - registers 300 tools and 300 commands.
+  flood - registers 300 tools and 300 commands;
+  mute - exits at once, saying nothing.
 """
 import json
 import sys
@@ -27,6 +28,9 @@ def register():
     send({"type": "register_command", "name": "greet", "description": "a case clash"})
     send({"type": "subscribe", "intercept": ["tool_call", "not_an_intercept"]})
 
+
+if mode == "mute":
+    sys.exit(3)
 
 if mode == "rude":
     send({"type": "register_tool", "name": "early"})

@@ -100,7 +100,13 @@ async fn handshake(
     hello: &Hello,
 ) -> Result<Offer, HandshakeError> {
     let wait = hello.timeout.max(HELLO_WAIT);
-    let greeting = match tokio::time::timeout(wait, heard).await {
+    // An extension that exits (or closes its stdout) before its hello fails at once.
+    let heard = tokio::select! {
+        biased;
+        heard = tokio::time::timeout(wait, heard) => heard,
+        reason = conn.closed() => return Err(HandshakeError::Call(CallError::Closed(reason))),
+    };
+    let greeting = match heard {
         Err(_) => {
             return Err(HandshakeError::Malformed(format!(
                 "no hello within {} s",
