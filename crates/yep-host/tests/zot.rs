@@ -187,6 +187,14 @@ async fn a_first_line_that_is_not_hello_fails_the_handshake_naming_it() {
     };
     assert!(err.contains("first frame must be hello"), "{err}");
     assert!(err.contains("register_tool"), "{err}");
+    // A first line that is not JSON at all: the same, saying why.
+    let Err(err) = open("garbage", dir.path(), Arc::default()).await else {
+        panic!("an extension that printed text shook hands");
+    };
+    assert!(
+        err.contains("first frame must be hello") && err.contains("malformed json frame"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

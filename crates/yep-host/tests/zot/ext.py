@@ -6,7 +6,8 @@ argv[1] picks its generation:
   new  - the current SDK: hello with `tool_cancel`, registrations after `hello_ack`, then `ready`;
   rude - its first line is not a hello;
   flood - registers 300 tools and 300 commands;
-  mute - exits at once, saying nothing.
+  mute - exits at once, saying nothing;
+  garbage - its first line is not JSON.
 """
 import json
 import sys
@@ -28,6 +29,11 @@ def register():
     send({"type": "register_command", "name": "greet", "description": "a case clash"})
     send({"type": "subscribe", "intercept": ["tool_call", "not_an_intercept"]})
 
+
+if mode == "garbage":
+    print("starting up...", flush=True)
+    sys.stdin.read()
+    sys.exit(0)
 
 if mode == "mute":
     sys.exit(3)

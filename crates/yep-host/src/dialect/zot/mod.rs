@@ -351,17 +351,30 @@ impl Handler for Router {
 struct ZotCodec {
     /// The extension said it takes `tool_cancel`.
     tool_cancel: AtomicBool,
+    /// A line was read: past the first, a malformed line is skipped, as zot skips it.
+    past_first: AtomicBool,
 }
 
 impl Codec for ZotCodec {
     fn decode(&self, line: &[u8]) -> Result<Frame, Malformed> {
-        let value: Value = serde_json::from_slice(line)
-            .map_err(|e| Malformed::new(format!("malformed json frame: {e}")))?;
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Malformed::new("a frame must be a JSON object with a string `type`"))?
-            .to_string();
+        let first = !self.past_first.swap(true, Ordering::AcqRel);
+        let typed = serde_json::from_slice::<Value>(line)
+            .map_err(|e| format!("malformed json frame: {e}"))
+            .and_then(|value| match value.get("type").and_then(Value::as_str) {
+                Some(kind) => Ok((kind.to_string(), value)),
+                None => Err("a frame must be a JSON object with a string `type`".to_string()),
+            });
+        let (kind, value) = match typed {
+            Ok(typed) => typed,
+            // The first line must be the hello: the handshake hears what it was instead.
+            Err(why) if first => {
+                return Ok(Frame::Notification {
+                    method: why,
+                    params: Value::Null,
+                });
+            }
+            Err(why) => return Err(Malformed::new(why)),
+        };
         let id = || match value.get("id").and_then(Value::as_str) {
             Some(id) => Ok(Id::Str(id.into())),
             None => Err(Malformed::new(format!(
