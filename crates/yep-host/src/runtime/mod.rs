@@ -422,10 +422,20 @@ impl Core {
         self.shut.load(Ordering::Acquire)
     }
 
-    /// `name`, which could not be loaded, kept for its approved hooks (if it has any).
-    fn unloaded(&self, name: &str, why: &launch::LaunchError) -> Option<Unloaded> {
-        let lock = self.home.lockfile().ok()?;
-        let manifest = lock.get(name)?.approved()?;
+    /// `name`, which could not be loaded, kept for its hooks (if it has any): the approved
+    /// ones in the lock, or else `last_known`, as this session last knew them.
+    fn unloaded(
+        &self,
+        name: &str,
+        why: &launch::LaunchError,
+        last_known: Option<&Manifest>,
+    ) -> Option<Unloaded> {
+        let approved = self
+            .home
+            .lockfile()
+            .ok()
+            .and_then(|lock| lock.get(name)?.approved());
+        let manifest = approved.or_else(|| last_known.cloned())?;
         (!manifest.yolop.hooks.is_empty()).then(|| Unloaded {
             name: name.to_string(),
             manifest,
@@ -659,23 +669,12 @@ impl Registry {
                     }
                     Err(why) => {
                         let message = format!("skipping extension `{name}`: {}", report(&why));
-                        // Its hooks as approved, or else as this session last knew them.
-                        let known = self.core.unloaded(name, &why).or_else(|| {
-                            let manifest = find(&old, name)
-                                .map(|l| l.manifest.clone())
-                                .ok()
-                                .or_else(|| {
-                                    old.unloaded
-                                        .iter()
-                                        .find(|u| &u.name == name)
-                                        .map(|u| u.manifest.clone())
-                                })?;
-                            (!manifest.yolop.hooks.is_empty()).then(|| Unloaded {
-                                name: name.clone(),
-                                manifest,
-                                reason: report(&why),
-                            })
-                        });
+                        // Not in the old table's loaded ones (those are kept above), so what
+                        // this session last knew of it is an earlier failed load.
+                        let last_known = old.unloaded.iter().find(|u| &u.name == name);
+                        let known = self
+                            .core
+                            .unloaded(name, &why, last_known.map(|u| &u.manifest));
                         if let Some(u) = known {
                             unloaded.push(Arc::new(u));
                         }

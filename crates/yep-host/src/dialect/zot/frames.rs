@@ -200,6 +200,11 @@ impl FromExtension {
     pub fn parse(line: &[u8]) -> Result<FromExtension, FrameError> {
         let value: Value =
             serde_json::from_slice(line).map_err(|e| FrameError::Json(e.to_string()))?;
+        FromExtension::from_value(value)
+    }
+
+    /// A line already read as JSON.
+    pub fn from_value(value: Value) -> Result<FromExtension, FrameError> {
         let kind = value
             .get("type")
             .and_then(Value::as_str)
@@ -246,6 +251,13 @@ pub enum ToExtension {
     },
     ToolCancel {
         id: String,
+    },
+    /// Asks an extension that intercepts `event` whether it may go ahead.
+    EventIntercept {
+        id: String,
+        event: String,
+        tool_name: String,
+        tool_args: Value,
     },
     /// The answer to an extension's `call_tool`.
     ToolResult {

@@ -277,7 +277,8 @@ impl Router {
 impl Handler for Router {
     fn notification(&self, method: &str, params: Value) {
         let first = self.lock().said_hello.take();
-        let frame = FromExtension::parse(params.to_string().as_bytes());
+        // The codec read the line as JSON already.
+        let frame = FromExtension::from_value(params);
         if let Some(said) = first {
             let _ = said.send(match frame {
                 Ok(FromExtension::Hello {
@@ -522,18 +523,17 @@ impl Peer for ZotPeer {
                 return Ok(HookOutcome::Allow);
             }
             let answer = self
-                .conn
-                .call(
+                .ask(
                     "event_intercept",
-                    |id| {
-                        json!({"type": "event_intercept", "id": id_text(id), "event": "tool_call",
-                               "tool_name": tool, "tool_args": args})
-                        .to_string()
+                    |id| ToExtension::EventIntercept {
+                        id,
+                        event: "tool_call".into(),
+                        tool_name: tool,
+                        tool_args: args,
                     },
                     CallOptions::timeout(timeout),
                 )
-                .await
-                .map_err(|e| PeerError::call("event_intercept", e))?;
+                .await?;
             Ok(match serde_json::from_value::<FromExtension>(answer) {
                 Ok(FromExtension::EventInterceptResponse {
                     block: true,
