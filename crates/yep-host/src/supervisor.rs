@@ -30,8 +30,16 @@ pub struct ServerSpec {
     pub args: Vec<String>,
     /// The package directory; its `bin/` goes first on PATH.
     pub package_dir: PathBuf,
-    /// The server's cwd and `initialize.workspace_root`.
+    /// The server's cwd (unless `cwd` is set) and `initialize.workspace_root`.
     pub workspace_root: PathBuf,
+    /// A fixed cwd for the server (a zot extension runs in its own directory); `None` is the
+    /// workspace.
+    pub cwd: Option<PathBuf>,
+    /// Where the server keeps its state, when its wire tells it (zot's `data_dir`); outside
+    /// the package, so state never looks like tampering and survives an update.
+    pub data_dir: Option<PathBuf>,
+    /// The language the package says it is written in (zot's `language`), for errors.
+    pub language: Option<String>,
     pub session_id: String,
     /// `initialize.config` (secrets already stripped).
     pub config: Value,
@@ -55,6 +63,9 @@ impl std::fmt::Debug for ServerSpec {
             .field("args", &self.args)
             .field("package_dir", &self.package_dir)
             .field("workspace_root", &self.workspace_root)
+            .field("cwd", &self.cwd)
+            .field("data_dir", &self.data_dir)
+            .field("language", &self.language)
             .field("session_id", &self.session_id)
             .field("config", &self.config)
             .field("env", &process::redacted_env(&self.env))
@@ -80,6 +91,9 @@ impl ServerSpec {
             args: server.args.clone(),
             package_dir,
             workspace_root,
+            cwd: None,
+            data_dir: None,
+            language: None,
             session_id: String::new(),
             config: Value::Null,
             env: Vec::new(),
@@ -91,6 +105,24 @@ impl ServerSpec {
 
     pub fn log_path(&self) -> PathBuf {
         self.log_dir.join(format!("{}.log", self.name))
+    }
+
+    /// What runs and where, as startup errors say it: `` `cmd args` in DIR (language) ``.
+    pub fn ran(&self, workspace: &std::path::Path) -> String {
+        let line = std::iter::once(self.command.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let dir = self.cwd.as_deref().unwrap_or(workspace);
+        let mut out = format!(
+            "`{}` in {}",
+            crate::text::escape(&line),
+            crate::text::escape(&dir.display().to_string())
+        );
+        if let Some(language) = self.language.as_deref().filter(|l| !l.is_empty()) {
+            out.push_str(&format!(" ({})", crate::text::escape(language)));
+        }
+        out
     }
 }
 
@@ -148,22 +180,26 @@ impl Default for SupervisorOptions {
 #[non_exhaustive]
 pub enum ExtensionError {
     #[error(
-        "extension `{extension}`: cannot spawn `{command}`: {error} (install it, or fix capabilityServer.command)"
+        "extension `{extension}`: cannot spawn `{command}`: {error} (install it, or fix the manifest's command); log: {}",
+        log_path.display()
     )]
     Spawn {
         extension: String,
         command: String,
         /// Printed in the message, so not chained as a source (a cause is told once).
         error: std::io::Error,
+        log_path: PathBuf,
     },
     #[error(
-        "extension `{extension}`: handshake failed: {error}{}",
+        "extension `{extension}`: handshake failed: {error} (ran {ran}){}",
         report(Some(status), stderr_tail, log_path)
     )]
     Handshake {
         extension: String,
         /// Printed in the message, so not chained as a source (a cause is told once).
         error: HandshakeError,
+        /// What ran, where, and in which language when the package says.
+        ran: String,
         status: String,
         stderr_tail: Vec<String>,
         log_path: PathBuf,
@@ -265,7 +301,8 @@ impl ExtensionError {
     pub fn log_path(&self) -> Option<&std::path::Path> {
         match self {
             ExtensionError::Handshake { log_path, .. }
-            | ExtensionError::Exited { log_path, .. } => Some(log_path),
+            | ExtensionError::Exited { log_path, .. }
+            | ExtensionError::Spawn { log_path, .. } => Some(log_path),
             _ => None,
         }
     }
@@ -512,6 +549,7 @@ impl Extension {
             extension: self.spec.name.clone(),
             command: self.spec.command.clone(),
             error,
+            log_path: self.spec.log_path(),
         }
     }
 
@@ -533,7 +571,7 @@ impl Extension {
                 let spawned = process::spawn(&SpawnSpec {
                     program: spec.command.clone(),
                     args: spec.args.clone(),
-                    cwd: workspace.clone(),
+                    cwd: spec.cwd.clone().unwrap_or_else(|| workspace.clone()),
                     bin_dir: Some(spec.package_dir.join("bin")),
                     env,
                     log_path: spec.log_path(),
@@ -555,6 +593,12 @@ impl Extension {
             grants: spec.grants,
             timeout: self.opts.handshake_timeout,
             package_dir: spec.package_dir.to_string_lossy().into_owned(),
+            data_dir: spec
+                .data_dir
+                .as_deref()
+                .unwrap_or(&spec.package_dir)
+                .to_string_lossy()
+                .into_owned(),
         };
         let conn_opts = ConnectionOptions {
             label: spec.name.clone(),
@@ -597,7 +641,8 @@ impl Extension {
             Err(error) => {
                 let (status, stderr_tail, log_path) = match &process {
                     Some(proc_) => {
-                        let status = match proc_.wait_for_exit(Duration::from_millis(200)).await {
+                        // An exit before the handshake is reaped for up to a second.
+                        let status = match proc_.wait_for_exit(Duration::from_secs(1)).await {
                             Some(status) => describe_status(Some(status)),
                             None => {
                                 let _ = proc_.terminate(Duration::from_millis(100)).await;
@@ -612,6 +657,7 @@ impl Extension {
                 Err(ExtensionError::Handshake {
                     extension: spec.name.clone(),
                     error,
+                    ran: spec.ran(&workspace),
                     status,
                     stderr_tail,
                     log_path,

@@ -43,6 +43,7 @@ async fn open(mode: &str, dir: &std::path::Path, notes: Arc<Notes>) -> Result<Op
         grants: Default::default(),
         timeout: Duration::from_secs(10),
         package_dir: "/pkg/pyzot".into(),
+        data_dir: "/data/pyzot".into(),
     };
     let streams = Streams::Pipe {
         stdout: spawned.stdout,
@@ -126,7 +127,7 @@ async fn offer_tools_commands_hooks_and_notes(mode: &str) {
             .0
             .lock()
             .unwrap()
-            .contains(&Some("acked /pkg/pyzot".into()))
+            .contains(&Some("acked /data/pyzot".into()))
     );
     peer.shutdown(Duration::from_secs(2)).await;
     let closed = tokio::time::timeout(Duration::from_secs(10), peer.closed()).await;

@@ -58,8 +58,16 @@ pub enum StoreError {
     #[error("{0:?} is not an extension name (A-Z a-z 0-9 _ -)")]
     BadName(String),
     /// A directory given as a package has no manifest.
-    #[error("{} has no {MANIFEST_FILE}", dir.display())]
+    #[error("{} has no {MANIFEST_FILE} (nor a zot extension.json)", dir.display())]
     NoManifest { dir: PathBuf },
+    /// A zot extension could not be run to read what it registers.
+    #[error("failed to run zot extension `{name}` to read what it registers: {message}")]
+    ZotRun { name: String, message: String },
+    /// A zot extension, and no way here to run it.
+    #[error(
+        "`{0}` is a zot extension (extension.json): installing one runs it once to read what it registers, and this program has no runner for that"
+    )]
+    NoZotRunner(String),
     /// An update's manifest names another extension than the one installed.
     #[error("the update of `{name}` now calls itself `{now}`")]
     Renamed { name: String, now: String },
@@ -209,6 +217,16 @@ impl Approver for AlwaysYes {
     }
 }
 
+/// Runs zot extensions at install and update to read what they register ([`zot::Probe`]).
+#[derive(Clone)]
+pub struct ZotRunner(pub std::sync::Arc<dyn zot::Probe>);
+
+impl std::fmt::Debug for ZotRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ZotRunner")
+    }
+}
+
 /// Install options.
 #[derive(Debug, Clone, Default)]
 pub struct InstallOptions {
@@ -219,6 +237,8 @@ pub struct InstallOptions {
     pub replace: bool,
     /// Where downloads and steps are reported.
     pub progress: Progress,
+    /// How a zot extension is run to read its registrations; without it, one is refused.
+    pub zot: Option<ZotRunner>,
 }
 
 /// Update options.
@@ -228,6 +248,8 @@ pub struct UpdateOptions {
     pub locked: bool,
     /// Where downloads and steps are reported.
     pub progress: Progress,
+    /// How a zot extension is run to read its registrations again.
+    pub zot: Option<ZotRunner>,
 }
 
 /// What an install or update did.
@@ -561,12 +583,8 @@ impl Home {
     ) -> Result<Installed, StoreError> {
         let staged = scratch.join("package");
         let (lock_source, package_root) = self.fetch(source, opts, &staged)?;
-        // Errors name the manifest as the user knows it, not the scratch copy.
-        let shown = match source {
-            SourceSpec::Path(p) => p.join(MANIFEST_FILE),
-            _ => PathBuf::from(format!("{lock_source}: {MANIFEST_FILE}")),
-        };
-        let manifest = Manifest::load(&package_root).map_err(|e| e.relabel(shown))?;
+        let (manifest, zot_pin, zot_notes) =
+            self.read_package(source, &lock_source, &package_root, opts, scratch)?;
         if let Some((entry, _)) = update_of
             && manifest.name != entry.name
         {
@@ -597,6 +615,10 @@ impl Home {
             .map_err(io(format!("failed to hash {}", package_root.display())))?;
         let dest = self.package_dir(&manifest.name);
         let mut summary = summary::summary(&manifest);
+        if let Some(pin) = &zot_pin {
+            summary.push('\n');
+            summary.push_str(&summary::zot_summary(pin, &zot_notes));
+        }
         summary.push_str(&format!(
             "\n  source    {}",
             crate::text::escape(&lock_source.to_string())
@@ -629,9 +651,20 @@ impl Home {
         };
         // Same approved bytes from the same source: nothing to do.
         // (The installed copy counts too: one rewritten in place is restored from the source.)
+        // A zot extension's registrations can change with the same bytes (a fetched
+        // dependency, the environment): the same pin too.
+        let same_pin = zot_pin.is_none()
+            || (prev_pin(&previous) == zot_pin.as_ref()
+                && previous
+                    .as_ref()
+                    .and_then(LockEntry::approved)
+                    .is_some_and(|m| {
+                        serde_json::to_value(m).ok() == serde_json::to_value(&manifest).ok()
+                    }));
         if let Some(prev) = &previous
             && prev.content_hash == hash
             && prev.source == lock_source
+            && same_pin
             && dest.symlink_metadata().is_ok()
             && (prev.is_linked() || self.drift_of(prev).is_none())
         {
@@ -643,12 +676,21 @@ impl Home {
             Some(prev) => prev
                 .approved()
                 .or_else(|| Manifest::load(&dest).ok())
-                .map(|old| diff(&old, &manifest)),
+                .map(|old| {
+                    let mut d = diff(&old, &manifest);
+                    // What only a zot pin holds (intercepts, events, capabilities).
+                    if let Some(new) = &zot_pin {
+                        let (lines, widened) = prev.zot.clone().unwrap_or_default().diff(new);
+                        d.lines.extend(lines);
+                        d.widened |= widened;
+                    }
+                    d
+                }),
             None => None,
         };
         // Restoring the approved bytes leaves the lock as it is, so `--locked` allows it.
         if let Some((entry, true)) = update_of
-            && entry.content_hash != hash
+            && (entry.content_hash != hash || !same_pin)
         {
             return Err(StoreError::Locked(format!(
                 "`{}` would change ({} → {}); the lock stays as it is",
@@ -690,6 +732,7 @@ impl Home {
             version: manifest.version.clone(),
             approved_manifest: Some(serde_json::to_string(&manifest).unwrap_or_default()),
             binary: pinned,
+            zot: zot_pin,
         });
         let trash = scratch.join("previous");
         let mut renames = Vec::new();
@@ -721,6 +764,98 @@ impl Home {
         Ok(installed(outcome, diff, binary))
     }
 
+    /// The manifest of a fetched package, as the user approves it. A YEP package's is its
+    /// `plugin.json`; a zot extension's is its `extension.json` with what it registers when
+    /// run once (its pin), and notes on registrations yep cannot offer.
+    fn read_package(
+        &self,
+        source: &SourceSpec,
+        lock_source: &LockSource,
+        root: &Path,
+        opts: &InstallOptions,
+        scratch: &Path,
+    ) -> Result<(Manifest, Option<zot::ZotPin>, Vec<String>), StoreError> {
+        let zot = zot::is_zot_package(root);
+        let file = if zot {
+            zot::ZOT_MANIFEST_FILE
+        } else {
+            MANIFEST_FILE
+        };
+        // Errors name the manifest as the user knows it, not the scratch copy.
+        let shown = match source {
+            SourceSpec::Path(p) => p.join(file),
+            _ => PathBuf::from(format!("{lock_source}: {file}")),
+        };
+        if !zot {
+            let manifest = Manifest::load(root).map_err(|e| e.relabel(shown))?;
+            return Ok((manifest, None, Vec::new()));
+        }
+        let ext = zot::ZotManifest::load(root).map_err(|e| e.relabel(shown.clone()))?;
+        let registrations = if ext.spawns() {
+            let runner = opts
+                .zot
+                .as_ref()
+                .ok_or_else(|| StoreError::NoZotRunner(ext.name.clone()))?;
+            let _run = opts.progress.step(format!(
+                "running {} once to read what it registers",
+                ext.name
+            ));
+            // Its data goes to scratch: nothing of a run before consent is kept.
+            let data = scratch.join("zot-data");
+            runner
+                .0
+                .probe(&ext, root, &data)
+                .map_err(|message| StoreError::ZotRun {
+                    name: ext.name.clone(),
+                    message,
+                })?
+        } else {
+            zot::Registrations::default()
+        };
+        let (manifest, notes) =
+            ext.approved(&registrations)
+                .map_err(|message| ManifestError::Invalid {
+                    path: shown,
+                    message,
+                })?;
+        Ok((manifest, Some(registrations.pin), notes))
+    }
+
+    /// The manifest an installed package has on disk, in the terms it was approved in: a
+    /// YEP package's `plugin.json`; a zot extension's `extension.json` with the tools,
+    /// commands and pin it was approved with (its registrations are only known by running
+    /// it).
+    pub fn package_manifest(&self, entry: &LockEntry) -> Result<Manifest, ManifestError> {
+        let dir = self.package_dir(&entry.name);
+        let Some(pin) = &entry.zot else {
+            return Manifest::load(&dir);
+        };
+        let ext = zot::ZotManifest::load(&dir)?;
+        let approved = entry.approved();
+        let registrations = zot::Registrations {
+            tools: approved
+                .as_ref()
+                .map(|m| m.yolop.tools.clone())
+                .unwrap_or_default(),
+            commands: approved
+                .as_ref()
+                .map(|m| m.yolop.commands.clone())
+                .unwrap_or_default(),
+            pin: pin.clone(),
+        };
+        let path = dir.join(zot::ZOT_MANIFEST_FILE);
+        ext.approved(&registrations)
+            .map(|(manifest, _)| manifest)
+            .map_err(|message| ManifestError::Invalid { path, message })
+    }
+
+    /// The manifest of installed extension `name`, as [`Home::package_manifest`] reads it.
+    pub fn installed_manifest(&self, name: &str) -> Result<Manifest, StoreError> {
+        let lock = self.lockfile()?;
+        let entry = lock.get(name).ok_or_else(|| self.not_installed(name))?;
+        Ok(self.package_manifest(entry)?)
+    }
+
     /// Fetch into `staged`; returns the lock source and where the package content is.
     fn fetch(
         &self,
@@ -732,7 +867,7 @@ impl Home {
             SourceSpec::Path(path) => {
                 let abs = std::fs::canonicalize(path)
                     .map_err(io(format!("failed to resolve {}", path.display())))?;
-                if !abs.join(MANIFEST_FILE).is_file() {
+                if !abs.join(MANIFEST_FILE).is_file() && !zot::is_zot_package(&abs) {
                     return Err(StoreError::NoManifest { dir: abs });
                 }
                 let lock_source = LockSource::Path {
@@ -894,6 +1029,7 @@ impl Home {
         for entry in entries {
             let mut install = InstallOptions {
                 progress: opts.progress.clone(),
+                zot: opts.zot.clone(),
                 ..InstallOptions::default()
             };
             let source = match &entry.source {
@@ -1029,7 +1165,7 @@ impl Home {
                     trace_dropped: state::trace_dropped(self, &entry.name),
                     error: None,
                 };
-                match Manifest::load(&dir) {
+                match self.package_manifest(entry) {
                     Ok(m) => {
                         row.description = m.description.clone();
                         row.server_command = m
@@ -1078,6 +1214,11 @@ impl Home {
         let entry = lock.get(name).ok_or_else(|| self.not_installed(name))?;
         Ok(self.drift_of(entry))
     }
+}
+
+/// The zot pin of an installed entry, if it is a zot extension.
+fn prev_pin(previous: &Option<LockEntry>) -> Option<&zot::ZotPin> {
+    previous.as_ref().and_then(|p| p.zot.as_ref())
 }
 
 /// Names reach paths (`extensions/<name>`): only manifest-valid names are accepted.

@@ -82,6 +82,10 @@ pub struct LockEntry {
     /// A prebuilt server binary placed after hashing, pinned on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<LockBinary>,
+    /// A zot extension (`extension.json`): what its first run registered beyond its tools
+    /// and commands. Its presence is what says the package speaks zot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zot: Option<crate::zot::ZotPin>,
 }
 
 /// A file added to a package after its content was hashed (the prebuilt server binary).
@@ -204,6 +208,7 @@ mod tests {
             version: Some("1.0.0".into()),
             approved_manifest: None,
             binary: None,
+            zot: None,
         });
         lock.upsert(LockEntry {
             name: "alpha".into(),
@@ -215,6 +220,24 @@ mod tests {
             version: None,
             approved_manifest: None,
             binary: None,
+            // A zot extension's pin, and one with nothing in it: both come back as they were.
+            zot: Some(crate::zot::ZotPin {
+                intercepts: vec!["tool_call".into()],
+                events: vec!["session_start".into(), "turn_end".into()],
+                capabilities: vec!["call_tool".into()],
+            }),
+        });
+        lock.upsert(LockEntry {
+            name: "beta".into(),
+            source: LockSource::Path {
+                path: "/p".into(),
+                link: false,
+            },
+            content_hash: "sha256:22".into(),
+            version: None,
+            approved_manifest: None,
+            binary: None,
+            zot: Some(crate::zot::ZotPin::default()),
         });
         let text = lock.render();
         assert!(

@@ -499,6 +499,9 @@ pub struct Grants {
     pub ui_ask: bool,
     /// `status`: the server may push `status/changed`. Otherwise the push is only logged.
     pub status: bool,
+    /// The server may run the host's tools (zot's `call_tool`, pinned at install). Otherwise
+    /// such a call is refused.
+    pub call_tools: bool,
 }
 
 impl Grants {
@@ -506,12 +509,14 @@ impl Grants {
     pub const ALL: Grants = Grants {
         ui_ask: true,
         status: true,
+        call_tools: true,
     };
 
     pub fn from_manifest(manifest: &Manifest) -> Grants {
         Grants {
             ui_ask: manifest.yolop.ui_ask,
             status: manifest.yolop.status,
+            call_tools: false,
         }
     }
 }

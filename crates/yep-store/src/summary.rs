@@ -354,6 +354,47 @@ pub fn summary(manifest: &Manifest) -> String {
     out
 }
 
+/// The summary lines for what only a zot extension has: that installing ran it, what its
+/// pin holds beyond tools, commands and hooks, and registrations yep left out (`notes`).
+pub fn zot_summary(pin: &crate::zot::ZotPin, notes: &[String]) -> String {
+    let mut out = String::new();
+    block(
+        &mut out,
+        "zot",
+        &wrap(
+            "extension.json (zot protocol v1). Installing ran it once to read what it registers (npx or go run may download or compile); that is what is pinned.",
+            FIELD_CHARS + 8,
+        ),
+    );
+    let names = |items: &[String]| {
+        items
+            .iter()
+            .map(|i| escape(i).into_owned())
+            .collect::<Vec<_>>()
+    };
+    if !pin.intercepts.is_empty() {
+        block(&mut out, "intercept", &list(&names(&pin.intercepts)));
+    }
+    if !pin.events.is_empty() {
+        block(&mut out, "events", &list(&names(&pin.events)));
+    }
+    if pin.has(crate::zot::CALL_TOOL) {
+        block(
+            &mut out,
+            "calls",
+            &wrap(
+                "may run the host's tools (call_tool), through the same hooks",
+                FIELD_CHARS + 8,
+            ),
+        );
+    }
+    for note in notes {
+        block(&mut out, "note", &wrap(note, FIELD_CHARS + 8));
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
 /// How a new manifest differs from the approved one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ContributionDiff {

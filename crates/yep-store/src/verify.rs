@@ -5,7 +5,6 @@
 use super::Home;
 use super::hash;
 use super::lockfile::LockEntry;
-use crate::manifest::Manifest;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -32,9 +31,15 @@ impl Home {
 fn check(home: &Home, entry: &LockEntry) -> Result<(), String> {
     let dir = home.package_dir(&entry.name);
     if let Some(approved) = entry.approved() {
-        let on_disk = Manifest::load(&dir).map_err(|e| format!("its manifest: {e}"))?;
+        let on_disk = home
+            .package_manifest(entry)
+            .map_err(|e| format!("its manifest: {e}"))?;
         if serde_json::to_value(&on_disk).ok() != serde_json::to_value(&approved).ok() {
-            return Err("plugin.json differs from the approved manifest".into());
+            let file = match entry.zot {
+                Some(_) => crate::zot::ZOT_MANIFEST_FILE,
+                None => crate::manifest::MANIFEST_FILE,
+            };
+            return Err(format!("{file} differs from the approved manifest"));
         }
     }
     let (fingerprint, newest) =

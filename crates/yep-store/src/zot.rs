@@ -2,7 +2,11 @@
 //! it, held to yep's rules where they are stricter (the name), and how its `exec` resolves.
 //! The wire itself is yep-host's zot dialect.
 
-use crate::manifest::{MAX_NAME_LEN, ManifestError, valid_name};
+use crate::manifest::{
+    CapabilityServer, CommandDef, Facet, HookDef, HookEvent, MAX_NAME_LEN, Manifest, ManifestError,
+    OnError, ToolDef, model_accepts_tool_name, valid_item_name, valid_name,
+};
+use crate::text::escape;
 use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
 
@@ -101,6 +105,179 @@ impl ZotManifest {
     pub fn exec_in(&self, dir: &Path) -> Option<Exec> {
         self.exec.as_deref().map(|exec| resolve_exec(exec, dir))
     }
+}
+
+/// The intercepts zot defines, in the order they are shown.
+pub const INTERCEPTS: [&str; 4] = [
+    "tool_call",
+    "turn_start",
+    "assistant_message",
+    "before_agent_start",
+];
+
+/// The lifecycle events zot's current host emits.
+pub const EVENTS: [&str; 14] = [
+    "session_start",
+    "session_end",
+    "user_prompt_submit",
+    "turn_start",
+    "turn_end",
+    "tool_call",
+    "tool_result",
+    "tool_confirmation_requested",
+    "permission_decision",
+    "assistant_message",
+    "pre_compact",
+    "post_compact",
+    "subagent_start",
+    "subagent_stop",
+];
+
+/// The hello capability that widens what an extension may do: running the host's tools.
+/// (`tool_cancel` only asks to be told of cancels, and is not pinned.)
+pub const CALL_TOOL: &str = "call_tool";
+
+/// What a zot extension registered in its first run, beyond its tools and commands (which
+/// the approved manifest holds): pinned in the lock at install, and the most a later run may
+/// have.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZotPin {
+    /// Intercepts it subscribed to ([`INTERCEPTS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intercepts: Vec<String>,
+    /// Lifecycle events it observes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<String>,
+    /// Hello capabilities that widen what it may do ([`CALL_TOOL`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
+}
+
+impl ZotPin {
+    pub fn intercepts(&self, intercept: &str) -> bool {
+        self.intercepts.iter().any(|i| i == intercept)
+    }
+
+    pub fn has(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|c| c == capability)
+    }
+
+    /// How `new` differs from this approved pin, as diff lines; true when it widens.
+    pub fn diff(&self, new: &ZotPin) -> (Vec<String>, bool) {
+        let mut lines = Vec::new();
+        let mut widened = false;
+        let mut set = |kind: &str, before: &[String], after: &[String]| {
+            for added in after.iter().filter(|a| !before.contains(a)) {
+                lines.push(format!("+ {kind} {}", escape(added)));
+                widened = true;
+            }
+            for removed in before.iter().filter(|b| !after.contains(b)) {
+                lines.push(format!("- {kind} {}", escape(removed)));
+            }
+        };
+        set("intercept", &self.intercepts, &new.intercepts);
+        set("event", &self.events, &new.events);
+        set("capability", &self.capabilities, &new.capabilities);
+        (lines, widened)
+    }
+}
+
+/// What one run of a zot extension registered: its tools, commands and the rest of its pin.
+#[derive(Debug, Clone, Default)]
+pub struct Registrations {
+    pub tools: Vec<ToolDef>,
+    pub commands: Vec<CommandDef>,
+    pub pin: ZotPin,
+}
+
+/// Runs a zot extension once, as a session would start it, to learn what it registers; then
+/// stops it. The store has no processes of its own: the host crate provides this
+/// (`yep_host::zot_probe`).
+pub trait Probe: Send + Sync {
+    /// Run the extension `manifest` describes from `dir`, with `data_dir` as its data
+    /// directory. The error says why, naming the extension, its exec and its log.
+    fn probe(
+        &self,
+        manifest: &ZotManifest,
+        dir: &Path,
+        data_dir: &Path,
+    ) -> Result<Registrations, String>;
+}
+
+impl ZotManifest {
+    /// The manifest yep approves for this extension with these registrations: its server is
+    /// `exec`, its tools and commands are the registered ones (a name yep cannot take is
+    /// left out, and said in the returned notes), a `tool_call` intercept is a `*` pre hook,
+    /// observed events are the trace grant, and notes are its status.
+    pub fn approved(&self, reg: &Registrations) -> Result<(Manifest, Vec<String>), String> {
+        let mut notes = Vec::new();
+        let mut tools = Vec::new();
+        for t in &reg.tools {
+            if valid_item_name(&t.name) && model_accepts_tool_name(&t.name) {
+                tools.push(t.clone());
+            } else {
+                notes.push(format!(
+                    "tool \"{}\" left out: not a name model APIs accept (A-Z a-z 0-9 _ -)",
+                    escape(&t.name)
+                ));
+            }
+        }
+        let mut commands = Vec::new();
+        for c in &reg.commands {
+            if valid_item_name(&c.name) {
+                commands.push(c.clone());
+            } else {
+                notes.push(format!(
+                    "command \"{}\" left out: not a name yep can show (A-Z a-z 0-9 _ . -)",
+                    escape(&c.name)
+                ));
+            }
+        }
+        let hooks = if reg.pin.intercepts("tool_call") {
+            vec![HookDef {
+                event: HookEvent::PreToolUse,
+                tool_name_glob: "*".into(),
+                timeout_ms: 5000,
+                on_error: OnError::Warn,
+            }]
+        } else {
+            Vec::new()
+        };
+        let manifest = Manifest {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            version: Some(self.version.clone()).filter(|v| !v.is_empty()),
+            yolop: Facet {
+                capability_server: self.exec.as_ref().map(|exec| CapabilityServer {
+                    command: exec.clone(),
+                    args: self.args.clone(),
+                    binaries: None,
+                }),
+                tools,
+                commands,
+                hooks,
+                prompt: reg.pin.intercepts("before_agent_start"),
+                status: self.spawns(),
+                skills: !self.skills.is_empty(),
+                trace: !reg.pin.events.is_empty(),
+                ..Facet::default()
+            },
+        };
+        // The same checks a plugin.json gets (duplicates, sizes, a bundle with nothing in it).
+        let text = serde_json::to_string(&manifest).map_err(|e| e.to_string())?;
+        let manifest =
+            Manifest::parse(&text, Path::new(ZOT_MANIFEST_FILE)).map_err(|e| match e {
+                ManifestError::Invalid { message, .. } => message,
+                other => other.to_string(),
+            })?;
+        Ok((manifest, notes))
+    }
+}
+
+/// Whether `dir` holds a zot extension rather than a YEP package (`extension.json` and no
+/// `plugin.json`).
+pub fn is_zot_package(dir: &Path) -> bool {
+    dir.join(ZOT_MANIFEST_FILE).is_file() && !dir.join(crate::manifest::MANIFEST_FILE).exists()
 }
 
 /// Resolve `exec` as zot does: absolute as is; exactly `.` or `..`, or starting with `./` or

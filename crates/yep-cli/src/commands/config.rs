@@ -53,10 +53,7 @@ pub enum SecretCommand {
 }
 
 fn manifest(home: &Home, name: &str) -> anyhow::Result<Manifest> {
-    if home.lockfile()?.get(name).is_none() {
-        return Err(home.not_installed(name).into());
-    }
-    Ok(Manifest::load(&home.package_dir(name))?)
+    Ok(home.installed_manifest(name)?)
 }
 
 pub fn config(cmd: ConfigCommand, home: &Home) -> anyhow::Result<ExitCode> {

@@ -3,7 +3,6 @@
 use crate::output::{hinted, stdout_line};
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
-use yep_host::Manifest;
 use yep_store::summary::ContributionDiff;
 use yep_store::text::{escape, escape_controls};
 use yep_store::{
@@ -148,7 +147,7 @@ fn report(results: &[Installed], json: bool, home: &Home) -> anyhow::Result<()> 
         let unset: Vec<_> = if needs.is_empty() {
             Vec::new()
         } else {
-            match Manifest::load(&home.package_dir(&r.name)) {
+            match home.installed_manifest(&r.name) {
                 Ok(manifest) => {
                     let missing = config::missing_required(home, &manifest).unwrap_or_default();
                     needs
@@ -188,6 +187,13 @@ fn report(results: &[Installed], json: bool, home: &Home) -> anyhow::Result<()> 
 
 /// Whether required field `field` of the installed `name` still has no value (an error
 /// reading the config counts as unset: the hint is then shown rather than lost).
+/// How a zot extension is run once to read what it registers: from here, as a session in
+/// this directory would start it.
+fn zot_runner(home: &Home) -> yep_store::ZotRunner {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    yep_host::dialect::zot::probe::runner(home, cwd)
+}
+
 pub fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let mut consent = Consent {
         yes: args.yes,
@@ -197,6 +203,7 @@ pub fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
         link: args.link,
         replace: args.replace,
         progress: crate::progress::bars(),
+        zot: Some(zot_runner(home)),
     };
     let result = home
         .install(&args.source, &opts, &mut consent)
@@ -213,6 +220,7 @@ pub fn update(args: UpdateArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let opts = UpdateOptions {
         locked: args.locked,
         progress: crate::progress::bars(),
+        zot: Some(zot_runner(home)),
     };
     let results = home
         .update(args.name.as_deref(), &opts, &mut consent)

@@ -18,7 +18,7 @@ use yep_store::source::looks_like_path;
 /// What a verb's `<dir | name>` argument names.
 pub enum Target {
     /// An installed extension (its package lives in the home).
-    Installed(LockEntry),
+    Installed(Box<LockEntry>),
     /// A package directory.
     Dir(PathBuf),
 }
@@ -31,7 +31,7 @@ pub fn resolve_target(home: &Home, target: &str) -> anyhow::Result<Target> {
     if !(looks_like_path(target) && dir.is_dir())
         && let Some(entry) = home.lockfile()?.get(target).cloned()
     {
-        return Ok(Target::Installed(entry));
+        return Ok(Target::Installed(Box::new(entry)));
     }
     if !looks_like_path(target) && !dir.is_dir() {
         return Err(home.not_installed(target).into());

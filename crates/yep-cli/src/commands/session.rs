@@ -385,7 +385,7 @@ impl Shell {
 
     /// Each missing field with the command that sets it.
     fn setup_commands(&self, name: &str, missing: &[String]) -> String {
-        let manifest = yep_host::Manifest::load(&self.home.package_dir(name)).ok();
+        let manifest = self.home.installed_manifest(name).ok();
         let secret = |field: &str| {
             manifest.as_ref().is_some_and(|m| {
                 yep_store::summary::config_fields(m)

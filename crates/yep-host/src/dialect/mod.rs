@@ -71,8 +71,10 @@ pub struct Hello {
     pub grants: Grants,
     /// How long the handshake may take.
     pub timeout: Duration,
-    /// The package's own directory (zot's `extension_dir` and `data_dir`).
+    /// The package's own directory (zot's `extension_dir`).
     pub package_dir: String,
+    /// Where the server keeps its state (zot's `data_dir`).
+    pub data_dir: String,
 }
 
 /// One wire.

@@ -207,6 +207,7 @@ impl YepPeer {
             grants: Grants {
                 ui_ask: init.capabilities.iter().any(|c| c == "ui_ask"),
                 status: init.capabilities.iter().any(|c| c == "status"),
+                call_tools: false,
             },
         };
         YepPeer {

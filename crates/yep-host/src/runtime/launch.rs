@@ -4,12 +4,15 @@
 //! home's log, and yolop's `request_timeout_ms`.
 
 use super::hooks;
+use crate::dialect::zot::Zot;
 use crate::health::HealthEvent;
 use crate::manifest::{Grants, Manifest, ManifestError};
+use crate::store::zot::{Exec, resolve_exec};
 use crate::store::{Home, StoreError, config};
 use crate::supervisor::{ServerSpec, SupervisorOptions};
 use serde_json::Value;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Why an installed extension cannot be launched. Every variant names the extension; where
@@ -115,17 +118,20 @@ pub fn installed(
     }
     let mut warnings = Vec::new();
     let dir = home.package_dir(name);
-    let mut manifest = Manifest::load(&dir).map_err(|e| LaunchError::Manifest {
-        extension: extension(),
-        source: e,
-    })?;
+    // A zot extension's is its extension.json with the registrations it was approved with.
+    let mut manifest = home
+        .package_manifest(&entry)
+        .map_err(|e| LaunchError::Manifest {
+            extension: extension(),
+            source: e,
+        })?;
     // Files can change after approval: the grants are the approved ones.
     if let Some(approved) = entry.approved() {
         let same = serde_json::to_value(&approved).ok() == serde_json::to_value(&manifest).ok();
         if !same {
             warnings.push(HealthEvent::Drifted {
                 extension: extension(),
-                message: format!("extension `{name}`: plugin.json changed since it was approved; using the approved manifest (review with `yep update {name}`)"),
+                message: format!("extension `{name}`: {} changed since it was approved; using the approved manifest (review with `yep update {name}`)", if entry.zot.is_some() { crate::store::zot::ZOT_MANIFEST_FILE } else { crate::store::manifest::MANIFEST_FILE }),
             });
             manifest = approved;
         }
@@ -164,8 +170,11 @@ pub fn installed(
         name: name.to_string(),
         command: String::new(),
         args: Vec::new(),
-        package_dir: dir,
+        package_dir: dir.clone(),
         workspace_root,
+        cwd: None,
+        data_dir: None,
+        language: None,
         session_id: String::new(),
         config: Value::Null,
         env: Vec::new(),
@@ -188,6 +197,31 @@ pub fn installed(
         }
     })?;
     let mut supervisor = supervisor.clone();
+    if entry.zot.is_some() {
+        // zot's way: its own wire, run in its own directory, `exec` resolved as zot resolves
+        // it, and state in a data dir outside the approved (hashed) files.
+        supervisor.dialect = Arc::new(Zot);
+        if !spec.command.is_empty() {
+            spec.command = match resolve_exec(&spec.command, &dir) {
+                Exec::Path(path) => path.to_string_lossy().into_owned(),
+                Exec::OnPath(name) => name,
+            };
+        }
+        spec.language = crate::store::zot::ZotManifest::load(&dir)
+            .ok()
+            .map(|m| m.language);
+        spec.cwd = Some(dir);
+        // Running the host's tools is pinned like the rest of what it registered.
+        spec.grants.call_tools = entry
+            .zot
+            .as_ref()
+            .is_some_and(|pin| pin.has(crate::store::zot::CALL_TOOL));
+        let data = home.data_dir(name);
+        // Best effort: a data dir that cannot be made fails the extension's own writes,
+        // which it reports.
+        let _ = std::fs::create_dir_all(&data);
+        spec.data_dir = Some(data);
+    }
     // yolop's own key: the per-request timeout, clamped to 1–600 s.
     if let Some(ms) = plain.get("request_timeout_ms").and_then(Value::as_u64) {
         supervisor.request_timeout = Duration::from_millis(ms.clamp(1_000, 600_000));

@@ -1131,16 +1131,18 @@ impl ExtensionHost {
         let unknown = || HostError::UnknownCommand(command.to_string());
         let (ext, name) = command.split_once(':').ok_or_else(unknown)?;
         let loaded = self.find(ext).map_err(|_| unknown())?;
-        if !loaded
-            .manifest
-            .yolop
-            .commands
+        // The exact name, else the one that matches whatever the case (zot's lookup): the
+        // server hears the spelling it registered.
+        let commands = &loaded.manifest.yolop.commands;
+        let registered = commands
             .iter()
-            .any(|c| c.name == name)
-        {
-            return Err(unknown());
-        }
-        Ok(loaded.ext.execute_command(name, arguments).await?)
+            .find(|c| c.name == name)
+            .or_else(|| commands.iter().find(|c| c.name.eq_ignore_ascii_case(name)))
+            .ok_or_else(unknown)?;
+        Ok(loaded
+            .ext
+            .execute_command(&registered.name, arguments)
+            .await?)
     }
 
     /// The latest status per extension.
@@ -1190,8 +1192,7 @@ impl ExtensionHost {
         if self.core.is_shut() {
             return Err(HostError::ShutDown);
         }
-        let manifest =
-            Manifest::load(&self.core.home.package_dir(name)).map_err(StoreError::from)?;
+        let manifest = self.core.home.installed_manifest(name)?;
         // Asked before the registry is, so a person typing holds up no other change; in line
         // with the servers' questions, so the sink still has one open at a time.
         let events = &self.core.events;

@@ -8,6 +8,7 @@
 //! [`READY_WAIT`] after its hello. Its registered tools and commands are the offer.
 
 pub mod frames;
+pub mod probe;
 
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::capability::{
@@ -18,6 +19,7 @@ use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
     Handler, Id, Malformed,
 };
+use crate::store::zot::{CALL_TOOL, EVENTS, INTERCEPTS};
 use frames::{FromExtension, PROTOCOL_VERSION, ToExtension, model_content};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,34 +57,47 @@ impl Dialect for Zot {
         opts: ConnectionOptions,
     ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
         Box::pin(async move {
-            let (said_hello, heard) = oneshot::channel();
-            let router = Arc::new(Router {
-                extension: hello.extension.clone(),
-                events,
-                state: Mutex::new(State {
-                    said_hello: Some(said_hello),
-                    ..State::default()
-                }),
-                frame: Notify::new(),
-            });
-            let codec = Arc::new(ZotCodec::default());
-            let conn = streams.connect(
-                Arc::clone(&router) as Arc<dyn Handler>,
-                Arc::clone(&codec) as Arc<dyn Codec>,
-                opts,
-            )?;
-            match handshake(&conn, &router, &codec, heard, &hello).await {
-                Ok(offer) => Ok(Arc::new(ZotPeer {
-                    conn,
-                    offer,
-                    router,
-                }) as Arc<dyn Peer>),
-                Err(err) => {
-                    conn.close(CloseReason::Shutdown);
-                    Err(err)
-                }
-            }
+            let peer = open(streams, hello, events, opts).await?;
+            Ok(peer as Arc<dyn Peer>)
         })
+    }
+}
+
+/// Connect to a zot extension and shake hands: the [`Zot`] dialect's `open`, with the
+/// extension's own type (and so [`ZotPeer::registrations`]).
+pub async fn open(
+    streams: Streams,
+    hello: Hello,
+    events: Arc<dyn Events>,
+    opts: ConnectionOptions,
+) -> Result<Arc<ZotPeer>, HandshakeError> {
+    let (said_hello, heard) = oneshot::channel();
+    let router = Arc::new(Router {
+        extension: hello.extension.clone(),
+        events,
+        grants: hello.grants,
+        state: Mutex::new(State {
+            said_hello: Some(said_hello),
+            ..State::default()
+        }),
+        frame: Notify::new(),
+    });
+    let codec = Arc::new(ZotCodec::default());
+    let conn = streams.connect(
+        Arc::clone(&router) as Arc<dyn Handler>,
+        Arc::clone(&codec) as Arc<dyn Codec>,
+        opts,
+    )?;
+    match handshake(&conn, &router, &codec, heard, &hello).await {
+        Ok(offer) => Ok(Arc::new(ZotPeer {
+            conn,
+            offer,
+            router,
+        })),
+        Err(err) => {
+            conn.close(CloseReason::Shutdown);
+            Err(err)
+        }
     }
 }
 
@@ -124,6 +139,7 @@ async fn handshake(
         greeting.capabilities.iter().any(|c| c == "tool_cancel"),
         Ordering::Release,
     );
+    router.lock().capabilities = greeting.capabilities;
     let ack = ToExtension::HelloAck {
         protocol_version: PROTOCOL_VERSION,
         capabilities: vec!["call_tool".into()],
@@ -132,7 +148,7 @@ async fn handshake(
         model: String::new(),
         cwd: hello.workspace_root.clone(),
         extension_dir: hello.package_dir.clone(),
-        data_dir: hello.package_dir.clone(),
+        data_dir: hello.data_dir.clone(),
     };
     conn.send(ack.line()).await.map_err(HandshakeError::Call)?;
     // Ready, or idle for a while, or the cap.
@@ -157,7 +173,8 @@ async fn handshake(
     }
     let state = router.lock();
     Ok(Offer {
-        name: state.name.clone(),
+        // The manifest's name is the identity; the hello's is only informational.
+        name: hello.extension.clone(),
         wire: format!("zot {PROTOCOL_VERSION}"),
         tools: state.tools.clone(),
         commands: state.commands.clone(),
@@ -170,17 +187,22 @@ async fn handshake(
 struct State {
     /// Taken by the first frame: told the hello, or why the first frame is not one.
     said_hello: Option<oneshot::Sender<Result<Greeting, String>>>,
-    name: String,
     ready: bool,
     tools: Vec<OfferedTool>,
     commands: Vec<OfferedCommand>,
     intercepts: Vec<String>,
+    /// Lifecycle events it observes (known names only).
+    events: Vec<String>,
+    /// What its hello said it takes (exact names; only `tool_cancel` and `call_tool` matter).
+    capabilities: Vec<String>,
 }
 
 /// The extension's unasked frames: its hello, registrations, ready, notes.
 struct Router {
     extension: String,
     events: Arc<dyn Events>,
+    /// What the approved manifest (and pin) let it do.
+    grants: crate::manifest::Grants,
     state: Mutex<State>,
     /// Woken on every frame (the auto-ready idle clock).
     frame: Notify,
@@ -257,14 +279,16 @@ impl Router {
                 }
                 state.commands.push(OfferedCommand { name, description });
             }
-            FromExtension::Subscribe { intercept, .. } => {
+            FromExtension::Subscribe { intercept, events } => {
+                // Known names only, each once: the lists stay as small as zot's own.
                 for event in intercept {
-                    let known = matches!(
-                        event.as_str(),
-                        "tool_call" | "turn_start" | "assistant_message" | "before_agent_start"
-                    );
-                    if known && !state.intercepts.contains(&event) {
+                    if INTERCEPTS.contains(&event.as_str()) && !state.intercepts.contains(&event) {
                         state.intercepts.push(event);
+                    }
+                }
+                for event in events {
+                    if EVENTS.contains(&event.as_str()) && !state.events.contains(&event) {
+                        state.events.push(event);
                     }
                 }
             }
@@ -284,8 +308,8 @@ impl Handler for Router {
                 Ok(FromExtension::Hello {
                     name, capabilities, ..
                 }) if !name.is_empty() => {
-                    // The manifest's name wins; the hello's is only shown.
-                    self.lock().name = name;
+                    // The manifest's name wins; the hello's is only informational.
+                    tracing::debug!(extension = %self.extension, hello_name = %name, "hello");
                     Ok(Greeting { capabilities })
                 }
                 _ => Err(format!(
@@ -329,17 +353,31 @@ impl Handler for Router {
     }
 
     fn request(&self, _method: &str, params: Value) -> BoxFuture<Result<Value, RemoteError>> {
-        // `call_tool` from the extension: the chain rules and the host's tools come next;
-        // until then it gets zot's own refusal.
+        // `call_tool` from the extension. One that did not opt in, or was not approved to,
+        // gets a refusal; the chain rules and the host's tools come next, and until then it
+        // gets zot's own refusal.
         let name = params
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        let opted_in = self.lock().capabilities.iter().any(|c| c == CALL_TOOL);
+        let refusal = if !opted_in {
+            "extension did not opt in to call_tool".to_string()
+        } else if !self.grants.call_tools {
+            let why = format!(
+                "call_tool was not approved for extension {} (it did not ask for it when installed; `yep update {}` asks again)",
+                self.extension, self.extension
+            );
+            self.diagnostic(&why);
+            why
+        } else {
+            "host tool calls are unavailable".to_string()
+        };
         Box::pin(async move {
             Ok(json!({
                 "name": name,
-                "content": [{"type": "text", "text": "host tool calls are unavailable"}],
+                "content": [{"type": "text", "text": refusal}],
                 "is_error": true,
             }))
         })
@@ -436,6 +474,17 @@ impl Codec for ZotCodec {
     }
 }
 
+/// Everything a zot extension registered this run (more than its [`Offer`] says: the
+/// intercepts, observed events and capabilities a pin holds).
+#[derive(Debug, Clone, Default)]
+pub struct Registrations {
+    pub tools: Vec<OfferedTool>,
+    pub commands: Vec<OfferedCommand>,
+    pub intercepts: Vec<String>,
+    pub events: Vec<String>,
+    pub capabilities: Vec<String>,
+}
+
 /// A live zot extension.
 pub struct ZotPeer {
     conn: Connection,
@@ -444,6 +493,18 @@ pub struct ZotPeer {
 }
 
 impl ZotPeer {
+    /// What it has registered so far.
+    pub fn registrations(&self) -> Registrations {
+        let state = self.router.lock();
+        Registrations {
+            tools: state.tools.clone(),
+            commands: state.commands.clone(),
+            intercepts: state.intercepts.clone(),
+            events: state.events.clone(),
+            capabilities: state.capabilities.clone(),
+        }
+    }
+
     /// Send a frame the host numbers, and wait for the frame answering it.
     async fn ask(
         &self,
@@ -496,7 +557,23 @@ impl Peer for ZotPeer {
                 ));
             };
             let (content, is_error) = model_content(content, is_error, &self.router.extension);
-            let mut result = json!({ "content": content, "is_error": is_error });
+            if is_error {
+                // A tool error, as every wire reports one: its text, with the blocks kept.
+                let message = content
+                    .iter()
+                    .filter(|b| !b.text.is_empty())
+                    .map(|b| b.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let error = RemoteError {
+                    code: 0,
+                    message,
+                    retryable: false,
+                    data: json!({ "content": content }),
+                };
+                return Err(PeerError::call("tool_call", CallError::Remote(error)));
+            }
+            let mut result = json!({ "content": content, "is_error": false });
             if let Some(structured) = structured_content {
                 result["structured_content"] = structured;
             }

@@ -1,0 +1,175 @@
+//! Running a zot extension once, at install or update, to read what it registers. zot has
+//! no static tool list, so this first run is what the user approves and the lock pins.
+//!
+//! It starts the extension exactly as a session would (its own directory as cwd, the same
+//! `hello_ack` fields, stderr to its log), through the supervisor, so a failure reads like
+//! any startup error: the extension, what ran, where, its exit status and its log.
+
+use super::{Registrations, open};
+use crate::capability::{Events, NoEvents};
+use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerFuture, Streams};
+use crate::manifest::{CommandDef, Grants, ToolDef};
+use crate::rpc::ConnectionOptions;
+use crate::store::zot::{self, CALL_TOOL, Exec, Probe, ZotManifest, ZotPin};
+use crate::store::{Home, ZotRunner};
+use crate::supervisor::{Extension, ServerSpec, SupervisorOptions};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Runs zot extensions for the store ([`Probe`]): logs go to the home's, and `hello_ack.cwd`
+/// is `workspace`.
+pub struct ZotProbe {
+    log_dir: PathBuf,
+    workspace: PathBuf,
+}
+
+impl ZotProbe {
+    pub fn new(home: &Home, workspace: PathBuf) -> ZotProbe {
+        ZotProbe {
+            log_dir: home.logs_dir(),
+            workspace,
+        }
+    }
+
+    /// As the store takes it in `InstallOptions::zot` and `UpdateOptions::zot`.
+    pub fn runner(self) -> ZotRunner {
+        ZotRunner(Arc::new(self))
+    }
+
+    async fn run(
+        &self,
+        manifest: &ZotManifest,
+        dir: &Path,
+        data_dir: &Path,
+    ) -> Result<zot::Registrations, String> {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|e| format!("failed to create {}: {e}", data_dir.display()))?;
+        let command = match manifest.exec_in(dir) {
+            Some(Exec::Path(path)) => path.to_string_lossy().into_owned(),
+            Some(Exec::OnPath(name)) => name,
+            None => return Ok(zot::Registrations::default()),
+        };
+        let spec = ServerSpec {
+            name: manifest.name.clone(),
+            command,
+            args: manifest.args.clone(),
+            package_dir: dir.to_path_buf(),
+            workspace_root: self.workspace.clone(),
+            cwd: Some(dir.to_path_buf()),
+            data_dir: Some(data_dir.to_path_buf()),
+            language: Some(manifest.language.clone()),
+            session_id: "install".into(),
+            config: Value::Null,
+            env: Vec::new(),
+            log_dir: self.log_dir.clone(),
+            grants: Grants::default(),
+            tool_schemas: Default::default(),
+        };
+        let capture = Arc::new(Capture::default());
+        let opts = SupervisorOptions {
+            dialect: Arc::clone(&capture) as Arc<dyn Dialect>,
+            ..SupervisorOptions::default()
+        };
+        let ext = Extension::new(spec, opts, Arc::new(NoEvents));
+        let started = ext.handshake().await;
+        ext.stop().await;
+        started.map_err(|e| e.to_string())?;
+        let seen = capture
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default();
+        Ok(pinned(seen))
+    }
+}
+
+impl Probe for ZotProbe {
+    fn probe(
+        &self,
+        manifest: &ZotManifest,
+        dir: &Path,
+        data_dir: &Path,
+    ) -> Result<zot::Registrations, String> {
+        // The store is synchronous and may be called from inside a runtime: this run gets a
+        // thread and a runtime of its own.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("failed to start a runtime: {e}"))?
+                    .block_on(self.run(manifest, dir, data_dir))
+            })
+            .join()
+            .unwrap_or_else(|_| Err("the run stopped unexpectedly".into()))
+        })
+    }
+}
+
+/// The zot dialect, keeping what the extension registered.
+#[derive(Default)]
+struct Capture {
+    seen: Arc<Mutex<Option<Registrations>>>,
+}
+
+impl Dialect for Capture {
+    fn name(&self) -> &'static str {
+        "zot"
+    }
+
+    fn open(
+        &self,
+        streams: Streams,
+        hello: Hello,
+        events: Arc<dyn Events>,
+        opts: ConnectionOptions,
+    ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
+        let seen = Arc::clone(&self.seen);
+        Box::pin(async move {
+            let peer = open(streams, hello, events, opts).await?;
+            *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.registrations());
+            Ok(peer as Arc<dyn Peer>)
+        })
+    }
+}
+
+/// What a run registered, in the store's terms.
+fn pinned(seen: Registrations) -> zot::Registrations {
+    zot::Registrations {
+        tools: seen
+            .tools
+            .into_iter()
+            .map(|t| ToolDef {
+                name: t.name,
+                description: t.description.unwrap_or_default(),
+                schema: t.schema.unwrap_or_else(|| json!({"type": "object"})),
+                never_defer: false,
+            })
+            .collect(),
+        commands: seen
+            .commands
+            .into_iter()
+            .map(|c| CommandDef {
+                name: c.name,
+                description: c.description,
+                args: Vec::new(),
+            })
+            .collect(),
+        pin: ZotPin {
+            intercepts: seen.intercepts,
+            events: seen.events,
+            capabilities: seen
+                .capabilities
+                .into_iter()
+                .filter(|c| c == CALL_TOOL)
+                .collect(),
+        },
+    }
+}
+
+/// The probe for `home`, as the store takes it.
+pub fn runner(home: &Home, workspace: PathBuf) -> ZotRunner {
+    ZotProbe::new(home, workspace).runner()
+}
