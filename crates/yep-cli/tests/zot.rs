@@ -100,10 +100,7 @@ fn a_zot_extension_installs_runs_in_its_dir_keeps_state_apart_and_is_held_to_its
     let summary = ok(&out);
     assert!(summary.contains("todo-panel 0.1.0"), "{summary}");
     assert!(summary.contains("todo_manage"), "{summary}");
-    assert!(
-        summary.contains("Installing ran it once"),
-        "{summary}"
-    );
+    assert!(summary.contains("Installing ran it once"), "{summary}");
     assert!(summary.contains("/todo-panel:todo"), "{summary}");
     assert!(summary.contains("intercept tool_call"), "{summary}");
     assert!(summary.contains("events    session_start"), "{summary}");
@@ -249,4 +246,120 @@ fn a_zot_name_yep_cannot_use_is_refused_clearly() {
     let err = text(&out.stderr);
     assert!(err.contains("is not one yep can use"), "{err}");
     assert!(err.contains("extension.json"), "{err}");
+}
+
+impl Env {
+    /// A fixture from `tests/zot/<name>`, installed and enabled.
+    fn install_fixture(&self, name: &str) {
+        let dir = self.tmp.path().join("src").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/zot")
+            .join(name);
+        for entry in std::fs::read_dir(&fixture).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+        }
+        ok(&self.yep(&["install", dir.to_str().unwrap(), "--yes"]));
+    }
+
+    /// The echo example (a YEP server: `yep serve-example-echo`), installed.
+    fn install_echo(&self) {
+        let pkg = self.tmp.path().join("echo-pkg");
+        std::fs::create_dir_all(&pkg).unwrap();
+        let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON).unwrap();
+        manifest["yolop"]["capabilityServer"] =
+            json!({"command": env!("CARGO_BIN_EXE_yep"), "args": ["serve-example-echo"]});
+        std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+        ok(&self.yep(&["install", pkg.to_str().unwrap(), "--yes"]));
+    }
+}
+
+/// The text of a session reply: a result's first block, or the error.
+fn said(reply: &Value) -> String {
+    match reply["result"]["content"][0]["text"].as_str() {
+        Some(text) => text.to_string(),
+        None => reply["error"].as_str().unwrap_or_default().to_string(),
+    }
+}
+
+#[test]
+fn call_tool_runs_host_tools_through_the_hooks_held_to_zots_chain_rules() {
+    let env = Env::new();
+    env.install_fixture("hops");
+    env.install_fixture("todo");
+    env.install_echo();
+    assert!(env.lock().contains("capabilities = [\"call_tool\"]"));
+    for name in ["hops", "todo-panel", "echo"] {
+        ok(&env.yep(&["enable", name]));
+    }
+    let step = |tool: &str| json!({"tool": tool});
+    let path = |tools: &[&str]| json!({"path": tools.iter().map(|t| step(t)).collect::<Vec<_>>()});
+    let script = [
+        // a -> b -> c -> d: four calls in one chain, counting the original.
+        format!("call a {}", path(&["b", "c", "d"])),
+        // A fifth is refused.
+        format!("call a {}", path(&["b", "c", "d", "e"])),
+        // A name already in the chain.
+        format!("call a {}", path(&["b", "a"])),
+        "call orphan {}".to_string(),
+        "call stray {}".to_string(),
+        // A zot tool calling a YEP tool, and a zot guard's say over it.
+        format!(
+            "call a {}",
+            json!({"path": [{"tool": "echo", "args": {"text": "through the host"}}]})
+        ),
+        format!(
+            "call a {}",
+            json!({"path": [{"tool": "echo", "args": {"text": "rm -rf /"}}]})
+        ),
+        "quit".to_string(),
+    ]
+    .join("\n");
+    let replies = env.session(&format!("{script}\n"), &[]);
+    let texts: Vec<String> = replies.iter().map(said).collect();
+    assert_eq!(texts[0], "a>b>c>d", "{replies:?}");
+    assert!(
+        texts[1].contains("a>b>c>d>tool call depth limit reached"),
+        "{texts:?}"
+    );
+    assert!(
+        texts[2].contains("a>b>tool call cycle detected"),
+        "{texts:?}"
+    );
+    assert!(
+        texts[3].contains("orphan>parent_id is required while an extension tool is active"),
+        "{texts:?}"
+    );
+    assert!(
+        texts[4].contains("stray>unknown or expired parent tool call"),
+        "{texts:?}"
+    );
+    assert!(
+        texts[5].starts_with("a>") && texts[5].contains("through the host"),
+        "{texts:?}"
+    );
+    assert!(
+        texts[6].contains("blocked by extension `todo-panel`: todo-panel refused rm -rf"),
+        "{texts:?}"
+    );
+}
+
+#[test]
+fn call_tool_from_an_extension_that_did_not_opt_in_or_was_not_approved_is_refused() {
+    let env = Env::new();
+    env.install_fixture("hops");
+    // Installed without `call_tool` (the hello at install did not ask), then it asks.
+    let lock = env.lock().replace("capabilities = [\"call_tool\"]\n", "");
+    std::fs::write(env.home().join("extensions.lock"), lock).unwrap();
+    ok(&env.yep(&["enable", "hops"]));
+    let replies = env.session(
+        &format!("call a {}\nquit\n", json!({"path": [{"tool": "b"}]})),
+        &[],
+    );
+    let text = said(&replies[0]);
+    assert!(
+        text.contains("a>call_tool was not approved for extension hops"),
+        "{replies:?}"
+    );
 }

@@ -134,6 +134,22 @@ pub struct ToolCall {
     pub updates: Option<UpdateSink>,
     /// Firing it cancels the call on the wire; the call resolves as cancelled.
     pub cancel: Option<CancellationToken>,
+    /// The tools whose runs led to this call, outermost first, when a server's own tool
+    /// asked the host for it ([`Events::run_tool`]); empty for a call the agent made.
+    pub chain: Vec<String>,
+}
+
+/// A run of one of the host's tools that a server asks for (zot's `call_tool`). It goes
+/// through the same hooks as any call.
+#[derive(Debug, Clone)]
+pub struct HostToolCall {
+    pub tool: String,
+    pub args: Value,
+    /// The tools that led here, outermost first, ending with the asking server's own tool;
+    /// empty when it asks outside any tool.
+    pub chain: Vec<String>,
+    /// Fires when the server cancels, the call it was made from ends, or its deadline passes.
+    pub cancel: CancellationToken,
 }
 
 /// What a slash command answered.
@@ -299,6 +315,14 @@ pub trait Events: Send + Sync + 'static {
         tracing::debug!("{event}");
     }
 
+    /// Run one of the host's tools for `extension` ([`HostToolCall`]): its result, or why it
+    /// did not run or failed, as one sentence. Without a host to run it, refused (the
+    /// default).
+    fn run_tool(&self, extension: &str, call: HostToolCall) -> BoxFuture<Result<Value, String>> {
+        let _ = (extension, call);
+        Box::pin(async { Err("host tool calls are unavailable".to_string()) })
+    }
+
     /// A question for the user. Without a prompt surface, answer cancelled (the default).
     fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {
         tracing::info!(
@@ -341,6 +365,17 @@ impl Events for Granted {
 
     fn health(&self, event: crate::health::HealthEvent) {
         self.inner.health(event);
+    }
+
+    fn run_tool(&self, extension: &str, call: HostToolCall) -> BoxFuture<Result<Value, String>> {
+        if self.grants.call_tools {
+            return self.inner.run_tool(extension, call);
+        }
+        let why = format!(
+            "call_tool was not approved for extension {extension}: it did not ask for it when installed (`yep update {extension}` asks again)"
+        );
+        tracing::warn!(extension, "refusing to run `{}`: {why}", call.tool);
+        Box::pin(async move { Err(why) })
     }
 
     fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {

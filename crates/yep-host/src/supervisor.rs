@@ -823,6 +823,7 @@ impl Extension {
                 args,
                 updates,
                 cancel,
+                chain: Vec::new(),
             },
         )
         .await

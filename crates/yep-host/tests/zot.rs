@@ -72,7 +72,7 @@ async fn offer_tools_commands_hooks_and_notes(mode: &str) {
     assert_eq!(offer.wire, "zot 1");
     let tools: Vec<_> = offer.tools.iter().map(|t| t.name.as_str()).collect();
     // An unknown exposure skips that tool, not the extension.
-    assert_eq!(tools, ["shout", "slow"], "{mode}");
+    assert_eq!(tools, ["shout", "slow", "relay"], "{mode}");
     assert_eq!(offer.tools[0].schema.as_ref().unwrap()["type"], "object");
     // A command that differs only by case conflicts; the first stays.
     let commands: Vec<_> = offer.commands.iter().map(|c| c.name.as_str()).collect();
@@ -91,6 +91,18 @@ async fn offer_tools_commands_hooks_and_notes(mode: &str) {
         json!({"content": [{"type": "text", "text": "HI"}], "is_error": false,
                "structured_content": {"n": 1}})
     );
+    // Its own call_tool: refused for an extension that did not opt in; for one that did,
+    // this host (no runtime behind these events) has no tools to run.
+    let refused = peer
+        .call_tool(call("relay", json!({})), Duration::from_secs(10))
+        .await
+        .unwrap_err()
+        .to_string();
+    let why = match mode {
+        "old" => "extension did not opt in to call_tool",
+        _ => "host tool calls are unavailable",
+    };
+    assert!(refused.contains(why), "{mode}: {refused}");
     // A command asked in another case reaches the extension in its registered spelling.
     let said = peer
         .command("greet", " ada ", Duration::from_secs(10))

@@ -322,6 +322,16 @@ pub struct Connection {
     inner: Arc<Inner>,
 }
 
+/// A [`Connection`] that may be gone ([`Connection::downgrade`]).
+#[derive(Clone)]
+pub struct WeakConnection(std::sync::Weak<Inner>);
+
+impl WeakConnection {
+    pub fn upgrade(&self) -> Option<Connection> {
+        self.0.upgrade().map(|inner| Connection { inner })
+    }
+}
+
 impl Connection {
     /// Start a connection over any reader/writer pair: spawns the reader task on the current
     /// tokio runtime.
@@ -395,6 +405,11 @@ impl Connection {
                 max_inbound: opts.max_inbound_requests.max(1),
             }),
         }
+    }
+
+    /// A handle that does not keep the connection alive (for a handler that writes to it).
+    pub fn downgrade(&self) -> WeakConnection {
+        WeakConnection(Arc::downgrade(&self.inner))
     }
 
     /// Why the connection closed, once it has.

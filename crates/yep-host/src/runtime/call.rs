@@ -162,6 +162,8 @@ pub struct Call {
     cancel: Option<CancellationToken>,
     timeout: Option<Duration>,
     hooks: bool,
+    /// The tools whose runs led to this call (a server's own `call_tool`).
+    chain: Vec<String>,
 }
 
 impl Call {
@@ -204,6 +206,12 @@ impl Call {
     /// their own budget.
     pub fn timeout(mut self, after: Duration) -> Call {
         self.timeout = Some(after);
+        self
+    }
+
+    /// The tools whose runs led to this call, outermost first (a server asked for it).
+    pub(crate) fn chain(mut self, chain: Vec<String>) -> Call {
+        self.chain = chain;
         self
     }
 
@@ -251,6 +259,7 @@ impl Call {
             updates,
             timeout,
             hooks,
+            chain,
             ..
         } = self;
         let args = match hooks {
@@ -274,7 +283,7 @@ impl Call {
             // For the post hooks (a plain call needs no copy).
             *sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(args.clone());
         }
-        let call = host.call_tool(&name, args, updates, None);
+        let call = host.call_tool_in_chain(&name, args, updates, None, chain);
         let result = match timeout {
             Some(after) => match tokio::time::timeout(after, call).await {
                 Ok(result) => result,
@@ -340,6 +349,7 @@ impl ExtensionHost {
             cancel: None,
             timeout: None,
             hooks: false,
+            chain: Vec::new(),
         }
     }
 
@@ -350,6 +360,7 @@ impl ExtensionHost {
     pub fn run_tool(&self, name: &str, args: Value) -> Call {
         Call {
             hooks: true,
+            chain: Vec::new(),
             ..self.call(name, args)
         }
     }

@@ -1,8 +1,9 @@
 //! What servers push back, under the manifest clamp: the status registry, the sinks an
 //! embedder implements, and the question queue.
 
-use crate::capability::{Answer, BoxFuture, Events, LogLevel, Question, Status};
+use crate::capability::{Answer, BoxFuture, Events, HostToolCall, LogLevel, Question, Status};
 use crate::health::{Health, HealthEvent};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -73,6 +74,9 @@ pub(crate) struct HostEvents {
     pub(crate) ask_sink: Option<Arc<dyn DynAskSink>>,
     pub(crate) health: Arc<Health>,
     questions: Arc<Mutex<Queue>>,
+    /// The host a server's own tool calls run through; set once it exists, and weak: the
+    /// host owns these events.
+    pub(crate) host: std::sync::OnceLock<super::WeakHost>,
 }
 
 /// The question queue: whether one is open, and who waits, in the order they were asked.
@@ -124,6 +128,7 @@ impl HostEvents {
             ask_sink,
             health: Arc::default(),
             questions: Arc::default(),
+            host: std::sync::OnceLock::new(),
         }
     }
 
@@ -178,6 +183,26 @@ impl Events for HostEvents {
 
     fn health(&self, event: HealthEvent) {
         self.health.report(event);
+    }
+
+    fn run_tool(&self, extension: &str, call: HostToolCall) -> BoxFuture<Result<Value, String>> {
+        let Some(host) = self.host.get().and_then(super::WeakHost::upgrade) else {
+            return Box::pin(async { Err("host tool calls are unavailable".to_string()) });
+        };
+        tracing::debug!(extension, tool = %call.tool, "a server runs a host tool");
+        Box::pin(async move {
+            let outcome = host
+                .run_tool(&call.tool, call.args)
+                .chain(call.chain)
+                .cancel_on(call.cancel)
+                .await;
+            match outcome {
+                super::CallOutcome::Ok(value) => Ok(value),
+                // The tool's own words, as the tool said them.
+                super::CallOutcome::ToolError { message, .. } => Err(message),
+                other => Err(other.to_string()),
+            }
+        })
     }
 
     fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {

@@ -328,6 +328,27 @@ pub(crate) struct Loaded {
 /// Dropped with the last handle of a host.
 struct LastHandle(watch::Receiver<Arc<Table>>);
 
+/// A handle to the host that does not keep it alive: what a server's own tool calls (zot's
+/// `call_tool`) run through, held by the host's events.
+pub(crate) struct WeakHost {
+    core: std::sync::Weak<Core>,
+    table: watch::Receiver<Arc<Table>>,
+    commands: mpsc::WeakUnboundedSender<Command>,
+    last: std::sync::Weak<LastHandle>,
+}
+
+impl WeakHost {
+    /// The host, while any handle to it is held.
+    pub(crate) fn upgrade(&self) -> Option<ExtensionHost> {
+        Some(ExtensionHost {
+            core: self.core.upgrade()?,
+            table: self.table.clone(),
+            commands: self.commands.upgrade()?,
+            _last: self.last.upgrade()?,
+        })
+    }
+}
+
 impl Drop for LastHandle {
     fn drop(&mut self) {
         // Forwarder tasks hold their extension; without this a dropped host would leave them
@@ -911,11 +932,19 @@ impl ExtensionHost {
             table: table_tx,
             shut: false,
         };
+        let last = Arc::new(LastHandle(table.clone()));
+        // Before any server starts: one may run a host tool as soon as it is up.
+        let _ = core.events.host.set(WeakHost {
+            core: Arc::downgrade(&core),
+            table: table.clone(),
+            commands: commands.downgrade(),
+            last: Arc::downgrade(&last),
+        });
         registry.refresh().await?;
         tokio::spawn(registry.run(queue));
         Ok(ExtensionHost {
             core,
-            _last: Arc::new(LastHandle(table.clone())),
+            _last: last,
             table,
             commands,
         })
@@ -1032,6 +1061,20 @@ impl ExtensionHost {
         updates: Option<UpdateSink>,
         cancel: Option<CancellationToken>,
     ) -> Result<Value, HostError> {
+        self.call_tool_in_chain(name, args, updates, cancel, Vec::new())
+            .await
+    }
+
+    /// [`ExtensionHost::call_tool`] for a call a server's own tool asked for: `chain` is the
+    /// tools that led to it.
+    pub(crate) async fn call_tool_in_chain(
+        &self,
+        name: &str,
+        args: Value,
+        updates: Option<UpdateSink>,
+        cancel: Option<CancellationToken>,
+        chain: Vec<String>,
+    ) -> Result<Value, HostError> {
         if self.core.is_shut() {
             return Err(HostError::ShutDown);
         }
@@ -1066,6 +1109,7 @@ impl ExtensionHost {
             args,
             updates,
             cancel,
+            chain,
         };
         Ok(loaded.ext.send_tool_call(&live, call).await?)
     }

@@ -3,7 +3,8 @@
 argv[1] picks its generation:
   old  - zot's published examples: hello and every registration before reading anything,
          no capabilities, never `ready`;
-  new  - the current SDK: hello with `tool_cancel`, registrations after `hello_ack`, then `ready`;
+  new  - the current SDK: hello with `tool_cancel` and `call_tool`, registrations after
+         `hello_ack`, then `ready`;
   rude - its first line is not a hello;
   flood - registers 300 tools and 300 commands;
   mute - exits at once, saying nothing;
@@ -24,6 +25,7 @@ def register():
     send({"type": "register_tool", "name": "shout", "description": "upper-case text",
           "schema": {"type": "object", "properties": {"text": {"type": "string"}}}})
     send({"type": "register_tool", "name": "slow", "description": "never answers"})
+    send({"type": "register_tool", "name": "relay", "description": "asks the host for shout"})
     send({"type": "register_tool", "name": "odd", "exposure": "sideways"})
     send({"type": "register_command", "name": "Greet", "description": "say hi"})
     send({"type": "register_command", "name": "greet", "description": "a case clash"})
@@ -53,7 +55,8 @@ if mode == "flood":
     sys.exit(0)
 
 send({"type": "hello", "name": "pyzot", "version": "0.1",
-      "capabilities": ["tool_cancel"] if mode == "new" else []})
+      "capabilities": ["tool_cancel", "call_tool"] if mode == "new" else []})
+relayed = {}
 if mode == "old":
     register()
 
@@ -65,7 +68,15 @@ for line in sys.stdin:
             register()
             send({"type": "ready"})
         send({"type": "notify", "level": "info", "message": "acked " + frame.get("data_dir", "")})
+    elif kind == "tool_result" and frame.get("id") in relayed:
+        # The host's answer to a call_tool: handed back as this tool's result.
+        send({"type": "tool_result", "id": relayed.pop(frame["id"]),
+              "content": frame.get("content") or [], "is_error": frame.get("is_error", False)})
     elif kind == "tool_call":
+        if frame["name"] == "relay":
+            relayed["r" + frame["id"]] = frame["id"]
+            send({"type": "call_tool", "id": "r" + frame["id"], "name": "shout",
+                  "args": {"text": "x"}, "parent_id": frame["id"]})
         if frame["name"] == "shout":
             send({"type": "tool_result", "id": frame["id"], "structured_content": {"n": 1},
                   "content": [{"type": "text", "text": frame["args"].get("text", "").upper()},

@@ -320,6 +320,56 @@ pub fn model_content(
     (out, is_error)
 }
 
+/// The most bytes of text, base64 and MIME types in one `call_tool` result or observation.
+pub const MAX_RESULT_BYTES: usize = 256 * 1024;
+/// The most blocks in one.
+pub const MAX_RESULT_BLOCKS: usize = 128;
+
+/// A host tool's result as zot content: its `content` blocks when it has them (what a zot or
+/// MCP-shaped tool answers), else the value as one text block (a string as itself, anything
+/// else as JSON).
+pub fn host_content(value: &Value) -> Vec<ContentBlock> {
+    if let Some(blocks) = value
+        .get("content")
+        .and_then(|c| serde_json::from_value::<Vec<ContentBlock>>(c.clone()).ok())
+        .filter(|b| !b.is_empty())
+    {
+        return blocks;
+    }
+    let text = match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    vec![ContentBlock::text(text)]
+}
+
+/// Hold `blocks` to [`MAX_RESULT_BYTES`] and [`MAX_RESULT_BLOCKS`]: text is cut at a UTF-8
+/// boundary, an image that does not fit whole is dropped. Returns whether anything was cut.
+pub fn bound_content(blocks: Vec<ContentBlock>) -> (Vec<ContentBlock>, bool) {
+    let mut left = MAX_RESULT_BYTES;
+    let mut truncated = blocks.len() > MAX_RESULT_BLOCKS;
+    let mut out = Vec::with_capacity(blocks.len().min(MAX_RESULT_BLOCKS));
+    for mut block in blocks.into_iter().take(MAX_RESULT_BLOCKS) {
+        let size = block.text.len() + block.data.len() + block.mime_type.len();
+        if size <= left {
+            left -= size;
+            out.push(block);
+            continue;
+        }
+        truncated = true;
+        if block.kind == "text" && left > 0 {
+            let mut cut = left.min(block.text.len());
+            while !block.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            block.text.truncate(cut);
+            left -= cut;
+            out.push(block);
+        }
+    }
+    (out, truncated)
+}
+
 /// Standard base64 with padding, as Go's `StdEncoding` decodes it.
 fn is_base64(data: &str) -> bool {
     let bytes = data.as_bytes();
@@ -341,6 +391,44 @@ mod tests {
 
     fn parse(v: Value) -> Result<FromExtension, FrameError> {
         FromExtension::parse(v.to_string().as_bytes())
+    }
+
+    #[test]
+    fn results_are_held_to_256_kib_and_128_blocks_cutting_text_at_a_char_boundary() {
+        let (small, cut) = bound_content(vec![ContentBlock::text("hi")]);
+        assert_eq!((small.len(), cut), (1, false));
+        let many = (0..200)
+            .map(|i| ContentBlock::text(i.to_string()))
+            .collect();
+        let (blocks, cut) = bound_content(many);
+        assert_eq!((blocks.len(), cut), (MAX_RESULT_BLOCKS, true));
+        // 'é' is two bytes: a cut never lands inside one.
+        let big = "é".repeat(MAX_RESULT_BYTES);
+        let image = ContentBlock {
+            kind: "image".into(),
+            data: "QUJD".into(),
+            mime_type: "image/png".into(),
+            ..ContentBlock::default()
+        };
+        let (blocks, cut) = bound_content(vec![ContentBlock::text(big), image]);
+        assert!(cut);
+        assert_eq!(blocks.len(), 1, "the image no longer fits and is dropped");
+        assert_eq!(blocks[0].text.len(), MAX_RESULT_BYTES);
+        assert!(blocks[0].text.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn a_host_result_becomes_its_content_blocks_or_one_text_block() {
+        let zot = json!({"content": [{"type": "text", "text": "4"}], "is_error": false});
+        assert_eq!(host_content(&zot), vec![ContentBlock::text("4")]);
+        assert_eq!(
+            host_content(&json!("plain")),
+            vec![ContentBlock::text("plain")]
+        );
+        assert_eq!(
+            host_content(&json!({"n": 1})),
+            vec![ContentBlock::text("{\"n\":1}")]
+        );
     }
 
     #[test]

@@ -12,21 +12,24 @@ pub mod probe;
 
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::capability::{
-    CommandResult, ConfigOutcome, Events, HookEvent, HookFiring, HookOutcome, LogLevel, Offer,
-    OfferedCommand, OfferedTool, RemoteError, Status, StatusLevel, ToolCall, TraceEvent,
+    CommandResult, ConfigOutcome, Events, HookEvent, HookFiring, HookOutcome, HostToolCall,
+    LogLevel, Offer, OfferedCommand, OfferedTool, RemoteError, Status, StatusLevel, ToolCall,
+    TraceEvent,
 };
 use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
-    Handler, Id, Malformed,
+    Handler, Id, Malformed, WeakConnection,
 };
 use crate::store::zot::{CALL_TOOL, EVENTS, INTERCEPTS};
 use frames::{FromExtension, PROTOCOL_VERSION, ToExtension, model_content};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// The least time an extension gets to say `hello`: `npx -y tsx` downloads on a cold start,
 /// `go run .` compiles first.
@@ -38,6 +41,12 @@ pub const READY_WAIT: Duration = Duration::from_secs(3);
 /// The most tools, and the most commands, one extension may register; later ones are refused
 /// with a diagnostic.
 pub const MAX_REGISTRATIONS: usize = 256;
+/// The longest a `call_tool` from an extension may run.
+pub const CALL_TOOL_DEADLINE: Duration = Duration::from_secs(60);
+/// The most tools in one `call_tool` chain, counting the original call.
+pub const MAX_CHAIN: usize = 4;
+/// The most `call_tool` requests one extension may have in flight.
+pub const MAX_NESTED_CALLS: usize = 16;
 /// What the host says it is in `hello_ack.zot_version`.
 pub const HOST_VERSION: &str = concat!("yep-", env!("CARGO_PKG_VERSION"));
 
@@ -75,7 +84,8 @@ pub async fn open(
     let router = Arc::new(Router {
         extension: hello.extension.clone(),
         events,
-        grants: hello.grants,
+        conn: std::sync::OnceLock::new(),
+        nested: Arc::default(),
         state: Mutex::new(State {
             said_hello: Some(said_hello),
             ..State::default()
@@ -88,6 +98,7 @@ pub async fn open(
         Arc::clone(&codec) as Arc<dyn Codec>,
         opts,
     )?;
+    let _ = router.conn.set(conn.downgrade());
     match handshake(&conn, &router, &codec, heard, &hello).await {
         Ok(offer) => Ok(Arc::new(ZotPeer {
             conn,
@@ -195,14 +206,27 @@ struct State {
     events: Vec<String>,
     /// What its hello said it takes (exact names; only `tool_cancel` and `call_tool` matter).
     capabilities: Vec<String>,
+    /// The host's tool calls in flight to it, by id: the chain each is part of.
+    live: HashMap<String, LiveCall>,
+}
+
+/// A host `tool_call` in flight to the extension: a `call_tool` made under it continues its
+/// chain, and ends when it ends.
+struct LiveCall {
+    /// The tools that led to it, and itself last.
+    chain: Vec<String>,
+    /// Fired when the call ends.
+    done: CancellationToken,
 }
 
 /// The extension's unasked frames: its hello, registrations, ready, notes.
 struct Router {
     extension: String,
     events: Arc<dyn Events>,
-    /// What the approved manifest (and pin) let it do.
-    grants: crate::manifest::Grants,
+    /// Where its `call_tool` answers go (weak: the connection owns this router).
+    conn: std::sync::OnceLock<WeakConnection>,
+    /// Its own `call_tool` requests in flight, by its id.
+    nested: Arc<Mutex<HashMap<String, CancellationToken>>>,
     state: Mutex<State>,
     /// Woken on every frame (the auto-ready idle clock).
     frame: Notify,
@@ -298,6 +322,130 @@ impl Router {
     }
 }
 
+impl Router {
+    /// The extension's `call_tool`: checked against zot's rules (opt-in, a live parent, the
+    /// chain's depth and cycles), then run on the host, and answered with a `tool_result`
+    /// held to zot's bounds. A refusal is a `tool_result` with zot's own text.
+    fn call_tool(&self, id: String, name: String, args: Option<Value>, parent: Option<String>) {
+        let Some(conn) = self.conn.get().and_then(WeakConnection::upgrade) else {
+            return;
+        };
+        let answer = {
+            let (id, name) = (id.clone(), name.clone());
+            move |content, is_error, truncated| {
+                ToExtension::ToolResult {
+                    id,
+                    name,
+                    content,
+                    is_error,
+                    truncated,
+                }
+                .line()
+            }
+        };
+        let checked = {
+            let state = self.lock();
+            let mut nested = self.nested.lock().unwrap_or_else(|p| p.into_inner());
+            if nested.contains_key(&id) {
+                // zot ignores a duplicate id in flight.
+                drop((state, nested));
+                self.diagnostic(&format!("call_tool {id:?} is already in flight; ignored"));
+                return;
+            }
+            call_tool_checks(&state, &name, args.as_ref(), parent.as_deref()).and_then(
+                |(chain, parent_done)| {
+                    if nested.len() >= MAX_NESTED_CALLS {
+                        return Err(format!(
+                            "too many call_tool requests in flight (at most {MAX_NESTED_CALLS})"
+                        ));
+                    }
+                    // A call made under a tool call ends when that call ends.
+                    let cancel =
+                        parent_done.map_or_else(CancellationToken::new, |done| done.child_token());
+                    nested.insert(id.clone(), cancel.clone());
+                    Ok((chain, cancel))
+                },
+            )
+        };
+        let (chain, cancel) = match checked {
+            Ok(checked) => checked,
+            Err(refusal) => {
+                let line = answer(vec![frames::ContentBlock::text(refusal)], true, false);
+                tokio::spawn(async move {
+                    let _ = conn.send(line).await;
+                });
+                return;
+            }
+        };
+        let run = self.events.run_tool(
+            &self.extension,
+            HostToolCall {
+                tool: name,
+                args: args.unwrap_or_default(),
+                chain,
+                cancel: cancel.clone(),
+            },
+        );
+        let nested = Arc::clone(&self.nested);
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err("tool call cancelled".to_string()),
+                _ = conn.closed() => Err("extension disconnected".to_string()),
+                out = tokio::time::timeout(CALL_TOOL_DEADLINE, run) => out.unwrap_or_else(|_| {
+                    Err(format!("tool call timed out after {} s", CALL_TOOL_DEADLINE.as_secs()))
+                }),
+            };
+            // However it ended, the tool it ran is told (a cancel reaches the wire).
+            cancel.cancel();
+            nested.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            let (blocks, is_error) = match outcome {
+                Ok(value) => {
+                    let is_error = value.get("is_error").and_then(Value::as_bool) == Some(true);
+                    (frames::host_content(&value), is_error)
+                }
+                Err(why) => (vec![frames::ContentBlock::text(why)], true),
+            };
+            let (content, truncated) = frames::bound_content(blocks);
+            let _ = conn.send(answer(content, is_error, truncated)).await;
+        });
+    }
+}
+
+/// zot's checks on a `call_tool`, in its order: the chain it continues and the call that
+/// ends it, or zot's refusal text.
+fn call_tool_checks(
+    state: &State,
+    name: &str,
+    args: Option<&Value>,
+    parent: Option<&str>,
+) -> Result<(Vec<String>, Option<CancellationToken>), String> {
+    if !state.capabilities.iter().any(|c| c == CALL_TOOL) {
+        return Err("extension did not opt in to call_tool".into());
+    }
+    if name.is_empty() || !args.is_some_and(Value::is_object) {
+        return Err("call_tool requires a name and JSON object args".into());
+    }
+    let (chain, done) = match parent.filter(|p| !p.is_empty()) {
+        Some(parent) => match state.live.get(parent) {
+            Some(live) => (live.chain.clone(), Some(live.done.clone())),
+            None => return Err("unknown or expired parent tool call".into()),
+        },
+        None if !state.live.is_empty() => {
+            return Err("parent_id is required while an extension tool is active".into());
+        }
+        None => (Vec::new(), None),
+    };
+    if chain.iter().any(|t| t == name) {
+        return Err("tool call cycle detected".into());
+    }
+    if chain.len() >= MAX_CHAIN {
+        return Err("tool call depth limit reached".into());
+    }
+    // The tool it calls adds itself when it runs (on any wire's peer).
+    Ok((chain, done))
+}
+
 impl Handler for Router {
     fn notification(&self, method: &str, params: Value) {
         let first = self.lock().said_hello.take();
@@ -337,6 +485,18 @@ impl Handler for Router {
                 );
             }
             Ok(FromExtension::ClearNotes) => self.events.status(&self.extension, None),
+            Ok(FromExtension::CallTool {
+                id,
+                name,
+                args,
+                parent_id,
+            }) => self.call_tool(id, name, args, parent_id),
+            Ok(FromExtension::CallToolCancel { id }) => {
+                let nested = self.nested.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(cancel) = nested.get(&id) {
+                    cancel.cancel();
+                }
+            }
             Ok(FromExtension::Unknown { kind }) => {
                 self.diagnostic(&format!("unknown frame type {kind:?}; ignored"))
             }
@@ -352,40 +512,23 @@ impl Handler for Router {
         self.frame.notify_one();
     }
 
-    fn request(&self, _method: &str, params: Value) -> BoxFuture<Result<Value, RemoteError>> {
-        // `call_tool` from the extension. One that did not opt in, or was not approved to,
-        // gets a refusal; the chain rules and the host's tools come next, and until then it
-        // gets zot's own refusal.
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let opted_in = self.lock().capabilities.iter().any(|c| c == CALL_TOOL);
-        let refusal = if !opted_in {
-            "extension did not opt in to call_tool".to_string()
-        } else if !self.grants.call_tools {
-            let why = format!(
-                "call_tool was not approved for extension {} (it did not ask for it when installed; `yep update {}` asks again)",
-                self.extension, self.extension
-            );
-            self.diagnostic(&why);
-            why
-        } else {
-            "host tool calls are unavailable".to_string()
-        };
+    fn request(&self, method: &str, _params: Value) -> BoxFuture<Result<Value, RemoteError>> {
+        // zot has no requests the host answers by id other than `call_tool`, which the codec
+        // reads as a frame of its own.
+        let message = format!("unexpected request {method:?}");
         Box::pin(async move {
-            Ok(json!({
-                "name": name,
-                "content": [{"type": "text", "text": refusal}],
-                "is_error": true,
-            }))
+            Err(RemoteError {
+                code: RemoteError::METHOD_NOT_FOUND,
+                message,
+                retryable: false,
+                data: Value::Null,
+            })
         })
     }
 }
 
-/// zot's framing: responses by their `id` (host ids are decimal strings), the extension's
-/// `call_tool` as a request, everything else unasked.
+/// zot's framing: responses by their `id` (host ids are decimal strings), everything else
+/// unasked (the extension's `call_tool` too: the router answers it, by zot's own rules).
 #[derive(Default)]
 struct ZotCodec {
     /// The extension said it takes `tool_cancel`.
@@ -424,11 +567,6 @@ impl Codec for ZotCodec {
             "tool_result" | "command_response" | "event_intercept_response" => Frame::Response {
                 id: id()?,
                 result: Ok(value),
-            },
-            "call_tool" => Frame::Request {
-                id: id()?,
-                method: kind,
-                params: value,
             },
             _ => Frame::Notification {
                 method: kind,
@@ -536,13 +674,27 @@ impl Peer for ZotPeer {
                 cancel: call.cancel,
             };
             let (name, args) = (call.tool, call.args);
+            let mut chain = call.chain;
+            chain.push(name.clone());
+            // In flight under its id: a `call_tool` the extension makes under it continues
+            // its chain, and ends with it.
+            let live = LiveGuard {
+                router: &self.router,
+                id: Mutex::new(None),
+                done: CancellationToken::new(),
+            };
             let answer = self
                 .ask(
                     "tool_call",
-                    |id| ToExtension::ToolCall { id, name, args },
+                    |id| {
+                        live.register(&id, chain);
+                        ToExtension::ToolCall { id, name, args }
+                    },
                     opts,
                 )
-                .await?;
+                .await;
+            drop(live);
+            let answer = answer?;
             let Ok(FromExtension::ToolResult {
                 content,
                 is_error,
@@ -780,6 +932,34 @@ impl Peer for ZotPeer {
 
     fn closed(&self) -> PeerFuture<'_, CloseReason> {
         Box::pin(self.conn.closed())
+    }
+}
+
+/// A host `tool_call` in flight to the extension, from its write until it ends (dropped).
+struct LiveGuard<'a> {
+    router: &'a Router,
+    id: Mutex<Option<String>>,
+    done: CancellationToken,
+}
+
+impl LiveGuard<'_> {
+    fn register(&self, id: &str, chain: Vec<String>) {
+        *self.id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id.to_string());
+        let done = self.done.clone();
+        self.router
+            .lock()
+            .live
+            .insert(id.to_string(), LiveCall { chain, done });
+    }
+}
+
+impl Drop for LiveGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            self.router.lock().live.remove(&id);
+        }
+        // The calls the extension made under it end with it.
+        self.done.cancel();
     }
 }
 
