@@ -135,6 +135,7 @@ pub fn extension(
         cwd: None,
         data_dir: None,
         language: None,
+        pin: None,
         session_id: "bench".into(),
         config: Value::Null,
         env: vec![],

@@ -363,3 +363,51 @@ fn call_tool_from_an_extension_that_did_not_opt_in_or_was_not_approved_is_refuse
         "{replies:?}"
     );
 }
+
+#[test]
+fn a_yep_hook_and_zot_intercepts_compose_in_one_chain_and_events_arrive_in_sequence() {
+    let env = Env::new();
+    env.install_fixture("redactor");
+    env.install_echo();
+    env.install_fixture("todo");
+    let lock = env.lock();
+    assert!(
+        lock.contains(
+            "intercepts = [\"tool_call\", \"turn_start\", \"assistant_message\", \"before_agent_start\"]"
+        ),
+        "{lock}"
+    );
+    // Load order is enable order: the redactor, then echo's hook, then todo-panel's guard.
+    for name in ["redactor", "echo", "todo-panel"] {
+        ok(&env.yep(&["enable", name]));
+    }
+    let script = concat!(
+        "pre bash {\"command\":\"cat secret\"}\n",
+        "pre bash {\"command\":\"rm -rf secret\"}\n",
+        "pre bash {\"command\":\"ls\",\"forbidden\":true}\n",
+        "turn 1\n",
+        "turn 3\n",
+        "message the secret is out\n",
+        "message forbidden words\n",
+        "system-prompt You are yep.\n",
+        "quit\n"
+    );
+    let out = env.yep_env(&["session", "--json"], script, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let transcript = text(&out.stdout);
+    insta::assert_snapshot!("zot_session_transcript", transcript);
+
+    // The session told its start and its end, in sequence, to the extension observing them.
+    let log = std::fs::read_to_string(env.home().join("data/redactor/events.log")).unwrap();
+    let lines: Vec<Vec<&str>> = log.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert_eq!(
+        (lines[0][0], lines[0][1], lines[0][3]),
+        ("1", "session_start", "-")
+    );
+    assert_eq!(
+        (lines[1][0], lines[1][1], lines[1][3]),
+        ("2", "session_end", "shutdown")
+    );
+    assert!(lines[0][2].starts_with("yep-session-"), "{log}");
+}

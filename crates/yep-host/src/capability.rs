@@ -152,6 +152,46 @@ pub struct HostToolCall {
     pub cancel: CancellationToken,
 }
 
+/// A point in the agent's turn, beyond a tool call, that a server may intercept (zot's
+/// intercepts).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Intercept {
+    /// A turn is about to start (`step` counts the model calls of this prompt).
+    TurnStart { step: u64 },
+    /// The model said `text`; it is about to be shown.
+    AssistantMessage { text: String },
+    /// The system prompt is assembled; a server may replace it whole.
+    SystemPrompt {
+        prompt: String,
+        provider: String,
+        model: String,
+    },
+}
+
+impl Intercept {
+    /// The intercept's name on the zot wire (and in a zot pin).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Intercept::TurnStart { .. } => "turn_start",
+            Intercept::AssistantMessage { .. } => "assistant_message",
+            Intercept::SystemPrompt { .. } => "before_agent_start",
+        }
+    }
+}
+
+/// What a server decided at an [`Intercept`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum InterceptOutcome {
+    /// Go ahead unchanged.
+    Continue,
+    /// Stop it: the turn does not start, or the message is hidden.
+    Block { reason: String },
+    /// Show this text instead (an assistant message).
+    ReplaceText(String),
+    /// Use this system prompt instead (`""` removes it).
+    SystemPrompt(String),
+}
+
 /// What a slash command answered.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandResult {

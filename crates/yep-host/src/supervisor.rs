@@ -6,8 +6,8 @@
 //! lines and the log file's path.
 
 use crate::capability::{
-    CommandResult, ConfigOutcome, Events, Granted, HookFiring, HookOutcome, Offer, RemoteError,
-    ToolCall, TraceEvent,
+    CommandResult, ConfigOutcome, Events, Granted, HookFiring, HookOutcome, Intercept,
+    InterceptOutcome, Offer, RemoteError, ToolCall, TraceEvent,
 };
 use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFailure, Streams};
 use crate::health::HealthEvent;
@@ -40,6 +40,9 @@ pub struct ServerSpec {
     pub data_dir: Option<PathBuf>,
     /// The language the package says it is written in (zot's `language`), for errors.
     pub language: Option<String>,
+    /// For a server with no static manifest (zot), what it was approved to register beyond
+    /// tools and commands: the most its dialect honours. `None` when nothing was pinned.
+    pub pin: Option<crate::store::zot::ZotPin>,
     pub session_id: String,
     /// `initialize.config` (secrets already stripped).
     pub config: Value,
@@ -66,6 +69,7 @@ impl std::fmt::Debug for ServerSpec {
             .field("cwd", &self.cwd)
             .field("data_dir", &self.data_dir)
             .field("language", &self.language)
+            .field("pin", &self.pin)
             .field("session_id", &self.session_id)
             .field("config", &self.config)
             .field("env", &process::redacted_env(&self.env))
@@ -94,6 +98,7 @@ impl ServerSpec {
             cwd: None,
             data_dir: None,
             language: None,
+            pin: None,
             session_id: String::new(),
             config: Value::Null,
             env: Vec::new(),
@@ -599,6 +604,7 @@ impl Extension {
                 .unwrap_or(&spec.package_dir)
                 .to_string_lossy()
                 .into_owned(),
+            pin: spec.pin.clone(),
         };
         let conn_opts = ConnectionOptions {
             label: spec.name.clone(),
@@ -849,6 +855,17 @@ impl Extension {
         let timeout = timeout.min(Duration::from_millis(crate::runtime::MAX_HOOK_TIMEOUT_MS));
         let live = self.live().await?;
         let res = live.peer.fire_hook(firing, timeout).await;
+        self.settle(&live, res).await
+    }
+
+    /// Ask the server at an intercept point, starting it if needed.
+    pub async fn intercept(
+        &self,
+        point: &Intercept,
+        timeout: Duration,
+    ) -> Result<InterceptOutcome, ExtensionError> {
+        let live = self.live().await?;
+        let res = live.peer.intercept(point, timeout).await;
         self.settle(&live, res).await
     }
 

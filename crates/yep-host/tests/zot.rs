@@ -44,6 +44,7 @@ async fn open(mode: &str, dir: &std::path::Path, notes: Arc<Notes>) -> Result<Op
         timeout: Duration::from_secs(10),
         package_dir: "/pkg/pyzot".into(),
         data_dir: "/data/pyzot".into(),
+        pin: None,
     };
     let streams = Streams::Pipe {
         stdout: spawned.stdout,
@@ -238,4 +239,119 @@ async fn an_extension_that_exits_before_its_hello_fails_at_once() {
         panic!("a mute extension shook hands");
     };
     assert!(err.contains("closed"), "{err}");
+}
+
+fn trace(event_type: &str, data: Value) -> yep_host::capability::TraceEvent {
+    yep_host::capability::TraceEvent {
+        event_type: event_type.into(),
+        id: "e".into(),
+        ts: String::new(),
+        context: Value::Null,
+        data,
+        metadata: Value::Null,
+    }
+}
+
+#[tokio::test]
+async fn events_reach_the_extensions_that_observe_them_in_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = Arc::new(Notes::default());
+    let (peer, _process) = open("new", dir.path(), Arc::clone(&notes)).await.unwrap();
+    // Observed: session_start (zot's name) and turn_end (YEP's `turn.completed`); turn_start
+    // is not observed, and an unknown name goes nowhere.
+    for (kind, data) in [
+        ("session_start", json!({})),
+        ("turn_start", json!({"step": 1})),
+        ("turn.completed", json!({"stop": "end", "sequence": 99})),
+        ("no.such", json!({})),
+    ] {
+        peer.trace(&trace(kind, data)).await.unwrap();
+    }
+    peer.barrier(Duration::from_secs(5)).await.unwrap();
+    let wanted = ["event session_start 1 s1", "event turn_end 2 s1"];
+    let waited = std::time::Instant::now();
+    loop {
+        let seen: Vec<String> = notes.0.lock().unwrap().iter().flatten().cloned().collect();
+        let events: Vec<_> = seen.iter().filter(|n| n.starts_with("event ")).collect();
+        if events.len() >= 2 {
+            assert_eq!(events, wanted);
+            break;
+        }
+        assert!(waited.elapsed() < Duration::from_secs(10), "{seen:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    peer.shutdown(Duration::from_secs(2)).await;
+}
+
+#[tokio::test]
+async fn the_turn_intercepts_block_rewrite_and_replace_the_prompt() {
+    use yep_host::capability::{Intercept, InterceptOutcome};
+    let dir = tempfile::tempdir().unwrap();
+    let (peer, _process) = open("old", dir.path(), Arc::default()).await.unwrap();
+    let ask = |point: Intercept| {
+        let peer = Arc::clone(&peer);
+        async move {
+            peer.intercept(&point, Duration::from_secs(5))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        ask(Intercept::TurnStart { step: 1 }).await,
+        InterceptOutcome::Continue
+    );
+    assert_eq!(
+        ask(Intercept::TurnStart { step: 3 }).await,
+        InterceptOutcome::Block {
+            reason: "too many steps".into()
+        }
+    );
+    assert_eq!(
+        ask(Intercept::AssistantMessage {
+            text: "the secret is 42".into()
+        })
+        .await,
+        InterceptOutcome::ReplaceText("the [redacted] is 42".into())
+    );
+    assert_eq!(
+        ask(Intercept::AssistantMessage {
+            text: "forbidden words".into()
+        })
+        .await,
+        InterceptOutcome::Block {
+            reason: "hidden".into()
+        }
+    );
+    assert_eq!(
+        ask(Intercept::SystemPrompt {
+            prompt: "You are helpful.".into(),
+            provider: "p".into(),
+            model: "m1".into(),
+        })
+        .await,
+        InterceptOutcome::SystemPrompt("You are helpful. (m1)".into())
+    );
+    peer.shutdown(Duration::from_secs(2)).await;
+}
+
+#[tokio::test]
+async fn an_extension_that_stops_reading_is_disconnected_when_its_queue_overflows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (peer, _process) = open("deaf", dir.path(), Arc::default()).await.unwrap();
+    // 4 KiB events: a pipe buffer holds a few, the queue 256 more; then it is disconnected.
+    let big = json!({"text": "x".repeat(4096)});
+    let mut failed = None;
+    for i in 0..400 {
+        if let Err(e) = peer.trace(&trace("session_start", big.clone())).await {
+            failed = Some((i, e.to_string()));
+            break;
+        }
+    }
+    let (at, why) = failed.expect("the queue never overflowed");
+    assert!(at >= 256, "disconnected after only {at} events");
+    assert!(why.contains("over 256 frames"), "{why}");
+    let reason = tokio::time::timeout(Duration::from_secs(5), peer.closed())
+        .await
+        .unwrap();
+    assert!(reason.to_string().contains("did not read"), "{reason}");
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, Question};
 use yep_host::process::{self, SpawnSpec};
-use yep_host::runtime::{AskSink, DynAskSink};
+use yep_host::runtime::{AskSink, DynAskSink, TraceEvent};
 use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink};
 use yep_store::Home;
 use yep_store::text::{escape, escape_multiline};
@@ -37,7 +37,7 @@ impl AskSink for Scripted {
     }
 }
 
-const HELP: &str = "commands: help | tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | commands | command <ext:name> [args] | status | skills | mcp | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
+const HELP: &str = "commands: help | tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | emit <event> [json] | commands | command <ext:name> [args] | status | skills | mcp | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
@@ -64,6 +64,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         warned: 0,
     };
     s.show_new_warnings(None);
+    host.emit(lifecycle("session_start", json!({})));
     if interactive {
         interactive_loop(&mut s, home).await?;
     } else {
@@ -78,9 +79,24 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    host.emit(lifecycle("session_end", json!({ "reason": "shutdown" })));
     host.flush(std::time::Duration::from_secs(5)).await;
     host.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A lifecycle event of this session, as extensions that observe it get it.
+fn lifecycle(event_type: &str, data: Value) -> TraceEvent {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    TraceEvent {
+        event_type: event_type.to_string(),
+        id: format!("yep-session-event-{n}"),
+        ts: String::new(),
+        context: Value::Null,
+        data,
+        metadata: Value::Null,
+    }
 }
 
 /// The prompt at a terminal. Ctrl-C at the prompt clears the line, Ctrl-D (or `quit`) ends.
@@ -270,6 +286,37 @@ impl Shell {
                         prompt
                     },
                 }
+            }
+            "system-prompt" => {
+                let prompt = host.system_prompt(rest, "", "").await;
+                Reply::Said {
+                    json: json!({ "system_prompt": prompt }),
+                    text: prompt,
+                }
+            }
+            "turn" => {
+                let step = match first {
+                    "" => 1,
+                    n => match n.parse::<u64>() {
+                        Ok(n) => n,
+                        Err(_) => return Reply::Error(format!("`{n}` is not a step number")),
+                    },
+                };
+                Reply::Value(serde_json::to_value(host.turn_start(step).await).unwrap_or_default())
+            }
+            "message" => Reply::Value(
+                serde_json::to_value(host.assistant_message(rest).await).unwrap_or_default(),
+            ),
+            "emit" => {
+                let data = match tail {
+                    "" => json!({}),
+                    json => match parse_json(json) {
+                        Ok(data) => data,
+                        Err(e) => return Reply::Error(e),
+                    },
+                };
+                host.emit(lifecycle(first, data));
+                done(format!("emitted {first}"))
             }
             "commands" => Reply::Value(json!({ "commands": host.commands() })),
             "command" => match host.execute_command(first, tail).await {

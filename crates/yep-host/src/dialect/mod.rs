@@ -10,8 +10,8 @@ pub mod yep;
 pub mod zot;
 
 use crate::capability::{
-    CommandResult, ConfigOutcome, Events, Grants, HookFiring, HookOutcome, Offer, ToolCall,
-    TraceEvent,
+    CommandResult, ConfigOutcome, Events, Grants, HookFiring, HookOutcome, Intercept,
+    InterceptOutcome, Offer, ToolCall, TraceEvent,
 };
 use crate::rpc::{CallError, CloseReason, ConnectionOptions};
 use serde_json::Value;
@@ -75,6 +75,8 @@ pub struct Hello {
     pub package_dir: String,
     /// Where the server keeps its state (zot's `data_dir`).
     pub data_dir: String,
+    /// What it was approved to register beyond tools and commands (zot), when pinned.
+    pub pin: Option<crate::store::zot::ZotPin>,
 }
 
 /// One wire.
@@ -111,6 +113,16 @@ pub trait Peer: Send + Sync + 'static {
         firing: &HookFiring,
         timeout: Duration,
     ) -> PeerFuture<'_, Result<HookOutcome, PeerError>>;
+
+    /// Ask at an [`Intercept`] point; a wire without intercepts goes ahead (the default).
+    fn intercept(
+        &self,
+        point: &Intercept,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<InterceptOutcome, PeerError>> {
+        let _ = (point, timeout);
+        Box::pin(async { Ok(InterceptOutcome::Continue) })
+    }
 
     /// The prompt text for this turn.
     fn prompt(&self, timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>>;

@@ -144,6 +144,12 @@ pub enum CloseReason {
         "the server kept more than {cap} requests to the host in flight without reading the answers; disconnected"
     )]
     TooManyRequests { cap: usize },
+    #[error(
+        "the server did not read what the host sent: over {frames} frames or {bytes} bytes queued for it; disconnected"
+    )]
+    Backlogged { frames: usize, bytes: usize },
+    #[error("a write to the server blocked for over {} s; disconnected", after.as_secs())]
+    WriteStalled { after: Duration },
 }
 
 /// Why a call did not produce a result.

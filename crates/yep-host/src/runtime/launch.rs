@@ -80,6 +80,8 @@ pub struct Launch {
     pub manifest: Manifest,
     pub spec: ServerSpec,
     pub supervisor: SupervisorOptions,
+    /// Start it with the session, whatever it contributes (zot starts every extension).
+    pub eager: bool,
     /// Things the user should hear about: a clamped hook ([`HealthEvent::Warning`]), an edited
     /// linked package ([`HealthEvent::Drifted`]). Each shows as its message.
     pub warnings: Vec<HealthEvent>,
@@ -175,6 +177,7 @@ pub fn installed(
         cwd: None,
         data_dir: None,
         language: None,
+        pin: None,
         session_id: String::new(),
         config: Value::Null,
         env: Vec::new(),
@@ -211,6 +214,7 @@ pub fn installed(
             .ok()
             .map(|m| m.language);
         spec.cwd = Some(dir);
+        spec.pin = entry.zot.clone();
         // Running the host's tools is pinned like the rest of what it registered.
         spec.grants.call_tools = entry
             .zot
@@ -229,6 +233,7 @@ pub fn installed(
     spec.config = plain;
     spec.env = env;
     Ok(Launch {
+        eager: entry.zot.is_some(),
         manifest,
         spec,
         supervisor,

@@ -6,6 +6,7 @@ mod call;
 mod contrib;
 mod events;
 mod hooks;
+mod intercept;
 pub mod launch;
 mod prompt;
 mod trace;
@@ -14,6 +15,7 @@ pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream};
 pub use contrib::{Skill, expand};
 pub use events::{AskSink, DynAskSink, MAX_QUEUED_QUESTIONS, StatusEntry, StatusSink};
 pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook, glob_matches, hook_timeout};
+pub use intercept::{INTERCEPT_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, TurnDecision};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
 use crate::capability::{CommandResult, ConfigOutcome, Offer, Question, ToolCall, UpdateSink};
@@ -315,6 +317,8 @@ pub struct CommandInfo {
 /// One enabled extension in the session.
 pub(crate) struct Loaded {
     pub(crate) name: String,
+    /// Started with the session whatever it contributes.
+    eager: bool,
     pub(crate) manifest: Manifest,
     pub(crate) ext: Extension,
     /// The pid whose refused (unapproved) tools were already logged.
@@ -490,6 +494,7 @@ impl Core {
         );
         let forwarder = manifest.yolop.trace.then(trace::Forwarder::new);
         Ok(Loaded {
+            eager: launch.eager,
             name: name.to_string(),
             manifest,
             ext,
@@ -510,7 +515,7 @@ impl Core {
             .filter(|l| {
                 let f = &l.manifest.yolop;
                 f.capability_server.is_some()
-                    && (f.prompt || f.dynamic_prompt || !f.hooks.is_empty() || f.trace)
+                    && (l.eager || f.prompt || f.dynamic_prompt || !f.hooks.is_empty() || f.trace)
             })
             .collect();
         let mut tasks = tokio::task::JoinSet::new();

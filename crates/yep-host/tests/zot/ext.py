@@ -8,6 +8,7 @@ argv[1] picks its generation:
   rude - its first line is not a hello;
   flood - registers 300 tools and 300 commands;
   mute - exits at once, saying nothing;
+  deaf - the current generation, but it stops reading once it is ready;
   garbage - its first line is not JSON.
 """
 import json
@@ -30,6 +31,8 @@ def register():
     send({"type": "register_command", "name": "Greet", "description": "say hi"})
     send({"type": "register_command", "name": "greet", "description": "a case clash"})
     send({"type": "subscribe", "intercept": ["tool_call", "not_an_intercept"]})
+    send({"type": "subscribe", "events": ["session_start", "turn_end", "no_such_event"],
+          "intercept": ["turn_start", "assistant_message", "before_agent_start"]})
 
 
 if mode == "garbage":
@@ -60,6 +63,14 @@ relayed = {}
 if mode == "old":
     register()
 
+if mode == "deaf":
+    sys.stdin.readline()  # hello_ack
+    register()
+    send({"type": "ready"})
+    import time
+    time.sleep(60)
+    sys.exit(0)
+
 for line in sys.stdin:
     frame = json.loads(line)
     kind = frame.get("type")
@@ -86,6 +97,23 @@ for line in sys.stdin:
     elif kind == "command_invoked":
         send({"type": "command_response", "id": frame["id"], "action": "display",
               "display": "hi " + frame.get("args", "") + " via " + frame["name"]})
+    elif kind == "event":
+        send({"type": "notify", "level": "info", "message": "event %s %d %s" % (
+            frame["event"], frame["sequence"], frame["session_id"])})
+    elif kind == "event_intercept" and frame["event"] == "turn_start":
+        send({"type": "event_intercept_response", "id": frame["id"],
+              "block": frame["step"] >= 3, "reason": "too many steps"})
+    elif kind == "event_intercept" and frame["event"] == "assistant_message":
+        text = frame["text"]
+        if "forbidden" in text:
+            send({"type": "event_intercept_response", "id": frame["id"], "block": True,
+                  "reason": "hidden"})
+        else:
+            send({"type": "event_intercept_response", "id": frame["id"],
+                  "replace_text": text.replace("secret", "[redacted]")})
+    elif kind == "event_intercept" and frame["event"] == "before_agent_start":
+        send({"type": "event_intercept_response", "id": frame["id"],
+              "system_prompt": frame["system_prompt"] + " (" + frame["model"] + ")"})
     elif kind == "event_intercept":
         if "rm -rf" in json.dumps(frame.get("tool_args")):
             send({"type": "event_intercept_response", "id": frame["id"], "block": True,

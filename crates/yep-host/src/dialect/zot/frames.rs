@@ -252,12 +252,19 @@ pub enum ToExtension {
     ToolCancel {
         id: String,
     },
-    /// Asks an extension that intercepts `event` whether it may go ahead.
+    /// Asks an extension that intercepts `event` whether it may go ahead; `fields` are the
+    /// event's (`tool_name` and `tool_args`, `step`, `text`, `system_prompt`, …).
     EventIntercept {
         id: String,
         event: String,
-        tool_name: String,
-        tool_args: Value,
+        #[serde(flatten)]
+        fields: serde_json::Map<String, Value>,
+    },
+    /// An observed lifecycle event; `fields` are its payload with `event`, `session_id`,
+    /// `cwd` and `sequence`.
+    Event {
+        #[serde(flatten)]
+        fields: serde_json::Map<String, Value>,
     },
     /// The answer to an extension's `call_tool`.
     ToolResult {
@@ -318,6 +325,55 @@ pub fn model_content(
         out.push(ContentBlock::text("(extension returned no content)"));
     }
     (out, is_error)
+}
+
+/// The zot lifecycle event a host trace event is: zot's own names as they are, and the YEP
+/// trace names that mean the same thing.
+pub fn zot_event(event_type: &str) -> Option<&'static str> {
+    if let Some(name) = crate::store::zot::EVENTS.iter().find(|e| **e == event_type) {
+        return Some(name);
+    }
+    Some(match event_type {
+        "session.started" => "session_start",
+        "session.ended" | "session.completed" => "session_end",
+        "turn.started" => "turn_start",
+        "turn.completed" => "turn_end",
+        "tool.started" => "tool_call",
+        "tool.completed" => "tool_result",
+        "output.message.completed" => "assistant_message",
+        _ => return None,
+    })
+}
+
+/// The `event` frame for `name`: the payload's fields, then `event`, `session_id`, `cwd` and
+/// `sequence` (which win over the payload's). An observed tool result is held to the
+/// observation bounds.
+pub fn event_frame(
+    name: &str,
+    data: &Value,
+    session_id: &str,
+    cwd: &str,
+    sequence: u64,
+) -> ToExtension {
+    let mut fields = match data {
+        Value::Object(map) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    fields.insert("event".into(), Value::from(name));
+    fields.insert("session_id".into(), Value::from(session_id));
+    fields.insert("cwd".into(), Value::from(cwd));
+    fields.insert("sequence".into(), Value::from(sequence));
+    if let Some(result) = fields.get_mut("result")
+        && let Some(content) = result.get("content").cloned()
+        && let Ok(blocks) = serde_json::from_value::<Vec<ContentBlock>>(content)
+    {
+        let (blocks, truncated) = bound_content(blocks);
+        result["content"] = serde_json::to_value(blocks).unwrap_or_default();
+        if truncated {
+            result["truncated"] = Value::Bool(true);
+        }
+    }
+    ToExtension::Event { fields }
 }
 
 /// The most bytes of text, base64 and MIME types in one `call_tool` result or observation.

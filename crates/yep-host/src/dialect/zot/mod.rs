@@ -13,8 +13,8 @@ pub mod probe;
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::capability::{
     CommandResult, ConfigOutcome, Events, HookEvent, HookFiring, HookOutcome, HostToolCall,
-    LogLevel, Offer, OfferedCommand, OfferedTool, RemoteError, Status, StatusLevel, ToolCall,
-    TraceEvent,
+    Intercept, InterceptOutcome, LogLevel, Offer, OfferedCommand, OfferedTool, RemoteError, Status,
+    StatusLevel, ToolCall, TraceEvent,
 };
 use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
@@ -24,7 +24,7 @@ use crate::store::zot::{CALL_TOOL, EVENTS, INTERCEPTS};
 use frames::{FromExtension, PROTOCOL_VERSION, ToExtension, model_content};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
@@ -47,6 +47,12 @@ pub const CALL_TOOL_DEADLINE: Duration = Duration::from_secs(60);
 pub const MAX_CHAIN: usize = 4;
 /// The most `call_tool` requests one extension may have in flight.
 pub const MAX_NESTED_CALLS: usize = 16;
+/// The most frames queued for one extension, beyond the one being written.
+pub const OUTBOX_FRAMES: usize = 256;
+/// The most bytes queued for one extension.
+pub const OUTBOX_BYTES: usize = 16 * 1024 * 1024;
+/// The longest one write to an extension may block before it is disconnected.
+pub const WRITE_BOUND: Duration = Duration::from_secs(5);
 /// What the host says it is in `hello_ack.zot_version`.
 pub const HOST_VERSION: &str = concat!("yep-", env!("CARGO_PKG_VERSION"));
 
@@ -86,6 +92,10 @@ pub async fn open(
         events,
         conn: std::sync::OnceLock::new(),
         nested: Arc::default(),
+        session_id: hello.session_id.clone(),
+        cwd: hello.workspace_root.clone(),
+        pin: hello.pin.clone(),
+        sequence: AtomicU64::new(0),
         state: Mutex::new(State {
             said_hello: Some(said_hello),
             ..State::default()
@@ -100,11 +110,16 @@ pub async fn open(
     )?;
     let _ = router.conn.set(conn.downgrade());
     match handshake(&conn, &router, &codec, heard, &hello).await {
-        Ok(offer) => Ok(Arc::new(ZotPeer {
-            conn,
-            offer,
-            router,
-        })),
+        Ok(offer) => {
+            let outbox = Arc::new(Outbox::default());
+            tokio::spawn(Arc::clone(&outbox).write(conn.downgrade()));
+            Ok(Arc::new(ZotPeer {
+                conn,
+                offer,
+                router,
+                outbox,
+            }))
+        }
         Err(err) => {
             conn.close(CloseReason::Shutdown);
             Err(err)
@@ -227,6 +242,14 @@ struct Router {
     conn: std::sync::OnceLock<WeakConnection>,
     /// Its own `call_tool` requests in flight, by its id.
     nested: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    /// The session, as events and intercepts tell it.
+    session_id: String,
+    cwd: String,
+    /// What it was approved to intercept and observe (`None`: not pinned, so whatever it
+    /// subscribes to).
+    pin: Option<crate::store::zot::ZotPin>,
+    /// The last event's sequence number.
+    sequence: AtomicU64,
     state: Mutex<State>,
     /// Woken on every frame (the auto-ready idle clock).
     frame: Notify,
@@ -235,6 +258,21 @@ struct Router {
 impl Router {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// It subscribed to intercept `name`, within its pin.
+    fn intercepts(&self, name: &str) -> bool {
+        self.lock().intercepts.iter().any(|i| i == name)
+            && self.pin.as_ref().is_none_or(|pin| pin.intercepts(name))
+    }
+
+    /// It subscribed to observe `name`, within its pin.
+    fn observes(&self, name: &str) -> bool {
+        self.lock().events.iter().any(|e| e == name)
+            && self
+                .pin
+                .as_ref()
+                .is_none_or(|pin| pin.events.iter().any(|e| e == name))
     }
 
     fn diagnostic(&self, message: &str) {
@@ -628,9 +666,31 @@ pub struct ZotPeer {
     conn: Connection,
     offer: Offer,
     router: Arc<Router>,
+    /// Events waiting to be written, in order.
+    outbox: Arc<Outbox>,
 }
 
 impl ZotPeer {
+    /// An `event_intercept` for `event`, after the events queued before it (zot serialises
+    /// them), and its answer.
+    async fn ask_intercept(
+        &self,
+        event: &str,
+        fields: serde_json::Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<Value, PeerError> {
+        let started = Instant::now();
+        let _ = tokio::time::timeout(timeout, self.outbox.drained()).await;
+        let left = timeout.saturating_sub(started.elapsed());
+        let event = event.to_string();
+        self.ask(
+            "event_intercept",
+            |id| ToExtension::EventIntercept { id, event, fields },
+            CallOptions::timeout(left),
+        )
+        .await
+    }
+
     /// What it has registered so far.
     pub fn registrations(&self) -> Registrations {
         let state = self.router.lock();
@@ -739,30 +799,15 @@ impl Peer for ZotPeer {
         timeout: Duration,
     ) -> PeerFuture<'_, Result<HookOutcome, PeerError>> {
         // zot intercepts tool calls before they run; it has no hook after them.
-        let wanted = firing.event == HookEvent::PreToolUse
-            && self
-                .router
-                .lock()
-                .intercepts
-                .iter()
-                .any(|e| e == "tool_call");
-        let (tool, args) = (firing.tool.clone(), firing.args.clone());
+        let wanted = firing.event == HookEvent::PreToolUse && self.router.intercepts("tool_call");
+        let mut fields = serde_json::Map::new();
+        fields.insert("tool_name".into(), json!(firing.tool));
+        fields.insert("tool_args".into(), firing.args.clone());
         Box::pin(async move {
             if !wanted {
                 return Ok(HookOutcome::Allow);
             }
-            let answer = self
-                .ask(
-                    "event_intercept",
-                    |id| ToExtension::EventIntercept {
-                        id,
-                        event: "tool_call".into(),
-                        tool_name: tool,
-                        tool_args: args,
-                    },
-                    CallOptions::timeout(timeout),
-                )
-                .await?;
+            let answer = self.ask_intercept("tool_call", fields, timeout).await?;
             Ok(match serde_json::from_value::<FromExtension>(answer) {
                 Ok(FromExtension::EventInterceptResponse {
                     block: true,
@@ -778,6 +823,74 @@ impl Peer for ZotPeer {
                 }) if args.is_object() => HookOutcome::Rewrite(args),
                 // Anything else, malformed included, allows unchanged (zot's rule).
                 _ => HookOutcome::Allow,
+            })
+        })
+    }
+
+    fn intercept(
+        &self,
+        point: &Intercept,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<InterceptOutcome, PeerError>> {
+        let name = point.name();
+        let wanted = self.router.intercepts(name);
+        let mut fields = serde_json::Map::new();
+        match point {
+            Intercept::TurnStart { step } => {
+                fields.insert("step".into(), json!(step));
+            }
+            Intercept::AssistantMessage { text } => {
+                fields.insert("text".into(), json!(text));
+            }
+            Intercept::SystemPrompt {
+                prompt,
+                provider,
+                model,
+            } => {
+                fields.insert("system_prompt".into(), json!(prompt));
+                fields.insert("session_id".into(), json!(self.router.session_id));
+                fields.insert("cwd".into(), json!(self.router.cwd));
+                fields.insert("provider".into(), json!(provider));
+                fields.insert("model".into(), json!(model));
+            }
+        }
+        Box::pin(async move {
+            if !wanted {
+                return Ok(InterceptOutcome::Continue);
+            }
+            let answer = self.ask_intercept(name, fields, timeout).await?;
+            let Ok(FromExtension::EventInterceptResponse {
+                block,
+                reason,
+                replace_text,
+                system_prompt,
+                ..
+            }) = serde_json::from_value::<FromExtension>(answer.clone())
+            else {
+                return Err(PeerError::malformed(
+                    "event_intercept",
+                    "not an event_intercept_response",
+                    &answer,
+                ));
+            };
+            Ok(match name {
+                // `block` is ignored here; an omitted prompt keeps the current one.
+                "before_agent_start" => match system_prompt {
+                    None => InterceptOutcome::Continue,
+                    Some(Value::String(prompt)) => InterceptOutcome::SystemPrompt(prompt),
+                    Some(other) => {
+                        return Err(PeerError::malformed(
+                            "event_intercept",
+                            "system_prompt must be a string",
+                            &other,
+                        ));
+                    }
+                },
+                _ if block => InterceptOutcome::Block { reason },
+                "assistant_message" => {
+                    replace_text.map_or(InterceptOutcome::Continue, InterceptOutcome::ReplaceText)
+                }
+                _ => InterceptOutcome::Continue,
             })
         })
     }
@@ -873,15 +986,37 @@ impl Peer for ZotPeer {
         Box::pin(async { Ok(()) })
     }
 
-    fn trace(&self, _event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>> {
-        // zot's lifecycle events are their own frames (`event`), sent from the session's own
-        // path, not the trace forwarder's.
-        Box::pin(async { Ok(()) })
+    fn trace(&self, event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>> {
+        // A lifecycle event, to an extension that observes it: queued, never awaited.
+        let queued = match frames::zot_event(&event.event_type) {
+            Some(name) if self.router.observes(name) => {
+                let sequence = self.router.sequence.fetch_add(1, Ordering::Relaxed) + 1;
+                let frame = frames::event_frame(
+                    name,
+                    &event.data,
+                    &self.router.session_id,
+                    &self.router.cwd,
+                    sequence,
+                );
+                self.outbox.push(frame.line())
+            }
+            _ => Ok(()),
+        };
+        if let Err(reason) = &queued {
+            self.router.diagnostic(&format!("disconnecting: {reason}"));
+            self.conn.close(reason.clone());
+        }
+        Box::pin(async move {
+            queued.map_err(|reason| PeerError::call("event", CallError::Closed(reason)))
+        })
     }
 
-    fn barrier(&self, _timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>> {
-        // Frames to an extension are written in order; nothing answers for them.
-        Box::pin(async { Ok(()) })
+    fn barrier(&self, timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>> {
+        // Nothing answers for events: the barrier is the queue written out.
+        Box::pin(async move {
+            let _ = tokio::time::timeout(timeout, self.outbox.drained()).await;
+            Ok(())
+        })
     }
 
     fn request(
@@ -913,6 +1048,8 @@ impl Peer for ZotPeer {
 
     fn shutdown(&self, grace: Duration) -> PeerFuture<'_, ()> {
         Box::pin(async move {
+            // What is queued (a `session_end`, say) goes first.
+            let _ = tokio::time::timeout(grace, self.outbox.drained()).await;
             if !self.conn.is_closed() {
                 let _ =
                     tokio::time::timeout(grace, self.conn.send(ToExtension::Shutdown.line())).await;
@@ -932,6 +1069,94 @@ impl Peer for ZotPeer {
 
     fn closed(&self) -> PeerFuture<'_, CloseReason> {
         Box::pin(self.conn.closed())
+    }
+}
+
+/// The frames queued for one extension, written in order by one task: at most
+/// [`OUTBOX_FRAMES`] (plus the one being written) or [`OUTBOX_BYTES`]; past that the
+/// extension is disconnected, never silently dropped from. A write that blocks for
+/// [`WRITE_BOUND`] disconnects it too.
+#[derive(Default)]
+struct Outbox {
+    state: Mutex<OutboxState>,
+    wake: Notify,
+    idle: Notify,
+}
+
+#[derive(Default)]
+struct OutboxState {
+    queue: std::collections::VecDeque<String>,
+    bytes: usize,
+    writing: bool,
+}
+
+impl Outbox {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OutboxState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue `line`, or say why the extension must be disconnected.
+    fn push(&self, line: String) -> Result<(), CloseReason> {
+        let mut state = self.lock();
+        if state.queue.len() >= OUTBOX_FRAMES || state.bytes + line.len() > OUTBOX_BYTES {
+            return Err(CloseReason::Backlogged {
+                frames: OUTBOX_FRAMES,
+                bytes: OUTBOX_BYTES,
+            });
+        }
+        state.bytes += line.len();
+        state.queue.push_back(line);
+        drop(state);
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// Resolves once everything queued has been written.
+    async fn drained(&self) {
+        loop {
+            let idle = self.idle.notified();
+            {
+                let state = self.lock();
+                if state.queue.is_empty() && !state.writing {
+                    return;
+                }
+            }
+            // The timeout covers a wake that raced the check.
+            let _ = tokio::time::timeout(Duration::from_millis(20), idle).await;
+        }
+    }
+
+    /// The writer: until the connection is gone.
+    async fn write(self: Arc<Self>, conn: WeakConnection) {
+        loop {
+            let next = {
+                let mut state = self.lock();
+                let next = state.queue.pop_front();
+                if let Some(line) = &next {
+                    state.bytes -= line.len();
+                }
+                state.writing = next.is_some();
+                next
+            };
+            let Some(line) = next else {
+                self.idle.notify_waiters();
+                // Idle without holding the connection: it goes when its peer does.
+                let _ = tokio::time::timeout(Duration::from_secs(1), self.wake.notified()).await;
+                if conn.upgrade().is_none_or(|c| c.is_closed()) {
+                    return;
+                }
+                continue;
+            };
+            let Some(live) = conn.upgrade() else { return };
+            match tokio::time::timeout(WRITE_BOUND, live.send(line)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return,
+                Err(_) => {
+                    live.close(CloseReason::WriteStalled { after: WRITE_BOUND });
+                    return;
+                }
+            }
+        }
     }
 }
 

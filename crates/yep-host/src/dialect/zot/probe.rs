@@ -59,6 +59,7 @@ impl ZotProbe {
             cwd: Some(dir.to_path_buf()),
             data_dir: Some(data_dir.to_path_buf()),
             language: Some(manifest.language.clone()),
+            pin: None,
             session_id: "install".into(),
             config: Value::Null,
             env: Vec::new(),
