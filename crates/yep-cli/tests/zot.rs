@@ -121,7 +121,7 @@ fn a_zot_extension_installs_runs_in_its_dir_keeps_state_apart_and_is_held_to_its
             "call todo_manage {\"action\":\"fail\"}\n",
             "pre bash {\"command\":\"rm -rf /\"}\n",
             "pre bash {\"command\":\"ls\"}\n",
-            "command todo-panel:TODO\n",
+            "command todo-panel:TODO count\n",
             "quit\n"
         ),
         &[],
@@ -410,4 +410,31 @@ fn a_yep_hook_and_zot_intercepts_compose_in_one_chain_and_events_arrive_in_seque
         ("2", "session_end", "shutdown")
     );
     assert!(lines[0][2].starts_with("yep-session-"), "{log}");
+}
+
+#[test]
+fn a_zot_panel_opens_from_a_command_takes_keys_submits_and_closes_on_esc() {
+    let env = Env::new();
+    env.install_fixture("todo");
+    ok(&env.yep(&["enable", "todo-panel"]));
+    let script = concat!(
+        "call todo_manage {\"action\":\"add\",\"title\":\"a\"}\n",
+        "call todo_manage {\"action\":\"add\",\"title\":\"b\"}\n",
+        // Its renders while no panel is open change nothing.
+        "panel\n",
+        "command todo-panel:todo\n",
+        "panel\n",
+        "key down\n",
+        "key rune x\n",
+        "key enter\n",
+        "key esc\n",
+        "key down\n",
+        // The owner heard of the close: its note comes before this answer.
+        "command todo-panel:todo count\n",
+        "status\n",
+        "quit\n"
+    );
+    let out = env.yep_env(&["session", "--json"], script, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    insta::assert_snapshot!("zot_panel_transcript", text(&out.stdout));
 }

@@ -152,6 +152,59 @@ pub struct HostToolCall {
     pub cancel: CancellationToken,
 }
 
+/// A panel a server shows: a title, lines and a footer (zot's panels). One is active at a
+/// time; a line whose trimmed text starts with `▸ `, `● ` or U+200B is a selected row.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Panel {
+    pub id: String,
+    pub title: String,
+    pub lines: Vec<String>,
+    pub footer: String,
+}
+
+/// The most lines a panel keeps; a render with more shows the first ones.
+pub const MAX_PANEL_LINES: usize = 1000;
+
+impl Panel {
+    /// The indexes of its selected rows.
+    pub fn selected(&self) -> Vec<usize> {
+        self.lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| {
+                let l = l.trim_start();
+                l.starts_with("▸ ") || l.starts_with("● ") || l.starts_with('\u{200B}')
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// What a server does with its panel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PanelUpdate {
+    /// Open it (replacing whatever panel was active).
+    Open(Panel),
+    /// New content for panel `id`, if it is the active one (an empty title keeps the old).
+    Render(Panel),
+    /// Close panel `id`, if it is the active one.
+    Close { id: String },
+}
+
+/// What the user did with a server's panel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PanelInput {
+    /// A key: `up down left right enter tab backspace delete home end pageup pagedown`,
+    /// or `rune` with the character in `text`.
+    Key {
+        id: String,
+        key: String,
+        text: Option<String>,
+    },
+    /// The user closed it (Esc, Ctrl+C).
+    Closed { id: String },
+}
+
 /// A point in the agent's turn, beyond a tool call, that a server may intercept (zot's
 /// intercepts).
 #[derive(Debug, Clone, PartialEq)]
@@ -355,6 +408,21 @@ pub trait Events: Send + Sync + 'static {
         tracing::debug!("{event}");
     }
 
+    /// A server opened, rendered or closed its panel. Without a panel surface, ignored (the
+    /// default).
+    fn panel(&self, extension: &str, update: PanelUpdate) {
+        tracing::debug!(extension, "no panel surface; ignoring {update:?}");
+    }
+
+    /// A server asks to submit `text` as the user's next prompt. Without an embedder to take
+    /// it, ignored (the default).
+    fn submit(&self, extension: &str, text: &str) {
+        tracing::info!(
+            extension,
+            "nothing takes submitted prompts; ignoring: {text}"
+        );
+    }
+
     /// Run one of the host's tools for `extension` ([`HostToolCall`]): its result, or why it
     /// did not run or failed, as one sentence. Without a host to run it, refused (the
     /// default).
@@ -405,6 +473,14 @@ impl Events for Granted {
 
     fn health(&self, event: crate::health::HealthEvent) {
         self.inner.health(event);
+    }
+
+    fn panel(&self, extension: &str, update: PanelUpdate) {
+        self.inner.panel(extension, update);
+    }
+
+    fn submit(&self, extension: &str, text: &str) {
+        self.inner.submit(extension, text);
     }
 
     fn run_tool(&self, extension: &str, call: HostToolCall) -> BoxFuture<Result<Value, String>> {

@@ -7,7 +7,7 @@
 
 use crate::capability::{
     CommandResult, ConfigOutcome, Events, Granted, HookFiring, HookOutcome, Intercept,
-    InterceptOutcome, Offer, RemoteError, ToolCall, TraceEvent,
+    InterceptOutcome, Offer, PanelInput, RemoteError, ToolCall, TraceEvent,
 };
 use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFailure, Streams};
 use crate::health::HealthEvent;
@@ -855,6 +855,15 @@ impl Extension {
         let timeout = timeout.min(Duration::from_millis(crate::runtime::MAX_HOOK_TIMEOUT_MS));
         let live = self.live().await?;
         let res = live.peer.fire_hook(firing, timeout).await;
+        self.settle(&live, res).await
+    }
+
+    /// Tell a running server what the user did with its panel (nothing when none runs).
+    pub async fn panel_input(&self, input: &PanelInput) -> Result<(), ExtensionError> {
+        let Some(live) = self.live_now() else {
+            return Ok(());
+        };
+        let res = live.peer.panel_input(input).await;
         self.settle(&live, res).await
     }
 

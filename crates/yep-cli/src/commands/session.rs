@@ -37,7 +37,7 @@ impl AskSink for Scripted {
     }
 }
 
-const HELP: &str = "commands: help | tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | emit <event> [json] | commands | command <ext:name> [args] | status | skills | mcp | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
+const HELP: &str = "commands: help | tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | emit <event> [json] | panel | key <name> [text] | commands | command <ext:name> [args] | status | skills | mcp | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
@@ -53,6 +53,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     };
     let opts = HostOptions {
         ask_sink: Some(ask),
+        status_sink: Some(Arc::new(Submitted { json: !interactive })),
         ..HostOptions::default()
     };
     let host = Arc::new(ExtensionHost::start(home.clone(), session, opts).await?);
@@ -83,6 +84,26 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     host.flush(std::time::Duration::from_secs(5)).await;
     host.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Shows what an extension submits as the next prompt (this session has no model to send it
+/// to): a JSON line, or a line on stderr at a terminal.
+struct Submitted {
+    json: bool,
+}
+
+impl yep_host::runtime::StatusSink for Submitted {
+    fn status_changed(&self, _: &str, _: Option<&yep_host::runtime::StatusEntry>) {}
+
+    fn submit(&self, extension: &str, text: &str) {
+        if self.json {
+            stdout_line(
+                &json!({ "submitted": { "extension": extension, "text": text } }).to_string(),
+            );
+        } else {
+            eline!("{} submits: {}", escape(extension), escape(text));
+        }
+    }
 }
 
 /// A lifecycle event of this session, as extensions that observe it get it.
@@ -318,6 +339,11 @@ impl Shell {
                 host.emit(lifecycle(first, data));
                 done(format!("emitted {first}"))
             }
+            "panel" => Reply::Value(json!({ "panel": host.panel() })),
+            "key" => match host.panel_key(first, Some(tail)).await {
+                Ok(panel) => Reply::Value(json!({ "panel": panel })),
+                Err(e) => Reply::Error(self.session_error(&e)),
+            },
             "commands" => Reply::Value(json!({ "commands": host.commands() })),
             "command" => match host.execute_command(first, tail).await {
                 Ok(r) => Reply::Said {

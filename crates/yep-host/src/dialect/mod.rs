@@ -11,7 +11,7 @@ pub mod zot;
 
 use crate::capability::{
     CommandResult, ConfigOutcome, Events, Grants, HookFiring, HookOutcome, Intercept,
-    InterceptOutcome, Offer, ToolCall, TraceEvent,
+    InterceptOutcome, Offer, PanelInput, ToolCall, TraceEvent,
 };
 use crate::rpc::{CallError, CloseReason, ConnectionOptions};
 use serde_json::Value;
@@ -122,6 +122,12 @@ pub trait Peer: Send + Sync + 'static {
     ) -> PeerFuture<'_, Result<InterceptOutcome, PeerError>> {
         let _ = (point, timeout);
         Box::pin(async { Ok(InterceptOutcome::Continue) })
+    }
+
+    /// The user acted on the server's panel; a wire without panels ignores it (the default).
+    fn panel_input(&self, input: &PanelInput) -> PeerFuture<'_, Result<(), PeerError>> {
+        let _ = input;
+        Box::pin(async { Ok(()) })
     }
 
     /// The prompt text for this turn.

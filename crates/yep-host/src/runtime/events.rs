@@ -1,7 +1,9 @@
 //! What servers push back, under the manifest clamp: the status registry, the sinks an
 //! embedder implements, and the question queue.
 
-use crate::capability::{Answer, BoxFuture, Events, HostToolCall, LogLevel, Question, Status};
+use crate::capability::{
+    Answer, BoxFuture, Events, HostToolCall, LogLevel, PanelUpdate, Question, Status,
+};
 use crate::health::{Health, HealthEvent};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -23,6 +25,20 @@ pub const MAX_QUEUED_QUESTIONS: usize = 4;
 /// closure `Fn(&str, Option<&Status>)` is one.
 pub trait StatusSink: Send + Sync + 'static {
     fn status_changed(&self, extension: &str, status: Option<&StatusEntry>);
+
+    /// The active extension panel changed (`None`: closed). The default ignores it.
+    fn panel_changed(&self, panel: Option<&super::ActivePanel>) {
+        let _ = panel;
+    }
+
+    /// An extension submits `text` as the user's next prompt (trimmed, never empty). The
+    /// default ignores it.
+    fn submit(&self, extension: &str, text: &str) {
+        tracing::info!(
+            extension,
+            "nothing takes submitted prompts; ignoring: {text}"
+        );
+    }
 }
 
 impl<F> StatusSink for F
@@ -77,6 +93,8 @@ pub(crate) struct HostEvents {
     /// The host a server's own tool calls run through; set once it exists, and weak: the
     /// host owns these events.
     pub(crate) host: std::sync::OnceLock<super::WeakHost>,
+    /// The one active extension panel.
+    pub(crate) panel: tokio::sync::watch::Sender<Option<super::ActivePanel>>,
 }
 
 /// The question queue: whether one is open, and who waits, in the order they were asked.
@@ -129,6 +147,7 @@ impl HostEvents {
             health: Arc::default(),
             questions: Arc::default(),
             host: std::sync::OnceLock::new(),
+            panel: tokio::sync::watch::Sender::new(None),
         }
     }
 
@@ -150,7 +169,21 @@ impl HostEvents {
         Some(Err(rx))
     }
 
+    /// Tell the embedder the panel changed.
+    pub(crate) fn panel_changed(&self) {
+        if let Some(sink) = &self.status_sink {
+            sink.panel_changed(self.panel.borrow().as_ref());
+        }
+    }
+
     pub(crate) fn clear(&self, extension: &str) {
+        // Its panel goes with it.
+        if self
+            .panel
+            .send_if_modified(|p| p.take_if(|p| p.extension == extension).is_some())
+        {
+            self.panel_changed();
+        }
         let removed = self
             .status
             .lock()
@@ -183,6 +216,29 @@ impl Events for HostEvents {
 
     fn health(&self, event: HealthEvent) {
         self.health.report(event);
+    }
+
+    fn panel(&self, extension: &str, update: PanelUpdate) {
+        if self
+            .panel
+            .send_if_modified(|active| super::panel::apply(active, extension, update))
+        {
+            self.panel_changed();
+        }
+    }
+
+    fn submit(&self, extension: &str, text: &str) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        match &self.status_sink {
+            Some(sink) => sink.submit(extension, text),
+            None => tracing::info!(
+                extension,
+                "nothing takes submitted prompts; ignoring: {text}"
+            ),
+        }
     }
 
     fn run_tool(&self, extension: &str, call: HostToolCall) -> BoxFuture<Result<Value, String>> {

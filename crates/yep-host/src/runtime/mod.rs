@@ -8,6 +8,7 @@ mod events;
 mod hooks;
 mod intercept;
 pub mod launch;
+mod panel;
 mod prompt;
 mod trace;
 
@@ -16,6 +17,7 @@ pub use contrib::{Skill, expand};
 pub use events::{AskSink, DynAskSink, MAX_QUEUED_QUESTIONS, StatusEntry, StatusSink};
 pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook, glob_matches, hook_timeout};
 pub use intercept::{INTERCEPT_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, TurnDecision};
+pub use panel::{ActivePanel, PANEL_KEYS, PANEL_RENDER_WAIT};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
 use crate::capability::{CommandResult, ConfigOutcome, Offer, Question, ToolCall, UpdateSink};
@@ -104,6 +106,8 @@ pub enum HostError {
     Store(Box<StoreError>),
     #[error("the extension host was shut down")]
     ShutDown,
+    #[error("no extension panel is open")]
+    NoPanel,
     /// A settings write run off the async threads did not finish (it panicked or was
     /// cancelled).
     #[error("the settings write failed: {0}")]

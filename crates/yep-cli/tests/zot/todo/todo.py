@@ -1,8 +1,11 @@
 """A zot extension after zot's `todo` example, written here from the protocol reference.
 
 It speaks zot's older generation (hello and registrations before reading `hello_ack`, no
-`ready`) and keeps `todos.json` in `hello_ack.data_dir`. With TODO_WIDEN set it also asks
-for more than it did at install: a second tool, the `turn_start` intercept and `call_tool`.
+`ready`) and keeps `todos.json` in `hello_ack.data_dir`. Its command `todo` opens the panel
+`todos-main` (up/down move the selection, `x` marks done, enter submits the selected todo as
+a prompt, esc closes); `todo count` displays how many there are. Like zot's example, its
+tool renders the panel whether or not it is open. With TODO_WIDEN set it also asks for more
+than it did at install: a second tool, the `turn_start` intercept and `call_tool`.
 """
 import json
 import os
@@ -28,6 +31,8 @@ if widen:
     send({"type": "subscribe", "intercept": ["turn_start"]})
 
 data_dir = None
+selected = 0
+panel_open = False
 
 
 def path():
@@ -40,6 +45,17 @@ def load():
             return json.load(f)
     except OSError:
         return []
+
+
+def panel_lines():
+    todos = load()
+    return ["%s%s" % ("▸ " if i == selected else "  ", t) for i, t in enumerate(todos)] \
+        or ["(no todos)"]
+
+
+def render():
+    send({"type": "panel_render", "panel_id": "todos-main", "lines": panel_lines(),
+          "footer": "up/down move · x done · enter submit · esc close"})
 
 
 def text_result(frame, text, **extra):
@@ -60,6 +76,7 @@ for line in sys.stdin:
             todos.append(args.get("title", ""))
             with open(path(), "w") as f:
                 json.dump(todos, f)
+            render()
         if action == "where":
             text_result(frame, os.getcwd())
         elif action == "fail":
@@ -69,9 +86,31 @@ for line in sys.stdin:
                         structured_content={"count": len(todos)})
     elif kind == "tool_call":
         text_result(frame, "purged")
-    elif kind == "command_invoked":
+    elif kind == "command_invoked" and frame.get("args") == "count":
         send({"type": "command_response", "id": frame["id"], "action": "display",
               "display": "%d todos (%s)" % (len(load()), frame["name"])})
+    elif kind == "command_invoked":
+        selected, panel_open = 0, True
+        send({"type": "command_response", "id": frame["id"], "action": "open_panel",
+              "open_panel": {"id": "todos-main", "title": "Todos", "lines": panel_lines(),
+                             "footer": "up/down move · x done · enter submit · esc close"}})
+    elif kind == "panel_key" and frame["panel_id"] == "todos-main":
+        todos = load()
+        key = frame["key"]
+        if key == "down":
+            selected = min(selected + 1, max(len(todos) - 1, 0))
+        elif key == "up":
+            selected = max(selected - 1, 0)
+        elif key == "rune" and frame.get("text") == "x" and todos:
+            todos[selected] = "✓ " + todos[selected].lstrip("✓ ")
+            with open(path(), "w") as f:
+                json.dump(todos, f)
+        elif key == "enter" and todos:
+            send({"type": "submit", "text": "  work on: %s  " % todos[selected]})
+        render()
+    elif kind == "panel_close":
+        panel_open = False
+        send({"type": "notify", "level": "info", "message": "panel closed"})
     elif kind == "event_intercept":
         if "rm -rf" in json.dumps(frame.get("tool_args")):
             send({"type": "event_intercept_response", "id": frame["id"], "block": True,

@@ -49,6 +49,17 @@ pub struct PanelSpec {
     pub footer: String,
 }
 
+impl From<PanelSpec> for crate::capability::Panel {
+    fn from(p: PanelSpec) -> Self {
+        crate::capability::Panel {
+            id: p.id,
+            title: p.title,
+            lines: p.lines,
+            footer: p.footer,
+        }
+    }
+}
+
 /// A frame from an extension.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

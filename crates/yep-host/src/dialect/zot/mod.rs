@@ -13,8 +13,8 @@ pub mod probe;
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::capability::{
     CommandResult, ConfigOutcome, Events, HookEvent, HookFiring, HookOutcome, HostToolCall,
-    Intercept, InterceptOutcome, LogLevel, Offer, OfferedCommand, OfferedTool, RemoteError, Status,
-    StatusLevel, ToolCall, TraceEvent,
+    Intercept, InterceptOutcome, LogLevel, Offer, OfferedCommand, OfferedTool, Panel, PanelInput,
+    PanelUpdate, RemoteError, Status, StatusLevel, ToolCall, TraceEvent,
 };
 use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
@@ -529,6 +529,34 @@ impl Handler for Router {
                 args,
                 parent_id,
             }) => self.call_tool(id, name, args, parent_id),
+            Ok(FromExtension::OpenPanel { panel }) => {
+                self.events
+                    .panel(&self.extension, PanelUpdate::Open(panel.into()));
+            }
+            Ok(FromExtension::PanelRender {
+                panel_id,
+                title,
+                lines,
+                footer,
+            }) => {
+                let panel = Panel {
+                    id: panel_id,
+                    title,
+                    lines,
+                    footer,
+                };
+                self.events
+                    .panel(&self.extension, PanelUpdate::Render(panel));
+            }
+            Ok(FromExtension::PanelClose { panel_id }) => {
+                self.events
+                    .panel(&self.extension, PanelUpdate::Close { id: panel_id });
+            }
+            Ok(FromExtension::Submit { text }) => self.events.submit(&self.extension, &text),
+            Ok(FromExtension::SubmitSlash { text }) => self.diagnostic(&format!(
+                "submit_slash is not supported; ignored: {}",
+                text.trim()
+            )),
             Ok(FromExtension::CallToolCancel { id }) => {
                 let nested = self.nested.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(cancel) = nested.get(&id) {
@@ -671,22 +699,27 @@ pub struct ZotPeer {
 }
 
 impl ZotPeer {
-    /// An `event_intercept` for `event`, after the events queued before it (zot serialises
-    /// them), and its answer.
+    /// Queue `frame` behind what is queued; an extension that is not reading is disconnected.
+    fn queue(&self, what: &str, frame: ToExtension) -> Result<(), PeerError> {
+        self.outbox.push(frame.line()).map_err(|reason| {
+            self.router.diagnostic(&format!("disconnecting: {reason}"));
+            self.conn.close(reason.clone());
+            PeerError::call(what, CallError::Closed(reason))
+        })
+    }
+
+    /// An `event_intercept` for `event`, and its answer.
     async fn ask_intercept(
         &self,
         event: &str,
         fields: serde_json::Map<String, Value>,
         timeout: Duration,
     ) -> Result<Value, PeerError> {
-        let started = Instant::now();
-        let _ = tokio::time::timeout(timeout, self.outbox.drained()).await;
-        let left = timeout.saturating_sub(started.elapsed());
         let event = event.to_string();
         self.ask(
             "event_intercept",
             |id| ToExtension::EventIntercept { id, event, fields },
-            CallOptions::timeout(left),
+            CallOptions::timeout(timeout),
         )
         .await
     }
@@ -704,12 +737,20 @@ impl ZotPeer {
     }
 
     /// Send a frame the host numbers, and wait for the frame answering it.
+    /// Frames reach the extension in the order the host made them (zot serialises them): a
+    /// request waits for the queued frames to be written, within its own timeout.
     async fn ask(
         &self,
         what: &str,
         frame: impl FnOnce(String) -> ToExtension,
-        opts: CallOptions,
+        mut opts: CallOptions,
     ) -> Result<Value, PeerError> {
+        if !self.outbox.is_empty() {
+            let started = Instant::now();
+            let wait = opts.timeout.unwrap_or(WRITE_BOUND);
+            let _ = tokio::time::timeout(wait, self.outbox.drained()).await;
+            opts.timeout = opts.timeout.map(|t| t.saturating_sub(started.elapsed()));
+        }
         self.conn
             .call(what, |id| frame(id_text(id)).line(), opts)
             .await
@@ -895,6 +936,22 @@ impl Peer for ZotPeer {
         })
     }
 
+    fn panel_input(&self, input: &PanelInput) -> PeerFuture<'_, Result<(), PeerError>> {
+        let frame = match input {
+            PanelInput::Key { id, key, text } => ToExtension::PanelKey {
+                panel_id: id.clone(),
+                key: key.clone(),
+                text: text.clone().unwrap_or_default(),
+            },
+            PanelInput::Closed { id } => ToExtension::PanelClose {
+                panel_id: id.clone(),
+            },
+        };
+        // In order with the events queued before it.
+        let queued = self.queue("panel_key", frame);
+        Box::pin(async move { queued })
+    }
+
     fn prompt(&self, _timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>> {
         // zot extensions contribute no prompt text (before_agent_start replaces the whole
         // prompt, which is another path).
@@ -949,14 +1006,21 @@ impl Peer for ZotPeer {
                 "prompt" | "tool_prompt" => prompt,
                 "insert" => insert,
                 "display" => display,
-                "open_panel" => open_panel
-                    .map(|p| {
-                        std::iter::once(p.title)
-                            .chain(p.lines)
+                "open_panel" => match open_panel {
+                    // The panel opens (owned by this extension); the command says what it shows.
+                    Some(panel) => {
+                        let message = std::iter::once(panel.title.clone())
+                            .chain(panel.lines.iter().cloned())
                             .collect::<Vec<_>>()
-                            .join("\n")
-                    })
-                    .unwrap_or_default(),
+                            .join("\n");
+                        let extension = &self.router.extension;
+                        self.router
+                            .events
+                            .panel(extension, PanelUpdate::Open(panel.into()));
+                        message
+                    }
+                    None => String::new(),
+                },
                 "noop" | "" => String::new(),
                 other => {
                     return Ok(CommandResult {
@@ -998,17 +1062,11 @@ impl Peer for ZotPeer {
                     &self.router.cwd,
                     sequence,
                 );
-                self.outbox.push(frame.line())
+                self.queue("event", frame)
             }
             _ => Ok(()),
         };
-        if let Err(reason) = &queued {
-            self.router.diagnostic(&format!("disconnecting: {reason}"));
-            self.conn.close(reason.clone());
-        }
-        Box::pin(async move {
-            queued.map_err(|reason| PeerError::call("event", CallError::Closed(reason)))
-        })
+        Box::pin(async move { queued })
     }
 
     fn barrier(&self, timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>> {
@@ -1111,15 +1169,18 @@ impl Outbox {
         Ok(())
     }
 
+    /// Nothing queued or being written.
+    fn is_empty(&self) -> bool {
+        let state = self.lock();
+        state.queue.is_empty() && !state.writing
+    }
+
     /// Resolves once everything queued has been written.
     async fn drained(&self) {
         loop {
             let idle = self.idle.notified();
-            {
-                let state = self.lock();
-                if state.queue.is_empty() && !state.writing {
-                    return;
-                }
+            if self.is_empty() {
+                return;
             }
             // The timeout covers a wake that raced the check.
             let _ = tokio::time::timeout(Duration::from_millis(20), idle).await;
