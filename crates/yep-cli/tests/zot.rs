@@ -162,7 +162,11 @@ fn a_zot_extension_installs_runs_in_its_dir_keeps_state_apart_and_is_held_to_its
     assert!(!package.join("todos.json").exists());
     let list: Value = serde_json::from_slice(&env.yep(&["list", "--json"]).stdout).unwrap();
     assert_eq!(list[0]["drifted"], false, "{list}");
-    assert_eq!(list[0]["tools"], json!(["todo_manage"]), "{list}");
+    assert_eq!(
+        list[0]["tools"],
+        json!(["todo_manage", "todo_archive", "todo_pick"]),
+        "{list}"
+    );
 
     // An update keeps the state.
     let manifest = src.join("extension.json");
@@ -437,4 +441,38 @@ fn a_zot_panel_opens_from_a_command_takes_keys_submits_and_closes_on_esc() {
     let out = env.yep_env(&["session", "--json"], script, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     insta::assert_snapshot!("zot_panel_transcript", text(&out.stdout));
+}
+
+#[test]
+fn exposure_defers_a_tool_until_a_result_activates_it_and_interactive_tools_need_a_user() {
+    let env = Env::new();
+    env.install_fixture("todo");
+    ok(&env.yep(&["enable", "todo-panel"]));
+    let replies = env.session(
+        concat!(
+            "tools\n",
+            "call todo_manage {\"action\":\"list\"}\n",
+            "tools\n",
+            "call todo_pick {}\n",
+            "quit\n"
+        ),
+        &[],
+    );
+    let deferred = |reply: &Value, name: &str| {
+        reply["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {reply}"))["deferred"]
+            .clone()
+    };
+    assert_eq!(deferred(&replies[0], "todo_manage"), false);
+    assert_eq!(deferred(&replies[0], "todo_archive"), true);
+    assert_eq!(deferred(&replies[2], "todo_archive"), false);
+    let err = said(&replies[3]);
+    assert!(
+        err.contains("tool todo_pick is interactive") && err.contains("no interactive UI"),
+        "{err}"
+    );
 }

@@ -77,6 +77,9 @@ pub struct OfferedTool {
     pub name: String,
     pub description: Option<String>,
     pub schema: Option<Value>,
+    /// It asks to be found through search rather than loaded up front (zot's `deferred`
+    /// exposures).
+    pub deferred: bool,
 }
 
 impl OfferedTool {
@@ -423,6 +426,12 @@ pub trait Events: Send + Sync + 'static {
         );
     }
 
+    /// A tool result asks for deferred tools of `extension` to be loaded from now on (zot's
+    /// `activate_tools`). Ignored without a tool table (the default).
+    fn activate_tools(&self, extension: &str, tools: &[String]) {
+        let _ = (extension, tools);
+    }
+
     /// Run one of the host's tools for `extension` ([`HostToolCall`]): its result, or why it
     /// did not run or failed, as one sentence. Without a host to run it, refused (the
     /// default).
@@ -477,6 +486,10 @@ impl Events for Granted {
 
     fn panel(&self, extension: &str, update: PanelUpdate) {
         self.inner.panel(extension, update);
+    }
+
+    fn activate_tools(&self, extension: &str, tools: &[String]) {
+        self.inner.activate_tools(extension, tools);
     }
 
     fn submit(&self, extension: &str, text: &str) {

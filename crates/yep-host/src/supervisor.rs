@@ -159,6 +159,8 @@ pub struct SupervisorOptions {
     pub spin: Duration,
     /// Sees every line on the wire (for `yep doctor`).
     pub tap: Option<crate::rpc::Tap>,
+    /// A user is at an interactive UI (panels, questions): tools that wait on one may run.
+    pub interactive_ui: bool,
 }
 
 impl Default for SupervisorOptions {
@@ -176,6 +178,7 @@ impl Default for SupervisorOptions {
             backoff_max: Duration::from_secs(30),
             spin: yep_protocol::framing::spin_from_env(),
             tap: None,
+            interactive_ui: false,
         }
     }
 }
@@ -605,6 +608,7 @@ impl Extension {
                 .to_string_lossy()
                 .into_owned(),
             pin: spec.pin.clone(),
+            interactive_ui: self.opts.interactive_ui,
         };
         let conn_opts = ConnectionOptions {
             label: spec.name.clone(),

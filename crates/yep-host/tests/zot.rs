@@ -45,6 +45,7 @@ async fn open(mode: &str, dir: &std::path::Path, notes: Arc<Notes>) -> Result<Op
         package_dir: "/pkg/pyzot".into(),
         data_dir: "/data/pyzot".into(),
         pin: None,
+        interactive_ui: false,
     };
     let streams = Streams::Pipe {
         stdout: spawned.stdout,

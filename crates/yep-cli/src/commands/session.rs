@@ -51,11 +51,13 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         id: format!("yep-session-{}", std::process::id()),
         workspace_root: std::env::current_dir()?,
     };
-    let opts = HostOptions {
+    let mut opts = HostOptions {
         ask_sink: Some(ask),
         status_sink: Some(Arc::new(Submitted { json: !interactive })),
         ..HostOptions::default()
     };
+    // Tools that wait on the user at a panel run only where there is one.
+    opts.supervisor.interactive_ui = interactive;
     let host = Arc::new(ExtensionHost::start(home.clone(), session, opts).await?);
     let mut s = Shell {
         host: Arc::clone(&host),

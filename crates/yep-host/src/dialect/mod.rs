@@ -77,6 +77,8 @@ pub struct Hello {
     pub data_dir: String,
     /// What it was approved to register beyond tools and commands (zot), when pinned.
     pub pin: Option<crate::store::zot::ZotPin>,
+    /// A user is at an interactive UI: tools that wait on one may run.
+    pub interactive_ui: bool,
 }
 
 /// One wire.

@@ -93,6 +93,8 @@ pub(crate) struct HostEvents {
     /// The host a server's own tool calls run through; set once it exists, and weak: the
     /// host owns these events.
     pub(crate) host: std::sync::OnceLock<super::WeakHost>,
+    /// Deferred tools a tool result asked to load, as (extension, its name for the tool).
+    pub(crate) activated: Mutex<std::collections::BTreeSet<(String, String)>>,
     /// The one active extension panel.
     pub(crate) panel: tokio::sync::watch::Sender<Option<super::ActivePanel>>,
 }
@@ -148,6 +150,7 @@ impl HostEvents {
             questions: Arc::default(),
             host: std::sync::OnceLock::new(),
             panel: tokio::sync::watch::Sender::new(None),
+            activated: Mutex::default(),
         }
     }
 
@@ -224,6 +227,13 @@ impl Events for HostEvents {
             .send_if_modified(|active| super::panel::apply(active, extension, update))
         {
             self.panel_changed();
+        }
+    }
+
+    fn activate_tools(&self, extension: &str, tools: &[String]) {
+        let mut activated = self.activated.lock().unwrap_or_else(|p| p.into_inner());
+        for tool in tools.iter().take(crate::dialect::zot::MAX_REGISTRATIONS) {
+            activated.insert((extension.to_string(), tool.clone()));
         }
     }
 

@@ -1022,9 +1022,24 @@ impl ExtensionHost {
         self.snapshot().extensions()
     }
 
-    /// Every tool, with its extension and whether it is always loaded or deferred.
+    /// Every tool, with its extension and whether it is always loaded or deferred (a
+    /// deferred tool a tool result activated is loaded from then on).
     pub fn tools(&self) -> Vec<ToolDefinition> {
-        self.snapshot().tools.clone()
+        let mut tools = self.snapshot().tools.clone();
+        let activated = self
+            .core
+            .events
+            .activated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !activated.is_empty() {
+            for t in tools.iter_mut().filter(|t| t.deferred) {
+                if activated.contains(&(t.extension.clone(), t.tool.clone())) {
+                    t.deferred = false;
+                }
+            }
+        }
+        tools
     }
 
     /// Deferred tools whose name or description mentions every word of `query`.

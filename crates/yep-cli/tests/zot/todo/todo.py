@@ -24,6 +24,10 @@ send({"type": "hello", "name": "todo", "version": "0.1",
 send({"type": "register_tool", "name": "todo_manage", "description": "manage the todo list",
       "schema": {"type": "object", "properties": {"action": {"type": "string"},
                                                   "title": {"type": "string"}}}})
+send({"type": "register_tool", "name": "todo_archive", "description": "archive done todos",
+      "exposure": "deferred"})
+send({"type": "register_tool", "name": "todo_pick", "description": "pick a todo in a panel",
+      "interactive": True})
 send({"type": "register_command", "name": "todo", "description": "show the todo list"})
 send({"type": "subscribe", "events": ["session_start"], "intercept": ["tool_call"]})
 if widen:
@@ -81,6 +85,11 @@ for line in sys.stdin:
             text_result(frame, os.getcwd())
         elif action == "fail":
             text_result(frame, "no such action", is_error=True)
+        elif action == "list":
+            # Listing makes the archive tool worth loading.
+            text_result(frame, ", ".join(todos) or "(empty)",
+                        structured_content={"count": len(todos)},
+                        activate_tools=["todo_archive", "not_mine"])
         else:
             text_result(frame, ", ".join(todos) or "(empty)",
                         structured_content={"count": len(todos)})

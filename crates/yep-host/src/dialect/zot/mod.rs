@@ -41,6 +41,8 @@ pub const READY_WAIT: Duration = Duration::from_secs(3);
 /// The most tools, and the most commands, one extension may register; later ones are refused
 /// with a diagnostic.
 pub const MAX_REGISTRATIONS: usize = 256;
+/// The longest a command may take to answer.
+pub const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
 /// The longest a `call_tool` from an extension may run.
 pub const CALL_TOOL_DEADLINE: Duration = Duration::from_secs(60);
 /// The most tools in one `call_tool` chain, counting the original call.
@@ -94,6 +96,7 @@ pub async fn open(
         nested: Arc::default(),
         session_id: hello.session_id.clone(),
         cwd: hello.workspace_root.clone(),
+        interactive_ui: hello.interactive_ui,
         pin: hello.pin.clone(),
         sequence: AtomicU64::new(0),
         state: Mutex::new(State {
@@ -223,6 +226,8 @@ struct State {
     capabilities: Vec<String>,
     /// The host's tool calls in flight to it, by id: the chain each is part of.
     live: HashMap<String, LiveCall>,
+    /// Its tools that wait on the user (no host deadline; they need an interactive UI).
+    interactive: Vec<String>,
 }
 
 /// A host `tool_call` in flight to the extension: a `call_tool` made under it continues its
@@ -245,6 +250,8 @@ struct Router {
     /// The session, as events and intercepts tell it.
     session_id: String,
     cwd: String,
+    /// A user is at an interactive UI.
+    interactive_ui: bool,
     /// What it was approved to intercept and observe (`None`: not pinned, so whatever it
     /// subscribes to).
     pin: Option<crate::store::zot::ZotPin>,
@@ -291,15 +298,27 @@ impl Router {
                 description,
                 schema,
                 exposure,
+                deferred,
+                interactive,
                 ..
             } => {
-                if !matches!(
-                    exposure.as_str(),
-                    "" | "direct" | "codemode" | "deferred" | "model-only"
-                ) {
+                // An explicit exposure overrides the `deferred` flag.
+                let deferred = match exposure.as_str() {
+                    "" => deferred,
+                    "direct" | "model-only" => false,
+                    "codemode" | "deferred" => true,
+                    _ => {
+                        drop(state);
+                        self.diagnostic(&format!(
+                            "tool {name}: unknown exposure {exposure:?}; skipping the tool"
+                        ));
+                        return;
+                    }
+                };
+                if schema.as_ref().is_some_and(|s| !s.is_object()) {
                     drop(state);
                     self.diagnostic(&format!(
-                        "tool {name}: unknown exposure {exposure:?}; skipping the tool"
+                        "tool {name}: its schema is not a JSON object; skipping the tool"
                     ));
                     return;
                 }
@@ -313,10 +332,14 @@ impl Router {
                     ));
                     return;
                 }
+                if interactive {
+                    state.interactive.push(name.clone());
+                }
                 state.tools.push(OfferedTool {
                     name,
                     description: Some(description),
                     schema,
+                    deferred,
                 });
             }
             FromExtension::RegisterCommand { name, description } => {
@@ -769,12 +792,25 @@ impl Peer for ZotPeer {
         timeout: Duration,
     ) -> PeerFuture<'_, Result<Value, PeerError>> {
         Box::pin(async move {
+            let (name, args) = (call.tool, call.args);
+            // A tool that waits on the user has no deadline, and needs a user.
+            let interactive = self.router.lock().interactive.contains(&name);
+            if interactive && !self.router.interactive_ui {
+                let error = RemoteError {
+                    code: 0,
+                    message: format!(
+                        "tool {name} is interactive (it waits on the user at a panel), and this host has no interactive UI"
+                    ),
+                    retryable: false,
+                    data: Value::Null,
+                };
+                return Err(PeerError::call("tool_call", CallError::Remote(error)));
+            }
             let opts = CallOptions {
-                timeout: Some(timeout),
+                timeout: (!interactive).then_some(timeout),
                 updates: call.updates,
                 cancel: call.cancel,
             };
-            let (name, args) = (call.tool, call.args);
             let mut chain = call.chain;
             chain.push(name.clone());
             // In flight under its id: a `call_tool` the extension makes under it continues
@@ -800,6 +836,7 @@ impl Peer for ZotPeer {
                 content,
                 is_error,
                 structured_content,
+                activate_tools,
                 ..
             }) = serde_json::from_value::<FromExtension>(answer.clone())
             else {
@@ -809,6 +846,16 @@ impl Peer for ZotPeer {
                     &answer,
                 ));
             };
+            if !activate_tools.is_empty() {
+                // Only its own tools, and only ones it registered.
+                let own: Vec<String> = activate_tools
+                    .into_iter()
+                    .filter(|t| self.offer.serves(t))
+                    .collect();
+                self.router
+                    .events
+                    .activate_tools(&self.router.extension, &own);
+            }
             let (content, is_error) = model_content(content, is_error, &self.router.extension);
             if is_error {
                 // A tool error, as every wire reports one: its text, with the blocks kept.
@@ -972,6 +1019,8 @@ impl Peer for ZotPeer {
             .find(|c| c.name.eq_ignore_ascii_case(name))
             .map_or_else(|| name.to_string(), |c| c.name.clone());
         let args = arguments.trim().to_string();
+        // zot gives a command 30 s.
+        let timeout = timeout.min(COMMAND_DEADLINE);
         Box::pin(async move {
             let answer = self
                 .ask(

@@ -146,7 +146,8 @@ fn pinned(seen: Registrations) -> zot::Registrations {
                 name: t.name,
                 description: t.description.unwrap_or_default(),
                 schema: t.schema.unwrap_or_else(|| json!({"type": "object"})),
-                never_defer: false,
+                // zot's `direct` tools are loaded up front; its deferred ones are searched.
+                never_defer: !t.deferred,
             })
             .collect(),
         commands: seen
