@@ -476,3 +476,22 @@ fn exposure_defers_a_tool_until_a_result_activates_it_and_interactive_tools_need
         "{err}"
     );
 }
+
+#[test]
+fn a_zot_extension_that_crashes_fails_its_call_naming_itself_and_is_restarted_within_its_pin() {
+    let env = Env::new();
+    env.install_fixture("hops");
+    ok(&env.yep(&["enable", "hops"]));
+    let replies = env.session(
+        concat!(
+            "call die {}\n",
+            "call a {\"path\":[{\"tool\":\"b\"}]}\n",
+            "quit\n"
+        ),
+        &[],
+    );
+    let died = said(&replies[0]);
+    assert!(died.contains("extension `hops`"), "{died}");
+    assert!(died.contains("log:"), "{died}");
+    assert_eq!(said(&replies[1]), "a>b", "{replies:?}");
+}

@@ -526,11 +526,17 @@ impl ServerProcess {
 
     /// After stdin was closed: wait `grace`, SIGTERM the group, wait `grace`, SIGKILL, reap.
     pub async fn terminate(&self, grace: Duration) -> Option<ExitStatus> {
+        self.terminate_in(grace, grace).await
+    }
+
+    /// [`ServerProcess::terminate`], waiting `grace` for the exit, then `after_term` after
+    /// SIGTERM before SIGKILL.
+    pub async fn terminate_in(&self, grace: Duration, after_term: Duration) -> Option<ExitStatus> {
         if let Some(status) = self.wait_for_exit(grace).await {
             return Some(status);
         }
         self.signal(libc::SIGTERM);
-        if let Some(status) = self.wait_for_exit(grace).await {
+        if let Some(status) = self.wait_for_exit(after_term).await {
             return Some(status);
         }
         self.signal(libc::SIGKILL);

@@ -150,8 +150,10 @@ pub struct SupervisorOptions {
     pub handshake_timeout: Duration,
     /// Longest line accepted from the server.
     pub max_frame_bytes: usize,
-    /// Each graceful-stop stage waits this long before escalating.
+    /// How long a stopping server gets to exit before SIGTERM.
     pub grace: Duration,
+    /// How long after SIGTERM before SIGKILL.
+    pub term_wait: Duration,
     /// First delay after a failed start or crash; doubles per failure up to `backoff_max`.
     pub backoff_base: Duration,
     pub backoff_max: Duration,
@@ -174,6 +176,7 @@ impl Default for SupervisorOptions {
             // Longer than the SDK's own one-second drain at EOF, so a well-behaved server
             // always finishes before it is signalled.
             grace: Duration::from_secs(3),
+            term_wait: Duration::from_secs(3),
             backoff_base: Duration::from_millis(250),
             backoff_max: Duration::from_secs(30),
             spin: yep_protocol::framing::spin_from_env(),
@@ -984,7 +987,7 @@ impl Extension {
         let grace = self.opts.grace;
         live.peer.shutdown(grace).await;
         let status = match &live.process {
-            Some(proc_) => proc_.terminate(grace).await,
+            Some(proc_) => proc_.terminate_in(grace, self.opts.term_wait).await,
             None => None,
         };
         live.peer.close(CloseReason::Shutdown);

@@ -356,3 +356,12 @@ async fn an_extension_that_stops_reading_is_disconnected_when_its_queue_overflow
         .unwrap();
     assert!(reason.to_string().contains("did not read"), "{reason}");
 }
+
+#[tokio::test]
+async fn a_first_line_over_the_frame_cap_fails_the_handshake_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let Err(err) = open("huge", dir.path(), Arc::default()).await else {
+        panic!("a 5 MiB hello was taken");
+    };
+    assert!(err.contains("over the 4194304-byte frame cap"), "{err}");
+}

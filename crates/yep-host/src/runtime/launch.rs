@@ -204,6 +204,9 @@ pub fn installed(
         // zot's way: its own wire, run in its own directory, `exec` resolved as zot resolves
         // it, and state in a data dir outside the approved (hashed) files.
         supervisor.dialect = Arc::new(Zot);
+        // zot's stop: 2 s to exit after `shutdown` (all stop at once), then SIGTERM, then 1 s.
+        supervisor.grace = Duration::from_secs(2);
+        supervisor.term_wait = Duration::from_secs(1);
         if !spec.command.is_empty() {
             spec.command = match resolve_exec(&spec.command, &dir) {
                 Exec::Path(path) => path.to_string_lossy().into_owned(),

@@ -9,7 +9,8 @@ argv[1] picks its generation:
   flood - registers 300 tools and 300 commands;
   mute - exits at once, saying nothing;
   deaf - the current generation, but it stops reading once it is ready;
-  garbage - its first line is not JSON.
+  garbage - its first line is not JSON;
+  huge - its first line is a 5 MiB hello.
 """
 import json
 import sys
@@ -37,6 +38,11 @@ def register():
 
 if mode == "garbage":
     print("starting up...", flush=True)
+    sys.stdin.read()
+    sys.exit(0)
+
+if mode == "huge":
+    send({"type": "hello", "name": "x" * (5 * 1024 * 1024)})
     sys.stdin.read()
     sys.exit(0)
 

@@ -4,7 +4,7 @@ protocol reference for the chain rules.
 Tools `a` to `e` take `{"path": [{"tool": T, "args": A}, ...]}`: with an empty path they
 answer their own name; else they call the first step under their own call (`parent_id`) and
 answer `<name>><what it answered>`. `orphan` calls `a` with no parent while it runs; `stray`
-names a parent that does not exist.
+names a parent that does not exist. `die` exits the process.
 """
 import json
 import sys
@@ -16,7 +16,7 @@ def send(frame):
 
 
 send({"type": "hello", "name": "hops", "capabilities": ["call_tool"]})
-for name in ["a", "b", "c", "d", "e", "orphan", "stray"]:
+for name in ["a", "b", "c", "d", "e", "orphan", "stray", "die"]:
     send({"type": "register_tool", "name": name, "description": "hop " + name,
           "schema": {"type": "object"}})
 send({"type": "ready"})
@@ -35,6 +35,8 @@ for line in sys.stdin:
     if kind == "tool_call":
         name, args, call_id = frame["name"], frame.get("args") or {}, frame["id"]
         nested = "n" + call_id
+        if name == "die":
+            sys.exit(1)
         if name == "orphan":
             pending[nested] = (call_id, name)
             send({"type": "call_tool", "id": nested, "name": "a", "args": {}})

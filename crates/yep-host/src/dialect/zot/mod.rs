@@ -1155,13 +1155,16 @@ impl Peer for ZotPeer {
 
     fn shutdown(&self, grace: Duration) -> PeerFuture<'_, ()> {
         Box::pin(async move {
-            // What is queued (a `session_end`, say) goes first.
-            let _ = tokio::time::timeout(grace, self.outbox.drained()).await;
-            if !self.conn.is_closed() {
-                let _ =
-                    tokio::time::timeout(grace, self.conn.send(ToExtension::Shutdown.line())).await;
-            }
-            // The host waits for the exit, not for `shutdown_ack`.
+            // What is queued (a `session_end`, say) goes first; then `shutdown`, and stdin
+            // closes at once. All of it within one grace: the host waits for the exit, not
+            // for `shutdown_ack`.
+            let stop = async {
+                self.outbox.drained().await;
+                if !self.conn.is_closed() {
+                    let _ = self.conn.send(ToExtension::Shutdown.line()).await;
+                }
+            };
+            let _ = tokio::time::timeout(grace, stop).await;
             let _ = tokio::time::timeout(grace, self.conn.close_write()).await;
         })
     }
