@@ -495,3 +495,75 @@ fn a_zot_extension_that_crashes_fails_its_call_naming_itself_and_is_restarted_wi
     assert!(died.contains("log:"), "{died}");
     assert_eq!(said(&replies[1]), "a>b", "{replies:?}");
 }
+
+#[test]
+fn doctor_grades_a_zot_extension_and_holds_an_installed_one_to_its_pin() {
+    let env = Env::new();
+    let src = env.source();
+    let report = |out: &Output| -> Value {
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}\n{}", text(&out.stdout), text(&out.stderr)))
+    };
+    let status = |report: &Value, check: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == check)
+            .unwrap_or_else(|| panic!("no {check} in {report}"))["status"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // A directory: the old generation passes, with a warning for never saying ready.
+    let dir = report(&env.yep(&["doctor", src.to_str().unwrap(), "--json"]));
+    assert_eq!(dir["ok"], true, "{dir}");
+    for check in ["hello", "ready"] {
+        assert_eq!(status(&dir, check), "warn", "{check}: {dir}");
+    }
+    for check in [
+        "registrations",
+        "tool_call",
+        "command",
+        "intercepts",
+        "shutdown",
+        "stdout",
+        "frames",
+    ] {
+        assert_eq!(status(&dir, check), "pass", "{check}: {dir}");
+    }
+    // Installed, then run wider than its pin: the pin check fails and says what to run.
+    ok(&env.yep(&["install", src.to_str().unwrap(), "--yes"]));
+    let pinned = report(&env.yep(&["doctor", "todo-panel", "--json"]));
+    assert_eq!(status(&pinned, "pin"), "pass", "{pinned}");
+    let out = env.yep_env(
+        &["doctor", "todo-panel", "--json"],
+        "",
+        &[("TODO_WIDEN", "1")],
+    );
+    assert!(!out.status.success());
+    let wide = report(&out);
+    assert_eq!(status(&wide, "pin"), "fail", "{wide}");
+    let detail = wide.to_string();
+    for part in [
+        "tool todo_purge",
+        "intercept turn_start",
+        "capability call_tool",
+        "yep update todo-panel",
+    ] {
+        assert!(detail.contains(part), "{part}: {detail}");
+    }
+    // Stray text on stdout is graded as such.
+    let script = std::fs::read_to_string(src.join("todo.py")).unwrap();
+    std::fs::write(
+        src.join("todo.py"),
+        script.replace(
+            "data_dir = None\n",
+            "data_dir = None\nprint('debug: starting', flush=True)\n",
+        ),
+    )
+    .unwrap();
+    let noisy = report(&env.yep(&["doctor", src.to_str().unwrap(), "--json"]));
+    assert_eq!(status(&noisy, "stdout"), "fail", "{noisy}");
+    assert!(noisy.to_string().contains("debug: starting"), "{noisy}");
+}

@@ -32,11 +32,17 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                     args.target
                 )
             })?;
-            // An author's work in progress: its own manifest, no config, no secrets.
-            let manifest = Manifest::load(&package)?;
-            let spec = ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
-                .ok_or_else(|| no_server(&manifest.name))?;
-            doctor::run(&manifest, spec).await
+            if yep_host::store::zot::is_zot_package(&package) {
+                doctor::zot::run_dir(&package, cwd, &home.logs_dir())
+                    .await?
+                    .ok_or_else(|| no_server(&args.target))?
+            } else {
+                // An author's work in progress: its own manifest, no config, no secrets.
+                let manifest = Manifest::load(&package)?;
+                let spec = ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
+                    .ok_or_else(|| no_server(&manifest.name))?;
+                doctor::run(&manifest, spec).await
+            }
         }
     };
     if args.json {
@@ -102,6 +108,10 @@ async fn installed(home: &Home, entry: &LockEntry, cwd: PathBuf) -> anyhow::Resu
     let launched = launch::installed(home, name, cwd, "doctor", &SupervisorOptions::default());
     let mut report = match launched {
         Ok(launch) if launch.spec.command.is_empty() => return Err(no_server(name)),
+        Ok(launch) if entry.zot.is_some() => {
+            let extension = yep_host::store::zot::ZotManifest::load(&home.package_dir(name))?;
+            doctor::zot::run(&extension, launch.spec, Some(&launch.manifest)).await
+        }
         Ok(launch) => doctor::run(&launch.manifest, launch.spec).await,
         Err(LaunchError::Drifted { .. }) => Report {
             ok: false,

@@ -45,28 +45,11 @@ impl ZotProbe {
     ) -> Result<zot::Registrations, String> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| format!("failed to create {}: {e}", data_dir.display()))?;
-        let command = match manifest.exec_in(dir) {
-            Some(Exec::Path(path)) => path.to_string_lossy().into_owned(),
-            Some(Exec::OnPath(name)) => name,
-            None => return Ok(zot::Registrations::default()),
+        let Some(mut spec) = dir_spec(manifest, dir, self.workspace.clone(), &self.log_dir) else {
+            return Ok(zot::Registrations::default());
         };
-        let spec = ServerSpec {
-            name: manifest.name.clone(),
-            command,
-            args: manifest.args.clone(),
-            package_dir: dir.to_path_buf(),
-            workspace_root: self.workspace.clone(),
-            cwd: Some(dir.to_path_buf()),
-            data_dir: Some(data_dir.to_path_buf()),
-            language: Some(manifest.language.clone()),
-            pin: None,
-            session_id: "install".into(),
-            config: Value::Null,
-            env: Vec::new(),
-            log_dir: self.log_dir.clone(),
-            grants: Grants::default(),
-            tool_schemas: Default::default(),
-        };
+        spec.data_dir = Some(data_dir.to_path_buf());
+        spec.session_id = "install".into();
         let capture = Arc::new(Capture::default());
         let opts = SupervisorOptions {
             dialect: Arc::clone(&capture) as Arc<dyn Dialect>,
@@ -76,13 +59,7 @@ impl ZotProbe {
         let started = ext.handshake().await;
         ext.stop().await;
         started.map_err(|e| e.to_string())?;
-        let seen = capture
-            .seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .unwrap_or_default();
-        Ok(pinned(seen))
+        Ok(pinned(capture.take().unwrap_or_default()))
     }
 }
 
@@ -109,10 +86,49 @@ impl Probe for ZotProbe {
     }
 }
 
-/// The zot dialect, keeping what the extension registered.
+/// How a zot extension in `dir` is run, as a session would run it (its own directory as cwd,
+/// `exec` resolved as zot resolves it; its data dir the store's, set by the caller); `None`
+/// for a bundle with nothing to run.
+pub(crate) fn dir_spec(
+    manifest: &ZotManifest,
+    dir: &Path,
+    workspace: PathBuf,
+    log_dir: &Path,
+) -> Option<ServerSpec> {
+    let command = match manifest.exec_in(dir)? {
+        Exec::Path(path) => path.to_string_lossy().into_owned(),
+        Exec::OnPath(name) => name,
+    };
+    Some(ServerSpec {
+        name: manifest.name.clone(),
+        command,
+        args: manifest.args.clone(),
+        package_dir: dir.to_path_buf(),
+        workspace_root: workspace,
+        cwd: Some(dir.to_path_buf()),
+        data_dir: None,
+        language: Some(manifest.language.clone()),
+        pin: None,
+        session_id: String::new(),
+        config: Value::Null,
+        env: Vec::new(),
+        log_dir: log_dir.to_path_buf(),
+        grants: Grants::default(),
+        tool_schemas: Default::default(),
+    })
+}
+
+/// The zot dialect, keeping what the extension registered in its handshake.
 #[derive(Default)]
-struct Capture {
+pub(crate) struct Capture {
     seen: Arc<Mutex<Option<Registrations>>>,
+}
+
+impl Capture {
+    /// What the last handshake registered.
+    pub(crate) fn take(&self) -> Option<Registrations> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
 }
 
 impl Dialect for Capture {

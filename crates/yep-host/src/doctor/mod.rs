@@ -12,8 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use yep_protocol::Message;
 
+pub mod zot;
+
 /// The committed payload schema, which every server message must satisfy.
-pub const SCHEMA_JSON: &str = include_str!("../../../schema/yep/v1/schema.json");
+pub const SCHEMA_JSON: &str = include_str!("../../../../schema/yep/v1/schema.json");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -37,12 +39,12 @@ pub struct Report {
 }
 
 #[derive(Default)]
-struct Grader {
+pub(crate) struct Grader {
     checks: Vec<Check>,
 }
 
 impl Grader {
-    fn add(&mut self, name: &str, status: Status, detail: impl Into<String>) {
+    pub(crate) fn add(&mut self, name: &str, status: Status, detail: impl Into<String>) {
         self.checks.push(Check {
             name: name.into(),
             status,
@@ -50,7 +52,7 @@ impl Grader {
         });
     }
 
-    fn done(self) -> Report {
+    pub(crate) fn done(self) -> Report {
         Report {
             ok: self.checks.iter().all(|c| c.status != Status::Fail),
             checks: self.checks,
