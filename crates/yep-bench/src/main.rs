@@ -182,6 +182,16 @@ fn main() -> anyhow::Result<()> {
         );
         ext.stop().await;
 
+        // The zot wire: the same host calling a Node zot extension's echo, beside YEP's.
+        let zot_echo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("zot_echo.js");
+        let ext = zot_extension(&zot_echo, &scratch);
+        ext.handshake().await?;
+        r.latency(
+            "zot_rtt_200",
+            percentiles(rtt(&ext, 200, 1_000, 10_000).await?),
+        );
+        ext.stop().await;
+
         // 7. Cold start: spawn plus handshake.
         r.latency(
             "cold_start_rust",
@@ -274,6 +284,7 @@ fn ratios(r: &Report) -> Value {
     json!({
         "yep_rtt_p50 / floor_p50": ratio(yep_floor, "<= 8", yep_floor <= 8.0),
         "yep_rtt_p50 / floor_spin_p50": ratio(yep_floor_spin, "(reported)", true),
+        "zot_rtt_p50 / yep_rtt_p50": ratio(r.p50("zot_rtt_200") / yep, "(reported: a Node extension)", true),
         "rmcp_rtt_p50 / yep_rtt_p50": ratio(rmcp_yep, ">= 5", rmcp_yep >= 5.0),
         "rmcp_pipes_rtt_p50 / yep_rtt_p50": ratio(rmcp_pipes_yep, "(reported)", true),
         "yep_throughput_64 / rmcp_throughput_64": ratio(tput, ">= 5", tput >= 5.0),

@@ -126,7 +126,13 @@ pub fn extension(
     scratch: &Path,
     tool_schemas: ToolSchemas,
 ) -> Extension {
-    let spec = ServerSpec {
+    let spec = spec(name, command, scratch, tool_schemas);
+    Extension::new(spec, SupervisorOptions::default(), Arc::new(NoEvents))
+}
+
+/// How the bench runs `command` (no config, nothing granted, logs in `scratch`).
+fn spec(name: &str, command: &Path, scratch: &Path, tool_schemas: ToolSchemas) -> ServerSpec {
+    ServerSpec {
         name: name.into(),
         command: command.to_string_lossy().into_owned(),
         args: vec![],
@@ -142,8 +148,18 @@ pub fn extension(
         log_dir: scratch.join("logs"),
         grants: Grants::default(),
         tool_schemas,
+    }
+}
+
+/// An extension on the zot wire: `node <script>`, in a scratch dir.
+pub fn zot_extension(script: &Path, scratch: &Path) -> Extension {
+    let mut ext_spec = spec("zot-echo", Path::new("node"), scratch, Default::default());
+    ext_spec.args = vec![script.to_string_lossy().into_owned()];
+    let opts = SupervisorOptions {
+        dialect: Arc::new(yep_host::dialect::zot::Zot),
+        ..SupervisorOptions::default()
     };
-    Extension::new(spec, SupervisorOptions::default(), Arc::new(NoEvents))
+    Extension::new(ext_spec, opts, Arc::new(NoEvents))
 }
 
 /// What the argument check costs one call: `Extension::check_args` on the `bytes` echo

@@ -567,3 +567,45 @@ fn doctor_grades_a_zot_extension_and_holds_an_installed_one_to_its_pin() {
     assert_eq!(status(&noisy, "stdout"), "fail", "{noisy}");
     assert!(noisy.to_string().contains("debug: starting"), "{noisy}");
 }
+
+#[test]
+fn a_node_extension_of_the_old_generation_runs_its_commands_in_their_registered_spelling() {
+    let env = Env::new();
+    env.install_fixture("clock");
+    ok(&env.yep(&["enable", "clock"]));
+    let replies = env.session(
+        concat!(
+            "commands\n",
+            "command clock:NOW\n",
+            "command clock:uptime what next?\n",
+            "tools\n",
+            "quit\n"
+        ),
+        &[],
+    );
+    let names: Vec<&str> = replies[0]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["clock:now", "clock:uptime"]);
+    // Asked in another case, it still hears `now` (it refuses any other spelling itself).
+    assert_eq!(replies[1]["success"], true, "{replies:?}");
+    assert!(
+        replies[1]["message"].as_str().unwrap().contains('T'),
+        "{replies:?}"
+    );
+    assert_eq!(replies[2]["success"], true);
+    assert!(
+        replies[2]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("what next?"),
+        "{replies:?}"
+    );
+    assert_eq!(replies[3]["tools"], json!([]));
+    // It read the hello_ack: what it logged is in its log.
+    let log = std::fs::read_to_string(env.home().join("logs/clock.log")).unwrap();
+    assert!(log.contains("connected to zot yep-"), "{log}");
+}
