@@ -47,9 +47,9 @@ pub use manifest::Grants;
 pub use manifest::Manifest;
 pub use rpc::{CallError, CallOptions, CloseReason, UpdateSink};
 pub use runtime::{
-    AskSink, Call, CallOutcome, CommandInfo, ExtensionHost, HostError, HostOptions,
-    MAX_HOOK_TIMEOUT_MS, PreDecision, ProgressStream, SEARCH_TOOLS, Session, StatusSink,
-    ToolDefinition, UnavailableHook,
+    ActivePanel, AskSink, Call, CallOutcome, CommandInfo, ExtensionHost, HostError, HostOptions,
+    MAX_HOOK_TIMEOUT_MS, MessageDecision, PreDecision, ProgressStream, SEARCH_TOOLS, Session,
+    StatusSink, ToolDefinition, TurnDecision, UnavailableHook,
 };
 pub use supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions, Transport};
 /// Fire it to cancel a call ([`Call::cancel_on`]); re-exported so you need no `tokio-util`.
@@ -63,8 +63,9 @@ pub mod prelude {
     };
     pub use crate::health::{HealthEvent, HealthStream};
     pub use crate::runtime::{
-        AskSink, Call, CallOutcome, CommandInfo, ExtensionHost, HostError, HostOptions,
-        PreDecision, ProgressStream, SEARCH_TOOLS, Session, StatusSink, ToolDefinition,
+        ActivePanel, AskSink, Call, CallOutcome, CommandInfo, ExtensionHost, HostError,
+        HostOptions, MessageDecision, PreDecision, ProgressStream, SEARCH_TOOLS, Session,
+        StatusSink, ToolDefinition, TurnDecision,
     };
     pub use crate::store::Home;
     pub use tokio_util::sync::CancellationToken;
