@@ -609,3 +609,59 @@ fn a_node_extension_of_the_old_generation_runs_its_commands_in_their_registered_
     let log = std::fs::read_to_string(env.home().join("logs/clock.log")).unwrap();
     assert!(log.contains("connected to zot yep-"), "{log}");
 }
+
+#[allow(clippy::disallowed_methods)] // git, to make a repository to install from
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    text(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_zot_extension_installs_from_git_at_a_rev_and_a_skills_bundle_is_never_run() {
+    let env = Env::new();
+    let repo = env.source();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "v0.1.0"]);
+    let rev = git(&repo, &["rev-parse", "HEAD"]);
+    let url = format!("file://{}@{rev}", repo.display());
+    ok(&env.yep(&["install", &url, "--yes"]));
+    let lock = env.lock();
+    assert!(lock.contains(&format!("rev = \"{rev}\"")), "{lock}");
+    assert!(lock.contains("[extensions.zot]"), "{lock}");
+    assert!(!env.home().join("extensions/todo-panel/.git").exists());
+
+    // A bundle with skills and no `exec` installs without running anything.
+    let bundle = env.tmp.path().join("src").join("skills-only");
+    std::fs::create_dir_all(bundle.join("skills/review")).unwrap();
+    std::fs::write(
+        bundle.join("extension.json"),
+        r#"{"name": "reviewing", "skills": ["skills/review"]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        bundle.join("skills/review/SKILL.md"),
+        "---\nname: review\ndescription: review a change\n---\nRead the diff first.\n",
+    )
+    .unwrap();
+    let out = env.yep(&["install", bundle.to_str().unwrap(), "--yes"]);
+    let summary = ok(&out);
+    assert!(summary.contains("skills"), "{summary}");
+    assert!(!summary.contains("server    python3"), "{summary}");
+    assert!(
+        !env.home().join("logs/reviewing.log").exists(),
+        "it was run"
+    );
+}

@@ -365,3 +365,32 @@ async fn a_first_line_over_the_frame_cap_fails_the_handshake_saying_so() {
     };
     assert!(err.contains("over the 4194304-byte frame cap"), "{err}");
 }
+
+#[tokio::test]
+async fn every_command_action_maps_to_a_command_result_and_an_error_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let (peer, _process) = open("new", dir.path(), Arc::default()).await.unwrap();
+    let run = |args: &'static str| {
+        let peer = Arc::clone(&peer);
+        async move {
+            let r = peer
+                .command("Greet", args, Duration::from_secs(10))
+                .await
+                .unwrap();
+            (r.success, r.message)
+        }
+    };
+    assert_eq!(run("action prompt").await, (true, "a prompt".into()));
+    assert_eq!(run("action tool_prompt").await, (true, "a prompt".into()));
+    assert_eq!(run("action insert").await, (true, "an insert".into()));
+    assert_eq!(run("action display").await, (true, "a display".into()));
+    assert_eq!(run("action open_panel").await, (true, "T\nl1\nl2".into()));
+    assert_eq!(run("action noop").await, (true, String::new()));
+    assert_eq!(run("action display err").await, (false, "it failed".into()));
+    assert_eq!(run("action noop err").await, (false, "it failed".into()));
+    assert_eq!(
+        run("action dance").await,
+        (false, "unknown action dance".into())
+    );
+    peer.shutdown(Duration::from_secs(2)).await;
+}

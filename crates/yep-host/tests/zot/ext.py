@@ -100,6 +100,16 @@ for line in sys.stdin:
                               {"type": "text", "text": ""}]})
     elif kind == "tool_cancel":
         send({"type": "notify", "level": "warn", "message": "cancelled " + frame["id"]})
+    elif kind == "command_invoked" and frame.get("args", "").startswith("action "):
+        # `action <name> [error]`: answers with that action (and an error, when asked).
+        words = frame["args"].split(" ")
+        reply = {"type": "command_response", "id": frame["id"], "action": words[1],
+                 "prompt": "a prompt", "insert": "an insert", "display": "a display",
+                 "tool_name": "shout", "tool_args": {"text": "x"},
+                 "open_panel": {"id": "p1", "title": "T", "lines": ["l1", "l2"]}}
+        if len(words) > 2:
+            reply["error"] = "it failed"
+        send(reply)
     elif kind == "command_invoked":
         send({"type": "command_response", "id": frame["id"], "action": "display",
               "display": "hi " + frame.get("args", "") + " via " + frame["name"]})

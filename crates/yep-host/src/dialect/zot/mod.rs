@@ -664,8 +664,10 @@ impl Codec for ZotCodec {
         })
     }
 
-    fn id(&self, n: u64) -> Id {
-        Id::Str(n.to_string().into())
+    fn id(&self, _n: u64) -> Id {
+        // Opaque decimal strings, unique within the host (not only per extension).
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Id::Str(NEXT.fetch_add(1, Ordering::Relaxed).to_string().into())
     }
 
     fn answer(&self, id: &Id, result: Result<Value, RemoteError>) -> String {
