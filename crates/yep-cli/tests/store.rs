@@ -2,7 +2,7 @@
 //! sealed temp home, against local directories and real git repositories.
 
 mod common;
-use common::yep_with_stdin;
+use common::{git, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -185,27 +185,6 @@ fn bad_manifests_are_refused_with_the_file_named() {
     );
     assert!(stderr.contains("declares no contributions"), "{stderr}");
     assert!(env.lock().is_empty());
-}
-
-#[allow(clippy::disallowed_methods)] // a real git repository for the git source
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
-    text(&out.stdout).trim().to_string()
 }
 
 #[test]

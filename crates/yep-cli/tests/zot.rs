@@ -6,9 +6,11 @@
 //! The extension is `tests/zot/todo`, a Python one written here after zot's `todo` example
 //! (older generation: registrations before `hello_ack`, no `ready`).
 
+mod common;
+use common::git;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 struct Env {
     tmp: tempfile::TempDir,
@@ -41,23 +43,8 @@ impl Env {
     }
 
     /// The CLI with `stdin` as its input and `env` added (the extension inherits it).
-    #[allow(clippy::disallowed_methods)] // running the CLI under test
     fn yep_env(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-        use std::io::Write;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
-            .args(args)
-            .env("YEP_HOME", self.home())
-            .envs(env.iter().copied())
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut input = child.stdin.take().unwrap();
-        input.write_all(stdin.as_bytes()).unwrap();
-        drop(input);
-        child.wait_with_output().unwrap()
+        common::yep_with_env(&self.home(), args, stdin, env)
     }
 
     /// `yep session --json` fed `script`: one JSON value per command.
@@ -608,24 +595,6 @@ fn a_node_extension_of_the_old_generation_runs_its_commands_in_their_registered_
     // It read the hello_ack: what it logged is in its log.
     let log = std::fs::read_to_string(env.home().join("logs/clock.log")).unwrap();
     assert!(log.contains("connected to zot yep-"), "{log}");
-}
-
-#[allow(clippy::disallowed_methods)] // git, to make a repository to install from
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
-    text(&out.stdout).trim().to_string()
 }
 
 #[test]

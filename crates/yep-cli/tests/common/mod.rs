@@ -5,12 +5,18 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 /// Run the CLI in home `home` with `stdin` as its whole input.
-#[allow(clippy::disallowed_methods)] // running the CLI under test
 pub fn yep_with_stdin(home: &Path, args: &[&str], stdin: &str) -> Output {
+    yep_with_env(home, args, stdin, &[])
+}
+
+/// [`yep_with_stdin`], with `env` added (what the CLI starts inherits it).
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+pub fn yep_with_env(home: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
         .args(args)
         .env("YEP_HOME", home)
+        .envs(env.iter().copied())
         .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -24,6 +30,26 @@ pub fn yep_with_stdin(home: &Path, args: &[&str], stdin: &str) -> Output {
         .write_all(stdin.as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
+}
+
+/// `git args` in `dir`, with a throwaway identity and no signing; its trimmed stdout.
+#[allow(clippy::disallowed_methods)] // git, to make repositories to install from
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let said = |b: &[u8]| String::from_utf8_lossy(b).trim().to_string();
+    assert!(out.status.success(), "git {args:?}: {}", said(&out.stderr));
+    said(&out.stdout)
 }
 
 /// util-linux `script` running the shell command `inner` on a pseudo-terminal. `inner` is a
