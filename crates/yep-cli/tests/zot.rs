@@ -122,11 +122,8 @@ fn a_zot_extension_installs_runs_in_its_dir_keeps_state_apart_and_is_held_to_its
         Path::new(cwd).canonicalize().unwrap(),
         package.canonicalize().unwrap()
     );
-    // A tool error reads as every wire's does: the extension, then the tool's own text.
-    assert_eq!(
-        replies[2],
-        json!({"error": "extension `todo-panel`: `tool_call` failed: no such action"})
-    );
+    // A tool error is the tool's own text, as every wire's is.
+    assert_eq!(replies[2], json!({"error": "no such action"}));
     assert_eq!(replies[3]["decision"], "block", "{replies:?}");
     assert_eq!(replies[3]["reason"], "todo-panel refused rm -rf");
     assert_eq!(replies[4]["decision"], "allow", "{replies:?}");
@@ -455,6 +452,17 @@ fn exposure_defers_a_tool_until_a_result_activates_it_and_interactive_tools_need
             .clone()
     };
     assert_eq!(deferred(&replies[0], "todo_manage"), false);
+    // Its output schema is carried with it.
+    let manage = replies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "todo_manage")
+        .unwrap();
+    assert_eq!(
+        manage["output_schema"]["properties"]["count"]["type"],
+        "integer"
+    );
     assert_eq!(deferred(&replies[0], "todo_archive"), true);
     assert_eq!(deferred(&replies[2], "todo_archive"), false);
     let err = said(&replies[3]);

@@ -80,6 +80,8 @@ pub struct OfferedTool {
     /// It asks to be found through search rather than loaded up front (zot's `deferred`
     /// exposures).
     pub deferred: bool,
+    /// The schema of its structured result, when it declares one.
+    pub output_schema: Option<Value>,
 }
 
 impl OfferedTool {

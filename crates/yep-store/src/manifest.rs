@@ -73,6 +73,9 @@ pub struct ToolDef {
     pub schema: Value,
     #[serde(default)]
     pub never_defer: bool,
+    /// The schema of its structured result, when it declares one (zot's `output_schema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 fn object_schema() -> Value {

@@ -196,6 +196,12 @@ enum Reply {
         text: String,
     },
     Error(String),
+    /// A tool answered with an error: JSON mode prints its own words (as
+    /// `CallOutcome::ToolError` does), a person reads the whole sentence.
+    ToolError {
+        message: String,
+        sentence: String,
+    },
     Quit,
 }
 
@@ -209,7 +215,7 @@ impl Shell {
         let reply = self.execute(line).await;
         let go_on = !matches!(reply, Reply::Quit);
         let error = match &reply {
-            Reply::Error(e) => Some(e.clone()),
+            Reply::Error(e) | Reply::ToolError { sentence: e, .. } => Some(e.clone()),
             _ => None,
         };
         match (reply, self.interactive()) {
@@ -220,6 +226,12 @@ impl Shell {
             (Reply::Said { text, .. }, true) => stdout_line(&text),
             (Reply::Error(e), false) => stdout_line(&json!({ "error": e }).to_string()),
             (Reply::Error(e), true) => eline!("error: {}", escape_multiline(&e)),
+            (Reply::ToolError { message, .. }, false) => {
+                stdout_line(&json!({ "error": message }).to_string())
+            }
+            (Reply::ToolError { sentence, .. }, true) => {
+                eline!("error: {}", escape_multiline(&sentence))
+            }
         }
         self.show_new_warnings(error.as_deref());
         go_on
@@ -428,6 +440,10 @@ impl Shell {
             Err(e) if is_cancelled(&e) => Reply::Said {
                 json: json!({ "error": e.to_string() }),
                 text: format!("cancelled `{tool}`"),
+            },
+            Err(HostError::Extension(ext)) if ext.remote().is_some() => Reply::ToolError {
+                message: ext.remote().map(|r| r.message.clone()).unwrap_or_default(),
+                sentence: ext.to_string(),
             },
             Err(e) => Reply::Error(self.session_error(&e)),
         }

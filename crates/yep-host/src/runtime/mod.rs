@@ -253,6 +253,9 @@ pub struct ToolDefinition {
     pub never_defer: bool,
     /// Found through `search_tools`.
     pub deferred: bool,
+    /// The schema of its structured result, when it declares one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 /// The name of the meta-tool [`ToolDefinition::search_tools`] describes and
@@ -306,6 +309,7 @@ impl ToolDefinition {
             }),
             never_defer: true,
             deferred: false,
+            output_schema: None,
         }
     }
 }
@@ -578,6 +582,7 @@ impl Core {
                     schema: t.schema.clone(),
                     never_defer,
                     deferred: !never_defer,
+                    output_schema: t.output_schema.clone(),
                 });
             }
         }

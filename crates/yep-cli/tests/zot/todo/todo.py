@@ -23,7 +23,8 @@ send({"type": "hello", "name": "todo", "version": "0.1",
       "capabilities": ["call_tool"] if widen else []})
 send({"type": "register_tool", "name": "todo_manage", "description": "manage the todo list",
       "schema": {"type": "object", "properties": {"action": {"type": "string"},
-                                                  "title": {"type": "string"}}}})
+                                                  "title": {"type": "string"}}},
+      "output_schema": {"type": "object", "properties": {"count": {"type": "integer"}}}})
 send({"type": "register_tool", "name": "todo_archive", "description": "archive done todos",
       "exposure": "deferred"})
 send({"type": "register_tool", "name": "todo_pick", "description": "pick a todo in a panel",

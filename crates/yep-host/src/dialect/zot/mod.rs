@@ -300,6 +300,7 @@ impl Router {
                 exposure,
                 deferred,
                 interactive,
+                output_schema,
                 ..
             } => {
                 // An explicit exposure overrides the `deferred` flag.
@@ -340,6 +341,7 @@ impl Router {
                     description: Some(description),
                     schema,
                     deferred,
+                    output_schema: output_schema.filter(Value::is_object),
                 });
             }
             FromExtension::RegisterCommand { name, description } => {

@@ -164,6 +164,7 @@ fn pinned(seen: Registrations) -> zot::Registrations {
                 schema: t.schema.unwrap_or_else(|| json!({"type": "object"})),
                 // zot's `direct` tools are loaded up front; its deferred ones are searched.
                 never_defer: !t.deferred,
+                output_schema: t.output_schema,
             })
             .collect(),
         commands: seen
