@@ -47,8 +47,16 @@ impl Env {
         common::yep_with_env(&self.home(), args, stdin, env)
     }
 
-    /// `yep session --json` fed `script`: one JSON value per command.
+    /// `yep session --json` fed `script`: one JSON value per command (warnings apart).
     fn session(&self, script: &str, env: &[(&str, &str)]) -> Vec<Value> {
+        self.session_lines(script, env)
+            .into_iter()
+            .filter(|v| v.get("warning").is_none())
+            .collect()
+    }
+
+    /// Every line `yep session --json` wrote for `script`, warnings too.
+    fn session_lines(&self, script: &str, env: &[(&str, &str)]) -> Vec<Value> {
         let out = self.yep_env(&["session", "--json"], script, env);
         assert!(out.status.success(), "{}", text(&out.stderr));
         text(&out.stdout)
@@ -171,7 +179,16 @@ fn a_zot_extension_installs_runs_in_its_dir_keeps_state_apart_and_is_held_to_its
     // A run that registers more than the pin: the extra tool is refused, the extra
     // capability too.
     let widen = [("TODO_WIDEN", "1")];
-    let replies = env.session("tools\ncall todo_purge {}\nquit\n", &widen);
+    let lines = env.session_lines("tools\ncall todo_purge {}\nquit\n", &widen);
+    // What it registered beyond the pin is withheld, and said so.
+    assert_eq!(
+        lines[0]["warning"],
+        "extension `todo-panel` registered more than was approved (intercept turn_start, capability call_tool); that is withheld (`yep update todo-panel` asks again)"
+    );
+    let replies: Vec<Value> = lines
+        .into_iter()
+        .filter(|v| v.get("warning").is_none())
+        .collect();
     let tools = replies[0]["tools"].to_string();
     assert!(!tools.contains("todo_purge"), "{tools}");
     assert!(replies[1]["error"].is_string(), "{replies:?}");
@@ -640,5 +657,44 @@ fn a_zot_extension_installs_from_git_at_a_rev_and_a_skills_bundle_is_never_run()
     assert!(
         !env.home().join("logs/reviewing.log").exists(),
         "it was run"
+    );
+}
+
+#[test]
+fn a_first_install_asks_before_it_runs_the_extension_and_refuses_one_that_rewrites_itself() {
+    let env = Env::new();
+    let src = env.source();
+    // No terminal and no --yes: refused before anything runs, saying what would have.
+    let out = env.yep(&["install", src.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`todo-panel` is a zot extension: installing runs `python3 todo.py` in"),
+        "{err}"
+    );
+    assert!(err.contains("`todo-panel` was not run"), "{err}");
+    assert!(
+        !env.home().join("logs/todo-panel.log").exists(),
+        "it ran before consent"
+    );
+    // A run that writes into its own files cannot be pinned: those bytes are not what was
+    // hashed.
+    let script = std::fs::read_to_string(src.join("todo.py")).unwrap();
+    std::fs::write(
+        src.join("todo.py"),
+        script.replace(
+            "data_dir = None\n",
+            "data_dir = None\nopen('stamp.txt', 'w').write('ran')\n",
+        ),
+    )
+    .unwrap();
+    let out = env.yep(&["install", src.to_str().unwrap(), "--yes"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("it changed its own files when run"), "{err}");
+    assert!(!env.home().join("extensions/todo-panel").exists());
+    assert!(
+        !src.join("stamp.txt").exists(),
+        "the source itself was written"
     );
 }

@@ -139,8 +139,8 @@ pub struct ToolCall {
     pub updates: Option<UpdateSink>,
     /// Firing it cancels the call on the wire; the call resolves as cancelled.
     pub cancel: Option<CancellationToken>,
-    /// The tools whose runs led to this call, outermost first, when a server's own tool
-    /// asked the host for it ([`Events::run_tool`]); empty for a call the agent made.
+    /// The tools in this call's chain by the host's names, outermost first, ending with this
+    /// one: a call a server's own tool asked for ([`Events::run_tool`]) continues its chain.
     pub chain: Vec<String>,
 }
 

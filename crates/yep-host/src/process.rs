@@ -138,6 +138,9 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     if let Some(bin) = spec.bin_dir.as_deref().filter(|d| d.is_dir()) {
         cmd.env("PATH", path_with(bin));
     }
+    // Python would write `__pycache__` beside a package's modules, into the approved files
+    // (a drift); a server's own env can still say otherwise.
+    cmd.env("PYTHONDONTWRITEBYTECODE", "1");
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     #[cfg(unix)]
     cmd.process_group(0);

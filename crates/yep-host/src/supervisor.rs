@@ -366,6 +366,11 @@ impl Live {
         self.peer.offer()
     }
 
+    /// Whether it serves `tool` now (a tool registered after the handshake counts).
+    pub fn serves(&self, tool: &str) -> bool {
+        self.peer.serves(tool)
+    }
+
     /// The dialect's live server, for conformance tools that look past the capability model.
     pub fn peer(&self) -> &Arc<dyn Peer> {
         &self.peer
@@ -397,6 +402,11 @@ pub struct Extension {
 }
 
 impl Extension {
+    /// Tell the host's health stream something about this extension.
+    pub(crate) fn report(&self, event: HealthEvent) {
+        self.events.health(event);
+    }
+
     /// `events` get what the server pushes, held to the spec's grants.
     pub fn new(spec: ServerSpec, opts: SupervisorOptions, events: Arc<dyn Events>) -> Extension {
         let inputs = Mutex::new((spec.config.clone(), spec.env.clone()));

@@ -135,6 +135,18 @@ async fn offer_tools_commands_hooks_and_notes(mode: &str) {
         .await
         .unwrap();
     assert_eq!(allowed, HookOutcome::Allow);
+    // A malformed answer is an error the host reports (it then goes ahead unchanged).
+    let garbled = peer
+        .fire_hook(&firing(json!({"cmd": "garble"})), Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(garbled.to_string().contains("malformed"), "{garbled}");
+    // A tool registered long after `ready` is served.
+    assert!(!peer.serves("late"));
+    peer.command("Greet", "register", Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(peer.serves("late"), "{mode}");
     // hello_ack carried the package dir as data_dir; notes are statuses.
     assert!(
         notes
@@ -355,6 +367,14 @@ async fn an_extension_that_stops_reading_is_disconnected_when_its_queue_overflow
         .await
         .unwrap();
     assert!(reason.to_string().contains("did not read"), "{reason}");
+    // Nothing waits on the dead queue: a call fails at once, not after its 60 s.
+    let late = tokio::time::timeout(
+        Duration::from_secs(10),
+        peer.call_tool(call("shout", json!({})), Duration::from_secs(60)),
+    )
+    .await
+    .expect("a call on a disconnected extension waited on its queue");
+    assert!(late.is_err());
 }
 
 #[tokio::test]
@@ -364,6 +384,14 @@ async fn a_first_line_over_the_frame_cap_fails_the_handshake_saying_so() {
         panic!("a 5 MiB hello was taken");
     };
     assert!(err.contains("over the 4194304-byte frame cap"), "{err}");
+    // A first line that reads as an answer is not skipped for a later hello.
+    let Err(err) = open("answer", dir.path(), Arc::default()).await else {
+        panic!("a first line that is a tool_result was skipped");
+    };
+    assert!(
+        err.contains("first frame must be hello") && err.contains("tool_result"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -393,4 +421,96 @@ async fn every_command_action_maps_to_a_command_result_and_an_error_wins() {
         (false, "unknown action dance".into())
     );
     peer.shutdown(Duration::from_secs(2)).await;
+}
+
+/// The agent's say over a server's own tool calls: refuses `d`, runs its built-in `read_file`.
+struct Policy;
+impl yep_host::runtime::ServerTools for Policy {
+    fn permit(
+        &self,
+        _extension: &str,
+        tool: &str,
+        _args: &Value,
+    ) -> yep_host::capability::BoxFuture<Result<(), String>> {
+        let refused = (tool == "d").then(|| "d is off limits".to_string());
+        Box::pin(async move { refused.map_or(Ok(()), Err) })
+    }
+
+    fn run_builtin(
+        &self,
+        tool: &str,
+        _args: Value,
+    ) -> yep_host::capability::BoxFuture<Result<Value, String>> {
+        let said = format!("{tool}: the file's text");
+        Box::pin(async move { Ok(json!({"content": [{"type": "text", "text": said}]})) })
+    }
+}
+
+#[tokio::test]
+async fn call_tool_runs_the_agents_built_in_tools_and_asks_its_permission_first() {
+    use yep_host::store::{AlwaysYes, Home, InstallOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home {
+        root: dir.path().join("home"),
+    };
+    // The `hops` fixture of the CLI's tests: its tools call whatever their path names.
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../yep-cli/tests/zot/hops");
+    let pkg = dir.path().join("hops");
+    std::fs::create_dir_all(&pkg).unwrap();
+    for file in ["extension.json", "hops.py"] {
+        std::fs::copy(fixture.join(file), pkg.join(file)).unwrap();
+    }
+    let opts = InstallOptions {
+        zot: Some(yep_host::dialect::zot::probe::runner(
+            &home,
+            dir.path().to_path_buf(),
+        )),
+        ..InstallOptions::default()
+    };
+    home.install(pkg.to_str().unwrap(), &opts, &mut AlwaysYes)
+        .unwrap();
+    home.set_enabled("hops", true).unwrap();
+    let session = yep_host::Session {
+        id: "s".into(),
+        workspace_root: dir.path().to_path_buf(),
+    };
+    let host = yep_host::ExtensionHost::start(
+        home,
+        session,
+        yep_host::HostOptions {
+            builtins: vec!["read_file".into()],
+            server_tools: Some(Arc::new(Policy)),
+            ..yep_host::HostOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let text = |v: Value| {
+        v["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let builtin = host
+        .call_tool(
+            "a",
+            json!({"path": [{"tool": "read_file", "args": {}}]}),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(text(builtin), "a>read_file: the file's text");
+    let refused = host
+        .call_tool("a", json!({"path": [{"tool": "d"}]}), None, None)
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("a>not permitted: d is off limits"),
+        "{refused}"
+    );
+    host.shutdown().await;
 }

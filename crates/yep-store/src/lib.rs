@@ -207,6 +207,57 @@ struct Journal {
 pub trait Approver {
     /// `diff` is `None` for a first install. Return true to go ahead.
     fn approve(&mut self, summary: &str, diff: Option<&ContributionDiff>) -> bool;
+
+    /// Before a first install runs a package to learn what it registers (a zot extension):
+    /// `what` says what runs and where. Return true to run it. By default, asked as a summary.
+    fn approve_run(&mut self, what: &str) -> bool {
+        self.approve(what, None)
+    }
+}
+
+/// A fetched package's manifest, before anything of it runs.
+enum Package {
+    Yep(Manifest),
+    /// A zot extension; `shown` is its `extension.json` as the user knows it.
+    Zot {
+        extension: zot::ZotManifest,
+        shown: PathBuf,
+    },
+}
+
+impl Package {
+    fn name(&self) -> &str {
+        match self {
+            Package::Yep(m) => &m.name,
+            Package::Zot { extension, .. } => &extension.name,
+        }
+    }
+}
+
+/// Read the manifest of a fetched package in `root`; errors name it as the user knows it,
+/// not the scratch copy.
+fn read_package(
+    source: &SourceSpec,
+    lock_source: &LockSource,
+    root: &Path,
+) -> Result<Package, StoreError> {
+    let zot = zot::is_zot_package(root);
+    let file = if zot {
+        zot::ZOT_MANIFEST_FILE
+    } else {
+        MANIFEST_FILE
+    };
+    let shown = match source {
+        SourceSpec::Path(p) => p.join(file),
+        _ => PathBuf::from(format!("{lock_source}: {file}")),
+    };
+    if !zot {
+        return Ok(Package::Yep(
+            Manifest::load(root).map_err(|e| e.relabel(shown))?,
+        ));
+    }
+    let extension = zot::ZotManifest::load(root).map_err(|e| e.relabel(shown.clone()))?;
+    Ok(Package::Zot { extension, shown })
 }
 
 /// Approve everything (`--yes`).
@@ -583,18 +634,18 @@ impl Home {
     ) -> Result<Installed, StoreError> {
         let staged = scratch.join("package");
         let (lock_source, package_root) = self.fetch(source, opts, &staged)?;
-        let (manifest, zot_pin, zot_notes) =
-            self.read_package(source, &lock_source, &package_root, opts, scratch)?;
+        let package = read_package(source, &lock_source, &package_root)?;
+        let name = package.name().to_string();
         if let Some((entry, _)) = update_of
-            && manifest.name != entry.name
+            && name != entry.name
         {
             return Err(StoreError::Renamed {
                 name: entry.name.clone(),
-                now: manifest.name.clone(),
+                now: name,
             });
         }
         let mut lock = self.lockfile()?;
-        let previous = lock.get(&manifest.name).cloned();
+        let previous = lock.get(&name).cloned();
         // A package from another origin that reuses an installed name is a different package,
         // never an update of it: it would inherit the original's approval, secrets and
         // enablement.
@@ -602,7 +653,7 @@ impl Home {
             Some(prev) if update_of.is_none() && !prev.source.same_origin(&lock_source) => {
                 if !opts.replace {
                     return Err(StoreError::SourceChanged {
-                        name: manifest.name.clone(),
+                        name,
                         installed: prev.source.to_string(),
                         offered: lock_source.to_string(),
                     });
@@ -613,6 +664,30 @@ impl Home {
         };
         let hash = hash::content_hash(&package_root)
             .map_err(io(format!("failed to hash {}", package_root.display())))?;
+        // Only now, with the cheap refusals behind it, may a zot extension run; a first install
+        // asks first. What is approved is the bytes hashed above: a run that rewrites them is
+        // refused.
+        let (manifest, zot_pin, zot_notes) = match package {
+            Package::Yep(manifest) => (manifest, None, Vec::new()),
+            Package::Zot { extension, shown } => {
+                let first = update_of.is_none() && (previous.is_none() || replacing);
+                let ask: Option<&mut dyn Approver> = match first {
+                    true => Some(&mut *approver),
+                    false => None,
+                };
+                let (manifest, pin, notes) =
+                    self.run_zot(&extension, &shown, &package_root, opts, scratch, ask)?;
+                let after = hash::content_hash(&package_root)
+                    .map_err(io(format!("failed to hash {}", package_root.display())))?;
+                if after != hash {
+                    return Err(StoreError::ZotRun {
+                        name,
+                        message: "it changed its own files when run; a package that rewrites itself cannot be pinned (keep state in hello_ack.data_dir)".into(),
+                    });
+                }
+                (manifest, Some(pin), notes)
+            }
+        };
         let dest = self.package_dir(&manifest.name);
         let mut summary = summary::summary(&manifest);
         if let Some(pin) = &zot_pin {
@@ -764,38 +839,38 @@ impl Home {
         Ok(installed(outcome, diff, binary))
     }
 
-    /// The manifest of a fetched package, as the user approves it. A YEP package's is its
-    /// `plugin.json`; a zot extension's is its `extension.json` with what it registers when
-    /// run once (its pin), and notes on registrations yep cannot offer.
-    fn read_package(
+    /// A zot extension's approved manifest: `extension.json` with what it registers when run
+    /// once (its pin), and notes on registrations yep cannot offer. `ask`, on a first install,
+    /// is asked before it runs.
+    fn run_zot(
         &self,
-        source: &SourceSpec,
-        lock_source: &LockSource,
+        ext: &zot::ZotManifest,
+        shown: &Path,
         root: &Path,
         opts: &InstallOptions,
         scratch: &Path,
-    ) -> Result<(Manifest, Option<zot::ZotPin>, Vec<String>), StoreError> {
-        let zot = zot::is_zot_package(root);
-        let file = if zot {
-            zot::ZOT_MANIFEST_FILE
-        } else {
-            MANIFEST_FILE
-        };
-        // Errors name the manifest as the user knows it, not the scratch copy.
-        let shown = match source {
-            SourceSpec::Path(p) => p.join(file),
-            _ => PathBuf::from(format!("{lock_source}: {file}")),
-        };
-        if !zot {
-            let manifest = Manifest::load(root).map_err(|e| e.relabel(shown))?;
-            return Ok((manifest, None, Vec::new()));
-        }
-        let ext = zot::ZotManifest::load(root).map_err(|e| e.relabel(shown.clone()))?;
+        ask: Option<&mut dyn Approver>,
+    ) -> Result<(Manifest, zot::ZotPin, Vec<String>), StoreError> {
         let registrations = if ext.spawns() {
             let runner = opts
                 .zot
                 .as_ref()
                 .ok_or_else(|| StoreError::NoZotRunner(ext.name.clone()))?;
+            if let Some(approver) = ask {
+                let line = std::iter::once(ext.exec.clone().unwrap_or_default())
+                    .chain(ext.args.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let what = format!(
+                    "`{}` is a zot extension: installing runs `{}` in {} once, as a session would, to read what it registers (npx or go run may download or compile)",
+                    ext.name,
+                    crate::text::escape(&line),
+                    crate::text::escape(&shown.parent().unwrap_or(shown).display().to_string())
+                );
+                if !approver.approve_run(&what) {
+                    return Err(StoreError::Declined(format!("`{}` was not run", ext.name)));
+                }
+            }
             let _run = opts.progress.step(format!(
                 "running {} once to read what it registers",
                 ext.name
@@ -804,7 +879,7 @@ impl Home {
             let data = scratch.join("zot-data");
             runner
                 .0
-                .probe(&ext, root, &data)
+                .probe(ext, root, &data)
                 .map_err(|message| StoreError::ZotRun {
                     name: ext.name.clone(),
                     message,
@@ -815,10 +890,10 @@ impl Home {
         let (manifest, notes) =
             ext.approved(&registrations)
                 .map_err(|message| ManifestError::Invalid {
-                    path: shown,
+                    path: shown.to_path_buf(),
                     message,
                 })?;
-        Ok((manifest, Some(registrations.pin), notes))
+        Ok((manifest, registrations.pin, notes))
     }
 
     /// The manifest an installed package has on disk, in the terms it was approved in: a

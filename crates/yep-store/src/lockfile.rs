@@ -103,6 +103,14 @@ impl LockEntry {
         matches!(self.source, LockSource::Path { link: true, .. })
     }
 
+    /// The file its manifest is: a zot extension's `extension.json`, else `plugin.json`.
+    pub fn manifest_file(&self) -> &'static str {
+        match self.zot {
+            Some(_) => crate::zot::ZOT_MANIFEST_FILE,
+            None => crate::manifest::MANIFEST_FILE,
+        }
+    }
+
     /// The approved manifest, if recorded.
     pub fn approved(&self) -> Option<crate::manifest::Manifest> {
         let text = self.approved_manifest.as_deref()?;
@@ -225,6 +233,7 @@ mod tests {
                 intercepts: vec!["tool_call".into()],
                 events: vec!["session_start".into(), "turn_end".into()],
                 capabilities: vec!["call_tool".into()],
+                interactive: vec!["pick".into()],
             }),
         });
         lock.upsert(LockEntry {

@@ -35,11 +35,10 @@ fn check(home: &Home, entry: &LockEntry) -> Result<(), String> {
             .package_manifest(entry)
             .map_err(|e| format!("its manifest: {e}"))?;
         if serde_json::to_value(&on_disk).ok() != serde_json::to_value(&approved).ok() {
-            let file = match entry.zot {
-                Some(_) => crate::zot::ZOT_MANIFEST_FILE,
-                None => crate::manifest::MANIFEST_FILE,
-            };
-            return Err(format!("{file} differs from the approved manifest"));
+            return Err(format!(
+                "{} differs from the approved manifest",
+                entry.manifest_file()
+            ));
         }
     }
     let (fingerprint, newest) =

@@ -52,6 +52,16 @@ pub enum Exec {
     OnPath(String),
 }
 
+impl Exec {
+    /// What to spawn: the path, or the bare name for `$PATH`.
+    pub fn program(self) -> String {
+        match self {
+            Exec::Path(path) => path.to_string_lossy().into_owned(),
+            Exec::OnPath(name) => name,
+        }
+    }
+}
+
 impl ZotManifest {
     /// Read `dir/extension.json`.
     pub fn load(dir: &Path) -> Result<ZotManifest, ManifestError> {
@@ -151,6 +161,9 @@ pub struct ZotPin {
     /// Hello capabilities that widen what it may do ([`CALL_TOOL`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<String>,
+    /// Its tools that wait on the user, so have no deadline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interactive: Vec<String>,
 }
 
 impl ZotPin {
@@ -178,6 +191,7 @@ impl ZotPin {
         set("intercept", &self.intercepts, &new.intercepts);
         set("event", &self.events, &new.events);
         set("capability", &self.capabilities, &new.capabilities);
+        set("interactive tool", &self.interactive, &new.interactive);
         (lines, widened)
     }
 }

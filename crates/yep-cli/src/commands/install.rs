@@ -51,7 +51,32 @@ struct Consent {
     asked: bool,
 }
 
+impl Consent {
+    /// `--yes`, or a `y` at a terminal to `question`; without a terminal, no.
+    fn ask(&mut self, err: &mut std::io::StderrLock, question: &str) -> bool {
+        if self.yes {
+            let _ = writeln!(err, "approved (--yes)");
+            return true;
+        }
+        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+            self.asked = true;
+            return false;
+        }
+        let _ = write!(err, "{question} [y/N] ");
+        let _ = err.flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut answer);
+        matches!(answer.trim(), "y" | "Y" | "yes")
+    }
+}
+
 impl Approver for Consent {
+    fn approve_run(&mut self, what: &str) -> bool {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{}", escape_controls(what));
+        self.ask(&mut err, "run it?")
+    }
+
     fn approve(&mut self, summary: &str, diff: Option<&ContributionDiff>) -> bool {
         let mut err = std::io::stderr().lock();
         // Escaped field by field already; the whole screen once more, as a last resort.
@@ -66,19 +91,7 @@ impl Approver for Consent {
                 let _ = writeln!(err, "this update asks for more than you approved");
             }
         }
-        if self.yes {
-            let _ = writeln!(err, "approved (--yes)");
-            return true;
-        }
-        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-            self.asked = true;
-            return false;
-        }
-        let _ = write!(err, "approve these contributions? [y/N] ");
-        let _ = err.flush();
-        let mut answer = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut answer);
-        matches!(answer.trim(), "y" | "Y" | "yes")
+        self.ask(&mut err, "approve these contributions?")
     }
 }
 

@@ -102,6 +102,12 @@ pub trait Peer: Send + Sync + 'static {
     /// What it offered in the handshake.
     fn offer(&self) -> &Offer;
 
+    /// Whether it serves `tool` now: what it offered, or (a wire that registers at run time)
+    /// what it has registered since.
+    fn serves(&self, tool: &str) -> bool {
+        self.offer().serves(tool)
+    }
+
     /// Call a tool; updates stream to `call.updates` and reset the timeout; `call.cancel`
     /// (or dropping the future) cancels on the wire.
     fn call_tool(

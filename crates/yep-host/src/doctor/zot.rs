@@ -9,7 +9,7 @@ use crate::dialect::zot::frames::FromExtension;
 use crate::dialect::zot::probe::Capture;
 use crate::manifest::{HookEvent, Manifest};
 use crate::rpc::Tap;
-use crate::store::zot::{CALL_TOOL, ZotManifest};
+use crate::store::zot::ZotManifest;
 use crate::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -118,14 +118,11 @@ pub async fn run(
     }
 
     // A tool call, a command, and each intercept, as a session would make them.
-    let interactive = |name: &str| {
-        lines.iter().any(|l| {
-            serde_json::from_slice::<serde_json::Value>(l).is_ok_and(|v| {
-                v["type"] == "register_tool" && v["name"] == name && v["interactive"] == true
-            })
-        })
-    };
-    match seen.tools.iter().find(|t| !interactive(&t.name)) {
+    match seen
+        .tools
+        .iter()
+        .find(|t| !seen.interactive.contains(&t.name))
+    {
         None => r.add("tool_call", Status::Pass, "no tools to call"),
         Some(tool) => match ext.call_tool(&tool.name, json!({}), None, None).await {
             Ok(_) => r.add(
@@ -204,15 +201,13 @@ pub async fn run(
                 beyond.push(format!("command {}", c.name));
             }
         }
-        for i in seen.intercepts.iter().filter(|i| !pin.intercepts(i)) {
-            beyond.push(format!("intercept {i}"));
-        }
-        for e in seen.events.iter().filter(|e| !pin.events.contains(e)) {
-            beyond.push(format!("event {e}"));
-        }
-        if seen.capabilities.iter().any(|c| c == CALL_TOOL) && !pin.has(CALL_TOOL) {
-            beyond.push("capability call_tool".into());
-        }
+        let (lines, _) = pin.diff(&seen.pin());
+        beyond.extend(
+            lines
+                .iter()
+                .filter_map(|l| l.strip_prefix("+ "))
+                .map(String::from),
+        );
         if beyond.is_empty() {
             r.add(
                 "pin",

@@ -164,6 +164,8 @@ pub struct Call {
     hooks: bool,
     /// The tools whose runs led to this call (a server's own `call_tool`).
     chain: Vec<String>,
+    /// A server asked for it: a built-in tool runs through `HostOptions::server_tools`.
+    for_server: bool,
 }
 
 impl Call {
@@ -215,6 +217,13 @@ impl Call {
         self
     }
 
+    /// A server asked for this call: the agent's built-in tools run through its
+    /// [`ServerTools`](super::ServerTools).
+    pub(crate) fn for_server(mut self) -> Call {
+        self.for_server = true;
+        self
+    }
+
     /// Run it.
     pub async fn run(self) -> CallOutcome {
         if self.host.core.is_shut() {
@@ -260,6 +269,7 @@ impl Call {
             timeout,
             hooks,
             chain,
+            for_server,
             ..
         } = self;
         let args = match hooks {
@@ -282,6 +292,9 @@ impl Call {
         if hooks {
             // For the post hooks (a plain call needs no copy).
             *sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(args.clone());
+        }
+        if for_server && host.core.opts.builtins.contains(&name) {
+            return host.run_builtin(&name, args, timeout).await;
         }
         let call = host.call_tool_in_chain(&name, args, updates, None, chain);
         let result = match timeout {
@@ -308,6 +321,32 @@ impl IntoFuture for Call {
 }
 
 impl ExtensionHost {
+    /// A built-in tool a server asked for, run by the agent's [`ServerTools`](super::ServerTools)
+    /// (refused without one).
+    async fn run_builtin(&self, name: &str, args: Value, timeout: Option<Duration>) -> CallOutcome {
+        let builtin = |message: String| CallOutcome::ToolError {
+            extension: String::new(),
+            message,
+        };
+        let Some(tools) = self.core.opts.server_tools.clone() else {
+            return builtin(format!(
+                "built-in tool {name} is not offered to extensions by this agent"
+            ));
+        };
+        let run = tools.run_builtin(name, args);
+        let result = match timeout {
+            Some(after) => match tokio::time::timeout(after, run).await {
+                Ok(result) => result,
+                Err(_) => return CallOutcome::TimedOut { after },
+            },
+            None => run.await,
+        };
+        match result {
+            Ok(value) => CallOutcome::Ok(value),
+            Err(message) => builtin(message),
+        }
+    }
+
     /// The outcome of a call that failed with `error`. A failure names the server's log
     /// whenever it has something in it.
     fn failed(&self, error: HostError) -> CallOutcome {
@@ -350,6 +389,7 @@ impl ExtensionHost {
             timeout: None,
             hooks: false,
             chain: Vec::new(),
+            for_server: false,
         }
     }
 

@@ -50,6 +50,25 @@ where
     }
 }
 
+/// What the agent decides about the tool calls a server makes on its own (zot's `call_tool`),
+/// beyond the hooks every call goes through: its permission policy, and its built-in tools.
+pub trait ServerTools: Send + Sync + 'static {
+    /// Whether `extension` may run `tool` with `args` now; `Err(reason)` refuses it (the
+    /// server hears the reason). Asked before the hooks. The default allows.
+    fn permit(&self, extension: &str, tool: &str, args: &Value) -> BoxFuture<Result<(), String>> {
+        let _ = (extension, tool, args);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Run the built-in `tool` (one of [`super::HostOptions::builtins`]) with `args`, after the
+    /// pre hooks: its result, or its error text. The default offers none.
+    fn run_builtin(&self, tool: &str, args: Value) -> BoxFuture<Result<Value, String>> {
+        let _ = args;
+        let message = format!("built-in tool {tool} is not offered to extensions by this agent");
+        Box::pin(async move { Err(message) })
+    }
+}
+
 /// Answers an extension's questions: show `prompt` (and `placeholder`), mask the input when
 /// `secret`, offer `options` as a selector when there are any. Write `ask` as an `async fn`.
 /// One question is open at a time; the host queues the others in the order asked (up to
@@ -172,21 +191,41 @@ impl HostEvents {
         Some(Err(rx))
     }
 
-    /// Tell the embedder the panel changed.
-    pub(crate) fn panel_changed(&self) {
-        if let Some(sink) = &self.status_sink {
-            sink.panel_changed(self.panel.borrow().as_ref());
+    /// Change the active panel with `change` (which says whether it did). The embedder hears
+    /// of a change (outside the panel's lock); an extension whose panel another one replaced
+    /// hears that its panel closed.
+    pub(crate) fn update_panel(
+        &self,
+        change: impl FnOnce(&mut Option<super::ActivePanel>) -> bool,
+    ) {
+        let before = self.panel.borrow().clone();
+        if !self.panel.send_if_modified(change) {
+            return;
         }
+        let now = self.panel.borrow().clone();
+        if let Some(sink) = &self.status_sink {
+            sink.panel_changed(now.as_ref());
+        }
+        let Some(old) = before else { return };
+        let replaced = now.is_some_and(|p| p.extension != old.extension);
+        if replaced && let Some(host) = self.host.get().and_then(super::WeakHost::upgrade) {
+            let closed = crate::capability::PanelInput::Closed { id: old.panel.id };
+            tokio::spawn(async move {
+                if let Ok(owner) = host.find(&old.extension) {
+                    let _ = owner.ext.panel_input(&closed).await;
+                }
+            });
+        }
+    }
+
+    /// Close `extension`'s panel, if it has the active one.
+    pub(crate) fn close_panel_of(&self, extension: &str) {
+        self.update_panel(|p| p.take_if(|p| p.extension == extension).is_some());
     }
 
     pub(crate) fn clear(&self, extension: &str) {
         // Its panel goes with it.
-        if self
-            .panel
-            .send_if_modified(|p| p.take_if(|p| p.extension == extension).is_some())
-        {
-            self.panel_changed();
-        }
+        self.close_panel_of(extension);
         let removed = self
             .status
             .lock()
@@ -218,16 +257,16 @@ impl Events for HostEvents {
     }
 
     fn health(&self, event: HealthEvent) {
+        // A server that failed or stopped takes its panel with it: a restarted one knows
+        // nothing of it.
+        if let HealthEvent::Failed { extension, .. } = &event {
+            self.close_panel_of(extension);
+        }
         self.health.report(event);
     }
 
     fn panel(&self, extension: &str, update: PanelUpdate) {
-        if self
-            .panel
-            .send_if_modified(|active| super::panel::apply(active, extension, update))
-        {
-            self.panel_changed();
-        }
+        self.update_panel(|active| super::panel::apply(active, extension, update));
     }
 
     fn activate_tools(&self, extension: &str, tools: &[String]) {
@@ -256,11 +295,20 @@ impl Events for HostEvents {
             return Box::pin(async { Err("host tool calls are unavailable".to_string()) });
         };
         tracing::debug!(extension, tool = %call.tool, "a server runs a host tool");
+        let extension = extension.to_string();
         Box::pin(async move {
+            // The agent's permission first, as for a call it makes itself.
+            if let Some(policy) = host.core.opts.server_tools.clone() {
+                policy
+                    .permit(&extension, &call.tool, &call.args)
+                    .await
+                    .map_err(|why| format!("not permitted: {why}"))?;
+            }
             let outcome = host
                 .run_tool(&call.tool, call.args)
                 .chain(call.chain)
                 .cancel_on(call.cancel)
+                .for_server()
                 .await;
             match outcome {
                 super::CallOutcome::Ok(value) => Ok(value),

@@ -12,6 +12,7 @@ use super::{ExtensionHost, Loaded};
 use crate::capability::{Intercept, InterceptOutcome};
 use crate::health::HealthEvent;
 use serde::Serialize;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -105,8 +106,9 @@ impl ExtensionHost {
                 model: model.to_string(),
             };
             match self.ask_at(&l, &point).await {
+                // Measured as it came, a JSON string.
                 Some(InterceptOutcome::SystemPrompt(new))
-                    if new.len() > MAX_SYSTEM_PROMPT_BYTES =>
+                    if Value::from(new.as_str()).to_string().len() > MAX_SYSTEM_PROMPT_BYTES =>
                 {
                     self.core.report(HealthEvent::Warning {
                         extension: Some(l.name.clone()),
@@ -142,7 +144,13 @@ impl ExtensionHost {
     /// One extension's answer at `point`; `None` (go ahead) when it could not give one,
     /// which is reported.
     async fn ask_at(&self, l: &Loaded, point: &Intercept) -> Option<InterceptOutcome> {
-        match l.ext.intercept(point, INTERCEPT_TIMEOUT).await {
+        // 5 s whatever it takes: starting a server that is not up counts too.
+        let asked =
+            tokio::time::timeout(INTERCEPT_TIMEOUT, l.ext.intercept(point, INTERCEPT_TIMEOUT))
+                .await
+                .map_err(|_| format!("no answer within {} s", INTERCEPT_TIMEOUT.as_secs()))
+                .and_then(|answer| answer.map_err(|e| e.to_string()));
+        match asked {
             Ok(outcome) => Some(outcome),
             Err(err) => {
                 self.core.report(HealthEvent::Warning {

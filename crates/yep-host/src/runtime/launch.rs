@@ -7,7 +7,7 @@ use super::hooks;
 use crate::dialect::zot::Zot;
 use crate::health::HealthEvent;
 use crate::manifest::{Grants, Manifest, ManifestError};
-use crate::store::zot::{Exec, resolve_exec};
+use crate::store::zot::resolve_exec;
 use crate::store::{Home, StoreError, config};
 use crate::supervisor::{ServerSpec, SupervisorOptions};
 use serde_json::Value;
@@ -133,7 +133,7 @@ pub fn installed(
         if !same {
             warnings.push(HealthEvent::Drifted {
                 extension: extension(),
-                message: format!("extension `{name}`: {} changed since it was approved; using the approved manifest (review with `yep update {name}`)", if entry.zot.is_some() { crate::store::zot::ZOT_MANIFEST_FILE } else { crate::store::manifest::MANIFEST_FILE }),
+                message: format!("extension `{name}`: {} changed since it was approved; using the approved manifest (review with `yep update {name}`)", entry.manifest_file()),
             });
             manifest = approved;
         }
@@ -208,10 +208,7 @@ pub fn installed(
         supervisor.grace = Duration::from_secs(2);
         supervisor.term_wait = Duration::from_secs(1);
         if !spec.command.is_empty() {
-            spec.command = match resolve_exec(&spec.command, &dir) {
-                Exec::Path(path) => path.to_string_lossy().into_owned(),
-                Exec::OnPath(name) => name,
-            };
+            spec.command = resolve_exec(&spec.command, &dir).program();
         }
         spec.language = crate::store::zot::ZotManifest::load(&dir)
             .ok()

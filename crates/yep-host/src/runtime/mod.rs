@@ -14,7 +14,7 @@ mod trace;
 
 pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream};
 pub use contrib::{Skill, expand};
-pub use events::{AskSink, DynAskSink, MAX_QUEUED_QUESTIONS, StatusEntry, StatusSink};
+pub use events::{AskSink, DynAskSink, MAX_QUEUED_QUESTIONS, ServerTools, StatusEntry, StatusSink};
 pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook, glob_matches, hook_timeout};
 pub use intercept::{INTERCEPT_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, TurnDecision};
 pub use panel::{ActivePanel, PANEL_KEYS, PANEL_RENDER_WAIT};
@@ -69,6 +69,10 @@ pub struct HostOptions {
     /// Where questions go: `Some(Arc::new(my_sink))` for any [`AskSink`]. Without one every
     /// question is answered cancelled.
     pub ask_sink: Option<Arc<dyn DynAskSink>>,
+    /// The agent's say over tool calls a server makes on its own (zot's `call_tool`): its
+    /// permission policy and its built-in tools. Without one they run extension tools only,
+    /// through the hooks.
+    pub server_tools: Option<Arc<dyn ServerTools>>,
 }
 
 impl Default for HostOptions {
@@ -82,6 +86,7 @@ impl Default for HostOptions {
             supervisor: SupervisorOptions::default(),
             status_sink: None,
             ask_sink: None,
+            server_tools: None,
         }
     }
 }
@@ -495,12 +500,17 @@ impl Core {
             self.report(event);
         }
         let manifest = launch.manifest;
+        // A pinned (zot) extension is owed every event it observes.
+        let lossless = launch.spec.pin.is_some();
         let ext = Extension::new(
             launch.spec,
             launch.supervisor,
             Arc::clone(&self.events) as Arc<dyn crate::capability::Events>,
         );
-        let forwarder = manifest.yolop.trace.then(trace::Forwarder::new);
+        let forwarder = manifest
+            .yolop
+            .trace
+            .then(|| trace::Forwarder::new(lossless));
         Ok(Loaded {
             eager: launch.eager,
             name: name.to_string(),
@@ -1127,12 +1137,15 @@ impl ExtensionHost {
         // The live server's offer, by reference: no copy on the hot path.
         let live = loaded.ext.live().await?;
         self.refuse_unapproved(&loaded, live.offer());
-        if !live.offer().serves(&tool) {
+        if !live.serves(&tool) {
             return Err(HostError::NotServed {
                 extension: loaded.name.clone(),
                 tool,
             });
         }
+        // The chain names tools as the host does (a collision's `<ext>__<tool>` too).
+        let mut chain = chain;
+        chain.push(name.to_string());
         let call = ToolCall {
             tool,
             args,

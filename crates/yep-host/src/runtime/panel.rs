@@ -100,13 +100,9 @@ impl ExtensionHost {
         let key = key.to_ascii_lowercase();
         let input = if matches!(key.as_str(), "esc" | "escape" | "ctrl+c" | "ctrl-c") {
             // Closed here first: the owner cannot keep it open.
-            let events = &self.core.events;
-            if events
-                .panel
-                .send_if_modified(|p| p.take_if(|p| p.panel.id == id).is_some())
-            {
-                events.panel_changed();
-            }
+            self.core
+                .events
+                .update_panel(|p| p.take_if(|p| p.panel.id == id).is_some());
             PanelInput::Closed { id }
         } else {
             let key = match PANEL_KEYS.contains(&key.as_str()) {

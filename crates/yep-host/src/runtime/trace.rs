@@ -24,6 +24,10 @@ pub fn is_streaming_delta(event_type: &str) -> bool {
 
 /// One extension's forwarder.
 pub(crate) struct Forwarder {
+    /// Never drop an event (zot's rule): a full queue disconnects the extension instead.
+    lossless: bool,
+    /// A lossless queue overflowed: the task disconnects the extension.
+    overflowed: AtomicBool,
     queue: Mutex<VecDeque<TraceEvent>>,
     wake: Notify,
     /// Events dropped because the queue was full.
@@ -34,8 +38,10 @@ pub(crate) struct Forwarder {
 }
 
 impl Forwarder {
-    pub(crate) fn new() -> Arc<Forwarder> {
+    pub(crate) fn new(lossless: bool) -> Arc<Forwarder> {
         Arc::new(Forwarder {
+            lossless,
+            overflowed: AtomicBool::new(false),
             queue: Mutex::new(VecDeque::new()),
             wake: Notify::new(),
             dropped: AtomicU64::new(0),
@@ -47,6 +53,14 @@ impl Forwarder {
     fn push(&self, event: TraceEvent) {
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         if q.len() >= TRACE_QUEUE {
+            if self.lossless {
+                // Not a silent drop: the extension is disconnected, and told of.
+                q.clear();
+                self.overflowed.store(true, Ordering::Release);
+                drop(q);
+                self.wake.notify_one();
+                return;
+            }
             q.pop_front();
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -58,6 +72,16 @@ impl Forwarder {
     /// The task: send queued events in order, one notification each.
     pub(crate) async fn run(self: Arc<Self>, loaded: Arc<Loaded>) {
         loop {
+            if self.overflowed.swap(false, Ordering::AcqRel) {
+                loaded.ext.report(crate::health::HealthEvent::Warning {
+                    extension: Some(loaded.name.clone()),
+                    message: format!(
+                        "extension `{}` fell {TRACE_QUEUE} events behind; disconnected rather than skip any (it starts again on next use)",
+                        loaded.name
+                    ),
+                });
+                loaded.ext.stop().await;
+            }
             let next = {
                 let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
                 let next = q.pop_front();

@@ -10,7 +10,8 @@ argv[1] picks its generation:
   mute - exits at once, saying nothing;
   deaf - the current generation, but it stops reading once it is ready;
   garbage - its first line is not JSON;
-  huge - its first line is a 5 MiB hello.
+  huge - its first line is a 5 MiB hello;
+  answer - its first line is a tool_result.
 """
 import json
 import sys
@@ -48,6 +49,12 @@ if mode == "huge":
 
 if mode == "mute":
     sys.exit(3)
+
+if mode == "answer":
+    send({"type": "tool_result", "id": "1", "content": []})
+    send({"type": "hello", "name": "late"})
+    sys.stdin.read()
+    sys.exit(0)
 
 if mode == "rude":
     send({"type": "register_tool", "name": "early"})
@@ -100,6 +107,10 @@ for line in sys.stdin:
                               {"type": "text", "text": ""}]})
     elif kind == "tool_cancel":
         send({"type": "notify", "level": "warn", "message": "cancelled " + frame["id"]})
+    elif kind == "command_invoked" and frame.get("args") == "register":
+        # A registration long after ready: still taken.
+        send({"type": "register_tool", "name": "late", "description": "registered late"})
+        send({"type": "command_response", "id": frame["id"], "action": "noop"})
     elif kind == "command_invoked" and frame.get("args", "").startswith("action "):
         # `action <name> [error]`: answers with that action (and an error, when asked).
         words = frame["args"].split(" ")
@@ -130,6 +141,9 @@ for line in sys.stdin:
     elif kind == "event_intercept" and frame["event"] == "before_agent_start":
         send({"type": "event_intercept_response", "id": frame["id"],
               "system_prompt": frame["system_prompt"] + " (" + frame["model"] + ")"})
+    elif kind == "event_intercept" and "garble" in json.dumps(frame.get("tool_args")):
+        send({"type": "event_intercept_response", "id": frame["id"],
+              "modified_args": "not an object"})
     elif kind == "event_intercept":
         if "rm -rf" in json.dumps(frame.get("tool_args")):
             send({"type": "event_intercept_response", "id": frame["id"], "block": True,

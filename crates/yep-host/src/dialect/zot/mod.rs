@@ -93,6 +93,7 @@ pub async fn open(
         extension: hello.extension.clone(),
         events,
         conn: std::sync::OnceLock::new(),
+        outbox: Arc::default(),
         nested: Arc::default(),
         session_id: hello.session_id.clone(),
         cwd: hello.workspace_root.clone(),
@@ -114,8 +115,7 @@ pub async fn open(
     let _ = router.conn.set(conn.downgrade());
     match handshake(&conn, &router, &codec, heard, &hello).await {
         Ok(offer) => {
-            let outbox = Arc::new(Outbox::default());
-            tokio::spawn(Arc::clone(&outbox).write(conn.downgrade()));
+            let outbox = Arc::clone(&router.outbox);
             Ok(Arc::new(ZotPeer {
                 conn,
                 offer,
@@ -180,6 +180,8 @@ async fn handshake(
         data_dir: hello.data_dir.clone(),
     };
     conn.send(ack.line()).await.map_err(HandshakeError::Call)?;
+    // `hello_ack` is the host's first frame: what is queued goes after it.
+    tokio::spawn(Arc::clone(&router.outbox).write(conn.downgrade()));
     // Ready, or idle for a while, or the cap.
     let cap = Instant::now() + READY_WAIT;
     loop {
@@ -200,6 +202,8 @@ async fn handshake(
             return Err(HandshakeError::Call(CallError::Closed(reason)));
         }
     }
+    router.lock().open = true;
+    router.report_beyond_pin();
     let state = router.lock();
     Ok(Offer {
         // The manifest's name is the identity; the hello's is only informational.
@@ -228,6 +232,10 @@ struct State {
     live: HashMap<String, LiveCall>,
     /// Its tools that wait on the user (no host deadline; they need an interactive UI).
     interactive: Vec<String>,
+    /// What it registered beyond its pin that was already reported.
+    reported: Vec<String>,
+    /// The handshake is over: a registration now is checked against the pin at once.
+    open: bool,
 }
 
 /// A host `tool_call` in flight to the extension: a `call_tool` made under it continues its
@@ -245,6 +253,8 @@ struct Router {
     events: Arc<dyn Events>,
     /// Where its `call_tool` answers go (weak: the connection owns this router).
     conn: std::sync::OnceLock<WeakConnection>,
+    /// Every frame the host makes unasked, in order; written once `hello_ack` is out.
+    outbox: Arc<Outbox>,
     /// Its own `call_tool` requests in flight, by its id.
     nested: Arc<Mutex<HashMap<String, CancellationToken>>>,
     /// The session, as events and intercepts tell it.
@@ -271,6 +281,46 @@ impl Router {
     fn intercepts(&self, name: &str) -> bool {
         self.lock().intercepts.iter().any(|i| i == name)
             && self.pin.as_ref().is_none_or(|pin| pin.intercepts(name))
+    }
+
+    /// What it has registered so far.
+    fn registrations(&self) -> Registrations {
+        let state = self.lock();
+        Registrations {
+            tools: state.tools.clone(),
+            commands: state.commands.clone(),
+            intercepts: state.intercepts.clone(),
+            events: state.events.clone(),
+            capabilities: state.capabilities.clone(),
+            interactive: state.interactive.clone(),
+        }
+    }
+
+    /// Report, once each, what it subscribed to beyond its pin: withheld, not silently.
+    fn report_beyond_pin(&self) {
+        let Some(pin) = &self.pin else { return };
+        let (lines, _) = pin.diff(&self.registrations().pin());
+        let mut state = self.lock();
+        let beyond: Vec<String> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix("+ "))
+            .filter(|l| !state.reported.iter().any(|r| r == l))
+            .map(String::from)
+            .collect();
+        if beyond.is_empty() {
+            return;
+        }
+        state.reported.extend(beyond.iter().cloned());
+        drop(state);
+        self.events.health(crate::health::HealthEvent::Warning {
+            extension: Some(self.extension.clone()),
+            message: format!(
+                "extension `{}` registered more than was approved ({}); that is withheld (`yep update {}` asks again)",
+                self.extension,
+                beyond.join(", "),
+                self.extension
+            ),
+        });
     }
 
     /// It subscribed to observe `name`, within its pin.
@@ -382,6 +432,10 @@ impl Router {
             FromExtension::Ready => state.ready = true,
             _ => {}
         }
+        if state.open {
+            drop(state);
+            self.report_beyond_pin();
+        }
     }
 }
 
@@ -390,9 +444,6 @@ impl Router {
     /// chain's depth and cycles), then run on the host, and answered with a `tool_result`
     /// held to zot's bounds. A refusal is a `tool_result` with zot's own text.
     fn call_tool(&self, id: String, name: String, args: Option<Value>, parent: Option<String>) {
-        let Some(conn) = self.conn.get().and_then(WeakConnection::upgrade) else {
-            return;
-        };
         let answer = {
             let (id, name) = (id.clone(), name.clone());
             move |content, is_error, truncated| {
@@ -433,10 +484,11 @@ impl Router {
         let (chain, cancel) = match checked {
             Ok(checked) => checked,
             Err(refusal) => {
-                let line = answer(vec![frames::ContentBlock::text(refusal)], true, false);
-                tokio::spawn(async move {
-                    let _ = conn.send(line).await;
-                });
+                let _ = self.queue(answer(
+                    vec![frames::ContentBlock::text(refusal)],
+                    true,
+                    false,
+                ));
                 return;
             }
         };
@@ -450,11 +502,19 @@ impl Router {
             },
         );
         let nested = Arc::clone(&self.nested);
+        let (outbox, conn) = (Arc::clone(&self.outbox), self.conn.get().cloned());
+        let conn_for_close = conn.clone();
+        let closed = async move {
+            match conn.as_ref().and_then(WeakConnection::upgrade) {
+                Some(live) => live.closed().await,
+                None => CloseReason::Shutdown,
+            }
+        };
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 biased;
                 () = cancel.cancelled() => Err("tool call cancelled".to_string()),
-                _ = conn.closed() => Err("extension disconnected".to_string()),
+                _ = closed => Err("extension disconnected".to_string()),
                 out = tokio::time::timeout(CALL_TOOL_DEADLINE, run) => out.unwrap_or_else(|_| {
                     Err(format!("tool call timed out after {} s", CALL_TOOL_DEADLINE.as_secs()))
                 }),
@@ -470,8 +530,23 @@ impl Router {
                 Err(why) => (vec![frames::ContentBlock::text(why)], true),
             };
             let (content, truncated) = frames::bound_content(blocks);
-            let _ = conn.send(answer(content, is_error, truncated)).await;
+            // In order, within the queue's bounds, as every frame to it.
+            if let Err(reason) = outbox.push(answer(content, is_error, truncated))
+                && let Some(live) = conn_for_close.and_then(|c| c.upgrade())
+            {
+                live.close(reason);
+            }
         });
+    }
+
+    /// Queue `line` behind what is queued; an extension that is not reading is disconnected.
+    fn queue(&self, line: String) -> Result<(), CloseReason> {
+        self.outbox.push(line).inspect_err(|reason| {
+            self.diagnostic(&format!("disconnecting: {reason}"));
+            if let Some(live) = self.conn.get().and_then(WeakConnection::upgrade) {
+                live.close(reason.clone());
+            }
+        })
     }
 }
 
@@ -638,6 +713,13 @@ impl Codec for ZotCodec {
                 None => Err("a frame must be a JSON object with a string `type`".to_string()),
             });
         let (kind, value) = match typed {
+            // The first line is the hello's, whatever it is: never a response or a request.
+            Ok((kind, value)) if first => {
+                return Ok(Frame::Notification {
+                    method: kind,
+                    params: value,
+                });
+            }
             Ok(typed) => typed,
             // The first line must be the hello: the handshake hears what it was instead.
             Err(why) if first => {
@@ -714,6 +796,25 @@ pub struct Registrations {
     pub intercepts: Vec<String>,
     pub events: Vec<String>,
     pub capabilities: Vec<String>,
+    /// Its tools that wait on the user.
+    pub interactive: Vec<String>,
+}
+
+impl Registrations {
+    /// What of it a pin holds (beyond tools and commands).
+    pub fn pin(&self) -> crate::store::zot::ZotPin {
+        crate::store::zot::ZotPin {
+            intercepts: self.intercepts.clone(),
+            events: self.events.clone(),
+            capabilities: self
+                .capabilities
+                .iter()
+                .filter(|c| *c == CALL_TOOL)
+                .cloned()
+                .collect(),
+            interactive: self.interactive.clone(),
+        }
+    }
 }
 
 /// A live zot extension.
@@ -728,11 +829,9 @@ pub struct ZotPeer {
 impl ZotPeer {
     /// Queue `frame` behind what is queued; an extension that is not reading is disconnected.
     fn queue(&self, what: &str, frame: ToExtension) -> Result<(), PeerError> {
-        self.outbox.push(frame.line()).map_err(|reason| {
-            self.router.diagnostic(&format!("disconnecting: {reason}"));
-            self.conn.close(reason.clone());
-            PeerError::call(what, CallError::Closed(reason))
-        })
+        self.router
+            .queue(frame.line())
+            .map_err(|reason| PeerError::call(what, CallError::Closed(reason)))
     }
 
     /// An `event_intercept` for `event`, and its answer.
@@ -753,14 +852,7 @@ impl ZotPeer {
 
     /// What it has registered so far.
     pub fn registrations(&self) -> Registrations {
-        let state = self.router.lock();
-        Registrations {
-            tools: state.tools.clone(),
-            commands: state.commands.clone(),
-            intercepts: state.intercepts.clone(),
-            events: state.events.clone(),
-            capabilities: state.capabilities.clone(),
-        }
+        self.router.registrations()
     }
 
     /// Send a frame the host numbers, and wait for the frame answering it.
@@ -790,6 +882,11 @@ impl Peer for ZotPeer {
         &self.offer
     }
 
+    fn serves(&self, tool: &str) -> bool {
+        // Registrations are taken whenever they come, even after `ready`.
+        self.router.lock().tools.iter().any(|t| t.name == tool)
+    }
+
     fn call_tool(
         &self,
         call: ToolCall,
@@ -797,8 +894,13 @@ impl Peer for ZotPeer {
     ) -> PeerFuture<'_, Result<Value, PeerError>> {
         Box::pin(async move {
             let (name, args) = (call.tool, call.args);
-            // A tool that waits on the user has no deadline, and needs a user.
-            let interactive = self.router.lock().interactive.contains(&name);
+            // A tool that waits on the user has no deadline, and needs a user (pinned as such).
+            let interactive = self.router.lock().interactive.contains(&name)
+                && self
+                    .router
+                    .pin
+                    .as_ref()
+                    .is_none_or(|pin| pin.interactive.contains(&name));
             if interactive && !self.router.interactive_ui {
                 let error = RemoteError {
                     code: 0,
@@ -815,8 +917,12 @@ impl Peer for ZotPeer {
                 updates: call.updates,
                 cancel: call.cancel,
             };
+            // The runtime names the chain, ending with this call; a caller that did not
+            // starts one here.
             let mut chain = call.chain;
-            chain.push(name.clone());
+            if chain.is_empty() {
+                chain.push(name.clone());
+            }
             // In flight under its id: a `call_tool` the extension makes under it continues
             // its chain, and ends with it.
             let live = LiveGuard {
@@ -854,7 +960,7 @@ impl Peer for ZotPeer {
                 // Only its own tools, and only ones it registered.
                 let own: Vec<String> = activate_tools
                     .into_iter()
-                    .filter(|t| self.offer.serves(t))
+                    .filter(|t| self.serves(t))
                     .collect();
                 self.router
                     .events
@@ -900,6 +1006,7 @@ impl Peer for ZotPeer {
                 return Ok(HookOutcome::Allow);
             }
             let answer = self.ask_intercept("tool_call", fields, timeout).await?;
+            let answer_copy = answer.clone();
             Ok(match serde_json::from_value::<FromExtension>(answer) {
                 Ok(FromExtension::EventInterceptResponse {
                     block: true,
@@ -913,8 +1020,18 @@ impl Peer for ZotPeer {
                     modified_args: Some(args),
                     ..
                 }) if args.is_object() => HookOutcome::Rewrite(args),
-                // Anything else, malformed included, allows unchanged (zot's rule).
-                _ => HookOutcome::Allow,
+                Ok(FromExtension::EventInterceptResponse {
+                    modified_args: None,
+                    ..
+                }) => HookOutcome::Allow,
+                // Malformed: it goes ahead unchanged (zot's rule), and the host hears why.
+                _ => {
+                    return Err(PeerError::malformed(
+                        "event_intercept",
+                        "not an event_intercept_response with object modified_args",
+                        &answer_copy,
+                    ));
+                }
             })
         })
     }
@@ -1169,7 +1286,8 @@ impl Peer for ZotPeer {
                 }
             };
             let _ = tokio::time::timeout(grace, stop).await;
-            let _ = tokio::time::timeout(grace, self.conn.close_write()).await;
+            // At once, however the above went: closing stdin is what ends a zot extension.
+            let _ = tokio::time::timeout(Duration::from_millis(100), self.conn.close_write()).await;
         })
     }
 
@@ -1202,6 +1320,8 @@ struct OutboxState {
     queue: std::collections::VecDeque<String>,
     bytes: usize,
     writing: bool,
+    /// The writer is gone (the connection closed): nothing more is written, or waited for.
+    dead: bool,
 }
 
 impl Outbox {
@@ -1212,6 +1332,10 @@ impl Outbox {
     /// Queue `line`, or say why the extension must be disconnected.
     fn push(&self, line: String) -> Result<(), CloseReason> {
         let mut state = self.lock();
+        if state.dead {
+            // Disconnected already: its calls fail on their own.
+            return Ok(());
+        }
         if state.queue.len() >= OUTBOX_FRAMES || state.bytes + line.len() > OUTBOX_BYTES {
             return Err(CloseReason::Backlogged {
                 frames: OUTBOX_FRAMES,
@@ -1228,7 +1352,7 @@ impl Outbox {
     /// Nothing queued or being written.
     fn is_empty(&self) -> bool {
         let state = self.lock();
-        state.queue.is_empty() && !state.writing
+        state.dead || (state.queue.is_empty() && !state.writing)
     }
 
     /// Resolves once everything queued has been written.
@@ -1243,8 +1367,21 @@ impl Outbox {
         }
     }
 
-    /// The writer: until the connection is gone.
+    /// The writer: until the connection is gone. Then the queue is dead, so nothing waits on
+    /// it.
     async fn write(self: Arc<Self>, conn: WeakConnection) {
+        self.write_until_closed(&conn).await;
+        {
+            let mut state = self.lock();
+            state.dead = true;
+            state.queue.clear();
+            state.bytes = 0;
+            state.writing = false;
+        }
+        self.idle.notify_waiters();
+    }
+
+    async fn write_until_closed(&self, conn: &WeakConnection) {
         loop {
             let next = {
                 let mut state = self.lock();

@@ -10,7 +10,7 @@ use crate::capability::{Events, NoEvents};
 use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerFuture, Streams};
 use crate::manifest::{CommandDef, Grants, ToolDef};
 use crate::rpc::ConnectionOptions;
-use crate::store::zot::{self, CALL_TOOL, Exec, Probe, ZotManifest, ZotPin};
+use crate::store::zot::{self, Probe, ZotManifest};
 use crate::store::{Home, ZotRunner};
 use crate::supervisor::{Extension, ServerSpec, SupervisorOptions};
 use serde_json::{Value, json};
@@ -95,10 +95,7 @@ pub(crate) fn dir_spec(
     workspace: PathBuf,
     log_dir: &Path,
 ) -> Option<ServerSpec> {
-    let command = match manifest.exec_in(dir)? {
-        Exec::Path(path) => path.to_string_lossy().into_owned(),
-        Exec::OnPath(name) => name,
-    };
+    let command = manifest.exec_in(dir)?.program();
     Some(ServerSpec {
         name: manifest.name.clone(),
         command,
@@ -154,6 +151,7 @@ impl Dialect for Capture {
 
 /// What a run registered, in the store's terms.
 fn pinned(seen: Registrations) -> zot::Registrations {
+    let pin = seen.pin();
     zot::Registrations {
         tools: seen
             .tools
@@ -176,15 +174,7 @@ fn pinned(seen: Registrations) -> zot::Registrations {
                 args: Vec::new(),
             })
             .collect(),
-        pin: ZotPin {
-            intercepts: seen.intercepts,
-            events: seen.events,
-            capabilities: seen
-                .capabilities
-                .into_iter()
-                .filter(|c| c == CALL_TOOL)
-                .collect(),
-        },
+        pin,
     }
 }
 
