@@ -698,3 +698,33 @@ fn a_first_install_asks_before_it_runs_the_extension_and_refuses_one_that_rewrit
         "the source itself was written"
     );
 }
+
+#[test]
+fn a_tool_renamed_by_a_collision_is_one_name_in_its_chain() {
+    let env = Env::new();
+    env.install_fixture("hops");
+    // A second copy under another name: its tools collide, and are `hops2__a`, …
+    let copy = env.tmp.path().join("src").join("hops2");
+    std::fs::create_dir_all(&copy).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zot/hops");
+    std::fs::copy(fixture.join("hops.py"), copy.join("hops.py")).unwrap();
+    let manifest = std::fs::read_to_string(fixture.join("extension.json"))
+        .unwrap()
+        .replace("\"name\": \"hops\"", "\"name\": \"hops2\"");
+    std::fs::write(copy.join("extension.json"), manifest).unwrap();
+    ok(&env.yep(&["install", copy.to_str().unwrap(), "--yes"]));
+    for name in ["hops", "hops2"] {
+        ok(&env.yep(&["enable", name]));
+    }
+    let replies = env.session(
+        &format!(
+            "call hops2__a {}\nquit\n",
+            json!({"path": [{"tool": "hops2__a"}]})
+        ),
+        &[],
+    );
+    assert!(
+        said(&replies[0]).contains("a>tool call cycle detected"),
+        "{replies:?}"
+    );
+}

@@ -140,7 +140,8 @@ pub struct ToolCall {
     /// Firing it cancels the call on the wire; the call resolves as cancelled.
     pub cancel: Option<CancellationToken>,
     /// The tools in this call's chain by the host's names, outermost first, ending with this
-    /// one: a call a server's own tool asked for ([`Events::run_tool`]) continues its chain.
+    /// one; a call a server's own tool asked for ([`Events::run_tool`]) continues its chain.
+    /// Empty for an agent's call of a tool whose host name is its own (a one-tool chain).
     pub chain: Vec<String>,
 }
 

@@ -1143,9 +1143,13 @@ impl ExtensionHost {
                 tool,
             });
         }
-        // The chain names tools as the host does (a collision's `<ext>__<tool>` too).
+        // The chain names tools as the host does (a collision's `<ext>__<tool>` too). An
+        // agent's call of a tool by its own name leaves it empty (no allocation on the hot
+        // path): the dialect that keeps chains starts one with that name.
         let mut chain = chain;
-        chain.push(name.to_string());
+        if !chain.is_empty() || name != tool {
+            chain.push(name.to_string());
+        }
         let call = ToolCall {
             tool,
             args,
