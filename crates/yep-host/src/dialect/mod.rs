@@ -6,6 +6,8 @@
 //! the runtime calls a `Peer` and never asks which dialect it holds. YEP 1.0 is
 //! [`yep::Yep`]; zot's extension protocol v1 is [`zot::Zot`] (not yet chosen per package).
 
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod yep;
 pub mod zot;
 

@@ -1,0 +1,510 @@
+//! MCP as a dialect, on rmcp's client: an MCP server's tools in the host's capability model,
+//! called like any tool (progress as tool updates, cancel as `notifications/cancelled`,
+//! `isError` as a tool error, `structuredContent` kept).
+//!
+//! The supervisor spawns the server (its log, process group, backoff) and hands this dialect
+//! the pipes; MCP has no hooks, prompt text or commands, so those answer as a server without
+//! them does.
+
+use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
+use crate::capability::{
+    CommandResult, ConfigOutcome, Events, HookFiring, HookOutcome, Offer, OfferedTool, Progress,
+    RemoteError, ToolCall, TraceEvent,
+};
+use crate::rpc::{CallError, CloseReason, ConnectionOptions, UpdateSink};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+    ClientRequest, ProgressNotificationParam, ProgressToken, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer as RmcpPeer, PeerRequestOptions, RoleClient};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+
+/// The MCP wire.
+pub struct Mcp;
+
+impl Dialect for Mcp {
+    fn name(&self) -> &'static str {
+        "mcp"
+    }
+
+    fn open(
+        &self,
+        streams: Streams,
+        hello: Hello,
+        events: Arc<dyn Events>,
+        _opts: ConnectionOptions,
+    ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
+        Box::pin(async move {
+            let (reader, writer): (
+                Box<dyn AsyncRead + Send + Unpin>,
+                Box<dyn AsyncWrite + Send + Unpin>,
+            ) = match streams {
+                Streams::Pipe { stdout, stdin } => (Box::new(stdout), Box::new(stdin)),
+                Streams::Other { reader, writer } => (reader, writer),
+            };
+            let client = Client {
+                extension: hello.extension.clone(),
+                events,
+                progress: Arc::default(),
+            };
+            let progress = Arc::clone(&client.progress);
+            let started = tokio::time::timeout(hello.timeout, client.serve((reader, writer)))
+                .await
+                .map_err(|_| {
+                    HandshakeError::Malformed(format!(
+                        "no initialize answer within {} ms",
+                        hello.timeout.as_millis()
+                    ))
+                })?
+                .map_err(|e| HandshakeError::Malformed(format!("initialize failed: {e}")))?;
+            let peer = started.peer().clone();
+            let tools = tokio::time::timeout(hello.timeout, peer.list_all_tools())
+                .await
+                .map_err(|_| HandshakeError::Malformed("tools/list did not answer".into()))?
+                .map_err(|e| HandshakeError::Malformed(format!("tools/list failed: {e}")))?;
+            let name = peer
+                .peer_info()
+                .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
+                .unwrap_or_default();
+            let offer = Offer {
+                name,
+                wire: "MCP".into(),
+                tools: tools
+                    .into_iter()
+                    .map(|t| OfferedTool {
+                        name: t.name.to_string(),
+                        description: t.description.map(|d| d.to_string()),
+                        schema: Some(Value::Object((*t.input_schema).clone())),
+                        deferred: false,
+                        output_schema: t.output_schema.map(|s| Value::Object((*s).clone())),
+                    })
+                    .collect(),
+                ..Offer::default()
+            };
+            // The service runs until the server goes or we close it; its end is the close.
+            let (closed_tx, closed) = watch::channel(None);
+            let stop = started.cancellation_token();
+            tokio::spawn(async move {
+                let reason = match started.waiting().await {
+                    Ok(rmcp::service::QuitReason::Cancelled) => CloseReason::Shutdown,
+                    _ => CloseReason::Eof,
+                };
+                let _ = closed_tx.send(Some(reason));
+            });
+            Ok(Arc::new(McpPeer {
+                peer,
+                offer,
+                progress,
+                stop: Mutex::new(Some(stop)),
+                closed,
+            }) as Arc<dyn Peer>)
+        })
+    }
+}
+
+/// Where each call's progress goes, by its progress token.
+type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, UpdateSink>>>;
+
+/// rmcp's client side: progress to the calls' sinks, the rest to the host's events.
+#[derive(Clone)]
+struct Client {
+    extension: String,
+    events: Arc<dyn Events>,
+    progress: ProgressSinks,
+}
+
+/// The most fields one elicitation may ask for.
+pub const MAX_ELICIT_FIELDS: usize = 16;
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities.elicitation = Some(
+            rmcp::model::ElicitationCapability::new()
+                .with_form(rmcp::model::FormElicitationCapability::new())
+                .with_url(rmcp::model::UrlElicitationCapability::new()),
+        );
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("yep", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    /// A question from the server goes to the host's questions (held to the grants): a form
+    /// is asked field by field; a URL is shown, never opened.
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+        let ask = |prompt: String, options: Vec<String>| {
+            self.events.ask(
+                &self.extension,
+                crate::capability::Question {
+                    prompt,
+                    placeholder: None,
+                    secret: false,
+                    options,
+                },
+            )
+        };
+        match request {
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                let answer = ask(
+                    format!("{message} (open it yourself: {url})"),
+                    vec!["done".into(), "decline".into()],
+                )
+                .await;
+                let action = match (answer.cancelled, answer.answer.as_str()) {
+                    (true, _) => ElicitationAction::Cancel,
+                    (false, "decline") => ElicitationAction::Decline,
+                    _ => ElicitationAction::Accept,
+                };
+                Ok(ElicitResult::new(action))
+            }
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => {
+                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+                let fields = schema["properties"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                let mut content = serde_json::Map::new();
+                for (field, spec) in fields.into_iter().take(MAX_ELICIT_FIELDS) {
+                    let options = spec["enum"]
+                        .as_array()
+                        .map(|v| {
+                            v.iter()
+                                .filter_map(|o| o.as_str().map(String::from))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let about = spec["description"].as_str().unwrap_or(&field);
+                    let answer = ask(format!("{message} ({about})"), options).await;
+                    if answer.cancelled {
+                        return Ok(ElicitResult::new(ElicitationAction::Cancel));
+                    }
+                    content.insert(field, typed(&spec, answer.answer));
+                }
+                Ok(ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(Value::Object(content)))
+            }
+            // A kind of question this host does not know: declined, not guessed at.
+            _ => Ok(ElicitResult::new(ElicitationAction::Decline)),
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        match sink {
+            Some(sink) => sink(&Progress {
+                message: params.message.unwrap_or_default(),
+                progress: Some(params.progress),
+                total: params.total,
+            }),
+            None => tracing::debug!(extension = %self.extension, "progress for no call in flight"),
+        }
+    }
+}
+
+/// An answer as the field's type wants it: a number, a boolean, or the text.
+fn typed(spec: &Value, answer: String) -> Value {
+    match spec["type"].as_str() {
+        Some("integer") => answer
+            .trim()
+            .parse::<i64>()
+            .map_or(Value::String(answer), Value::from),
+        Some("number") => answer
+            .trim()
+            .parse::<f64>()
+            .map_or(Value::String(answer), Value::from),
+        Some("boolean") => match answer.trim() {
+            "true" | "yes" | "y" => Value::Bool(true),
+            "false" | "no" | "n" => Value::Bool(false),
+            _ => Value::String(answer),
+        },
+        _ => Value::String(answer),
+    }
+}
+
+/// A live MCP server.
+pub struct McpPeer {
+    peer: RmcpPeer<RoleClient>,
+    offer: Offer,
+    progress: ProgressSinks,
+    /// Taken by the first close or shutdown.
+    stop: Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
+    closed: watch::Receiver<Option<CloseReason>>,
+}
+
+impl McpPeer {
+    /// End the client: the transport is dropped, so the server's stdin closes.
+    fn stop(&self) {
+        if let Some(stop) = self.stop.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            stop.cancel();
+        }
+    }
+}
+
+/// A call in flight: its progress sink is removed, and a call dropped before its answer is
+/// cancelled on the wire (`notifications/cancelled`).
+struct InFlight<'a> {
+    peer: &'a McpPeer,
+    token: ProgressToken,
+    id: rmcp::model::RequestId,
+    answered: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.peer
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.token);
+        if !self.answered {
+            let peer = self.peer.peer.clone();
+            let id = self.id.clone();
+            tokio::spawn(async move { cancel_on_wire(&peer, id, "cancelled by the host").await });
+        }
+    }
+}
+
+async fn cancel_on_wire(peer: &RmcpPeer<RoleClient>, id: rmcp::model::RequestId, why: &str) {
+    let notification = CancelledNotification::new(CancelledNotificationParam::new(
+        Some(id),
+        Some(why.to_string()),
+    ));
+    let _ = peer.send_notification(notification.into()).await;
+}
+
+fn failed(method: &str, error: impl std::fmt::Display) -> PeerError {
+    PeerError::call(
+        method,
+        CallError::Remote(RemoteError {
+            code: 0,
+            message: error.to_string(),
+            retryable: false,
+            data: Value::Null,
+        }),
+    )
+}
+
+impl Peer for McpPeer {
+    fn offer(&self) -> &Offer {
+        &self.offer
+    }
+
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+        Box::pin(async move {
+            let arguments = match call.args {
+                Value::Object(map) => Some(map),
+                Value::Null => None,
+                other => {
+                    return Err(failed(
+                        "tools/call",
+                        format!("arguments must be an object, not {other}"),
+                    ));
+                }
+            };
+            let mut params = CallToolRequestParams::new(call.tool.clone());
+            params.arguments = arguments;
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            let mut options = PeerRequestOptions::no_options();
+            options.timeout = Some(timeout);
+            options.reset_timeout_on_progress = true;
+            let handle = self
+                .peer
+                .send_cancellable_request(request, options)
+                .await
+                .map_err(|e| failed("tools/call", e))?;
+            let mut flight = InFlight {
+                peer: self,
+                token: handle.progress_token.clone(),
+                id: handle.id.clone(),
+                answered: false,
+            };
+            if let Some(sink) = call.updates {
+                self.progress
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(flight.token.clone(), sink);
+            }
+            let cancel = call.cancel.unwrap_or_default();
+            let answer = tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    flight.answered = true;
+                    cancel_on_wire(&self.peer, flight.id.clone(), "cancelled by the user").await;
+                    return Err(PeerError::call("tools/call", CallError::Cancelled));
+                }
+                answer = handle.await_response() => answer,
+            };
+            // Answered, or timed out (rmcp sent the cancel then).
+            flight.answered = true;
+            let result = match answer {
+                Ok(ServerResult::CallToolResult(result)) => result,
+                Ok(other) => {
+                    return Err(PeerError::malformed(
+                        "tools/call",
+                        "not a tools/call result",
+                        &serde_json::to_value(&other).unwrap_or_default(),
+                    ));
+                }
+                Err(rmcp::ServiceError::Timeout { timeout }) => {
+                    return Err(PeerError::call(
+                        "tools/call",
+                        CallError::Timeout {
+                            method: "tools/call".into(),
+                            after: timeout,
+                        },
+                    ));
+                }
+                Err(rmcp::ServiceError::McpError(e)) => {
+                    return Err(failed("tools/call", e.message));
+                }
+                Err(e) => {
+                    return Err(PeerError::call(
+                        "tools/call",
+                        CallError::Closed(match e {
+                            rmcp::ServiceError::TransportClosed => CloseReason::Eof,
+                            other => CloseReason::Io(other.to_string()),
+                        }),
+                    ));
+                }
+            };
+            let value = serde_json::to_value(&result).unwrap_or_default();
+            if result.is_error == Some(true) {
+                // A tool error, as every wire reports one: its text, with the whole result.
+                let message = result
+                    .content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                return Err(PeerError::call(
+                    "tools/call",
+                    CallError::Remote(RemoteError {
+                        code: 0,
+                        message,
+                        retryable: false,
+                        data: value,
+                    }),
+                ));
+            }
+            Ok(value)
+        })
+    }
+
+    fn fire_hook(
+        &self,
+        _firing: &HookFiring,
+        _timeout: Duration,
+    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>> {
+        // MCP servers have no hooks.
+        Box::pin(async { Ok(HookOutcome::Allow) })
+    }
+
+    fn prompt(&self, _timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>> {
+        Box::pin(async { Ok(String::new()) })
+    }
+
+    fn command(
+        &self,
+        name: &str,
+        _arguments: &str,
+        _timeout: Duration,
+    ) -> PeerFuture<'_, Result<CommandResult, PeerError>> {
+        let message = format!("an MCP server has no command {name}");
+        Box::pin(async move {
+            Ok(CommandResult {
+                success: false,
+                message,
+            })
+        })
+    }
+
+    fn config_changed(
+        &self,
+        _config: Value,
+        _timeout: Duration,
+    ) -> PeerFuture<'_, Result<ConfigOutcome, PeerError>> {
+        Box::pin(async { Ok(ConfigOutcome::RestartRequired) })
+    }
+
+    fn workspace_changed(&self, _root: &str) -> PeerFuture<'_, Result<(), PeerError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn trace(&self, _event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn barrier(&self, _timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        _params: Option<Value>,
+        _timeout: Duration,
+    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+        let method = method.to_string();
+        Box::pin(async move {
+            Err(failed(
+                &method,
+                json!("requests by name are not offered on the MCP wire"),
+            ))
+        })
+    }
+
+    fn shutdown(&self, grace: Duration) -> PeerFuture<'_, ()> {
+        Box::pin(async move {
+            self.stop();
+            let mut closed = self.closed.clone();
+            let _ = tokio::time::timeout(grace, closed.wait_for(Option::is_some)).await;
+        })
+    }
+
+    fn close(&self, _reason: CloseReason) {
+        self.stop();
+    }
+
+    fn close_reason(&self) -> Option<CloseReason> {
+        self.closed.borrow().clone()
+    }
+
+    fn closed(&self) -> PeerFuture<'_, CloseReason> {
+        let mut closed = self.closed.clone();
+        Box::pin(async move {
+            match closed.wait_for(Option::is_some).await {
+                Ok(reason) => reason.clone().unwrap_or(CloseReason::Eof),
+                Err(_) => CloseReason::Eof,
+            }
+        })
+    }
+}

@@ -1,0 +1,77 @@
+"""A minimal MCP server on stdio (JSON-RPC 2.0, protocol 2025-06-18), written here from the
+MCP specification for the MCP dialect's tests. Tools:
+
+  echo {text}   -> the text (`status` answers the ids it saw cancelled)
+  fail          -> isError with "it failed"
+  structured    -> a text block and structuredContent {"n": 1}
+  slow          -> three progress notifications, then no answer until cancelled
+  ask           -> elicitation/create for a colour, then "color: <answer>"
+"""
+import json
+import sys
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def text(call_id, value, **extra):
+    send({"jsonrpc": "2.0", "id": call_id,
+          "result": dict({"content": [{"type": "text", "text": value}]}, **extra)})
+
+
+TOOLS = [
+    {"name": "echo", "description": "echo text",
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+    {"name": "fail", "description": "always fails", "inputSchema": {"type": "object"}},
+    {"name": "structured", "description": "structured output",
+     "inputSchema": {"type": "object"},
+     "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+    {"name": "slow", "description": "reports progress, never finishes",
+     "inputSchema": {"type": "object"}},
+    {"name": "ask", "description": "asks for a colour", "inputSchema": {"type": "object"}},
+]
+
+cancelled = []
+asking = {}
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method = message.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "pymcp", "version": "0.1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": TOOLS}})
+    elif method == "ping":
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+    elif method == "notifications/cancelled":
+        cancelled.append(str(message["params"].get("requestId")))
+    elif method == "tools/call":
+        call_id, params = message["id"], message["params"]
+        name, args = params["name"], params.get("arguments") or {}
+        if name == "echo":
+            said = args.get("text", "")
+            text(call_id, ",".join(cancelled) if said == "status" else said)
+        elif name == "fail":
+            text(call_id, "it failed", isError=True)
+        elif name == "structured":
+            text(call_id, "one", structuredContent={"n": 1})
+        elif name == "slow":
+            token = (params.get("_meta") or {}).get("progressToken")
+            for step in (1, 2, 3):
+                send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                    "progressToken": token, "progress": step, "total": 3,
+                    "message": "step %d" % step}})
+        elif name == "ask":
+            asking["e%s" % call_id] = call_id
+            send({"jsonrpc": "2.0", "id": "e%s" % call_id, "method": "elicitation/create",
+                  "params": {"message": "favourite colour?", "requestedSchema": {
+                      "type": "object",
+                      "properties": {"color": {"type": "string", "description": "colour"}}}}})
+    elif "id" in message and message["id"] in asking:
+        call_id = asking.pop(message["id"])
+        result = message.get("result") or {}
+        text(call_id, "%s: %s" % (result.get("action"), (result.get("content") or {}).get("color")))
