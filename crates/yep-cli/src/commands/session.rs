@@ -11,7 +11,6 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, Question};
-use yep_host::process::{self, SpawnSpec};
 use yep_host::runtime::{AskSink, DynAskSink, TraceEvent};
 use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink};
 use yep_store::Home;
@@ -538,17 +537,15 @@ fn parse_json(text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| format!("arguments are not JSON: {e}"))
 }
 
-/// Connect to a contributed stdio MCP server through rmcp and list its tools' names. The server
-/// is spawned like every other child (`yep_host::process`): its own process group, its stderr
-/// to `<home>/logs/mcp-<server>.log`, and a graceful stop (stdin closed, then SIGTERM, then
-/// SIGKILL) once the list is in.
+/// Connect to a contributed stdio MCP server and list its tools' names, through the host's
+/// MCP dialect: the server is spawned like every other server (its own process group, its
+/// stderr to `<home>/logs/mcp-<server>.log`, a graceful stop) and stopped once the list is in.
 async fn mcp_list_tools(
     host: &ExtensionHost,
     home: &Home,
     server: &str,
 ) -> anyhow::Result<Vec<String>> {
     use anyhow::Context;
-    use rmcp::ServiceExt;
     let servers = host.mcp_servers();
     let spec = servers
         .get(server)
@@ -560,44 +557,46 @@ async fn mcp_list_tools(
             spec.transport
         ),
     };
-    let spawned = process::spawn(&SpawnSpec {
-        program: command.clone(),
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let server_spec = yep_host::ServerSpec {
+        name: mcp_log_stem(server),
+        command: command.clone(),
         args: spec.args.clone(),
-        cwd: std::env::current_dir().context("failed to read the current directory")?,
-        bin_dir: None,
+        package_dir: cwd.clone(),
+        workspace_root: cwd,
+        cwd: None,
+        data_dir: None,
+        language: None,
+        pin: None,
+        session_id: String::new(),
+        config: Value::Null,
         env: spec
             .env
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
-        log_path: home.logs_dir().join(mcp_log_name(server)),
-    })
-    .with_context(|| format!("failed to start MCP server `{server}`"))?;
-    let listed = async {
-        let client = ()
-            .serve((spawned.stdout, spawned.stdin))
-            .await
-            .with_context(|| format!("MCP handshake with `{server}` failed"))?;
-        let tools = client
-            .peer()
-            .list_all_tools()
-            .await
-            .with_context(|| format!("listing the tools of `{server}` failed"));
-        // Ends the client and drops the transport: the server's stdin closes.
-        let _ = client.cancel().await;
-        tools
-    }
-    .await;
-    spawned.process.terminate(MCP_GRACE).await;
-    Ok(listed?.into_iter().map(|t| t.name.to_string()).collect())
+        log_dir: home.logs_dir(),
+        grants: yep_host::Grants::default(),
+        tool_schemas: Default::default(),
+    };
+    let opts = yep_host::SupervisorOptions {
+        dialect: Arc::new(yep_host::dialect::mcp::Mcp),
+        grace: MCP_GRACE,
+        term_wait: MCP_GRACE,
+        ..yep_host::SupervisorOptions::default()
+    };
+    let ext = yep_host::Extension::new(server_spec, opts, Arc::new(yep_host::NoEvents));
+    let offer = ext.handshake().await;
+    ext.stop().await;
+    Ok(offer?.tools.into_iter().map(|t| t.name).collect())
 }
 
 /// How long an MCP server gets to exit after its stdin closes, and again after SIGTERM.
 const MCP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// `mcp-<server>.log`, the name kept to characters safe in a file name (it comes from a
-/// package's manifest).
-fn mcp_log_name(server: &str) -> String {
+/// `mcp-<server>`, the name kept to characters safe in a file name (it comes from a
+/// package's manifest): its log is `<home>/logs/mcp-<server>.log`.
+fn mcp_log_stem(server: &str) -> String {
     let safe: String = server
         .chars()
         .map(|c| {
@@ -608,5 +607,5 @@ fn mcp_log_name(server: &str) -> String {
             }
         })
         .collect();
-    format!("mcp-{safe}.log")
+    format!("mcp-{safe}")
 }
