@@ -59,6 +59,9 @@ enum Command {
     Secret(commands::config::SecretCommand),
     /// A live host session over the enabled extensions (interactive, or JSON lines).
     Session(commands::session::Args),
+    /// MCP servers: add one to the home, remove it, list every one a session sees.
+    #[command(subcommand)]
+    Mcp(commands::mcp::McpCommand),
     /// Print a shell completion script to stdout (e.g. `yep completions bash > ~/.local/share/bash-completion/completions/yep`).
     Completions {
         /// The shell to complete for.
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
             Command::Doctor(args) => commands::doctor::run(args, &home).await,
             Command::New(args) => commands::new::run(args),
             Command::Secret(cmd) => commands::config::secret(cmd, &home),
+            Command::Mcp(cmd) => commands::mcp::run(cmd, &home),
             Command::ServeExampleEcho | Command::Completions { .. } => {
                 unreachable!("handled above")
             }

@@ -41,7 +41,7 @@ impl std::fmt::Display for Secret {
 
 /// Make sure `connections.toml` is owner-only, repairing it if not. A symlink is never
 /// followed: its target is not ours to chmod (the next write replaces the link with a file).
-fn guard_mode(path: &Path) -> Result<(), StoreError> {
+pub(crate) fn guard_mode(path: &Path) -> Result<(), StoreError> {
     #[cfg(unix)]
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         use std::os::unix::fs::PermissionsExt;

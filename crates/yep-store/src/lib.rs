@@ -16,6 +16,7 @@ pub mod fsutil;
 pub mod hash;
 pub mod lockfile;
 pub mod manifest;
+pub mod mcp;
 pub mod progress;
 pub mod settings;
 pub mod source;
@@ -105,6 +106,9 @@ pub enum StoreError {
         path: PathBuf,
         error: std::io::Error,
     },
+    /// A user-level MCP server that cannot be added as given.
+    #[error("{0}")]
+    McpServer(String),
     /// A key of a TOML file of the home that must be a table is something else.
     #[error("`{key}` in {} is not a table", path.display())]
     NotATable { path: PathBuf, key: String },

@@ -220,11 +220,16 @@ pub fn remove_config(path: &Path, name: &str) -> Result<bool, StoreError> {
 
 /// Forget an extension's stored secrets (`[ext:<name>]` in `connections.toml`).
 pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, StoreError> {
+    remove_table(path, &capability_ref(name))
+}
+
+/// Remove top-level table `key` of a secrets file (kept owner-only). Whether it was there.
+pub(crate) fn remove_table(path: &Path, key: &str) -> Result<bool, StoreError> {
     if !path.exists() {
         return Ok(false);
     }
     let mut doc = load(path)?;
-    if doc.remove(&capability_ref(name)).is_none() {
+    if doc.remove(key).is_none() {
         return Ok(false);
     }
     store(path, &doc, MODE_PRIVATE)?;

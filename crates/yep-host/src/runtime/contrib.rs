@@ -171,8 +171,9 @@ impl ExtensionHost {
 
     /// MCP servers: every enabled extension's `mcpServers` as `<ext>__<server>` (from the
     /// manifest only; a malformed entry is skipped with a warning), `${VAR}` expanded from the
-    /// environment and the extension's secrets, then the workspace's `.mcp.json`, whose
-    /// entries override by name.
+    /// environment and the extension's secrets, then the home's own (`yep mcp add`, header
+    /// values from `connections.toml`), then the workspace's `.mcp.json`, whose entries
+    /// override by name.
     ///
     /// Deny by default: in `command` and `args`, where any local user can read them in
     /// `/proc/<pid>/cmdline`, only `argv_safe` variables expand (`HOME`, `PATH`, `XDG_*`...)
@@ -277,6 +278,16 @@ impl ExtensionHost {
                     .collect();
                 out.insert(format!("{}__{server}", l.name), spec);
             }
+        }
+        // The user's own (`yep mcp add`): header values from the secrets only when expanded.
+        let home = &self.core.home;
+        let user = match expand_vars {
+            true => crate::store::mcp::resolved(home),
+            false => crate::store::mcp::list(home),
+        };
+        match user {
+            Ok(servers) => out.extend(servers),
+            Err(e) => self.warn(format!("skipping the home's MCP servers: {e}")),
         }
         let workspace = self.core.workspace_root().join(".mcp.json");
         if let Ok(text) = std::fs::read_to_string(&workspace) {
