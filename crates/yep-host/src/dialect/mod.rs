@@ -4,7 +4,8 @@
 //! A [`Dialect`] opens a started server's byte streams and shakes hands, which yields a
 //! [`Peer`]: the live server in capability terms. The supervisor starts and stops processes;
 //! the runtime calls a `Peer` and never asks which dialect it holds. YEP 1.0 is
-//! [`yep::Yep`]; zot's extension protocol v1 is [`zot::Zot`] (not yet chosen per package).
+//! [`yep::Yep`]; zot's extension protocol v1 is [`zot::Zot`] (chosen per package by the launch
+//! recipe); MCP is `mcp::Mcp` (the default `mcp` feature).
 
 #[cfg(feature = "mcp")]
 pub mod mcp;
