@@ -25,6 +25,9 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
+/// The most tools one MCP server offers; a longer list is cut, with a warning.
+pub const MAX_TOOLS: usize = 1024;
+
 /// The MCP wire.
 pub struct Mcp;
 
@@ -72,11 +75,15 @@ impl Dialect for Mcp {
                 .peer_info()
                 .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
                 .unwrap_or_default();
+            if tools.len() > MAX_TOOLS {
+                tracing::warn!(extension = %hello.extension, "{} tools listed; offering the first {MAX_TOOLS}", tools.len());
+            }
             let offer = Offer {
                 name,
                 wire: "MCP".into(),
                 tools: tools
                     .into_iter()
+                    .take(MAX_TOOLS)
                     .map(|t| OfferedTool {
                         name: t.name.to_string(),
                         description: t.description.map(|d| d.to_string()),
