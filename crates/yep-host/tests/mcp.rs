@@ -76,7 +76,7 @@ async fn tools_are_listed_and_called_with_errors_structured_content_and_question
     assert_eq!(offer.wire, "MCP");
     assert_eq!(offer.name, "pymcp");
     let names: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["echo", "fail", "structured", "slow", "ask"]);
+    assert_eq!(names, ["echo", "fail", "structured", "slow", "ask", "huge"]);
     let structured = &offer.tools[2];
     assert_eq!(
         structured.output_schema.as_ref().unwrap()["properties"]["n"]["type"],
@@ -159,4 +159,17 @@ async fn progress_becomes_updates_and_a_cancel_reaches_the_server() {
     peer.shutdown(Duration::from_secs(2)).await;
     let closed = tokio::time::timeout(Duration::from_secs(10), peer.closed()).await;
     assert!(closed.is_ok(), "the client did not end after shutdown");
+}
+
+#[tokio::test]
+async fn a_line_over_the_frame_cap_ends_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (peer, _process) = open(dir.path(), Arc::new(User::default())).await;
+    let err = peer
+        .call_tool(call("huge", json!({})), Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    assert!(!err.to_string().is_empty());
+    let closed = tokio::time::timeout(Duration::from_secs(10), peer.closed()).await;
+    assert!(closed.is_ok(), "the connection outlived a 5 MiB line");
 }

@@ -41,7 +41,7 @@ impl Dialect for Mcp {
         streams: Streams,
         hello: Hello,
         events: Arc<dyn Events>,
-        _opts: ConnectionOptions,
+        opts: ConnectionOptions,
     ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
         Box::pin(async move {
             let (reader, writer): (
@@ -50,6 +50,12 @@ impl Dialect for Mcp {
             ) = match streams {
                 Streams::Pipe { stdout, stdin } => (Box::new(stdout), Box::new(stdin)),
                 Streams::Other { reader, writer } => (reader, writer),
+            };
+            // The host's frame cap holds on this wire too: a longer line ends the connection.
+            let reader = LineCap {
+                inner: reader,
+                cap: opts.max_frame_bytes,
+                run: 0,
             };
             let client = Client {
                 extension: hello.extension.clone(),
@@ -112,6 +118,44 @@ impl Dialect for Mcp {
                 closed,
             }) as Arc<dyn Peer>)
         })
+    }
+}
+
+/// A reader that fails once a line runs past `cap` bytes without a newline: rmcp's line
+/// reader would otherwise grow without bound on a server that never ends its line.
+struct LineCap<R> {
+    inner: R,
+    cap: usize,
+    /// Bytes since the last newline.
+    run: usize,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for LineCap<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(Ok(())) = &polled {
+            let read = &buf.filled()[before..];
+            let run = match read.iter().rposition(|b| *b == b'\n') {
+                Some(last) => read.len() - last - 1,
+                None => self.run + read.len(),
+            };
+            self.run = run;
+            if run > self.cap {
+                return std::task::Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "the server sent a line over the {}-byte frame cap",
+                        self.cap
+                    ),
+                )));
+            }
+        }
+        polled
     }
 }
 

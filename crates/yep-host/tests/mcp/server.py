@@ -6,6 +6,7 @@ MCP specification for the MCP dialect's tests. Tools:
   structured    -> a text block and structuredContent {"n": 1}
   slow          -> three progress notifications, then no answer until cancelled
   ask           -> elicitation/create for a colour, then "color: <answer>"
+  huge          -> a 5 MiB line, over the host's frame cap
 """
 import json
 import sys
@@ -31,6 +32,7 @@ TOOLS = [
     {"name": "slow", "description": "reports progress, never finishes",
      "inputSchema": {"type": "object"}},
     {"name": "ask", "description": "asks for a colour", "inputSchema": {"type": "object"}},
+    {"name": "huge", "description": "answers too much", "inputSchema": {"type": "object"}},
 ]
 
 cancelled = []
@@ -65,6 +67,8 @@ for line in sys.stdin:
                 send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
                     "progressToken": token, "progress": step, "total": 3,
                     "message": "step %d" % step}})
+        elif name == "huge":
+            text(call_id, "x" * (5 * 1024 * 1024))
         elif name == "ask":
             asking["e%s" % call_id] = call_id
             send({"jsonrpc": "2.0", "id": "e%s" % call_id, "method": "elicitation/create",
