@@ -3,14 +3,11 @@
 //! `isError` as a tool error, `structuredContent` kept).
 //!
 //! The supervisor spawns the server (its log, process group, backoff) and hands this dialect
-//! the pipes; MCP has no hooks, prompt text or commands, so those answer as a server without
-//! them does.
+//! the pipes; MCP has no hooks, prompt text, commands, config push or traces, so those are the
+//! `Peer` defaults, as for any server without them.
 
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
-use crate::capability::{
-    CommandResult, ConfigOutcome, Events, HookFiring, HookOutcome, Offer, OfferedTool, Progress,
-    RemoteError, ToolCall, TraceEvent,
-};
+use crate::capability::{Events, Offer, OfferedTool, Progress, RemoteError, ToolCall};
 use crate::rpc::{CallError, CloseReason, ConnectionOptions, UpdateSink};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
@@ -468,54 +465,6 @@ impl Peer for McpPeer {
             }
             Ok(value)
         })
-    }
-
-    fn fire_hook(
-        &self,
-        _firing: &HookFiring,
-        _timeout: Duration,
-    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>> {
-        // MCP servers have no hooks.
-        Box::pin(async { Ok(HookOutcome::Allow) })
-    }
-
-    fn prompt(&self, _timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>> {
-        Box::pin(async { Ok(String::new()) })
-    }
-
-    fn command(
-        &self,
-        name: &str,
-        _arguments: &str,
-        _timeout: Duration,
-    ) -> PeerFuture<'_, Result<CommandResult, PeerError>> {
-        let message = format!("an MCP server has no command {name}");
-        Box::pin(async move {
-            Ok(CommandResult {
-                success: false,
-                message,
-            })
-        })
-    }
-
-    fn config_changed(
-        &self,
-        _config: Value,
-        _timeout: Duration,
-    ) -> PeerFuture<'_, Result<ConfigOutcome, PeerError>> {
-        Box::pin(async { Ok(ConfigOutcome::RestartRequired) })
-    }
-
-    fn workspace_changed(&self, _root: &str) -> PeerFuture<'_, Result<(), PeerError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn trace(&self, _event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn barrier(&self, _timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>> {
-        Box::pin(async { Ok(()) })
     }
 
     fn request(

@@ -119,11 +119,15 @@ pub trait Peer: Send + Sync + 'static {
         timeout: Duration,
     ) -> PeerFuture<'_, Result<Value, PeerError>>;
 
+    /// A hook firing; a wire without hooks allows (the default).
     fn fire_hook(
         &self,
         firing: &HookFiring,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>>;
+    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>> {
+        let _ = (firing, timeout);
+        Box::pin(async { Ok(HookOutcome::Allow) })
+    }
 
     /// Ask at an [`Intercept`] point; a wire without intercepts goes ahead (the default).
     fn intercept(
@@ -141,31 +145,59 @@ pub trait Peer: Send + Sync + 'static {
         Box::pin(async { Ok(()) })
     }
 
-    /// The prompt text for this turn.
-    fn prompt(&self, timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>>;
+    /// The prompt text for this turn; a wire without prompt text has none (the default).
+    fn prompt(&self, timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>> {
+        let _ = timeout;
+        Box::pin(async { Ok(String::new()) })
+    }
 
+    /// A slash command; a wire without commands answers that it has none (the default).
     fn command(
         &self,
         name: &str,
         arguments: &str,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<CommandResult, PeerError>>;
+    ) -> PeerFuture<'_, Result<CommandResult, PeerError>> {
+        let _ = (arguments, timeout);
+        let message = format!("this server has no command {name}");
+        Box::pin(async move {
+            Ok(CommandResult {
+                success: false,
+                message,
+            })
+        })
+    }
 
-    /// New plain config. A server that cannot take it live answers `RestartRequired`.
+    /// New plain config. A server that cannot take it live answers `RestartRequired` (the
+    /// default).
     fn config_changed(
         &self,
         config: Value,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<ConfigOutcome, PeerError>>;
+    ) -> PeerFuture<'_, Result<ConfigOutcome, PeerError>> {
+        let _ = (config, timeout);
+        Box::pin(async { Ok(ConfigOutcome::RestartRequired) })
+    }
 
-    /// The workspace moved. Never awaits an answer.
-    fn workspace_changed(&self, root: &str) -> PeerFuture<'_, Result<(), PeerError>>;
+    /// The workspace moved. Never awaits an answer; a wire that cannot say so tells the next
+    /// start (the default).
+    fn workspace_changed(&self, root: &str) -> PeerFuture<'_, Result<(), PeerError>> {
+        let _ = root;
+        Box::pin(async { Ok(()) })
+    }
 
-    /// A trace event. Never awaits an answer.
-    fn trace(&self, event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>>;
+    /// A trace event. Never awaits an answer; a wire without traces drops it (the default).
+    fn trace(&self, event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>> {
+        let _ = event;
+        Box::pin(async { Ok(()) })
+    }
 
-    /// Resolves once the server has handled everything sent before it (the trace flush).
-    fn barrier(&self, timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>>;
+    /// Resolves once the server has handled everything sent before it (the trace flush); at
+    /// once on a wire with nothing to flush (the default).
+    fn barrier(&self, timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>> {
+        let _ = timeout;
+        Box::pin(async { Ok(()) })
+    }
 
     /// Any request by its wire name, for conformance tools like `yep doctor`.
     fn request(
