@@ -3,17 +3,13 @@
 //! dialect.
 
 mod common;
-use common::yep_with_stdin;
+use common::{text, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Output;
 
 fn yep(home: &Path, args: &[&str]) -> Output {
     yep_with_stdin(home, args, "")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn ok(out: &Output) -> String {

@@ -7,7 +7,7 @@
 //! (older generation: registrations before `hello_ack`, no `ready`).
 
 mod common;
-use common::git;
+use common::{git, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -68,10 +68,6 @@ impl Env {
     fn lock(&self) -> String {
         std::fs::read_to_string(self.home().join("extensions.lock")).unwrap()
     }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn ok(out: &Output) -> String {

@@ -32,6 +32,11 @@ pub fn yep_with_env(home: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)
     child.wait_with_output().unwrap()
 }
 
+/// Output bytes as text (lossy).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 /// `git args` in `dir`, with a throwaway identity and no signing; its trimmed stdout.
 #[allow(clippy::disallowed_methods)] // git, to make repositories to install from
 pub fn git(dir: &Path, args: &[&str]) -> String {
