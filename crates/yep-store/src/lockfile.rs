@@ -122,6 +122,9 @@ impl LockEntry {
 pub struct Lockfile {
     #[serde(default)]
     pub extensions: Vec<LockEntry>,
+    /// The tool lists of approved MCP servers (`[[mcp]]`), one per server and workspace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<crate::mcp::McpPin>,
 }
 
 /// Why the lock could not be read.
@@ -188,6 +191,9 @@ impl Lockfile {
     pub fn render(&self) -> String {
         let mut sorted = self.clone();
         sorted.extensions.sort_by(|a, b| a.name.cmp(&b.name));
+        sorted
+            .mcp
+            .sort_by(|a, b| (&a.name, &a.workspace).cmp(&(&b.name, &b.workspace)));
         let body = toml::to_string(&sorted).unwrap_or_default();
         format!("# Written by yep: what was approved. Do not edit by hand.\n{body}")
     }

@@ -109,7 +109,7 @@ pub fn add(home: &Home, name: &str, server: &McpServer) -> Result<(), StoreError
 
 /// Remove user-level MCP server `name` and its header secrets. Whether it was there.
 pub fn remove(home: &Home, name: &str) -> Result<bool, StoreError> {
-    let _lock = home.lock()?;
+    let lock = home.lock()?;
     let path = home.settings_path();
     if !path.exists() {
         return Ok(false);
@@ -124,6 +124,9 @@ pub fn remove(home: &Home, name: &str) -> Result<bool, StoreError> {
         settings::store(&path, &doc, MODE_DEFAULT)?;
     }
     settings::remove_table(&home.connections_path(), &secrets_key(name))?;
+    drop(lock);
+    // Its approval goes with it: a server added again under the name is asked about again.
+    forget(home, name, &Origin::Home)?;
     Ok(removed)
 }
 
@@ -186,4 +189,302 @@ fn read(
         );
     }
     Ok(out)
+}
+
+/// A tool as an MCP server lists it: what a pin hashes, and what the cache keeps so a session
+/// can offer it before the server starts.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct McpTool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub input_schema: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
+    /// Its hints (`readOnlyHint`, `destructiveHint`, …): a flipped hint is a change too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
+}
+
+impl McpTool {
+    /// SHA-256 (hex) of everything the model or a policy reads of it: description, schemas
+    /// and hints, with object keys in order, so a server that reorders keys is not "changed".
+    pub fn hash(&self) -> String {
+        let value = serde_json::json!({
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "output_schema": self.output_schema,
+            "annotations": self.annotations,
+        });
+        crate::hash::sha256_hex(canonical(&value).as_bytes())
+    }
+}
+
+/// JSON text with every object's keys sorted.
+fn canonical(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&map[k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(canonical).collect();
+            format!("[{}]", items.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// An approved MCP server's tool list, in the lock: what runs (a hash of its definition) and
+/// each tool's name with [`McpTool::hash`]. A tool beyond it, or one whose hash moved, is
+/// withheld until `yep trust`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct McpPin {
+    pub name: String,
+    /// The workspace whose `.mcp.json` defines it; none for the home's and extensions'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// [`spec_hash`] of the definition approved: another command under the name is not it.
+    pub spec: String,
+    pub tools: BTreeMap<String, String>,
+}
+
+/// Where an MCP server's definition comes from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", content = "at", rename_all = "lowercase")]
+pub enum Origin {
+    /// An enabled extension's manifest (`<ext>__<server>`).
+    Extension(String),
+    /// `yep mcp add`.
+    Home,
+    /// A workspace's `.mcp.json`: never started before the user approves it there.
+    Workspace(std::path::PathBuf),
+}
+
+impl Origin {
+    /// The workspace a pin is kept for.
+    pub fn workspace(&self) -> Option<String> {
+        match self {
+            Origin::Workspace(root) => Some(root.display().to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// SHA-256 (hex) of what runs: transport, command, args, url, env and header names as written
+/// (before `${VAR}` expansion, so secrets are not in it and a new secret value is not a new
+/// server), and for a workspace's, the workspace.
+pub fn spec_hash(server: &McpServer, origin: &Origin) -> String {
+    let value = serde_json::json!({
+        "type": server.transport,
+        "command": server.command,
+        "args": server.args,
+        "env": server.env,
+        "url": server.url,
+        "headers": server.headers.keys().collect::<Vec<_>>(),
+        "workspace": origin.workspace(),
+    });
+    crate::hash::sha256_hex(canonical(&value).as_bytes())
+}
+
+/// How a listed tool stands against a pin.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "change", content = "tool", rename_all = "lowercase")]
+pub enum ToolChange {
+    /// Not in the pin.
+    Added(String),
+    /// Its description, schema or hints differ from what was approved.
+    Changed(String),
+    /// Approved, and no longer listed.
+    Removed(String),
+}
+
+impl std::fmt::Display for ToolChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (mark, name, why) = match self {
+            ToolChange::Added(n) => ('+', n, "new"),
+            ToolChange::Changed(n) => ('~', n, "description, schema or hints changed"),
+            ToolChange::Removed(n) => ('-', n, "no longer listed"),
+        };
+        write!(f, "{mark} tool {} ({why})", crate::text::escape(name))
+    }
+}
+
+/// What changed from `pin` to `tools` (everything is new without a pin), by tool name.
+pub fn diff(pin: Option<&McpPin>, tools: &[McpTool]) -> Vec<ToolChange> {
+    let empty = BTreeMap::new();
+    let pinned = pin.map_or(&empty, |p| &p.tools);
+    let mut out = Vec::new();
+    for t in tools {
+        match pinned.get(&t.name) {
+            None => out.push(ToolChange::Added(t.name.clone())),
+            Some(h) if *h != t.hash() => out.push(ToolChange::Changed(t.name.clone())),
+            Some(_) => {}
+        }
+    }
+    for name in pinned.keys() {
+        if !tools.iter().any(|t| &t.name == name) {
+            out.push(ToolChange::Removed(name.clone()));
+        }
+    }
+    out
+}
+
+/// The pin of server `name` defined at `origin`, if one is recorded.
+pub fn pin(home: &Home, name: &str, origin: &Origin) -> Result<Option<McpPin>, StoreError> {
+    let workspace = origin.workspace();
+    Ok(home
+        .lockfile()?
+        .mcp
+        .into_iter()
+        .find(|p| p.name == name && p.workspace == workspace))
+}
+
+/// The cache of an approved server's tools, under a name no server name can steer.
+fn cache_path(home: &Home, name: &str, origin: &Origin) -> std::path::PathBuf {
+    let key = format!("{name}\0{}", origin.workspace().unwrap_or_default());
+    home.root
+        .join("cache")
+        .join("mcp")
+        .join(format!("{}.json", crate::hash::sha256_hex(key.as_bytes())))
+}
+
+/// Approve server `name` as defined (`spec`) at `origin` with `tools`: the pin goes in the
+/// lock, the tools in the cache a lazy session offers them from.
+pub fn record(
+    home: &Home,
+    name: &str,
+    origin: &Origin,
+    spec: &McpServer,
+    tools: &[McpTool],
+) -> Result<McpPin, StoreError> {
+    let pin = McpPin {
+        name: name.to_string(),
+        workspace: origin.workspace(),
+        spec: spec_hash(spec, origin),
+        tools: tools.iter().map(|t| (t.name.clone(), t.hash())).collect(),
+    };
+    let _lock = home.lock()?;
+    // The cache first: a crash between the two leaves a cache no pin vouches for, never a pin
+    // without its tools.
+    let cache = cache_path(home, name, origin);
+    let bytes = serde_json::to_vec_pretty(tools).unwrap_or_default();
+    if let Some(dir) = cache.parent() {
+        std::fs::create_dir_all(dir).map_err(crate::io(format!(
+            "failed to create {}",
+            dir.display()
+        )))?;
+    }
+    crate::fsutil::write_atomic(&cache, &bytes, MODE_DEFAULT)
+        .map_err(crate::io(format!("failed to write {}", cache.display())))?;
+    let mut lock = home.lockfile()?;
+    lock.mcp
+        .retain(|p| !(p.name == pin.name && p.workspace == pin.workspace));
+    lock.mcp.push(pin.clone());
+    lock.save(&home.lock_path())
+        .map_err(crate::io(format!("failed to write {}", home.lock_path().display())))?;
+    Ok(pin)
+}
+
+/// Forget the pin (and cache) of server `name` at `origin`.
+pub fn forget(home: &Home, name: &str, origin: &Origin) -> Result<(), StoreError> {
+    let workspace = origin.workspace();
+    let _lock = home.lock()?;
+    let mut lock = home.lockfile()?;
+    let before = lock.mcp.len();
+    lock.mcp
+        .retain(|p| !(p.name == name && p.workspace == workspace));
+    if lock.mcp.len() != before {
+        lock.save(&home.lock_path())
+            .map_err(crate::io(format!("failed to write {}", home.lock_path().display())))?;
+    }
+    let _ = std::fs::remove_file(cache_path(home, name, origin));
+    Ok(())
+}
+
+/// The approved tools of a pinned server as cached at approval: only those whose hash the pin
+/// vouches for (a cache edited since is not believed). Empty when there is no cache.
+pub fn cached(home: &Home, origin: &Origin, pin: &McpPin) -> Vec<McpTool> {
+    let Ok(bytes) = std::fs::read(cache_path(home, &pin.name, origin)) else {
+        return Vec::new();
+    };
+    let tools: Vec<McpTool> = serde_json::from_slice(&bytes).unwrap_or_default();
+    tools
+        .into_iter()
+        .filter(|t| pin.tools.get(&t.name) == Some(&t.hash()))
+        .collect()
+}
+
+#[cfg(test)]
+mod pin_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, description: &str) -> McpTool {
+        McpTool {
+            name: name.into(),
+            description: Some(description.into()),
+            input_schema: json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+            output_schema: None,
+            annotations: None,
+        }
+    }
+
+    #[test]
+    fn a_hash_ignores_key_order_and_sees_every_change() {
+        let a = tool("t", "d");
+        let mut reordered = a.clone();
+        reordered.input_schema = json!({"properties": {"a": {"type": "string"}}, "type": "object"});
+        assert_eq!(a.hash(), reordered.hash());
+        let mut hinted = a.clone();
+        hinted.annotations = Some(json!({"readOnlyHint": true}));
+        assert_ne!(a.hash(), hinted.hash());
+        assert_ne!(a.hash(), tool("t", "d2").hash());
+    }
+
+    #[test]
+    fn a_pin_records_tools_and_the_diff_names_what_moved() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: tmp.path().to_path_buf(),
+        };
+        let spec = McpServer {
+            transport: "stdio".into(),
+            command: Some("srv".into()),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            url: None,
+            headers: BTreeMap::new(),
+        };
+        let ws = Origin::Workspace("/w".into());
+        let pin = record(&home, "s", &ws, &spec, &[tool("a", "x"), tool("b", "y")]).unwrap();
+        assert_eq!(super::pin(&home, "s", &ws).unwrap(), Some(pin.clone()));
+        assert_eq!(super::pin(&home, "s", &Origin::Home).unwrap(), None);
+        assert_eq!(cached(&home, &ws, &pin).len(), 2);
+        let now = [tool("a", "x (changed)"), tool("c", "z")];
+        assert_eq!(
+            diff(Some(&pin), &now),
+            [
+                ToolChange::Changed("a".into()),
+                ToolChange::Added("c".into()),
+                ToolChange::Removed("b".into())
+            ]
+        );
+        // Another command under the name, or elsewhere, is another server.
+        let other = McpServer {
+            command: Some("evil".into()),
+            ..spec.clone()
+        };
+        assert_ne!(spec_hash(&spec, &ws), spec_hash(&other, &ws));
+        assert_ne!(spec_hash(&spec, &ws), spec_hash(&spec, &Origin::Workspace("/v".into())));
+        forget(&home, "s", &ws).unwrap();
+        assert_eq!(super::pin(&home, "s", &ws).unwrap(), None);
+    }
 }
