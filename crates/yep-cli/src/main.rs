@@ -62,6 +62,10 @@ enum Command {
     /// MCP servers: add one to the home, remove it, list every one a session sees.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
+    /// Approve an MCP server's tools as they are now (a workspace's `.mcp.json` server, or
+    /// tools new or changed since approval), or a zot extension's widened registrations:
+    /// shows the diff and asks.
+    Trust(commands::mcp::TrustArgs),
     /// Print a shell completion script to stdout (e.g. `yep completions bash > ~/.local/share/bash-completion/completions/yep`).
     Completions {
         /// The shell to complete for.
@@ -107,8 +111,8 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Call(args) => commands::call::run(args, &home).await,
             Command::Demo(args) => commands::demo::run(args).await,
-            Command::Install(args) => commands::install::install(args, &home),
-            Command::Update(args) => commands::install::update(args, &home),
+            Command::Install(args) => commands::install::install(args, &home).await,
+            Command::Update(args) => commands::install::update(args, &home).await,
             Command::Enable(args) => commands::manage::enable(args, &home, true).await,
             Command::Disable(args) => commands::manage::enable(args, &home, false).await,
             Command::Remove(args) => commands::manage::remove(args, &home),
@@ -119,7 +123,8 @@ fn main() -> ExitCode {
             Command::Doctor(args) => commands::doctor::run(args, &home).await,
             Command::New(args) => commands::new::run(args),
             Command::Secret(cmd) => commands::config::secret(cmd, &home),
-            Command::Mcp(cmd) => commands::mcp::run(cmd, &home),
+            Command::Mcp(cmd) => commands::mcp::run(cmd, &home).await,
+            Command::Trust(args) => commands::mcp::trust(args, &home).await,
             Command::ServeExampleEcho | Command::Completions { .. } => {
                 unreachable!("handled above")
             }
@@ -136,7 +141,8 @@ fn main() -> ExitCode {
 fn init_tracing(verbose: u8) {
     use std::io::IsTerminal;
     let default = match verbose {
-        0 => "warn",
+        // rmcp logs what it meets at error level; the host reports each as its own error.
+        0 => "warn,rmcp=off",
         1 => "debug",
         _ => "trace",
     };

@@ -67,9 +67,10 @@ fn servers_added_to_the_home_are_listed_without_their_secrets_and_reached_in_a_s
         listed,
         json!([
             {"name": "files", "source": "home", "type": "stdio", "command": server,
-             "args": ["--pipes"], "env": {}, "headers": {}},
+             "args": ["--pipes"], "env": {}, "headers": {}, "approval": "approved"},
             {"name": "remote", "source": "home", "type": "http", "args": [], "env": {},
-             "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "(secret)"}}
+             "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "(secret)"},
+             "approval": "MCP server `remote` has no approved tool list, so it does not start; approve it with `yep trust remote`"}
         ])
     );
     // The header's value is a secret: in connections.toml (owner-only), nowhere else.
@@ -92,11 +93,12 @@ fn servers_added_to_the_home_are_listed_without_their_secrets_and_reached_in_a_s
     let out = yep_with_stdin(
         &home,
         &["session", "--json"],
-        "mcp\nmcp list-tools files\nquit\n",
+        "mcp\nmcp list-tools files\ntools\ncall mcp__files__echo {\"text\": \"hi\"}\nmcp status\nquit\n",
     );
     let lines: Vec<Value> = text(&out.stdout)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l.get("warning").is_none())
         .collect();
     assert_eq!(lines[0]["mcp"]["files"]["command"], json!(server));
     assert_eq!(
@@ -110,6 +112,30 @@ fn servers_added_to_the_home_are_listed_without_their_secrets_and_reached_in_a_s
         text(&out.stderr)
     );
     assert!(home.join("logs/mcp-files.log").is_file());
+    // Its tools are the session's, under `mcp__<server>__<tool>`, and calls go through.
+    let tools = lines[2]["tools"].as_array().unwrap();
+    let echo = tools.iter().find(|t| t["name"] == "mcp__files__echo");
+    assert!(
+        echo.is_some_and(|t| t["mcp"] == true && t["extension"] == "files"),
+        "{tools:?}"
+    );
+    assert_eq!(
+        lines[3]["result"]["content"][0]["text"], r#"{"echoed":"hi"}"#,
+        "{:?}",
+        lines[3]
+    );
+    // The server it could not reach at `add` is not approved, and says so.
+    let status = lines[4]["mcp_status"].as_array().unwrap();
+    let remote = status.iter().find(|s| s["name"] == "remote").unwrap();
+    assert_eq!(remote["state"], "unapproved", "{status:?}");
+    assert!(
+        remote["message"]
+            .as_str()
+            .unwrap()
+            .contains("yep trust remote")
+    );
+    let files = status.iter().find(|s| s["name"] == "files").unwrap();
+    assert_eq!(files["state"], "started", "{status:?}");
 
     // Removed, with its secret.
     ok(&yep(&home, &["mcp", "remove", "remote"]));

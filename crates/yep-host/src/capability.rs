@@ -82,6 +82,8 @@ pub struct OfferedTool {
     pub deferred: bool,
     /// The schema of its structured result, when it declares one.
     pub output_schema: Option<Value>,
+    /// Hints about what it does (MCP's `annotations`: `readOnlyHint`, `destructiveHint`, …).
+    pub annotations: Option<Value>,
 }
 
 impl OfferedTool {
@@ -443,6 +445,13 @@ pub trait Events: Send + Sync + 'static {
         Box::pin(async { Err("host tool calls are unavailable".to_string()) })
     }
 
+    /// A server's tool list changed while it runs (MCP's `notifications/tools/list_changed`):
+    /// [`Peer::listed`](crate::dialect::Peer::listed) has the new one. Ignored without a tool
+    /// table (the default).
+    fn tools_changed(&self, extension: &str) {
+        let _ = extension;
+    }
+
     /// A question for the user. Without a prompt surface, answer cancelled (the default).
     fn ask(&self, extension: &str, question: Question) -> BoxFuture<Answer> {
         tracing::info!(
@@ -497,6 +506,10 @@ impl Events for Granted {
 
     fn submit(&self, extension: &str, text: &str) {
         self.inner.submit(extension, text);
+    }
+
+    fn tools_changed(&self, extension: &str) {
+        self.inner.tools_changed(extension);
     }
 
     fn run_tool(&self, extension: &str, call: HostToolCall) -> BoxFuture<Result<Value, String>> {

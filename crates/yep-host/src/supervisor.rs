@@ -451,6 +451,11 @@ impl Extension {
         self.live_now().is_some()
     }
 
+    /// The live server, if one runs now; never starts one.
+    pub fn running(&self) -> Option<Arc<Live>> {
+        self.live_now()
+    }
+
     /// How many starts or runs failed in a row.
     pub fn failures(&self) -> u32 {
         self.failures.load(Ordering::Relaxed)
@@ -638,7 +643,9 @@ impl Extension {
         match opened {
             Ok(peer) => {
                 let offered = &peer.offer().name;
-                if !offered.is_empty() && *offered != spec.name {
+                // An MCP server's name is its implementation's, never a package's.
+                let mcp = self.opts.dialect.name().starts_with("mcp");
+                if !offered.is_empty() && *offered != spec.name && !mcp {
                     tracing::warn!(extension = %spec.name, "server calls itself `{offered}`; the manifest name wins");
                 }
                 tracing::debug!(extension = %spec.name, pid, wire = self.opts.dialect.name(), "started");

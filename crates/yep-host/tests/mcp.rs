@@ -76,7 +76,19 @@ async fn tools_are_listed_and_called_with_errors_structured_content_and_question
     assert_eq!(offer.wire, "MCP");
     assert_eq!(offer.name, "pymcp");
     let names: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["echo", "fail", "structured", "slow", "ask", "huge"]);
+    assert_eq!(
+        names,
+        [
+            "echo",
+            "fail",
+            "structured",
+            "slow",
+            "ask",
+            "huge",
+            "args",
+            "crash"
+        ]
+    );
     let structured = &offer.tools[2];
     assert_eq!(
         structured.output_schema.as_ref().unwrap()["properties"]["n"]["type"],

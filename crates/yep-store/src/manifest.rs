@@ -82,7 +82,7 @@ fn object_schema() -> Value {
     serde_json::json!({"type": "object"})
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServer {
     #[serde(rename = "type", default = "stdio")]

@@ -377,10 +377,8 @@ pub fn record(
     let cache = cache_path(home, name, origin);
     let bytes = serde_json::to_vec_pretty(tools).unwrap_or_default();
     if let Some(dir) = cache.parent() {
-        std::fs::create_dir_all(dir).map_err(crate::io(format!(
-            "failed to create {}",
-            dir.display()
-        )))?;
+        std::fs::create_dir_all(dir)
+            .map_err(crate::io(format!("failed to create {}", dir.display())))?;
     }
     crate::fsutil::write_atomic(&cache, &bytes, MODE_DEFAULT)
         .map_err(crate::io(format!("failed to write {}", cache.display())))?;
@@ -388,8 +386,10 @@ pub fn record(
     lock.mcp
         .retain(|p| !(p.name == pin.name && p.workspace == pin.workspace));
     lock.mcp.push(pin.clone());
-    lock.save(&home.lock_path())
-        .map_err(crate::io(format!("failed to write {}", home.lock_path().display())))?;
+    lock.save(&home.lock_path()).map_err(crate::io(format!(
+        "failed to write {}",
+        home.lock_path().display()
+    )))?;
     Ok(pin)
 }
 
@@ -402,8 +402,10 @@ pub fn forget(home: &Home, name: &str, origin: &Origin) -> Result<(), StoreError
     lock.mcp
         .retain(|p| !(p.name == name && p.workspace == workspace));
     if lock.mcp.len() != before {
-        lock.save(&home.lock_path())
-            .map_err(crate::io(format!("failed to write {}", home.lock_path().display())))?;
+        lock.save(&home.lock_path()).map_err(crate::io(format!(
+            "failed to write {}",
+            home.lock_path().display()
+        )))?;
     }
     let _ = std::fs::remove_file(cache_path(home, name, origin));
     Ok(())
@@ -483,7 +485,10 @@ mod pin_tests {
             ..spec.clone()
         };
         assert_ne!(spec_hash(&spec, &ws), spec_hash(&other, &ws));
-        assert_ne!(spec_hash(&spec, &ws), spec_hash(&spec, &Origin::Workspace("/v".into())));
+        assert_ne!(
+            spec_hash(&spec, &ws),
+            spec_hash(&spec, &Origin::Workspace("/v".into()))
+        );
         forget(&home, "s", &ws).unwrap();
         assert_eq!(super::pin(&home, "s", &ws).unwrap(), None);
     }

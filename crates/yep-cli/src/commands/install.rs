@@ -44,16 +44,32 @@ pub struct UpdateArgs {
     json: bool,
 }
 
+impl UpdateArgs {
+    /// `yep update <name>`, as another verb asks for it.
+    pub(crate) fn only(name: &str, yes: bool, json: bool) -> UpdateArgs {
+        UpdateArgs {
+            name: Some(name.to_string()),
+            yes,
+            locked: false,
+            json,
+        }
+    }
+}
+
 /// Shows the summary (and diff) on stderr; asks at a terminal, approves with `--yes`, refuses
 /// otherwise.
-struct Consent {
+pub(crate) struct Consent {
     yes: bool,
-    asked: bool,
+    pub(crate) asked: bool,
 }
 
 impl Consent {
+    pub(crate) fn new(yes: bool) -> Consent {
+        Consent { yes, asked: false }
+    }
+
     /// `--yes`, or a `y` at a terminal to `question`; without a terminal, no.
-    fn ask(&mut self, err: &mut std::io::StderrLock, question: &str) -> bool {
+    pub(crate) fn ask(&mut self, err: &mut std::io::StderrLock, question: &str) -> bool {
         if self.yes {
             let _ = writeln!(err, "approved (--yes)");
             return true;
@@ -207,7 +223,7 @@ fn zot_runner(home: &Home) -> yep_store::ZotRunner {
     yep_host::dialect::zot::probe::runner(home, cwd)
 }
 
-pub fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
+pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let mut consent = Consent {
         yes: args.yes,
         asked: false,
@@ -221,11 +237,12 @@ pub fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let result = home
         .install(&args.source, &opts, &mut consent)
         .map_err(|e| declined(e, &consent))?;
-    report(&[result], args.json, home)?;
+    report(std::slice::from_ref(&result), args.json, home)?;
+    super::mcp::pin_contributed(home, &[result], args.json).await;
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn update(args: UpdateArgs, home: &Home) -> anyhow::Result<ExitCode> {
+pub async fn update(args: UpdateArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let mut consent = Consent {
         yes: args.yes,
         asked: false,
@@ -239,5 +256,8 @@ pub fn update(args: UpdateArgs, home: &Home) -> anyhow::Result<ExitCode> {
         .update(args.name.as_deref(), &opts, &mut consent)
         .map_err(|e| declined(e, &consent))?;
     report(&results, args.json, home)?;
+    if !args.locked {
+        super::mcp::pin_contributed(home, &results, args.json).await;
+    }
     Ok(ExitCode::SUCCESS)
 }

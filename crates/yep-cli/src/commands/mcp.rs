@@ -1,13 +1,17 @@
 //! `yep mcp add | remove | list`: MCP servers the user adds to the home, and every MCP server
 //! a session here would see (the user's, the enabled extensions', the workspace's).
 
-use crate::output::stdout_line;
+use crate::output::{hinted, stdout_line};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use yep_host::runtime::mcp::{McpSource, approve, enabled_manifests, probe, sources};
 use yep_store::Home;
 use yep_store::manifest::McpServer;
-use yep_store::text::escape;
+use yep_store::mcp::{McpTool, Origin, ToolChange};
+use yep_store::text::{escape, escape_controls};
 
 #[derive(clap::Subcommand)]
 pub enum McpCommand {
@@ -46,6 +50,18 @@ pub enum McpCommand {
     },
 }
 
+#[derive(clap::Args)]
+pub struct TrustArgs {
+    /// The MCP server (as `yep mcp list` names it) or zot extension.
+    name: String,
+    /// Approve without asking.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 /// One row of `yep mcp list`.
 #[derive(Serialize)]
 struct Row {
@@ -54,9 +70,46 @@ struct Row {
     source: String,
     #[serde(flatten)]
     server: McpServer,
+    /// `approved`, or why it does not start.
+    approval: String,
 }
 
-pub fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
+/// Where `yep` runs: the workspace whose `.mcp.json` it reads.
+fn workspace() -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    std::env::current_dir().context("failed to read the current directory")
+}
+
+/// Every MCP server a session here sees, warnings on stderr.
+fn here(home: &Home) -> anyhow::Result<Vec<McpSource>> {
+    let extensions = enabled_manifests(home)?;
+    let mut warn = |message: String| {
+        let _ = writeln!(std::io::stderr(), "warning: {}", escape_controls(&message));
+    };
+    Ok(sources(home, &extensions, &workspace()?, &mut warn))
+}
+
+fn origin_text(origin: &Origin) -> String {
+    match origin {
+        Origin::Extension(ext) => format!("extension {ext}"),
+        Origin::Home => "home".into(),
+        Origin::Workspace(_) => "workspace".into(),
+    }
+}
+
+/// What runs, as one line: the command and its arguments, or the url.
+fn command_line(server: &McpServer) -> String {
+    match (&server.command, &server.url) {
+        (Some(c), _) => std::iter::once(c.as_str())
+            .chain(server.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (None, Some(u)) => u.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
     match cmd {
         McpCommand::Add {
             name,
@@ -101,10 +154,35 @@ pub fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                 }
             };
             yep_store::mcp::add(home, &name, &server)?;
+            // Adding it is approving it: its tools as they are now are pinned.
+            let source = here(home)?
+                .into_iter()
+                .find(|s| s.name == name && s.origin == Origin::Home);
+            let pinned = match source {
+                Some(source) => pin_now(home, &source).await,
+                None => Err("it is not among the servers a session here sees".into()),
+            };
+            if let Err(why) = &pinned {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "warning: could not list the tools of MCP server {} ({}); none are offered until `yep trust {}`",
+                    escape(&name),
+                    escape_controls(why),
+                    escape(&name)
+                );
+            }
+            let tools: Vec<String> = pinned
+                .as_ref()
+                .map(|t| t.iter().map(|t| t.name.clone()).collect())
+                .unwrap_or_default();
             if json {
-                stdout_line(&serde_json::json!({ "added": name }).to_string());
+                stdout_line(&serde_json::json!({ "added": name, "pinned": tools }).to_string());
             } else {
-                stdout_line(&format!("added MCP server {}", escape(&name)));
+                let pinned = match &pinned {
+                    Ok(_) => format!("{} pinned", tools_count(tools.len())),
+                    Err(_) => "not approved yet".into(),
+                };
+                stdout_line(&format!("added MCP server {} ({pinned})", escape(&name)));
             }
         }
         McpCommand::Remove { name, json } => {
@@ -121,28 +199,35 @@ pub fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             }
         }
         McpCommand::List { json } => {
-            let rows = rows(home)?;
+            let mut rows = Vec::new();
+            for s in here(home)? {
+                let pin = yep_store::mcp::pin(home, &s.name, &s.origin)?;
+                rows.push(Row {
+                    approval: s
+                        .unapproved(pin.as_ref())
+                        .unwrap_or_else(|| "approved".into()),
+                    name: s.name,
+                    source: origin_text(&s.origin),
+                    server: s.shown,
+                });
+            }
+            rows.sort_by(|a, b| a.name.cmp(&b.name));
             if json {
                 stdout_line(&serde_json::to_string_pretty(&rows)?);
             } else if rows.is_empty() {
                 stdout_line("no MCP servers; add one: yep mcp add <name> -- <command> [args…]");
             } else {
                 for r in &rows {
-                    let what = match (&r.server.command, &r.server.url) {
-                        (Some(c), _) => std::iter::once(c.as_str())
-                            .chain(r.server.args.iter().map(String::as_str))
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        (None, Some(u)) => u.clone(),
-                        (None, None) => String::new(),
-                    };
                     stdout_line(&format!(
                         "{}  [{}]  {}  ({})",
                         escape(&r.name),
                         escape(&r.server.transport),
-                        escape(&what),
+                        escape(&command_line(&r.server)),
                         escape(&r.source)
                     ));
+                    if r.approval != "approved" {
+                        stdout_line(&format!("  {}", escape_controls(&r.approval)));
+                    }
                 }
             }
         }
@@ -150,58 +235,163 @@ pub fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The home's servers, then the enabled extensions', then the workspace's, which override by
-/// name (as a session sees them).
-fn rows(home: &Home) -> anyhow::Result<Vec<Row>> {
-    let mut out: BTreeMap<String, Row> = BTreeMap::new();
-    for (name, server) in yep_store::mcp::list(home)? {
-        out.insert(
-            name.clone(),
-            Row {
-                name,
-                source: "home".into(),
-                server,
-            },
-        );
-    }
-    let lock = home.lockfile()?;
-    let enabled = yep_store::settings::enabled(&home.settings_path())?;
-    for entry in lock.extensions.iter().filter(|e| enabled.contains(&e.name)) {
-        let Ok(manifest) = home.package_manifest(entry) else {
+/// `1 tool`, `3 tools`.
+fn tools_count(n: usize) -> String {
+    format!("{n} tool{}", if n == 1 { "" } else { "s" })
+}
+
+/// Start `source` once, list its tools, and pin them as approved.
+async fn pin_now(home: &Home, source: &McpSource) -> Result<Vec<McpTool>, String> {
+    approve(home, source, &workspace().map_err(|e| e.to_string())?).await
+}
+
+/// After an install or update: pin the tools of each MCP server the package contributes
+/// that has no approval for what it is now (approving the package approved them). A server
+/// that cannot be listed yet (a secret not set, say) stays withheld until `yep trust`.
+pub async fn pin_contributed(home: &Home, results: &[yep_store::Installed], json: bool) {
+    let Ok(here) = workspace() else {
+        return;
+    };
+    for r in results {
+        let Ok(manifest) = home.installed_manifest(&r.name) else {
             continue;
         };
-        for (server, spec) in manifest.yolop.mcp_servers {
-            let name = format!("{}__{server}", entry.name);
-            out.insert(
-                name.clone(),
-                Row {
-                    name,
-                    source: format!("extension {}", entry.name),
-                    server: spec,
-                },
-            );
-        }
-    }
-    let workspace = std::env::current_dir()?.join(".mcp.json");
-    if let Ok(text) = std::fs::read_to_string(&workspace)
-        && let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text)
-    {
-        for (name, spec) in doc["mcpServers"].as_object().into_iter().flatten() {
-            if let Ok(mut server) = serde_json::from_value::<McpServer>(spec.clone()) {
-                // A workspace file often holds tokens as they are: never shown.
-                for v in server.headers.values_mut().chain(server.env.values_mut()) {
-                    *v = yep_store::mcp::HIDDEN.into();
-                }
-                out.insert(
-                    name.clone(),
-                    Row {
-                        name: name.clone(),
-                        source: "workspace".into(),
-                        server,
-                    },
-                );
+        let extensions = [(r.name.clone(), manifest)];
+        for source in sources(home, &extensions, &here, &mut |_| {}) {
+            if !matches!(&source.origin, Origin::Extension(e) if *e == r.name) {
+                continue;
+            }
+            let pin = yep_store::mcp::pin(home, &source.name, &source.origin)
+                .ok()
+                .flatten();
+            if source.unapproved(pin.as_ref()).is_none() {
+                continue;
+            }
+            let line = match pin_now(home, &source).await {
+                Ok(tools) => format!(
+                    "  pinned {} of MCP server {}",
+                    tools_count(tools.len()),
+                    escape(&source.name)
+                ),
+                Err(why) => format!(
+                    "  MCP server {}: could not list its tools ({}); none are offered until `yep trust {}`",
+                    escape(&source.name),
+                    escape_controls(&why),
+                    escape(&source.name)
+                ),
+            };
+            if json {
+                let _ = writeln!(std::io::stderr(), "{line}");
+            } else {
+                stdout_line(&line);
             }
         }
     }
-    Ok(out.into_values().collect())
+}
+
+/// What `yep trust` did.
+#[derive(Serialize)]
+struct Trusted {
+    name: String,
+    kind: &'static str,
+    /// What moved since the last approval (`+ tool x (new)`).
+    changes: Vec<String>,
+    /// The definition itself (command, url, env) changed, or was never approved.
+    definition_changed: bool,
+    approved: bool,
+    tools: Vec<String>,
+}
+
+/// `yep trust <name>`: an MCP server's tools as they are now (shown as a diff against the
+/// last approval), or a zot extension's registrations (run again, as `yep update` does).
+pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    let source = here(home)?.into_iter().find(|s| s.name == args.name);
+    let Some(source) = source else {
+        let zot = home
+            .lockfile()?
+            .get(&args.name)
+            .is_some_and(|e| e.zot.is_some());
+        if zot {
+            let update = super::install::UpdateArgs::only(&args.name, args.yes, args.json);
+            return super::install::update(update, home).await;
+        }
+        return Err(hinted(
+            format!(
+                "no MCP server or zot extension named `{}` here",
+                escape(&args.name)
+            ),
+            &["`yep mcp list` shows the MCP servers a session in this directory sees"],
+        ));
+    };
+    let pin = yep_store::mcp::pin(home, &source.name, &source.origin)?;
+    let definition_changed = source.unapproved(pin.as_ref()).is_some();
+    let tools = probe(home, &source, &workspace()?)
+        .await
+        .map_err(|why| anyhow::anyhow!("{}", why))?;
+    let changes: Vec<ToolChange> = yep_store::mcp::diff(pin.as_ref(), &tools);
+    let mut outcome = Trusted {
+        name: source.name.clone(),
+        kind: "mcp",
+        changes: changes.iter().map(ToString::to_string).collect(),
+        definition_changed,
+        approved: false,
+        tools: tools.iter().map(|t| t.name.clone()).collect(),
+    };
+    if changes.is_empty() && !definition_changed {
+        outcome.approved = true;
+        if args.json {
+            stdout_line(&serde_json::to_string_pretty(&outcome)?);
+        } else {
+            stdout_line(&format!(
+                "MCP server {}: nothing changed since it was approved",
+                escape(&source.name)
+            ));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut consent = super::install::Consent::new(args.yes);
+    let approved = {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "MCP server {} ({}): {}",
+            escape(&source.name),
+            escape(&origin_text(&source.origin)),
+            escape(&command_line(&source.shown))
+        );
+        if definition_changed {
+            let why = match &pin {
+                None => "never approved",
+                Some(_) => "its command, url or environment changed since it was approved",
+            };
+            let _ = writeln!(err, "  {why}");
+        }
+        for change in &outcome.changes {
+            let _ = writeln!(err, "  {change}");
+        }
+        consent.ask(&mut err, "approve these tools?")
+    };
+    if !approved {
+        let hint = if consent.asked {
+            "no terminal to ask at: review the changes above and re-run with --yes to approve them"
+        } else {
+            "its new and changed tools stay withheld"
+        };
+        return Err(hinted(
+            format!("not approved: MCP server `{}`", escape(&source.name)),
+            &[hint],
+        ));
+    }
+    yep_store::mcp::record(home, &source.name, &source.origin, &source.shown, &tools)?;
+    outcome.approved = true;
+    if args.json {
+        stdout_line(&serde_json::to_string_pretty(&outcome)?);
+    } else {
+        stdout_line(&format!(
+            "approved MCP server {}: {} pinned",
+            escape(&source.name),
+            tools_count(tools.len())
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
 }

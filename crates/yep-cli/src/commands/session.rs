@@ -36,7 +36,7 @@ impl AskSink for Scripted {
     }
 }
 
-const HELP: &str = "commands: help | tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | emit <event> [json] | panel | key <name> [text] | commands | command <ext:name> [args] | status | skills | mcp | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
+const HELP: &str = "commands: help | tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | emit <event> [json] | panel | key <name> [text] | commands | command <ext:name> [args] | status | skills | mcp | mcp status | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
@@ -373,10 +373,14 @@ impl Shell {
                 json!({ "status": host.status(), "trace_dropped": host.trace_dropped() }),
             ),
             "skills" => Reply::Value(json!({ "skills": host.skills() })),
-            "mcp" if first == "list-tools" => match mcp_list_tools(host, &self.home, tail).await {
-                Ok(tools) => Reply::Value(json!({ "mcp_tools": tools })),
+            "mcp" if first == "list-tools" => match host.mcp_list_tools(tail).await {
+                Ok(tools) => {
+                    let names: Vec<_> = tools.into_iter().map(|t| t.name).collect();
+                    Reply::Value(json!({ "mcp_tools": names }))
+                }
                 Err(e) => Reply::Error(format!("{e:#}")),
             },
+            "mcp" if first == "status" => Reply::Value(json!({ "mcp_status": host.mcp_status() })),
             "mcp" => Reply::Value(json!({ "mcp": host.mcp_servers_unexpanded() })),
             "reload" => match host.reload(first).await {
                 Ok(()) => done(format!("reloaded {first}")),
@@ -535,77 +539,4 @@ fn parse_json(text: &str) -> Result<Value, String> {
         return Ok(json!({}));
     }
     serde_json::from_str(text).map_err(|e| format!("arguments are not JSON: {e}"))
-}
-
-/// Connect to a contributed stdio MCP server and list its tools' names, through the host's
-/// MCP dialect: the server is spawned like every other server (its own process group, its
-/// stderr to `<home>/logs/mcp-<server>.log`, a graceful stop) and stopped once the list is in.
-async fn mcp_list_tools(
-    host: &ExtensionHost,
-    home: &Home,
-    server: &str,
-) -> anyhow::Result<Vec<String>> {
-    use anyhow::Context;
-    let servers = host.mcp_servers();
-    let spec = servers
-        .get(server)
-        .with_context(|| format!("no MCP server named `{server}` (see `mcp`)"))?;
-    let command = match (spec.transport.as_str(), &spec.command) {
-        ("stdio", Some(command)) => command,
-        _ => anyhow::bail!(
-            "`{server}` is an {} server; only stdio servers can be listed here",
-            spec.transport
-        ),
-    };
-    let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let server_spec = yep_host::ServerSpec {
-        name: mcp_log_stem(server),
-        command: command.clone(),
-        args: spec.args.clone(),
-        package_dir: cwd.clone(),
-        workspace_root: cwd,
-        cwd: None,
-        data_dir: None,
-        language: None,
-        pin: None,
-        session_id: String::new(),
-        config: Value::Null,
-        env: spec
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        log_dir: home.logs_dir(),
-        grants: yep_host::Grants::default(),
-        tool_schemas: Default::default(),
-    };
-    let opts = yep_host::SupervisorOptions {
-        dialect: Arc::new(yep_host::dialect::mcp::Mcp),
-        grace: MCP_GRACE,
-        term_wait: MCP_GRACE,
-        ..yep_host::SupervisorOptions::default()
-    };
-    let ext = yep_host::Extension::new(server_spec, opts, Arc::new(yep_host::NoEvents));
-    let offer = ext.handshake().await;
-    ext.stop().await;
-    Ok(offer?.tools.into_iter().map(|t| t.name).collect())
-}
-
-/// How long an MCP server gets to exit after its stdin closes, and again after SIGTERM.
-const MCP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// `mcp-<server>`, the name kept to characters safe in a file name (it comes from a
-/// package's manifest): its log is `<home>/logs/mcp-<server>.log`.
-fn mcp_log_stem(server: &str) -> String {
-    let safe: String = server
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("mcp-{safe}")
 }

@@ -54,68 +54,167 @@ impl Dialect for Mcp {
                 cap: opts.max_frame_bytes,
                 run: 0,
             };
-            let client = Client {
-                extension: hello.extension.clone(),
-                events,
-                progress: Arc::default(),
-            };
-            let progress = Arc::clone(&client.progress);
-            let started = tokio::time::timeout(hello.timeout, client.serve((reader, writer)))
-                .await
-                .map_err(|_| {
-                    HandshakeError::Malformed(format!(
-                        "no initialize answer within {} ms",
-                        hello.timeout.as_millis()
-                    ))
-                })?
-                .map_err(|e| HandshakeError::Malformed(format!("initialize failed: {e}")))?;
-            let peer = started.peer().clone();
-            let tools = tokio::time::timeout(hello.timeout, peer.list_all_tools())
-                .await
-                .map_err(|_| HandshakeError::Malformed("tools/list did not answer".into()))?
-                .map_err(|e| HandshakeError::Malformed(format!("tools/list failed: {e}")))?;
-            let name = peer
-                .peer_info()
-                .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
-                .unwrap_or_default();
-            if tools.len() > MAX_TOOLS {
-                tracing::warn!(extension = %hello.extension, "{} tools listed; offering the first {MAX_TOOLS}", tools.len());
-            }
-            let offer = Offer {
-                name,
-                wire: "MCP".into(),
-                tools: tools
-                    .into_iter()
-                    .take(MAX_TOOLS)
-                    .map(|t| OfferedTool {
-                        name: t.name.to_string(),
-                        description: t.description.map(|d| d.to_string()),
-                        schema: Some(Value::Object((*t.input_schema).clone())),
-                        deferred: false,
-                        output_schema: t.output_schema.map(|s| Value::Object((*s).clone())),
-                    })
-                    .collect(),
-                ..Offer::default()
-            };
-            // The service runs until the server goes or we close it; its end is the close.
-            let (closed_tx, closed) = watch::channel(None);
-            let stop = started.cancellation_token();
-            tokio::spawn(async move {
-                let reason = match started.waiting().await {
-                    Ok(rmcp::service::QuitReason::Cancelled) => CloseReason::Shutdown,
-                    _ => CloseReason::Eof,
-                };
-                let _ = closed_tx.send(Some(reason));
-            });
-            Ok(Arc::new(McpPeer {
-                peer,
-                offer,
-                progress,
-                stop: Mutex::new(Some(stop)),
-                closed,
-            }) as Arc<dyn Peer>)
+            let client = Client::new(&hello, events);
+            let served =
+                tokio::time::timeout(hello.timeout, client.clone().serve((reader, writer))).await;
+            finish(served, client, &hello).await
         })
     }
+}
+
+/// The MCP wire over streamable HTTP, to the server at `url` (it runs on its own; nothing
+/// is spawned). `headers` go with every request.
+#[cfg(feature = "mcp-http")]
+pub struct McpHttp {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+}
+
+#[cfg(feature = "mcp-http")]
+impl Dialect for McpHttp {
+    fn name(&self) -> &'static str {
+        "mcp-http"
+    }
+
+    fn open(
+        &self,
+        _streams: Streams,
+        hello: Hello,
+        events: Arc<dyn Events>,
+        opts: ConnectionOptions,
+    ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let (url, headers) = (self.url.clone(), self.headers.clone());
+        let url_shown = url.clone();
+        Box::pin(async move {
+            let mut custom = HashMap::new();
+            for (name, value) in headers {
+                let bad = |e: &dyn std::fmt::Display| {
+                    HandshakeError::Malformed(format!("header {}: {e}", crate::text::escape(&name)))
+                };
+                let header = http::HeaderName::from_bytes(name.as_bytes()).map_err(|e| bad(&e))?;
+                let value = http::HeaderValue::from_str(&value).map_err(|e| bad(&e))?;
+                custom.insert(header, value);
+            }
+            // The host's frame cap holds here too: no answer or event longer than it.
+            let config = StreamableHttpClientTransportConfig::with_uri(url)
+                .custom_headers(custom)
+                .max_sse_event_size(opts.max_frame_bytes)
+                .max_json_response_size(opts.max_frame_bytes);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let client = Client::new(&hello, events);
+            let served = tokio::time::timeout(hello.timeout, client.clone().serve(transport)).await;
+            // Not reaching the server is not a malformed answer: say so, with the cause.
+            let served = match served {
+                Ok(Err(e)) => {
+                    return Err(HandshakeError::Io(std::io::Error::other(format!(
+                        "could not reach {}: {}",
+                        crate::text::escape(&url_shown),
+                        root_cause(&e)
+                    ))));
+                }
+                other => other,
+            };
+            finish(served, client, &hello).await
+        })
+    }
+}
+
+/// The innermost cause of `error`: what went wrong, without the layers that carried it.
+#[cfg(feature = "mcp-http")]
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let text = cause.to_string();
+    // rmcp names its transport's type before the cause: the cause is what a person reads.
+    let text = text.rfind("] error: ").map_or(&*text, |i| &text[i + 9..]);
+    crate::text::escape(text).into_owned()
+}
+
+/// The rest of the handshake, once `initialize` was sent: list the tools and make the peer.
+async fn finish<E: std::fmt::Display>(
+    served: Result<
+        Result<rmcp::service::RunningService<RoleClient, Client>, E>,
+        tokio::time::error::Elapsed,
+    >,
+    client: Client,
+    hello: &Hello,
+) -> Result<Arc<dyn Peer>, HandshakeError> {
+    let started = served
+        .map_err(|_| {
+            HandshakeError::Malformed(format!(
+                "no initialize answer within {} ms",
+                hello.timeout.as_millis()
+            ))
+        })?
+        .map_err(|e| HandshakeError::Malformed(format!("initialize failed: {e}")))?;
+    let peer = started.peer().clone();
+    let tools = tokio::time::timeout(hello.timeout, list(&peer, &hello.extension))
+        .await
+        .map_err(|_| HandshakeError::Malformed("tools/list did not answer".into()))?
+        .map_err(|e| HandshakeError::Malformed(format!("tools/list failed: {e}")))?;
+    let name = peer
+        .peer_info()
+        .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
+        .unwrap_or_default();
+    *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = tools.clone();
+    let offer = Offer {
+        name,
+        wire: "MCP".into(),
+        tools,
+        ..Offer::default()
+    };
+    // The service runs until the server goes or we close it; its end is the close.
+    let (closed_tx, closed) = watch::channel(None);
+    let stop = started.cancellation_token();
+    tokio::spawn(async move {
+        let reason = match started.waiting().await {
+            Ok(rmcp::service::QuitReason::Cancelled) => CloseReason::Shutdown,
+            _ => CloseReason::Eof,
+        };
+        let _ = closed_tx.send(Some(reason));
+    });
+    Ok(Arc::new(McpPeer {
+        peer,
+        offer,
+        progress: client.progress,
+        listed: client.listed,
+        stop: Mutex::new(Some(stop)),
+        closed,
+    }) as Arc<dyn Peer>)
+}
+
+/// The server's tools, at most [`MAX_TOOLS`] (a longer list is cut, with a warning).
+async fn list(
+    peer: &RmcpPeer<RoleClient>,
+    extension: &str,
+) -> Result<Vec<OfferedTool>, rmcp::ServiceError> {
+    let tools = peer.list_all_tools().await?;
+    if tools.len() > MAX_TOOLS {
+        tracing::warn!(
+            extension,
+            "{} tools listed; offering the first {MAX_TOOLS}",
+            tools.len()
+        );
+    }
+    Ok(tools
+        .into_iter()
+        .take(MAX_TOOLS)
+        .map(|t| OfferedTool {
+            name: t.name.to_string(),
+            description: t.description.map(|d| d.to_string()),
+            schema: Some(Value::Object((*t.input_schema).clone())),
+            deferred: false,
+            output_schema: t.output_schema.map(|s| Value::Object((*s).clone())),
+            annotations: t
+                .annotations
+                .and_then(|a| serde_json::to_value(a).ok())
+                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty())),
+        })
+        .collect())
 }
 
 /// A reader that fails once a line runs past `cap` bytes without a newline: rmcp's line
@@ -159,12 +258,27 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineCap<R> {
 /// Where each call's progress goes, by its progress token.
 type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, UpdateSink>>>;
 
+/// The tools a server lists now, replaced on each `notifications/tools/list_changed`.
+type Listed = Arc<Mutex<Vec<OfferedTool>>>;
+
 /// rmcp's client side: progress to the calls' sinks, the rest to the host's events.
 #[derive(Clone)]
 struct Client {
     extension: String,
     events: Arc<dyn Events>,
     progress: ProgressSinks,
+    listed: Listed,
+}
+
+impl Client {
+    fn new(hello: &Hello, events: Arc<dyn Events>) -> Client {
+        Client {
+            extension: hello.extension.clone(),
+            events,
+            progress: Arc::default(),
+            listed: Arc::default(),
+        }
+    }
 }
 
 /// The most fields one elicitation may ask for.
@@ -252,6 +366,23 @@ impl ClientHandler for Client {
         }
     }
 
+    /// The list is read again off the notification's task (its answer comes through the same
+    /// service loop), then the host hears of it.
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        let client = self.clone();
+        tokio::spawn(async move {
+            match list(&context.peer, &client.extension).await {
+                Ok(tools) => {
+                    *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = tools;
+                    client.events.tools_changed(&client.extension);
+                }
+                Err(e) => {
+                    tracing::warn!(extension = %client.extension, "tools/list after list_changed failed: {e}")
+                }
+            }
+        });
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -299,6 +430,7 @@ pub struct McpPeer {
     peer: RmcpPeer<RoleClient>,
     offer: Offer,
     progress: ProgressSinks,
+    listed: Listed,
     /// Taken by the first close or shutdown.
     stop: Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
     closed: watch::Receiver<Option<CloseReason>>,
@@ -360,6 +492,18 @@ fn failed(method: &str, error: impl std::fmt::Display) -> PeerError {
 impl Peer for McpPeer {
     fn offer(&self) -> &Offer {
         &self.offer
+    }
+
+    fn serves(&self, tool: &str) -> bool {
+        let listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
+        listed.iter().any(|t| t.name == tool)
+    }
+
+    fn listed(&self) -> Vec<OfferedTool> {
+        self.listed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn call_tool(

@@ -111,6 +111,12 @@ pub trait Peer: Send + Sync + 'static {
         self.offer().serves(tool)
     }
 
+    /// The tools it serves now: what it offered, or (a wire whose list changes at run time,
+    /// as MCP's does) the latest list.
+    fn listed(&self) -> Vec<crate::capability::OfferedTool> {
+        self.offer().tools.clone()
+    }
+
     /// Call a tool; updates stream to `call.updates` and reset the timeout; `call.cancel`
     /// (or dropping the future) cancels on the wire.
     fn call_tool(

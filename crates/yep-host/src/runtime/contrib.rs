@@ -66,7 +66,7 @@ pub fn expand(text: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
 
 /// `expand`, except that references `withhold` says yes to expand to nothing and are recorded
 /// in `withheld`: their values never go where they would be visible (argv).
-fn expand_withholding(
+pub(super) fn expand_withholding(
     text: &str,
     vars: &dyn Fn(&str) -> Option<String>,
     withhold: &dyn Fn(&str) -> bool,
@@ -97,7 +97,7 @@ fn expand_withholding(
 }
 
 /// The `${VAR}` names `text` references.
-fn references(text: &str) -> BTreeSet<String> {
+pub(super) fn references(text: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     expand_withholding(text, &|_| None, &|_| true, &mut names);
     names
@@ -169,151 +169,27 @@ impl ExtensionHost {
         std::fs::read_to_string(skill.path).ok()
     }
 
-    /// MCP servers: every enabled extension's `mcpServers` as `<ext>__<server>` (from the
-    /// manifest only; a malformed entry is skipped with a warning), `${VAR}` expanded from the
-    /// environment and the extension's secrets, then the home's own (`yep mcp add`, header
-    /// values from `connections.toml`), then the workspace's `.mcp.json`, whose entries
-    /// override by name.
-    ///
-    /// Deny by default: in `command` and `args`, where any local user can read them in
-    /// `/proc/<pid>/cmdline`, only `argv_safe` variables expand (`HOME`, `PATH`, `XDG_*`...)
-    /// and never one of the extension's secret fields, whatever its name. Any other reference
-    /// expands to nothing there; its value goes into the server's `env` under the same name,
-    /// with a warning naming the variable and the server. `url`, `headers` and `env` expand
-    /// everything (they need the values), with a warning for a variable in an http server's
-    /// `url` other than an `argv_safe` one: use a header instead.
+    /// MCP servers by name, as they run: see [`super::mcp::sources`] for where they come
+    /// from and how `${VAR}` expands (deny by default in argv).
     pub fn mcp_servers(&self) -> BTreeMap<String, McpServer> {
-        self.mcp_servers_with(true)
+        self.mcp_sources()
+            .into_iter()
+            .map(|s| (s.name, s.server))
+            .collect()
     }
 
     /// The same entries with `${VAR}` left as written: for showing to people, since the
     /// expanded form can carry secrets.
     pub fn mcp_servers_unexpanded(&self) -> BTreeMap<String, McpServer> {
-        self.mcp_servers_with(false)
+        self.mcp_sources()
+            .into_iter()
+            .map(|s| (s.name, s.shown))
+            .collect()
     }
 
-    fn mcp_servers_with(&self, expand_vars: bool) -> BTreeMap<String, McpServer> {
-        let mut out = BTreeMap::new();
-        for l in self.loaded() {
-            let secrets =
-                crate::store::config::secrets(&self.core.home, &l.name).unwrap_or_default();
-            let vars = |name: &str| {
-                secrets
-                    .get(name)
-                    .map(|s| s.expose().to_string())
-                    .or_else(|| std::env::var(name).ok())
-            };
-            let declared: BTreeSet<String> = crate::store::summary::config_fields(&l.manifest)
-                .into_iter()
-                .filter(|f| f.secret)
-                .map(|f| f.name)
-                .collect();
-            // Kept out of argv: a secret field whatever its name, and every host variable but
-            // the harmless few.
-            let withheld = |name: &str| {
-                declared.contains(name) || secrets.contains_key(name) || !argv_safe(name)
-            };
-            for (server, spec) in &l.manifest.yolop.mcp_servers {
-                let shape_ok = match spec.transport.as_str() {
-                    "stdio" => {
-                        spec.command.as_deref().is_some_and(|c| !c.is_empty()) && spec.url.is_none()
-                    }
-                    "http" => {
-                        spec.url.as_deref().is_some_and(|u| !u.is_empty()) && spec.command.is_none()
-                    }
-                    _ => false,
-                };
-                if !shape_ok {
-                    self.warn(format!("extension `{}`: skipping MCP server `{server}`: a stdio server needs `command` (and no `url`), an http one `url` (and no `command`)", l.name));
-                    continue;
-                }
-                let in_argv: BTreeSet<String> = spec
-                    .command
-                    .iter()
-                    .chain(&spec.args)
-                    .flat_map(|a| references(a))
-                    .filter(|n| withheld(n))
-                    .collect();
-                for name in &in_argv {
-                    self.warn(format!("extension `{}`: MCP server `{server}` puts variable `${{{name}}}` in its command line, where any local user can read it; its value is left out of argv and passed as env `{name}` instead (read it from there, or map it with `env`)", l.name));
-                }
-                let in_url: BTreeSet<String> = spec
-                    .url
-                    .iter()
-                    .flat_map(|u| references(u))
-                    .filter(|n| withheld(n))
-                    .collect();
-                for name in &in_url {
-                    self.warn(format!("extension `{}`: MCP server `{server}` puts variable `${{{name}}}` in its url, where logs and process lists can show it; pass secrets in a header instead", l.name));
-                }
-                let mut spec = spec.clone();
-                if !expand_vars {
-                    out.insert(format!("{}__{server}", l.name), spec);
-                    continue;
-                }
-                let mut moved = BTreeSet::new();
-                spec.command = spec
-                    .command
-                    .map(|c| expand_withholding(&c, &vars, &withheld, &mut moved));
-                spec.args = spec
-                    .args
-                    .iter()
-                    .map(|a| expand_withholding(a, &vars, &withheld, &mut moved))
-                    .collect();
-                spec.url = spec.url.map(|u| expand(&u, &vars));
-                spec.env = spec
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), expand(v, &vars)))
-                    .collect();
-                for name in moved {
-                    if let Some(value) = vars(&name) {
-                        spec.env.entry(name).or_insert(value);
-                    }
-                }
-                spec.headers = spec
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), expand(v, &vars)))
-                    .collect();
-                out.insert(format!("{}__{server}", l.name), spec);
-            }
-        }
-        // The user's own (`yep mcp add`): header values from the secrets only when expanded.
-        let home = &self.core.home;
-        let user = match expand_vars {
-            true => crate::store::mcp::resolved(home),
-            false => crate::store::mcp::list(home),
-        };
-        match user {
-            Ok(servers) => out.extend(servers),
-            Err(e) => self.warn(format!("skipping the home's MCP servers: {e}")),
-        }
-        let workspace = self.core.workspace_root().join(".mcp.json");
-        if let Ok(text) = std::fs::read_to_string(&workspace) {
-            match serde_json::from_str::<serde_json::Value>(&text) {
-                Ok(doc) => {
-                    for (name, spec) in doc
-                        .get("mcpServers")
-                        .and_then(|m| m.as_object())
-                        .into_iter()
-                        .flatten()
-                    {
-                        match serde_json::from_value::<McpServer>(spec.clone()) {
-                            Ok(spec) => {
-                                out.insert(name.clone(), spec);
-                            }
-                            Err(e) => self.warn(format!(
-                                "{}: skipping MCP server `{name}`: {e}",
-                                workspace.display()
-                            )),
-                        }
-                    }
-                }
-                Err(e) => self.warn(format!("failed to read {}: {e}", workspace.display())),
-            }
-        }
-        out
+    /// Every MCP server this session sees, with where it comes from.
+    pub fn mcp_sources(&self) -> Vec<super::McpSource> {
+        self.core.mcp_sources(&self.loaded())
     }
 }
 

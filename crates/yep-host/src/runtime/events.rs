@@ -269,6 +269,12 @@ impl Events for HostEvents {
         self.update_panel(|active| super::panel::apply(active, extension, update));
     }
 
+    fn tools_changed(&self, _extension: &str) {
+        if let Some(host) = self.host.get() {
+            host.rebuild();
+        }
+    }
+
     fn activate_tools(&self, extension: &str, tools: &[String]) {
         let mut activated = self.activated.lock().unwrap_or_else(|p| p.into_inner());
         for tool in tools.iter().take(crate::dialect::zot::MAX_REGISTRATIONS) {

@@ -8,6 +8,7 @@ mod events;
 mod hooks;
 mod intercept;
 pub mod launch;
+pub mod mcp;
 mod panel;
 mod prompt;
 mod trace;
@@ -17,6 +18,7 @@ pub use contrib::{Skill, expand};
 pub use events::{AskSink, DynAskSink, MAX_QUEUED_QUESTIONS, ServerTools, StatusEntry, StatusSink};
 pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook, glob_matches, hook_timeout};
 pub use intercept::{INTERCEPT_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, TurnDecision};
+pub use mcp::{MCP_PREFIX, McpSource, McpState};
 pub use panel::{ActivePanel, PANEL_KEYS, PANEL_RENDER_WAIT};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
@@ -113,6 +115,20 @@ pub enum HostError {
     ShutDown,
     #[error("no extension panel is open")]
     NoPanel,
+    /// An MCP server's tool that is not what was approved (it is new, or its description,
+    /// schema or hints changed).
+    #[error(
+        "MCP server `{}`: tool `{}` changed since it was approved; it is withheld until `yep trust {}`",
+        crate::text::escape(server),
+        crate::text::escape(tool),
+        crate::text::escape(server)
+    )]
+    Withheld { server: String, tool: String },
+    #[error("no MCP server named `{}` in this session", crate::text::escape(.0))]
+    UnknownMcpServer(String),
+    /// An MCP server that may not start: the sentence says why and how to approve it.
+    #[error("{0}")]
+    Unapproved(String),
     /// A settings write run off the async threads did not finish (it panicked or was
     /// cancelled).
     #[error("the settings write failed: {0}")]
@@ -261,6 +277,12 @@ pub struct ToolDefinition {
     /// The schema of its structured result, when it declares one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// Hints about what it does (an MCP tool's `annotations`), when it gives them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// An MCP server's tool: `extension` is the server's name.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mcp: bool,
 }
 
 /// The name of the meta-tool [`ToolDefinition::search_tools`] describes and
@@ -315,6 +337,8 @@ impl ToolDefinition {
             never_defer: true,
             deferred: false,
             output_schema: None,
+            annotations: None,
+            mcp: false,
         }
     }
 }
@@ -355,6 +379,13 @@ pub(crate) struct WeakHost {
 }
 
 impl WeakHost {
+    /// Ask the registry for a new table, if the host is still there.
+    pub(crate) fn rebuild(&self) {
+        if let Some(commands) = self.commands.upgrade() {
+            let _ = commands.send(Command::Rebuild);
+        }
+    }
+
     /// The host, while any handle to it is held.
     pub(crate) fn upgrade(&self) -> Option<ExtensionHost> {
         Some(ExtensionHost {
@@ -397,6 +428,8 @@ pub struct Table {
     loaded: Vec<Arc<Loaded>>,
     /// Enabled packages that could not be loaded but whose approved manifest has hooks.
     unloaded: Vec<Arc<Unloaded>>,
+    /// The MCP servers the session sees, approved or not.
+    mcp: Vec<Arc<mcp::McpEntry>>,
     tools: Vec<ToolDefinition>,
     forwarders: Vec<Arc<trace::Forwarder>>,
 }
@@ -558,7 +591,12 @@ impl Core {
     }
 
     /// A new table: tool names, collisions and never-defer budgets are decided here.
-    fn table(&self, loaded: Vec<Arc<Loaded>>, unloaded: Vec<Arc<Unloaded>>) -> Table {
+    fn table(
+        &self,
+        loaded: Vec<Arc<Loaded>>,
+        unloaded: Vec<Arc<Unloaded>>,
+        mcp: Vec<Arc<mcp::McpEntry>>,
+    ) -> Table {
         let names: Vec<&str> = loaded.iter().map(|l| l.name.as_str()).collect();
         let mut taken: BTreeSet<String> = self.opts.builtins.iter().cloned().collect();
         let mut tools = Vec::new();
@@ -593,6 +631,51 @@ impl Core {
                     never_defer,
                     deferred: !never_defer,
                     output_schema: t.output_schema.clone(),
+                    annotations: None,
+                    mcp: false,
+                });
+            }
+        }
+        // MCP servers' tools, after the extensions' (whose names they cannot take): each
+        // approved one as it is now, the rest withheld with a warning.
+        for entry in &mcp {
+            let server = &entry.source.name;
+            let (offered, withheld) = entry.tools();
+            for change in withheld {
+                warnings.push(HealthEvent::Warning {
+                    extension: Some(server.clone()),
+                    message: format!(
+                        "MCP server `{}`: {change}: withheld until `yep trust {}`",
+                        crate::text::escape(server),
+                        crate::text::escape(server)
+                    ),
+                });
+            }
+            for t in offered {
+                let name = mcp::tool_name(server, &t.name);
+                if !taken.insert(name.clone()) {
+                    warnings.push(HealthEvent::RefusedTool {
+                        extension: server.clone(),
+                        tool: t.name.clone(),
+                        message: format!(
+                            "MCP server `{}`: tool `{}` would be `{name}`, which is taken; refusing it",
+                            crate::text::escape(server),
+                            crate::text::escape(&t.name)
+                        ),
+                    });
+                    continue;
+                }
+                tools.push(ToolDefinition {
+                    name,
+                    tool: t.name,
+                    extension: server.clone(),
+                    description: t.description.unwrap_or_default(),
+                    schema: t.input_schema,
+                    never_defer: false,
+                    deferred: true,
+                    output_schema: t.output_schema,
+                    annotations: t.annotations,
+                    mcp: true,
                 });
             }
         }
@@ -613,9 +696,43 @@ impl Core {
         Table {
             loaded,
             unloaded,
+            mcp,
             tools,
             forwarders,
         }
+    }
+
+    /// Every MCP server a session with `loaded` sees, with where it comes from.
+    fn mcp_sources(&self, loaded: &[Arc<Loaded>]) -> Vec<McpSource> {
+        let extensions: Vec<(String, Manifest)> = loaded
+            .iter()
+            .map(|l| (l.name.clone(), l.manifest.clone()))
+            .collect();
+        mcp::sources(
+            &self.home,
+            &extensions,
+            &self.workspace_root(),
+            &mut |message| self.warn(message),
+        )
+    }
+
+    /// The MCP servers a session with `loaded` runs, keeping `old` entries still the same.
+    fn mcp_entries(
+        &self,
+        loaded: &[Arc<Loaded>],
+        old: &[Arc<mcp::McpEntry>],
+    ) -> Vec<Arc<mcp::McpEntry>> {
+        let sources = self.mcp_sources(loaded);
+        let events = Arc::clone(&self.events) as Arc<dyn crate::capability::Events>;
+        mcp::entries(
+            &self.home,
+            sources,
+            old,
+            &self.workspace_root(),
+            &self.opts.supervisor,
+            &events,
+            &mut |extension, message| self.report(HealthEvent::Warning { extension, message }),
+        )
     }
 }
 
@@ -632,6 +749,9 @@ enum Command {
     },
     SetWorkspace(PathBuf, oneshot::Sender<Result<(), HostError>>),
     Refresh(oneshot::Sender<Result<(), HostError>>),
+    /// A server's tools may have changed (an MCP server started or said so): the table is
+    /// built again from what is loaded.
+    Rebuild,
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -672,6 +792,7 @@ impl Registry {
                 Command::Refresh(reply) => {
                     let _ = reply.send(self.refresh().await);
                 }
+                Command::Rebuild => self.rebuild(),
                 Command::Shutdown(reply) => {
                     self.shutdown().await;
                     let _ = reply.send(());
@@ -748,13 +869,22 @@ impl Registry {
         let names = |list: &[Arc<Loaded>]| list.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
         let gone_names =
             |list: &[Arc<Unloaded>]| list.iter().map(|u| u.name.clone()).collect::<Vec<_>>();
-        if names(&next) == names(&old.loaded) && gone_names(&unloaded) == gone_names(&old.unloaded)
+        let mcp = self.core.mcp_entries(&next, &old.mcp);
+        let kept = |list: &[Arc<mcp::McpEntry>], e: &Arc<mcp::McpEntry>| {
+            list.iter().any(|other| Arc::ptr_eq(other, e))
+        };
+        let gone_mcp: Vec<_> = old.mcp.iter().filter(|e| !kept(&mcp, e)).cloned().collect();
+        let new_mcp: Vec<_> = mcp.iter().filter(|e| !kept(&old.mcp, e)).cloned().collect();
+        if names(&next) == names(&old.loaded)
+            && gone_names(&unloaded) == gone_names(&old.unloaded)
+            && gone_mcp.is_empty()
+            && new_mcp.is_empty()
         {
             // Nothing changed: subscribers are not told of a change that is not one.
             return Ok(failed);
         }
         self.table
-            .send_replace(Arc::new(self.core.table(next, unloaded)));
+            .send_replace(Arc::new(self.core.table(next, unloaded, mcp)));
         // Closed for good: calls in flight fail, and nothing starts them again.
         let mut stops = tokio::task::JoinSet::new();
         for l in gone {
@@ -765,8 +895,14 @@ impl Registry {
                 events.clear(&l.name);
             });
         }
+        for e in gone_mcp {
+            stops.spawn(async move {
+                e.ext.close().await;
+            });
+        }
         while stops.join_next().await.is_some() {}
         self.core.start_eager(added).await;
+        mcp::learn(new_mcp);
         Ok(failed)
     }
 
@@ -812,6 +948,22 @@ impl Registry {
     async fn refresh(&mut self) -> Result<(), HostError> {
         let enabled = settings::enabled(&self.core.home.settings_path())?;
         self.reconcile(&enabled).await.map(drop)
+    }
+
+    /// The table again from what is loaded now, published only when its tools changed.
+    fn rebuild(&mut self) {
+        if self.shut {
+            return;
+        }
+        let current = self.current();
+        let next = self.core.table(
+            current.loaded.clone(),
+            current.unloaded.clone(),
+            current.mcp.clone(),
+        );
+        if next.tools != current.tools {
+            self.table.send_replace(Arc::new(next));
+        }
     }
 
     async fn reload(&mut self, name: &str) -> Result<(), HostError> {
@@ -875,7 +1027,9 @@ impl Registry {
                 });
             }
         }
-        Ok(())
+        // Another workspace has other `.mcp.json` servers.
+        let wanted = self.current().wanted();
+        self.reconcile(&wanted).await.map(drop)
     }
 
     async fn shutdown(&mut self) {
@@ -891,6 +1045,11 @@ impl Registry {
             tasks.spawn(async move {
                 l.ext.close().await;
                 events.clear(&l.name);
+            });
+        }
+        for e in self.current().mcp.iter().cloned() {
+            tasks.spawn(async move {
+                e.ext.close().await;
             });
         }
         while tasks.join_next().await.is_some() {}
@@ -1124,13 +1283,31 @@ impl ExtensionHost {
                 .iter()
                 .find(|t| t.name == name)
                 .ok_or_else(|| HostError::UnknownTool(name.to_string()))?;
-            let loaded = table
-                .loaded
-                .iter()
-                .find(|l| l.name == def.extension)
-                .cloned()
-                .ok_or_else(|| HostError::UnknownTool(name.to_string()))?;
-            (loaded, def.tool.clone())
+            let mcp = def
+                .mcp
+                .then(|| table.mcp.iter().find(|e| e.source.name == def.extension))
+                .flatten()
+                .cloned();
+            match mcp {
+                Some(entry) => (Err(entry), def.tool.clone()),
+                None => (
+                    Ok(table
+                        .loaded
+                        .iter()
+                        .find(|l| l.name == def.extension && !def.mcp)
+                        .cloned()
+                        .ok_or_else(|| HostError::UnknownTool(name.to_string()))?),
+                    def.tool.clone(),
+                ),
+            }
+        };
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
+            Err(entry) => {
+                return self
+                    .call_mcp(&entry, tool, args, updates, cancel, chain)
+                    .await;
+            }
         };
         // Refused before the server is started or sent anything.
         loaded.ext.check_args(&tool, &args)?;
@@ -1158,6 +1335,61 @@ impl ExtensionHost {
             chain,
         };
         Ok(loaded.ext.send_tool_call(&live, call).await?)
+    }
+
+    /// A call of MCP server `entry`'s `tool`, started if need be, and held to its pin: a tool
+    /// the running server changed since approval is withheld.
+    async fn call_mcp(
+        &self,
+        entry: &mcp::McpEntry,
+        tool: String,
+        args: Value,
+        updates: Option<UpdateSink>,
+        cancel: Option<CancellationToken>,
+        chain: Vec<String>,
+    ) -> Result<Value, HostError> {
+        let live = entry.ext.live().await?;
+        if !entry.approves(live.peer().as_ref(), &tool) {
+            let server = &entry.source.name;
+            return Err(HostError::Withheld {
+                server: server.clone(),
+                tool,
+            });
+        }
+        let call = ToolCall {
+            tool,
+            args,
+            updates,
+            cancel,
+            chain,
+        };
+        Ok(entry.ext.send_tool_call(&live, call).await?)
+    }
+
+    /// The tools MCP server `server` lists now, whether approved or not, through the session's
+    /// own client (started if need be). One that is not approved is never started.
+    pub async fn mcp_list_tools(
+        &self,
+        server: &str,
+    ) -> Result<Vec<crate::store::mcp::McpTool>, HostError> {
+        let entry = self
+            .snapshot()
+            .mcp
+            .iter()
+            .find(|e| e.source.name == server)
+            .cloned()
+            .ok_or_else(|| HostError::UnknownMcpServer(server.to_string()))?;
+        if let Some(why) = &entry.blocked {
+            return Err(HostError::Unapproved(why.clone()));
+        }
+        let live = entry.ext.live().await?;
+        Ok(live.peer().listed().iter().map(mcp::pinned_form).collect())
+    }
+
+    /// Where each MCP server this session sees stands: approved or not, started, failed, its
+    /// tools and what is withheld.
+    pub fn mcp_status(&self) -> Vec<McpState> {
+        self.snapshot().mcp.iter().map(|e| e.state()).collect()
     }
 
     /// Log, once per server process, the tools it serves that the manifest does not approve.
@@ -1351,12 +1583,14 @@ fn tool_name(
                 .strip_prefix(other)
                 .is_some_and(|rest| rest.starts_with("__"))
     });
-    if foreign.is_none() && !taken.contains(tool) {
+    let mcp = tool.starts_with(MCP_PREFIX);
+    if foreign.is_none() && !mcp && !taken.contains(tool) {
         taken.insert(tool.to_string());
         return Some(tool.to_string());
     }
     let why = match foreign {
         Some(other) => format!("is in extension `{other}`'s `{other}__` namespace"),
+        None if mcp => format!("is in the MCP servers' `{MCP_PREFIX}` namespace"),
         None => "collides with an existing tool".to_string(),
     };
     let qualified = format!("{ext}__{tool}");

@@ -7,8 +7,11 @@ MCP specification for the MCP dialect's tests. Tools:
   slow          -> three progress notifications, then no answer until cancelled
   ask           -> elicitation/create for a colour, then "color: <answer>"
   huge          -> a 5 MiB line, over the host's frame cap
+  args          -> its arguments, as JSON text
+  crash         -> the process exits (status 3) without answering
 """
 import json
+import os
 import sys
 
 
@@ -33,6 +36,8 @@ TOOLS = [
      "inputSchema": {"type": "object"}},
     {"name": "ask", "description": "asks for a colour", "inputSchema": {"type": "object"}},
     {"name": "huge", "description": "answers too much", "inputSchema": {"type": "object"}},
+    {"name": "args", "description": "answers its arguments", "inputSchema": {"type": "object"}},
+    {"name": "crash", "description": "exits mid-call", "inputSchema": {"type": "object"}},
 ]
 
 cancelled = []
@@ -69,6 +74,11 @@ for line in sys.stdin:
                     "message": "step %d" % step}})
         elif name == "huge":
             text(call_id, "x" * (5 * 1024 * 1024))
+        elif name == "args":
+            text(call_id, json.dumps(args, sort_keys=True))
+        elif name == "crash":
+            sys.stdout.flush()
+            os._exit(3)
         elif name == "ask":
             asking["e%s" % call_id] = call_id
             send({"jsonrpc": "2.0", "id": "e%s" % call_id, "method": "elicitation/create",

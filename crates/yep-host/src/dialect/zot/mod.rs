@@ -392,6 +392,7 @@ impl Router {
                     schema,
                     deferred,
                     output_schema: output_schema.filter(Value::is_object),
+                    annotations: None,
                 });
             }
             FromExtension::RegisterCommand { name, description } => {

@@ -1,0 +1,633 @@
+//! MCP servers in the session, beside the extensions and under the same policy: where they
+//! come from (the enabled extensions' `mcpServers`, the home's `yep mcp add`, the workspace's
+//! `.mcp.json`), whether they may run (an approval pinned in the lock), and their tools in the
+//! host's table as `mcp__<server>__<tool>`, offered from the approved list until the server
+//! first starts. A tool that is new or changed since approval is withheld until `yep trust`.
+
+use super::contrib::{argv_safe, expand, expand_withholding, references};
+use crate::capability::{Events, HostToolCall, LogLevel, OfferedTool, Question};
+use crate::health::HealthEvent;
+use crate::manifest::{Grants, Manifest, McpServer};
+use crate::store::Home;
+use crate::store::mcp::{McpPin, McpTool, Origin, ToolChange};
+use crate::supervisor::{Extension, ServerSpec, SupervisorOptions};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The prefix of every MCP tool's name in the table; no extension tool may take it.
+pub const MCP_PREFIX: &str = "mcp__";
+
+/// How long an MCP server gets to exit after its stdin closes, and again after SIGTERM.
+pub const MCP_GRACE: Duration = Duration::from_secs(2);
+
+/// One MCP server a session sees, as defined.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpSource {
+    /// `<ext>__<server>` for an extension's, else the name it was given.
+    pub name: String,
+    pub origin: Origin,
+    /// As it runs: `${VAR}` expanded (it can carry secrets; never show it).
+    #[serde(skip)]
+    pub server: McpServer,
+    /// As written: what is shown and what an approval hashes.
+    pub shown: McpServer,
+}
+
+impl McpSource {
+    /// Why it may not start, or `None` when its approval stands: none was given, or what runs
+    /// under the name changed since.
+    pub fn unapproved(&self, pin: Option<&McpPin>) -> Option<String> {
+        let name = crate::text::escape(&self.name);
+        match pin {
+            None => Some(match &self.origin {
+                Origin::Workspace(root) => format!(
+                    "MCP server `{name}` from {} is not approved, so it does not start; approve it with `yep trust {name}`",
+                    crate::text::escape(&root.join(".mcp.json").display().to_string())
+                ),
+                _ => format!(
+                    "MCP server `{name}` has no approved tool list, so it does not start; approve it with `yep trust {name}`"
+                ),
+            }),
+            Some(pin) if pin.spec != crate::store::mcp::spec_hash(&self.shown, &self.origin) => {
+                Some(format!(
+                    "MCP server `{name}`: its command, url or environment changed since it was approved, so it does not start; review it with `yep trust {name}`"
+                ))
+            }
+            Some(_) => None,
+        }
+    }
+}
+
+/// Every MCP server a session in `workspace` sees: each of `extensions`' `mcpServers` as
+/// `<ext>__<server>` (a malformed entry is skipped with a warning), `${VAR}` expanded from the
+/// environment and the extension's secrets; then the home's own (`yep mcp add`, header values
+/// from `connections.toml`); then the workspace's `.mcp.json`, whose entries override by name.
+///
+/// Deny by default: in `command` and `args`, where any local user can read them in
+/// `/proc/<pid>/cmdline`, only `argv_safe` variables expand (`HOME`, `PATH`, `XDG_*`...) and
+/// never one of the extension's secret fields, whatever its name. Any other reference expands
+/// to nothing there; its value goes into the server's `env` under the same name, with a
+/// warning naming the variable and the server. `url`, `headers` and `env` expand everything
+/// (they need the values), with a warning for a variable in an http server's `url` other than
+/// an `argv_safe` one: use a header instead.
+pub fn sources(
+    home: &Home,
+    extensions: &[(String, Manifest)],
+    workspace: &Path,
+    warn: &mut dyn FnMut(String),
+) -> Vec<McpSource> {
+    let mut out: Vec<McpSource> = Vec::new();
+    let mut put = |source: McpSource| {
+        out.retain(|s| s.name != source.name);
+        out.push(source);
+    };
+    for (ext, manifest) in extensions {
+        let secrets = crate::store::config::secrets(home, ext).unwrap_or_default();
+        let vars = |name: &str| {
+            secrets
+                .get(name)
+                .map(|s| s.expose().to_string())
+                .or_else(|| std::env::var(name).ok())
+        };
+        let declared: BTreeSet<String> = crate::store::summary::config_fields(manifest)
+            .into_iter()
+            .filter(|f| f.secret)
+            .map(|f| f.name)
+            .collect();
+        // Kept out of argv: a secret field whatever its name, and every host variable but the
+        // harmless few.
+        let withheld =
+            |name: &str| declared.contains(name) || secrets.contains_key(name) || !argv_safe(name);
+        for (server, spec) in &manifest.yolop.mcp_servers {
+            let shape_ok = match spec.transport.as_str() {
+                "stdio" => {
+                    spec.command.as_deref().is_some_and(|c| !c.is_empty()) && spec.url.is_none()
+                }
+                "http" => {
+                    spec.url.as_deref().is_some_and(|u| !u.is_empty()) && spec.command.is_none()
+                }
+                _ => false,
+            };
+            if !shape_ok {
+                warn(format!(
+                    "extension `{ext}`: skipping MCP server `{server}`: a stdio server needs `command` (and no `url`), an http one `url` (and no `command`)"
+                ));
+                continue;
+            }
+            let in_argv: BTreeSet<String> = spec
+                .command
+                .iter()
+                .chain(&spec.args)
+                .flat_map(|a| references(a))
+                .filter(|n| withheld(n))
+                .collect();
+            for name in &in_argv {
+                warn(format!(
+                    "extension `{ext}`: MCP server `{server}` puts variable `${{{name}}}` in its command line, where any local user can read it; its value is left out of argv and passed as env `{name}` instead (read it from there, or map it with `env`)"
+                ));
+            }
+            let in_url: BTreeSet<String> = spec
+                .url
+                .iter()
+                .flat_map(|u| references(u))
+                .filter(|n| withheld(n))
+                .collect();
+            for name in &in_url {
+                warn(format!(
+                    "extension `{ext}`: MCP server `{server}` puts variable `${{{name}}}` in its url, where logs and process lists can show it; pass secrets in a header instead"
+                ));
+            }
+            let mut run = spec.clone();
+            let mut moved = BTreeSet::new();
+            run.command = run
+                .command
+                .map(|c| expand_withholding(&c, &vars, &withheld, &mut moved));
+            run.args = run
+                .args
+                .iter()
+                .map(|a| expand_withholding(a, &vars, &withheld, &mut moved))
+                .collect();
+            run.url = run.url.map(|u| expand(&u, &vars));
+            run.env = run
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), expand(v, &vars)))
+                .collect();
+            for name in moved {
+                if let Some(value) = vars(&name) {
+                    run.env.entry(name).or_insert(value);
+                }
+            }
+            run.headers = run
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), expand(v, &vars)))
+                .collect();
+            put(McpSource {
+                name: format!("{ext}__{server}"),
+                origin: Origin::Extension(ext.clone()),
+                server: run,
+                shown: spec.clone(),
+            });
+        }
+    }
+    // The user's own (`yep mcp add`): header values from the secrets only to run it.
+    match (
+        crate::store::mcp::resolved(home),
+        crate::store::mcp::list(home),
+    ) {
+        (Ok(run), Ok(shown)) => {
+            for (name, shown) in shown {
+                let server = run.get(&name).cloned().unwrap_or_else(|| shown.clone());
+                put(McpSource {
+                    name,
+                    origin: Origin::Home,
+                    server,
+                    shown,
+                });
+            }
+        }
+        (Err(e), _) | (_, Err(e)) => warn(format!("skipping the home's MCP servers: {e}")),
+    }
+    let file = workspace.join(".mcp.json");
+    if let Ok(text) = std::fs::read_to_string(&file) {
+        match serde_json::from_str::<Value>(&text) {
+            Ok(doc) => {
+                for (name, spec) in doc
+                    .get("mcpServers")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    match serde_json::from_value::<McpServer>(spec.clone()) {
+                        Ok(server) => {
+                            // A workspace file often holds tokens as they are: never shown.
+                            let mut shown = server.clone();
+                            for v in shown.headers.values_mut().chain(shown.env.values_mut()) {
+                                *v = crate::store::mcp::HIDDEN.into();
+                            }
+                            put(McpSource {
+                                name: name.clone(),
+                                origin: Origin::Workspace(workspace.to_path_buf()),
+                                server,
+                                shown,
+                            });
+                        }
+                        Err(e) => warn(format!(
+                            "{}: skipping MCP server `{}`: {e}",
+                            file.display(),
+                            crate::text::escape(name)
+                        )),
+                    }
+                }
+            }
+            Err(e) => warn(format!("failed to read {}: {e}", file.display())),
+        }
+    }
+    out
+}
+
+/// The enabled extensions' approved manifests, as a session outside one sees them (for
+/// `yep trust` and `yep mcp list`).
+pub fn enabled_manifests(home: &Home) -> Result<Vec<(String, Manifest)>, crate::store::StoreError> {
+    let lock = home.lockfile()?;
+    let enabled = crate::store::settings::enabled(&home.settings_path())?;
+    Ok(enabled
+        .into_iter()
+        .filter_map(|name| {
+            let entry = lock.get(&name)?;
+            let manifest = entry
+                .approved()
+                .or_else(|| home.package_manifest(entry).ok())?;
+            Some((name, manifest))
+        })
+        .collect())
+}
+
+/// `mcp-<server>`, kept to characters safe in a file name (it can come from a workspace
+/// file): the server's log is `<home>/logs/mcp-<server>.log`.
+pub fn log_stem(server: &str) -> String {
+    format!("mcp-{}", safe(server))
+}
+
+/// `text` with every character but `A-Z a-z 0-9 _ -` as `_`: a tool name every model API
+/// takes.
+fn safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The table's name for `tool` of MCP server `server`.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    format!("{MCP_PREFIX}{}__{}", safe(server), safe(tool))
+}
+
+/// A server that is reached over HTTP has no streams of its own: the dialect connects.
+#[cfg(feature = "mcp-http")]
+struct Remote;
+
+#[cfg(feature = "mcp-http")]
+impl crate::supervisor::Transport for Remote {
+    fn open(&self, _spec: &ServerSpec) -> std::io::Result<crate::dialect::Streams> {
+        Ok(crate::dialect::Streams::Other {
+            reader: Box::new(tokio::io::empty()),
+            writer: Box::new(tokio::io::sink()),
+        })
+    }
+}
+
+/// How `source` runs, started from `workspace`: spawned as any server is (its log, process
+/// group, backoff, graceful stop), or reached over HTTP. A question it asks (elicitation)
+/// goes to the user.
+pub fn launch(
+    home: &Home,
+    source: &McpSource,
+    workspace: &Path,
+    base: &SupervisorOptions,
+) -> Result<(ServerSpec, SupervisorOptions), String> {
+    let package_dir = match &source.origin {
+        Origin::Extension(ext) => home.package_dir(ext),
+        _ => workspace.to_path_buf(),
+    };
+    let grants = Grants {
+        ui_ask: true,
+        ..Grants::default()
+    };
+    let spec = ServerSpec {
+        name: log_stem(&source.name),
+        // An http server's url stands where errors show what ran.
+        command: match &source.server.command {
+            Some(command) => command.clone(),
+            None => source.shown.url.clone().unwrap_or_default(),
+        },
+        args: source.server.args.clone(),
+        package_dir,
+        workspace_root: workspace.to_path_buf(),
+        cwd: None,
+        data_dir: None,
+        language: None,
+        pin: None,
+        session_id: String::new(),
+        config: Value::Null,
+        env: source
+            .server
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        log_dir: home.logs_dir(),
+        grants,
+        tool_schemas: Default::default(),
+    };
+    let mut opts = SupervisorOptions {
+        grace: MCP_GRACE,
+        term_wait: MCP_GRACE,
+        ..base.clone()
+    };
+    match source.server.transport.as_str() {
+        "stdio" => opts.dialect = Arc::new(crate::dialect::mcp::Mcp),
+        #[cfg(feature = "mcp-http")]
+        "http" => {
+            let url = source.server.url.clone().unwrap_or_default();
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!(
+                    "MCP server `{}`: {:?} is not an http:// or https:// url",
+                    crate::text::escape(&source.name),
+                    crate::text::escape(&url)
+                ));
+            }
+            opts.dialect = Arc::new(crate::dialect::mcp::McpHttp {
+                url,
+                headers: source
+                    .server
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            });
+            opts.transport = Some(Arc::new(Remote));
+        }
+        other => {
+            return Err(format!(
+                "MCP server `{}`: this build cannot reach a server over {:?}",
+                crate::text::escape(&source.name),
+                crate::text::escape(other)
+            ));
+        }
+    }
+    Ok((spec, opts))
+}
+
+/// The tools a server lists, as a pin records them.
+pub fn pinned_form(tool: &OfferedTool) -> McpTool {
+    McpTool {
+        name: tool.name.clone(),
+        description: tool.description.clone(),
+        input_schema: tool.schema.clone().unwrap_or(Value::Null),
+        output_schema: tool.output_schema.clone(),
+        annotations: tool.annotations.clone(),
+    }
+}
+
+/// Start `source` once, list its tools and stop it: what `yep trust`, `yep mcp add` and an
+/// install show and pin. Questions it asks meanwhile are answered cancelled.
+pub async fn probe(
+    home: &Home,
+    source: &McpSource,
+    workspace: &Path,
+) -> Result<Vec<McpTool>, String> {
+    let (spec, opts) = launch(home, source, workspace, &SupervisorOptions::default())?;
+    let ext = Extension::new(spec, opts, Arc::new(crate::capability::NoEvents));
+    let listed = match ext.live().await {
+        Ok(live) => Ok(live.peer().listed()),
+        Err(e) => Err(crate::error::report(&e)),
+    };
+    ext.stop().await;
+    Ok(listed?.iter().map(pinned_form).collect())
+}
+
+/// Approve `source` as it is now: start it once, list its tools, and pin them in the lock
+/// (what `yep mcp add`, `yep trust` and an install do). Its tools, or why it could not be
+/// listed.
+pub async fn approve(
+    home: &Home,
+    source: &McpSource,
+    workspace: &Path,
+) -> Result<Vec<McpTool>, String> {
+    let tools = probe(home, source, workspace).await?;
+    crate::store::mcp::record(home, &source.name, &source.origin, &source.shown, &tools)
+        .map_err(|e| crate::error::report(&e))?;
+    Ok(tools)
+}
+
+/// One MCP server in the session.
+pub(crate) struct McpEntry {
+    pub(crate) source: McpSource,
+    pub(crate) pin: Option<McpPin>,
+    /// Why it may not start (see [`McpSource::unapproved`]).
+    pub(crate) blocked: Option<String>,
+    /// The approved tools as cached at approval: offered until the server first starts.
+    pub(crate) cached: Vec<McpTool>,
+    pub(crate) ext: Extension,
+}
+
+impl McpEntry {
+    pub(crate) fn new(
+        home: &Home,
+        source: McpSource,
+        workspace: &Path,
+        base: &SupervisorOptions,
+        events: Arc<dyn Events>,
+    ) -> Result<McpEntry, String> {
+        let pin = crate::store::mcp::pin(home, &source.name, &source.origin)
+            .map_err(|e| crate::error::report(&e))?;
+        let blocked = source.unapproved(pin.as_ref());
+        let cached = match (&pin, &blocked) {
+            (Some(pin), None) => crate::store::mcp::cached(home, &source.origin, pin),
+            _ => Vec::new(),
+        };
+        let (spec, opts) = launch(home, &source, workspace, base)?;
+        let name = source.name.clone();
+        let ext = Extension::new(
+            spec,
+            opts,
+            Arc::new(McpEvents {
+                name,
+                inner: events,
+            }),
+        );
+        Ok(McpEntry {
+            source,
+            pin,
+            blocked,
+            cached,
+            ext,
+        })
+    }
+
+    /// Whether it is the same server, approved the same way: a session keeps its process.
+    pub(crate) fn same(&self, source: &McpSource, pin: Option<&McpPin>) -> bool {
+        self.source == *source && self.pin.as_ref() == pin
+    }
+
+    /// The tools it offers now: the running server's list, else the approved cache; each
+    /// held to the pin. The rest are what is withheld and why.
+    pub(crate) fn tools(&self) -> (Vec<McpTool>, Vec<ToolChange>) {
+        let (Some(pin), None) = (&self.pin, &self.blocked) else {
+            return (Vec::new(), Vec::new());
+        };
+        let listed: Vec<McpTool> = match self.ext.running() {
+            Some(live) => live.peer().listed().iter().map(pinned_form).collect(),
+            None => return (self.cached.clone(), Vec::new()),
+        };
+        let changes = crate::store::mcp::diff(Some(pin), &listed);
+        let offered = listed
+            .into_iter()
+            .filter(|t| pin.tools.get(&t.name) == Some(&t.hash()))
+            .collect();
+        let withheld = changes
+            .into_iter()
+            .filter(|c| !matches!(c, ToolChange::Removed(_)))
+            .collect();
+        (offered, withheld)
+    }
+
+    /// Whether the running server's `tool` is still what was approved.
+    pub(crate) fn approves(&self, peer: &dyn crate::dialect::Peer, tool: &str) -> bool {
+        let Some(pin) = &self.pin else {
+            return false;
+        };
+        peer.listed()
+            .iter()
+            .find(|t| t.name == tool)
+            .is_some_and(|t| pin.tools.get(tool) == Some(&pinned_form(t).hash()))
+    }
+
+    /// Where it stands, for the session status and `yep list`.
+    pub(crate) fn state(&self) -> McpState {
+        let (offered, withheld) = self.tools();
+        let state = if self.blocked.is_some() {
+            "unapproved"
+        } else if self.ext.is_running() {
+            "started"
+        } else if self.ext.failures() > 0 {
+            "failed"
+        } else {
+            "configured"
+        };
+        McpState {
+            name: self.source.name.clone(),
+            origin: self.source.origin.clone(),
+            transport: self.source.shown.transport.clone(),
+            state,
+            tools: offered
+                .iter()
+                .map(|t| tool_name(&self.source.name, &t.name))
+                .collect(),
+            withheld: withheld.iter().map(ToString::to_string).collect(),
+            message: self.blocked.clone(),
+        }
+    }
+}
+
+/// Where one MCP server stands in the session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpState {
+    pub name: String,
+    pub origin: Origin,
+    pub transport: String,
+    /// `unapproved` (never started), `configured` (not started yet), `started` or `failed`.
+    pub state: &'static str,
+    /// Its tools in the table.
+    pub tools: Vec<String>,
+    /// Tools withheld as new or changed since approval (`+ tool x (new)`).
+    pub withheld: Vec<String>,
+    /// Why it does not start, when it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// An MCP server's events: the host's, and a new table when its tools may have changed (it
+/// started, restarted, or said its list changed).
+struct McpEvents {
+    name: String,
+    inner: Arc<dyn Events>,
+}
+
+impl Events for McpEvents {
+    fn log(&self, extension: &str, level: LogLevel, message: &str) {
+        self.inner.log(extension, level, message);
+    }
+
+    fn health(&self, event: HealthEvent) {
+        let changed = matches!(
+            event,
+            HealthEvent::Started { .. } | HealthEvent::Restarted { .. }
+        );
+        self.inner.health(event);
+        if changed {
+            self.inner.tools_changed(&self.name);
+        }
+    }
+
+    fn tools_changed(&self, _extension: &str) {
+        self.inner.tools_changed(&self.name);
+    }
+
+    fn run_tool(
+        &self,
+        extension: &str,
+        call: HostToolCall,
+    ) -> crate::capability::BoxFuture<Result<Value, String>> {
+        self.inner.run_tool(extension, call)
+    }
+
+    fn ask(
+        &self,
+        _extension: &str,
+        question: Question,
+    ) -> crate::capability::BoxFuture<crate::capability::Answer> {
+        // Asked in the server's own name, not its log file's.
+        self.inner.ask(&self.name, question)
+    }
+}
+
+/// Which of `sources` the session runs, keeping `old` entries that are still the same.
+pub(crate) fn entries(
+    home: &Home,
+    sources: Vec<McpSource>,
+    old: &[Arc<McpEntry>],
+    workspace: &Path,
+    base: &SupervisorOptions,
+    events: &Arc<dyn Events>,
+    warn: &mut dyn FnMut(Option<String>, String),
+) -> Vec<Arc<McpEntry>> {
+    let mut out = Vec::new();
+    for source in sources {
+        let pin = crate::store::mcp::pin(home, &source.name, &source.origin)
+            .ok()
+            .flatten();
+        if let Some(kept) = old.iter().find(|e| e.same(&source, pin.as_ref())) {
+            out.push(Arc::clone(kept));
+            continue;
+        }
+        let name = source.name.clone();
+        match McpEntry::new(home, source, workspace, base, Arc::clone(events)) {
+            Ok(entry) => {
+                if let Some(why) = &entry.blocked {
+                    warn(Some(name), why.clone());
+                }
+                out.push(Arc::new(entry));
+            }
+            Err(why) => warn(Some(name), why),
+        }
+    }
+    out
+}
+
+/// Start, in the background, each approved server of `entries` whose tools were never cached
+/// (approved elsewhere, or a cache lost): its list comes in with its start.
+pub(crate) fn learn(entries: Vec<Arc<McpEntry>>) {
+    for entry in entries {
+        let unknown = entry.blocked.is_none()
+            && entry.cached.is_empty()
+            && entry.pin.as_ref().is_some_and(|p| !p.tools.is_empty());
+        if unknown {
+            tokio::spawn(async move {
+                // A failure is reported where it happens, in the supervisor.
+                let _ = entry.ext.live().await;
+            });
+        }
+    }
+}

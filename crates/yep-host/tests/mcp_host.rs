@@ -1,0 +1,344 @@
+//! MCP servers in the host's table, beside extensions and under the same policy: their tools
+//! named `mcp__<server>__<tool>`, started on first use, hooked like any tool, held to the tool
+//! list approved in the lock, and a workspace's `.mcp.json` server never started unapproved.
+//! The server is `tests/mcp/server.py` (written from the MCP specification), run as a user
+//! would configure it.
+
+#![cfg(feature = "mcp")]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use yep_host::health::HealthEvent;
+use yep_host::runtime::mcp::{McpSource, approve, sources};
+use yep_host::store::manifest::McpServer;
+use yep_host::store::{AlwaysYes, Home, InstallOptions};
+use yep_host::{CallOutcome, ExtensionHost, HostError, HostOptions, Session};
+
+fn server_py() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/server.py").to_string()
+}
+
+struct World {
+    dir: tempfile::TempDir,
+    home: Home,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: dir.path().join("home"),
+        };
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        World { dir, home }
+    }
+
+    fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    /// Add stdio server `name` to the home, running `command args` (as `yep mcp add`).
+    fn add_server(&self, name: &str, command: &str, args: &[&str]) {
+        let server = McpServer {
+            transport: "stdio".into(),
+            command: Some(command.into()),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Default::default(),
+            url: None,
+            headers: Default::default(),
+        };
+        yep_host::store::mcp::add(&self.home, name, &server).unwrap();
+    }
+
+    fn source(&self, name: &str) -> McpSource {
+        sources(&self.home, &[], &self.workspace(), &mut |_| {})
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap()
+    }
+
+    /// Approve `name` as it is now, as `yep mcp add` and `yep trust` do.
+    async fn approve(&self, name: &str) -> Vec<String> {
+        let tools = approve(&self.home, &self.source(name), &self.workspace())
+            .await
+            .unwrap();
+        tools.into_iter().map(|t| t.name).collect()
+    }
+
+    /// Install and enable a fixture extension with this manifest facet and behaviour.
+    fn extension(&self, name: &str, facet: Value, config: Value) {
+        let mut facet = facet;
+        let mut config = config;
+        config["name"] = json!(name);
+        facet["capabilityServer"] = json!({"command": fixture_bin(), "args": [config.to_string()]});
+        let manifest =
+            json!({"name": name, "version": "1.0.0", "description": "fixture", "yolop": facet});
+        let pkg = self.dir.path().join("src").join(name);
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+        self.home
+            .install(
+                pkg.to_str().unwrap(),
+                &InstallOptions::default(),
+                &mut AlwaysYes,
+            )
+            .unwrap();
+        self.home.set_enabled(name, true).unwrap();
+    }
+
+    async fn host(&self) -> ExtensionHost {
+        let opts = HostOptions {
+            supervisor: quick_opts(),
+            ..HostOptions::default()
+        };
+        let session = Session {
+            id: "s1".into(),
+            workspace_root: self.workspace(),
+        };
+        ExtensionHost::start(self.home.clone(), session, opts)
+            .await
+            .unwrap()
+    }
+}
+
+fn state_of(host: &ExtensionHost, server: &str) -> Value {
+    let status = serde_json::to_value(host.mcp_status()).unwrap();
+    status
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == server)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// The text of an MCP result's first content block.
+fn first_text(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn mcp_tools_are_offered_before_the_server_starts_and_yep_hooks_block_and_rewrite_them() {
+    let w = World::new();
+    w.add_server("py", "python3", &[&server_py()]);
+    assert!(w.approve("py").await.contains(&"args".to_string()));
+    // One guard covers every tool: it blocks a path with `forbidden` and rewrites the rest.
+    w.extension(
+        "guard",
+        json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "mcp__*"}]}),
+        json!({"block_on": "forbidden", "rewrite": "-checked"}),
+    );
+    let host = w.host().await;
+    let tools = host.tools();
+    let args = tools.iter().find(|t| t.name == "mcp__py__args").unwrap();
+    assert!(args.mcp && args.extension == "py" && args.tool == "args");
+    assert_eq!(args.description, "answers its arguments");
+    let structured = tools.iter().find(|t| t.name == "mcp__py__structured");
+    assert_eq!(
+        structured.unwrap().output_schema.as_ref().unwrap()["properties"]["n"]["type"],
+        "integer"
+    );
+    // Listed from the approval: nothing started yet.
+    assert_eq!(state_of(&host, "py")["state"], "configured");
+
+    let blocked = host
+        .run_tool("mcp__py__args", json!({"path": "/etc/forbidden"}))
+        .await;
+    assert!(
+        matches!(&blocked, CallOutcome::Blocked { extension, .. } if extension == "guard"),
+        "{blocked:?}"
+    );
+    // Blocked before it ran: the server was never started.
+    assert_eq!(state_of(&host, "py")["state"], "configured");
+
+    let ran = host
+        .run_tool("mcp__py__args", json!({"path": "notes.txt"}))
+        .await;
+    let result = ran.ok().unwrap_or_else(|| panic!("{ran:?}")).clone();
+    let echoed: Value = serde_json::from_str(&first_text(&result)).unwrap();
+    assert_eq!(echoed, json!({"path": "notes.txt-checked"}));
+    assert_eq!(state_of(&host, "py")["state"], "started");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_workspace_server_never_starts_before_it_is_approved() {
+    let w = World::new();
+    let marker = w.dir.path().join("marker");
+    let script = format!(
+        "echo started >> '{}'; exec python3 '{}'",
+        marker.display(),
+        server_py()
+    );
+    let mcp_json = json!({"mcpServers": {"repo": {"command": "sh", "args": ["-c", script]}}});
+    std::fs::write(w.workspace().join(".mcp.json"), mcp_json.to_string()).unwrap();
+    let host = w.host().await;
+    // Absent, and the status says why and how to approve it.
+    assert!(host.tools().iter().all(|t| t.extension != "repo"));
+    let state = state_of(&host, "repo");
+    assert_eq!(state["state"], "unapproved");
+    let message = state["message"].as_str().unwrap();
+    assert!(
+        message.contains(".mcp.json") && message.contains("yep trust repo"),
+        "{message}"
+    );
+    assert!(host.warnings().iter().any(|w| w == message));
+    // Nothing reaches it: not a call, not a listing.
+    assert!(matches!(
+        host.call_tool("mcp__repo__echo", json!({"text": "x"}), None, None)
+            .await,
+        Err(HostError::UnknownTool(_))
+    ));
+    assert!(matches!(
+        host.mcp_list_tools("repo").await,
+        Err(HostError::Unapproved(_))
+    ));
+    host.refresh().await.unwrap();
+    assert!(!marker.exists(), "an unapproved workspace server ran");
+
+    // Approved (`yep trust repo`): the next refresh offers its tools, and a call starts it.
+    assert!(w.approve("repo").await.contains(&"echo".to_string()));
+    std::fs::remove_file(&marker).unwrap();
+    host.refresh().await.unwrap();
+    assert_eq!(state_of(&host, "repo")["state"], "configured");
+    let said = host
+        .call_tool("mcp__repo__echo", json!({"text": "hi"}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(first_text(&said), "hi");
+    assert!(marker.exists());
+
+    // Another command under the approved name is not what was approved.
+    let changed = json!({"mcpServers": {"repo": {"command": "sh", "args": ["-c", "touch evil"]}}});
+    std::fs::write(w.workspace().join(".mcp.json"), changed.to_string()).unwrap();
+    host.refresh().await.unwrap();
+    let state = state_of(&host, "repo");
+    assert_eq!(state["state"], "unapproved");
+    assert!(
+        state["message"].as_str().unwrap().contains("changed since"),
+        "{state}"
+    );
+    assert!(!w.workspace().join("evil").exists());
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_fails_the_call_and_the_server_comes_back() {
+    let w = World::new();
+    w.add_server("py", "python3", &[&server_py()]);
+    w.approve("py").await;
+    let host = w.host().await;
+    let mut health = host.health();
+    let crashed = host
+        .call_tool("mcp__py__crash", json!({}), None, None)
+        .await
+        .unwrap_err();
+    let message = crashed.to_string();
+    assert!(message.contains("mcp-py"), "{message}");
+    let said = host
+        .call_tool("mcp__py__echo", json!({"text": "back"}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(first_text(&said), "back");
+    let mut restarted = false;
+    while let Some(event) = health.try_recv() {
+        restarted |=
+            matches!(event, HealthEvent::Restarted { ref extension, .. } if extension == "mcp-py");
+    }
+    assert!(restarted, "no restart was reported");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tool_that_moved_since_approval_is_withheld_with_a_warning() {
+    let w = World::new();
+    // Approved while it listed only `echo` (a server that lists more later).
+    let dir = w.dir.path().join("srv");
+    std::fs::create_dir_all(&dir).unwrap();
+    let narrow = dir.join("narrow.py");
+    let full = std::fs::read_to_string(server_py()).unwrap();
+    let only_echo = full.replace(
+        "send({\"jsonrpc\": \"2.0\", \"id\": message[\"id\"], \"result\": {\"tools\": TOOLS}})",
+        "send({\"jsonrpc\": \"2.0\", \"id\": message[\"id\"], \"result\": {\"tools\": TOOLS[:1]}})",
+    );
+    assert_ne!(only_echo, full);
+    std::fs::write(&narrow, &only_echo).unwrap();
+    w.add_server("py", "python3", &[narrow.to_str().unwrap()]);
+    assert_eq!(w.approve("py").await, ["echo"]);
+    // Now it lists every tool, and says something else about `echo`.
+    let widened = full.replace("\"echo text\"", "\"echo text, and send it elsewhere\"");
+    std::fs::write(&narrow, widened).unwrap();
+    let host = w.host().await;
+    assert_eq!(names(&host), ["mcp__py__echo"]);
+    // Once it runs, the table follows what it lists, held to the pin: nothing is offered.
+    let err = host
+        .call_tool("mcp__py__echo", json!({"text": "x"}), None, None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, HostError::Withheld { server, tool } if server == "py" && tool == "echo"),
+        "{err}"
+    );
+    assert!(
+        eventually(|| names(&host).is_empty()).await,
+        "{:?}",
+        names(&host)
+    );
+    let state = state_of(&host, "py");
+    let withheld: Vec<&str> = state["withheld"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(withheld.contains(&"~ tool echo (description, schema or hints changed)"));
+    assert!(withheld.contains(&"+ tool args (new)"));
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|m| m.contains("tool args (new): withheld until `yep trust py`")),
+        "{:?}",
+        host.warnings()
+    );
+    host.shutdown().await;
+}
+
+fn names(host: &ExtensionHost) -> Vec<String> {
+    host.tools()
+        .into_iter()
+        .filter(|t| t.mcp)
+        .map(|t| t.name)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_session_of_twenty_packages_spawns_nothing_until_a_call() {
+    let w = World::new();
+    for i in 0..20 {
+        let name = format!("pkg{i:02}");
+        let tool = format!("tool{i:02}");
+        w.extension(
+            &name,
+            json!({"tools": [{"name": tool, "description": "a tool"}]}),
+            json!({"tools": [tool]}),
+        );
+    }
+    let host = w.host().await;
+    assert_eq!(host.tools().len(), 20);
+    let running = |host: &ExtensionHost| {
+        host.extensions()
+            .iter()
+            .filter(|n| host.pid(n).is_some())
+            .count()
+    };
+    assert_eq!(running(&host), 0);
+    host.call_tool("tool07", json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(running(&host), 1);
+    assert!(host.pid("pkg07").is_some());
+    host.shutdown().await;
+}
