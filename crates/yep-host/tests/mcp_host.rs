@@ -342,3 +342,185 @@ async fn a_session_of_twenty_packages_spawns_nothing_until_a_call() {
     assert!(host.pid("pkg07").is_some());
     host.shutdown().await;
 }
+
+fn sdk_server_py() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/sdk_server.py").to_string()
+}
+
+/// The official MCP Python SDK must be there: `.ci/run` installs it (`pip install mcp`).
+fn require_sdk() {
+    #[allow(clippy::disallowed_methods)] // a one-line check run to completion: not a server
+    let found = std::process::Command::new("python3")
+        .args(["-c", "import mcp.server.mcpserver"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "the official MCP Python SDK is not installed: `python3 -m pip install mcp` (as .ci/run does)"
+    );
+}
+
+/// Answers every question `blue`, and keeps what was asked, by whom.
+#[derive(Default)]
+struct Blue(std::sync::Mutex<Vec<(String, String)>>);
+impl yep_host::runtime::AskSink for Blue {
+    async fn ask(
+        &self,
+        extension: &str,
+        question: yep_host::capability::Question,
+    ) -> yep_host::capability::Answer {
+        self.0
+            .lock()
+            .unwrap()
+            .push((extension.to_string(), question.prompt));
+        yep_host::capability::Answer::answered("blue")
+    }
+}
+
+impl World {
+    async fn host_asking(&self, sink: std::sync::Arc<Blue>) -> ExtensionHost {
+        let opts = HostOptions {
+            supervisor: quick_opts(),
+            ask_sink: Some(sink),
+            ..HostOptions::default()
+        };
+        let session = Session {
+            id: "s1".into(),
+            workspace_root: self.workspace(),
+        };
+        ExtensionHost::start(self.home.clone(), session, opts)
+            .await
+            .unwrap()
+    }
+}
+
+/// Progress, cancel, a question, structured content, a tool error and a list change, through
+/// the host's table, with a server on the official SDK over `transport`.
+async fn sdk_session(host: &ExtensionHost, sink: &Blue, server: &str) {
+    let name = |tool: &str| format!("mcp__{server}__{tool}");
+    let echo = host
+        .tools()
+        .into_iter()
+        .find(|t| t.name == name("echo"))
+        .unwrap();
+    assert_eq!(echo.description, "Echo the text back");
+    assert_eq!(echo.annotations.unwrap()["readOnlyHint"], true);
+
+    let said = host.call(&name("echo"), json!({"text": "hi"})).await;
+    assert_eq!(first_text(said.ok().unwrap()), "hi", "{said:?}");
+
+    let steps = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&steps);
+    let done = host
+        .call(&name("slow"), json!({"steps": 3}))
+        .on_progress(move |p| seen.lock().unwrap().push(p.message.clone()))
+        .await;
+    assert_eq!(first_text(done.ok().unwrap()), "done", "{done:?}");
+    assert_eq!(*steps.lock().unwrap(), ["step 1", "step 2", "step 3"]);
+
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let later = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        later.cancel();
+    });
+    let cancelled = host
+        .call(&name("slow"), json!({"steps": -1}))
+        .cancel_on(cancel)
+        .await;
+    assert!(matches!(cancelled, CallOutcome::Cancelled), "{cancelled:?}");
+    // The server is still there after the cancel.
+    let again = host.call(&name("echo"), json!({"text": "again"})).await;
+    assert_eq!(first_text(again.ok().unwrap()), "again");
+
+    let asked = host.call(&name("ask"), json!({})).await;
+    assert_eq!(first_text(asked.ok().unwrap()), "color: blue", "{asked:?}");
+    let questions = sink.0.lock().unwrap().clone();
+    assert_eq!(questions.len(), 1, "{questions:?}");
+    assert_eq!(questions[0].0, server);
+    assert!(questions[0].1.contains("favourite colour"), "{questions:?}");
+
+    let structured = host.call(&name("structured"), json!({})).await;
+    assert_eq!(
+        structured.ok().unwrap()["structuredContent"],
+        json!({"n": 1})
+    );
+
+    let failed = host.call(&name("fail"), json!({})).await;
+    assert!(
+        matches!(&failed, CallOutcome::ToolError { message, .. } if message == "it failed"),
+        "{failed:?}"
+    );
+
+    // A tool it adds while it runs is new since approval: withheld, and the status says so.
+    let grew = host.call(&name("grow"), json!({})).await;
+    assert_eq!(first_text(grew.ok().unwrap()), "grew");
+    let withheld = || state_of(host, server)["withheld"] == json!(["+ tool grown (new)"]);
+    assert!(eventually(withheld).await, "{}", state_of(host, server));
+    assert!(host.tools().iter().all(|t| t.name != name("grown")));
+}
+
+#[tokio::test]
+async fn a_server_on_the_official_sdk_over_stdio() {
+    require_sdk();
+    let w = World::new();
+    let marker = w.dir.path().join("marker");
+    let mcp_json = json!({"mcpServers": {"sdk": {
+        "command": "python3", "args": [sdk_server_py()],
+        "env": {"MCP_MARKER": marker.display().to_string()}}}});
+    std::fs::write(w.workspace().join(".mcp.json"), mcp_json.to_string()).unwrap();
+    let approved = w.approve("sdk").await;
+    assert!(approved.contains(&"echo".to_string()), "{approved:?}");
+    std::fs::remove_file(&marker).unwrap();
+    let sink = std::sync::Arc::new(Blue::default());
+    let host = w.host_asking(std::sync::Arc::clone(&sink)).await;
+    assert!(!marker.exists(), "started before anything needed it");
+    sdk_session(&host, &sink, "sdk").await;
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_on_the_official_sdk_over_streamable_http() {
+    require_sdk();
+    let w = World::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // Started as its user would start it, apart from the host: the host only connects.
+    #[allow(clippy::disallowed_methods)]
+    let mut child = tokio::process::Command::new("python3")
+        .args([sdk_server_py(), "--http".into(), port.to_string()])
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stderr));
+    let ready = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.starts_with("listening") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(ready.ok(), Some(true), "the SDK server did not start");
+    let server = McpServer {
+        transport: "http".into(),
+        command: None,
+        args: Vec::new(),
+        env: Default::default(),
+        url: Some(format!("http://127.0.0.1:{port}/mcp")),
+        headers: [("X-Yep-Test".to_string(), "1".to_string())].into(),
+    };
+    yep_host::store::mcp::add(&w.home, "web", &server).unwrap();
+    assert!(w.approve("web").await.contains(&"slow".to_string()));
+    let sink = std::sync::Arc::new(Blue::default());
+    let host = w.host_asking(std::sync::Arc::clone(&sink)).await;
+    sdk_session(&host, &sink, "web").await;
+    host.shutdown().await;
+    let _ = child.kill().await;
+}
