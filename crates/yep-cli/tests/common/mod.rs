@@ -10,10 +10,29 @@ pub fn yep_with_stdin(home: &Path, args: &[&str], stdin: &str) -> Output {
 }
 
 /// [`yep_with_stdin`], with `env` added (what the CLI starts inherits it).
-#[allow(clippy::disallowed_methods)] // running the CLI under test
 pub fn yep_with_env(home: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+    yep_at(None, home, args, stdin, env)
+}
+
+/// [`yep_with_stdin`], run in directory `cwd` (the workspace it sees).
+pub fn yep_in(cwd: &Path, home: &Path, args: &[&str], stdin: &str) -> Output {
+    yep_at(Some(cwd), home, args, stdin, &[])
+}
+
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn yep_at(
+    cwd: Option<&Path>,
+    home: &Path,
+    args: &[&str],
+    stdin: &str,
+    env: &[(&str, &str)],
+) -> Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_yep"));
+    if let Some(dir) = cwd {
+        command.current_dir(dir);
+    }
+    let mut child = command
         .args(args)
         .env("YEP_HOME", home)
         .envs(env.iter().copied())

@@ -752,6 +752,8 @@ enum Command {
     /// A server's tools may have changed (an MCP server started or said so): the table is
     /// built again from what is loaded.
     Rebuild,
+    /// Answered once every command before it is done.
+    Sync(oneshot::Sender<()>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -793,6 +795,9 @@ impl Registry {
                     let _ = reply.send(self.refresh().await);
                 }
                 Command::Rebuild => self.rebuild(),
+                Command::Sync(reply) => {
+                    let _ = reply.send(());
+                }
                 Command::Shutdown(reply) => {
                     self.shutdown().await;
                     let _ = reply.send(());
@@ -1350,6 +1355,9 @@ impl ExtensionHost {
     ) -> Result<Value, HostError> {
         let live = entry.ext.live().await?;
         if !entry.approves(live.peer().as_ref(), &tool) {
+            // The table the start asked for is in place before the caller hears of it, so
+            // the tools it lists next are the ones it may call.
+            let _ = self.ask(Command::Sync).await;
             let server = &entry.source.name;
             return Err(HostError::Withheld {
                 server: server.clone(),
