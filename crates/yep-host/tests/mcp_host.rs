@@ -524,3 +524,50 @@ async fn a_server_on_the_official_sdk_over_streamable_http() {
     host.shutdown().await;
     let _ = child.kill().await;
 }
+
+/// Answers `approve`, and keeps what was asked.
+#[derive(Default)]
+struct Approves(std::sync::Mutex<Vec<String>>);
+impl yep_host::runtime::AskSink for Approves {
+    async fn ask(
+        &self,
+        _: &str,
+        question: yep_host::capability::Question,
+    ) -> yep_host::capability::Answer {
+        self.0.lock().unwrap().push(question.prompt);
+        yep_host::capability::Answer::answered(yep_host::runtime::mcp::APPROVE)
+    }
+}
+
+#[tokio::test]
+async fn a_session_asks_about_an_unapproved_workspace_server_and_an_approval_offers_its_tools() {
+    let w = World::new();
+    let mcp_json = json!({"mcpServers": {"repo": {"command": "python3", "args": [server_py()]}}});
+    std::fs::write(w.workspace().join(".mcp.json"), mcp_json.to_string()).unwrap();
+    let sink = std::sync::Arc::new(Approves::default());
+    let opts = HostOptions {
+        supervisor: quick_opts(),
+        ask_sink: Some(sink.clone()),
+        ..HostOptions::default()
+    };
+    let session = Session {
+        id: "s1".into(),
+        workspace_root: w.workspace(),
+    };
+    let host = ExtensionHost::start(w.home.clone(), session, opts)
+        .await
+        .unwrap();
+    let offered = || host.tools().iter().any(|t| t.name == "mcp__repo__echo");
+    assert!(eventually(offered).await, "{:?}", host.mcp_status());
+    let asked = sink.0.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].contains("is not approved") && asked[0].contains("server.py"),
+        "{asked:?}"
+    );
+    // Recorded like `yep trust`: the next session offers it without asking.
+    host.shutdown().await;
+    let again = w.host().await;
+    assert!(again.tools().iter().any(|t| t.name == "mcp__repo__echo"));
+    again.shutdown().await;
+}

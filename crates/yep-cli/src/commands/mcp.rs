@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use yep_host::runtime::mcp::{McpSource, approve, enabled_manifests, probe, sources};
+use yep_host::runtime::mcp::{McpSource, approve, command_line, enabled_manifests, probe, sources};
 use yep_store::Home;
 use yep_store::manifest::McpServer;
 use yep_store::mcp::{McpTool, Origin, ToolChange};
@@ -94,18 +94,6 @@ fn origin_text(origin: &Origin) -> String {
         Origin::Extension(ext) => format!("extension {ext}"),
         Origin::Home => "home".into(),
         Origin::Workspace(_) => "workspace".into(),
-    }
-}
-
-/// What runs, as one line: the command and its arguments, or the url.
-fn command_line(server: &McpServer) -> String {
-    match (&server.command, &server.url) {
-        (Some(c), _) => std::iter::once(c.as_str())
-            .chain(server.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" "),
-        (None, Some(u)) => u.clone(),
-        (None, None) => String::new(),
     }
 }
 

@@ -631,3 +631,69 @@ pub(crate) fn learn(entries: Vec<Arc<McpEntry>>) {
         }
     }
 }
+
+/// The answer that approves an MCP server when the session asks.
+pub const APPROVE: &str = "approve";
+
+/// Ask the user, one server at a time, about each MCP server of the session that may not
+/// start (a workspace's never approved, one whose definition changed): approved, its tools
+/// are pinned as they are now and the session offers them. Holds the host weakly, so a
+/// question left open does not keep it alive.
+pub(crate) async fn ask_approval(host: super::WeakHost) {
+    let waiting: Vec<Arc<McpEntry>> = match host.upgrade() {
+        Some(h) => h
+            .snapshot()
+            .mcp
+            .iter()
+            .filter(|e| e.blocked.is_some())
+            .cloned()
+            .collect(),
+        None => return,
+    };
+    for entry in waiting {
+        let Some(h) = host.upgrade() else {
+            return;
+        };
+        let source = &entry.source;
+        let prompt = format!(
+            "{} It would run `{}`. Run it and offer its tools?",
+            entry.blocked.as_deref().unwrap_or_default(),
+            crate::text::escape(&command_line(&source.shown)),
+        );
+        let question = Question {
+            prompt,
+            options: vec![APPROVE.into(), "not now".into()],
+            ..Question::default()
+        };
+        let events = Arc::clone(&h.core.events);
+        drop(h);
+        let answer = Events::ask(&*events, &source.name, question).await;
+        if answer.cancelled || answer.answer != APPROVE {
+            continue;
+        }
+        let Some(h) = host.upgrade() else {
+            return;
+        };
+        match approve(&h.core.home, source, &h.core.workspace_root()).await {
+            Ok(_) => {
+                let _ = h.refresh().await;
+            }
+            Err(why) => h.core.warn(format!(
+                "MCP server `{}` was approved, but its tools could not be listed: {why}",
+                crate::text::escape(&source.name)
+            )),
+        }
+    }
+}
+
+/// What runs, as one line: the command and its arguments, or the url.
+pub fn command_line(server: &McpServer) -> String {
+    match (&server.command, &server.url) {
+        (Some(c), _) => std::iter::once(c.as_str())
+            .chain(server.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (None, Some(u)) => u.clone(),
+        (None, None) => String::new(),
+    }
+}

@@ -1130,12 +1130,26 @@ impl ExtensionHost {
         });
         registry.refresh().await?;
         tokio::spawn(registry.run(queue));
-        Ok(ExtensionHost {
+        let host = ExtensionHost {
             core,
             _last: last,
             table,
             commands,
-        })
+        };
+        if host.core.opts.ask_sink.is_some() {
+            tokio::spawn(mcp::ask_approval(host.weak()));
+        }
+        Ok(host)
+    }
+
+    /// A handle that does not keep the host alive.
+    fn weak(&self) -> WeakHost {
+        WeakHost {
+            core: Arc::downgrade(&self.core),
+            table: self.table.clone(),
+            commands: self.commands.downgrade(),
+            last: Arc::downgrade(&self._last),
+        }
     }
 
     /// Ask the registry task; its answer, or `ShutDown` if the host was shut down or the task
