@@ -173,6 +173,15 @@ fn main() -> anyhow::Result<()> {
                 peer.close().await;
             }
         }
+        // The same rmcp server as an MCP server of the host: the call an agent makes through
+        // `ExtensionHost` (table, pin check, the host's rmcp client), against the direct rmcp
+        // call above.
+        let host = mcp_host(&rmcp_server, &scratch).await?;
+        r.latency(
+            "mcp_host_rtt_200",
+            percentiles(mcp_host_rtt(&host, 200, 300, 3_000).await?),
+        );
+        host.shutdown().await;
 
         // 5. yep-host → a server on the published yolop-yep 0.5 SDK.
         let ext = extension("echo", &yolop, &scratch, echo_schemas()?);
@@ -259,6 +268,7 @@ fn ratios(r: &Report) -> Value {
     let yep_floor_spin = yep / r.p50("floor_spin");
     let rmcp_yep = r.p50("rmcp_rtt_200") / yep;
     let rmcp_pipes_yep = r.p50("rmcp_pipes_rtt_200") / yep;
+    let mcp_host = r.p50("mcp_host_rtt_200") / r.p50("rmcp_rtt_200");
     let tput = r.calls("yep_throughput_64") / r.calls("rmcp_throughput_64");
     let tput_pipes = r.calls("yep_throughput_64") / r.calls("rmcp_pipes_throughput_64");
     let hook = r.p50("spawn_hook_bash") / r.p50("warm_hook");
@@ -287,6 +297,7 @@ fn ratios(r: &Report) -> Value {
         "zot_rtt_p50 / yep_rtt_p50": ratio(r.p50("zot_rtt_200") / yep, "(reported: a Node extension)", true),
         "rmcp_rtt_p50 / yep_rtt_p50": ratio(rmcp_yep, ">= 5", rmcp_yep >= 5.0),
         "rmcp_pipes_rtt_p50 / yep_rtt_p50": ratio(rmcp_pipes_yep, "(reported)", true),
+        "mcp_host_rtt_p50 / rmcp_rtt_p50": ratio(mcp_host, "<= 1.25", mcp_host <= 1.25),
         "yep_throughput_64 / rmcp_throughput_64": ratio(tput, ">= 5", tput >= 5.0),
         "yep_throughput_64 / rmcp_pipes_throughput_64": ratio(tput_pipes, "(reported)", true),
         "yep_throughput_64": ratio(r.calls("yep_throughput_64"), ">= 50000 calls/s", r.calls("yep_throughput_64") >= 50_000.0),

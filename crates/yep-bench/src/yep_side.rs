@@ -589,3 +589,55 @@ pub async fn startup_hung_server(
     }
     Ok(out)
 }
+
+/// An `ExtensionHost` in a scratch home whose one MCP server, `files`, is `server`, approved as
+/// `yep mcp add` approves it: MCP tool calls as an agent makes them, through the host's table,
+/// its pin check and its MCP client.
+pub async fn mcp_host(server: &Path, scratch: &Path) -> anyhow::Result<yep_host::ExtensionHost> {
+    use anyhow::Context;
+    let home = yep_host::store::Home {
+        root: scratch.join("mcp-home"),
+    };
+    let spec = yep_host::store::manifest::McpServer {
+        transport: "stdio".into(),
+        command: Some(server.display().to_string()),
+        args: Vec::new(),
+        env: Default::default(),
+        url: None,
+        headers: Default::default(),
+    };
+    yep_host::store::mcp::add(&home, "files", &spec)?;
+    let workspace = scratch.to_path_buf();
+    let source = yep_host::runtime::mcp::sources(&home, &[], &workspace, &mut |_| {})
+        .into_iter()
+        .find(|s| s.name == "files")
+        .context("the MCP server just added is not listed")?;
+    yep_host::runtime::mcp::approve(&home, &source, &workspace)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let session = yep_host::Session {
+        id: "bench".into(),
+        workspace_root: workspace,
+    };
+    Ok(yep_host::ExtensionHost::start(home, session, yep_host::HostOptions::default()).await?)
+}
+
+/// Round trips of `mcp__files__echo` through `host` with `bytes` of text, one in flight.
+pub async fn mcp_host_rtt(
+    host: &yep_host::ExtensionHost,
+    bytes: usize,
+    warmup: usize,
+    samples: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let args = json!({ "text": "x".repeat(bytes) });
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..warmup + samples {
+        let t = Instant::now();
+        host.call_tool("mcp__files__echo", args.clone(), None, None)
+            .await?;
+        if i >= warmup {
+            out.push(t.elapsed());
+        }
+    }
+    Ok(out)
+}

@@ -67,10 +67,12 @@ fn servers_added_to_the_home_are_listed_without_their_secrets_and_reached_in_a_s
         listed,
         json!([
             {"name": "files", "source": "home", "type": "stdio", "command": server,
-             "args": ["--pipes"], "env": {}, "headers": {}, "approval": "approved"},
+             "args": ["--pipes"], "env": {}, "headers": {}, "approval": "approved",
+             "state": "configured"},
             {"name": "remote", "source": "home", "type": "http", "args": [], "env": {},
              "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "(secret)"},
-             "approval": "MCP server `remote` has no approved tool list, so it does not start; approve it with `yep trust remote`"}
+             "approval": "MCP server `remote` has no approved tool list, so it does not start; approve it with `yep trust remote`",
+             "state": "configured"}
         ])
     );
     // The header's value is a secret: in connections.toml (owner-only), nowhere else.
@@ -297,6 +299,7 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
     )))
     .unwrap();
     assert_eq!(listed[0]["approval"], "approved");
+    assert_eq!(listed[0]["withheld"], *withheld, "{listed}");
 
     // `yep trust` shows the diff and approves it: both are offered again.
     let again = common::yep_in(&ws, &home, &["trust", "sdk", "--yes"], "");
@@ -309,6 +312,8 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
     assert!(ok(&again).contains("approved MCP server sdk"));
     let lines = session_in(&ws, &home, "tools\ncall mcp__sdk__extra {}\nquit\n");
     assert!(tool_names(&lines[0]).contains(&"mcp__sdk__extra".to_string()));
+    let listed = ok(&common::yep_in(&ws, &home, &["mcp", "list"], ""));
+    assert!(!listed.contains("withheld"), "{listed}");
     assert_eq!(lines[1]["result"]["content"][0]["text"], "extra");
     // Nothing moved since: said so.
     assert!(ok(&common::yep_in(&ws, &home, &["trust", "sdk"], "")).contains("nothing changed"));
@@ -318,4 +323,112 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
     std::fs::write(other.join(".mcp.json"), mcp_json.to_string()).unwrap();
     let lines = session_in(&other, &home, "mcp status\nquit\n");
     assert_eq!(lines[0]["mcp_status"][0]["state"], "unapproved");
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // a session kept open while `yep list` looks at it
+fn yep_list_shows_whether_each_server_is_configured_started_or_failed() {
+    use std::io::{BufRead, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let bin = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-example-echo");
+    let package = |name: &str, command: &str, tool: &str| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = json!({"name": name, "version": "1.0.0", "description": name,
+            "yolop": {"capabilityServer": {"command": command},
+                      "tools": [{"name": tool, "description": "a tool"}]}});
+        std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+        ok(&yep(&home, &["install", dir.to_str().unwrap(), "--yes"]));
+        ok(&yep(&home, &["enable", name]));
+    };
+    package("good", bin.to_str().unwrap(), "echo");
+    package("broken", "/nonexistent/yep-server", "nothing");
+    let rmcp_server = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-bench-rmcp");
+    ok(&yep(
+        &home,
+        &["mcp", "add", "files", "--", rmcp_server.to_str().unwrap()],
+    ));
+    let states = || -> Vec<(String, String)> {
+        let listed: Value = serde_json::from_str(&ok(&yep(&home, &["list", "--json"]))).unwrap();
+        let mcp: Value =
+            serde_json::from_str(&ok(&yep(&home, &["mcp", "list", "--json"]))).unwrap();
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(mcp.as_array().unwrap())
+            .map(|r| {
+                let name = r["name"].as_str().unwrap().to_string();
+                (name, r["state"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    let all = |s: &str| {
+        vec![
+            ("broken".to_string(), s.to_string()),
+            ("good".to_string(), s.to_string()),
+            ("files".to_string(), s.to_string()),
+        ]
+    };
+    // Lazy: a session that only lists tools starts nothing.
+    let lines = session_in(tmp.path(), &home, "tools\nquit\n");
+    assert_eq!(tool_names(&lines[0]).len(), 3, "{:?}", lines[0]);
+    assert_eq!(states(), all("configured"));
+
+    let mut session = std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["session", "--json"])
+        .env("YEP_HOME", &home)
+        .current_dir(tmp.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = session.stdin.take().unwrap();
+    let mut output = std::io::BufReader::new(session.stdout.take().unwrap()).lines();
+    let mut answer = |line: &str| -> Value {
+        writeln!(input, "{line}").unwrap();
+        loop {
+            let got: Value = serde_json::from_str(&output.next().unwrap().unwrap()).unwrap();
+            if got.get("warning").is_none() {
+                return got;
+            }
+        }
+    };
+    assert_eq!(
+        answer(r#"call echo {"text": "a"}"#)["result"]["echoed"],
+        "a"
+    );
+    assert!(answer("call nothing {}")["error"].is_string());
+    assert_eq!(
+        answer(r#"call mcp__files__echo {"text": "b"}"#)["result"]["content"][0]["text"],
+        r#"{"echoed":"b"}"#
+    );
+    assert_eq!(
+        states(),
+        [
+            ("broken".to_string(), "failed".to_string()),
+            ("good".to_string(), "started".to_string()),
+            ("files".to_string(), "started".to_string()),
+        ]
+    );
+    let failure: Value = serde_json::from_str(&ok(&yep(&home, &["list", "--json"]))).unwrap();
+    assert!(
+        failure[0]["failure"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/yep-server"),
+        "{failure}"
+    );
+    writeln!(input, "quit").unwrap();
+    drop(input);
+    session.wait().unwrap();
+    // The session is gone, and its servers with it.
+    let after = states();
+    assert_eq!(after[0].1, "failed");
+    assert_eq!(after[1].1, "configured");
+    assert_eq!(after[2].1, "configured");
+    let shown = ok(&yep(&home, &["list"]));
+    assert!(shown.contains("broken 1.0.0  [enabled, failed]"), "{shown}");
 }

@@ -314,7 +314,7 @@ fn enable_and_disable_keep_the_users_comments() {
             && text_on.contains("ref = \"ext:lookup\""),
         "{text_on}"
     );
-    assert!(env.ok(&["list"]).contains("[enabled]"));
+    assert!(env.ok(&["list"]).contains("[enabled, configured]"));
     env.ok(&["disable", "lookup"]);
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), original);
     let out = env.yep(&["enable", "ghost"]);

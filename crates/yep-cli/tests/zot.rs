@@ -1,7 +1,7 @@
 //! zot extensions as packages, through the CLI: `extension.json` installs with the same
 //! verbs as a YEP package, its first run's registrations are shown and pinned, it runs in its
 //! own directory with its state in a data dir outside the approved files, and a later run
-//! that registers more than the pin is held to it until `yep update` asks again.
+//! that registers more than the pin is held to it until `yep trust` (or `yep update`) asks again.
 //!
 //! The extension is `tests/zot/todo`, a Python one written here after zot's `todo` example
 //! (older generation: registrations before `hello_ack`, no `ready`).
@@ -179,7 +179,7 @@ fn a_zot_extension_installs_runs_in_its_dir_keeps_state_apart_and_is_held_to_its
     // What it registered beyond the pin is withheld, and said so.
     assert_eq!(
         lines[0]["warning"],
-        "extension `todo-panel` registered more than was approved (intercept turn_start, capability call_tool); that is withheld (`yep update todo-panel` asks again)"
+        "extension `todo-panel` registered more than was approved (intercept turn_start, capability call_tool); that is withheld (`yep trust todo-panel` asks again)"
     );
     let replies: Vec<Value> = lines
         .into_iter()
@@ -190,8 +190,9 @@ fn a_zot_extension_installs_runs_in_its_dir_keeps_state_apart_and_is_held_to_its
     assert!(replies[1]["error"].is_string(), "{replies:?}");
     assert!(!std::fs::read_to_string(&state).unwrap().is_empty());
 
-    // `yep update` runs it again, shows the diff and asks: refused without a terminal ...
-    let out = env.yep_env(&["update", "todo-panel"], "", &widen);
+    // `yep trust` (the verb for MCP servers too) runs it again, shows the diff and asks:
+    // refused without a terminal ...
+    let out = env.yep_env(&["trust", "todo-panel"], "", &widen);
     assert!(!out.status.success());
     let err = text(&out.stderr);
     for line in [
@@ -203,7 +204,7 @@ fn a_zot_extension_installs_runs_in_its_dir_keeps_state_apart_and_is_held_to_its
     }
     assert!(!env.lock().contains("turn_start"));
     // ... and with consent the new pin holds.
-    ok(&env.yep_env(&["update", "todo-panel", "--yes"], "", &widen));
+    ok(&env.yep_env(&["trust", "todo-panel", "--yes"], "", &widen));
     assert!(env.lock().contains("\"turn_start\""), "{}", env.lock());
     let replies = env.session("call todo_purge {}\nquit\n", &widen);
     assert_eq!(replies[0]["result"]["content"][0]["text"], "purged");
@@ -557,7 +558,7 @@ fn doctor_grades_a_zot_extension_and_holds_an_installed_one_to_its_pin() {
         "tool todo_purge",
         "intercept turn_start",
         "capability call_tool",
-        "yep update todo-panel",
+        "yep trust todo-panel",
     ] {
         assert!(detail.contains(part), "{part}: {detail}");
     }

@@ -517,7 +517,7 @@ impl Events for Granted {
             return self.inner.run_tool(extension, call);
         }
         let why = format!(
-            "call_tool was not approved for extension {extension}: it did not ask for it when installed (`yep update {extension}` asks again)"
+            "call_tool was not approved for extension {extension}: it did not ask for it when installed (`yep trust {extension}` asks again)"
         );
         tracing::warn!(extension, "refusing to run `{}`: {why}", call.tool);
         Box::pin(async move { Err(why) })

@@ -86,7 +86,9 @@ async fn tools_are_listed_and_called_with_errors_structured_content_and_question
             "ask",
             "huge",
             "args",
-            "crash"
+            "crash",
+            "flood",
+            "lists"
         ]
     );
     let structured = &offer.tools[2];

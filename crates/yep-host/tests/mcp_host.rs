@@ -571,3 +571,58 @@ async fn a_session_asks_about_an_unapproved_workspace_server_and_an_approval_off
     assert!(again.tools().iter().any(|t| t.name == "mcp__repo__echo"));
     again.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_that_floods_list_changed_costs_a_listing_at_a_time() {
+    let w = World::new();
+    w.add_server("py", "python3", &[&server_py()]);
+    w.approve("py").await;
+    let host = w.host().await;
+    let flooded = host
+        .call_tool("mcp__py__flood", json!({"n": 5000}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(first_text(&flooded), "flooded");
+    // Still answering, and it was asked for its list a handful of times, not 5000.
+    let lists = host
+        .call_tool("mcp__py__lists", json!({}), None, None)
+        .await
+        .unwrap();
+    let lists: usize = first_text(&lists).parse().unwrap();
+    assert!(lists < 100, "{lists} listings for 5000 notices");
+    assert!(host.tools().iter().any(|t| t.name == "mcp__py__echo"));
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_hostile_mcp_json_is_bounded() {
+    let w = World::new();
+    let many: serde_json::Map<String, Value> = (0..200)
+        .map(|i| (format!("s{i:03}"), json!({"command": "true"})))
+        .collect();
+    let file = w.workspace().join(".mcp.json");
+    std::fs::write(&file, json!({"mcpServers": many}).to_string()).unwrap();
+    let host = w.host().await;
+    assert_eq!(host.mcp_status().len(), 64);
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|m| m.contains("200 MCP servers; using the first 64")),
+        "{:?}",
+        host.warnings()
+    );
+    host.shutdown().await;
+    // Too big to read: skipped, saying so.
+    let padding = "x".repeat(2 * 1024 * 1024);
+    std::fs::write(&file, json!({"mcpServers": {}, "pad": padding}).to_string()).unwrap();
+    let host = w.host().await;
+    assert!(host.mcp_status().is_empty());
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|m| m.contains("over the 1048576-byte limit")),
+        "{:?}",
+        host.warnings()
+    );
+    host.shutdown().await;
+}

@@ -357,6 +357,11 @@ pub struct Listed {
     /// Trace events the last session dropped (trace extensions only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_dropped: Option<u64>,
+    /// Its server: `configured` (not running), `started` or `failed` (see [`state::run_state`]).
+    pub state: &'static str,
+    /// Why it failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -1227,6 +1232,7 @@ impl Home {
             .iter()
             .map(|entry| {
                 let dir = self.package_dir(&entry.name);
+                let (run, failure) = state::run_state(self, &entry.name);
                 let mut row = Listed {
                     name: entry.name.clone(),
                     version: entry.version.clone(),
@@ -1242,6 +1248,8 @@ impl Home {
                     contributes: Vec::new(),
                     config: Vec::new(),
                     trace_dropped: state::trace_dropped(self, &entry.name),
+                    state: run,
+                    failure,
                     error: None,
                 };
                 match self.package_manifest(entry) {

@@ -390,7 +390,40 @@ pub fn record(
         "failed to write {}",
         home.lock_path().display()
     )))?;
+    // What was withheld is approved now.
+    let _ = std::fs::remove_file(withheld_path(home, name, origin));
     Ok(pin)
+}
+
+/// Where a session notes the tools of server `name` at `origin` it withheld, for `yep mcp
+/// list`.
+fn withheld_path(home: &Home, name: &str, origin: &Origin) -> std::path::PathBuf {
+    let mut path = cache_path(home, name, origin);
+    path.set_extension("withheld.json");
+    path
+}
+
+/// Note what a session withheld of server `name` (`+ tool x (new)`, …); an empty list clears
+/// the note. Best effort: a session never fails for want of it.
+pub fn note_withheld(home: &Home, name: &str, origin: &Origin, changes: &[String]) {
+    let path = withheld_path(home, name, origin);
+    if changes.is_empty() {
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let body = serde_json::to_vec(changes).unwrap_or_default();
+    let _ = crate::fsutil::write_atomic(&path, &body, MODE_DEFAULT);
+}
+
+/// What the last session withheld of server `name`, as it said it.
+pub fn withheld(home: &Home, name: &str, origin: &Origin) -> Vec<String> {
+    std::fs::read(withheld_path(home, name, origin))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
 }
 
 /// Forget the pin (and cache) of server `name` at `origin`.

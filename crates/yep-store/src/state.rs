@@ -23,3 +23,53 @@ pub fn trace_dropped(home: &Home, name: &str) -> Option<u64> {
         .get("trace_dropped")?
         .as_u64()
 }
+
+fn run_path(home: &Home, name: &str) -> std::path::PathBuf {
+    home.root.join("state").join(format!("{name}.run.json"))
+}
+
+/// Where a server stood when a session last said so.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum Run {
+    /// It runs, as this process.
+    Started { pid: u32 },
+    /// Its start or its run failed, saying this.
+    Failed { message: String },
+}
+
+/// Remember how server `name` (an extension, or `mcp-<server>`) stands. Best effort: a
+/// session never fails for want of this note.
+pub fn record_run(home: &Home, name: &str, run: &Run) {
+    let body = serde_json::to_string(run).unwrap_or_default();
+    let path = run_path(home, name);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Err(e) = write_atomic(&path, body.as_bytes(), MODE_DEFAULT) {
+        tracing::debug!("failed to record the state of `{name}`: {e}");
+    }
+}
+
+/// How server `name` stands: `started` (its process is alive), `failed` (the last session's
+/// start or run failed), else `configured` (not running: never started, or stopped since).
+/// With the failure's message, when it failed.
+pub fn run_state(home: &Home, name: &str) -> (&'static str, Option<String>) {
+    let recorded = std::fs::read_to_string(run_path(home, name))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Run>(&text).ok());
+    match recorded {
+        Some(Run::Started { pid }) if alive(pid) => ("started", None),
+        Some(Run::Failed { message }) => ("failed", Some(message)),
+        _ => ("configured", None),
+    }
+}
+
+/// Whether process `pid` exists (signal 0 checks without sending anything).
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
+    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+}

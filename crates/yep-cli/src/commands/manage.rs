@@ -106,11 +106,19 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
             .map(|v| format!(" {}", escape(v)))
             .unwrap_or_default();
         let state = if r.enabled { "enabled" } else { "disabled" };
+        let run = match (r.enabled && r.server_command.is_some(), r.state) {
+            (true, run) => format!(", {run}"),
+            (false, "configured") => String::new(),
+            (false, run) => format!(", {run}"),
+        };
         stdout_line(&format!(
-            "{}{version}  [{state}]  {}",
+            "{}{version}  [{state}{run}]  {}",
             escape(&r.name),
             escape(&r.source)
         ));
+        if let Some(failure) = &r.failure {
+            stdout_line(&format!("  last failure: {}", escape(failure)));
+        }
         if let Some(err) = &r.error {
             stdout_line(&format!("  error: {}", escape(err)));
             continue;

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use yep_host::runtime::mcp::{McpSource, approve, command_line, enabled_manifests, probe, sources};
+use yep_host::runtime::mcp::{
+    McpSource, approve, command_line, enabled_manifests, log_stem, probe, sources,
+};
 use yep_store::Home;
 use yep_store::manifest::McpServer;
 use yep_store::mcp::{McpTool, Origin, ToolChange};
@@ -72,6 +74,13 @@ struct Row {
     server: McpServer,
     /// `approved`, or why it does not start.
     approval: String,
+    /// `configured` (not running), `started` or `failed`, as the last session left it.
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure: Option<String>,
+    /// Tools the last session withheld as new or changed since approval.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    withheld: Vec<String>,
 }
 
 /// Where `yep` runs: the workspace whose `.mcp.json` it reads.
@@ -190,7 +199,11 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             let mut rows = Vec::new();
             for s in here(home)? {
                 let pin = yep_store::mcp::pin(home, &s.name, &s.origin)?;
+                let (state, failure) = yep_store::state::run_state(home, &log_stem(&s.name));
                 rows.push(Row {
+                    withheld: yep_store::mcp::withheld(home, &s.name, &s.origin),
+                    state,
+                    failure,
                     approval: s
                         .unapproved(pin.as_ref())
                         .unwrap_or_else(|| "approved".into()),
@@ -207,12 +220,23 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             } else {
                 for r in &rows {
                     stdout_line(&format!(
-                        "{}  [{}]  {}  ({})",
+                        "{}  [{}, {}]  {}  ({})",
                         escape(&r.name),
                         escape(&r.server.transport),
+                        r.state,
                         escape(&command_line(&r.server)),
                         escape(&r.source)
                     ));
+                    if let Some(failure) = &r.failure {
+                        stdout_line(&format!("  last failure: {}", escape(failure)));
+                    }
+                    for change in &r.withheld {
+                        stdout_line(&format!(
+                            "  withheld: {} (`yep trust {}` shows and approves it)",
+                            escape_controls(change),
+                            escape(&r.name)
+                        ));
+                    }
                     if r.approval != "approved" {
                         stdout_line(&format!("  {}", escape_controls(&r.approval)));
                     }

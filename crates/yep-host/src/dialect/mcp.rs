@@ -261,6 +261,13 @@ type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, UpdateSink>>>;
 /// The tools a server lists now, replaced on each `notifications/tools/list_changed`.
 type Listed = Arc<Mutex<Vec<OfferedTool>>>;
 
+/// Whether a listing after `notifications/tools/list_changed` runs, and whether another is due.
+#[derive(Default)]
+struct Relist {
+    running: std::sync::atomic::AtomicBool,
+    stale: std::sync::atomic::AtomicBool,
+}
+
 /// rmcp's client side: progress to the calls' sinks, the rest to the host's events.
 #[derive(Clone)]
 struct Client {
@@ -268,6 +275,7 @@ struct Client {
     events: Arc<dyn Events>,
     progress: ProgressSinks,
     listed: Listed,
+    relist: Arc<Relist>,
 }
 
 impl Client {
@@ -277,6 +285,7 @@ impl Client {
             events,
             progress: Arc::default(),
             listed: Arc::default(),
+            relist: Arc::default(),
         }
     }
 }
@@ -367,17 +376,35 @@ impl ClientHandler for Client {
     }
 
     /// The list is read again off the notification's task (its answer comes through the same
-    /// service loop), then the host hears of it.
+    /// service loop), then the host hears of it. One listing runs at a time: notices that come
+    /// during one are answered by one more after it, so a server that sends them without pause
+    /// costs a listing at a time, not a task each.
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+        let relist = &self.relist;
+        relist.stale.store(true, Release);
+        if relist.running.swap(true, AcqRel) {
+            return;
+        }
         let client = self.clone();
         tokio::spawn(async move {
-            match list(&context.peer, &client.extension).await {
-                Ok(tools) => {
-                    *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = tools;
-                    client.events.tools_changed(&client.extension);
+            let relist = &client.relist;
+            loop {
+                while relist.stale.swap(false, AcqRel) {
+                    match list(&context.peer, &client.extension).await {
+                        Ok(tools) => {
+                            *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = tools;
+                            client.events.tools_changed(&client.extension);
+                        }
+                        Err(e) => {
+                            tracing::warn!(extension = %client.extension, "tools/list after list_changed failed: {e}")
+                        }
+                    }
                 }
-                Err(e) => {
-                    tracing::warn!(extension = %client.extension, "tools/list after list_changed failed: {e}")
+                relist.running.store(false, Release);
+                // A notice between the last listing and the line above is not lost.
+                if !relist.stale.load(Acquire) || relist.running.swap(true, AcqRel) {
+                    break;
                 }
             }
         });

@@ -219,7 +219,7 @@ pub async fn run(
                 "pin",
                 Status::Fail,
                 format!(
-                    "registers beyond what was approved (a session withholds it; `yep update {}` asks again): {}",
+                    "registers beyond what was approved (a session withholds it; `yep trust {}` asks again): {}",
                     manifest.name,
                     beyond.join(", ")
                 ),

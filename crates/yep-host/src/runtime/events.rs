@@ -173,6 +173,35 @@ impl HostEvents {
         }
     }
 
+    /// Leave a server's start or failure where `yep list` reads it.
+    fn record_run(&self, event: &HealthEvent) {
+        use crate::store::state::{Run, record_run};
+        let (extension, run) = match event {
+            HealthEvent::Started {
+                extension,
+                pid: Some(pid),
+                ..
+            }
+            | HealthEvent::Restarted {
+                extension,
+                pid: Some(pid),
+                ..
+            } => (extension, Run::Started { pid: *pid }),
+            HealthEvent::Failed {
+                extension, message, ..
+            } => (
+                extension,
+                Run::Failed {
+                    message: message.clone(),
+                },
+            ),
+            _ => return,
+        };
+        if let Some(core) = self.host.get().and_then(|h| h.core.upgrade()) {
+            record_run(&core.home, extension, &run);
+        }
+    }
+
     /// A turn now, or a place in line (in the order asked), or `None` when `extension`
     /// already has [`MAX_QUEUED_QUESTIONS`] waiting.
     fn queue(&self, extension: &str) -> Option<Result<Turn, oneshot::Receiver<Turn>>> {
@@ -262,6 +291,7 @@ impl Events for HostEvents {
         if let HealthEvent::Failed { extension, .. } = &event {
             self.close_panel_of(extension);
         }
+        self.record_run(&event);
         self.health.report(event);
     }
 

@@ -21,6 +21,12 @@ use std::time::Duration;
 /// The prefix of every MCP tool's name in the table; no extension tool may take it.
 pub const MCP_PREFIX: &str = "mcp__";
 
+/// The largest `.mcp.json` read; a bigger one is skipped with a warning.
+pub const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
+
+/// The most servers one `.mcp.json` defines; the rest are skipped with a warning.
+pub const MAX_WORKSPACE_SERVERS: usize = 64;
+
 /// How long an MCP server gets to exit after its stdin closes, and again after SIGTERM.
 pub const MCP_GRACE: Duration = Duration::from_secs(2);
 
@@ -194,15 +200,24 @@ pub fn sources(
         (Err(e), _) | (_, Err(e)) => warn(format!("skipping the home's MCP servers: {e}")),
     }
     let file = workspace.join(".mcp.json");
-    if let Ok(text) = std::fs::read_to_string(&file) {
+    let size = std::fs::metadata(&file).map_or(0, |m| m.len());
+    if size > MAX_MCP_JSON_BYTES {
+        warn(format!(
+            "skipping {}: {size} bytes, over the {MAX_MCP_JSON_BYTES}-byte limit",
+            file.display()
+        ));
+    } else if let Ok(text) = std::fs::read_to_string(&file) {
         match serde_json::from_str::<Value>(&text) {
             Ok(doc) => {
-                for (name, spec) in doc
-                    .get("mcpServers")
-                    .and_then(Value::as_object)
-                    .into_iter()
-                    .flatten()
-                {
+                let servers = doc.get("mcpServers").and_then(Value::as_object);
+                let count = servers.map_or(0, serde_json::Map::len);
+                if count > MAX_WORKSPACE_SERVERS {
+                    warn(format!(
+                        "{}: {count} MCP servers; using the first {MAX_WORKSPACE_SERVERS}",
+                        file.display()
+                    ));
+                }
+                for (name, spec) in servers.into_iter().flatten().take(MAX_WORKSPACE_SERVERS) {
                     match serde_json::from_value::<McpServer>(spec.clone()) {
                         Ok(server) => {
                             // A workspace file often holds tokens as they are: never shown.

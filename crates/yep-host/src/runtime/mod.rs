@@ -641,6 +641,11 @@ impl Core {
         for entry in &mcp {
             let server = &entry.source.name;
             let (offered, withheld) = entry.tools();
+            if entry.ext.is_running() {
+                let said: Vec<String> = withheld.iter().map(ToString::to_string).collect();
+                let source = &entry.source;
+                crate::store::mcp::note_withheld(&self.home, server, &source.origin, &said);
+            }
             for change in withheld {
                 warnings.push(HealthEvent::Warning {
                     extension: Some(server.clone()),

@@ -9,6 +9,8 @@ MCP specification for the MCP dialect's tests. Tools:
   huge          -> a 5 MiB line, over the host's frame cap
   args          -> its arguments, as JSON text
   crash         -> the process exits (status 3) without answering
+  flood {n}     -> n notifications/tools/list_changed, then "flooded"
+  lists         -> how many tools/list requests it answered
 """
 import json
 import os
@@ -38,10 +40,14 @@ TOOLS = [
     {"name": "huge", "description": "answers too much", "inputSchema": {"type": "object"}},
     {"name": "args", "description": "answers its arguments", "inputSchema": {"type": "object"}},
     {"name": "crash", "description": "exits mid-call", "inputSchema": {"type": "object"}},
+    {"name": "flood", "description": "says its list changed, again and again",
+     "inputSchema": {"type": "object"}},
+    {"name": "lists", "description": "counts tools/list", "inputSchema": {"type": "object"}},
 ]
 
 cancelled = []
 asking = {}
+listed = 0
 
 for line in sys.stdin:
     message = json.loads(line)
@@ -51,6 +57,7 @@ for line in sys.stdin:
             "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
             "serverInfo": {"name": "pymcp", "version": "0.1"}}})
     elif method == "tools/list":
+        listed += 1
         send({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": TOOLS}})
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
@@ -76,6 +83,12 @@ for line in sys.stdin:
             text(call_id, "x" * (5 * 1024 * 1024))
         elif name == "args":
             text(call_id, json.dumps(args, sort_keys=True))
+        elif name == "flood":
+            for _ in range(args.get("n", 1)):
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            text(call_id, "flooded")
+        elif name == "lists":
+            text(call_id, str(listed))
         elif name == "crash":
             sys.stdout.flush()
             os._exit(3)

@@ -315,7 +315,7 @@ impl Router {
         self.events.health(crate::health::HealthEvent::Warning {
             extension: Some(self.extension.clone()),
             message: format!(
-                "extension `{}` registered more than was approved ({}); that is withheld (`yep update {}` asks again)",
+                "extension `{}` registered more than was approved ({}); that is withheld (`yep trust {}` asks again)",
                 self.extension,
                 beyond.join(", "),
                 self.extension
