@@ -720,7 +720,7 @@ fn session_lists_a_contributed_mcp_server_and_its_tools_through_rmcp() {
     );
     // Spawned like every other child: its stderr went to a log in the home.
     assert!(
-        home.path().join("logs/mcp-kit__echo.log").is_file(),
+        home.path().join("logs/mcp.kit__echo.log").is_file(),
         "{:?}",
         std::fs::read_dir(home.path().join("logs"))
             .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())

@@ -113,7 +113,7 @@ fn servers_added_to_the_home_are_listed_without_their_secrets_and_reached_in_a_s
         "{}",
         text(&out.stderr)
     );
-    assert!(home.join("logs/mcp-files.log").is_file());
+    assert!(home.join("logs/mcp.files.log").is_file());
     // Its tools are the session's, under `mcp__<server>__<tool>`, and calls go through.
     let tools = lines[2]["tools"].as_array().unwrap();
     let echo = tools.iter().find(|t| t["name"] == "mcp__files__echo");
@@ -153,6 +153,17 @@ fn servers_added_to_the_home_are_listed_without_their_secrets_and_reached_in_a_s
     );
 }
 
+/// `yep mcp list --json`, run in `cwd`.
+fn mcp_list(cwd: &Path, home: &Path) -> Value {
+    serde_json::from_str(&ok(&common::yep_in(
+        cwd,
+        home,
+        &["mcp", "list", "--json"],
+        "",
+    )))
+    .unwrap()
+}
+
 /// The session's JSON lines for `input`, run in `cwd`, warnings left out.
 fn session_in(cwd: &Path, home: &Path, input: &str) -> Vec<Value> {
     let out = common::yep_in(cwd, home, &["session", "--json"], input);
@@ -190,13 +201,7 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
     std::fs::write(ws.join(".mcp.json"), mcp_json.to_string()).unwrap();
 
     // Cloned, not trusted: listed as such, absent from the session, never run.
-    let listed: Value = serde_json::from_str(&ok(&common::yep_in(
-        &ws,
-        &home,
-        &["mcp", "list", "--json"],
-        "",
-    )))
-    .unwrap();
+    let listed: Value = mcp_list(&ws, &home);
     assert!(
         listed[0]["approval"]
             .as_str()
@@ -291,13 +296,7 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
             "+ tool extra (new)"
         ])
     );
-    let listed: Value = serde_json::from_str(&ok(&common::yep_in(
-        &ws,
-        &home,
-        &["mcp", "list", "--json"],
-        "",
-    )))
-    .unwrap();
+    let listed: Value = mcp_list(&ws, &home);
     assert_eq!(listed[0]["approval"], "approved");
     assert_eq!(listed[0]["withheld"], *withheld, "{listed}");
 
@@ -431,4 +430,54 @@ fn yep_list_shows_whether_each_server_is_configured_started_or_failed() {
     assert_eq!(after[2].1, "configured");
     let shown = ok(&yep(&home, &["list"]));
     assert!(shown.contains("broken 1.0.0  [enabled, failed]"), "{shown}");
+}
+
+#[test]
+fn installing_an_extension_pins_the_tools_of_the_mcp_servers_it_contributes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let rmcp_server = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-bench-rmcp");
+    let package = |name: &str, command: &str| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = json!({"name": name, "version": "1.0.0", "description": name,
+            "yolop": {"mcpServers": {"files": {"command": command}}}});
+        std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+        dir
+    };
+    let kit = package("kit", rmcp_server.to_str().unwrap());
+    let installed = ok(&yep(&home, &["install", kit.to_str().unwrap(), "--yes"]));
+    assert!(
+        installed.contains("pinned 1 tool of MCP server kit__files"),
+        "{installed}"
+    );
+    ok(&yep(&home, &["enable", "kit"]));
+    let lines = session_in(
+        tmp.path(),
+        &home,
+        "tools\ncall mcp__kit__files__echo {\"text\": \"c\"}\nquit\n",
+    );
+    assert_eq!(tool_names(&lines[0]), ["mcp__kit__files__echo"]);
+    assert_eq!(
+        lines[1]["result"]["content"][0]["text"], r#"{"echoed":"c"}"#,
+        "{:?}",
+        lines[1]
+    );
+
+    // One that cannot be listed yet is installed, and stays withheld until `yep trust`.
+    let broken = package("broken", "/nonexistent/mcp-server");
+    let installed = ok(&yep(&home, &["install", broken.to_str().unwrap(), "--yes"]));
+    assert!(
+        installed.contains("MCP server broken__files: could not list its tools")
+            && installed.contains("none are offered until `yep trust broken__files`"),
+        "{installed}"
+    );
+    ok(&yep(&home, &["enable", "broken"]));
+    let lines = session_in(tmp.path(), &home, "mcp status\nquit\n");
+    let status = lines[0]["mcp_status"].as_array().unwrap();
+    let broken = status
+        .iter()
+        .find(|s| s["name"] == "broken__files")
+        .unwrap();
+    assert_eq!(broken["state"], "unapproved", "{status:?}");
 }

@@ -38,7 +38,7 @@ pub enum Run {
     Failed { message: String },
 }
 
-/// Remember how server `name` (an extension, or `mcp-<server>`) stands. Best effort: a
+/// Remember how server `name` (an extension, or `mcp.<server>`) stands. Best effort: a
 /// session never fails for want of this note.
 pub fn record_run(home: &Home, name: &str, run: &Run) {
     let body = serde_json::to_string(run).unwrap_or_default();

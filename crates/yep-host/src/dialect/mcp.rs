@@ -97,6 +97,9 @@ impl Dialect for McpHttp {
                 let value = http::HeaderValue::from_str(&value).map_err(|e| bad(&e))?;
                 custom.insert(header, value);
             }
+            // reqwest is built without a TLS provider of its own: ring, installed once for the
+            // process (an embedder's own choice, installed first, stands).
+            let _ = rustls::crypto::ring::default_provider().install_default();
             // The host's frame cap holds here too: no answer or event longer than it.
             let config = StreamableHttpClientTransportConfig::with_uri(url)
                 .custom_headers(custom)

@@ -263,10 +263,11 @@ pub fn enabled_manifests(home: &Home) -> Result<Vec<(String, Manifest)>, crate::
         .collect())
 }
 
-/// `mcp-<server>`, kept to characters safe in a file name (it can come from a workspace
-/// file): the server's log is `<home>/logs/mcp-<server>.log`.
+/// `mcp.<server>`, kept to characters safe in a file name (it can come from a workspace
+/// file): the server's log is `<home>/logs/mcp.<server>.log`. The `.` keeps it apart from
+/// every extension's name (an extension named `mcp-files` has a log of its own).
 pub fn log_stem(server: &str) -> String {
-    format!("mcp-{}", safe(server))
+    format!("mcp.{}", safe(server))
 }
 
 /// `text` with every character but `A-Z a-z 0-9 _ -` as `_`: a tool name every model API

@@ -556,7 +556,8 @@ impl Core {
         })
     }
 
-    /// Servers with a prompt, hooks or trace start now, in parallel, bounded.
+    /// Servers with a prompt, hooks, trace or a status line start now (a session shows their
+    /// status from its first turn), in parallel, bounded; the rest when first needed.
     /// A failed start is reported by the supervisor ([`HealthEvent::Failed`]): the embedder
     /// hears of it in `warnings()` and the health stream, even when it comes after
     /// `startup_bound`.
@@ -566,7 +567,12 @@ impl Core {
             .filter(|l| {
                 let f = &l.manifest.yolop;
                 f.capability_server.is_some()
-                    && (l.eager || f.prompt || f.dynamic_prompt || !f.hooks.is_empty() || f.trace)
+                    && (l.eager
+                        || f.prompt
+                        || f.dynamic_prompt
+                        || !f.hooks.is_empty()
+                        || f.trace
+                        || f.status)
             })
             .collect();
         let mut tasks = tokio::task::JoinSet::new();
@@ -1099,7 +1105,7 @@ pub struct ExtensionHost {
 
 impl ExtensionHost {
     /// Load every extension `settings.toml` enables, then start the ones the first turn needs
-    /// (prompt, hooks, trace) in parallel, waiting at most `startup_bound`. Malformed packages
+    /// (prompt, hooks, trace, status) in parallel, waiting at most `startup_bound`. Malformed packages
     /// are skipped with a warning.
     pub async fn start(
         home: Home,
