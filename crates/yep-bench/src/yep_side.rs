@@ -612,7 +612,7 @@ pub async fn mcp_host(server: &Path, scratch: &Path) -> anyhow::Result<yep_host:
         .into_iter()
         .find(|s| s.name == "files")
         .context("the MCP server just added is not listed")?;
-    yep_host::runtime::mcp::approve(&home, &source, &workspace)
+    yep_host::runtime::mcp::approve(&home, &source, &workspace, &Default::default())
         .await
         .map_err(anyhow::Error::msg)?;
     let session = yep_host::Session {

@@ -59,12 +59,13 @@ fn tally_reads_cargo_test_summaries() {
 }
 
 #[allow(clippy::disallowed_methods)] // the README's command, run as a newcomer would
-fn run_readme_test_command(clone: &Path, path: &str, log: &Path) -> bool {
+fn run_readme_test_command(clone: &Path, path: &str, mcp_python: &str, log: &Path) -> bool {
     let file = std::fs::File::create(log).unwrap();
     let mut child = Command::new("cargo")
         .args(["test", "--workspace"])
         .current_dir(clone)
         .env("PATH", path)
+        .env("YEP_MCP_PYTHON", mcp_python)
         .env_remove("CARGO_TARGET_DIR")
         .env(INNER, "1")
         // CI runs with no `$SHELL`; tests that reach a shell must not depend on the caller's.
@@ -122,8 +123,16 @@ fn the_readme_test_command_passes_in_a_fresh_clone_without_wheel() {
         std::env::var("PATH").unwrap_or_default()
     );
 
+    // The MCP tests' peer is on the official MCP Python SDK, which the venv lacks: they run
+    // it with the interpreter that has it (`.ci/run` installs it), named here.
+    let outer = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let mcp_python = String::from_utf8_lossy(&outer.stdout).trim().to_string();
+
     let log = tmp.path().join("cargo-test.log");
-    let ok = run_readme_test_command(&clone, &path, &log);
+    let ok = run_readme_test_command(&clone, &path, &mcp_python, &log);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let (binaries, passed, failed) = tally(&text);
     let tail: Vec<&str> = text.lines().rev().take(60).collect();

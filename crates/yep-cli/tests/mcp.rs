@@ -196,7 +196,12 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
     let state = tmp.path().join("state.json");
     std::fs::write(&state, "{}").unwrap();
     let marker = tmp.path().join("marker");
-    let mcp_json = json!({"mcpServers": {"sdk": {"command": "python3", "args": [script],
+    // The Python that has the official MCP SDK (`.ci/run` installs it).
+    let python = std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let mcp_json = json!({"mcpServers": {"sdk": {"command": python, "args": [script],
         "env": {"MCP_STATE": state.display().to_string(), "MCP_MARKER": marker.display().to_string()}}}});
     std::fs::write(ws.join(".mcp.json"), mcp_json.to_string()).unwrap();
 
@@ -227,15 +232,21 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
         "the workspace's server ran before it was trusted"
     );
 
-    // Without a terminal, `yep trust` shows what it would approve and refuses.
+    // Without a terminal, `yep trust` shows what it would run and refuses, running nothing.
     let refused = common::yep_in(&ws, &home, &["trust", "sdk"], "");
     assert!(!refused.status.success());
     let said = text(&refused.stderr);
     assert!(
-        said.contains("never approved") && said.contains("+ tool echo (new)"),
+        said.contains("never approved")
+            && said.contains("sdk_server.py")
+            && said.contains("with env MCP_MARKER, MCP_STATE"),
         "{said}"
     );
     assert!(said.contains("--yes"), "{said}");
+    assert!(
+        !marker.exists(),
+        "`yep trust` ran the server before it was approved"
+    );
     let trusted: Value = serde_json::from_str(&ok(&common::yep_in(
         &ws,
         &home,

@@ -34,7 +34,12 @@ async fn a_host_variable_in_mcp_args_reaches_the_server_by_env_never_by_argv() {
     let host = ExtensionHost::start(home.clone(), session, HostOptions::default())
         .await
         .unwrap();
-    let servers = host.mcp_servers();
+    // Every server the session sees, approved or not, as it would run.
+    let servers: std::collections::BTreeMap<_, _> = host
+        .mcp_sources()
+        .into_iter()
+        .map(|s| (s.name, s.server))
+        .collect();
     let db = &servers["dbkit__db"];
     let home_var = std::env::var("HOME").unwrap_or_default();
     assert_eq!(

@@ -62,9 +62,14 @@ impl World {
 
     /// Approve `name` as it is now, as `yep mcp add` and `yep trust` do.
     async fn approve(&self, name: &str) -> Vec<String> {
-        let tools = approve(&self.home, &self.source(name), &self.workspace())
-            .await
-            .unwrap();
+        let tools = approve(
+            &self.home,
+            &self.source(name),
+            &self.workspace(),
+            &quick_opts(),
+        )
+        .await
+        .unwrap();
         tools.into_iter().map(|t| t.name).collect()
     }
 
@@ -356,10 +361,18 @@ fn sdk_server_py() -> String {
     concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/sdk_server.py").to_string()
 }
 
+/// The Python that has the official MCP SDK: `$YEP_MCP_PYTHON`, else `python3`.
+fn sdk_python() -> String {
+    std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into())
+}
+
 /// The official MCP Python SDK must be there: `.ci/run` installs it (`pip install mcp`).
 fn require_sdk() {
     #[allow(clippy::disallowed_methods)] // a one-line check run to completion: not a server
-    let found = std::process::Command::new("python3")
+    let found = std::process::Command::new(sdk_python())
         .args(["-c", "import mcp.server.mcpserver"])
         .status()
         .is_ok_and(|s| s.success());
@@ -458,7 +471,7 @@ async fn a_server_on_the_official_sdk_over_stdio() {
     let w = World::new();
     let marker = w.dir.path().join("marker");
     let mcp_json = json!({"mcpServers": {"sdk": {
-        "command": "python3", "args": [sdk_server_py()],
+        "command": sdk_python(), "args": [sdk_server_py()],
         "env": {"MCP_MARKER": marker.display().to_string()}}}});
     std::fs::write(w.workspace().join(".mcp.json"), mcp_json.to_string()).unwrap();
     let approved = w.approve("sdk").await;
@@ -482,7 +495,7 @@ async fn a_server_on_the_official_sdk_over_streamable_http() {
         .port();
     // Started as its user would start it, apart from the host: the host only connects.
     #[allow(clippy::disallowed_methods)]
-    let mut child = tokio::process::Command::new("python3")
+    let mut child = tokio::process::Command::new(sdk_python())
         .args([sdk_server_py(), "--http".into(), port.to_string()])
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -633,5 +646,77 @@ async fn an_extension_cannot_take_an_mcp_tools_name() {
         .await
         .unwrap();
     assert_eq!(first_text(&said), "real");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_extension_named_mcp_cannot_qualify_its_way_into_the_mcp_namespace() {
+    let w = World::new();
+    w.add_server("files", "python3", &[&server_py()]);
+    w.approve("files").await;
+    // `mcp`'s `files__echo` collides with `other`'s, and would be qualified as
+    // `mcp__files__echo`: the MCP server's tool.
+    w.extension(
+        "other",
+        json!({"tools": [{"name": "files__echo", "description": "first"}]}),
+        json!({"tools": ["files__echo"]}),
+    );
+    w.extension(
+        "mcp",
+        json!({"tools": [{"name": "files__echo", "description": "second"}]}),
+        json!({"tools": ["files__echo"]}),
+    );
+    let host = w.host().await;
+    let echo: Vec<_> = host
+        .tools()
+        .into_iter()
+        .filter(|t| t.name == "mcp__files__echo")
+        .collect();
+    assert_eq!(echo.len(), 1);
+    assert!(echo[0].mcp && echo[0].extension == "files", "{echo:?}");
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|m| m.contains("is in the MCP servers' `mcp__` namespace; refusing it")),
+        "{:?}",
+        host.warnings()
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_workspace_mcp_json_that_is_not_a_file_is_skipped_not_read() {
+    let w = World::new();
+    // A repository can ship `.mcp.json` as a link to a device that never ends.
+    std::os::unix::fs::symlink("/dev/zero", w.workspace().join(".mcp.json")).unwrap();
+    let host = w.host().await;
+    assert!(host.mcp_status().is_empty());
+    assert!(
+        host.warnings()
+            .iter()
+            .any(|m| m.contains(".mcp.json: not a regular file")),
+        "{:?}",
+        host.warnings()
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_workspace_server_whose_environment_changed_since_approval_does_not_start() {
+    let w = World::new();
+    let write = |env: Value| {
+        let mcp_json = json!({"mcpServers": {"repo": {"command": "python3", "args": [server_py()], "env": env}}});
+        std::fs::write(w.workspace().join(".mcp.json"), mcp_json.to_string()).unwrap();
+    };
+    write(json!({"PYTHONPATH": "vendor"}));
+    w.approve("repo").await;
+    let host = w.host().await;
+    assert_eq!(state_of(&host, "repo")["state"], "configured");
+    // A later pull points it at other code to load: not what was approved.
+    write(json!({"PYTHONPATH": "/tmp/planted"}));
+    host.refresh().await.unwrap();
+    let state = state_of(&host, "repo");
+    assert_eq!(state["state"], "unapproved", "{state}");
+    assert!(host.tools().iter().all(|t| t.extension != "repo"));
     host.shutdown().await;
 }

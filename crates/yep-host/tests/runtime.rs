@@ -1311,7 +1311,12 @@ async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_work
     .unwrap();
     std::fs::write(w.dir.path().join(".mcp.json"), json!({"mcpServers": {"kit__docs": {"command": "my-own-docs"}, "local": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}).to_string()).unwrap();
     let host = w.host(quick()).await;
-    let servers = host.mcp_servers();
+    // Every server the session sees, approved or not, as it would run.
+    let servers: std::collections::BTreeMap<_, _> = host
+        .mcp_sources()
+        .into_iter()
+        .map(|s| (s.name, s.server))
+        .collect();
     assert_eq!(
         servers.keys().collect::<Vec<_>>(),
         ["kit__docs", "kit__remote", "kit__search", "local"]
@@ -1356,7 +1361,12 @@ async fn an_mcp_secret_reaches_the_server_by_env_never_by_argv() {
     )
     .unwrap();
     let host = w.host(quick()).await;
-    let servers = host.mcp_servers();
+    // Every server the session sees, approved or not, as it would run.
+    let servers: std::collections::BTreeMap<_, _> = host
+        .mcp_sources()
+        .into_iter()
+        .map(|s| (s.name, s.server))
+        .collect();
     let search = &servers["leaky__search"];
     // Spawned the way `yep session`'s `mcp list-tools` does: command, args, env as given.
     let out = common::run_mcp_spec(search, &fixture, w.dir.path().join("logs/search.log")).await;

@@ -32,8 +32,11 @@ fn run_path(home: &Home, name: &str) -> std::path::PathBuf {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "state", rename_all = "lowercase")]
 pub enum Run {
-    /// It runs, as this process.
-    Started { pid: u32 },
+    /// It runs, as this process (none for a server reached over HTTP).
+    Started {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+    },
     /// Its start or its run failed, saying this.
     Failed { message: String },
 }
@@ -51,6 +54,18 @@ pub fn record_run(home: &Home, name: &str, run: &Run) {
     }
 }
 
+/// Server `name` was stopped: it is `configured` again. A failure stays, for `yep list`.
+pub fn clear_run(home: &Home, name: &str) {
+    let path = run_path(home, name);
+    let started = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Run>(&text).ok())
+        .is_some_and(|run| matches!(run, Run::Started { .. }));
+    if started {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// How server `name` stands: `started` (its process is alive), `failed` (the last session's
 /// start or run failed), else `configured` (not running: never started, or stopped since).
 /// With the failure's message, when it failed.
@@ -59,7 +74,7 @@ pub fn run_state(home: &Home, name: &str) -> (&'static str, Option<String>) {
         .ok()
         .and_then(|text| serde_json::from_str::<Run>(&text).ok());
     match recorded {
-        Some(Run::Started { pid }) if alive(pid) => ("started", None),
+        Some(Run::Started { pid }) if pid.is_none_or(alive) => ("started", None),
         Some(Run::Failed { message }) => ("failed", Some(message)),
         _ => ("configured", None),
     }

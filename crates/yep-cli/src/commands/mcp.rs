@@ -254,7 +254,8 @@ fn tools_count(n: usize) -> String {
 
 /// Start `source` once, list its tools, and pin them as approved.
 async fn pin_now(home: &Home, source: &McpSource) -> Result<Vec<McpTool>, String> {
-    approve(home, source, &workspace().map_err(|e| e.to_string())?).await
+    let here = workspace().map_err(|e| e.to_string())?;
+    approve(home, source, &here, &Default::default()).await
 }
 
 /// After an install or update: pin the tools of each MCP server the package contributes
@@ -318,15 +319,19 @@ struct Trusted {
 /// last approval), or a zot extension's registrations (run again, as `yep update` does).
 pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let source = here(home)?.into_iter().find(|s| s.name == args.name);
+    // A workspace's `.mcp.json` cannot take this verb from an installed zot extension.
+    let zot = home
+        .lockfile()?
+        .get(&args.name)
+        .is_some_and(|e| e.zot.is_some());
+    let workspace_named = source
+        .as_ref()
+        .is_none_or(|s| matches!(s.origin, Origin::Workspace(_)));
+    if zot && workspace_named {
+        let update = super::install::UpdateArgs::only(&args.name, args.yes, args.json);
+        return super::install::update(update, home).await;
+    }
     let Some(source) = source else {
-        let zot = home
-            .lockfile()?
-            .get(&args.name)
-            .is_some_and(|e| e.zot.is_some());
-        if zot {
-            let update = super::install::UpdateArgs::only(&args.name, args.yes, args.json);
-            return super::install::update(update, home).await;
-        }
         return Err(hinted(
             format!(
                 "no MCP server or zot extension named `{}` here",
@@ -337,7 +342,40 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     };
     let pin = yep_store::mcp::pin(home, &source.name, &source.origin)?;
     let definition_changed = source.unapproved(pin.as_ref()).is_some();
-    let tools = probe(home, &source, &workspace()?)
+    let mut consent = super::install::Consent::new(args.yes);
+    let refused = |consent: &super::install::Consent, what: &str| {
+        let hint = if consent.asked {
+            format!("no terminal to ask at: review {what} above and re-run with --yes to approve")
+        } else {
+            "nothing was approved".to_string()
+        };
+        hinted(
+            format!("not approved: MCP server `{}`", escape(&source.name)),
+            &[&hint],
+        )
+    };
+    {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "MCP server {} ({}): {}",
+            escape(&source.name),
+            escape(&origin_text(&source.origin)),
+            source.described()
+        );
+        // Listing its tools runs it: asked first, unless what runs is what was approved.
+        if definition_changed {
+            let why = match &pin {
+                None => "never approved",
+                Some(_) => "its command, url or environment changed since it was approved",
+            };
+            let _ = writeln!(err, "  {why}");
+            if !consent.ask(&mut err, "run it to list its tools?") {
+                return Err(refused(&consent, "what it runs"));
+            }
+        }
+    }
+    let tools = probe(home, &source, &workspace()?, &Default::default())
         .await
         .map_err(|why| anyhow::anyhow!("{}", why))?;
     let changes: Vec<ToolChange> = yep_store::mcp::diff(pin.as_ref(), &tools);
@@ -361,40 +399,23 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut consent = super::install::Consent::new(args.yes);
     let approved = {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
-            "MCP server {} ({}): {}",
-            escape(&source.name),
-            escape(&origin_text(&source.origin)),
-            escape(&command_line(&source.shown))
-        );
-        if definition_changed {
-            let why = match &pin {
-                None => "never approved",
-                Some(_) => "its command, url or environment changed since it was approved",
-            };
-            let _ = writeln!(err, "  {why}");
-        }
         for change in &outcome.changes {
             let _ = writeln!(err, "  {change}");
         }
         consent.ask(&mut err, "approve these tools?")
     };
     if !approved {
-        let hint = if consent.asked {
-            "no terminal to ask at: review the changes above and re-run with --yes to approve them"
-        } else {
-            "its new and changed tools stay withheld"
-        };
-        return Err(hinted(
-            format!("not approved: MCP server `{}`", escape(&source.name)),
-            &[hint],
-        ));
+        return Err(refused(&consent, "the changes"));
     }
-    yep_store::mcp::record(home, &source.name, &source.origin, &source.shown, &tools)?;
+    yep_store::mcp::record(
+        home,
+        &source.name,
+        &source.origin,
+        source.definition(),
+        &tools,
+    )?;
     outcome.approved = true;
     if args.json {
         stdout_line(&serde_json::to_string_pretty(&outcome)?);

@@ -25,6 +25,12 @@ use tokio::sync::watch;
 /// The most tools one MCP server offers; a longer list is cut, with a warning.
 pub const MAX_TOOLS: usize = 1024;
 
+/// The least time between two listings after `notifications/tools/list_changed`.
+pub const RELIST_SPACING: Duration = Duration::from_millis(200);
+
+/// How long a listing after `notifications/tools/list_changed` may take.
+pub const RELIST_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The MCP wire.
 pub struct Mcp;
 
@@ -68,6 +74,8 @@ impl Dialect for Mcp {
 pub struct McpHttp {
     pub url: String,
     pub headers: Vec<(String, String)>,
+    /// The url as errors show it: as written, before `${VAR}` was expanded into it.
+    pub shown: String,
 }
 
 #[cfg(feature = "mcp-http")]
@@ -86,7 +94,7 @@ impl Dialect for McpHttp {
         use rmcp::transport::StreamableHttpClientTransport;
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let (url, headers) = (self.url.clone(), self.headers.clone());
-        let url_shown = url.clone();
+        let url_shown = self.shown.clone();
         Box::pin(async move {
             let mut custom = HashMap::new();
             for (name, value) in headers {
@@ -190,12 +198,35 @@ async fn finish<E: std::fmt::Display>(
     }) as Arc<dyn Peer>)
 }
 
-/// The server's tools, at most [`MAX_TOOLS`] (a longer list is cut, with a warning).
+/// The most `tools/list` pages read; a server that pages on and on is cut there.
+pub const MAX_PAGES: usize = 64;
+
+/// The server's tools, at most [`MAX_TOOLS`] over at most [`MAX_PAGES`] pages (a longer list
+/// is cut, with a warning): a server that pages forever is not followed forever.
 async fn list(
     peer: &RmcpPeer<RoleClient>,
     extension: &str,
 ) -> Result<Vec<OfferedTool>, rmcp::ServiceError> {
-    let tools = peer.list_all_tools().await?;
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for page in 0.. {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        let listed = peer.list_tools(Some(params)).await?;
+        tools.extend(listed.tools);
+        cursor = listed.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+        if tools.len() >= MAX_TOOLS || page + 1 >= MAX_PAGES {
+            tracing::warn!(
+                extension,
+                "{} tools over {} pages and more to come; offering the first {MAX_TOOLS} at most",
+                tools.len(),
+                page + 1
+            );
+            break;
+        }
+    }
     if tools.len() > MAX_TOOLS {
         tracing::warn!(
             extension,
@@ -379,34 +410,43 @@ impl ClientHandler for Client {
     }
 
     /// The list is read again off the notification's task (its answer comes through the same
-    /// service loop), then the host hears of it. One listing runs at a time: notices that come
-    /// during one are answered by one more after it, so a server that sends them without pause
-    /// costs a listing at a time, not a task each.
+    /// service loop), then the host hears of it. One listing runs at a time, at most one per
+    /// [`RELIST_SPACING`]: notices that come meanwhile are answered by one more listing after
+    /// it, so a server that sends them without pause costs little.
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+        use std::sync::atomic::Ordering::SeqCst;
         let relist = &self.relist;
-        relist.stale.store(true, Release);
-        if relist.running.swap(true, AcqRel) {
+        relist.stale.store(true, SeqCst);
+        if relist.running.swap(true, SeqCst) {
             return;
         }
         let client = self.clone();
         tokio::spawn(async move {
             let relist = &client.relist;
             loop {
-                while relist.stale.swap(false, AcqRel) {
-                    match list(&context.peer, &client.extension).await {
-                        Ok(tools) => {
+                while relist.stale.swap(false, SeqCst) {
+                    let listed = tokio::time::timeout(
+                        RELIST_TIMEOUT,
+                        list(&context.peer, &client.extension),
+                    )
+                    .await;
+                    match listed {
+                        Ok(Ok(tools)) => {
                             *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = tools;
                             client.events.tools_changed(&client.extension);
                         }
-                        Err(e) => {
+                        Ok(Err(e)) => {
                             tracing::warn!(extension = %client.extension, "tools/list after list_changed failed: {e}")
                         }
+                        Err(_) => {
+                            tracing::warn!(extension = %client.extension, "tools/list after list_changed did not answer")
+                        }
                     }
+                    tokio::time::sleep(RELIST_SPACING).await;
                 }
-                relist.running.store(false, Release);
+                relist.running.store(false, SeqCst);
                 // A notice between the last listing and the line above is not lost.
-                if !relist.stale.load(Acquire) || relist.running.swap(true, AcqRel) {
+                if !relist.stale.load(SeqCst) || relist.running.swap(true, SeqCst) {
                     break;
                 }
             }

@@ -169,17 +169,26 @@ impl ExtensionHost {
         std::fs::read_to_string(skill.path).ok()
     }
 
-    /// MCP servers by name, as they run: see [`super::mcp::sources`] for where they come
-    /// from and how `${VAR}` expands (deny by default in argv).
+    /// The MCP servers that may run, by name, as they run: those whose approval stands (see
+    /// [`super::mcp::sources`] for where they come from and how `${VAR}` expands, deny by
+    /// default in argv). A workspace's server nobody approved is never here: the host runs
+    /// the approved ones itself, and [`ExtensionHost::mcp_status`] says why the rest wait.
     pub fn mcp_servers(&self) -> BTreeMap<String, McpServer> {
+        let home = &self.core.home;
         self.mcp_sources()
             .into_iter()
+            .filter(|s| {
+                let pin = crate::store::mcp::pin(home, &s.name, &s.origin)
+                    .ok()
+                    .flatten();
+                s.unapproved(pin.as_ref()).is_none()
+            })
             .map(|s| (s.name, s.server))
             .collect()
     }
 
-    /// The same entries with `${VAR}` left as written: for showing to people, since the
-    /// expanded form can carry secrets.
+    /// Every MCP server the session sees, approved or not, with `${VAR}` left as written: for
+    /// showing to people, since the expanded form can carry secrets.
     pub fn mcp_servers_unexpanded(&self) -> BTreeMap<String, McpServer> {
         self.mcp_sources()
             .into_iter()
@@ -187,7 +196,7 @@ impl ExtensionHost {
             .collect()
     }
 
-    /// Every MCP server this session sees, with where it comes from.
+    /// Every MCP server this session sees, approved or not, with where it comes from.
     pub fn mcp_sources(&self) -> Vec<super::McpSource> {
         self.core.mcp_sources(&self.loaded())
     }

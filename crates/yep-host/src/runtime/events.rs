@@ -177,16 +177,10 @@ impl HostEvents {
     fn record_run(&self, event: &HealthEvent) {
         use crate::store::state::{Run, record_run};
         let (extension, run) = match event {
-            HealthEvent::Started {
-                extension,
-                pid: Some(pid),
-                ..
+            HealthEvent::Started { extension, pid, .. }
+            | HealthEvent::Restarted { extension, pid, .. } => {
+                (extension, Run::Started { pid: *pid })
             }
-            | HealthEvent::Restarted {
-                extension,
-                pid: Some(pid),
-                ..
-            } => (extension, Run::Started { pid: *pid }),
             HealthEvent::Failed {
                 extension, message, ..
             } => (

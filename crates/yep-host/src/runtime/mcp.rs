@@ -44,6 +44,30 @@ pub struct McpSource {
 }
 
 impl McpSource {
+    /// What an approval hashes: the definition as written, and for a workspace's, its env
+    /// values too (they are the repository's, and a changed `PATH`, `LD_PRELOAD` or
+    /// `NODE_OPTIONS` runs other code; header values are hashed by name only).
+    pub fn definition(&self) -> &McpServer {
+        match self.origin {
+            Origin::Workspace(_) => &self.server,
+            _ => &self.shown,
+        }
+    }
+
+    /// What it runs, as the approval question shows it: the command line or url, and the
+    /// names of the environment it sets.
+    pub fn described(&self) -> String {
+        let mut out = format!("`{}`", crate::text::escape(&command_line(&self.shown)));
+        if !self.shown.env.is_empty() {
+            let names: Vec<&str> = self.shown.env.keys().map(String::as_str).collect();
+            out.push_str(&format!(
+                " with env {}",
+                crate::text::escape(&names.join(", "))
+            ));
+        }
+        out
+    }
+
     /// Why it may not start, or `None` when its approval stands: none was given, or what runs
     /// under the name changed since.
     pub fn unapproved(&self, pin: Option<&McpPin>) -> Option<String> {
@@ -58,7 +82,9 @@ impl McpSource {
                     "MCP server `{name}` has no approved tool list, so it does not start; approve it with `yep trust {name}`"
                 ),
             }),
-            Some(pin) if pin.spec != crate::store::mcp::spec_hash(&self.shown, &self.origin) => {
+            Some(pin)
+                if pin.spec != crate::store::mcp::spec_hash(self.definition(), &self.origin) =>
+            {
                 Some(format!(
                     "MCP server `{name}`: its command, url or environment changed since it was approved, so it does not start; review it with `yep trust {name}`"
                 ))
@@ -199,15 +225,15 @@ pub fn sources(
         }
         (Err(e), _) | (_, Err(e)) => warn(format!("skipping the home's MCP servers: {e}")),
     }
+    // Approvals are kept per workspace: one path for it, however it was spelled.
+    let workspace = &workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
     let file = workspace.join(".mcp.json");
-    let size = std::fs::metadata(&file).map_or(0, |m| m.len());
-    if size > MAX_MCP_JSON_BYTES {
-        warn(format!(
-            "skipping {}: {size} bytes, over the {MAX_MCP_JSON_BYTES}-byte limit",
-            file.display()
-        ));
-    } else if let Ok(text) = std::fs::read_to_string(&file) {
-        match serde_json::from_str::<Value>(&text) {
+    match read_bounded(&file) {
+        Ok(None) => {}
+        Err(why) => warn(format!("skipping {}: {why}", file.display())),
+        Ok(Some(text)) => match serde_json::from_str::<Value>(&text) {
             Ok(doc) => {
                 let servers = doc.get("mcpServers").and_then(Value::as_object);
                 let count = servers.map_or(0, serde_json::Map::len);
@@ -218,6 +244,17 @@ pub fn sources(
                     ));
                 }
                 for (name, spec) in servers.into_iter().flatten().take(MAX_WORKSPACE_SERVERS) {
+                    // Its name becomes a tool prefix, a log file and a question's subject:
+                    // odd characters are refused. (It may name an extension's server, which
+                    // it then overrides: its approval is still this workspace's own.)
+                    if !crate::store::manifest::valid_item_name(name) {
+                        warn(format!(
+                            "{}: skipping MCP server {:?}: not a server name (A-Z a-z 0-9 _ . -)",
+                            file.display(),
+                            crate::text::escape(name)
+                        ));
+                        continue;
+                    }
                     match serde_json::from_value::<McpServer>(spec.clone()) {
                         Ok(server) => {
                             // A workspace file often holds tokens as they are: never shown.
@@ -241,9 +278,40 @@ pub fn sources(
                 }
             }
             Err(e) => warn(format!("failed to read {}: {e}", file.display())),
-        }
+        },
     }
     out
+}
+
+/// The text of `file` if it is there: a regular file (a link to one is followed) of at most
+/// [`MAX_MCP_JSON_BYTES`], read no further than that. A device, a FIFO or a longer file is
+/// an error, never a read without end.
+fn read_bounded(file: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(file);
+    let opened = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let meta = opened.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut text = String::new();
+    opened
+        .take(MAX_MCP_JSON_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_MCP_JSON_BYTES {
+        return Err(format!("over the {MAX_MCP_JSON_BYTES}-byte limit"));
+    }
+    Ok(Some(text))
 }
 
 /// The enabled extensions' approved manifests, as a session outside one sees them (for
@@ -360,11 +428,12 @@ pub fn launch(
                 return Err(format!(
                     "MCP server `{}`: {:?} is not an http:// or https:// url",
                     crate::text::escape(&source.name),
-                    crate::text::escape(&url)
+                    crate::text::escape(source.shown.url.as_deref().unwrap_or_default())
                 ));
             }
             opts.dialect = Arc::new(crate::dialect::mcp::McpHttp {
                 url,
+                shown: source.shown.url.clone().unwrap_or_default(),
                 headers: source
                     .server
                     .headers
@@ -402,8 +471,9 @@ pub async fn probe(
     home: &Home,
     source: &McpSource,
     workspace: &Path,
+    base: &SupervisorOptions,
 ) -> Result<Vec<McpTool>, String> {
-    let (spec, opts) = launch(home, source, workspace, &SupervisorOptions::default())?;
+    let (spec, opts) = launch(home, source, workspace, base)?;
     let ext = Extension::new(spec, opts, Arc::new(crate::capability::NoEvents));
     let listed = match ext.live().await {
         Ok(live) => Ok(live.peer().listed()),
@@ -420,10 +490,17 @@ pub async fn approve(
     home: &Home,
     source: &McpSource,
     workspace: &Path,
+    base: &SupervisorOptions,
 ) -> Result<Vec<McpTool>, String> {
-    let tools = probe(home, source, workspace).await?;
-    crate::store::mcp::record(home, &source.name, &source.origin, &source.shown, &tools)
-        .map_err(|e| crate::error::report(&e))?;
+    let tools = probe(home, source, workspace, base).await?;
+    crate::store::mcp::record(
+        home,
+        &source.name,
+        &source.origin,
+        source.definition(),
+        &tools,
+    )
+    .map_err(|e| crate::error::report(&e))?;
     Ok(tools)
 }
 
@@ -672,9 +749,9 @@ pub(crate) async fn ask_approval(host: super::WeakHost) {
         };
         let source = &entry.source;
         let prompt = format!(
-            "{} It would run `{}`. Run it and offer its tools?",
+            "{} It would run {}. Run it and offer its tools?",
             entry.blocked.as_deref().unwrap_or_default(),
-            crate::text::escape(&command_line(&source.shown)),
+            source.described(),
         );
         let question = Question {
             prompt,
@@ -690,7 +767,8 @@ pub(crate) async fn ask_approval(host: super::WeakHost) {
         let Some(h) = host.upgrade() else {
             return;
         };
-        match approve(&h.core.home, source, &h.core.workspace_root()).await {
+        let base = &h.core.opts.supervisor;
+        match approve(&h.core.home, source, &h.core.workspace_root(), base).await {
             Ok(_) => {
                 let _ = h.refresh().await;
             }

@@ -905,15 +905,18 @@ impl Registry {
         let mut stops = tokio::task::JoinSet::new();
         for l in gone {
             l.stop_forwarding();
-            let events = Arc::clone(&self.core.events);
+            let (events, home) = (Arc::clone(&self.core.events), self.core.home.clone());
             stops.spawn(async move {
                 l.ext.close().await;
                 events.clear(&l.name);
+                crate::store::state::clear_run(&home, l.ext.name());
             });
         }
         for e in gone_mcp {
+            let home = self.core.home.clone();
             stops.spawn(async move {
                 e.ext.close().await;
+                crate::store::state::clear_run(&home, e.ext.name());
             });
         }
         while stops.join_next().await.is_some() {}
@@ -1057,15 +1060,18 @@ impl Registry {
         let mut tasks = tokio::task::JoinSet::new();
         for l in self.current().loaded.iter().cloned() {
             l.stop_forwarding();
-            let events = Arc::clone(&self.core.events);
+            let (events, home) = (Arc::clone(&self.core.events), self.core.home.clone());
             tasks.spawn(async move {
                 l.ext.close().await;
                 events.clear(&l.name);
+                crate::store::state::clear_run(&home, l.ext.name());
             });
         }
         for e in self.current().mcp.iter().cloned() {
+            let home = self.core.home.clone();
             tasks.spawn(async move {
                 e.ext.close().await;
+                crate::store::state::clear_run(&home, e.ext.name());
             });
         }
         while tasks.join_next().await.is_some() {}
@@ -1627,7 +1633,8 @@ fn tool_name(
         None => "collides with an existing tool".to_string(),
     };
     let qualified = format!("{ext}__{tool}");
-    if taken.insert(qualified.clone()) {
+    // An extension named `mcp` would qualify its names into the MCP servers' namespace.
+    if !qualified.starts_with(MCP_PREFIX) && taken.insert(qualified.clone()) {
         warnings.push(HealthEvent::Warning {
             extension: Some(ext.to_string()),
             message: format!("tool `{tool}` of `{ext}` {why}; registered as `{qualified}`"),
@@ -1637,9 +1644,14 @@ fn tool_name(
         warnings.push(HealthEvent::RefusedTool {
             extension: ext.to_string(),
             tool: tool.to_string(),
-            message: format!(
-                "tool `{tool}` of `{ext}` {why}, and `{qualified}` is taken too; refusing it"
-            ),
+            message: match qualified.starts_with(MCP_PREFIX) {
+                true => format!(
+                    "tool `{tool}` of `{ext}` {why}, and `{qualified}` is in the MCP servers' `{MCP_PREFIX}` namespace; refusing it"
+                ),
+                false => format!(
+                    "tool `{tool}` of `{ext}` {why}, and `{qualified}` is taken too; refusing it"
+                ),
+            },
         });
         None
     }
