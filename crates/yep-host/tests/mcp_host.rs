@@ -559,6 +559,15 @@ async fn a_session_asks_about_an_unapproved_workspace_server_and_an_approval_off
         asked[0].contains("is not approved") && asked[0].contains("server.py"),
         "{asked:?}"
     );
+    // Another workspace's server is asked about when the session moves there.
+    let other = w.dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let mcp_json = json!({"mcpServers": {"theirs": {"command": "python3", "args": [server_py()]}}});
+    std::fs::write(other.join(".mcp.json"), mcp_json.to_string()).unwrap();
+    host.set_workspace(other).await.unwrap();
+    let offered = || host.tools().iter().any(|t| t.name == "mcp__theirs__echo");
+    assert!(eventually(offered).await, "{:?}", host.mcp_status());
+    assert_eq!(sink.0.lock().unwrap().len(), 2);
     // Recorded like `yep trust`: the next session offers it without asking.
     host.shutdown().await;
     let again = w.host().await;

@@ -415,6 +415,10 @@ pub fn note_withheld(home: &Home, name: &str, origin: &Origin, changes: &[String
         let _ = std::fs::create_dir_all(dir);
     }
     let body = serde_json::to_vec(changes).unwrap_or_default();
+    // A rebuild that withholds the same again writes nothing.
+    if std::fs::read(&path).is_ok_and(|old| old == body) {
+        return;
+    }
     let _ = crate::fsutil::write_atomic(&path, &body, MODE_DEFAULT);
 }
 

@@ -1582,10 +1582,16 @@ impl ExtensionHost {
         self.ask(Command::Refresh).await?
     }
 
-    /// The workspace moved: running servers are told, and servers started from now on run
-    /// there.
+    /// The workspace moved: running servers are told, servers started from now on run there,
+    /// and its `.mcp.json` servers replace the old one's (asked about, with a question sink).
     pub async fn set_workspace(&self, root: PathBuf) -> Result<(), HostError> {
-        self.ask(|reply| Command::SetWorkspace(root, reply)).await?
+        self.ask(|reply| Command::SetWorkspace(root, reply))
+            .await??;
+        // The new workspace's `.mcp.json` servers are asked about as a session start's are.
+        if self.core.opts.ask_sink.is_some() {
+            tokio::spawn(mcp::ask_approval(self.weak()));
+        }
+        Ok(())
     }
 
     /// Stop every server gracefully, in parallel, within `grace` each. It is terminal, for
