@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use yep_host::health::HealthEvent;
 use yep_host::runtime::mcp::{McpSource, approve, sources};
+use yep_host::store::Home;
 use yep_host::store::manifest::McpServer;
-use yep_host::store::{AlwaysYes, Home, InstallOptions};
 use yep_host::{CallOutcome, ExtensionHost, HostError, HostOptions, Session};
 
 fn server_py() -> String {
@@ -75,23 +75,13 @@ impl World {
 
     /// Install and enable a fixture extension with this manifest facet and behaviour.
     fn extension(&self, name: &str, facet: Value, config: Value) {
-        let mut facet = facet;
-        let mut config = config;
-        config["name"] = json!(name);
-        facet["capabilityServer"] = json!({"command": fixture_bin(), "args": [config.to_string()]});
-        let manifest =
-            json!({"name": name, "version": "1.0.0", "description": "fixture", "yolop": facet});
-        let pkg = self.dir.path().join("src").join(name);
-        std::fs::create_dir_all(&pkg).unwrap();
-        std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
-        self.home
-            .install(
-                pkg.to_str().unwrap(),
-                &InstallOptions::default(),
-                &mut AlwaysYes,
-            )
-            .unwrap();
-        self.home.set_enabled(name, true).unwrap();
+        install_fixture(
+            &self.home,
+            &self.dir.path().join("src"),
+            name,
+            facet,
+            config,
+        );
     }
 
     async fn host(&self) -> ExtensionHost {

@@ -30,28 +30,18 @@ impl World {
     /// Install and enable a fixture package: `facet` is the manifest's approval, `config` the
     /// fixture's behaviour.
     fn add(&self, name: &str, facet: Value, config: Value) {
-        let mut facet = facet;
-        let mut config = config;
-        config["name"] = json!(name);
-        facet["capabilityServer"] = json!({"command": fixture_bin(), "args": [config.to_string()]});
-        let manifest = json!({"name": name, "version": "1.0.0", "description": format!("{name} fixture"), "yolop": facet});
-        self.install(manifest);
+        install_fixture(
+            &self.home,
+            &self.dir.path().join("src"),
+            name,
+            facet,
+            config,
+        );
     }
 
     /// Install and enable the package this `plugin.json` describes.
     fn install(&self, manifest: Value) {
-        let name = manifest["name"].as_str().unwrap().to_string();
-        let pkg = self.dir.path().join("src").join(&name);
-        std::fs::create_dir_all(&pkg).unwrap();
-        std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
-        self.home
-            .install(
-                pkg.to_str().unwrap(),
-                &InstallOptions::default(),
-                &mut AlwaysYes,
-            )
-            .unwrap();
-        self.home.set_enabled(&name, true).unwrap();
+        install_manifest(&self.home, &self.dir.path().join("src"), manifest);
     }
 
     /// Install and enable a fixture that serves exactly the tools its manifest declares.

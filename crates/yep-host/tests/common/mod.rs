@@ -180,3 +180,37 @@ pub async fn run_mcp_spec(
         .unwrap();
     out
 }
+
+/// Install and enable, in `home`, a fixture package `name` written under `src`: `facet` is the
+/// manifest's approval (its `yolop`), `config` the fixture's behaviour.
+pub fn install_fixture(
+    home: &yep_host::store::Home,
+    src: &std::path::Path,
+    name: &str,
+    facet: Value,
+    config: Value,
+) {
+    let mut facet = facet;
+    let mut config = config;
+    config["name"] = serde_json::json!(name);
+    facet["capabilityServer"] =
+        serde_json::json!({"command": fixture_bin(), "args": [config.to_string()]});
+    let manifest = serde_json::json!({"name": name, "version": "1.0.0", "description": format!("{name} fixture"), "yolop": facet});
+    install_manifest(home, src, manifest);
+}
+
+/// Install and enable, in `home`, the package this `plugin.json` describes (written under
+/// `src`), as `yep install --yes` and `yep enable` do.
+pub fn install_manifest(home: &yep_host::store::Home, src: &std::path::Path, manifest: Value) {
+    let name = manifest["name"].as_str().unwrap().to_string();
+    let pkg = src.join(&name);
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    home.install(
+        pkg.to_str().unwrap(),
+        &yep_host::store::InstallOptions::default(),
+        &mut yep_host::store::AlwaysYes,
+    )
+    .unwrap();
+    home.set_enabled(&name, true).unwrap();
+}
