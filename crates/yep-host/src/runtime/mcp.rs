@@ -414,12 +414,15 @@ pub fn launch(
         grants,
         tool_schemas: Default::default(),
     };
+    // Only the MCP features' transports change it.
+    #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
     let mut opts = SupervisorOptions {
         grace: MCP_GRACE,
         term_wait: MCP_GRACE,
         ..base.clone()
     };
     match source.server.transport.as_str() {
+        #[cfg(feature = "mcp")]
         "stdio" => opts.dialect = Arc::new(crate::dialect::mcp::Mcp),
         #[cfg(feature = "mcp-http")]
         "http" => {
@@ -444,6 +447,8 @@ pub fn launch(
             opts.transport = Some(Arc::new(Remote));
         }
         other => {
+            // A build without the MCP features has nothing to run either with.
+            let _unused = (&spec, &opts);
             return Err(format!(
                 "MCP server `{}`: this build cannot reach a server over {:?}",
                 crate::text::escape(&source.name),
@@ -451,6 +456,7 @@ pub fn launch(
             ));
         }
     }
+    #[allow(unreachable_code)]
     Ok((spec, opts))
 }
 
