@@ -492,3 +492,143 @@ fn installing_an_extension_pins_the_tools_of_the_mcp_servers_it_contributes() {
         .unwrap();
     assert_eq!(broken["state"], "unapproved", "{status:?}");
 }
+
+#[test]
+fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let bin = |name: &str| {
+        let path = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name(name);
+        assert!(
+            path.is_file(),
+            "{} is missing: run `cargo test --workspace`",
+            path.display()
+        );
+        path.to_str().unwrap().to_string()
+    };
+    let install = |name: &str, manifest: Value, files: &[(&str, &str)]| {
+        let dir = tmp.path().join("src").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+        for (path, text) in files {
+            let file = dir.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        }
+        ok(&yep(&home, &["install", dir.to_str().unwrap(), "--yes"]));
+    };
+    let fixture =
+        |config: Value| json!({"command": bin("yep-fixture"), "args": [config.to_string()]});
+    // Lazy: a tool and a skill, nothing that starts it with the session.
+    install(
+        "lazy",
+        json!({"name": "lazy", "version": "1.0.0", "description": "lazy", "yolop": {
+            "capabilityServer": fixture(json!({"name": "lazy", "tools": ["t1"]})),
+            "tools": [{"name": "t1", "description": "echoes its arguments"}],
+            "skills": true}}),
+        &[(
+            "skills/notes/SKILL.md",
+            "---\nname: notes\ndescription: how to take notes\n---\nWrite them down.\n",
+        )],
+    );
+    ok(&yep(&home, &["enable", "lazy"]));
+    ok(&yep(
+        &home,
+        &["mcp", "add", "files", "--", &bin("yep-bench-rmcp")],
+    ));
+    // Enabled later, from another process, while a client is connected.
+    let mut echo: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/echo/plugin.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    echo["yolop"]["capabilityServer"]["command"] = json!(bin("yep-example-echo"));
+    install("echo", echo, &[]);
+    install(
+        "guard",
+        json!({"name": "guard", "version": "1.0.0", "description": "guard", "yolop": {
+            "capabilityServer": fixture(json!({"name": "guard", "block_on": "forbidden", "rewrite": "-ok"})),
+            "hooks": [{"event": "pre_tool_use", "tool_name_glob": "t1"}]}}),
+        &[],
+    );
+
+    let python = std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/bridge_client.py");
+    #[allow(clippy::disallowed_methods)] // the official SDK's client, driving the CLI under test
+    let out = std::process::Command::new(python)
+        .args([script, env!("CARGO_BIN_EXE_yep"), home.to_str().unwrap()])
+        .current_dir(tmp.path())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    assert_eq!(report["tools_before"], json!(["mcp__files__echo", "t1"]));
+    // Listing started nothing.
+    assert_eq!(
+        report["states_after_list"]["lazy"], "configured",
+        "{report}"
+    );
+    assert_eq!(
+        report["states_after_list"]["files"], "configured",
+        "{report}"
+    );
+    assert_eq!(
+        report["lazy_call"],
+        json!({"tool": "t1", "args": {"path": "a"}})
+    );
+    assert_eq!(report["mcp_call"], r#"{"echoed":"via mcp"}"#);
+    assert_eq!(report["list_changed"], true, "{report}");
+    assert_eq!(
+        report["tools_after"],
+        json!(["ask", "count", "echo", "mcp__files__echo", "t1"])
+    );
+    assert_eq!(report["count"], r#"{"counted":3}"#);
+    assert_eq!(report["progress"].as_array().unwrap().len(), 3, "{report}");
+    assert_eq!(report["cancelled"], true);
+    assert_eq!(report["after_cancel"], r#"{"echoed":"after the cancel"}"#);
+    assert_eq!(report["blocked"]["is_error"], true);
+    assert!(
+        report["blocked"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("guard refuses /etc/forbidden"),
+        "{report}"
+    );
+    assert_eq!(
+        report["rewritten"],
+        json!({"tool": "t1", "args": {"path": "notes-ok"}})
+    );
+    assert_eq!(report["ask"], r#"{"answer":"blue"}"#);
+    assert!(
+        report["asked"][0]
+            .as_str()
+            .unwrap()
+            .contains("favourite colour?"),
+        "{report}"
+    );
+    assert_eq!(report["prompts"], json!(["echo:ping"]));
+    assert_eq!(report["prompt_text"], "pong");
+    assert_eq!(report["resources"], json!(["skill://lazy/notes"]));
+    assert!(
+        report["skill_text"]
+            .as_str()
+            .unwrap()
+            .contains("Write them down.")
+    );
+    assert!(report["instructions"].is_null(), "{report}");
+    assert!(
+        report["instructions_later"]
+            .as_str()
+            .unwrap()
+            .contains("echo"),
+        "{report}"
+    );
+}

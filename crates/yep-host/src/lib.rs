@@ -19,6 +19,8 @@
 //! a user approves, and its [`Grants`]) and [`text`] (escaping what servers and packages say).
 //! [`doctor`] checks a server against the YEP wire.
 
+#[cfg(feature = "mcp-serve")]
+pub mod bridge;
 pub mod capability;
 pub mod dialect;
 pub mod doctor;

@@ -50,6 +50,19 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Serve every enabled extension and approved MCP server as one MCP server on stdio, for
+    /// any agent that speaks MCP: the same tools, hooks and pins as a yep session.
+    Serve {
+        /// List only the always-loaded tools and `search_tools` (for clients without a tool
+        /// search of their own).
+        #[arg(long)]
+        deferred: bool,
+    },
+    /// Print the snippet that adds `yep mcp serve` to an agent's MCP config.
+    Config {
+        /// The agent: claude, codex, cursor, goose or gemini.
+        agent: String,
+    },
 }
 
 #[derive(clap::Args)]
@@ -195,6 +208,8 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                 stdout_line(&format!("removed MCP server {}", escape(&name)));
             }
         }
+        McpCommand::Serve { deferred } => return serve(home, deferred).await,
+        McpCommand::Config { agent } => stdout_line(&config_snippet(&agent, home)?),
         McpCommand::List { json } => {
             let mut rows = Vec::new();
             for s in here(home)? {
@@ -427,4 +442,82 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `yep mcp serve`: the host of the enabled packages as one MCP server on stdio, until the
+/// client goes.
+async fn serve(home: &Home, deferred: bool) -> anyhow::Result<ExitCode> {
+    use std::sync::Arc;
+    use yep_host::bridge::{AskClients, Bridge, Clients, StatusToClients};
+    let clients = Clients::default();
+    let opts = yep_host::HostOptions {
+        ask_sink: Some(Arc::new(AskClients(clients.clone()))),
+        status_sink: Some(Arc::new(StatusToClients(clients.clone()))),
+        ..yep_host::HostOptions::default()
+    };
+    let session = yep_host::Session {
+        id: format!("yep-mcp-serve-{}", std::process::id()),
+        workspace_root: workspace()?,
+    };
+    let host = yep_host::ExtensionHost::start(home.clone(), session, opts).await?;
+    let instructions = host.prompt(0).await;
+    let changes = yep_host::bridge::forward_changes(&host, clients.clone());
+    let watch = yep_host::bridge::watch_home(&host, home.clone());
+    let bridge = Bridge::new(host.clone(), clients, instructions, deferred);
+    let outcome = yep_host::bridge::serve_stdio(bridge).await;
+    watch.abort();
+    changes.abort();
+    host.shutdown().await;
+    outcome.map_err(|e| anyhow::anyhow!(e))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The config snippet that runs `yep mcp serve` from `agent`, with this home.
+fn config_snippet(agent: &str, home: &Home) -> anyhow::Result<String> {
+    let yep = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.to_str().map(String::from))
+        .unwrap_or_else(|| "yep".into());
+    let home_dir = home.root.display().to_string();
+    let args = ["--home", home_dir.as_str(), "mcp", "serve"];
+    let json_entry = serde_json::json!({"command": yep, "args": args});
+    Ok(match agent {
+        "claude" | "cursor" | "gemini" => {
+            let file = match agent {
+                "claude" => "`.mcp.json` in a project, or `claude mcp add-json yep '<this entry>'`",
+                "cursor" => "`~/.cursor/mcp.json` (or `.cursor/mcp.json` in a project)",
+                _ => "`~/.gemini/settings.json`",
+            };
+            let doc = serde_json::json!({"mcpServers": {"yep": json_entry}});
+            format!("// {file}\n{}", serde_json::to_string_pretty(&doc)?)
+        }
+        "codex" => {
+            let quoted: Vec<String> = args.iter().map(|a| toml_string(a)).collect();
+            format!(
+                "# ~/.codex/config.toml\n[mcp_servers.yep]\ncommand = {}\nargs = [{}]",
+                toml_string(&yep),
+                quoted.join(", ")
+            )
+        }
+        "goose" => {
+            let quoted: Vec<String> = args
+                .iter()
+                .map(|a| format!("  - {}", toml_string(a)))
+                .collect();
+            format!(
+                "# ~/.config/goose/config.yaml\nextensions:\n  yep:\n    type: stdio\n    name: yep\n    enabled: true\n    cmd: {}\n    args:\n  {}",
+                toml_string(&yep),
+                quoted.join("\n  ")
+            )
+        }
+        other => anyhow::bail!(
+            "no config snippet for {:?}: claude, codex, cursor, goose or gemini",
+            escape(other)
+        ),
+    })
+}
+
+/// `text` as a double-quoted string, escaped as TOML and YAML both read it.
+fn toml_string(text: &str) -> String {
+    serde_json::Value::String(text.to_string()).to_string()
 }

@@ -1160,7 +1160,7 @@ impl ExtensionHost {
     }
 
     /// A handle that does not keep the host alive.
-    fn weak(&self) -> WeakHost {
+    pub(crate) fn weak(&self) -> WeakHost {
         WeakHost {
             core: Arc::downgrade(&self.core),
             table: self.table.clone(),

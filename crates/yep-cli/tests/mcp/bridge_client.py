@@ -1,0 +1,113 @@
+"""Drives `yep mcp serve` with the official MCP Python SDK's client, as an agent would, and
+prints what it saw as one JSON object for crates/yep-cli/tests/mcp.rs to check.
+
+    python3 bridge_client.py <yep binary> <home>
+
+Steps: initialize; tools/list, then `yep list --json` (nothing may run yet); a lazy tool and
+an MCP server's tool; `yep enable` of more packages from another process, waiting for
+notifications/tools/list_changed; a call with progress; a cancelled call; a hook blocking and
+one rewriting; a question answered through elicitation; prompts and resources.
+"""
+import json
+import subprocess
+import sys
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import ElicitResult
+
+YEP, HOME = sys.argv[1], sys.argv[2]
+report = {}
+
+
+def yep(*args):
+    out = subprocess.run([YEP, "--home", HOME, *args], capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def text_of(result):
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+async def main():
+    params = StdioServerParameters(command=YEP, args=["--home", HOME, "mcp", "serve"])
+    changed = anyio.Event()
+    asked = []
+
+    async def on_message(message):
+        root = getattr(message, "root", message)
+        if getattr(root, "method", "") == "notifications/tools/list_changed":
+            changed.set()
+
+    async def on_elicit(context, params):
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"answer": "blue"})
+
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message,
+                                 elicitation_callback=on_elicit) as session:
+            init = await session.initialize()
+            report["instructions"] = init.instructions
+            tools = await session.list_tools()
+            report["tools_before"] = sorted(t.name for t in tools.tools)
+            listed = json.loads(yep("list", "--json")) + json.loads(yep("mcp", "list", "--json"))
+            report["states_after_list"] = {r["name"]: r["state"] for r in listed}
+
+            result = await session.call_tool("t1", {"path": "a"})
+            report["lazy_call"] = result.structured_content
+            result = await session.call_tool("mcp__files__echo", {"text": "via mcp"})
+            report["mcp_call"] = text_of(result)
+
+            # Another terminal enables more: the client hears of it.
+            yep("enable", "echo")
+            yep("enable", "guard")
+            with anyio.move_on_after(20):
+                await changed.wait()
+            report["list_changed"] = changed.is_set()
+            tools = await session.list_tools()
+            report["tools_after"] = sorted(t.name for t in tools.tools)
+
+            steps = []
+
+            async def on_progress(progress, total, message):
+                steps.append([progress, total])
+
+            result = await session.call_tool("count", {"n": 3, "interval_ms": 10},
+                                             progress_callback=on_progress)
+            report["count"] = text_of(result)
+            report["progress"] = steps
+
+            with anyio.move_on_after(0.5) as scope:
+                await session.call_tool("count", {"n": 100000, "interval_ms": 50})
+            report["cancelled"] = scope.cancelled_caught
+            result = await session.call_tool("echo", {"text": "after the cancel"})
+            report["after_cancel"] = text_of(result)
+
+            result = await session.call_tool("t1", {"path": "/etc/forbidden"})
+            report["blocked"] = {"is_error": result.is_error, "text": text_of(result)}
+            result = await session.call_tool("t1", {"path": "notes"})
+            report["rewritten"] = result.structured_content
+
+            result = await session.call_tool("ask", {"prompt": "favourite colour?"})
+            report["ask"] = text_of(result)
+            report["asked"] = asked
+
+            prompts = await session.list_prompts()
+            report["prompts"] = sorted(p.name for p in prompts.prompts)
+            got = await session.get_prompt("echo:ping", {"arguments": "x"})
+            report["prompt_text"] = got.messages[0].content.text
+            resources = await session.list_resources()
+            report["resources"] = sorted(str(r.uri) for r in resources.resources)
+            if resources.resources:
+                read = await session.read_resource(resources.resources[0].uri)
+                report["skill_text"] = read.contents[0].text
+    # A new client after the echo extension was enabled gets its prompt as instructions.
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            report["instructions_later"] = init.instructions
+    print(json.dumps(report))
+
+
+anyio.run(main)

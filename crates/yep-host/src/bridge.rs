@@ -1,0 +1,476 @@
+//! The host as one MCP server (`yep mcp serve`): every agent that speaks MCP gets the enabled
+//! extensions' and MCP servers' tools, under the same hooks and pins as an embedding agent.
+//!
+//! - `initialize`: the extensions' prompt text as `instructions`; nothing more is started.
+//! - `tools/list` is the host's table; `tools/call` is [`ExtensionHost::run_tool`]: the pre
+//!   hooks (a block is `isError` with the reason, a rewrite is what runs), the call, the post
+//!   hooks. Progress becomes `notifications/progress`; `notifications/cancelled` cancels it.
+//! - Slash commands are prompts (`prompts/get` runs one); skills are read-only resources;
+//!   status changes go out as `notifications/message`.
+//! - A question from an extension becomes `elicitation/create` to a client that declared
+//!   elicitation; a secret one never does (the user is pointed at `yep secret set`).
+//! - A table change (an extension enabled elsewhere, an MCP server's new list) is
+//!   `notifications/tools/list_changed` and `prompts/list_changed` to every client.
+
+use crate::capability::{Answer, Question};
+use crate::runtime::{
+    AskSink, CallOutcome, ExtensionHost, SEARCH_TOOLS, StatusEntry, StatusSink, ToolDefinition,
+};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse, ListPromptsResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+/// The scheme of a skill's resource uri: `skill://<extension>/<name>`.
+pub const SKILL_SCHEME: &str = "skill://";
+
+/// The clients connected to one bridge: where status, questions and list changes go.
+#[derive(Clone, Default)]
+pub struct Clients(Arc<Mutex<Vec<Peer<RoleServer>>>>);
+
+impl Clients {
+    fn add(&self, peer: Peer<RoleServer>) {
+        let mut peers = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        peers.retain(|p| !p.is_transport_closed());
+        peers.push(peer);
+    }
+
+    fn all(&self) -> Vec<Peer<RoleServer>> {
+        let mut peers = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        peers.retain(|p| !p.is_transport_closed());
+        peers.clone()
+    }
+
+    /// Tell every client its tool and prompt lists changed.
+    pub async fn lists_changed(&self) {
+        for peer in self.all() {
+            let _ = peer.notify_tool_list_changed().await;
+            let _ = peer.notify_prompt_list_changed().await;
+        }
+    }
+}
+
+/// Status changes as `notifications/message` (level `info`, logger the extension).
+pub struct StatusToClients(pub Clients);
+
+impl StatusSink for StatusToClients {
+    // MCP's logging is deprecated in its next version, but is what clients show today.
+    #[allow(deprecated)]
+    fn status_changed(&self, extension: &str, status: Option<&StatusEntry>) {
+        let data = json!({
+            "extension": extension,
+            "status": status.map(|s| s.text.clone()),
+        });
+        let params: rmcp::model::LoggingMessageNotificationParam = match serde_json::from_value(
+            json!({"level": "info", "logger": extension, "data": data}),
+        ) {
+            Ok(p) => p,
+            Err(_) => return,
+        };
+        for peer in self.0.all() {
+            let params = params.clone();
+            tokio::spawn(async move {
+                let _ = peer.notify_logging_message(params).await;
+            });
+        }
+    }
+}
+
+/// Questions as `elicitation/create` to the client that connected last among those that
+/// declared elicitation. A secret is never asked this way: it would pass through the client.
+pub struct AskClients(pub Clients);
+
+/// What a secret question is answered with (cancelled), and what the user is told.
+pub const SECRET_REFUSED: &str = "a secret is never asked over MCP (it would pass through the client): set it with `yep secret set <extension> <field>`";
+
+impl AskSink for AskClients {
+    async fn ask(&self, extension: &str, question: Question) -> Answer {
+        if question.secret {
+            tracing::warn!(extension, "{SECRET_REFUSED}");
+            return Answer::cancelled();
+        }
+        let asking = self.0.all().into_iter().rev().find(|p| {
+            p.peer_info()
+                .is_some_and(|info| info.capabilities.elicitation.is_some())
+        });
+        let Some(peer) = asking else {
+            tracing::warn!(
+                extension,
+                "no connected MCP client takes questions (elicitation); cancelling: {}",
+                question.prompt
+            );
+            return Answer::cancelled();
+        };
+        let mut answer = json!({"type": "string", "description": question.prompt});
+        if !question.options.is_empty() {
+            answer["enum"] = json!(question.options);
+        }
+        let params = json!({
+            "mode": "form",
+            "message": format!("{extension}: {}", question.prompt),
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"answer": answer},
+                "required": ["answer"],
+            },
+        });
+        let Ok(params) = serde_json::from_value(params) else {
+            return Answer::cancelled();
+        };
+        match peer.create_elicitation(params).await {
+            Ok(result) => {
+                let result = serde_json::to_value(&result).unwrap_or_default();
+                match (result["action"].as_str(), &result["content"]["answer"]) {
+                    (Some("accept"), Value::String(text)) => Answer::answered(text.clone()),
+                    (Some("accept"), other) if !other.is_null() => {
+                        Answer::answered(other.to_string())
+                    }
+                    _ => Answer::cancelled(),
+                }
+            }
+            Err(e) => {
+                tracing::warn!(extension, "the question could not be asked: {e}");
+                Answer::cancelled()
+            }
+        }
+    }
+}
+
+/// One client's view of the host.
+#[derive(Clone)]
+pub struct Bridge {
+    host: ExtensionHost,
+    clients: Clients,
+    /// The extensions' prompt text, computed once.
+    instructions: String,
+    /// List only the always-loaded tools and `search_tools`.
+    deferred: bool,
+}
+
+impl Bridge {
+    pub fn new(
+        host: ExtensionHost,
+        clients: Clients,
+        instructions: String,
+        deferred: bool,
+    ) -> Self {
+        Bridge {
+            host,
+            clients,
+            instructions,
+            deferred,
+        }
+    }
+
+    fn listed(&self) -> Vec<ToolDefinition> {
+        let tools = self.host.tools();
+        if !self.deferred {
+            return tools;
+        }
+        let mut shown: Vec<ToolDefinition> = tools.into_iter().filter(|t| !t.deferred).collect();
+        shown.push(ToolDefinition::search_tools());
+        shown
+    }
+}
+
+/// `value` as the rmcp type it deserializes into, or an internal error naming `what`.
+fn from_json<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, McpError> {
+    serde_json::from_value(value)
+        .map_err(|e| McpError::internal_error(format!("{what}: {e}"), None))
+}
+
+/// A tool as MCP lists it.
+fn tool_json(t: &ToolDefinition) -> Value {
+    let mut tool = json!({
+        "name": t.name,
+        "description": t.description,
+        "inputSchema": t.parameters(),
+    });
+    if let Some(schema) = t.output_schema.as_ref().filter(|s| s.is_object()) {
+        tool["outputSchema"] = schema.clone();
+    }
+    if let Some(hints) = t.annotations.as_ref().filter(|a| a.is_object()) {
+        tool["annotations"] = hints.clone();
+    }
+    tool
+}
+
+/// A tool's answer as an MCP result: an MCP server's result passes through as it came; any
+/// other is its JSON as text, and `structuredContent` when it is an object.
+fn result_json(value: Value) -> Value {
+    let mcp_shaped = value.get("content").is_some_and(Value::is_array);
+    if mcp_shaped {
+        return value;
+    }
+    let text = match &value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": false});
+    if value.is_object() {
+        result["structuredContent"] = value;
+    }
+    result
+}
+
+/// An error result the model reads.
+fn error_result(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)])
+}
+
+impl ServerHandler for Bridge {
+    #[allow(deprecated)] // logging: see `StatusToClients`
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_logging()
+            .build();
+        let mut info = rmcp::model::ServerConfig::new(capabilities);
+        info.server_info = rmcp::model::Implementation::new("yep", env!("CARGO_PKG_VERSION"));
+        if !self.instructions.is_empty() {
+            info.instructions = Some(self.instructions.clone());
+        }
+        info
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        self.clients.add(context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools: Vec<Value> = self.listed().iter().map(tool_json).collect();
+        from_json("tools/list", json!({ "tools": tools }))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        if request.name == SEARCH_TOOLS {
+            let found = self.host.dispatch_search_tools(&args);
+            let result: CallToolResult = from_json("tools/call", result_json(found))?;
+            return Ok(CallToolResponse::Complete(result));
+        }
+        let mut call = self
+            .host
+            .run_tool(&request.name, args)
+            .cancel_on(context.ct.clone());
+        if let Some(token) = context.meta.get_progress_token() {
+            // In order, off the tool's thread: one forwarding task per call.
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while let Some(p) = rx.recv().await {
+                    let _ = peer.notify_progress(p).await;
+                }
+            });
+            let count = std::sync::atomic::AtomicU64::new(0);
+            call = call.on_progress(move |p| {
+                let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                let mut params = json!({
+                    "progressToken": token,
+                    "progress": p.progress.unwrap_or(n as f64),
+                });
+                if let Some(total) = p.total {
+                    params["total"] = json!(total);
+                }
+                if !p.message.is_empty() {
+                    params["message"] = json!(p.message);
+                }
+                if let Ok(params) = serde_json::from_value(params) {
+                    let _ = tx.send(params);
+                }
+            });
+        }
+        let result = match call.await {
+            CallOutcome::Ok(value) => from_json("tools/call", result_json(value))?,
+            CallOutcome::ToolError { message, .. } => error_result(&message),
+            CallOutcome::Blocked {
+                extension, reason, ..
+            } => error_result(&format!("blocked by extension `{extension}`: {reason}")),
+            CallOutcome::Cancelled => error_result("cancelled"),
+            CallOutcome::TimedOut { after } => {
+                error_result(&format!("timed out after {} ms", after.as_millis()))
+            }
+            CallOutcome::Failed { error, .. } => error_result(&crate::error::report(&error)),
+        };
+        Ok(CallToolResponse::Complete(result))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let prompts: Vec<Value> = self
+            .host
+            .commands()
+            .into_iter()
+            .map(|c| {
+                json!({
+                    "name": c.name,
+                    "description": c.description,
+                    "arguments": [{"name": "arguments", "description": "the command's argument text", "required": false}],
+                })
+            })
+            .collect();
+        from_json("prompts/list", json!({ "prompts": prompts }))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let arguments = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("arguments"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let ran = self
+            .host
+            .execute_command(&request.name, &arguments)
+            .await
+            .map_err(|e| McpError::invalid_params(crate::error::report(&e), None))?;
+        let text = match ran.success {
+            true => ran.message,
+            false => format!("{} failed: {}", request.name, ran.message),
+        };
+        let result = json!({
+            "description": request.name,
+            "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+        });
+        Ok(GetPromptResponse::Complete(from_json(
+            "prompts/get",
+            result,
+        )?))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let resources: Vec<Value> = self
+            .host
+            .skills()
+            .into_iter()
+            .map(|s| {
+                json!({
+                    "uri": format!("{SKILL_SCHEME}{}/{}", s.extension, s.name),
+                    "name": s.name,
+                    "description": s.description,
+                    "mimeType": "text/markdown",
+                })
+            })
+            .collect();
+        from_json("resources/list", json!({ "resources": resources }))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let not_found =
+            || McpError::resource_not_found(format!("no skill at {}", request.uri), None);
+        let (extension, name) = request
+            .uri
+            .strip_prefix(SKILL_SCHEME)
+            .and_then(|rest| rest.split_once('/'))
+            .ok_or_else(not_found)?;
+        let text = self
+            .host
+            .read_skill(&format!("ext:{extension}"), name)
+            .ok_or_else(not_found)?;
+        let result = json!({
+            "contents": [{"uri": request.uri, "mimeType": "text/markdown", "text": text}],
+        });
+        Ok(ReadResourceResponse::Complete(from_json(
+            "resources/read",
+            result,
+        )?))
+    }
+}
+
+/// Tell `clients` of every table change `host` publishes from now on (an extension enabled
+/// elsewhere, an MCP server's new list), until the host is gone.
+pub fn forward_changes(host: &ExtensionHost, clients: Clients) -> tokio::task::JoinHandle<()> {
+    let mut changes = host.subscribe();
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            changes.borrow_and_update();
+            clients.lists_changed().await;
+        }
+    })
+}
+
+/// How often [`watch_home`] looks at the home's settings and lock.
+pub const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Follow another `yep` changing the home (`yep enable`/`disable`, `yep trust`, `yep mcp
+/// add`): when `settings.toml` or the lock changes, and has been still for one more look, the
+/// host loads what it enables now ([`ExtensionHost::refresh`]). Stops with the host.
+pub fn watch_home(host: &ExtensionHost, home: crate::store::Home) -> tokio::task::JoinHandle<()> {
+    let weak = host.weak();
+    tokio::spawn(async move {
+        let stamp = |home: &crate::store::Home| {
+            [home.settings_path(), home.lock_path()].map(|path| {
+                let meta = std::fs::metadata(path).ok()?;
+                Some((meta.modified().ok()?, meta.len()))
+            })
+        };
+        let mut seen = stamp(&home);
+        loop {
+            tokio::time::sleep(WATCH_EVERY).await;
+            let now = stamp(&home);
+            if now == seen {
+                continue;
+            }
+            // Debounced: a burst of writes is one refresh, after it settles.
+            tokio::time::sleep(WATCH_EVERY).await;
+            seen = stamp(&home);
+            let Some(host) = weak.upgrade() else {
+                return;
+            };
+            if let Err(e) = host.refresh().await {
+                tracing::warn!("could not follow the home's change: {e}");
+                if matches!(e, crate::runtime::HostError::ShutDown) {
+                    return;
+                }
+            }
+        }
+    })
+}
+
+/// Serve `bridge` on this process's stdin and stdout until the client goes.
+pub async fn serve_stdio(bridge: Bridge) -> Result<(), String> {
+    use rmcp::ServiceExt;
+    let running = bridge
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("the MCP client's initialize failed: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map(drop)
+        .map_err(|e| format!("the MCP connection failed: {e}"))
+}
