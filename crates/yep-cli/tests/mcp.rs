@@ -632,3 +632,86 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
         "{report}"
     );
 }
+
+#[test]
+#[allow(clippy::disallowed_methods)] // `yep mcp serve --http` kept running while clients connect
+fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let fixture = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-fixture");
+    let dir = tmp.path().join("lazy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = json!({"name": "lazy", "version": "1.0.0", "description": "lazy", "yolop": {
+        "capabilityServer": {"command": fixture, "args": [json!({"name": "lazy", "tools": ["t1"]}).to_string()]},
+        "tools": [{"name": "t1", "description": "echoes its arguments"}]}});
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    ok(&yep(&home, &["install", dir.to_str().unwrap(), "--yes"]));
+    ok(&yep(&home, &["enable", "lazy"]));
+
+    // Anything but loopback is refused unless asked for.
+    let open = yep(&home, &["mcp", "serve", "--http", "0.0.0.0:0"]);
+    assert!(!open.status.success());
+    assert!(
+        text(&open.stderr).contains("not a loopback address"),
+        "{}",
+        text(&open.stderr)
+    );
+
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .env("YEP_HOME", &home)
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("yep mcp serve said where it listens")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("serving MCP at ") {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let shown = lines.next().unwrap().unwrap();
+    let token_file = home.join("mcp-serve.token");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    assert!(
+        shown.contains(token.trim()),
+        "the new token is shown once: {shown}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let python = std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/mcp/bridge_http_client.py"
+    );
+    let out = std::process::Command::new(python)
+        .args([script, &url, token.trim()])
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for name in ["first", "second"] {
+        assert_eq!(report[name]["tools"], json!(["t1"]), "{report}");
+        assert_eq!(
+            report[name]["result"],
+            json!({"tool": "t1", "args": {"path": name}}),
+            "{report}"
+        );
+    }
+    assert_eq!(report["wrong"], 401, "{report}");
+    assert_eq!(report["missing"], 401, "{report}");
+}

@@ -474,3 +474,97 @@ pub async fn serve_stdio(bridge: Bridge) -> Result<(), String> {
         .map(drop)
         .map_err(|e| format!("the MCP connection failed: {e}"))
 }
+
+/// Where `yep mcp serve --http` keeps its bearer token (owner-only).
+pub fn token_path(home: &crate::store::Home) -> std::path::PathBuf {
+    home.root.join("mcp-serve.token")
+}
+
+/// The bearer token HTTP clients must send, made (owner-only) on first use: the token, and
+/// whether it was just made (it is then shown once).
+pub fn bearer_token(home: &crate::store::Home) -> std::io::Result<(String, bool)> {
+    use std::io::Read;
+    let path = token_path(home);
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let token = text.trim().to_string();
+        if token.len() >= 32 {
+            return Ok((token, false));
+        }
+    }
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    let token = crate::store::hash::hex(&bytes);
+    std::fs::create_dir_all(&home.root)?;
+    crate::store::fsutil::write_atomic(&path, token.as_bytes(), 0o600)?;
+    Ok((token, true))
+}
+
+/// Whether `request` carries `Authorization: Bearer <token>`, compared in constant time.
+fn authorized<B>(request: &http::Request<B>, token: &str) -> bool {
+    let Some(given) = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let (a, b) = (given.as_bytes(), token.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Serve `bridge` (one per client session, sharing its host) over streamable HTTP on
+/// `listener` at `/mcp`, to clients that send `token`, until `stop` is cancelled.
+pub async fn serve_http(
+    bridge: Bridge,
+    listener: tokio::net::TcpListener,
+    token: String,
+    stop: tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
+    use http_body_util::BodyExt;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let mut config = StreamableHttpServerConfig::default();
+    config.cancellation_token = stop.child_token();
+    let service = StreamableHttpService::new(
+        move || Ok(bridge.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let token: Arc<str> = token.into();
+    loop {
+        let (stream, _) = tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            accepted = listener.accept() => accepted?,
+        };
+        let (service, token) = (service.clone(), Arc::clone(&token));
+        let handler =
+            hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let mut service = service.clone();
+                let allowed = authorized(&request, &token);
+                async move {
+                    if !allowed {
+                        let body = http_body_util::Full::new(hyper::body::Bytes::from_static(
+                            b"a bearer token is needed (see `yep mcp serve --http`)",
+                        ))
+                        .boxed();
+                        let mut refused = http::Response::new(body);
+                        *refused.status_mut() = http::StatusCode::UNAUTHORIZED;
+                        return Ok::<_, std::convert::Infallible>(refused);
+                    }
+                    tower_service::Service::call(&mut service, request).await
+                }
+            });
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let connection =
+                hyper::server::conn::http1::Builder::new().serve_connection(io, handler);
+            tokio::select! {
+                _ = connection => {}
+                () = stop.cancelled() => {}
+            }
+        });
+    }
+}

@@ -57,6 +57,13 @@ pub enum McpCommand {
         /// search of their own).
         #[arg(long)]
         deferred: bool,
+        /// Serve streamable HTTP at this loopback address (`127.0.0.1:PORT`, at `/mcp`)
+        /// instead of stdio; clients send the bearer token kept in the home.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Let `--http` listen on an address other than loopback.
+        #[arg(long)]
+        allow_remote: bool,
     },
     /// Print the snippet that adds `yep mcp serve` to an agent's MCP config.
     Config {
@@ -208,7 +215,11 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                 stdout_line(&format!("removed MCP server {}", escape(&name)));
             }
         }
-        McpCommand::Serve { deferred } => return serve(home, deferred).await,
+        McpCommand::Serve {
+            deferred,
+            http,
+            allow_remote,
+        } => return serve(home, deferred, http, allow_remote).await,
         McpCommand::Config { agent } => stdout_line(&config_snippet(&agent, home)?),
         McpCommand::List { json } => {
             let mut rows = Vec::new();
@@ -444,10 +455,32 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `yep mcp serve`: the host of the enabled packages as one MCP server on stdio, until the
-/// client goes.
-async fn serve(home: &Home, deferred: bool) -> anyhow::Result<ExitCode> {
+/// `yep mcp serve`: the host of the enabled packages as one MCP server, on stdio until the
+/// client goes, or over HTTP until interrupted.
+async fn serve(
+    home: &Home,
+    deferred: bool,
+    http: Option<std::net::SocketAddr>,
+    allow_remote: bool,
+) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
     use std::sync::Arc;
+    if let Some(addr) = http.filter(|a| !a.ip().is_loopback() && !allow_remote) {
+        return Err(hinted(
+            format!("refusing to serve on {addr}: not a loopback address"),
+            &[
+                "any host that reaches it could run your extensions' tools; pass --allow-remote if that is what you want",
+            ],
+        ));
+    }
+    let listener = match http {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("failed to listen on {addr}"))?,
+        ),
+        None => None,
+    };
     use yep_host::bridge::{AskClients, Bridge, Clients, StatusToClients};
     let clients = Clients::default();
     let opts = yep_host::HostOptions {
@@ -464,7 +497,35 @@ async fn serve(home: &Home, deferred: bool) -> anyhow::Result<ExitCode> {
     let changes = yep_host::bridge::forward_changes(&host, clients.clone());
     let watch = yep_host::bridge::watch_home(&host, home.clone());
     let bridge = Bridge::new(host.clone(), clients, instructions, deferred);
-    let outcome = yep_host::bridge::serve_stdio(bridge).await;
+    let outcome = match listener {
+        None => yep_host::bridge::serve_stdio(bridge).await,
+        Some(listener) => {
+            let (token, made) =
+                yep_host::bridge::bearer_token(home).context("failed to make the bearer token")?;
+            let path = yep_host::bridge::token_path(home);
+            let addr = listener.local_addr()?;
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "serving MCP at http://{addr}/mcp (Ctrl-C stops it)");
+            let _ = match made {
+                true => writeln!(
+                    err,
+                    "bearer token, shown this once (kept in {}, owner-only): {token}",
+                    path.display()
+                ),
+                false => writeln!(err, "bearer token: in {}", path.display()),
+            };
+            drop(err);
+            let stop = tokio_util::sync::CancellationToken::new();
+            let interrupted = stop.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                interrupted.cancel();
+            });
+            yep_host::bridge::serve_http(bridge, listener, token, stop)
+                .await
+                .map_err(|e| e.to_string())
+        }
+    };
     watch.abort();
     changes.abort();
     host.shutdown().await;
