@@ -715,3 +715,30 @@ fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
     assert_eq!(report["wrong"], 401, "{report}");
     assert_eq!(report["missing"], 401, "{report}");
 }
+
+#[test]
+fn yep_mcp_config_prints_a_snippet_per_agent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let claude = ok(&yep(&home, &["mcp", "config", "claude"]));
+    let doc: Value = serde_json::from_str(claude.split_once('\n').unwrap().1).unwrap();
+    assert_eq!(
+        doc["mcpServers"]["yep"]["args"],
+        json!(["--home", home.to_str().unwrap(), "mcp", "serve"])
+    );
+    assert_eq!(
+        doc["mcpServers"]["yep"]["command"],
+        env!("CARGO_BIN_EXE_yep")
+    );
+    let codex = ok(&yep(&home, &["mcp", "config", "codex"]));
+    assert!(
+        codex.contains("[mcp_servers.yep]") && codex.contains(r#""serve""#),
+        "{codex}"
+    );
+    for agent in ["cursor", "gemini", "goose"] {
+        let out = ok(&yep(&home, &["mcp", "config", agent]));
+        assert!(out.contains("serve"), "{agent}: {out}");
+    }
+    let unknown = yep(&home, &["mcp", "config", "vim"]);
+    assert!(text(&unknown.stderr).contains("claude, codex, cursor, goose or gemini"));
+}
