@@ -183,6 +183,30 @@ fn main() -> anyhow::Result<()> {
         );
         host.shutdown().await;
 
+        // 9. `yep mcp serve` on stdio over 20 enabled packages, driven by rmcp's client as an
+        // agent drives it: from spawn to the tool list (nothing starts), then a call of the
+        // echo extension through the bridge, against the in-process `yep_rtt_200`.
+        let yep = sibling("yep")?;
+        let home = bridge_home(&echo, &scratch, 20)?;
+        let home = home.display().to_string();
+        let serve = ["--home", home.as_str(), "mcp", "serve"];
+        let mut starts = Vec::new();
+        for _ in 0..10 {
+            let t = Instant::now();
+            let peer = RmcpPeer::connect(&yep, &serve).await?;
+            let listed = peer.count_tools().await?;
+            starts.push(t.elapsed());
+            anyhow::ensure!(listed == 22, "the bridge listed {listed} tools, not 22");
+            peer.close().await;
+        }
+        r.latency("bridge_init_list_20", percentiles(starts));
+        let peer = RmcpPeer::connect(&yep, &serve).await?;
+        r.latency(
+            "bridge_rtt_200",
+            percentiles(peer.rtt(200, 300, 3_000).await?),
+        );
+        peer.close().await;
+
         // 5. yep-host → a server on the published yolop-yep 0.5 SDK.
         let ext = extension("echo", &yolop, &scratch, echo_schemas()?);
         r.latency(
@@ -269,6 +293,8 @@ fn ratios(r: &Report) -> Value {
     let rmcp_yep = r.p50("rmcp_rtt_200") / yep;
     let rmcp_pipes_yep = r.p50("rmcp_pipes_rtt_200") / yep;
     let mcp_host = r.p50("mcp_host_rtt_200") / r.p50("rmcp_rtt_200");
+    let bridge = r.p50("bridge_rtt_200") / r.p50("rmcp_rtt_200");
+    let bridge_start_ms = r.p50("bridge_init_list_20") / 1000.0;
     let tput = r.calls("yep_throughput_64") / r.calls("rmcp_throughput_64");
     let tput_pipes = r.calls("yep_throughput_64") / r.calls("rmcp_pipes_throughput_64");
     let hook = r.p50("spawn_hook_bash") / r.p50("warm_hook");
@@ -298,6 +324,8 @@ fn ratios(r: &Report) -> Value {
         "rmcp_rtt_p50 / yep_rtt_p50": ratio(rmcp_yep, ">= 5", rmcp_yep >= 5.0),
         "rmcp_pipes_rtt_p50 / yep_rtt_p50": ratio(rmcp_pipes_yep, "(reported)", true),
         "mcp_host_rtt_p50 / rmcp_rtt_p50": ratio(mcp_host, "<= 1.25", mcp_host <= 1.25),
+        "bridge_rtt_p50 / rmcp_rtt_p50": ratio(bridge, "<= 1.5", bridge <= 1.5),
+        "bridge_init_list_20_p50_ms": ratio(bridge_start_ms, "<= 250 ms", bridge_start_ms <= 250.0),
         "yep_throughput_64 / rmcp_throughput_64": ratio(tput, ">= 5", tput >= 5.0),
         "yep_throughput_64 / rmcp_pipes_throughput_64": ratio(tput_pipes, "(reported)", true),
         "yep_throughput_64": ratio(r.calls("yep_throughput_64"), ">= 50000 calls/s", r.calls("yep_throughput_64") >= 50_000.0),

@@ -106,6 +106,11 @@ impl RmcpPeer {
         Ok(total_calls as f64 / start.elapsed().as_secs_f64())
     }
 
+    /// How many tools `tools/list` lists.
+    pub async fn count_tools(&self) -> anyhow::Result<usize> {
+        Ok(self.client.peer().list_all_tools().await?.len())
+    }
+
     /// Shut the client down: closes the child's stdin and waits for it to exit (killing it
     /// if it lingers).
     pub async fn close(self) {

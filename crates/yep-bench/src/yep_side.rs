@@ -37,7 +37,16 @@ pub fn build_peers() -> anyhow::Result<()> {
         .and_then(Path::file_name)
         .is_some_and(|d| d == "release");
     let mut build = command(Path::new(&cargo));
-    build.args(["build", "--quiet", "-p", "yep-bench", "--bins"]);
+    // `yep` too: `yep mcp serve` is measured as an agent spawns it.
+    build.args([
+        "build",
+        "--quiet",
+        "-p",
+        "yep-bench",
+        "-p",
+        "yep-cli",
+        "--bins",
+    ]);
     if release {
         build.arg("--release");
     }
@@ -640,4 +649,33 @@ pub async fn mcp_host_rtt(
         }
     }
     Ok(out)
+}
+
+/// A scratch home with `packages` enabled packages for `yep mcp serve`: the first is `echo`
+/// (its three tools), the rest declare one tool each and are never started.
+pub fn bridge_home(echo: &Path, scratch: &Path, packages: usize) -> anyhow::Result<PathBuf> {
+    let home = yep_host::store::Home {
+        root: scratch.join("bridge-home"),
+    };
+    for i in 0..packages {
+        let name = format!("pkg{i:02}");
+        let tools = match i {
+            0 => json!([
+                {"name": "echo", "description": "echo", "schema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+                {"name": "count", "description": "count"},
+                {"name": "ask", "description": "ask"},
+            ]),
+            _ => json!([{"name": format!("tool{i:02}"), "description": "never called"}]),
+        };
+        let manifest = json!({"name": name, "version": "1.0.0", "description": "bench",
+            "yolop": {"capabilityServer": {"command": echo}, "tools": tools}});
+        let dir = scratch.join("bridge-src").join(&name);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("plugin.json"), manifest.to_string())?;
+        let source = dir.display().to_string();
+        let opts = yep_host::store::InstallOptions::default();
+        home.install(&source, &opts, &mut yep_host::store::AlwaysYes)?;
+        home.set_enabled(&name, true)?;
+    }
+    Ok(home.root)
 }

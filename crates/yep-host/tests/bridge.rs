@@ -1,0 +1,171 @@
+//! The bridge (`yep mcp serve`) driven by rmcp's client, in process: the host's MCP dialect
+//! (rmcp's client) on one end of a pipe, the bridge (rmcp's server) over a real host on the
+//! other. Tools listed, a call with progress, a cancel, a hook that blocks and one that
+//! rewrites.
+
+#![cfg(feature = "mcp-serve")]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use yep_host::bridge::{Bridge, Clients};
+use yep_host::capability::{NoEvents, ToolCall};
+use yep_host::dialect::mcp::Mcp;
+use yep_host::dialect::{Dialect, Hello, Peer, Streams};
+use yep_host::rpc::ConnectionOptions;
+use yep_host::store::Home;
+use yep_host::{ExtensionHost, HostOptions, Session};
+
+async fn bridged(home: &Home, dir: &std::path::Path) -> (ExtensionHost, Arc<dyn Peer>) {
+    let session = Session {
+        id: "s1".into(),
+        workspace_root: dir.to_path_buf(),
+    };
+    let opts = HostOptions {
+        supervisor: quick_opts(),
+        ..HostOptions::default()
+    };
+    let host = ExtensionHost::start(home.clone(), session, opts)
+        .await
+        .unwrap();
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let bridge = Bridge::new(host.clone(), Clients::default(), String::new(), false);
+    tokio::spawn(async move {
+        use rmcp::ServiceExt;
+        if let Ok(running) = bridge.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let (reader, writer) = tokio::io::split(client_end);
+    let streams = Streams::Other {
+        reader: Box::new(reader),
+        writer: Box::new(writer),
+    };
+    let hello = Hello {
+        extension: "yep".into(),
+        session_id: "s1".into(),
+        workspace_root: dir.display().to_string(),
+        config: Value::Null,
+        grants: Default::default(),
+        timeout: Duration::from_secs(10),
+        package_dir: dir.display().to_string(),
+        data_dir: dir.display().to_string(),
+        pin: None,
+        interactive_ui: false,
+    };
+    let peer = Mcp
+        .open(
+            streams,
+            hello,
+            Arc::new(NoEvents),
+            ConnectionOptions::default(),
+        )
+        .await
+        .unwrap();
+    (host, peer)
+}
+
+fn call(tool: &str, args: Value) -> ToolCall {
+    ToolCall {
+        tool: tool.into(),
+        args,
+        updates: None,
+        cancel: None,
+        chain: Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn rmcps_client_lists_calls_cancels_and_meets_the_hooks_through_the_bridge() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home {
+        root: dir.path().join("home"),
+    };
+    let src = dir.path().join("src");
+    install_fixture(
+        &home,
+        &src,
+        "lazy",
+        json!({"tools": [{"name": "t1", "description": "echoes"}, {"name": "slow", "description": "sleeps"}]}),
+        json!({"tools": ["t1", "slow"]}),
+    );
+    install_fixture(
+        &home,
+        &src,
+        "guard",
+        json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "t1"}]}),
+        json!({"block_on": "forbidden", "rewrite": "-ok"}),
+    );
+    let echo: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/echo/plugin.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut echo = echo;
+    echo["yolop"]["capabilityServer"]["command"] = json!(echo_bin());
+    install_manifest(&home, &src, echo);
+    let (host, peer) = bridged(&home, dir.path()).await;
+
+    let mut names: Vec<String> = peer.listed().into_iter().map(|t| t.name).collect();
+    names.sort();
+    assert_eq!(names, ["ask", "count", "echo", "slow", "t1"]);
+
+    // Progress, as `notifications/progress`.
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&steps);
+    let mut counted = call("count", json!({"n": 3, "interval_ms": 5}));
+    counted.updates = Some(Arc::new(move |p| seen.lock().unwrap().push(p.progress)));
+    let result = peer
+        .call_tool(counted, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert_eq!(result["structuredContent"], json!({"counted": 3}));
+    assert_eq!(steps.lock().unwrap().len(), 3);
+
+    // A cancel reaches the extension's call, and the bridge goes on.
+    let cancel = CancellationToken::new();
+    let mut slow = call("slow", json!({"sleep_ms": 60_000}));
+    slow.cancel = Some(cancel.clone());
+    let later = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        later.cancel();
+    });
+    let started = std::time::Instant::now();
+    let cancelled = peer.call_tool(slow, Duration::from_secs(60)).await;
+    assert!(cancelled.is_err());
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    // The hooks: a block is a tool error with the reason, a rewrite is what runs.
+    let blocked = peer
+        .call_tool(
+            call("t1", json!({"path": "/forbidden"})),
+            Duration::from_secs(20),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        blocked.contains("blocked by extension `guard`") && blocked.contains("guard refuses"),
+        "{blocked}"
+    );
+    let rewritten = peer
+        .call_tool(
+            call("t1", json!({"path": "notes"})),
+            Duration::from_secs(20),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rewritten["structuredContent"],
+        json!({"tool": "t1", "args": {"path": "notes-ok"}})
+    );
+    host.shutdown().await;
+}
