@@ -555,6 +555,9 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
         &[],
     );
 
+    // A zot extension (its install runs it once, to pin what it registers).
+    let hops = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/zot/hops");
+    ok(&yep(&home, &["install", hops, "--yes"]));
     let python = std::env::var("YEP_MCP_PYTHON")
         .ok()
         .filter(|p| !p.is_empty())
@@ -588,8 +591,23 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
     assert_eq!(report["list_changed"], true, "{report}");
     assert_eq!(
         report["tools_after"],
-        json!(["ask", "count", "echo", "mcp__files__echo", "t1"])
+        json!([
+            "a",
+            "ask",
+            "b",
+            "c",
+            "count",
+            "d",
+            "die",
+            "e",
+            "echo",
+            "mcp__files__echo",
+            "orphan",
+            "stray",
+            "t1"
+        ])
     );
+    assert_eq!(report["zot_call"], "a", "{report}");
     assert_eq!(report["count"], r#"{"counted":3}"#);
     assert_eq!(report["progress"].as_array().unwrap().len(), 3, "{report}");
     assert_eq!(report["cancelled"], true);

@@ -179,6 +179,13 @@ impl Bridge {
     }
 }
 
+/// A new span id for one call through the bridge.
+fn trace_span() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("yep-mcp-serve-{}-{n}", std::process::id())
+}
+
 /// `value` as the rmcp type it deserializes into, or an internal error naming `what`.
 fn from_json<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, McpError> {
     serde_json::from_value(value)
@@ -267,6 +274,17 @@ impl ServerHandler for Bridge {
             let result: CallToolResult = from_json("tools/call", result_json(found))?;
             return Ok(CallToolResponse::Complete(result));
         }
+        // Trace extensions see the agent's tool use through the bridge.
+        let span = trace_span();
+        let traced = |event_type: &str, data: Value| crate::capability::TraceEvent {
+            event_type: event_type.into(),
+            id: format!("{span}-{event_type}"),
+            context: json!({ "span_id": span }),
+            data,
+            ..crate::capability::TraceEvent::default()
+        };
+        self.host
+            .emit(traced("tool.started", json!({ "tool": request.name })));
         let mut call = self
             .host
             .run_tool(&request.name, args)
@@ -298,7 +316,13 @@ impl ServerHandler for Bridge {
                 }
             });
         }
-        let result = match call.await {
+        let outcome = call.await;
+        let ok = matches!(outcome, CallOutcome::Ok(_));
+        self.host.emit(traced(
+            "tool.completed",
+            json!({ "tool": request.name, "ok": ok }),
+        ));
+        let result = match outcome {
             CallOutcome::Ok(value) => from_json("tools/call", result_json(value))?,
             CallOutcome::ToolError { message, .. } => error_result(&message),
             CallOutcome::Blocked {

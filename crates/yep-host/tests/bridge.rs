@@ -32,8 +32,14 @@ async fn bridged(home: &Home, dir: &std::path::Path) -> (ExtensionHost, Arc<dyn 
     let host = ExtensionHost::start(home.clone(), session, opts)
         .await
         .unwrap();
+    let peer = connect(&host, dir, false).await;
+    (host, peer)
+}
+
+/// rmcp's client (the host's MCP dialect) connected to a new bridge over `host`.
+async fn connect(host: &ExtensionHost, dir: &std::path::Path, deferred: bool) -> Arc<dyn Peer> {
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
-    let bridge = Bridge::new(host.clone(), Clients::default(), String::new(), false);
+    let bridge = Bridge::new(host.clone(), Clients::default(), String::new(), deferred);
     tokio::spawn(async move {
         use rmcp::ServiceExt;
         if let Ok(running) = bridge.serve(server_end).await {
@@ -57,16 +63,14 @@ async fn bridged(home: &Home, dir: &std::path::Path) -> (ExtensionHost, Arc<dyn 
         pin: None,
         interactive_ui: false,
     };
-    let peer = Mcp
-        .open(
-            streams,
-            hello,
-            Arc::new(NoEvents),
-            ConnectionOptions::default(),
-        )
-        .await
-        .unwrap();
-    (host, peer)
+    Mcp.open(
+        streams,
+        hello,
+        Arc::new(NoEvents),
+        ConnectionOptions::default(),
+    )
+    .await
+    .unwrap()
 }
 
 fn call(tool: &str, args: Value) -> ToolCall {
@@ -111,11 +115,19 @@ async fn rmcps_client_lists_calls_cancels_and_meets_the_hooks_through_the_bridge
     let mut echo = echo;
     echo["yolop"]["capabilityServer"]["command"] = json!(echo_bin());
     install_manifest(&home, &src, echo);
+    // An exporter: it counts the trace events it gets.
+    install_fixture(
+        &home,
+        &src,
+        "exporter",
+        json!({"trace": true, "tools": [{"name": "traces", "description": "counts"}]}),
+        json!({"tools": ["traces"]}),
+    );
     let (host, peer) = bridged(&home, dir.path()).await;
 
     let mut names: Vec<String> = peer.listed().into_iter().map(|t| t.name).collect();
     names.sort();
-    assert_eq!(names, ["ask", "count", "echo", "slow", "t1"]);
+    assert_eq!(names, ["ask", "count", "echo", "slow", "t1", "traces"]);
 
     // Progress, as `notifications/progress`.
     let steps = Arc::new(Mutex::new(Vec::new()));
@@ -167,5 +179,34 @@ async fn rmcps_client_lists_calls_cancels_and_meets_the_hooks_through_the_bridge
         rewritten["structuredContent"],
         json!({"tool": "t1", "args": {"path": "notes-ok"}})
     );
+    // Every call through the bridge reached the exporter: started and completed.
+    host.flush(Duration::from_secs(5)).await;
+    let traced = peer
+        .call_tool(call("traces", json!({})), Duration::from_secs(20))
+        .await
+        .unwrap();
+    let seen = &traced["structuredContent"];
+    assert!(seen["count"].as_u64().unwrap() >= 8, "{seen}");
+    assert!(
+        seen["first"]
+            .as_str()
+            .unwrap()
+            .starts_with("yep-mcp-serve-"),
+        "{seen}"
+    );
+
+    // `--deferred`: the always-loaded tools and `search_tools`.
+    let deferred = connect(&host, dir.path(), true).await;
+    let mut names: Vec<String> = deferred.listed().into_iter().map(|t| t.name).collect();
+    names.sort();
+    assert_eq!(names, ["echo", "search_tools"]);
+    let found = deferred
+        .call_tool(
+            call("search_tools", json!({"query": "count"})),
+            Duration::from_secs(20),
+        )
+        .await
+        .unwrap();
+    assert_eq!(found["structuredContent"]["tools"][0]["name"], "count");
     host.shutdown().await;
 }

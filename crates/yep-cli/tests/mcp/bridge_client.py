@@ -4,7 +4,7 @@ prints what it saw as one JSON object for crates/yep-cli/tests/mcp.rs to check.
     python3 bridge_client.py <yep binary> <home>
 
 Steps: initialize; tools/list, then `yep list --json` (nothing may run yet); a lazy tool and
-an MCP server's tool; `yep enable` of more packages from another process, waiting for
+an MCP server's tool; `yep enable` of more packages (YEP and zot) from another process, waiting for
 notifications/tools/list_changed; a call with progress; a cancelled call; a hook blocking and
 one rewriting; a question answered through elicitation; prompts and resources.
 """
@@ -62,11 +62,15 @@ async def main():
             # Another terminal enables more: the client hears of it.
             yep("enable", "echo")
             yep("enable", "guard")
+            yep("enable", "hops")
             with anyio.move_on_after(20):
                 await changed.wait()
             report["list_changed"] = changed.is_set()
             tools = await session.list_tools()
             report["tools_after"] = sorted(t.name for t in tools.tools)
+
+            result = await session.call_tool("a", {"path": []})
+            report["zot_call"] = text_of(result)
 
             steps = []
 

@@ -576,6 +576,11 @@ impl Peer for McpPeer {
             .clone()
     }
 
+    fn listed_tool(&self, name: &str) -> Option<OfferedTool> {
+        let listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
+        listed.iter().find(|t| t.name == name).cloned()
+    }
+
     fn call_tool(
         &self,
         call: ToolCall,

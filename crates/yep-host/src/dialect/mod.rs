@@ -117,6 +117,11 @@ pub trait Peer: Send + Sync + 'static {
         self.offer().tools.clone()
     }
 
+    /// One tool of [`Peer::listed`], by name: what a call checks, without copying the list.
+    fn listed_tool(&self, name: &str) -> Option<crate::capability::OfferedTool> {
+        self.offer().tools.iter().find(|t| t.name == name).cloned()
+    }
+
     /// Call a tool; updates stream to `call.updates` and reset the timeout; `call.cancel`
     /// (or dropping the future) cancels on the wire.
     fn call_tool(

@@ -587,10 +587,8 @@ impl McpEntry {
         let Some(pin) = &self.pin else {
             return false;
         };
-        peer.listed()
-            .iter()
-            .find(|t| t.name == tool)
-            .is_some_and(|t| pin.tools.get(tool) == Some(&pinned_form(t).hash()))
+        peer.listed_tool(tool)
+            .is_some_and(|t| pin.tools.get(tool) == Some(&pinned_form(&t).hash()))
     }
 
     /// Where it stands, for the session status and `yep list`.
