@@ -632,6 +632,14 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
             .contains("favourite colour?"),
         "{report}"
     );
+    // The echo extension's status at start reached the client as `notifications/message`.
+    let statuses = report["statuses"].as_array().unwrap();
+    assert!(
+        statuses
+            .iter()
+            .any(|s| s["extension"] == "echo" && s["status"] == "echo ready"),
+        "{report}"
+    );
     assert_eq!(report["prompts"], json!(["echo:ping"]));
     assert_eq!(report["prompt_text"], "pong");
     assert_eq!(report["resources"], json!(["skill://lazy/notes"]));

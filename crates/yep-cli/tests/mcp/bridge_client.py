@@ -35,10 +35,15 @@ async def main():
     changed = anyio.Event()
     asked = []
 
+    statuses = []
+
     async def on_message(message):
         root = getattr(message, "root", message)
-        if getattr(root, "method", "") == "notifications/tools/list_changed":
+        method = getattr(root, "method", "")
+        if method == "notifications/tools/list_changed":
             changed.set()
+        elif method == "notifications/message":
+            statuses.append(root.params.data)
 
     async def on_elicit(context, params):
         asked.append(params.message)
@@ -96,6 +101,7 @@ async def main():
             result = await session.call_tool("ask", {"prompt": "favourite colour?"})
             report["ask"] = text_of(result)
             report["asked"] = asked
+            report["statuses"] = statuses
 
             prompts = await session.list_prompts()
             report["prompts"] = sorted(p.name for p in prompts.prompts)
