@@ -38,8 +38,19 @@ async fn bridged(home: &Home, dir: &std::path::Path) -> (ExtensionHost, Arc<dyn 
 
 /// rmcp's client (the host's MCP dialect) connected to a new bridge over `host`.
 async fn connect(host: &ExtensionHost, dir: &std::path::Path, deferred: bool) -> Arc<dyn Peer> {
+    connect_with(host, dir, deferred, Clients::default(), Arc::new(NoEvents)).await
+}
+
+/// [`connect`], the bridge sharing `clients`, the client answering questions through `user`.
+async fn connect_with(
+    host: &ExtensionHost,
+    dir: &std::path::Path,
+    deferred: bool,
+    clients: Clients,
+    user: Arc<dyn yep_host::capability::Events>,
+) -> Arc<dyn Peer> {
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
-    let bridge = Bridge::new(host.clone(), Clients::default(), String::new(), deferred);
+    let bridge = Bridge::new(host.clone(), clients, String::new(), deferred);
     tokio::spawn(async move {
         use rmcp::ServiceExt;
         if let Ok(running) = bridge.serve(server_end).await {
@@ -63,14 +74,9 @@ async fn connect(host: &ExtensionHost, dir: &std::path::Path, deferred: bool) ->
         pin: None,
         interactive_ui: false,
     };
-    Mcp.open(
-        streams,
-        hello,
-        Arc::new(NoEvents),
-        ConnectionOptions::default(),
-    )
-    .await
-    .unwrap()
+    Mcp.open(streams, hello, user, ConnectionOptions::default())
+        .await
+        .unwrap()
 }
 
 fn call(tool: &str, args: Value) -> ToolCall {
@@ -208,5 +214,70 @@ async fn rmcps_client_lists_calls_cancels_and_meets_the_hooks_through_the_bridge
         .await
         .unwrap();
     assert_eq!(found["structuredContent"]["tools"][0]["name"], "count");
+    host.shutdown().await;
+}
+
+/// A client's user: answers every question `eu`, and keeps them.
+#[derive(Default)]
+struct User(Mutex<Vec<String>>);
+impl yep_host::capability::Events for User {
+    fn ask(
+        &self,
+        _: &str,
+        question: yep_host::capability::Question,
+    ) -> yep_host::rpc::BoxFuture<yep_host::capability::Answer> {
+        self.0.lock().unwrap().push(question.prompt);
+        Box::pin(async { yep_host::capability::Answer::answered("eu") })
+    }
+}
+
+#[tokio::test]
+async fn a_secret_is_never_asked_through_the_client_and_a_plain_question_is() {
+    use yep_host::bridge::AskClients;
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home {
+        root: dir.path().join("home"),
+    };
+    let facet = json!({
+        "tools": [{"name": "config", "description": "its config"}],
+        "config_schema": {
+            "type": "object",
+            "properties": {
+                "token": {"type": "string", "secret": true},
+                "region": {"type": "string", "enum": ["eu", "us"]}
+            },
+            "required": ["token", "region"]
+        }
+    });
+    install_fixture(
+        &home,
+        &dir.path().join("src"),
+        "conf",
+        facet,
+        json!({"tools": ["config"]}),
+    );
+    home.set_enabled("conf", false).unwrap();
+    let clients = Clients::default();
+    let session = Session {
+        id: "s1".into(),
+        workspace_root: dir.path().to_path_buf(),
+    };
+    let opts = HostOptions {
+        supervisor: quick_opts(),
+        ask_sink: Some(Arc::new(AskClients(clients.clone()))),
+        ..HostOptions::default()
+    };
+    let host = ExtensionHost::start(home.clone(), session, opts)
+        .await
+        .unwrap();
+    let user = Arc::new(User::default());
+    let _client = connect_with(&host, dir.path(), false, clients, user.clone()).await;
+    // Setup asks for both required fields: the plain one through the client, the secret
+    // one never (it is left unset, to `yep secret set`).
+    let missing = host.activate("conf").await.unwrap();
+    assert_eq!(missing, ["token"]);
+    let asked = user.0.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("conf.region"), "{asked:?}");
     host.shutdown().await;
 }
