@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use yep_host::bridge::{Bridge, Clients};
 use yep_host::capability::{NoEvents, ToolCall};
 use yep_host::dialect::mcp::Mcp;
-use yep_host::dialect::{Dialect, Hello, Peer, Streams};
+use yep_host::dialect::{Dialect, Peer, Streams};
 use yep_host::rpc::ConnectionOptions;
 use yep_host::store::Home;
 use yep_host::{ExtensionHost, HostOptions, Session};
@@ -62,18 +62,7 @@ async fn connect_with(
         reader: Box::new(reader),
         writer: Box::new(writer),
     };
-    let hello = Hello {
-        extension: "yep".into(),
-        session_id: "s1".into(),
-        workspace_root: dir.display().to_string(),
-        config: Value::Null,
-        grants: Default::default(),
-        timeout: Duration::from_secs(10),
-        package_dir: dir.display().to_string(),
-        data_dir: dir.display().to_string(),
-        pin: None,
-        interactive_ui: false,
-    };
+    let hello = hello("yep", dir);
     Mcp.open(streams, hello, user, ConnectionOptions::default())
         .await
         .unwrap()

@@ -3,13 +3,16 @@
 
 #![cfg(feature = "mcp")]
 
+mod common;
+
+use common::hello;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, BoxFuture, Events, Progress, Question, ToolCall};
 use yep_host::dialect::mcp::Mcp;
-use yep_host::dialect::{Dialect, Hello, Peer, Streams};
+use yep_host::dialect::{Dialect, Peer, Streams};
 use yep_host::process::{SpawnSpec, spawn};
 use yep_host::rpc::ConnectionOptions;
 
@@ -36,18 +39,7 @@ async fn open(dir: &std::path::Path, events: Arc<dyn Events>) -> Opened {
         log_path: dir.join("pymcp.log"),
     })
     .unwrap();
-    let hello = Hello {
-        extension: "pymcp".into(),
-        session_id: "s1".into(),
-        workspace_root: dir.display().to_string(),
-        config: Value::Null,
-        grants: Default::default(),
-        timeout: Duration::from_secs(10),
-        package_dir: dir.display().to_string(),
-        data_dir: dir.display().to_string(),
-        pin: None,
-        interactive_ui: false,
-    };
+    let hello = hello("pymcp", dir);
     let streams = Streams::Pipe {
         stdout: spawned.stdout,
         stdin: spawned.stdin,

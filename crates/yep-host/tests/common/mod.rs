@@ -214,3 +214,20 @@ pub fn install_manifest(home: &yep_host::store::Home, src: &std::path::Path, man
     .unwrap();
     home.set_enabled(&name, true).unwrap();
 }
+
+/// What the host tells server `extension` in `dir` as it starts it: no config, nothing granted,
+/// ten seconds for the handshake.
+pub fn hello(extension: &str, dir: &std::path::Path) -> yep_host::dialect::Hello {
+    yep_host::dialect::Hello {
+        extension: extension.into(),
+        session_id: "s1".into(),
+        workspace_root: dir.display().to_string(),
+        config: Value::Null,
+        grants: Default::default(),
+        timeout: Duration::from_secs(10),
+        package_dir: dir.display().to_string(),
+        data_dir: dir.display().to_string(),
+        pin: None,
+        interactive_ui: false,
+    }
+}
