@@ -269,7 +269,9 @@ impl ServerHandler for Bridge {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        if request.name == SEARCH_TOOLS {
+        // The meta-tool is the bridge's only when it lists it (the host then keeps the name
+        // from every extension: [`SEARCH_TOOLS`] is a builtin under `--deferred`).
+        if self.deferred && request.name == SEARCH_TOOLS {
             let found = self.host.dispatch_search_tools(&args);
             let result: CallToolResult = from_json("tools/call", result_json(found))?;
             return Ok(CallToolResponse::Complete(result));

@@ -484,6 +484,11 @@ async fn serve(
     use yep_host::bridge::{AskClients, Bridge, Clients, StatusToClients};
     let clients = Clients::default();
     let opts = yep_host::HostOptions {
+        // Listed under `--deferred`: no extension tool may take its name then.
+        builtins: match deferred {
+            true => vec![yep_host::runtime::SEARCH_TOOLS.to_string()],
+            false => Vec::new(),
+        },
         ask_sink: Some(Arc::new(AskClients(clients.clone()))),
         status_sink: Some(Arc::new(StatusToClients(clients.clone()))),
         ..yep_host::HostOptions::default()
