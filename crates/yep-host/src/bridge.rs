@@ -540,11 +540,14 @@ fn authorized<B>(request: &http::Request<B>, token: &str) -> bool {
 }
 
 /// Serve `bridge` (one per client session, sharing its host) over streamable HTTP on
-/// `listener` at `/mcp`, to clients that send `token`, until `stop` is cancelled.
+/// `listener` at `/mcp`, to clients that send `token`, until `stop` is cancelled. Only
+/// loopback `Host`s are served (against DNS rebinding) unless `remote`: then any, still
+/// behind the token.
 pub async fn serve_http(
     bridge: Bridge,
     listener: tokio::net::TcpListener,
     token: String,
+    remote: bool,
     stop: tokio_util::sync::CancellationToken,
 ) -> std::io::Result<()> {
     use http_body_util::BodyExt;
@@ -553,6 +556,9 @@ pub async fn serve_http(
     };
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = stop.child_token();
+    if remote {
+        config = config.disable_allowed_hosts();
+    }
     let service = StreamableHttpService::new(
         move || Ok(bridge.clone()),
         Arc::new(LocalSessionManager::default()),
