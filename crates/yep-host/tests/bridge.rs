@@ -270,3 +270,105 @@ async fn a_secret_is_never_asked_through_the_client_and_a_plain_question_is() {
     assert!(asked[0].contains("conf.region"), "{asked:?}");
     host.shutdown().await;
 }
+
+/// rmcp's client that notes `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct Watching(Arc<tokio::sync::Notify>);
+impl rmcp::ClientHandler for Watching {
+    async fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.notify_one();
+    }
+}
+
+#[tokio::test]
+async fn rmcps_client_gets_prompts_resources_and_list_changed_through_the_bridge() {
+    use rmcp::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home {
+        root: dir.path().join("home"),
+    };
+    let src = dir.path().join("src");
+    let mut echo: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/echo/plugin.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    echo["yolop"]["capabilityServer"]["command"] = json!(echo_bin());
+    install_manifest(&home, &src, echo);
+    // A package with a skill, installed but enabled only later.
+    let skilled = src.join("skilled");
+    std::fs::create_dir_all(skilled.join("skills/notes")).unwrap();
+    std::fs::write(
+        skilled.join("skills/notes/SKILL.md"),
+        "---\nname: notes\ndescription: notes\n---\nWrite them down.\n",
+    )
+    .unwrap();
+    install_fixture(
+        &home,
+        &src,
+        "skilled",
+        json!({"skills": true, "tools": [{"name": "t9", "description": "t9"}]}),
+        json!({"tools": ["t9"]}),
+    );
+    home.set_enabled("skilled", false).unwrap();
+    let session = Session {
+        id: "s1".into(),
+        workspace_root: dir.path().to_path_buf(),
+    };
+    let host = ExtensionHost::start(home.clone(), session, HostOptions::default())
+        .await
+        .unwrap();
+    let clients = Clients::default();
+    let forward = yep_host::bridge::forward_changes(&host, clients.clone());
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let bridge = Bridge::new(host.clone(), clients, String::new(), false);
+    tokio::spawn(async move {
+        if let Ok(running) = bridge.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let watching = Watching::default();
+    let client = watching.clone().serve(client_end).await.unwrap();
+    let peer = client.peer().clone();
+
+    let prompts = peer.list_all_prompts().await.unwrap();
+    let names: Vec<String> = prompts.iter().map(|p| p.name.clone()).collect();
+    assert_eq!(names, ["echo:ping"]);
+    let mut args = serde_json::Map::new();
+    args.insert("arguments".into(), json!("x"));
+    let got = peer
+        .get_prompt(
+            serde_json::from_value(json!({"name": "echo:ping", "arguments": args})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(serde_json::to_string(&got).unwrap().contains("pong"));
+
+    // Enabled elsewhere: the client hears of it, and the skill is a resource.
+    host.activate("skilled").await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), watching.0.notified())
+        .await
+        .expect("tools/list_changed");
+    let resources = peer.list_all_resources().await.unwrap();
+    let uris: Vec<String> = resources.iter().map(|r| r.uri.to_string()).collect();
+    assert_eq!(uris, ["skill://skilled/notes"]);
+    let read = peer
+        .read_resource(serde_json::from_value(json!({"uri": "skill://skilled/notes"})).unwrap())
+        .await
+        .unwrap();
+    assert!(
+        serde_json::to_string(&read)
+            .unwrap()
+            .contains("Write them down.")
+    );
+    let tools = peer.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "t9"));
+    forward.abort();
+    host.shutdown().await;
+}
