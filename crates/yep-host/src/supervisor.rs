@@ -81,18 +81,20 @@ impl std::fmt::Debug for ServerSpec {
 }
 
 impl ServerSpec {
-    /// The spec a manifest describes, or `None` when it declares no capability server.
-    pub fn from_manifest(
-        manifest: &Manifest,
+    /// `command args`, run from `package_dir` in `workspace_root`, logging to `log_dir`: no
+    /// config, env, grants or schema checks, which a caller adds as it needs.
+    pub fn new(
+        name: String,
+        command: String,
+        args: Vec<String>,
         package_dir: PathBuf,
         workspace_root: PathBuf,
         log_dir: PathBuf,
-    ) -> Option<ServerSpec> {
-        let server = manifest.yolop.capability_server.as_ref()?;
-        Some(ServerSpec {
-            name: manifest.name.clone(),
-            command: server.command.clone(),
-            args: server.args.clone(),
+    ) -> ServerSpec {
+        ServerSpec {
+            name,
+            command,
+            args,
             package_dir,
             workspace_root,
             cwd: None,
@@ -103,8 +105,25 @@ impl ServerSpec {
             config: Value::Null,
             env: Vec::new(),
             log_dir,
+            grants: Grants::default(),
+            tool_schemas: ToolSchemas::default(),
+        }
+    }
+
+    /// The spec a manifest describes, or `None` when it declares no capability server.
+    pub fn from_manifest(
+        manifest: &Manifest,
+        package_dir: PathBuf,
+        workspace_root: PathBuf,
+        log_dir: PathBuf,
+    ) -> Option<ServerSpec> {
+        let server = manifest.yolop.capability_server.as_ref()?;
+        let name = manifest.name.clone();
+        let (command, args) = (server.command.clone(), server.args.clone());
+        Some(ServerSpec {
             grants: Grants::from_manifest(manifest),
             tool_schemas: ToolSchemas::from_manifest(manifest),
+            ..ServerSpec::new(name, command, args, package_dir, workspace_root, log_dir)
         })
     }
 

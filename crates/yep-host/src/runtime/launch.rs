@@ -167,23 +167,20 @@ pub fn installed(
         workspace_root.clone(),
         home.logs_dir(),
     )
-    .unwrap_or_else(|| ServerSpec {
+    .unwrap_or_else(|| {
         // A declarative package (skills, MCP servers) has no server; calls fail cleanly.
-        name: name.to_string(),
-        command: String::new(),
-        args: Vec::new(),
-        package_dir: dir.clone(),
-        workspace_root,
-        cwd: None,
-        data_dir: None,
-        language: None,
-        pin: None,
-        session_id: String::new(),
-        config: Value::Null,
-        env: Vec::new(),
-        log_dir: home.logs_dir(),
-        grants: Grants::from_manifest(&manifest),
-        tool_schemas: Default::default(),
+        let (name, command) = (name.to_string(), String::new());
+        ServerSpec {
+            grants: Grants::from_manifest(&manifest),
+            ..ServerSpec::new(
+                name,
+                command,
+                Vec::new(),
+                dir.clone(),
+                workspace_root,
+                home.logs_dir(),
+            )
+        }
     });
     spec.session_id = session_id.to_string();
     // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.

@@ -388,31 +388,29 @@ pub fn launch(
         ui_ask: true,
         ..Grants::default()
     };
+    // An http server's url stands where errors show what ran.
+    let command = match &source.server.command {
+        Some(command) => command.clone(),
+        None => source.shown.url.clone().unwrap_or_default(),
+    };
+    let args = source.server.args.clone();
+    let workspace_root = workspace.to_path_buf();
     let spec = ServerSpec {
-        name: log_stem(&source.name),
-        // An http server's url stands where errors show what ran.
-        command: match &source.server.command {
-            Some(command) => command.clone(),
-            None => source.shown.url.clone().unwrap_or_default(),
-        },
-        args: source.server.args.clone(),
-        package_dir,
-        workspace_root: workspace.to_path_buf(),
-        cwd: None,
-        data_dir: None,
-        language: None,
-        pin: None,
-        session_id: String::new(),
-        config: Value::Null,
         env: source
             .server
             .env
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
-        log_dir: home.logs_dir(),
         grants,
-        tool_schemas: Default::default(),
+        ..ServerSpec::new(
+            log_stem(&source.name),
+            command,
+            args,
+            package_dir,
+            workspace_root,
+            home.logs_dir(),
+        )
     };
     // Only the MCP features' transports change it.
     #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
