@@ -339,12 +339,16 @@ pub fn diff(pin: Option<&McpPin>, tools: &[McpTool]) -> Vec<ToolChange> {
 
 /// The pin of server `name` defined at `origin`, if one is recorded.
 pub fn pin(home: &Home, name: &str, origin: &Origin) -> Result<Option<McpPin>, StoreError> {
+    Ok(pin_in(&home.lockfile()?, name, origin))
+}
+
+/// [`pin`], in a lock already read.
+pub fn pin_in(lock: &crate::lockfile::Lockfile, name: &str, origin: &Origin) -> Option<McpPin> {
     let workspace = origin.workspace();
-    Ok(home
-        .lockfile()?
-        .mcp
-        .into_iter()
-        .find(|p| p.name == name && p.workspace == workspace))
+    lock.mcp
+        .iter()
+        .find(|p| p.name == name && p.workspace == workspace)
+        .cloned()
 }
 
 /// The cache of an approved server's tools, under a name no server name can steer.

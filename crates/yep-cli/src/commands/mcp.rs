@@ -223,8 +223,9 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
         McpCommand::Config { agent } => stdout_line(&config_snippet(&agent, home)?),
         McpCommand::List { json } => {
             let mut rows = Vec::new();
+            let lock = home.lockfile()?;
             for s in here(home)? {
-                let pin = yep_store::mcp::pin(home, &s.name, &s.origin)?;
+                let pin = yep_store::mcp::pin_in(&lock, &s.name, &s.origin);
                 let (state, failure) = yep_store::state::run_state(home, &log_stem(&s.name));
                 rows.push(Row {
                     withheld: yep_store::mcp::withheld(home, &s.name, &s.origin),

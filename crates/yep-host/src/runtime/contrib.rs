@@ -174,13 +174,14 @@ impl ExtensionHost {
     /// default in argv). A workspace's server nobody approved is never here: the host runs
     /// the approved ones itself, and [`ExtensionHost::mcp_status`] says why the rest wait.
     pub fn mcp_servers(&self) -> BTreeMap<String, McpServer> {
-        let home = &self.core.home;
+        // A lock that cannot be read approves nothing.
+        let lock = self.core.home.lockfile().ok();
         self.mcp_sources()
             .into_iter()
             .filter(|s| {
-                let pin = crate::store::mcp::pin(home, &s.name, &s.origin)
-                    .ok()
-                    .flatten();
+                let pin = lock
+                    .as_ref()
+                    .and_then(|lock| crate::store::mcp::pin_in(lock, &s.name, &s.origin));
                 s.unapproved(pin.as_ref()).is_none()
             })
             .map(|s| (s.name, s.server))

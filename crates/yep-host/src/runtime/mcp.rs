@@ -520,15 +520,15 @@ pub(crate) struct McpEntry {
 }
 
 impl McpEntry {
+    /// `source` in the session, approved as `pin` says.
     pub(crate) fn new(
         home: &Home,
         source: McpSource,
+        pin: Option<McpPin>,
         workspace: &Path,
         base: &SupervisorOptions,
         events: Arc<dyn Events>,
     ) -> Result<McpEntry, String> {
-        let pin = crate::store::mcp::pin(home, &source.name, &source.origin)
-            .map_err(|e| crate::error::report(&e))?;
         let blocked = source.unapproved(pin.as_ref());
         let cached = match (&pin, &blocked) {
             (Some(pin), None) => crate::store::mcp::cached(home, &source.origin, pin),
@@ -689,16 +689,22 @@ pub(crate) fn entries(
     warn: &mut dyn FnMut(Option<String>, String),
 ) -> Vec<Arc<McpEntry>> {
     let mut out = Vec::new();
+    // One read of the lock for every server's pin.
+    let lock = home.lockfile().map_err(|e| crate::error::report(&e));
     for source in sources {
-        let pin = crate::store::mcp::pin(home, &source.name, &source.origin)
-            .ok()
-            .flatten();
+        let name = source.name.clone();
+        let pin = match &lock {
+            Ok(lock) => crate::store::mcp::pin_in(lock, &source.name, &source.origin),
+            Err(why) => {
+                warn(Some(name), why.clone());
+                continue;
+            }
+        };
         if let Some(kept) = old.iter().find(|e| e.same(&source, pin.as_ref())) {
             out.push(Arc::clone(kept));
             continue;
         }
-        let name = source.name.clone();
-        match McpEntry::new(home, source, workspace, base, Arc::clone(events)) {
+        match McpEntry::new(home, source, pin, workspace, base, Arc::clone(events)) {
             Ok(entry) => {
                 if let Some(why) = &entry.blocked {
                     warn(Some(name), why.clone());

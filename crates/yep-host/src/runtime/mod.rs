@@ -1337,71 +1337,50 @@ impl ExtensionHost {
                 ),
             }
         };
+        let mut call = ToolCall {
+            tool,
+            args,
+            updates,
+            cancel,
+            chain,
+        };
         let loaded = match loaded {
             Ok(loaded) => loaded,
-            Err(entry) => {
-                return self
-                    .call_mcp(&entry, tool, args, updates, cancel, chain)
-                    .await;
-            }
+            Err(entry) => return self.call_mcp(&entry, call).await,
         };
         // Refused before the server is started or sent anything.
-        loaded.ext.check_args(&tool, &args)?;
+        loaded.ext.check_args(&call.tool, &call.args)?;
         // The live server's offer, by reference: no copy on the hot path.
         let live = loaded.ext.live().await?;
         self.refuse_unapproved(&loaded, live.offer());
-        if !live.serves(&tool) {
+        if !live.serves(&call.tool) {
             return Err(HostError::NotServed {
                 extension: loaded.name.clone(),
-                tool,
+                tool: call.tool,
             });
         }
         // The chain names tools as the host does (a collision's `<ext>__<tool>` too). An
         // agent's call of a tool by its own name leaves it empty (no allocation on the hot
         // path): the dialect that keeps chains starts one with that name.
-        let mut chain = chain;
-        if !chain.is_empty() || name != tool {
-            chain.push(name.to_string());
+        if !call.chain.is_empty() || name != call.tool {
+            call.chain.push(name.to_string());
         }
-        let call = ToolCall {
-            tool,
-            args,
-            updates,
-            cancel,
-            chain,
-        };
         Ok(loaded.ext.send_tool_call(&live, call).await?)
     }
 
     /// A call of MCP server `entry`'s `tool`, started if need be, and held to its pin: a tool
     /// the running server changed since approval is withheld.
-    async fn call_mcp(
-        &self,
-        entry: &mcp::McpEntry,
-        tool: String,
-        args: Value,
-        updates: Option<UpdateSink>,
-        cancel: Option<CancellationToken>,
-        chain: Vec<String>,
-    ) -> Result<Value, HostError> {
+    async fn call_mcp(&self, entry: &mcp::McpEntry, call: ToolCall) -> Result<Value, HostError> {
         let live = entry.ext.live().await?;
-        if !entry.approves(live.peer().as_ref(), &tool) {
+        if !entry.approves(live.peer().as_ref(), &call.tool) {
             // The table the start asked for is in place before the caller hears of it, so
             // the tools it lists next are the ones it may call.
             let _ = self.ask(Command::Sync).await;
-            let server = &entry.source.name;
             return Err(HostError::Withheld {
-                server: server.clone(),
-                tool,
+                server: entry.source.name.clone(),
+                tool: call.tool,
             });
         }
-        let call = ToolCall {
-            tool,
-            args,
-            updates,
-            cancel,
-            chain,
-        };
         Ok(entry.ext.send_tool_call(&live, call).await?)
     }
 
