@@ -99,17 +99,7 @@ async fn rmcps_client_lists_calls_cancels_and_meets_the_hooks_through_the_bridge
         json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "t1"}]}),
         json!({"block_on": "forbidden", "rewrite": "-ok"}),
     );
-    let echo: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../examples/echo/plugin.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    let mut echo = echo;
-    echo["yolop"]["capabilityServer"]["command"] = json!(echo_bin());
-    install_manifest(&home, &src, echo);
+    install_manifest(&home, &src, echo_manifest());
     // An exporter: it counts the trace events it gets.
     install_fixture(
         &home,
@@ -291,16 +281,7 @@ async fn rmcps_client_gets_prompts_resources_and_list_changed_through_the_bridge
         root: dir.path().join("home"),
     };
     let src = dir.path().join("src");
-    let mut echo: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../examples/echo/plugin.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    echo["yolop"]["capabilityServer"]["command"] = json!(echo_bin());
-    install_manifest(&home, &src, echo);
+    install_manifest(&home, &src, echo_manifest());
     // A package with a skill, installed but enabled only later.
     let skilled = src.join("skilled");
     std::fs::create_dir_all(skilled.join("skills/notes")).unwrap();
