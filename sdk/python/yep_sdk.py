@@ -286,6 +286,9 @@ class Context(Notifier):
         super().__init__(session)
         self._request_id = request_id
         self._call = call
+        #: Why the host cancelled the last :meth:`ask` without asking anyone (no UI takes
+        #: questions, a secret it will not relay), or None.
+        self.ask_refused: Optional[str] = None
 
     @property
     def request_id(self) -> int:
@@ -315,8 +318,10 @@ class Context(Notifier):
         """Ask the user a question (``ui/ask``) and wait for the answer.
 
         Returns the answer, or None when the user dismissed the question or this call was
-        cancelled while waiting. Raises :class:`YepError` when the host refuses the request.
+        cancelled while waiting (:attr:`ask_refused` then says why, when the host cancelled it
+        without asking anyone). Raises :class:`YepError` when the host refuses the request.
         """
+        self.ask_refused = None
         params: Dict[str, Any] = {"prompt": prompt}
         if placeholder is not None:
             params["placeholder"] = placeholder
@@ -339,6 +344,8 @@ class Context(Notifier):
                 if not ok:
                     raise YepError.from_wire(value)
                 if not isinstance(value, dict) or value.get("cancelled"):
+                    reason = value.get("reason") if isinstance(value, dict) else None
+                    self.ask_refused = reason if isinstance(reason, str) else None
                     return None
                 answer = value.get("answer", "")
                 return answer if isinstance(answer, str) else str(answer)

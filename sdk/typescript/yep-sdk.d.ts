@@ -142,6 +142,11 @@ export interface Context extends Notifier {
    * question or this request was cancelled. Rejects with a YepError when the host refuses.
    */
   ask(prompt: string, options?: AskOptions): Promise<string | null>;
+  /**
+   * Why the host cancelled the last `ask` without asking anyone (no UI takes questions, a
+   * secret it will not relay), or `null`.
+   */
+  askRefused: string | null;
 }
 
 /** One agentic-lifecycle event (`trace/event`), carried verbatim. */

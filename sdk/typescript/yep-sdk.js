@@ -240,11 +240,15 @@ class Context extends Notifier {
 
   /**
    * Ask the user a question (`ui/ask`). Resolves with the answer, or `null` when the user
-   * dismissed it or this request was cancelled meanwhile. Rejects with a YepError when the
+   * dismissed it or this request was cancelled meanwhile (`askRefused` then says why, when
+   * the host cancelled it without asking anyone). Rejects with a YepError when the
    * host refuses the request or the connection ends.
    */
   ask(prompt, options = {}) {
-    return this.#conn.ask(prompt, options, this.#controller.signal);
+    this.askRefused = null;
+    return this.#conn.ask(prompt, options, this.#controller.signal, (why) => {
+      this.askRefused = why;
+    });
   }
 }
 
@@ -718,7 +722,7 @@ class Connection {
 
   // -- reverse requests -----------------------------------------------------
 
-  ask(prompt, options, signal) {
+  ask(prompt, options, signal, refused = () => {}) {
     const params = { prompt: String(prompt ?? "") };
     if (options.placeholder !== undefined && options.placeholder !== null) params.placeholder = String(options.placeholder);
     if (options.secret) params.secret = true;
@@ -737,7 +741,10 @@ class Connection {
       };
       this.asks.set(id, {
         resolve: settle((result) => {
-          if (!isObject(result) || result.cancelled === true) return resolve(null);
+          if (!isObject(result) || result.cancelled === true) {
+            if (isObject(result) && typeof result.reason === "string") refused(result.reason);
+            return resolve(null);
+          }
           resolve(typeof result.answer === "string" ? result.answer : "");
         }),
         reject: settle(reject),

@@ -30,21 +30,98 @@ use std::sync::{Arc, Mutex};
 /// The scheme of a skill's resource uri: `skill://<extension>/<name>`.
 pub const SKILL_SCHEME: &str = "skill://";
 
-/// The clients connected to one bridge: where status, questions and list changes go.
+/// The clients connected to one bridge: where status, questions and list changes go, and
+/// whose calls are in flight (a question an extension asks during a call goes to the client
+/// that made it).
 #[derive(Clone, Default)]
-pub struct Clients(Arc<Mutex<Vec<Peer<RoleServer>>>>);
+pub struct Clients(Arc<Mutex<Connected>>);
+
+#[derive(Default)]
+struct Connected {
+    /// In the order they connected.
+    peers: Vec<Peer<RoleServer>>,
+    /// Calls in flight, oldest first: their number, the extension (or MCP server) whose tool
+    /// runs, and the client that called it.
+    calls: Vec<(u64, String, Peer<RoleServer>)>,
+    next_call: u64,
+}
+
+/// One call in flight through the bridge, from [`Clients::calling`]; dropped when it ends.
+struct InFlight {
+    clients: Clients,
+    call: u64,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.clients.lock().calls.retain(|(n, ..)| *n != self.call);
+    }
+}
+
+/// Who a question goes to: the clients it may go to (the most likely first), and whether
+/// they are tied to a call (then no other client is asked).
+struct Askable {
+    peers: Vec<Peer<RoleServer>>,
+    during_a_call: bool,
+}
 
 impl Clients {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connected> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn add(&self, peer: Peer<RoleServer>) {
-        let mut peers = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        peers.retain(|p| !p.is_transport_closed());
-        peers.push(peer);
+        let mut connected = self.lock();
+        connected.peers.retain(|p| !p.is_transport_closed());
+        connected.peers.push(peer);
     }
 
     fn all(&self) -> Vec<Peer<RoleServer>> {
-        let mut peers = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut connected = self.lock();
+        connected.peers.retain(|p| !p.is_transport_closed());
+        connected.peers.clone()
+    }
+
+    /// Note that `peer` is calling a tool of `extension`, until the guard drops.
+    fn calling(&self, extension: String, peer: Peer<RoleServer>) -> InFlight {
+        let mut connected = self.lock();
+        connected.next_call += 1;
+        let call = connected.next_call;
+        connected.calls.push((call, extension, peer));
+        InFlight {
+            clients: self.clone(),
+            call,
+        }
+    }
+
+    /// Where `extension`'s question goes: the clients calling its tools now (the latest
+    /// first); else those with any call in flight (a hook asks during another's call); else
+    /// every connected client, the latest first.
+    fn askable(&self, extension: &str) -> Askable {
+        let connected = self.lock();
+        let latest_first = |calls: &mut dyn Iterator<Item = &(u64, String, Peer<RoleServer>)>| {
+            let mut peers: Vec<Peer<RoleServer>> = calls.map(|(_, _, p)| p.clone()).collect();
+            peers.reverse();
+            peers
+        };
+        let own = latest_first(&mut connected.calls.iter().filter(|(_, e, _)| e == extension));
+        let peers = match own.is_empty() {
+            false => own,
+            true => latest_first(&mut connected.calls.iter()),
+        };
+        if !peers.is_empty() {
+            return Askable {
+                peers,
+                during_a_call: true,
+            };
+        }
+        let mut peers = connected.peers.clone();
         peers.retain(|p| !p.is_transport_closed());
-        peers.clone()
+        peers.reverse();
+        Askable {
+            peers,
+            during_a_call: false,
+        }
     }
 
     /// Tell every client its tool and prompt lists changed.
@@ -82,9 +159,19 @@ impl StatusSink for StatusToClients {
     }
 }
 
-/// Questions as `elicitation/create` to the client that connected last among those that
-/// declared elicitation. A secret is never asked this way: it would pass through the client.
+/// Questions as `elicitation/create`, to the client whose call the question belongs to
+/// (see [`Clients`]), when it declared elicitation; a question outside any call goes to the
+/// latest client that did. A secret is never asked this way: it would pass through the
+/// client. A question nobody can take is cancelled, and the extension told why.
 pub struct AskClients(pub Clients);
+
+/// Why a question during a call is cancelled when its client takes none.
+pub const NO_ELICITATION_CALLER: &str =
+    "the MCP client that made this call does not take questions (it declared no elicitation)";
+
+/// Why a question outside any call is cancelled when no client takes one.
+pub const NO_ELICITATION: &str =
+    "no connected MCP client takes questions (none declared elicitation)";
 
 /// What a secret question is answered with (cancelled), and what the user is told.
 pub const SECRET_REFUSED: &str = "a secret is never asked over MCP (it would pass through the client): set it with `yep secret set <extension> <field>`";
@@ -93,19 +180,20 @@ impl AskSink for AskClients {
     async fn ask(&self, extension: &str, question: Question) -> Answer {
         if question.secret {
             tracing::warn!(extension, "{SECRET_REFUSED}");
-            return Answer::cancelled();
+            return Answer::refused(SECRET_REFUSED);
         }
-        let asking = self.0.all().into_iter().rev().find(|p| {
+        let askable = self.0.askable(extension);
+        let asking = askable.peers.into_iter().find(|p| {
             p.peer_info()
                 .is_some_and(|info| info.capabilities.elicitation.is_some())
         });
         let Some(peer) = asking else {
-            tracing::warn!(
-                extension,
-                "no connected MCP client takes questions (elicitation); cancelling: {}",
-                question.prompt
-            );
-            return Answer::cancelled();
+            let why = match askable.during_a_call {
+                true => NO_ELICITATION_CALLER,
+                false => NO_ELICITATION,
+            };
+            tracing::warn!(extension, "{why}; cancelling: {}", question.prompt);
+            return Answer::refused(why);
         };
         let mut answer = json!({"type": "string", "description": question.prompt});
         if !question.options.is_empty() {
@@ -136,7 +224,7 @@ impl AskSink for AskClients {
             }
             Err(e) => {
                 tracing::warn!(extension, "the question could not be asked: {e}");
-                Answer::cancelled()
+                Answer::refused(format!("the MCP client could not be asked: {e}"))
             }
         }
     }
@@ -147,25 +235,29 @@ impl AskSink for AskClients {
 pub struct Bridge {
     host: ExtensionHost,
     clients: Clients,
-    /// The extensions' prompt text, computed once.
-    instructions: String,
+    /// The extensions' prompt text, as of the last table change ([`forward_changes`]).
+    instructions: Arc<Mutex<String>>,
     /// List only the always-loaded tools and `search_tools`.
     deferred: bool,
 }
 
 impl Bridge {
-    pub fn new(
-        host: ExtensionHost,
-        clients: Clients,
-        instructions: String,
-        deferred: bool,
-    ) -> Self {
+    /// A bridge over `host` for `clients`, with the extensions' prompt text as it is now.
+    pub async fn new(host: ExtensionHost, clients: Clients, deferred: bool) -> Self {
+        let instructions = host.prompt(0).await;
         Bridge {
             host,
             clients,
-            instructions,
+            instructions: Arc::new(Mutex::new(instructions)),
             deferred,
         }
+    }
+
+    fn instructions(&self) -> String {
+        self.instructions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn listed(&self) -> Vec<ToolDefinition> {
@@ -244,8 +336,9 @@ impl ServerHandler for Bridge {
             .build();
         let mut info = rmcp::model::ServerConfig::new(capabilities);
         info.server_info = rmcp::model::Implementation::new("yep", env!("CARGO_PKG_VERSION"));
-        if !self.instructions.is_empty() {
-            info.instructions = Some(self.instructions.clone());
+        let instructions = self.instructions();
+        if !instructions.is_empty() {
+            info.instructions = Some(instructions);
         }
         info
     }
@@ -276,6 +369,16 @@ impl ServerHandler for Bridge {
             let result: CallToolResult = from_json("tools/call", result_json(found))?;
             return Ok(CallToolResponse::Complete(result));
         }
+        // A question the tool's extension asks meanwhile goes to this client.
+        let extension = self
+            .host
+            .snapshot()
+            .tools()
+            .iter()
+            .find(|t| t.name == request.name)
+            .map(|t| t.extension.clone())
+            .unwrap_or_default();
+        let _in_flight = self.clients.calling(extension, context.peer.clone());
         // Trace extensions see the agent's tool use through the bridge.
         let span = trace_span();
         let traced = |event_type: &str, data: Value| crate::capability::TraceEvent {
@@ -437,14 +540,22 @@ impl ServerHandler for Bridge {
     }
 }
 
-/// Tell `clients` of every table change `host` publishes from now on (an extension enabled
-/// elsewhere, an MCP server's new list), until the host is gone.
-pub fn forward_changes(host: &ExtensionHost, clients: Clients) -> tokio::task::JoinHandle<()> {
-    let mut changes = host.subscribe();
+/// Tell `bridge`'s clients of every table change its host publishes from now on (an
+/// extension enabled elsewhere, an MCP server's new list), and take the extensions' prompt
+/// text again for the clients that connect next, until the host is gone.
+pub fn forward_changes(bridge: &Bridge) -> tokio::task::JoinHandle<()> {
+    let mut changes = bridge.host.subscribe();
+    let weak = bridge.host.weak();
+    let (clients, instructions) = (bridge.clients.clone(), Arc::clone(&bridge.instructions));
     tokio::spawn(async move {
         while changes.changed().await.is_ok() {
             changes.borrow_and_update();
             clients.lists_changed().await;
+            let Some(host) = weak.upgrade() else {
+                return;
+            };
+            let text = host.prompt(0).await;
+            *instructions.lock().unwrap_or_else(|p| p.into_inner()) = text;
         }
     })
 }

@@ -303,6 +303,8 @@ pub struct Question {
 pub struct Answer {
     pub answer: String,
     pub cancelled: bool,
+    /// Why the question was cancelled without being asked, told to the extension.
+    pub reason: Option<String>,
 }
 
 impl Answer {
@@ -310,6 +312,15 @@ impl Answer {
         Answer {
             answer: answer.into(),
             cancelled: false,
+            reason: None,
+        }
+    }
+
+    /// Cancelled without asking anyone, and why (the extension is told).
+    pub fn refused(reason: impl Into<String>) -> Answer {
+        Answer {
+            reason: Some(reason.into()),
+            ..Answer::cancelled()
         }
     }
 
@@ -317,6 +328,7 @@ impl Answer {
         Answer {
             answer: String::new(),
             cancelled: true,
+            reason: None,
         }
     }
 }

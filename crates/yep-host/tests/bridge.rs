@@ -50,7 +50,7 @@ async fn connect_with(
     user: Arc<dyn yep_host::capability::Events>,
 ) -> Arc<dyn Peer> {
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
-    let bridge = Bridge::new(host.clone(), clients, String::new(), deferred);
+    let bridge = Bridge::new(host.clone(), clients, deferred).await;
     tokio::spawn(async move {
         use rmcp::ServiceExt;
         if let Ok(running) = bridge.serve(server_end).await {
@@ -305,10 +305,9 @@ async fn rmcps_client_gets_prompts_resources_and_list_changed_through_the_bridge
     let host = ExtensionHost::start(home.clone(), session, HostOptions::default())
         .await
         .unwrap();
-    let clients = Clients::default();
-    let forward = yep_host::bridge::forward_changes(&host, clients.clone());
+    let bridge = Bridge::new(host.clone(), Clients::default(), false).await;
+    let forward = yep_host::bridge::forward_changes(&bridge);
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
-    let bridge = Bridge::new(host.clone(), clients, String::new(), false);
     tokio::spawn(async move {
         if let Ok(running) = bridge.serve(server_end).await {
             let _ = running.waiting().await;

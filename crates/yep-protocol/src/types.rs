@@ -234,6 +234,11 @@ wire! {
         pub answer: String,
         #[serde(default)]
         pub cancelled: bool,
+        /// Why the host cancelled the question without asking anyone (no UI takes
+        /// questions, or a secret it will not ask through a relay). Absent when the user
+        /// dismissed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
     }
 }
 
@@ -242,6 +247,7 @@ impl UiAskResult {
         UiAskResult {
             answer: answer.into(),
             cancelled: false,
+            reason: None,
         }
     }
 
@@ -249,6 +255,7 @@ impl UiAskResult {
         UiAskResult {
             answer: String::new(),
             cancelled: true,
+            reason: None,
         }
     }
 }

@@ -3,7 +3,8 @@
 //! - `echo {text}` returns `{"echoed": text}`;
 //! - `count {n, interval_ms}` streams `i/n` updates, returns `{"counted": n}`, cancellable
 //!   (a cancel is logged to stderr, the server's log);
-//! - `ask {prompt}` returns `{"answer": …}` from the user (`ui/ask`);
+//! - `ask {prompt}` returns `{"answer": …}` from the user (`ui/ask`), or an error saying why
+//!   there is none;
 //! - a `pre_tool_use` hook blocks any call whose args carry `"forbidden": true`;
 //! - a static and a dynamic prompt, a `ping` command answering `pong`, a status push at start.
 #![deny(clippy::print_stdout)]
@@ -52,7 +53,12 @@ pub fn server() -> Server {
                 ..UiAskParams::default()
             })?;
             if reply.cancelled {
-                return Err(ToolError::new("the user dismissed the question"));
+                // The host says why when it cancelled without asking anyone.
+                let why = reply
+                    .reason
+                    .as_deref()
+                    .unwrap_or("the user dismissed the question");
+                return Err(ToolError::new(why));
             }
             Ok(json!({ "answer": reply.answer }))
         })

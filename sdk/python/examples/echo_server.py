@@ -43,7 +43,7 @@ def count(args, ctx):
 def ask(args, ctx):
     answer = ctx.ask(args.get("prompt", "What is your answer?"))
     if answer is None:
-        raise Exception("the user dismissed the question")
+        raise Exception(ctx.ask_refused or "the user dismissed the question")
     return {"answer": answer}
 
 

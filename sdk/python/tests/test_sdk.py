@@ -245,6 +245,13 @@ class EchoExampleTest(PeerTest):
         self.peer.send({"id": ask["id"], "result": {"answer": "Ada", "cancelled": False}})
         msg, _ = self.peer.response(id)
         self.assertEqual(msg["result"], {"answer": "Ada"})
+        # Cancelled by the host without asking anyone: the handler is told why.
+        id = self.peer.request("tool/call", {"name": "ask", "args": {"prompt": "Name?"}})
+        ask, _ = self.peer.until(lambda m: m.get("method") == "ui/ask")
+        self.peer.send({"id": ask["id"], "result": {"answer": "", "cancelled": True,
+                                                    "reason": "no UI here"}})
+        msg, _ = self.peer.response(id)
+        self.assertEqual(msg["error"]["message"], "no UI here")
 
     def test_config_changed_without_handler_restarts(self):
         self.peer.handshake()

@@ -38,7 +38,7 @@ export const server = new Server("echo", {
   .tool("ask", async (args, ctx) => {
     const prompt = typeof args?.prompt === "string" ? args.prompt : "What is your answer?";
     const answer = await ctx.ask(prompt);
-    if (answer === null) throw new Error("the user dismissed the question");
+    if (answer === null) throw new Error(ctx.askRefused ?? "the user dismissed the question");
     return { answer };
   })
   .onHook(async (fire) => {

@@ -326,7 +326,8 @@ describe("echo example over pipes", () => {
       peer.onAsk = (msg) => {
         asked.push(msg);
         if (asked.length === 1) peer.send({ id: msg.id, result: { answer: "forty-two" } });
-        else peer.send({ id: msg.id, result: { answer: "", cancelled: true } });
+        else if (asked.length === 2) peer.send({ id: msg.id, result: { answer: "", cancelled: true } });
+        else peer.send({ id: msg.id, result: { answer: "", cancelled: true, reason: "no UI here" } });
       };
       const first = await peer.request("tool/call", { name: "ask", args: { prompt: "Answer?" } });
       assert.deepEqual(first.result, { answer: "forty-two" });
@@ -335,6 +336,9 @@ describe("echo example over pipes", () => {
       const second = await peer.request("tool/call", { name: "ask", args: {} });
       assert.deepEqual(second.error, { code: 0, message: "the user dismissed the question" });
       assert.equal(asked[1].id, 2);
+      // Cancelled by the host without asking anyone: the handler is told why.
+      const third = await peer.request("tool/call", { name: "ask", args: {} });
+      assert.deepEqual(third.error, { code: 0, message: "no UI here" });
     }));
 
   test("malformed and oversized lines are skipped with a note on stderr", () =>

@@ -499,10 +499,9 @@ async fn serve(
         workspace_root: workspace()?,
     };
     let host = yep_host::ExtensionHost::start(home.clone(), session, opts).await?;
-    let instructions = host.prompt(0).await;
-    let changes = yep_host::bridge::forward_changes(&host, clients.clone());
+    let bridge = Bridge::new(host.clone(), clients, deferred).await;
+    let changes = yep_host::bridge::forward_changes(&bridge);
     let watch = yep_host::bridge::watch_home(&host, home.clone());
-    let bridge = Bridge::new(host.clone(), clients, instructions, deferred);
     let outcome = match listener {
         None => yep_host::bridge::serve_stdio(bridge).await,
         Some(listener) => {

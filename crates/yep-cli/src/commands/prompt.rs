@@ -48,7 +48,7 @@ impl Events for TerminalEvents {
                 "[ask] {extension} asked \"{}\"; no terminal to answer it, so it is refused (cancelled)",
                 escape(&params.prompt)
             );
-            return Box::pin(async { Answer::cancelled() });
+            return Box::pin(async { Answer::refused("no terminal to answer it") });
         }
         ask_on_thread(
             extension,

@@ -486,6 +486,7 @@ impl Handler for EventRouter {
                     Ok(serde_json::to_value(UiAskResult {
                         answer: answer.answer,
                         cancelled: answer.cancelled,
+                        reason: answer.reason,
                     })
                     .unwrap_or(Value::Null))
                 })

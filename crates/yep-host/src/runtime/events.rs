@@ -356,7 +356,7 @@ impl Events for HostEvents {
                 "no ask sink; answering a question cancelled: {}",
                 question.prompt
             );
-            return Box::pin(async { Answer::cancelled() });
+            return Box::pin(async { Answer::refused("this host takes no questions") });
         };
         let Some(place) = self.queue(extension) else {
             tracing::info!(
@@ -364,7 +364,11 @@ impl Events for HostEvents {
                 "{MAX_QUEUED_QUESTIONS} of its questions are already waiting; answering this one cancelled: {}",
                 question.prompt
             );
-            return Box::pin(async { Answer::cancelled() });
+            return Box::pin(async {
+                Answer::refused(format!(
+                    "{MAX_QUEUED_QUESTIONS} of this extension's questions are already waiting"
+                ))
+            });
         };
         let extension = extension.to_string();
         Box::pin(async move {
@@ -430,10 +434,11 @@ mod tests {
             .map(|_| events.ask("x", question("?")))
             .collect();
         let over = timeout(Duration::from_secs(5), events.ask("x", question("?")));
-        assert_eq!(
-            over.await.ok(),
-            Some(Answer::cancelled()),
-            "refused at once"
+        let over = over.await.expect("refused at once");
+        assert!(over.cancelled);
+        assert!(
+            over.reason.unwrap().contains("already waiting"),
+            "the extension is told why"
         );
         // Another extension still gets in line.
         let other = events.ask("y", question("?"));
