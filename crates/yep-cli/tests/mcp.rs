@@ -493,10 +493,11 @@ fn installing_an_extension_pins_the_tools_of_the_mcp_servers_it_contributes() {
     assert_eq!(broken["state"], "unapproved", "{status:?}");
 }
 
-#[test]
-fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
+/// A home for the bridge tests: `lazy` (a tool and a skill) enabled, the rmcp server `files`
+/// added; the echo example, a guard on `t1` and the zot extension `hops` installed, to be
+/// enabled while a client is connected.
+fn bridge_home(tmp: &Path) -> std::path::PathBuf {
+    let home = tmp.join("home");
     let bin = |name: &str| {
         let path = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name(name);
         assert!(
@@ -507,7 +508,7 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
         path.to_str().unwrap().to_string()
     };
     let install = |name: &str, manifest: Value, files: &[(&str, &str)]| {
-        let dir = tmp.path().join("src").join(name);
+        let dir = tmp.join("src").join(name);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
         for (path, text) in files {
@@ -554,25 +555,37 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
             "hooks": [{"event": "pre_tool_use", "tool_name_glob": "t1"}]}}),
         &[],
     );
-
     // A zot extension (its install runs it once, to pin what it registers).
     let hops = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/zot/hops");
     ok(&yep(&home, &["install", hops, "--yes"]));
-    let python = std::env::var("YEP_MCP_PYTHON")
+    home
+}
+
+/// The interpreter with the official MCP SDK (`YEP_MCP_PYTHON`, else `python3`).
+fn mcp_python() -> String {
+    std::env::var("YEP_MCP_PYTHON")
         .ok()
         .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "python3".into());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/bridge_client.py");
+        .unwrap_or_else(|| "python3".into())
+}
+
+/// Run one of `tests/mcp/*.py` with `args`; what it printed, as JSON.
+fn run_client(script: &str, args: &[&str], cwd: &Path) -> Value {
+    let script = format!("{}/tests/mcp/{script}", env!("CARGO_MANIFEST_DIR"));
     #[allow(clippy::disallowed_methods)] // the official SDK's client, driving the CLI under test
-    let out = std::process::Command::new(python)
-        .args([script, env!("CARGO_BIN_EXE_yep"), home.to_str().unwrap()])
-        .current_dir(tmp.path())
+    let out = std::process::Command::new(mcp_python())
+        .arg(script)
+        .args(args)
+        .current_dir(cwd)
         .env_remove("RUST_LOG")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
 
+/// What `bridge_client.py` saw, on either transport, checked.
+fn check_bridge_report(report: &Value) {
     assert_eq!(report["tools_before"], json!(["mcp__files__echo", "t1"]));
     // Listing started nothing.
     assert_eq!(
@@ -650,6 +663,7 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
             .contains("Write them down.")
     );
     assert!(report["instructions"].is_null(), "{report}");
+    // A client that connects after the echo extension was enabled gets its prompt.
     assert!(
         report["instructions_later"]
             .as_str()
@@ -660,33 +674,27 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
 }
 
 #[test]
-#[allow(clippy::disallowed_methods)] // `yep mcp serve --http` kept running while clients connect
-fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
-    use std::io::BufRead;
+fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
     let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let fixture = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-fixture");
-    let dir = tmp.path().join("lazy");
-    std::fs::create_dir_all(&dir).unwrap();
-    let manifest = json!({"name": "lazy", "version": "1.0.0", "description": "lazy", "yolop": {
-        "capabilityServer": {"command": fixture, "args": [json!({"name": "lazy", "tools": ["t1"]}).to_string()]},
-        "tools": [{"name": "t1", "description": "echoes its arguments"}]}});
-    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
-    ok(&yep(&home, &["install", dir.to_str().unwrap(), "--yes"]));
-    ok(&yep(&home, &["enable", "lazy"]));
-
-    // Anything but loopback is refused unless asked for.
-    let open = yep(&home, &["mcp", "serve", "--http", "0.0.0.0:0"]);
-    assert!(!open.status.success());
-    assert!(
-        text(&open.stderr).contains("not a loopback address"),
-        "{}",
-        text(&open.stderr)
+    let home = bridge_home(tmp.path());
+    let yep = env!("CARGO_BIN_EXE_yep");
+    let report = run_client(
+        "bridge_client.py",
+        &[yep, home.to_str().unwrap()],
+        tmp.path(),
     );
+    check_bridge_report(&report);
+}
 
+/// `yep mcp serve --http <addr> [extra]` on `home`, running: the process, its url, and the
+/// line after it (the token, when it was just made).
+#[allow(clippy::disallowed_methods)] // kept running while clients connect
+fn serve_http(home: &Path, addr: &str, extra: &[&str]) -> (std::process::Child, String, String) {
+    use std::io::BufRead;
     let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
-        .env("YEP_HOME", &home)
+        .args(["mcp", "serve", "--http", addr])
+        .args(extra)
+        .env("YEP_HOME", home)
         .env_remove("RUST_LOG")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -703,43 +711,90 @@ fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
             break rest.split_whitespace().next().unwrap().to_string();
         }
     };
-    let shown = lines.next().unwrap().unwrap();
+    let next = lines.next().unwrap().unwrap();
+    // Keep reading its stderr, so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (server, url, next)
+}
+
+#[test]
+fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = bridge_home(tmp.path());
+
+    // Anything but loopback is refused unless asked for.
+    let open = yep(&home, &["mcp", "serve", "--http", "0.0.0.0:0"]);
+    assert!(!open.status.success());
+    assert!(
+        text(&open.stderr).contains("not a loopback address"),
+        "{}",
+        text(&open.stderr)
+    );
+
+    let (mut server, url, shown) = serve_http(&home, "127.0.0.1:0", &[]);
     let token_file = home.join("mcp-serve.token");
     let token = std::fs::read_to_string(&token_file).unwrap();
+    let token = token.trim();
     assert!(
-        shown.contains(token.trim()),
+        shown.contains(token),
         "the new token is shown once: {shown}"
     );
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
 
-    let python = std::env::var("YEP_MCP_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "python3".into());
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/mcp/bridge_http_client.py"
+    // The whole flow of the stdio test, over HTTP.
+    let yep_bin = env!("CARGO_BIN_EXE_yep");
+    let report = run_client(
+        "bridge_client.py",
+        &[yep_bin, home.to_str().unwrap(), &url, token],
+        tmp.path(),
     );
-    let out = std::process::Command::new(python)
-        .args([script, &url, token.trim()])
-        .output()
-        .unwrap();
+    check_bridge_report(&report);
+    // Two clients at once: one cancels, the other's call runs on to its end.
+    let report = run_client("bridge_http_client.py", &[&url, token], tmp.path());
     let _ = server.kill();
     let _ = server.wait();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    for name in ["first", "second"] {
-        assert_eq!(report[name]["tools"], json!(["t1"]), "{report}");
-        assert_eq!(
-            report[name]["result"],
-            json!({"tool": "t1", "args": {"path": name}}),
-            "{report}"
-        );
-    }
+    assert_eq!(report["first"]["cancelled"], true, "{report}");
+    assert_eq!(
+        report["first"]["after"], r#"{"echoed":"after"}"#,
+        "{report}"
+    );
+    assert_eq!(report["second"]["result"], r#"{"counted":10}"#, "{report}");
+    assert_eq!(report["second"]["progress"], 10, "{report}");
+    assert_eq!(report["right"], 200, "{report}");
     assert_eq!(report["wrong"], 401, "{report}");
     assert_eq!(report["missing"], 401, "{report}");
+    // A `Host` that is not loopback is refused (DNS rebinding), even with the token.
+    assert_eq!(report["foreign_host"], 403, "{report}");
+
+    // Started again, the token is kept and not shown.
+    let (mut server, _, shown) = serve_http(&home, "127.0.0.1:0", &[]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(!shown.contains(token), "{shown}");
+}
+
+#[test]
+fn yep_mcp_serve_allow_remote_listens_beyond_loopback_still_behind_the_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = bridge_home(tmp.path());
+    let (mut server, url, _) = serve_http(&home, "0.0.0.0:0", &["--allow-remote"]);
+    assert!(url.starts_with("http://0.0.0.0:"), "{url}");
+    let token = std::fs::read_to_string(home.join("mcp-serve.token")).unwrap();
+    let local = url.replace("0.0.0.0", "127.0.0.1");
+    let report = run_client(
+        "bridge_http_client.py",
+        &[&local, token.trim(), "probes"],
+        tmp.path(),
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(report["right"], 200, "{report}");
+    assert_eq!(report["wrong"], 401, "{report}");
+    assert_eq!(report["missing"], 401, "{report}");
+    // Any `Host` is served now: remote clients name this machine as they reach it.
+    assert_eq!(report["foreign_host"], 200, "{report}");
 }
 
 #[test]

@@ -665,7 +665,9 @@ pub async fn serve_http(
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
-    let mut config = StreamableHttpServerConfig::default();
+    // A request body is held to the host's frame cap, as a line from an extension is.
+    let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(crate::rpc::DEFAULT_MAX_FRAME_BYTES);
     config.cancellation_token = stop.child_token();
     if remote {
         config = config.disable_allowed_hosts();

@@ -352,3 +352,203 @@ async fn rmcps_client_gets_prompts_resources_and_list_changed_through_the_bridge
     forward.abort();
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn each_clients_questions_and_cancels_stay_its_own() {
+    use rmcp::ServiceExt;
+    use yep_host::bridge::{AskClients, NO_ELICITATION_CALLER};
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home {
+        root: dir.path().join("home"),
+    };
+    install_manifest(&home, &dir.path().join("src"), echo_manifest());
+    let clients = Clients::default();
+    let session = Session {
+        id: "s1".into(),
+        workspace_root: dir.path().to_path_buf(),
+    };
+    let opts = HostOptions {
+        supervisor: quick_opts(),
+        ask_sink: Some(Arc::new(AskClients(clients.clone()))),
+        ..HostOptions::default()
+    };
+    let host = ExtensionHost::start(home.clone(), session, opts)
+        .await
+        .unwrap();
+    // `a` takes questions; `b`, rmcp's bare client, declares no elicitation and connects last.
+    let user = Arc::new(User::default());
+    let a = connect_with(&host, dir.path(), false, clients.clone(), user.clone()).await;
+    let bridge = Bridge::new(host.clone(), clients, false).await;
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = bridge.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let b = ().serve(client_end).await.unwrap();
+    let b_call = |name: &str, args: Value| {
+        let params = serde_json::from_value(json!({"name": name, "arguments": args})).unwrap();
+        let peer = b.peer().clone();
+        async move { serde_json::to_value(peer.call_tool(params).await.unwrap()).unwrap() }
+    };
+
+    // A question during `a`'s call goes to `a`'s user.
+    let answered = a
+        .call_tool(
+            call("ask", json!({"prompt": "region?"})),
+            Duration::from_secs(20),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answered["structuredContent"], json!({"answer": "eu"}));
+    // One during `b`'s call is never put to `a`: it is cancelled and the extension told why.
+    let refused = b_call("ask", json!({"prompt": "colour?"})).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(refused["content"][0]["text"], NO_ELICITATION_CALLER);
+    let asked = user.0.lock().unwrap().clone();
+    assert!(
+        asked.len() == 1 && asked[0].starts_with("echo: region?"),
+        "{asked:?}"
+    );
+
+    // `a` cancels its long call; `b`'s, running beside it, finishes.
+    let cancel = CancellationToken::new();
+    let mut long = call("count", json!({"n": 100_000, "interval_ms": 20}));
+    long.cancel = Some(cancel.clone());
+    let later = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        later.cancel();
+    });
+    let (cancelled, finished) = tokio::join!(
+        a.call_tool(long, Duration::from_secs(60)),
+        b_call("count", json!({"n": 20, "interval_ms": 25})),
+    );
+    assert!(cancelled.is_err());
+    assert_eq!(
+        finished["structuredContent"],
+        json!({"counted": 20}),
+        "{finished}"
+    );
+    host.shutdown().await;
+}
+
+/// rmcp's client (the host's MCP dialect over streamable HTTP) at `url`, sending `token`.
+#[cfg(feature = "mcp-http")]
+async fn connect_http(
+    url: &str,
+    token: &str,
+    dir: &std::path::Path,
+    user: Arc<dyn yep_host::capability::Events>,
+) -> Result<Arc<dyn Peer>, yep_host::dialect::HandshakeError> {
+    use yep_host::dialect::mcp::McpHttp;
+    let dialect = McpHttp {
+        url: url.into(),
+        headers: vec![("Authorization".into(), format!("Bearer {token}"))],
+        shown: url.into(),
+    };
+    let streams = Streams::Other {
+        reader: Box::new(tokio::io::empty()),
+        writer: Box::new(tokio::io::sink()),
+    };
+    let mut hello = hello("yep", dir);
+    hello.timeout = Duration::from_secs(10);
+    dialect
+        .open(streams, hello, user, ConnectionOptions::default())
+        .await
+}
+
+#[cfg(feature = "mcp-http")]
+#[tokio::test]
+async fn rmcps_http_client_shares_one_host_with_another_and_a_wrong_token_is_refused() {
+    use yep_host::bridge::AskClients;
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home {
+        root: dir.path().join("home"),
+    };
+    install_manifest(&home, &dir.path().join("src"), echo_manifest());
+    let clients = Clients::default();
+    let session = Session {
+        id: "s1".into(),
+        workspace_root: dir.path().to_path_buf(),
+    };
+    let opts = HostOptions {
+        supervisor: quick_opts(),
+        ask_sink: Some(Arc::new(AskClients(clients.clone()))),
+        ..HostOptions::default()
+    };
+    let host = ExtensionHost::start(home.clone(), session, opts)
+        .await
+        .unwrap();
+    let bridge = Bridge::new(host.clone(), clients, false).await;
+    let (token, made) = yep_host::bridge::bearer_token(&home).unwrap();
+    assert!(made && token.len() >= 32);
+    assert_eq!(
+        yep_host::bridge::bearer_token(&home).unwrap(),
+        (token.clone(), false)
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let serving = tokio::spawn(yep_host::bridge::serve_http(
+        bridge,
+        listener,
+        token.clone(),
+        false,
+        stop.clone(),
+    ));
+
+    let wrong = connect_http(&url, "not-the-token", dir.path(), Arc::new(NoEvents)).await;
+    assert!(wrong.is_err(), "a wrong token is refused");
+    let first_user = Arc::new(User::default());
+    let first = connect_http(&url, &token, dir.path(), first_user.clone())
+        .await
+        .unwrap();
+    let second_user = Arc::new(User::default());
+    let second = connect_http(&url, &token, dir.path(), second_user.clone())
+        .await
+        .unwrap();
+    let mut names: Vec<String> = first.listed().into_iter().map(|t| t.name).collect();
+    names.sort();
+    assert_eq!(names, ["ask", "count", "echo"]);
+
+    // Progress over HTTP, on the second client, while the first's long call is cancelled.
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&steps);
+    let mut counted = call("count", json!({"n": 3, "interval_ms": 100}));
+    counted.updates = Some(Arc::new(move |p| seen.lock().unwrap().push(p.progress)));
+    let cancel = CancellationToken::new();
+    let mut long = call("count", json!({"n": 100_000, "interval_ms": 20}));
+    long.cancel = Some(cancel.clone());
+    let later = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        later.cancel();
+    });
+    let (cancelled, finished) = tokio::join!(
+        first.call_tool(long, Duration::from_secs(60)),
+        second.call_tool(counted, Duration::from_secs(20)),
+    );
+    assert!(cancelled.is_err());
+    assert_eq!(
+        finished.unwrap()["structuredContent"],
+        json!({"counted": 3})
+    );
+    assert_eq!(steps.lock().unwrap().len(), 3);
+    // The first still answers, and its question goes to its own user (the second connected
+    // later and takes questions too).
+    let answered = first
+        .call_tool(
+            call("ask", json!({"prompt": "region?"})),
+            Duration::from_secs(20),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answered["structuredContent"], json!({"answer": "eu"}));
+    assert_eq!(first_user.0.lock().unwrap().len(), 1);
+    assert!(second_user.0.lock().unwrap().is_empty());
+
+    stop.cancel();
+    serving.await.unwrap().unwrap();
+    host.shutdown().await;
+}

@@ -1,24 +1,42 @@
 """Drives `yep mcp serve` with the official MCP Python SDK's client, as an agent would, and
 prints what it saw as one JSON object for crates/yep-cli/tests/mcp.rs to check.
 
-    python3 bridge_client.py <yep binary> <home>
+    python3 bridge_client.py <yep binary> <home>               # spawns `yep mcp serve`
+    python3 bridge_client.py <yep binary> <home> <url> <token> # `yep mcp serve --http`
 
 Steps: initialize; tools/list, then `yep list --json` (nothing may run yet); a lazy tool and
 an MCP server's tool; `yep enable` of more packages (YEP and zot) from another process, waiting for
 notifications/tools/list_changed; a call with progress; a cancelled call; a hook blocking and
 one rewriting; a question answered through elicitation; prompts and resources.
 """
+import contextlib
 import json
 import subprocess
 import sys
 
 import anyio
+import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitResult
 
 YEP, HOME = sys.argv[1], sys.argv[2]
+URL, TOKEN = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else (None, None)
 report = {}
+
+
+@contextlib.asynccontextmanager
+async def connected():
+    """The read and write streams of one connection to the bridge, on stdio or HTTP."""
+    if URL is None:
+        params = StdioServerParameters(command=YEP, args=["--home", HOME, "mcp", "serve"])
+        async with stdio_client(params) as (read, write):
+            yield read, write
+    else:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+        async with http, streamable_http_client(URL, http_client=http) as (read, write, *_):
+            yield read, write
 
 
 def yep(*args):
@@ -31,7 +49,6 @@ def text_of(result):
 
 
 async def main():
-    params = StdioServerParameters(command=YEP, args=["--home", HOME, "mcp", "serve"])
     changed = anyio.Event()
     asked = []
 
@@ -49,7 +66,7 @@ async def main():
         asked.append(params.message)
         return ElicitResult(action="accept", content={"answer": "blue"})
 
-    async with stdio_client(params) as (read, write):
+    async with connected() as (read, write):
         async with ClientSession(read, write, message_handler=on_message,
                                  elicitation_callback=on_elicit) as session:
             init = await session.initialize()
@@ -113,7 +130,7 @@ async def main():
                 read = await session.read_resource(resources.resources[0].uri)
                 report["skill_text"] = read.contents[0].text
     # A new client after the echo extension was enabled gets its prompt as instructions.
-    async with stdio_client(params) as (read, write):
+    async with connected() as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             report["instructions_later"] = init.instructions
