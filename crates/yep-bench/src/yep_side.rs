@@ -631,9 +631,11 @@ pub async fn mcp_host(server: &Path, scratch: &Path) -> anyhow::Result<yep_host:
     Ok(yep_host::ExtensionHost::start(home, session, yep_host::HostOptions::default()).await?)
 }
 
-/// Round trips of `mcp__files__echo` through `host` with `bytes` of text, one in flight.
-pub async fn mcp_host_rtt(
+/// Round trips of `tool` (an echo) through `host`'s `run_tool`, as an agent calls it, with
+/// `bytes` of text, one in flight.
+pub async fn host_rtt(
     host: &yep_host::ExtensionHost,
+    tool: &str,
     bytes: usize,
     warmup: usize,
     samples: usize,
@@ -642,13 +644,27 @@ pub async fn mcp_host_rtt(
     let mut out = Vec::with_capacity(samples);
     for i in 0..warmup + samples {
         let t = Instant::now();
-        host.call_tool("mcp__files__echo", args.clone(), None, None)
-            .await?;
+        match host.run_tool(tool, args.clone()).await {
+            yep_host::runtime::CallOutcome::Ok(_) => {}
+            other => anyhow::bail!("{tool}: {other}"),
+        }
         if i >= warmup {
             out.push(t.elapsed());
         }
     }
     Ok(out)
+}
+
+/// An `ExtensionHost` over the home [`bridge_home`] made, as `yep mcp serve` starts one.
+pub async fn bridge_host(home: &Path) -> anyhow::Result<yep_host::ExtensionHost> {
+    let home = yep_host::store::Home {
+        root: home.to_path_buf(),
+    };
+    let session = yep_host::Session {
+        id: "bench-bridge".into(),
+        workspace_root: home.root.clone(),
+    };
+    Ok(yep_host::ExtensionHost::start(home, session, yep_host::HostOptions::default()).await?)
 }
 
 /// A scratch home with `packages` enabled packages for `yep mcp serve`: the first is `echo`

@@ -118,9 +118,7 @@ fn call_refuses_ui_ask_without_a_terminal_and_exits_non_zero() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("no terminal to answer it"), "{stderr}");
     assert!(
-        stderr.contains(
-            "error: extension `echo`: `tool/call` failed: the user dismissed the question"
-        ),
+        stderr.contains("error: extension `echo`: `tool/call` failed: no terminal to answer it"),
         "{stderr}"
     );
     assert!(out.stdout.is_empty());

@@ -2171,13 +2171,13 @@ async fn a_held_call_tells_ok_tool_error_blocked_cancelled_timed_out_and_failed_
     assert_eq!(seen, ["1/3", "2/3", "3/3"]);
     assert_eq!(progress.dropped(), 0);
 
-    // The extension said no: its answer is an error (no ask sink: the question is dismissed),
-    // or the arguments break the approved schema.
+    // The extension said no: its answer is an error (no ask sink: the question is refused,
+    // and the extension told why), or the arguments break the approved schema.
     for (tool, args, said) in [
         (
             "ask",
             json!({"prompt": "?"}),
-            "the user dismissed the question",
+            "this host takes no questions",
         ),
         ("echo", json!({}), "`text` is required"),
     ] {
