@@ -329,18 +329,53 @@ pub const BASH_HOOK: &str = r#"event=$(cat); case "$event" in *'"forbidden":true
 /// Spawn plus handshake, fresh each time.
 pub async fn cold_start(
     command: &Path,
+    args: &[String],
     scratch: &Path,
     samples: usize,
 ) -> anyhow::Result<Vec<Duration>> {
     let mut out = Vec::with_capacity(samples);
     for i in 0..samples + 3 {
-        let ext = extension("cold", command, scratch, Default::default());
+        let mut spec = spec("cold", command, scratch, Default::default());
+        spec.args = args.to_vec();
+        let ext = Extension::new(spec, SupervisorOptions::default(), Arc::new(NoEvents));
         let t = Instant::now();
         ext.handshake().await?;
         if i >= 3 {
             out.push(t.elapsed());
         }
         drop(ext);
+    }
+    Ok(out)
+}
+
+/// The interpreter `name` runs as, by its own account (`args` print its path): the binary
+/// itself, past any version manager's shim.
+pub fn interpreter(name: &str, args: &[&str]) -> anyhow::Result<std::path::PathBuf> {
+    use anyhow::Context;
+    let out = command(Path::new(name))
+        .args(args)
+        .output()
+        .with_context(|| format!("failed to run {name}"))?;
+    anyhow::ensure!(out.status.success(), "{name} could not say where it is");
+    let path = String::from_utf8(out.stdout)?.trim().to_string();
+    Ok(std::path::PathBuf::from(path))
+}
+
+/// From spawn to exit of `program args` (an interpreter doing nothing), `samples` times
+/// after 3 untimed.
+pub fn bare_start(program: &Path, args: &[&str], samples: usize) -> anyhow::Result<Vec<Duration>> {
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..samples + 3 {
+        let t = Instant::now();
+        let status = command(program)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .status()?;
+        anyhow::ensure!(status.success(), "{} {args:?} failed", program.display());
+        if i >= 3 {
+            out.push(t.elapsed());
+        }
     }
     Ok(out)
 }

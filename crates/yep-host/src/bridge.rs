@@ -598,11 +598,13 @@ pub fn watch_home(host: &ExtensionHost, home: crate::store::Home) -> tokio::task
     })
 }
 
-/// Serve `bridge` on this process's stdin and stdout until the client goes.
+/// Serve `bridge` on this process's stdin and stdout until the client goes. When both are
+/// pipes (as an agent spawns it) they are read and written on the runtime's reactor, with no
+/// hand-off to a blocking thread per message.
 pub async fn serve_stdio(bridge: Bridge) -> Result<(), String> {
     use rmcp::ServiceExt;
     let running = bridge
-        .serve(rmcp::transport::stdio())
+        .serve(rmcp::transport::stdio_pipes())
         .await
         .map_err(|e| format!("the MCP client's initialize failed: {e}"))?;
     running

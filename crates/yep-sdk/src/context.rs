@@ -65,7 +65,7 @@ impl Notifier {
         };
         self.shared
             .wire
-            .send(&notification_line(STATUS_CHANGED, Some(&params)));
+            .send(notification_line(STATUS_CHANGED, Some(&params)));
     }
 
     /// Send a log line to the host (`log`), at `info` level.
@@ -79,9 +79,7 @@ impl Notifier {
             message: message.into(),
             level: Some(level.to_string()),
         };
-        self.shared
-            .wire
-            .send(&notification_line(LOG, Some(&params)));
+        self.shared.wire.send(notification_line(LOG, Some(&params)));
     }
 }
 
@@ -117,7 +115,7 @@ impl Context {
         };
         self.shared
             .wire
-            .send(&notification_line(TOOL_UPDATE, Some(&params)));
+            .send(notification_line(TOOL_UPDATE, Some(&params)));
     }
 
     /// Whether the host cancelled this call. The host already has its `cancelled` answer, so a
@@ -144,7 +142,7 @@ impl Context {
             .insert(id, tx);
         self.shared
             .wire
-            .send(&request_line(id, UI_ASK, Some(&params)));
+            .send(request_line(id, UI_ASK, Some(&params)));
         let forget = || {
             self.shared
                 .asks

@@ -61,14 +61,14 @@ impl Wire {
         }
     }
 
-    /// Write one line and flush. A failed write means the host is gone; the reader sees EOF
-    /// next, so the error is reported to stderr and otherwise dropped.
-    pub(crate) fn send(&self, line: &str) {
+    /// Write one line and flush: the line and its newline in one buffer and one write. A
+    /// failed write means the host is gone; the reader sees EOF next, so the error is reported
+    /// to stderr and otherwise dropped.
+    pub(crate) fn send(&self, line: String) {
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        let res = out
-            .write_all(line.as_bytes())
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush());
+        let res = out.write_all(&bytes).and_then(|()| out.flush());
         if let Err(err) = res {
             eprintln!("yep-sdk: failed to write to the host: {err}");
         }

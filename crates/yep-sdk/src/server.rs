@@ -415,7 +415,7 @@ impl Core {
                         Ordered::Trace(ev) => trace.as_mut().map_or((), |h| h(&ev)),
                         Ordered::Workspace(root) => workspace.as_mut().map_or((), |h| h(&root)),
                         Ordered::Shutdown(id) => {
-                            notifier.shared.wire.send(&result_line(id, &json!({})))
+                            notifier.shared.wire.send(result_line(id, &json!({})))
                         }
                     }
                 }
@@ -654,7 +654,7 @@ impl Core {
             Ok(v) => result_line(id, &v),
             Err(e) => error_line(id, &e),
         };
-        self.shared.wire.send(&line);
+        self.shared.wire.send(line);
     }
 
     fn dispatch(&self, msg: Message) -> Next {

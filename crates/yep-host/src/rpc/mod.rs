@@ -22,7 +22,7 @@ use crate::framing::{LineBuffer, spin_from_env};
 use lines::{ReadLine, read_line_capped};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -320,6 +320,9 @@ struct Inner {
     /// Server requests being answered now, and the cap.
     inbound: AtomicUsize,
     max_inbound: usize,
+    /// The server's stdin pipe, grown once a big frame goes to it ([`pipe::grow`]). Only
+    /// touched under the writer's lock while the writer (which owns it) is there.
+    stdin_pipe: Option<(i32, AtomicBool)>,
 }
 
 /// A live, multiplexed connection to one server. Cheap to clone.
@@ -373,7 +376,9 @@ impl Connection {
         opts: ConnectionOptions,
     ) -> std::io::Result<Connection> {
         let input = pipe::PipeInput::new(stdout.into_owned_fd()?, opts.max_frame_bytes, opts.spin)?;
-        let conn = Connection::new(Box::new(stdin), handler, codec, &opts, Some(input));
+        let stdin_fd = std::os::fd::AsRawFd::as_raw_fd(&stdin);
+        let pipes = Some((input, stdin_fd));
+        let conn = Connection::new(Box::new(stdin), handler, codec, &opts, pipes);
         let reader_conn = conn.clone();
         tokio::spawn(async move {
             let pipe = reader_conn.inner.pipe.as_ref().expect("a pipe connection");
@@ -389,8 +394,12 @@ impl Connection {
         handler: Arc<dyn Handler>,
         codec: Arc<dyn Codec>,
         opts: &ConnectionOptions,
-        pipe: Option<pipe::PipeInput>,
+        pipes: Option<(pipe::PipeInput, i32)>,
     ) -> Connection {
+        let (pipe, stdin_pipe) = match pipes {
+            Some((input, fd)) => (Some(input), Some((fd, AtomicBool::new(false)))),
+            None => (None, None),
+        };
         let (closed, _) = tokio::sync::watch::channel(None);
         Connection {
             inner: Arc::new(Inner {
@@ -409,6 +418,7 @@ impl Connection {
                 noise_rate: opts.noise_rate,
                 inbound: AtomicUsize::new(0),
                 max_inbound: opts.max_inbound_requests.max(1),
+                stdin_pipe,
             }),
         }
     }
@@ -482,6 +492,12 @@ impl Connection {
         }
         let mut bytes = line.into_bytes();
         bytes.push(b'\n');
+        if bytes.len() > pipe::GROW_AT
+            && let Some((fd, grown)) = &self.inner.stdin_pipe
+        {
+            // The writer holding this fd is alive: we hold its lock and it is `Some`.
+            pipe::grow(*fd, grown);
+        }
         let mut torn = TornWrite {
             conn: self,
             armed: true,
@@ -957,6 +973,55 @@ mod tests {
         let conn = start(host_r, host_w, Arc::new(Silent), opts);
         let (server_r, server_w) = tokio::io::split(b);
         (conn, server_r, server_w)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    #[allow(clippy::disallowed_methods)] // a real child on real pipes
+    async fn both_pipes_of_a_child_grow_once_a_big_frame_crosses_them() {
+        // Answers each request with its params, as this module's test wire reads them.
+        let script = "import json,sys\nfor l in sys.stdin:\n    v=json.loads(l)\n    print(json.dumps({'id':v['id'],'result':v['params']}),flush=True)";
+        let mut child = tokio::process::Command::new("python3")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+        let conn = Connection::start_pipe(
+            stdout,
+            stdin,
+            Arc::new(Silent),
+            Arc::new(TestWire),
+            ConnectionOptions::default(),
+        )
+        .unwrap();
+        let capacity = |fd: i32| unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) } as usize;
+        let stdin_fd = conn.inner.stdin_pipe.as_ref().unwrap().0;
+        let stdout_fd = conn.inner.pipe.as_ref().unwrap().raw_fd();
+        let small = conn
+            .call(
+                "t",
+                request("t", json!({"text": "hi"})),
+                CallOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(small["text"], "hi");
+        assert!(capacity(stdin_fd) < pipe::BIG_PIPE && capacity(stdout_fd) < pipe::BIG_PIPE);
+        let text = "x".repeat(200 * 1024);
+        let big = conn
+            .call(
+                "t",
+                request("t", json!({"text": text})),
+                CallOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(big["text"].as_str().unwrap().len(), text.len());
+        assert_eq!(capacity(stdin_fd), pipe::BIG_PIPE);
+        assert_eq!(capacity(stdout_fd), pipe::BIG_PIPE);
     }
 
     #[tokio::test]

@@ -13,6 +13,32 @@ use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
+/// A pipe's capacity once a frame larger than a default pipe (64 KiB) crossed it: a big
+/// result then moves in one write and one read, not a write that waits for the reader to drain
+/// it piece by piece (a wake-up each, tens of µs on a VM). Only pipes that carried a big frame
+/// grow, so the user's pipe-buffer budget (`pipe-user-pages-soft`) is spent on extensions that
+/// need it; the default `pipe-max-size` allows it unprivileged.
+pub(super) const BIG_PIPE: usize = 1 << 20;
+
+/// A frame longer than this grows the pipe it crossed to [`BIG_PIPE`].
+pub(super) const GROW_AT: usize = 64 * 1024;
+
+/// Grow the pipe `fd` to [`BIG_PIPE`], once: `grown` says whether it was tried already. A
+/// refusal (a lower `pipe-max-size`, a spent budget) leaves the pipe as it was.
+pub(super) fn grow(fd: i32, grown: &std::sync::atomic::AtomicBool) {
+    use std::sync::atomic::Ordering;
+    if grown.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: fcntl on a descriptor the caller holds open; a failure changes nothing.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETPIPE_SZ, BIG_PIPE as libc::c_int);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = fd;
+}
+
 /// Lines one wake-up of the reader hands over before it yields.
 pub(super) const LINE_BUDGET: usize = 256;
 /// Bytes one wake-up of the reader hands over before it yields.
@@ -37,6 +63,7 @@ enum Step {
 fn next(
     lines: &mut LineBuffer,
     fd: i32,
+    grown: &std::sync::atomic::AtomicBool,
     on_line: &mut impl FnMut(&[u8]) -> Result<(), CloseReason>,
 ) -> Result<Step, CloseReason> {
     let cap = lines.cap();
@@ -62,6 +89,9 @@ fn next(
             n if n > 0 => {
                 // SAFETY: `read` initialised exactly `n` bytes of the spare capacity.
                 unsafe { buf.set_len(buf.len() + n as usize) };
+                if buf.len() > GROW_AT {
+                    grow(fd, grown);
+                }
             }
             _ => {
                 let err = std::io::Error::last_os_error();
@@ -83,6 +113,8 @@ pub(super) struct PipeInput {
     pub(super) spin: Duration,
     /// Tells the reader task a spinning caller let go of the buffer.
     released: Notify,
+    /// Whether the pipe was grown for a big frame ([`grow`]).
+    grown: std::sync::atomic::AtomicBool,
 }
 
 impl PipeInput {
@@ -98,6 +130,7 @@ impl PipeInput {
             state: Mutex::new(LineBuffer::new(cap)),
             spin,
             released: Notify::new(),
+            grown: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -116,7 +149,7 @@ impl PipeInput {
             if lines >= LINE_BUDGET || bytes >= BYTE_BUDGET {
                 return Some(Ok(Drained::Budget));
             }
-            match next(&mut state, fd, &mut on_line) {
+            match next(&mut state, fd, &self.grown, &mut on_line) {
                 Ok(Step::Line(len)) => {
                     lines += 1;
                     bytes += len;
@@ -125,6 +158,12 @@ impl PipeInput {
                 Err(reason) => return Some(Err(reason)),
             }
         }
+    }
+
+    /// The pipe's descriptor.
+    #[cfg(test)]
+    pub(super) fn raw_fd(&self) -> i32 {
+        self.fd.get_ref().as_raw_fd()
     }
 
     /// A spinning caller is done with the buffer.
@@ -172,4 +211,70 @@ fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::os::fd::FromRawFd;
+
+    /// A pipe: its read end, and a blocking writer on its write end.
+    fn pipe() -> (OwnedFd, std::fs::File) {
+        let mut fds = [0; 2];
+        // SAFETY: `pipe` fills both descriptors, which we then own.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        unsafe {
+            (
+                OwnedFd::from_raw_fd(fds[0]),
+                std::fs::File::from_raw_fd(fds[1]),
+            )
+        }
+    }
+
+    fn capacity(fd: i32) -> usize {
+        // SAFETY: F_GETPIPE_SZ only reads.
+        unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) as usize }
+    }
+
+    /// Read `expected` lines from `input`, waiting for each to arrive.
+    async fn drain(input: &PipeInput, expected: usize) -> Vec<usize> {
+        let mut lines = Vec::new();
+        while lines.len() < expected {
+            let mut ready = input.fd.readable().await.unwrap();
+            input
+                .try_drain(|line| {
+                    lines.push(line.len());
+                    Ok(())
+                })
+                .unwrap()
+                .unwrap();
+            ready.clear_ready();
+        }
+        lines
+    }
+
+    #[tokio::test]
+    async fn a_pipe_grows_once_a_big_frame_crosses_it_and_a_quiet_one_does_not() {
+        use std::io::Write;
+        let (quiet_fd, mut quiet_writer) = pipe();
+        let (busy_fd, mut busy_writer) = pipe();
+        let default = capacity(quiet_fd.as_raw_fd());
+        let quiet = PipeInput::new(quiet_fd, 4 << 20, Duration::ZERO).unwrap();
+        let busy = PipeInput::new(busy_fd, 4 << 20, Duration::ZERO).unwrap();
+
+        quiet_writer.write_all(&[b'x'; 1000]).unwrap();
+        quiet_writer.write_all(b"\n").unwrap();
+        assert_eq!(drain(&quiet, 1).await, [1000]);
+        assert_eq!(capacity(quiet.fd.get_ref().as_raw_fd()), default);
+
+        // Written from a thread: it blocks until the reader drains the first 64 KiB.
+        let writer = std::thread::spawn(move || {
+            busy_writer.write_all(&vec![b'y'; 200 * 1024]).unwrap();
+            busy_writer.write_all(b"\n").unwrap();
+            busy_writer
+        });
+        assert_eq!(drain(&busy, 1).await, [200 * 1024]);
+        drop(writer.join().unwrap());
+        assert_eq!(capacity(busy.fd.get_ref().as_raw_fd()), BIG_PIPE);
+    }
 }
