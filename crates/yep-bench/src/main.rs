@@ -67,6 +67,8 @@ fn main() -> anyhow::Result<()> {
     // Only the `yep mcp serve` figures, for working on the bridge (the ratios of the rest
     // are then missing).
     let bridge_only = std::env::args().any(|a| a == "--bridge-only");
+    // Only the yep round trips and throughput, for working on the call path (or profiling it).
+    let calls_only = std::env::args().any(|a| a == "--calls-only");
     build_peers()?;
     let started = Instant::now();
     let scratch = tempdir()?;
@@ -116,6 +118,21 @@ fn main() -> anyhow::Result<()> {
         unchecked.stop().await;
         r.latency("yep_rtt_200_checked", percentiles(with));
         r.latency("yep_rtt_200_unchecked", percentiles(without));
+        if calls_only {
+            for bytes in PAYLOADS {
+                r.latency(
+                    &format!("yep_rtt_{bytes}"),
+                    percentiles(rtt(&ext, bytes, 1_000, 10_000).await?),
+                );
+            }
+            for n in IN_FLIGHT {
+                r.rate(
+                    &format!("yep_throughput_{n}"),
+                    throughput(Arc::clone(&ext), n, 60_000).await?,
+                );
+            }
+            return anyhow::Ok(());
+        }
         for bytes in PAYLOADS {
             let samples = match bytes {
                 0..10_000 => 10_000,
@@ -279,7 +296,7 @@ fn main() -> anyhow::Result<()> {
     rt.shutdown_background();
 
     // 6. The same decision from a process spawned per event.
-    if bridge_only {
+    if bridge_only || calls_only {
         print_table(&r, &json!({}), &machine(), started.elapsed().as_secs_f64());
         return Ok(());
     }

@@ -541,7 +541,7 @@ pub async fn post_hook_dispatch(
     let facet = json!({"tools": [{"name": "echo"}], "hooks": [{"event": "post_tool_use"}]});
     let host = host_over(scratch, "posthook", hanging_echo, &["--hang"], facet, opts).await?;
     let args = json!({"cmd": "ls"});
-    let result = json!({"out": "x"});
+    let result = json!({"out": "x"}).into();
     let mut out = Vec::with_capacity(samples);
     for i in 0..samples + 100 {
         let t = Instant::now();

@@ -12,6 +12,7 @@
 //! - A table change (an extension enabled elsewhere, an MCP server's new list) is
 //!   `notifications/tools/list_changed` and `prompts/list_changed` to every client.
 
+use crate::capability::ToolResult;
 use crate::capability::{Answer, Question};
 use crate::runtime::{
     AskSink, CallOutcome, ExtensionHost, SEARCH_TOOLS, StatusEntry, StatusSink, ToolDefinition,
@@ -301,19 +302,35 @@ fn tool_json(t: &ToolDefinition) -> Value {
 }
 
 /// A tool's answer as an MCP result: an MCP server's result passes through as it came; any
-/// other is its JSON as text, and `structuredContent` when it is an object.
-fn result_json(value: Value) -> Value {
-    let mcp_shaped = value.get("content").is_some_and(Value::is_array);
-    if mcp_shaped {
+/// other is its JSON as text (the text the server wrote, for a YEP server), and
+/// `structuredContent` when it is an object.
+fn result_json(result: ToolResult) -> Value {
+    if !result.is_parsed() {
+        // As the server wrote it: the text is that JSON, no serializing.
+        let text = result.json().into_owned();
+        let value = result.into_value();
+        return match value {
+            Value::String(s) => text_result(s, None),
+            Value::Object(_) => text_result(text, Some(value)),
+            _ => text_result(text, None),
+        };
+    }
+    let value = result.into_value();
+    if value.get("content").is_some_and(Value::is_array) {
         return value;
     }
-    let text = match &value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
+    match value {
+        Value::String(s) => text_result(s, None),
+        Value::Object(_) => text_result(value.to_string(), Some(value)),
+        other => text_result(other.to_string(), None),
+    }
+}
+
+/// An MCP result of one text block, with `structuredContent` when there is one.
+fn text_result(text: String, structured: Option<Value>) -> Value {
     let mut result = json!({"content": [{"type": "text", "text": text}], "isError": false});
-    if value.is_object() {
-        result["structuredContent"] = value;
+    if let Some(structured) = structured {
+        result["structuredContent"] = structured;
     }
     result
 }
@@ -366,7 +383,7 @@ impl ServerHandler for Bridge {
         // from every extension: [`SEARCH_TOOLS`] is a builtin under `--deferred`).
         if self.deferred && request.name == SEARCH_TOOLS {
             let found = self.host.dispatch_search_tools(&args);
-            let result: CallToolResult = from_json("tools/call", result_json(found))?;
+            let result: CallToolResult = from_json("tools/call", result_json(found.into()))?;
             return Ok(CallToolResponse::Complete(result));
         }
         // A question the tool's extension asks meanwhile goes to this client.

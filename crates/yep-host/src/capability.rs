@@ -12,6 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::manifest::{Grants, HookEvent};
 
+mod result;
+pub use result::ToolResult;
+
 /// A boxed future, for answers that come later (a question, a call on a wire).
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 

@@ -7,7 +7,7 @@
 
 use crate::capability::{
     CommandResult, ConfigOutcome, Events, Granted, HookFiring, HookOutcome, Intercept,
-    InterceptOutcome, Offer, PanelInput, RemoteError, ToolCall, TraceEvent,
+    InterceptOutcome, Offer, PanelInput, RemoteError, ToolCall, ToolResult, TraceEvent,
 };
 use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFailure, Streams};
 use crate::health::HealthEvent;
@@ -862,7 +862,7 @@ impl Extension {
         args: Value,
         updates: Option<UpdateSink>,
         cancel: Option<CancellationToken>,
-    ) -> Result<Value, ExtensionError> {
+    ) -> Result<ToolResult, ExtensionError> {
         self.check_args(tool, &args)?;
         let live = self.live().await?;
         self.send_tool_call(
@@ -883,7 +883,7 @@ impl Extension {
         &self,
         live: &Live,
         call: ToolCall,
-    ) -> Result<Value, ExtensionError> {
+    ) -> Result<ToolResult, ExtensionError> {
         let res = live.peer.call_tool(call, self.opts.request_timeout).await;
         self.settle(live, res).await
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use yep_host::capability::{
     Answer, CommandResult, ConfigOutcome, Events, HookEvent, HookFiring, HookOutcome, Offer,
-    OfferedTool, Question, RemoteError, ToolCall, TraceEvent,
+    OfferedTool, Question, RemoteError, ToolCall, ToolResult, TraceEvent,
 };
 use yep_host::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use yep_host::rpc::{
@@ -50,7 +50,7 @@ impl Codec for MemCodec {
             }
             let result = match v.get("err").and_then(Value::as_str) {
                 Some(e) => Err(RemoteError::new(0, e)),
-                None => Ok(v["ok"].clone()),
+                None => Ok(serde_json::value::to_raw_value(&v["ok"]).unwrap()),
             };
             return Ok(Frame::Response { id, result });
         }
@@ -165,6 +165,7 @@ impl Dialect for MemDialect {
                     CallOptions::timeout(hello.timeout),
                 )
                 .await?;
+            let v: Value = serde_json::from_str(v.get()).unwrap();
             let offer = Offer {
                 name: v["name"].as_str().unwrap_or_default().into(),
                 wire: "mem 0".into(),
@@ -196,6 +197,17 @@ impl MemPeer {
         body: Value,
         opts: CallOptions,
     ) -> Result<Value, PeerError> {
+        let raw = self.raw(op, body, opts).await?;
+        serde_json::from_str(raw.get()).map_err(|e| PeerError::malformed_text(op, e, raw.get()))
+    }
+
+    /// The answer as the server wrote it.
+    async fn raw(
+        &self,
+        op: &'static str,
+        body: Value,
+        opts: CallOptions,
+    ) -> Result<Box<yep_host::rpc::RawValue>, PeerError> {
         self.conn
             .call(op, render(op, body), opts)
             .await
@@ -212,13 +224,17 @@ impl Peer for MemPeer {
         &self,
         call: ToolCall,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+    ) -> PeerFuture<'_, Result<ToolResult, PeerError>> {
         let opts = CallOptions {
             timeout: Some(timeout),
             updates: call.updates,
             cancel: call.cancel,
         };
-        Box::pin(self.ask("call", json!({"tool": call.tool, "args": call.args}), opts))
+        let body = json!({"tool": call.tool, "args": call.args});
+        Box::pin(async move {
+            // Passed on as the server wrote it.
+            Ok(ToolResult::from_raw(self.raw("call", body, opts).await?))
+        })
     }
 
     fn fire_hook(

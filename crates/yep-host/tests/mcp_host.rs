@@ -120,7 +120,7 @@ fn state_of(host: &ExtensionHost, server: &str) -> Value {
 }
 
 /// The text of an MCP result's first content block.
-fn first_text(result: &Value) -> String {
+fn first_text(result: &yep_host::capability::ToolResult) -> String {
     result["content"][0]["text"].as_str().unwrap().to_string()
 }
 

@@ -588,7 +588,11 @@ async fn post_hooks_share_the_same_budget_in_the_background() {
     // The host says, for each subscription it did not send, that the budget was used up.
     let warnings = CapturedWarnings::install();
     let host = w.host(opts).await;
-    host.post_tool_use("bash", &json!({"cmd": "ls"}), Ok(&json!({"out": "x"})));
+    host.post_tool_use(
+        "bash",
+        &json!({"cmd": "ls"}),
+        Ok(&json!({"out": "x"}).into()),
+    );
     wait_until("a post hook fired", || hook_fires(&log) == 1).await;
     // The first subscription (an hour's sleep) got all of the budget; the other fifteen are
     // reported unsent, and the fixture never saw them.
@@ -672,7 +676,11 @@ async fn post_hooks_are_never_awaited_by_the_caller() {
     // On this single-threaded runtime nothing is sent until the caller yields: post_tool_use
     // returns first, and the hook is fired afterwards, in the background (how long the call
     // takes is yep-bench's `post_hook_dispatch`).
-    host.post_tool_use("bash", &json!({"cmd": "ls"}), Ok(&json!({"out": "x"})));
+    host.post_tool_use(
+        "bash",
+        &json!({"cmd": "ls"}),
+        Ok(&json!({"out": "x"}).into()),
+    );
     assert_eq!(hook_fires(&log), 0, "fired before the caller went on");
     wait_until("the post hook fired in the background", || {
         hook_fires(&log) == 1
@@ -2163,7 +2171,11 @@ async fn a_held_call_tells_ok_tool_error_blocked_cancelled_timed_out_and_failed_
         .call("count", json!({"n": 3, "interval_ms": 1}))
         .progress_stream();
     let outcome = call.await;
-    assert_eq!(outcome.ok(), Some(&json!({"counted": 3})), "{outcome}");
+    assert_eq!(
+        outcome.ok(),
+        Some(&json!({"counted": 3}).into()),
+        "{outcome}"
+    );
     let mut seen = Vec::new();
     while let Some(p) = progress.recv().await {
         seen.push(p.message);
@@ -2204,7 +2216,7 @@ async fn a_held_call_tells_ok_tool_error_blocked_cancelled_timed_out_and_failed_
         other => panic!("expected a block, got {other:?}"),
     }
     let through = host.run_tool("echo", json!({"text": "fine"})).await;
-    assert_eq!(through.ok(), Some(&json!({"echoed": "fine"})));
+    assert_eq!(through.ok(), Some(&json!({"echoed": "fine"}).into()));
 
     // Cancelled by the caller, and timed out, told apart.
     let token = CancellationToken::new();

@@ -486,7 +486,7 @@ async fn call_tool_runs_the_agents_built_in_tools_and_asks_its_permission_first(
     )
     .await
     .unwrap();
-    let text = |v: Value| {
+    let text = |v: yep_host::capability::ToolResult| {
         v["content"][0]["text"]
             .as_str()
             .unwrap_or_default()

@@ -20,8 +20,8 @@ mod version;
 
 pub use error::{ErrorCode, ErrorObject};
 pub use message::{
-    Message, Notification, ParseError, Request, Response, error_line, non_null, notification_line,
-    request_line, result_line,
+    Message, Notification, ParseError, RawMessage, Request, Response, error_line, non_null,
+    notification_line, request_line, result_line,
 };
 pub use methods::{HostNotification, HostRequest, ServerNotification, ServerRequest};
 pub use types::*;

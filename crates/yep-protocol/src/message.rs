@@ -7,6 +7,8 @@
 use crate::error::ErrorObject;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// One wire message.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +62,70 @@ struct Envelope {
     result: Option<Value>,
     #[serde(default)]
     error: Option<Value>,
+}
+
+/// One wire message, classified by its envelope alone: `params` and `result` stay the JSON
+/// text they are on the line, borrowed from it, for a reader that passes them on unparsed
+/// (`null` and absent are both `None`).
+#[derive(Debug, Clone)]
+pub enum RawMessage<'a> {
+    Request {
+        id: u64,
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
+    },
+    Notification {
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
+    },
+    Response {
+        id: u64,
+        result: Result<&'a RawValue, &'a RawValue>,
+    },
+}
+
+/// The envelope, its payloads left as text.
+#[derive(Deserialize)]
+struct RawEnvelope<'a> {
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+}
+
+impl<'a> RawMessage<'a> {
+    /// Classify one line (without its newline) as [`Message::parse`] does, without parsing
+    /// `params`, `result` or `error` beyond finding where they end.
+    pub fn parse(line: &'a [u8]) -> Result<RawMessage<'a>, ParseError> {
+        let env: RawEnvelope<'a> = serde_json::from_slice(line)?;
+        // As `Value::as_u64` reads it: a string or negative id counts as absent.
+        let id = env.id.and_then(|id| id.get().parse::<u64>().ok());
+        Ok(match (env.method, id) {
+            (Some(method), Some(id)) => RawMessage::Request {
+                id,
+                method,
+                params: env.params,
+            },
+            (Some(method), None) => RawMessage::Notification {
+                method,
+                params: env.params,
+            },
+            (None, Some(id)) => RawMessage::Response {
+                id,
+                result: match env.error {
+                    Some(err) => Err(err),
+                    None => Ok(env.result.unwrap_or(RawValue::NULL)),
+                },
+            },
+            (None, None) => return Err(ParseError::Unclassifiable),
+        })
+    }
 }
 
 impl Message {
@@ -191,6 +257,69 @@ mod tests {
         assert!(
             matches!(parse(r#"{"id":7,"error":{"message":"x"}}"#), Message::Response(Response { result: Err(e), .. }) if e.message == "x")
         );
+    }
+
+    /// The raw reading, its payloads parsed afterwards, is the plain one.
+    fn raw_as_message(line: &str) -> Result<Message, String> {
+        let text = |raw: Option<&RawValue>| -> Value {
+            raw.map_or(Value::Null, |r| serde_json::from_str(r.get()).unwrap())
+        };
+        Ok(
+            match RawMessage::parse(line.as_bytes()).map_err(|e| e.to_string())? {
+                RawMessage::Request { id, method, params } => Message::Request(Request {
+                    id,
+                    method: method.into_owned(),
+                    params: text(params),
+                }),
+                RawMessage::Notification { method, params } => {
+                    Message::Notification(Notification {
+                        method: method.into_owned(),
+                        params: text(params),
+                    })
+                }
+                RawMessage::Response { id, result } => Message::Response(Response {
+                    id,
+                    result: match result {
+                        Ok(raw) => Ok(text(Some(raw))),
+                        Err(raw) => Err(ErrorObject::from_wire(text(Some(raw)))),
+                    },
+                }),
+            },
+        )
+    }
+
+    #[test]
+    fn the_raw_reading_classifies_every_line_as_the_plain_one() {
+        for line in [
+            r#"{"id":1,"method":"tool/call"}"#,
+            r#"{"id":1,"method":"tool/call","params":null}"#,
+            r#"{"method":"log","params":{"message":"hi"}}"#,
+            r#"{"method":"tool\/update","params":{"request_id":2,"output":"é\n"}}"#,
+            r#"{"id":7,"result":{"ok":true,"text":"a\"b"}}"#,
+            r#"{"id":7}"#,
+            r#"{"id":7,"result":null}"#,
+            r#"{"id":7,"error":{"message":"x","code":-32601}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"shutdown"}"#,
+            r#"{"id":"a","method":"m"}"#,
+            r#"{"id":-1,"method":"m"}"#,
+            r#"{"id":7.5,"result":1}"#,
+            r#"{"id":"a","result":1}"#,
+            r#"{"id":1, "result" : [1, {"a": []}] , "extra": {"x": 1}}"#,
+            r#"[1,2]"#,
+            r#"{"id":1,"result":}"#,
+        ] {
+            let plain = Message::parse(line.as_bytes()).map_err(|e| e.to_string());
+            assert_eq!(raw_as_message(line), plain, "{line}");
+        }
+        // The payload is the line's own text.
+        let line = br#"{"id":9,"result":{"echoed": "x"}}"#;
+        let RawMessage::Response {
+            result: Ok(raw), ..
+        } = RawMessage::parse(line).unwrap()
+        else {
+            panic!("a response")
+        };
+        assert_eq!(raw.get(), r#"{"echoed": "x"}"#);
     }
 
     #[test]

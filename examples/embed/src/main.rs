@@ -141,7 +141,9 @@ async fn main() -> anyhow::Result<()> {
         outcomes[1]
     );
     anyhow::ensure!(
-        outcomes[2].ok() == Some(&json!({ "answer": "blue" })),
+        outcomes[2]
+            .ok()
+            .is_some_and(|r| *r == json!({ "answer": "blue" })),
         "the question was not answered through the sink: {}",
         outcomes[2]
     );

@@ -131,7 +131,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     ext.stop().await;
     match result {
         Ok(value) => {
-            stdout_line(&serde_json::to_string_pretty(&value)?);
+            stdout_line(&serde_json::to_string_pretty(value.value())?);
             Ok(ExitCode::SUCCESS)
         }
         Err(err) if err.is_cancelled() => {

@@ -151,7 +151,7 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         "tool/call echo",
         t.elapsed(),
         echoed.to_string(),
-        echoed.clone(),
+        echoed.into_value(),
     );
 
     // 3. Streamed progress: every update arrives before the result.
@@ -298,7 +298,7 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         "ui/ask",
         t.elapsed(),
         format!("server asked {asked:?}; the demo answered, tool returned {answer}"),
-        answer,
+        answer.into_value(),
     );
 
     // 9. Graceful stop.

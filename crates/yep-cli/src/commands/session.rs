@@ -306,7 +306,7 @@ impl Shell {
                     Ok(a) => a,
                     Err(e) => return Reply::Error(e),
                 };
-                host.post_tool_use(first, &args, Ok(&Value::Null));
+                host.post_tool_use(first, &args, Ok(&Value::Null.into()));
                 Reply::Value(json!({ "decision": "allow", "reason": null, "modified_args": null }))
             }
             "prompt" => {

@@ -7,7 +7,7 @@
 //! `Peer` defaults, as for any server without them.
 
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
-use crate::capability::{Events, Offer, OfferedTool, Progress, RemoteError, ToolCall};
+use crate::capability::{Events, Offer, OfferedTool, Progress, RemoteError, ToolCall, ToolResult};
 use crate::rpc::{CallError, CloseReason, ConnectionOptions, UpdateSink};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
@@ -585,7 +585,7 @@ impl Peer for McpPeer {
         &self,
         call: ToolCall,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+    ) -> PeerFuture<'_, Result<ToolResult, PeerError>> {
         Box::pin(async move {
             let arguments = match call.args {
                 Value::Object(map) => Some(map),
@@ -682,7 +682,8 @@ impl Peer for McpPeer {
                     }),
                 ));
             }
-            Ok(value)
+            // rmcp hands the answer over parsed: it stays a value.
+            Ok(ToolResult::from_value(value))
         })
     }
 

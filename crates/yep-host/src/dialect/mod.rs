@@ -14,7 +14,7 @@ pub mod zot;
 
 use crate::capability::{
     CommandResult, ConfigOutcome, Events, Grants, HookFiring, HookOutcome, Intercept,
-    InterceptOutcome, Offer, PanelInput, ToolCall, TraceEvent,
+    InterceptOutcome, Offer, PanelInput, ToolCall, ToolResult, TraceEvent,
 };
 use crate::rpc::{CallError, CloseReason, ConnectionOptions};
 use serde_json::Value;
@@ -128,7 +128,7 @@ pub trait Peer: Send + Sync + 'static {
         &self,
         call: ToolCall,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<Value, PeerError>>;
+    ) -> PeerFuture<'_, Result<ToolResult, PeerError>>;
 
     /// A hook firing; a wire without hooks allows (the default).
     fn fire_hook(
@@ -265,10 +265,14 @@ impl PeerError {
 
     /// `value` did not decode as the wire's answer to `method`.
     pub fn malformed(method: &str, message: impl std::fmt::Display, value: &Value) -> PeerError {
-        let text = value.to_string();
+        PeerError::malformed_text(method, message, &value.to_string())
+    }
+
+    /// `text` (JSON, as the server wrote it) did not decode as the wire's answer to `method`.
+    pub fn malformed_text(method: &str, message: impl std::fmt::Display, text: &str) -> PeerError {
         let preview = match text.char_indices().nth(200) {
             Some((i, _)) => format!("{}…", &text[..i]),
-            None => text,
+            None => text.to_string(),
         };
         PeerError {
             method: method.to_string(),

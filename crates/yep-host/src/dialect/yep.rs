@@ -7,11 +7,11 @@ use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams
 use crate::capability::{
     Answer, CommandResult, ConfigOutcome, Events, Grants, HookEvent, HookFiring, HookOutcome,
     LogLevel, Offer, OfferedTool, Progress, Question, RemoteError, Status, StatusLevel, ToolCall,
-    TraceEvent,
+    ToolResult, TraceEvent,
 };
 use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
-    Handler, Id, Malformed,
+    Handler, Id, Malformed, RawValue,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -26,7 +26,7 @@ use yep_protocol::methods::{
 use yep_protocol::{
     CancelParams, CommandExecuteParams, CommandExecuteResult, ConfigChangedParams,
     ConfigChangedResult, ConfigStatus, ErrorCode, ErrorObject, HookDecision, HookFireParams,
-    InitializeParams, InitializeResult, Message, PROTOCOL_VERSION, PromptContribution,
+    InitializeParams, InitializeResult, PROTOCOL_VERSION, PromptContribution, RawMessage,
     ServerNotification, ServerRequest, ToolCallParams, ToolUpdateParams, TraceEventParams,
     UiAskParams, UiAskResult, WorkspaceChangedParams, error_line, notification_line, request_line,
     result_line, version_compatible,
@@ -83,27 +83,38 @@ pub fn codec() -> Arc<dyn Codec> {
 struct YepCodec;
 
 impl Codec for YepCodec {
+    /// The envelope is classified without parsing its payload: a result stays the text the
+    /// server wrote (one copy out of the line); what the host acts on itself is parsed.
     fn decode(&self, line: &[u8]) -> Result<Frame, Malformed> {
-        Ok(match Message::parse(line).map_err(Malformed::new)? {
-            Message::Response(resp) => Frame::Response {
-                id: Id::Num(resp.id),
-                result: resp.result.map_err(remote),
+        let value = |raw: Option<&RawValue>| match raw {
+            Some(raw) => serde_json::from_str::<Value>(raw.get()).map_err(Malformed::new),
+            None => Ok(Value::Null),
+        };
+        Ok(match RawMessage::parse(line).map_err(Malformed::new)? {
+            RawMessage::Response { id, result } => Frame::Response {
+                id: Id::Num(id),
+                result: match result {
+                    Ok(raw) => Ok(raw.to_owned()),
+                    Err(raw) => Err(remote(ErrorObject::from_wire(value(Some(raw))?))),
+                },
             },
-            Message::Notification(n) if n.method == TOOL_UPDATE => {
-                let update: ToolUpdateParams = serde_json::from_value(n.params).unwrap_or_default();
+            RawMessage::Notification { method, params } if method == TOOL_UPDATE => {
+                let update: ToolUpdateParams = params
+                    .and_then(|p| serde_json::from_str(p.get()).ok())
+                    .unwrap_or_default();
                 Frame::Progress {
                     id: Id::Num(update.request_id),
                     update: Progress::message(update.output),
                 }
             }
-            Message::Notification(n) => Frame::Notification {
-                method: n.method,
-                params: n.params,
+            RawMessage::Notification { method, params } => Frame::Notification {
+                method: method.into_owned(),
+                params: value(params)?,
             },
-            Message::Request(req) => Frame::Request {
-                id: Id::Num(req.id),
-                method: req.method,
-                params: req.params,
+            RawMessage::Request { id, method, params } => Frame::Request {
+                id: Id::Num(id),
+                method: method.into_owned(),
+                params: value(params)?,
             },
         })
     }
@@ -151,11 +162,12 @@ pub async fn request<P: Serialize, R: DeserializeOwned>(
     params: Option<&P>,
     opts: CallOptions,
 ) -> Result<R, PeerError> {
-    let value = conn
+    let raw = conn
         .call(method, |id| request_line(num(id), method, params), opts)
         .await
         .map_err(|e| PeerError::call(method, e))?;
-    R::deserialize(&value).map_err(|e| PeerError::malformed(method, e, &value))
+    // Straight from the server's text into what is asked for: no value in between.
+    serde_json::from_str(raw.get()).map_err(|e| PeerError::malformed_text(method, e, raw.get()))
 }
 
 /// A notification on a YEP connection.
@@ -235,7 +247,7 @@ impl Peer for YepPeer {
         &self,
         call: ToolCall,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+    ) -> PeerFuture<'_, Result<ToolResult, PeerError>> {
         let params = ToolCallParams {
             tool_call_id: format!(
                 "{}-{}",
@@ -250,7 +262,19 @@ impl Peer for YepPeer {
             updates: Some(call.updates.unwrap_or_else(|| Arc::new(|_: &Progress| {}))),
             cancel: call.cancel,
         };
-        Box::pin(async move { request(&self.conn, TOOL_CALL, Some(&params), opts).await })
+        Box::pin(async move {
+            // The result passes through as the server wrote it.
+            let raw = self
+                .conn
+                .call(
+                    TOOL_CALL,
+                    |id| request_line(num(id), TOOL_CALL, Some(&params)),
+                    opts,
+                )
+                .await
+                .map_err(|e| PeerError::call(TOOL_CALL, e))?;
+            Ok(ToolResult::from_raw(raw))
+        })
     }
 
     fn fire_hook(
@@ -525,7 +549,7 @@ pub async fn handshake(
             CallOptions::timeout(timeout),
         )
         .await?;
-    let result: InitializeResult = serde_json::from_value(raw)
+    let result: InitializeResult = serde_json::from_str(raw.get())
         .map_err(|e| HandshakeError::Malformed(crate::text::escape(&e.to_string()).into_owned()))?;
     if !version_compatible(&result.protocol_version) {
         return Err(HandshakeError::Incompatible {

@@ -21,6 +21,7 @@ use crate::capability::RemoteError;
 use crate::framing::{LineBuffer, spin_from_env};
 use lines::{ReadLine, read_line_capped};
 use serde_json::Value;
+pub use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -64,10 +65,11 @@ fn log_abuse(label: &str, reason: &CloseReason) {
 /// One line from the server, as a [`Codec`] reads it.
 #[derive(Debug)]
 pub enum Frame {
-    /// The answer to the host's request `id`.
+    /// The answer to the host's request `id`: its result as the JSON text the server wrote
+    /// (taken out of the line once, never parsed here).
     Response {
         id: Id,
-        result: Result<Value, RemoteError>,
+        result: Result<Box<RawValue>, RemoteError>,
     },
     /// Progress of the host's request `id`, still running.
     Progress { id: Id, update: Progress },
@@ -285,7 +287,7 @@ impl std::fmt::Debug for ConnectionOptions {
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 
 struct Slot {
-    tx: oneshot::Sender<Result<Value, CallError>>,
+    tx: oneshot::Sender<Result<Box<RawValue>, CallError>>,
     /// Micros since `Inner::epoch` of the last activity on this call.
     activity: Option<Arc<Activity>>,
 }
@@ -516,14 +518,14 @@ impl Connection {
         self.write_line(line).await
     }
 
-    /// Send a request and wait for its result. `render` writes the request line for the id
-    /// it is given; `method` names the request in errors.
+    /// Send a request and wait for its result, as the JSON text the server wrote. `render`
+    /// writes the request line for the id it is given; `method` names the request in errors.
     pub async fn call(
         &self,
         method: &str,
         render: impl FnOnce(&Id) -> String,
         opts: CallOptions,
-    ) -> Result<Value, CallError> {
+    ) -> Result<Box<RawValue>, CallError> {
         let id = self
             .inner
             .codec
@@ -615,8 +617,8 @@ impl Connection {
     /// of sleeping until the reader task is woken. `None` if it did not come in time.
     fn spin_for_answer(
         &self,
-        rx: &mut oneshot::Receiver<Result<Value, CallError>>,
-    ) -> Option<Result<Value, CallError>> {
+        rx: &mut oneshot::Receiver<Result<Box<RawValue>, CallError>>,
+    ) -> Option<Result<Box<RawValue>, CallError>> {
         let pipe = self.inner.pipe.as_ref().filter(|p| !p.spin.is_zero())?;
         if self.lock_pending().slots.len() > 1 {
             return None;
@@ -915,7 +917,7 @@ mod tests {
                     id,
                     result: match v.get("error") {
                         Some(e) => Err(RemoteError::new(0, e.to_string())),
-                        None => Ok(v["result"].clone()),
+                        None => Ok(serde_json::value::to_raw_value(&v["result"]).unwrap()),
                     },
                 }),
                 (None, None) => Err(Malformed::new("neither an id nor a method")),
@@ -937,6 +939,11 @@ mod tests {
         fn cancel(&self, _: &Id, _: Id) -> Option<String> {
             None
         }
+    }
+
+    /// A result as a value.
+    fn value(raw: &RawValue) -> Value {
+        serde_json::from_str(raw.get()).unwrap()
     }
 
     fn request(method: &'static str, params: Value) -> impl FnOnce(&Id) -> String {
@@ -1008,7 +1015,7 @@ mod tests {
             )
             .await
             .unwrap();
-        assert_eq!(small["text"], "hi");
+        assert_eq!(value(&small)["text"], "hi");
         assert!(capacity(stdin_fd) < pipe::BIG_PIPE && capacity(stdout_fd) < pipe::BIG_PIPE);
         let text = "x".repeat(200 * 1024);
         let big = conn
@@ -1019,7 +1026,7 @@ mod tests {
             )
             .await
             .unwrap();
-        assert_eq!(big["text"].as_str().unwrap().len(), text.len());
+        assert_eq!(value(&big)["text"].as_str().unwrap().len(), text.len());
         assert_eq!(capacity(stdin_fd), pipe::BIG_PIPE);
         assert_eq!(capacity(stdout_fd), pipe::BIG_PIPE);
     }
@@ -1054,8 +1061,8 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert_eq!(first.await.unwrap().unwrap(), json!(1));
-        assert_eq!(second.await.unwrap().unwrap(), json!(2));
+        assert_eq!(value(&first.await.unwrap().unwrap()), json!(1));
+        assert_eq!(value(&second.await.unwrap().unwrap()), json!(2));
     }
 
     #[tokio::test]
@@ -1113,7 +1120,7 @@ mod tests {
             .write_all(format!("{{\"id\":\"{id}\",\"result\":\"done\"}}\n").as_bytes())
             .await
             .unwrap();
-        assert_eq!(call.await.unwrap().unwrap(), json!("done"));
+        assert_eq!(value(&call.await.unwrap().unwrap()), json!("done"));
         assert_eq!(seen.lock().unwrap().len(), 5);
     }
 

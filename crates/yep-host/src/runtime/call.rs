@@ -3,7 +3,7 @@
 //! tells every way a call can end apart.
 
 use super::{ExtensionHost, HostError, PreDecision};
-use crate::capability::{Progress, UpdateSink};
+use crate::capability::{Progress, ToolResult, UpdateSink};
 use crate::supervisor::ExtensionError;
 use crate::text::escape;
 use serde_json::Value;
@@ -23,8 +23,9 @@ pub const PROGRESS_BUFFER: usize = 256;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum CallOutcome {
-    /// The tool ran and answered this.
-    Ok(Value),
+    /// The tool ran and answered this (a YEP server's answer as the text it wrote, parsed
+    /// only when asked: [`ToolResult::value`]).
+    Ok(ToolResult),
     /// The extension said no: its server answered the call with an error, or the arguments
     /// break the tool's approved schema. `message` is for the model (unescaped).
     ToolError { extension: String, message: String },
@@ -51,7 +52,7 @@ pub enum CallOutcome {
 
 impl CallOutcome {
     /// The tool's answer, when it gave one.
-    pub fn ok(&self) -> Option<&Value> {
+    pub fn ok(&self) -> Option<&ToolResult> {
         match self {
             CallOutcome::Ok(value) => Some(value),
             _ => None,
@@ -61,7 +62,7 @@ impl CallOutcome {
     /// What to tell the model: the answer, or why there is none.
     pub fn for_model(&self) -> Value {
         match self {
-            CallOutcome::Ok(value) => value.clone(),
+            CallOutcome::Ok(value) => value.value().clone(),
             CallOutcome::ToolError { message, .. } => serde_json::json!({ "error": message }),
             CallOutcome::Blocked { reason, .. } => serde_json::json!({ "error": reason }),
             other => serde_json::json!({ "error": other.to_string() }),
@@ -289,8 +290,8 @@ impl Call {
                 }
             },
         };
-        if hooks {
-            // For the post hooks (a plain call needs no copy).
+        if hooks && host.wants_post_tool_use(&name) {
+            // For the post hooks (a call no post hook sees needs no copy).
             *sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(args.clone());
         }
         if for_server && host.core.opts.builtins.contains(&name) {
@@ -342,7 +343,7 @@ impl ExtensionHost {
             None => run.await,
         };
         match result {
-            Ok(value) => CallOutcome::Ok(value),
+            Ok(value) => CallOutcome::Ok(ToolResult::from_value(value)),
             Err(message) => builtin(message),
         }
     }

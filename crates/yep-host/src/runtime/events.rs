@@ -341,7 +341,7 @@ impl Events for HostEvents {
                 .for_server()
                 .await;
             match outcome {
-                super::CallOutcome::Ok(value) => Ok(value),
+                super::CallOutcome::Ok(value) => Ok(value.into_value()),
                 // The tool's own words, as the tool said them.
                 super::CallOutcome::ToolError { message, .. } => Err(message),
                 other => Err(other.to_string()),

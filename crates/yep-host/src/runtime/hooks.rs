@@ -2,7 +2,7 @@
 //! manifests approved.
 
 use super::{ExtensionHost, HostError, Loaded};
-use crate::capability::{HookFiring, HookOutcome};
+use crate::capability::{HookFiring, HookOutcome, ToolResult};
 use crate::health::HealthEvent;
 use crate::manifest::{HookEvent, OnError};
 use serde::Serialize;
@@ -115,6 +115,20 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
 
 /// The subscriptions of `loaded` for this event and tool: `(timeout, on_error)` each, the
 /// timeout clamped to [`MAX_HOOK_TIMEOUT_MS`].
+impl ExtensionHost {
+    /// Whether any loaded extension's post hook would see a call of `tool`: a call keeps its
+    /// arguments for them only then.
+    pub(crate) fn wants_post_tool_use(&self, tool: &str) -> bool {
+        self.snapshot().loaded.iter().any(|l| {
+            l.manifest
+                .yolop
+                .hooks
+                .iter()
+                .any(|h| h.event == HookEvent::PostToolUse && glob_matches(&h.tool_name_glob, tool))
+        })
+    }
+}
+
 fn subscriptions(loaded: &Loaded, event: HookEvent, tool: &str) -> Vec<(Duration, OnError)> {
     subscribed(&loaded.manifest, event, tool)
 }
@@ -336,17 +350,19 @@ impl ExtensionHost {
     /// `result` is the tool's value, or its error message. One task per extension fires its
     /// subscriptions in turn within the same per-extension budget as pre hooks, so no task
     /// outlives it.
-    pub fn post_tool_use(&self, tool: &str, args: &Value, result: Result<&Value, &str>) {
-        let result = match result {
-            Ok(v) => v.clone(),
-            Err(message) => json!({ "error": message }),
-        };
+    pub fn post_tool_use(&self, tool: &str, args: &Value, result: Result<&ToolResult, &str>) {
+        // The answer is read (parsed, copied) only for a hook that subscribed.
+        let mut shown: Option<Value> = None;
         let budget = self.hook_budget();
         for loaded in self.loaded() {
             let subscribed = subscriptions(&loaded, HookEvent::PostToolUse, tool);
             if subscribed.is_empty() {
                 continue;
             }
+            let result = shown.get_or_insert_with(|| match result {
+                Ok(v) => v.value().clone(),
+                Err(message) => json!({ "error": message }),
+            });
             let firing = HookFiring {
                 event: HookEvent::PostToolUse,
                 tool: tool.into(),

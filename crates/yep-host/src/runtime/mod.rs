@@ -22,7 +22,9 @@ pub use mcp::{MCP_PREFIX, McpSource, McpState};
 pub use panel::{ActivePanel, PANEL_KEYS, PANEL_RENDER_WAIT};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
 
-use crate::capability::{CommandResult, ConfigOutcome, Offer, Question, ToolCall, UpdateSink};
+use crate::capability::{
+    CommandResult, ConfigOutcome, Offer, Question, ToolCall, ToolResult, UpdateSink,
+};
 use crate::error::report;
 use crate::health::{HealthEvent, HealthStream};
 use crate::manifest::Manifest;
@@ -1294,7 +1296,7 @@ impl ExtensionHost {
         args: Value,
         updates: Option<UpdateSink>,
         cancel: Option<CancellationToken>,
-    ) -> Result<Value, HostError> {
+    ) -> Result<ToolResult, HostError> {
         self.call_tool_in_chain(name, args, updates, cancel, Vec::new())
             .await
     }
@@ -1308,7 +1310,7 @@ impl ExtensionHost {
         updates: Option<UpdateSink>,
         cancel: Option<CancellationToken>,
         chain: Vec<String>,
-    ) -> Result<Value, HostError> {
+    ) -> Result<ToolResult, HostError> {
         if self.core.is_shut() {
             return Err(HostError::ShutDown);
         }
@@ -1370,7 +1372,11 @@ impl ExtensionHost {
 
     /// A call of MCP server `entry`'s `tool`, started if need be, and held to its pin: a tool
     /// the running server changed since approval is withheld.
-    async fn call_mcp(&self, entry: &mcp::McpEntry, call: ToolCall) -> Result<Value, HostError> {
+    async fn call_mcp(
+        &self,
+        entry: &mcp::McpEntry,
+        call: ToolCall,
+    ) -> Result<ToolResult, HostError> {
         let live = entry.ext.live().await?;
         if !entry.approves(live.peer().as_ref(), &call.tool) {
             // The table the start asked for is in place before the caller hears of it, so

@@ -14,11 +14,11 @@ use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams
 use crate::capability::{
     CommandResult, ConfigOutcome, Events, HookEvent, HookFiring, HookOutcome, HostToolCall,
     Intercept, InterceptOutcome, LogLevel, Offer, OfferedCommand, OfferedTool, Panel, PanelInput,
-    PanelUpdate, RemoteError, Status, StatusLevel, ToolCall, TraceEvent,
+    PanelUpdate, RemoteError, Status, StatusLevel, ToolCall, ToolResult, TraceEvent,
 };
 use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
-    Handler, Id, Malformed, WeakConnection,
+    Handler, Id, Malformed, RawValue, WeakConnection,
 };
 use crate::store::zot::{CALL_TOOL, EVENTS, INTERCEPTS};
 use frames::{FromExtension, PROTOCOL_VERSION, ToExtension, model_content};
@@ -694,6 +694,15 @@ impl Handler for Router {
     }
 }
 
+/// What a zot frame is, read before the rest of it.
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(rename = "type", default)]
+    kind: Option<Value>,
+    #[serde(default)]
+    id: Option<Value>,
+}
+
 /// zot's framing: responses by their `id` (host ids are decimal strings), everything else
 /// unasked (the extension's `call_tool` too: the router answers it, by zot's own rules).
 #[derive(Default)]
@@ -707,18 +716,26 @@ struct ZotCodec {
 impl Codec for ZotCodec {
     fn decode(&self, line: &[u8]) -> Result<Frame, Malformed> {
         let first = !self.past_first.swap(true, Ordering::AcqRel);
-        let typed = serde_json::from_slice::<Value>(line)
-            .map_err(|e| format!("malformed json frame: {e}"))
-            .and_then(|value| match value.get("type").and_then(Value::as_str) {
-                Some(kind) => Ok((kind.to_string(), value)),
-                None => Err("a frame must be a JSON object with a string `type`".to_string()),
+        // The frame's `type` and `id` first: an answer then passes on as the extension wrote
+        // it, and only a frame the host acts on is read whole.
+        let typed = serde_json::from_slice::<Head>(line)
+            .map_err(|e| match e.classify() {
+                serde_json::error::Category::Data => {
+                    "a frame must be a JSON object with a string `type`".to_string()
+                }
+                _ => format!("malformed json frame: {e}"),
+            })
+            .and_then(|head| match head.kind {
+                Some(Value::String(kind)) => Ok((kind, head.id)),
+                _ => Err("a frame must be a JSON object with a string `type`".to_string()),
             });
-        let (kind, value) = match typed {
+        let whole = || serde_json::from_slice::<Value>(line).map_err(Malformed::new);
+        let (kind, id) = match typed {
             // The first line is the hello's, whatever it is: never a response or a request.
-            Ok((kind, value)) if first => {
+            Ok((kind, _)) if first => {
                 return Ok(Frame::Notification {
                     method: kind,
-                    params: value,
+                    params: whole()?,
                 });
             }
             Ok(typed) => typed,
@@ -731,20 +748,21 @@ impl Codec for ZotCodec {
             }
             Err(why) => return Err(Malformed::new(why)),
         };
-        let id = || match value.get("id").and_then(Value::as_str) {
-            Some(id) => Ok(Id::Str(id.into())),
-            None => Err(Malformed::new(format!(
-                "a `{kind}` frame needs a string `id`"
-            ))),
-        };
         Ok(match kind.as_str() {
-            "tool_result" | "command_response" | "event_intercept_response" => Frame::Response {
-                id: id()?,
-                result: Ok(value),
-            },
+            "tool_result" | "command_response" | "event_intercept_response" => {
+                let Some(Value::String(id)) = id else {
+                    return Err(Malformed::new(format!(
+                        "a `{kind}` frame needs a string `id`"
+                    )));
+                };
+                Frame::Response {
+                    id: Id::Str(id.into()),
+                    result: Ok(serde_json::from_slice(line).map_err(Malformed::new)?),
+                }
+            }
             _ => Frame::Notification {
                 method: kind,
-                params: value,
+                params: whole()?,
             },
         })
     }
@@ -841,7 +859,7 @@ impl ZotPeer {
         event: &str,
         fields: serde_json::Map<String, Value>,
         timeout: Duration,
-    ) -> Result<Value, PeerError> {
+    ) -> Result<Box<RawValue>, PeerError> {
         let event = event.to_string();
         self.ask(
             "event_intercept",
@@ -864,7 +882,7 @@ impl ZotPeer {
         what: &str,
         frame: impl FnOnce(String) -> ToExtension,
         mut opts: CallOptions,
-    ) -> Result<Value, PeerError> {
+    ) -> Result<Box<RawValue>, PeerError> {
         if !self.outbox.is_empty() {
             let started = Instant::now();
             let wait = opts.timeout.unwrap_or(WRITE_BOUND);
@@ -892,7 +910,7 @@ impl Peer for ZotPeer {
         &self,
         call: ToolCall,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+    ) -> PeerFuture<'_, Result<ToolResult, PeerError>> {
         Box::pin(async move {
             let (name, args) = (call.tool, call.args);
             // A tool that waits on the user has no deadline, and needs a user (pinned as such).
@@ -949,12 +967,12 @@ impl Peer for ZotPeer {
                 structured_content,
                 activate_tools,
                 ..
-            }) = serde_json::from_value::<FromExtension>(answer.clone())
+            }) = serde_json::from_str::<FromExtension>(answer.get())
             else {
-                return Err(PeerError::malformed(
+                return Err(PeerError::malformed_text(
                     "tool_call",
                     "not a tool_result",
-                    &answer,
+                    answer.get(),
                 ));
             };
             if !activate_tools.is_empty() {
@@ -988,7 +1006,8 @@ impl Peer for ZotPeer {
             if let Some(structured) = structured_content {
                 result["structured_content"] = structured;
             }
-            Ok(result)
+            // Mapped from zot's content blocks: the one wire here whose answer the host reads.
+            Ok(ToolResult::from_value(result))
         })
     }
 
@@ -1007,8 +1026,7 @@ impl Peer for ZotPeer {
                 return Ok(HookOutcome::Allow);
             }
             let answer = self.ask_intercept("tool_call", fields, timeout).await?;
-            let answer_copy = answer.clone();
-            Ok(match serde_json::from_value::<FromExtension>(answer) {
+            Ok(match serde_json::from_str::<FromExtension>(answer.get()) {
                 Ok(FromExtension::EventInterceptResponse {
                     block: true,
                     reason,
@@ -1027,10 +1045,10 @@ impl Peer for ZotPeer {
                 }) => HookOutcome::Allow,
                 // Malformed: it goes ahead unchanged (zot's rule), and the host hears why.
                 _ => {
-                    return Err(PeerError::malformed(
+                    return Err(PeerError::malformed_text(
                         "event_intercept",
                         "not an event_intercept_response with object modified_args",
-                        &answer_copy,
+                        answer.get(),
                     ));
                 }
             })
@@ -1075,12 +1093,12 @@ impl Peer for ZotPeer {
                 replace_text,
                 system_prompt,
                 ..
-            }) = serde_json::from_value::<FromExtension>(answer.clone())
+            }) = serde_json::from_str::<FromExtension>(answer.get())
             else {
-                return Err(PeerError::malformed(
+                return Err(PeerError::malformed_text(
                     "event_intercept",
                     "not an event_intercept_response",
-                    &answer,
+                    answer.get(),
                 ));
             };
             Ok(match name {
@@ -1159,12 +1177,12 @@ impl Peer for ZotPeer {
                 open_panel,
                 error,
                 ..
-            }) = serde_json::from_value::<FromExtension>(answer.clone())
+            }) = serde_json::from_str::<FromExtension>(answer.get())
             else {
-                return Err(PeerError::malformed(
+                return Err(PeerError::malformed_text(
                     "command_invoked",
                     "not a command_response",
-                    &answer,
+                    answer.get(),
                 ));
             };
             if !error.is_empty() {
@@ -1271,7 +1289,8 @@ impl Peer for ZotPeer {
                 )
                 .await
                 .map_err(|e| PeerError::call(&method, e))?;
-            Ok(answer)
+            serde_json::from_str(answer.get())
+                .map_err(|e| PeerError::malformed_text(&method, e, answer.get()))
         })
     }
 
