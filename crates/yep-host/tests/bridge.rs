@@ -353,28 +353,24 @@ async fn rmcps_client_gets_prompts_resources_and_list_changed_through_the_bridge
     host.shutdown().await;
 }
 
+/// The echo example's host in `dir`, its questions going to the bridge's clients.
+async fn asking_echo_host(dir: &std::path::Path) -> (Home, ExtensionHost, Clients) {
+    let clients = Clients::default();
+    let opts = HostOptions {
+        supervisor: quick_opts(),
+        ask_sink: Some(Arc::new(yep_host::bridge::AskClients(clients.clone()))),
+        ..HostOptions::default()
+    };
+    let (home, host) = echo_host(dir, opts).await;
+    (home, host, clients)
+}
+
 #[tokio::test]
 async fn each_clients_questions_and_cancels_stay_its_own() {
     use rmcp::ServiceExt;
-    use yep_host::bridge::{AskClients, NO_ELICITATION_CALLER};
+    use yep_host::bridge::NO_ELICITATION_CALLER;
     let dir = tempfile::tempdir().unwrap();
-    let home = Home {
-        root: dir.path().join("home"),
-    };
-    install_manifest(&home, &dir.path().join("src"), echo_manifest());
-    let clients = Clients::default();
-    let session = Session {
-        id: "s1".into(),
-        workspace_root: dir.path().to_path_buf(),
-    };
-    let opts = HostOptions {
-        supervisor: quick_opts(),
-        ask_sink: Some(Arc::new(AskClients(clients.clone()))),
-        ..HostOptions::default()
-    };
-    let host = ExtensionHost::start(home.clone(), session, opts)
-        .await
-        .unwrap();
+    let (_home, host, clients) = asking_echo_host(dir.path()).await;
     // `a` takes questions; `b`, rmcp's bare client, declares no elicitation and connects last.
     let user = Arc::new(User::default());
     let a = connect_with(&host, dir.path(), false, clients.clone(), user.clone()).await;
@@ -461,25 +457,8 @@ async fn connect_http(
 #[cfg(feature = "mcp-http")]
 #[tokio::test]
 async fn rmcps_http_client_shares_one_host_with_another_and_a_wrong_token_is_refused() {
-    use yep_host::bridge::AskClients;
     let dir = tempfile::tempdir().unwrap();
-    let home = Home {
-        root: dir.path().join("home"),
-    };
-    install_manifest(&home, &dir.path().join("src"), echo_manifest());
-    let clients = Clients::default();
-    let session = Session {
-        id: "s1".into(),
-        workspace_root: dir.path().to_path_buf(),
-    };
-    let opts = HostOptions {
-        supervisor: quick_opts(),
-        ask_sink: Some(Arc::new(AskClients(clients.clone()))),
-        ..HostOptions::default()
-    };
-    let host = ExtensionHost::start(home.clone(), session, opts)
-        .await
-        .unwrap();
+    let (home, host, clients) = asking_echo_host(dir.path()).await;
     let bridge = Bridge::new(host.clone(), clients, false).await;
     let (token, made) = yep_host::bridge::bearer_token(&home).unwrap();
     assert!(made && token.len() >= 32);

@@ -10,8 +10,7 @@ use common::*;
 use serde_json::json;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
-use yep_host::store::Home;
-use yep_host::{ExtensionHost, HostOptions, Session};
+use yep_host::{ExtensionHost, HostOptions};
 
 /// The system allocator, counting allocations.
 struct Counting;
@@ -43,19 +42,11 @@ static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A host with the echo example enabled, in `dir`.
 async fn echo_host(dir: &std::path::Path) -> ExtensionHost {
-    let home = Home {
-        root: dir.join("home"),
-    };
-    install_manifest(&home, &dir.join("src"), echo_manifest());
-    let session = Session {
-        id: "s1".into(),
-        workspace_root: dir.to_path_buf(),
-    };
     let opts = HostOptions {
         supervisor: quick_opts(),
         ..HostOptions::default()
     };
-    ExtensionHost::start(home, session, opts).await.unwrap()
+    common::echo_host(dir, opts).await.1
 }
 
 #[tokio::test]

@@ -239,3 +239,24 @@ pub fn echo_manifest() -> Value {
     echo["yolop"]["capabilityServer"]["command"] = serde_json::json!(echo_bin());
     echo
 }
+
+/// A host over a home in `dir` (session `s1`, workspace `dir`) where the echo example is
+/// installed and enabled, started with `opts` (quick supervisor timings unless they say
+/// otherwise).
+pub async fn echo_host(
+    dir: &std::path::Path,
+    opts: yep_host::HostOptions,
+) -> (yep_host::store::Home, yep_host::ExtensionHost) {
+    let home = yep_host::store::Home {
+        root: dir.join("home"),
+    };
+    install_manifest(&home, &dir.join("src"), echo_manifest());
+    let session = yep_host::Session {
+        id: "s1".into(),
+        workspace_root: dir.to_path_buf(),
+    };
+    let host = yep_host::ExtensionHost::start(home.clone(), session, opts)
+        .await
+        .unwrap();
+    (home, host)
+}
