@@ -68,6 +68,18 @@ async fn connect_with(
         .unwrap()
 }
 
+/// A long `count` call whose caller cancels it `after` this long.
+fn cancelled_after(after: Duration) -> ToolCall {
+    let cancel = CancellationToken::new();
+    let mut long = call("count", json!({"n": 100_000, "interval_ms": 20}));
+    long.cancel = Some(cancel.clone());
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        cancel.cancel();
+    });
+    long
+}
+
 fn call(tool: &str, args: Value) -> ToolCall {
     ToolCall {
         tool: tool.into(),
@@ -408,14 +420,7 @@ async fn each_clients_questions_and_cancels_stay_its_own() {
     );
 
     // `a` cancels its long call; `b`'s, running beside it, finishes.
-    let cancel = CancellationToken::new();
-    let mut long = call("count", json!({"n": 100_000, "interval_ms": 20}));
-    long.cancel = Some(cancel.clone());
-    let later = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        later.cancel();
-    });
+    let long = cancelled_after(Duration::from_millis(200));
     let (cancelled, finished) = tokio::join!(
         a.call_tool(long, Duration::from_secs(60)),
         b_call("count", json!({"n": 20, "interval_ms": 25})),
@@ -496,14 +501,7 @@ async fn rmcps_http_client_shares_one_host_with_another_and_a_wrong_token_is_ref
     let seen = Arc::clone(&steps);
     let mut counted = call("count", json!({"n": 3, "interval_ms": 100}));
     counted.updates = Some(Arc::new(move |p| seen.lock().unwrap().push(p.progress)));
-    let cancel = CancellationToken::new();
-    let mut long = call("count", json!({"n": 100_000, "interval_ms": 20}));
-    long.cancel = Some(cancel.clone());
-    let later = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        later.cancel();
-    });
+    let long = cancelled_after(Duration::from_millis(150));
     let (cancelled, finished) = tokio::join!(
         first.call_tool(long, Duration::from_secs(60)),
         second.call_tool(counted, Duration::from_secs(20)),
