@@ -301,28 +301,23 @@ fn tool_json(t: &ToolDefinition) -> Value {
     tool
 }
 
-/// A tool's answer as an MCP result: an MCP server's result passes through as it came; any
-/// other is its JSON as text (the text the server wrote, for a YEP server), and
-/// `structuredContent` when it is an object.
+/// A tool's answer as an MCP result: one shaped as an MCP result (an MCP server's, a zot
+/// extension's content blocks) passes through as it came; any other is its JSON as text (the
+/// text the server wrote, for a YEP server: no serializing), and `structuredContent` when it
+/// is an object.
 fn result_json(result: ToolResult) -> Value {
-    if !result.is_parsed() {
-        // As the server wrote it: the text is that JSON, no serializing.
-        let text = result.json().into_owned();
-        let value = result.into_value();
-        return match value {
-            Value::String(s) => text_result(s, None),
-            Value::Object(_) => text_result(text, Some(value)),
-            _ => text_result(text, None),
-        };
-    }
+    let written = (!result.is_parsed()).then(|| result.json().into_owned());
     let value = result.into_value();
     if value.get("content").is_some_and(Value::is_array) {
         return value;
     }
     match value {
         Value::String(s) => text_result(s, None),
-        Value::Object(_) => text_result(value.to_string(), Some(value)),
-        other => text_result(other.to_string(), None),
+        Value::Object(_) => {
+            let text = written.unwrap_or_else(|| value.to_string());
+            text_result(text, Some(value))
+        }
+        other => text_result(written.unwrap_or_else(|| other.to_string()), None),
     }
 }
 
@@ -730,5 +725,37 @@ pub async fn serve_http(
                 () = stop.cancelled() => {}
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+
+    fn raw(text: &str) -> ToolResult {
+        ToolResult::from_raw(RawValue::from_string(text.into()).unwrap())
+    }
+
+    #[test]
+    fn an_answer_becomes_an_mcp_result_with_the_servers_own_text() {
+        // A YEP server's object: its own text, and the object as structuredContent.
+        let written = r#"{"echoed": "hi",  "n": 1}"#;
+        let result = result_json(raw(written));
+        assert_eq!(result["content"][0]["text"], written);
+        assert_eq!(result["structuredContent"], json!({"echoed": "hi", "n": 1}));
+        // A string is its text, unescaped; a number its JSON.
+        assert_eq!(result_json(raw(r#""a\nb""#))["content"][0]["text"], "a\nb");
+        let number = result_json(raw("42"));
+        assert_eq!(number["content"][0]["text"], "42");
+        assert!(number.get("structuredContent").is_none());
+        // Shaped as an MCP result, raw or parsed: it passes through as it came.
+        let shaped = json!({"content": [{"type": "text", "text": "x"}], "isError": false});
+        assert_eq!(result_json(raw(&shaped.to_string())), shaped);
+        assert_eq!(result_json(shaped.clone().into()), shaped);
+        // A parsed object (an MCP server's plain answer, a builtin's): its JSON as text.
+        let parsed = result_json(json!({"a": 1}).into());
+        assert_eq!(parsed["content"][0]["text"], r#"{"a":1}"#);
+        assert_eq!(parsed["structuredContent"], json!({"a": 1}));
     }
 }
