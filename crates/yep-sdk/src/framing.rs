@@ -49,30 +49,79 @@ pub(crate) fn read_line_capped<'a>(
     })
 }
 
-/// The wire: one line per write, under a lock so concurrent handlers never interleave.
+/// The wire: whole lines, never interleaved. Lines sent while another thread is writing are
+/// queued and go out with its next write (group commit): under many answers at once, one
+/// `write` carries many lines instead of one each.
 pub(crate) struct Wire {
     out: Mutex<Box<dyn Write + Send>>,
+    queued: Mutex<Queued>,
+}
+
+#[derive(Default)]
+struct Queued {
+    /// Lines waiting for the writing thread, each with its newline.
+    bytes: Vec<u8>,
+    /// A thread is writing; it writes what is queued before it stops.
+    writing: bool,
 }
 
 impl Wire {
     pub(crate) fn new(out: Box<dyn Write + Send>) -> Self {
         Wire {
             out: Mutex::new(out),
+            queued: Mutex::new(Queued::default()),
         }
     }
 
-    /// Write one line and flush: the line and its newline in one buffer and one write. A
-    /// failed write means the host is gone; the reader sees EOF next, so the error is reported
-    /// to stderr and otherwise dropped.
+    /// Send one line: written now (the line and its newline in one write), or, while another
+    /// thread writes, queued for its next write. A failed write means the host is gone; the
+    /// reader sees EOF next, so the error is reported to stderr and otherwise dropped.
     pub(crate) fn send(&self, line: String) {
-        let mut bytes = line.into_bytes();
-        bytes.push(b'\n');
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        let res = out.write_all(&bytes).and_then(|()| out.flush());
-        if let Err(err) = res {
-            eprintln!("yep-sdk: failed to write to the host: {err}");
+        let mut batch = line.into_bytes();
+        batch.push(b'\n');
+        {
+            let mut queued = lock(&self.queued);
+            if queued.writing {
+                queued.bytes.extend_from_slice(&batch);
+                return;
+            }
+            queued.writing = true;
+        }
+        loop {
+            let res = {
+                let mut out = lock(&self.out);
+                out.write_all(&batch).and_then(|()| out.flush())
+            };
+            if let Err(err) = res {
+                eprintln!("yep-sdk: failed to write to the host: {err}");
+            }
+            let mut queued = lock(&self.queued);
+            if queued.bytes.is_empty() {
+                queued.writing = false;
+                return;
+            }
+            // The written batch's buffer takes the next lines' place: no allocation per batch.
+            batch.clear();
+            std::mem::swap(&mut batch, &mut queued.bytes);
         }
     }
+
+    /// Wait until every line sent so far is written (the server is about to exit).
+    pub(crate) fn drain(&self) {
+        loop {
+            {
+                let queued = lock(&self.queued);
+                if !queued.writing && queued.bytes.is_empty() {
+                    return;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]
@@ -81,6 +130,65 @@ mod tests {
 
     fn read<'a>(r: &mut impl BufRead, lines: &'a mut LineBuffer) -> Line<'a> {
         read_line_capped(r, lines).expect("reading from memory")
+    }
+
+    /// A slow output that keeps each write apart.
+    #[derive(Clone, Default)]
+    struct Writes(std::sync::Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            self.0.lock().unwrap().push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn lines_sent_at_once_go_out_whole_and_in_fewer_writes() {
+        let writes = Writes::default();
+        let wire = std::sync::Arc::new(Wire::new(Box::new(writes.clone())));
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let wire = std::sync::Arc::clone(&wire);
+                std::thread::spawn(move || {
+                    for i in 0..200 {
+                        wire.send(format!("{{\"t\":{t},\"i\":{i}}}"));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        wire.drain();
+        let writes = writes.0.lock().unwrap();
+        let all: Vec<u8> = writes.concat();
+        let lines: Vec<&str> = std::str::from_utf8(&all).unwrap().lines().collect();
+        assert_eq!(lines.len(), 8 * 200);
+        // Each thread's lines whole and in its order.
+        for t in 0..8 {
+            let mine: Vec<&str> = lines
+                .iter()
+                .filter(|l| l.starts_with(&format!("{{\"t\":{t},")))
+                .copied()
+                .collect();
+            let expected: Vec<String> = (0..200)
+                .map(|i| format!("{{\"t\":{t},\"i\":{i}}}"))
+                .collect();
+            assert_eq!(mine, expected);
+        }
+        // Every write ends a line, and most carried several.
+        assert!(writes.iter().all(|w| w.ends_with(b"\n")));
+        assert!(
+            writes.len() < lines.len() / 2,
+            "{} writes for {} lines",
+            writes.len(),
+            lines.len()
+        );
     }
 
     #[test]

@@ -460,6 +460,8 @@ impl Core {
             engine = self.done.wait(engine).unwrap_or_else(|p| p.into_inner());
         }
         drop(engine);
+        // Lines queued behind another thread's write go out before the server returns.
+        self.shared.wire.drain();
         match lock(&self.io_error).take() {
             Some(err) => Err(err),
             None => Ok(()),
