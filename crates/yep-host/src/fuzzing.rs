@@ -9,7 +9,9 @@ use crate::store::lockfile::Lockfile;
 use crate::store::{Home, config, settings, summary};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use yep_protocol::{HostNotification, HostRequest, Message, ServerNotification, ServerRequest};
+use yep_protocol::{
+    HostNotification, HostRequest, Message, RawMessage, ServerNotification, ServerRequest,
+};
 
 /// A target body: feed it any bytes; it panics only when an invariant breaks.
 pub type Body = fn(&[u8]);
@@ -72,9 +74,28 @@ fn classify(line: &[u8]) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
+    let raw = RawMessage::parse(line);
     let Ok(msg) = Message::parse(line) else {
         return;
     };
+    // The host's own reading, payloads left as text, classifies it the same.
+    let raw = raw.expect("a line Message reads, RawMessage reads");
+    match (&msg, &raw) {
+        (Message::Request(a), RawMessage::Request { id, method, .. }) => {
+            assert_eq!((a.id, a.method.as_str()), (*id, method.as_ref()));
+        }
+        (Message::Notification(a), RawMessage::Notification { method, .. }) => {
+            assert_eq!(a.method, method.as_ref());
+        }
+        (Message::Response(a), RawMessage::Response { id, result }) => {
+            assert_eq!((a.id, a.result.is_ok()), (*id, result.is_ok()));
+            if let (Ok(value), Ok(text)) = (&a.result, result) {
+                let read: serde_json::Value = serde_json::from_str(text.get()).expect("its text");
+                assert_eq!(value, &read, "the result's text reads as the result");
+            }
+        }
+        _ => panic!("{msg:?} read raw as {raw:?}"),
+    }
     // The encoding reads back as the same kind of message, with the same id and method.
     let again = Message::parse(msg.to_line().as_bytes()).expect("an encoded message parses");
     match (&msg, &again) {
