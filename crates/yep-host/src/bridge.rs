@@ -100,15 +100,17 @@ impl Clients {
     /// every connected client, the latest first.
     fn askable(&self, extension: &str) -> Askable {
         let connected = self.lock();
-        let latest_first = |calls: &mut dyn Iterator<Item = &(u64, String, Peer<RoleServer>)>| {
-            let mut peers: Vec<Peer<RoleServer>> = calls.map(|(_, _, p)| p.clone()).collect();
-            peers.reverse();
-            peers
+        let callers = |own: bool| -> Vec<Peer<RoleServer>> {
+            let calls = connected.calls.iter().rev();
+            calls
+                .filter(|(_, e, _)| !own || e == extension)
+                .map(|(_, _, p)| p.clone())
+                .collect()
         };
-        let own = latest_first(&mut connected.calls.iter().filter(|(_, e, _)| e == extension));
+        let own = callers(true);
         let peers = match own.is_empty() {
             false => own,
-            true => latest_first(&mut connected.calls.iter()),
+            true => callers(false),
         };
         if !peers.is_empty() {
             return Askable {

@@ -1,7 +1,7 @@
 //! The builder and the serve loop: framing, handshake, dispatch, cancellation.
 
 use crate::context::{CancelFlag, Context, Notifier, Shared};
-use crate::framing::{Line, Wire, read_line_capped};
+use crate::framing::{Line, Wire, lock, read_line_capped};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufReader, Read, Write};
@@ -390,10 +390,6 @@ struct Core {
     done: Condvar,
     max_running: usize,
     io_error: Mutex<Option<std::io::Error>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Core {

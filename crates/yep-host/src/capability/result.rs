@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 /// no parse); a wire that hands over a parsed value (MCP through rmcp, zot's mapped content)
 /// keeps that. [`ToolResult::json`] is the text (for the model: no serialization when it came
 /// as text); [`ToolResult::value`] parses it on first use and keeps the value.
+#[derive(Clone)]
 pub struct ToolResult {
     raw: Option<Box<RawValue>>,
     parsed: OnceLock<Value>,
@@ -77,15 +78,6 @@ fn parse(raw: &RawValue) -> Value {
         tracing::warn!("a tool's answer could not be read: {e}");
         Value::Null
     })
-}
-
-impl Clone for ToolResult {
-    fn clone(&self) -> Self {
-        ToolResult {
-            raw: self.raw.clone(),
-            parsed: self.parsed.clone(),
-        }
-    }
 }
 
 impl From<Value> for ToolResult {

@@ -113,22 +113,20 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
     true
 }
 
-/// The subscriptions of `loaded` for this event and tool: `(timeout, on_error)` each, the
-/// timeout clamped to [`MAX_HOOK_TIMEOUT_MS`].
 impl ExtensionHost {
     /// Whether any loaded extension's post hook would see a call of `tool`: a call keeps its
     /// arguments for them only then.
     pub(crate) fn wants_post_tool_use(&self, tool: &str) -> bool {
         self.snapshot().loaded.iter().any(|l| {
-            l.manifest
-                .yolop
-                .hooks
-                .iter()
-                .any(|h| h.event == HookEvent::PostToolUse && glob_matches(&h.tool_name_glob, tool))
+            hooks_on(&l.manifest, HookEvent::PostToolUse, tool)
+                .next()
+                .is_some()
         })
     }
 }
 
+/// The subscriptions of `loaded` for this event and tool: `(timeout, on_error)` each, the
+/// timeout clamped to [`MAX_HOOK_TIMEOUT_MS`].
 fn subscriptions(loaded: &Loaded, event: HookEvent, tool: &str) -> Vec<(Duration, OnError)> {
     subscribed(&loaded.manifest, event, tool)
 }
@@ -139,13 +137,22 @@ fn subscribed(
     event: HookEvent,
     tool: &str,
 ) -> Vec<(Duration, OnError)> {
+    hooks_on(manifest, event, tool)
+        .map(|h| (hook_timeout(h.timeout_ms), h.on_error))
+        .collect()
+}
+
+/// `manifest`'s hooks on `event` whose glob takes `tool`.
+fn hooks_on<'a>(
+    manifest: &'a crate::Manifest,
+    event: HookEvent,
+    tool: &'a str,
+) -> impl Iterator<Item = &'a crate::manifest::HookDef> + 'a {
     manifest
         .yolop
         .hooks
         .iter()
-        .filter(|h| h.event == event && glob_matches(&h.tool_name_glob, tool))
-        .map(|h| (hook_timeout(h.timeout_ms), h.on_error))
-        .collect()
+        .filter(move |h| h.event == event && glob_matches(&h.tool_name_glob, tool))
 }
 
 /// Fire one subscription of `loaded` within `timeout`, cut to what is left before `deadline`
