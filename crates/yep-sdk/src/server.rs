@@ -1,7 +1,9 @@
 //! The builder and the serve loop: framing, handshake, dispatch, cancellation.
 
 use crate::context::{CancelFlag, Context, Notifier, Shared};
-use crate::framing::{Line, Wire, lock, read_line_capped};
+#[cfg(unix)]
+use crate::framing::SpinStdin;
+use crate::framing::{Line, Source, Wire, lock, read_line_capped};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufReader, Read, Write};
@@ -88,7 +90,6 @@ pub struct Server {
     max_concurrency: usize,
     max_frame_bytes: usize,
     spin: Duration,
-    spin_fd: Option<i32>,
 }
 
 impl Server {
@@ -107,7 +108,6 @@ impl Server {
             max_concurrency: 64,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             spin: spin_from_env(),
-            spin_fd: None,
         }
     }
 
@@ -214,10 +214,13 @@ impl Server {
     ///
     /// On Unix, stdout is then re-pointed at stderr, so a stray `println!` in a handler lands
     /// in the host's log instead of corrupting the wire.
-    pub fn serve(mut self) -> std::io::Result<()> {
+    pub fn serve(self) -> std::io::Result<()> {
         let wire = guard_stdout()?;
-        self.spin_fd = Some(0);
-        self.serve_on(std::io::stdin(), wire)
+        #[cfg(unix)]
+        let input = Source::Stdin(SpinStdin::open(self.spin)?);
+        #[cfg(not(unix))]
+        let input = Source::Stream(Box::new(std::io::stdin()));
+        self.run(input, wire)
     }
 
     /// Serve on any reader/writer pair (tests, sockets). Returns at EOF or `exit`, once every
@@ -227,12 +230,16 @@ impl Server {
         R: Read + Send + 'static,
         W: Write + Send + 'static,
     {
+        self.run(Source::Stream(Box::new(input)), Box::new(output))
+    }
+
+    fn run(self, input: Source, output: Box<dyn Write + Send>) -> std::io::Result<()> {
         let shared = Arc::new(Shared {
-            wire: Wire::new(Box::new(output)),
+            wire: Wire::new(output),
             asks: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         });
-        let core = Arc::new(Core::new(self, shared, Box::new(input)));
+        let core = Arc::new(Core::new(self, shared, input));
         core.run()
     }
 }
@@ -287,35 +294,8 @@ struct Job {
 
 /// The input side, touched only by the thread that holds the reader role.
 struct Input {
-    reader: BufReader<Box<dyn Read + Send>>,
+    reader: BufReader<Source>,
     lines: LineBuffer,
-    /// Busy-poll this descriptor for `spin` before blocking in `read` (stdin under `serve`).
-    spin_fd: Option<i32>,
-    spin: Duration,
-}
-
-impl Input {
-    /// Wait briefly for input by polling instead of sleeping in `read`: a blocked reader costs
-    /// a scheduler wake-up (tens of µs on an idle VM) when the next request lands, and the
-    /// next request usually lands within microseconds of the last answer.
-    fn spin_for_input(&self) {
-        let Some(fd) = self.spin_fd else { return };
-        if self.spin.is_zero() || !self.reader.buffer().is_empty() {
-            return;
-        }
-        let until = Instant::now() + self.spin;
-        while Instant::now() < until {
-            if poll_readable(fd) {
-                return;
-            }
-            std::hint::spin_loop();
-        }
-    }
-
-    /// Whether more input is already here (buffered, or readable on the descriptor).
-    fn pending(&self) -> bool {
-        !self.reader.buffer().is_empty() || self.spin_fd.is_some_and(poll_readable)
-    }
 }
 
 /// How long a reader role may stay reserved for the thread running the request it read.
@@ -323,23 +303,6 @@ const HANDOFF_DELAY: Duration = Duration::from_micros(500);
 
 /// How long the standby keeps its timed watch after the last deferred hand-off.
 const STANDBY_LINGER: Duration = Duration::from_millis(20);
-
-/// Whether `fd` has input (or EOF, or an error) right now.
-#[cfg(unix)]
-fn poll_readable(fd: i32) -> bool {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, zero timeout.
-    unsafe { libc::poll(&mut pfd, 1, 0) != 0 }
-}
-
-#[cfg(not(unix))]
-fn poll_readable(_fd: i32) -> bool {
-    true
-}
 
 #[derive(Default)]
 struct Engine {
@@ -393,7 +356,7 @@ struct Core {
 }
 
 impl Core {
-    fn new(server: Server, shared: Arc<Shared>, input: Box<dyn Read + Send>) -> Self {
+    fn new(server: Server, shared: Arc<Shared>, input: Source) -> Self {
         // Bounded: a flood of trace events slows the reader (and so the host's forwarder, which
         // drops its oldest) instead of growing this process without limit.
         let (tx, rx) = sync_channel::<Ordered>(ORDERED_QUEUE);
@@ -437,8 +400,6 @@ impl Core {
             input: Mutex::new(Input {
                 reader: BufReader::with_capacity(64 * 1024, input),
                 lines: LineBuffer::new(server.max_frame_bytes),
-                spin_fd: server.spin_fd,
-                spin: server.spin,
             }),
             engine: Mutex::new(Engine::default()),
             work: Condvar::new(),
@@ -524,12 +485,10 @@ impl Core {
     fn read(self: &Arc<Self>) {
         let mut input = lock(&self.input);
         loop {
-            // Poll only while nothing runs: a polling reader would take the CPU a running
+            let Input { reader, lines } = &mut *input;
+            // Spin only while nothing runs: a polling reader would take the CPU a running
             // request needs (a host may have only two).
-            if lock(&self.engine).running == 0 {
-                input.spin_for_input();
-            }
-            let Input { reader, lines, .. } = &mut *input;
+            reader.get_mut().set_spin(lock(&self.engine).running == 0);
             let max_frame = lines.cap();
             let line = match read_line_capped(reader, lines) {
                 Ok(line) => line,
@@ -572,7 +531,9 @@ impl Core {
                     }
                     engine.running += 1;
                     engine.reading = false;
-                    let deferred = !input.pending();
+                    // Only what is buffered counts: asking the pipe would cost a syscall on
+                    // every call, and a line landing just after would be missed all the same.
+                    let deferred = input.reader.buffer().is_empty();
                     if deferred {
                         let now = Instant::now();
                         engine.handoff_at = Some(now + HANDOFF_DELAY);
