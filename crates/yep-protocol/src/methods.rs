@@ -6,6 +6,7 @@
 use crate::types::*;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 pub const INITIALIZE: &str = "initialize";
 pub const INITIALIZED: &str = "initialized";
@@ -23,6 +24,17 @@ pub const STATUS_CHANGED: &str = "status/changed";
 pub const LOG: &str = "log";
 pub const SHUTDOWN: &str = "shutdown";
 pub const EXIT: &str = "exit";
+
+/// [`params`] from the params' text on the line (`None`: absent or `null`), without building
+/// a `Value` for the whole params first.
+fn raw_params<T: DeserializeOwned + Default>(
+    params: Option<&RawValue>,
+) -> Result<T, serde_json::Error> {
+    match params {
+        None => Ok(T::default()),
+        Some(raw) => serde_json::from_str(raw.get()),
+    }
+}
 
 /// Parse params leniently: absent (`null`) params are the type's default.
 fn params<T: DeserializeOwned + Default>(params: Value) -> Result<T, serde_json::Error> {
@@ -59,6 +71,17 @@ macro_rules! method_enum {
                 })
             }
 
+            /// [`Self::parse`], from the params' text as [`crate::RawMessage`] borrows it.
+            pub fn parse_raw(method: &str, raw: Option<&RawValue>) -> Result<Self, serde_json::Error> {
+                Ok(match method {
+                    $($method => method_enum!(@parse_raw $variant raw $(($payload))?),)*
+                    _ => $name::Unknown {
+                        method: method.to_string(),
+                        params: raw.map_or(Ok(Value::Null), |r| serde_json::from_str(r.get()))?,
+                    },
+                })
+            }
+
             /// The wire method name.
             pub fn method(&self) -> &str {
                 match self {
@@ -78,6 +101,8 @@ macro_rules! method_enum {
     };
     (@parse $variant:ident $raw:ident ($payload:ty)) => { Self::$variant(params::<$payload>($raw)?) };
     (@parse $variant:ident $raw:ident) => { Self::$variant };
+    (@parse_raw $variant:ident $raw:ident ($payload:ty)) => { Self::$variant(raw_params::<$payload>($raw)?) };
+    (@parse_raw $variant:ident $raw:ident) => { Self::$variant };
     (@pat $name:ident $variant:ident ($payload:ty)) => { $name::$variant(_) };
     (@pat $name:ident $variant:ident) => { $name::$variant };
     (@bind $name:ident $variant:ident $p:ident ($payload:ty)) => { $name::$variant($p) };
@@ -157,5 +182,35 @@ mod tests {
             ServerNotification::parse("log", json!({"message": "m"})).unwrap(),
             ServerNotification::Log(_)
         ));
+    }
+
+    #[test]
+    fn params_parse_the_same_from_their_text() {
+        let raw = |v: &Value| RawValue::from_string(v.to_string()).unwrap();
+        for (method, params) in [
+            (
+                "tool/call",
+                json!({"name": "echo", "args": {"text": "hi", "n": [1, 2.5, null]}}),
+            ),
+            ("cancel", json!({"id": 7})),
+            ("shutdown", Value::Null),
+            (
+                "initialize",
+                json!({"protocolVersion": "1.0", "config": {"k": "v"}}),
+            ),
+            ("frobnicate", json!([1, {"a": "b"}])),
+        ] {
+            let text = (!params.is_null()).then(|| raw(&params));
+            assert_eq!(
+                HostRequest::parse_raw(method, text.as_deref()).unwrap(),
+                HostRequest::parse(method, params.clone()).unwrap(),
+                "{method}"
+            );
+        }
+        assert!(HostRequest::parse_raw("cancel", Some(&raw(&json!({"id": "x"})))).is_err());
+        assert_eq!(
+            HostNotification::parse_raw("exit", None).unwrap(),
+            HostNotification::Exit
+        );
     }
 }

@@ -4,6 +4,7 @@ use crate::context::{CancelFlag, Context, Notifier, Shared};
 #[cfg(unix)]
 use crate::framing::SpinStdin;
 use crate::framing::{Line, Source, Wire, lock, read_line_capped};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufReader, Read, Write};
@@ -16,7 +17,7 @@ use yep_protocol::framing::{LineBuffer, spin_from_env};
 use yep_protocol::{
     CancelResult, CommandExecuteResult, ConfigChangedResult, ConfigStatus, ErrorCode, ErrorObject,
     HookDecision, HookFireParams, HostNotification, HostRequest, InitializeParams,
-    InitializeResult, Message, PROTOCOL_VERSION, PromptContribution, PromptParams, ServedTool,
+    InitializeResult, PROTOCOL_VERSION, PromptContribution, PromptParams, RawMessage, ServedTool,
     TraceEventParams, error_line, result_line, version_compatible,
 };
 
@@ -507,7 +508,7 @@ impl Core {
                     Next::Handled
                 }
                 Line::Complete(buf) if buf.iter().all(u8::is_ascii_whitespace) => Next::Handled,
-                Line::Complete(buf) => match Message::parse(buf) {
+                Line::Complete(buf) => match RawMessage::parse(buf) {
                     Ok(msg) => self.dispatch(msg),
                     Err(err) => {
                         eprintln!("yep-sdk: skipping malformed wire line: {err}");
@@ -616,27 +617,36 @@ impl Core {
         self.shared.wire.send(line);
     }
 
-    fn dispatch(&self, msg: Message) -> Next {
+    fn dispatch(&self, msg: RawMessage<'_>) -> Next {
         match msg {
-            Message::Response(resp) => {
-                if let Some(tx) = lock(&self.shared.asks).remove(&resp.id) {
-                    let _ = tx.send(resp.result);
+            RawMessage::Response { id, result } => {
+                if let Some(tx) = lock(&self.shared.asks).remove(&id) {
+                    let value =
+                        |raw: &RawValue| serde_json::from_str(raw.get()).unwrap_or_default();
+                    let _ = tx.send(match result {
+                        Ok(raw) => Ok(value(raw)),
+                        Err(raw) => Err(ErrorObject::from_wire(value(raw))),
+                    });
                 }
             }
-            Message::Notification(n) => match HostNotification::parse(&n.method, n.params) {
-                Ok(HostNotification::Initialized) => self.order(Ordered::Initialized),
-                Ok(HostNotification::TraceEvent(ev)) => self.order(Ordered::Trace(ev)),
-                Ok(HostNotification::WorkspaceChanged(w)) => {
-                    self.order(Ordered::Workspace(w.workspace_root))
+            RawMessage::Notification { method, params } => {
+                match HostNotification::parse_raw(&method, params) {
+                    Ok(HostNotification::Initialized) => self.order(Ordered::Initialized),
+                    Ok(HostNotification::TraceEvent(ev)) => self.order(Ordered::Trace(ev)),
+                    Ok(HostNotification::WorkspaceChanged(w)) => {
+                        self.order(Ordered::Workspace(w.workspace_root))
+                    }
+                    Ok(HostNotification::Exit) => return Next::Exit,
+                    Ok(_) => {}
+                    Err(err) => eprintln!("yep-sdk: ignoring {method} with bad params: {err}"),
                 }
-                Ok(HostNotification::Exit) => return Next::Exit,
-                Ok(_) => {}
-                Err(err) => eprintln!("yep-sdk: ignoring {} with bad params: {err}", n.method),
-            },
-            Message::Request(req) => match HostRequest::parse(&req.method, req.params) {
-                Ok(request) => return self.request(req.id, request),
-                Err(err) => self.answer(req.id, Err(ErrorObject::invalid_params(&req.method, err))),
-            },
+            }
+            RawMessage::Request { id, method, params } => {
+                match HostRequest::parse_raw(&method, params) {
+                    Ok(request) => return self.request(id, request),
+                    Err(err) => self.answer(id, Err(ErrorObject::invalid_params(&method, err))),
+                }
+            }
         }
         Next::Handled
     }
