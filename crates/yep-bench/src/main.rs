@@ -69,6 +69,11 @@ fn main() -> anyhow::Result<()> {
     let bridge_only = std::env::args().any(|a| a == "--bridge-only");
     // Only the yep round trips and throughput, for working on the call path (or profiling it).
     let calls_only = std::env::args().any(|a| a == "--calls-only");
+    // Another build's echo server against this one's, for working on the SDK.
+    let ab_echo = std::env::args()
+        .skip_while(|a| a != "--ab-echo")
+        .nth(1)
+        .map(std::path::PathBuf::from);
     build_peers()?;
     let started = Instant::now();
     let scratch = tempdir()?;
@@ -118,6 +123,9 @@ fn main() -> anyhow::Result<()> {
         unchecked.stop().await;
         r.latency("yep_rtt_200_checked", percentiles(with));
         r.latency("yep_rtt_200_unchecked", percentiles(without));
+        if let Some(other) = &ab_echo {
+            return ab(&mut r, &ext, other, &scratch).await;
+        }
         if calls_only {
             for bytes in PAYLOADS {
                 r.latency(
@@ -296,7 +304,7 @@ fn main() -> anyhow::Result<()> {
     rt.shutdown_background();
 
     // 6. The same decision from a process spawned per event.
-    if bridge_only || calls_only {
+    if bridge_only || calls_only || ab_echo.is_some() {
         print_table(&r, &json!({}), &machine(), started.elapsed().as_secs_f64());
         return Ok(());
     }
@@ -319,6 +327,36 @@ fn main() -> anyhow::Result<()> {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
         print_table(&r, &ratios, &machine, seconds);
+    }
+    Ok(())
+}
+
+/// `--ab-echo <server>`: this build's echo server (`ext`) against another build's, the same
+/// host driving both in alternating rounds, so both see the same machine: the one comparison
+/// that tells an SDK change of a few percent from this VM's run-to-run swings.
+async fn ab(
+    r: &mut Report,
+    ext: &Arc<yep_host::Extension>,
+    other: &std::path::Path,
+    scratch: &std::path::Path,
+) -> anyhow::Result<()> {
+    let b = extension("echo-b", other, scratch, echo_schemas()?);
+    b.handshake().await?;
+    let (x, y) = rtt_pair(ext, &b, 200, 40, 2_000).await?;
+    r.latency("a_rtt_200", percentiles(x));
+    r.latency("b_rtt_200", percentiles(y));
+    let b = Arc::new(b);
+    for n in IN_FLIGHT {
+        let (mut ta, mut tb) = (0.0, 0.0);
+        for _ in 0..5 {
+            ta += throughput(Arc::clone(ext), n, 20_000).await?;
+            tb += throughput(Arc::clone(&b), n, 20_000).await?;
+        }
+        r.rate(&format!("a_throughput_{n}"), ta / 5.0);
+        r.rate(&format!("b_throughput_{n}"), tb / 5.0);
+    }
+    if let Ok(b) = Arc::try_unwrap(b) {
+        b.stop().await;
     }
     Ok(())
 }

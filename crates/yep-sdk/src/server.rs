@@ -80,7 +80,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
 pub struct Server {
     name: String,
     instructions: Option<String>,
-    tools: BTreeMap<String, ToolHandler>,
+    tools: BTreeMap<String, Tool>,
     hook: Option<HookHandler>,
     dynamic_prompt: Option<PromptHandler>,
     commands: BTreeMap<String, CommandHandler>,
@@ -123,7 +123,11 @@ impl Server {
     where
         F: Fn(&Value, &Context) -> ToolResult + Send + Sync + 'static,
     {
-        self.tools.insert(name.into(), Arc::new(handler));
+        let tool = Tool {
+            handler: Arc::new(handler),
+            last_run: RunTime::default(),
+        };
+        self.tools.insert(name.into(), tool);
         self
     }
 
@@ -335,10 +339,12 @@ struct Engine {
 /// `cancel`, `shutdown`, `config/changed`, responses) are handled by the reader in place, so a
 /// cancel is never queued behind work.
 ///
-/// Handing the reader role on: when more input is already waiting, at once, to an idle
-/// thread. Otherwise the hand-off is deferred by [`HANDOFF_DELAY`]: a quick request finishes
-/// first and its thread goes straight back to reading (and polling for the next line), with no
-/// other thread woken; a slow one loses the role to the standby thread when the delay is up.
+/// Handing the reader role on: when more input is already waiting and the request's handler
+/// was not quick last time ([`QUICK_RUN`]), at once, to an idle thread. Otherwise the hand-off
+/// is deferred by [`HANDOFF_DELAY`]: a quick request finishes first and its thread goes
+/// straight back to reading (and polling for the next line, or taking the next one buffered),
+/// with no other thread woken; a slow one loses the role to the standby thread when the delay
+/// is up.
 struct Core {
     shared: Arc<Shared>,
     handlers: Handlers,
@@ -390,6 +396,7 @@ impl Core {
                 instructions: server.instructions,
                 tools: server.tools,
                 hook: server.hook,
+                hook_run: RunTime::default(),
                 dynamic_prompt: server.dynamic_prompt,
                 commands: server.commands,
                 has_trace,
@@ -534,7 +541,12 @@ impl Core {
                     engine.reading = false;
                     // Only what is buffered counts: asking the pipe would cost a syscall on
                     // every call, and a line landing just after would be missed all the same.
-                    let deferred = input.reader.buffer().is_empty();
+                    // With more waiting, a handler that was quick last time still runs here
+                    // first: waking a thread for it would cost more than the run (and on a
+                    // two-core host, the CPU the host needs), and if it is slow this time the
+                    // standby takes the role when the delay is up.
+                    let deferred =
+                        input.reader.buffer().is_empty() || self.handlers.was_quick(&job.request);
                     if deferred {
                         let now = Instant::now();
                         engine.handoff_at = Some(now + HANDOFF_DELAY);
@@ -595,7 +607,7 @@ impl Core {
             cancel,
         };
         let method = request.method().to_string();
-        let result = catch_unwind(AssertUnwindSafe(|| self.handlers.run(request, &ctx)))
+        let result = catch_unwind(AssertUnwindSafe(|| self.handlers.timed_run(request, &ctx)))
             .unwrap_or_else(|_| {
                 Err(ErrorObject::new(
                     ErrorCode::INTERNAL_ERROR,
@@ -761,21 +773,80 @@ impl Core {
     }
 }
 
+/// A registered tool and how long its last run took.
+struct Tool {
+    handler: ToolHandler,
+    last_run: RunTime,
+}
+
+/// A run that took less than this counts as quick: the next one runs on the reader's thread
+/// even with more input waiting (see [`Core::read`]).
+const QUICK_RUN: Duration = Duration::from_micros(50);
+
+/// How long a handler's last run took, in ns; unknown (never run) counts as slow.
+struct RunTime(std::sync::atomic::AtomicU64);
+
+impl Default for RunTime {
+    fn default() -> Self {
+        RunTime(AtomicU64::new(u64::MAX))
+    }
+}
+
+impl RunTime {
+    fn quick(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) < QUICK_RUN.as_nanos() as u64
+    }
+
+    fn record(&self, took: Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.0.store(ns, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 struct Handlers {
     name: String,
     instructions: Option<String>,
-    tools: BTreeMap<String, ToolHandler>,
+    tools: BTreeMap<String, Tool>,
     hook: Option<HookHandler>,
+    hook_run: RunTime,
     dynamic_prompt: Option<PromptHandler>,
     commands: BTreeMap<String, CommandHandler>,
     has_trace: bool,
 }
 
 impl Handlers {
+    /// The timing kept for this request's handler, if it has one (tools and hooks: the
+    /// requests that come many at once).
+    fn run_time(&self, request: &HostRequest) -> Option<&RunTime> {
+        match request {
+            HostRequest::ToolCall(call) => self.tools.get(&call.name).map(|t| &t.last_run),
+            HostRequest::HookFire(_) => Some(&self.hook_run),
+            _ => None,
+        }
+    }
+
+    /// Whether this request's handler was quick the last time it ran.
+    fn was_quick(&self, request: &HostRequest) -> bool {
+        self.run_time(request).is_some_and(RunTime::quick)
+    }
+
+    /// [`Handlers::run`], keeping how long it took.
+    fn timed_run(&self, request: HostRequest, ctx: &Context) -> Result<Value, ErrorObject> {
+        let Some(run_time) = self.run_time(&request) else {
+            return self.run(request, ctx);
+        };
+        // A panic leaves the handler marked slow (as it was before its first run).
+        run_time.record(Duration::MAX);
+        let started = Instant::now();
+        let result = self.run(request, ctx);
+        run_time.record(started.elapsed());
+        result
+    }
+
     fn run(&self, request: HostRequest, ctx: &Context) -> Result<Value, ErrorObject> {
         match request {
             HostRequest::ToolCall(call) => match self.tools.get(&call.name) {
-                Some(tool) => tool(&call.args, ctx).map_err(|e| e.0),
+                Some(tool) => (tool.handler)(&call.args, ctx).map_err(|e| e.0),
                 None => Err(ErrorObject::message(format!("no such tool: {}", call.name))),
             },
             HostRequest::HookFire(fire) => {

@@ -155,6 +155,63 @@ fn requests_run_concurrently() {
     peer.finish().unwrap();
 }
 
+/// A tool that answers with the thread it ran on, and waits for `gate` calls to be inside
+/// at once when the call asks for it (`{"meet": true}`).
+fn where_server(gate: usize) -> Server {
+    let meeting = Arc::new((Mutex::new(0usize), std::sync::Condvar::new()));
+    Server::new("t").tool("where", move |args, _| {
+        if args["meet"] == true {
+            let (count, cv) = &*meeting;
+            let mut n = count.lock().unwrap();
+            *n += 1;
+            cv.notify_all();
+            let (n, timeout) = cv
+                .wait_timeout_while(n, Duration::from_secs(10), |n| *n < gate)
+                .unwrap();
+            if timeout.timed_out() {
+                return Err(ToolError::new(format!("only {} calls ran at once", *n)));
+            }
+        }
+        Ok(json!(format!("{:?}", std::thread::current().id())))
+    })
+}
+
+/// Send `ids` calls of `where` in one write, and return each answer's result.
+fn burst(peer: &mut Peer, ids: std::ops::Range<u64>, args: Value) -> Vec<Value> {
+    let mut lines = String::new();
+    for id in ids.clone() {
+        let call =
+            json!({"id": id, "method": "tool/call", "params": {"name": "where", "args": args}});
+        lines.push_str(&format!("{call}\n"));
+    }
+    peer.input.write_all(lines.as_bytes()).unwrap();
+    ids.map(|_| peer.recv()["result"].clone()).collect()
+}
+
+#[test]
+fn calls_of_a_tool_that_was_quick_run_on_the_readers_thread_one_after_another() {
+    let mut peer = Peer::start(where_server(8));
+    // Its first run is unknown, so counted slow: that call gets a thread of its own.
+    peer.send(json!({"id": 1, "method": "tool/call", "params": {"name": "where"}}));
+    assert!(peer.recv()["result"].is_string());
+    // Fifty arriving together: waking a thread for each would cost more than the runs.
+    let threads = burst(&mut peer, 100..150, json!({}));
+    let mut counts = std::collections::HashMap::new();
+    for t in &threads {
+        *counts.entry(t.to_string()).or_insert(0usize) += 1;
+    }
+    let most = counts.values().max().copied().unwrap_or(0);
+    // A run preempted past the hand-off delay lets the standby read on, so not all fifty.
+    assert!(most >= 40, "the calls ran spread over threads: {counts:?}");
+
+    // The same tool turning slow (each call waits for eight at once) still runs them at once:
+    // the standby takes the reader role from the blocked run, and a running handler counts
+    // as slow, so the rest are handed on at once.
+    let met = burst(&mut peer, 200..208, json!({"meet": true}));
+    assert!(met.iter().all(Value::is_string), "{met:?}");
+    peer.finish().unwrap();
+}
+
 #[test]
 fn updates_carry_the_request_id_and_precede_the_result() {
     let mut peer = Peer::start(counter());
