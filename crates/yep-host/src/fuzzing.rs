@@ -74,6 +74,15 @@ fn classify(line: &[u8]) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
+    // The fast writer of results and arguments writes what serde_json writes.
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) {
+        let theirs = serde_json::to_string(&value).expect("a Value serializes");
+        assert_eq!(
+            yep_protocol::json::to_string(&value),
+            theirs,
+            "the fast writer differs"
+        );
+    }
     let raw = RawMessage::parse(line);
     let Ok(msg) = Message::parse(line) else {
         return;

@@ -10,6 +10,7 @@
 
 mod error;
 pub mod framing;
+pub mod json;
 mod message;
 pub mod meta;
 pub mod methods;
@@ -21,7 +22,7 @@ mod version;
 pub use error::{ErrorCode, ErrorObject};
 pub use message::{
     Message, Notification, ParseError, RawMessage, Request, Response, error_line, non_null,
-    notification_line, request_line, result_line,
+    notification_line, request_line, result_line, tool_call_line, value_result_line,
 };
 pub use methods::{HostNotification, HostRequest, ServerNotification, ServerRequest};
 pub use types::*;

@@ -210,6 +210,42 @@ pub fn result_line<R: Serialize>(id: u64, result: &R) -> String {
     encode(&OutResult { id, result })
 }
 
+/// `{"id":N,"result":R}` for a result that is a `Value`: [`result_line`]'s text, written by
+/// [`crate::json`] (a big result's strings are the cost of an answer).
+pub fn value_result_line(id: u64, result: &Value) -> String {
+    let mut out = Vec::with_capacity(32);
+    out.extend_from_slice(b"{\"id\":");
+    write_u64(&mut out, id);
+    out.extend_from_slice(b",\"result\":");
+    crate::json::write_value(&mut out, result);
+    out.push(b'}');
+    String::from_utf8(out).expect("JSON text is UTF-8")
+}
+
+/// The `tool/call` request: [`request_line`]'s text for it, its arguments written by
+/// [`crate::json`] (big arguments are the cost of a call).
+pub fn tool_call_line(id: u64, params: &crate::ToolCallParams) -> String {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(b"{\"id\":");
+    write_u64(&mut out, id);
+    out.extend_from_slice(b",\"method\":");
+    crate::json::write_str(&mut out, crate::methods::TOOL_CALL);
+    out.extend_from_slice(b",\"params\":{\"tool_call_id\":");
+    crate::json::write_str(&mut out, &params.tool_call_id);
+    out.extend_from_slice(b",\"name\":");
+    crate::json::write_str(&mut out, &params.name);
+    out.extend_from_slice(b",\"args\":");
+    crate::json::write_value(&mut out, &params.args);
+    out.extend_from_slice(b"}}");
+    String::from_utf8(out).expect("JSON text is UTF-8")
+}
+
+fn write_u64(out: &mut Vec<u8>, n: u64) {
+    use std::io::Write;
+    // Writing into memory cannot fail.
+    let _ = write!(out, "{n}");
+}
+
 /// `{"id":N,"error":E}`.
 pub fn error_line(id: u64, error: &ErrorObject) -> String {
     encode(&OutError { id, error })
@@ -229,6 +265,38 @@ mod tests {
 
     fn parse(line: &str) -> Message {
         Message::parse(line.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn the_fast_lines_are_the_serde_lines() {
+        let args = json!({"text": "x\"y\n".repeat(40) + &"z".repeat(500), "n": [1, 2.5, null]});
+        for result in [
+            json!(null),
+            json!("hi"),
+            args.clone(),
+            json!({"echoed": "a".repeat(9000)}),
+        ] {
+            assert_eq!(value_result_line(7, &result), result_line(7, &result));
+        }
+        let params = crate::ToolCallParams {
+            tool_call_id: "echo-1".into(),
+            name: "ech\"o".into(),
+            args,
+        };
+        let line = tool_call_line(u64::MAX, &params);
+        assert_eq!(
+            line,
+            request_line(u64::MAX, crate::methods::TOOL_CALL, Some(&params))
+        );
+        let back = crate::HostRequest::parse_raw(
+            crate::methods::TOOL_CALL,
+            match RawMessage::parse(line.as_bytes()).unwrap() {
+                RawMessage::Request { params, .. } => params,
+                other => panic!("not a request: {other:?}"),
+            },
+        )
+        .unwrap();
+        assert_eq!(back, crate::HostRequest::ToolCall(params));
     }
 
     #[test]

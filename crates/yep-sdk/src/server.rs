@@ -18,7 +18,7 @@ use yep_protocol::{
     CancelResult, CommandExecuteResult, ConfigChangedResult, ConfigStatus, ErrorCode, ErrorObject,
     HookDecision, HookFireParams, HostNotification, HostRequest, InitializeParams,
     InitializeResult, PROTOCOL_VERSION, PromptContribution, PromptParams, RawMessage, ServedTool,
-    TraceEventParams, error_line, result_line, version_compatible,
+    TraceEventParams, error_line, result_line, value_result_line, version_compatible,
 };
 
 /// What a tool handler returns.
@@ -623,7 +623,7 @@ impl Core {
 
     fn answer(&self, id: u64, result: Result<Value, ErrorObject>) {
         let line = match result {
-            Ok(v) => result_line(id, &v),
+            Ok(v) => value_result_line(id, &v),
             Err(e) => error_line(id, &e),
         };
         self.shared.wire.send(line);

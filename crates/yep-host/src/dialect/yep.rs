@@ -29,7 +29,7 @@ use yep_protocol::{
     InitializeParams, InitializeResult, PROTOCOL_VERSION, PromptContribution, RawMessage,
     ServerNotification, ServerRequest, ToolCallParams, ToolUpdateParams, TraceEventParams,
     UiAskParams, UiAskResult, WorkspaceChangedParams, error_line, notification_line, request_line,
-    result_line, version_compatible,
+    result_line, tool_call_line, version_compatible,
 };
 
 /// Feature tokens this host always advertises in `initialize`; `ui_ask` and `status` are
@@ -266,11 +266,7 @@ impl Peer for YepPeer {
             // The result passes through as the server wrote it.
             let raw = self
                 .conn
-                .call(
-                    TOOL_CALL,
-                    |id| request_line(num(id), TOOL_CALL, Some(&params)),
-                    opts,
-                )
+                .call(TOOL_CALL, |id| tool_call_line(num(id), &params), opts)
                 .await
                 .map_err(|e| PeerError::call(TOOL_CALL, e))?;
             Ok(ToolResult::from_raw(raw))
