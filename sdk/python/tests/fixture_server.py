@@ -82,6 +82,8 @@ def hook(params):
 @server.on_config
 def on_config(config):
     configs.append(config)
+    if isinstance(config, dict) and config.get("raise"):
+        raise RuntimeError("config handler broke")
     if isinstance(config, dict) and config.get("restart"):
         return "restart-required"
     return "ok"

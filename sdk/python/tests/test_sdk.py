@@ -421,6 +421,15 @@ class FixtureTest(PeerTest):
         self.assertEqual(self.peer.call("tool/call", {"name": "missing"})["error"]["message"],
                          "no such tool: missing")
 
+    def test_a_failing_config_handler_is_logged_with_its_traceback(self):
+        self.peer.handshake()
+        result = self.peer.call("config/changed", {"config": {"raise": True}})["result"]
+        self.assertEqual(result, {"status": "restart-required"})
+        self.assertEqual(self.peer.close(), 0)
+        stderr = "".join(self.peer.err)
+        self.assertIn("on_config failed:\nTraceback (most recent call last)", stderr)
+        self.assertIn("RuntimeError: config handler broke", stderr)
+
     def test_hook_modify_and_default_prompt(self):
         self.peer.handshake()
         self.assertEqual(self.peer.call("hook/fire", {"event": "pre_tool_use", "tool_name": "x",
