@@ -66,6 +66,10 @@ const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../yep-protocol/src/framing.rs"),
     ),
     (
+        "vendor/yep-protocol/src/json.rs",
+        include_str!("../../../yep-protocol/src/json.rs"),
+    ),
+    (
         "vendor/yep-protocol/src/message.rs",
         include_str!("../../../yep-protocol/src/message.rs"),
     ),
