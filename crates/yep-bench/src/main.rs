@@ -70,10 +70,14 @@ fn main() -> anyhow::Result<()> {
     // Only the yep round trips and throughput, for working on the call path (or profiling it).
     let calls_only = std::env::args().any(|a| a == "--calls-only");
     // Another build's echo server against this one's, for working on the SDK.
-    let ab_echo = std::env::args()
-        .skip_while(|a| a != "--ab-echo")
-        .nth(1)
-        .map(std::path::PathBuf::from);
+    let args: Vec<String> = std::env::args().collect();
+    let ab_echo = match args.iter().position(|a| a == "--ab-echo") {
+        Some(i) => match args.get(i + 1) {
+            Some(path) => Some(std::path::PathBuf::from(path)),
+            None => anyhow::bail!("--ab-echo needs the path of another build's yep-bench-echo"),
+        },
+        None => None,
+    };
     build_peers()?;
     let started = Instant::now();
     let scratch = tempdir()?;
