@@ -225,17 +225,23 @@ pub fn value_result_line(id: u64, result: &Value) -> String {
 /// The `tool/call` request: [`request_line`]'s text for it, its arguments written by
 /// [`crate::json`] (big arguments are the cost of a call).
 pub fn tool_call_line(id: u64, params: &crate::ToolCallParams) -> String {
+    // Every field by name: one added to the type fails to build here, not to reach the wire.
+    let crate::ToolCallParams {
+        tool_call_id,
+        name,
+        args,
+    } = params;
     let mut out = Vec::with_capacity(64);
     out.extend_from_slice(b"{\"id\":");
     write_u64(&mut out, id);
     out.extend_from_slice(b",\"method\":");
     crate::json::write_str(&mut out, crate::methods::TOOL_CALL);
     out.extend_from_slice(b",\"params\":{\"tool_call_id\":");
-    crate::json::write_str(&mut out, &params.tool_call_id);
+    crate::json::write_str(&mut out, tool_call_id);
     out.extend_from_slice(b",\"name\":");
-    crate::json::write_str(&mut out, &params.name);
+    crate::json::write_str(&mut out, name);
     out.extend_from_slice(b",\"args\":");
-    crate::json::write_value(&mut out, &params.args);
+    crate::json::write_value(&mut out, args);
     out.extend_from_slice(b"}}");
     String::from_utf8(out).expect("JSON text is UTF-8")
 }

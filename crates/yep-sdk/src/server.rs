@@ -607,7 +607,7 @@ impl Core {
             cancel,
         };
         let method = request.method().to_string();
-        let result = catch_unwind(AssertUnwindSafe(|| self.handlers.timed_run(request, &ctx)))
+        let result = catch_unwind(AssertUnwindSafe(|| self.handlers.run(request, &ctx)))
             .unwrap_or_else(|_| {
                 Err(ErrorObject::new(
                     ErrorCode::INTERNAL_ERROR,
@@ -801,6 +801,16 @@ impl RunTime {
         let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         self.0.store(ns, std::sync::atomic::Ordering::Relaxed);
     }
+
+    /// Run `f`, keeping how long it took. While it runs, and after a panic, it counts as slow
+    /// (as before its first run).
+    fn time<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.record(Duration::MAX);
+        let started = Instant::now();
+        let out = f();
+        self.record(started.elapsed());
+        out
+    }
 }
 
 struct Handlers {
@@ -815,42 +825,30 @@ struct Handlers {
 }
 
 impl Handlers {
-    /// The timing kept for this request's handler, if it has one (tools and hooks: the
-    /// requests that come many at once).
-    fn run_time(&self, request: &HostRequest) -> Option<&RunTime> {
-        match request {
+    /// Whether this request's handler was quick the last time it ran. Only tools and the hook
+    /// handler are timed: they are the requests that come many at once.
+    fn was_quick(&self, request: &HostRequest) -> bool {
+        let run_time = match request {
             HostRequest::ToolCall(call) => self.tools.get(&call.name).map(|t| &t.last_run),
             HostRequest::HookFire(_) => Some(&self.hook_run),
             _ => None,
-        }
-    }
-
-    /// Whether this request's handler was quick the last time it ran.
-    fn was_quick(&self, request: &HostRequest) -> bool {
-        self.run_time(request).is_some_and(RunTime::quick)
-    }
-
-    /// [`Handlers::run`], keeping how long it took.
-    fn timed_run(&self, request: HostRequest, ctx: &Context) -> Result<Value, ErrorObject> {
-        let Some(run_time) = self.run_time(&request) else {
-            return self.run(request, ctx);
         };
-        // A panic leaves the handler marked slow (as it was before its first run).
-        run_time.record(Duration::MAX);
-        let started = Instant::now();
-        let result = self.run(request, ctx);
-        run_time.record(started.elapsed());
-        result
+        run_time.is_some_and(RunTime::quick)
     }
 
     fn run(&self, request: HostRequest, ctx: &Context) -> Result<Value, ErrorObject> {
         match request {
             HostRequest::ToolCall(call) => match self.tools.get(&call.name) {
-                Some(tool) => (tool.handler)(&call.args, ctx).map_err(|e| e.0),
+                Some(tool) => tool
+                    .last_run
+                    .time(|| (tool.handler)(&call.args, ctx))
+                    .map_err(|e| e.0),
                 None => Err(ErrorObject::message(format!("no such tool: {}", call.name))),
             },
             HostRequest::HookFire(fire) => {
-                let decision = self.hook.as_ref().map(|h| h(&fire)).unwrap_or_default();
+                let decision = self
+                    .hook_run
+                    .time(|| self.hook.as_ref().map(|h| h(&fire)).unwrap_or_default());
                 Ok(json!(decision))
             }
             HostRequest::PromptContribution => {
