@@ -623,6 +623,8 @@ fn check_bridge_report(report: &Value) {
     assert_eq!(report["zot_call"], "a", "{report}");
     assert_eq!(report["count"], r#"{"counted":3}"#);
     assert_eq!(report["progress"].as_array().unwrap().len(), 3, "{report}");
+    let burst: Vec<f64> = (1..=40).map(f64::from).collect();
+    assert_eq!(report["burst_progress"], json!(burst), "{report}");
     assert_eq!(report["cancelled"], true);
     assert_eq!(report["after_cancel"], r#"{"echoed":"after the cancel"}"#);
     assert_eq!(report["blocked"]["is_error"], true);

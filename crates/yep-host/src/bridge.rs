@@ -408,15 +408,22 @@ impl ServerHandler for Bridge {
             .host
             .run_tool(&request.name, args)
             .cancel_on(context.ct.clone());
+        // Progress goes out in order, off the tool's thread, through one bounded forwarding
+        // task per call; the result waits until it has sent all of it, so a client that
+        // drops progress arriving after the result (the MCP SDKs do) loses none.
+        let mut forwarding = None;
         if let Some(token) = context.meta.get_progress_token() {
-            // In order, off the tool's thread: one forwarding task per call.
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<ProgressNotificationParam>(
+                crate::runtime::PROGRESS_BUFFER,
+            );
             let peer = context.peer.clone();
-            tokio::spawn(async move {
+            let task = tokio::spawn(async move {
                 while let Some(p) = rx.recv().await {
                     let _ = peer.notify_progress(p).await;
                 }
             });
+            let sender = Arc::new(Mutex::new(Some(tx)));
+            forwarding = Some((task, Arc::clone(&sender)));
             let count = std::sync::atomic::AtomicU64::new(0);
             call = call.on_progress(move |p| {
                 let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
@@ -430,12 +437,20 @@ impl ServerHandler for Bridge {
                 if !p.message.is_empty() {
                     params["message"] = json!(p.message);
                 }
-                if let Ok(params) = serde_json::from_value(params) {
-                    let _ = tx.send(params);
+                let Ok(params) = serde_json::from_value(params) else {
+                    return;
+                };
+                if let Some(tx) = sender.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                    // A client slower than the server's progress misses some, never the result.
+                    let _ = tx.try_send(params);
                 }
             });
         }
         let outcome = call.await;
+        if let Some((task, sender)) = forwarding {
+            sender.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let _ = task.await;
+        }
         let ok = matches!(outcome, CallOutcome::Ok(_));
         self.host.emit(traced(
             "tool.completed",

@@ -104,6 +104,17 @@ async def main():
             report["count"] = text_of(result)
             report["progress"] = steps
 
+            # Updates sent back to back, the last one just before the result: none is lost
+            # behind the result (the client drops progress for a call that has answered).
+            burst = []
+
+            async def on_burst(progress, total, message):
+                burst.append(progress)
+
+            await session.call_tool("count", {"n": 40, "interval_ms": 0},
+                                    progress_callback=on_burst)
+            report["burst_progress"] = burst
+
             with anyio.move_on_after(0.5) as scope:
                 await session.call_tool("count", {"n": 100000, "interval_ms": 50})
             report["cancelled"] = scope.cancelled_caught
