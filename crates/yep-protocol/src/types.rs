@@ -71,8 +71,31 @@ wire! {
 }
 
 wire! {
+    /// A tool the server serves. Beyond `name` (all yolop reads), a server may say what its
+    /// code accepts: `yep manifest sync` copies these into `plugin.json` and `yep doctor`
+    /// fails when they differ from it. They never widen the manifest: a session uses the
+    /// manifest's definitions.
     pub struct ServedTool {
         pub name: String,
+        /// What the tool does, from its handler (a docstring, a registration).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub description: Option<String>,
+        /// The JSON Schema of its arguments, derived from the handler's types.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub schema: Option<Value>,
+        /// The JSON Schema of its result, when the handler declares one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub output_schema: Option<Value>,
+    }
+}
+
+impl ServedTool {
+    /// A tool known by name only (a raw handler).
+    pub fn named(name: impl Into<String>) -> Self {
+        ServedTool {
+            name: name.into(),
+            ..ServedTool::default()
+        }
     }
 }
 

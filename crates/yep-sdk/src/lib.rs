@@ -21,8 +21,11 @@
 mod context;
 mod framing;
 mod server;
+mod typed;
 
 pub use context::{Context, Notifier};
+/// The derive authors put on a typed tool's argument and result types.
+pub use schemars::{self, JsonSchema};
 pub use server::{Server, ToolError, ToolResult};
 /// The wire types, for authors who need the rest.
 pub use yep_protocol as protocol;

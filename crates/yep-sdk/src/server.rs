@@ -4,6 +4,10 @@ use crate::context::{CancelFlag, Context, Notifier, Shared};
 #[cfg(unix)]
 use crate::framing::SpinStdin;
 use crate::framing::{Line, Source, Wire, lock, read_line_capped};
+use crate::typed;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -123,11 +127,99 @@ impl Server {
     where
         F: Fn(&Value, &Context) -> ToolResult + Send + Sync + 'static,
     {
+        let name = name.into();
         let tool = Tool {
+            served: ServedTool::named(name.clone()),
             handler: Arc::new(handler),
             last_run: RunTime::default(),
         };
-        self.tools.insert(name.into(), tool);
+        self.tools.insert(name, tool);
+        self
+    }
+
+    /// Serve a typed tool: the handler gets its arguments as an `A`. The argument schema is
+    /// derived from `A` (schemars) and sent with `description` in the handshake, where `yep
+    /// manifest sync` copies both into `plugin.json`. Arguments that do not deserialize are
+    /// answered with an invalid-params error naming the field, before the handler runs.
+    ///
+    /// ```no_run
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    /// use yep_sdk::Server;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Forecast {
+    ///     city: String,
+    ///     #[serde(default)]
+    ///     days: Option<u32>,
+    /// }
+    ///
+    /// Server::new("weather")
+    ///     .typed_tool("forecast", "The weather for a city", |args: Forecast, _ctx| {
+    ///         Ok(serde_json::json!({ "city": args.city, "days": args.days.unwrap_or(3) }))
+    ///     })
+    ///     .serve()
+    ///     .unwrap();
+    /// ```
+    pub fn typed_tool<A, R, F>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        R: Serialize,
+        F: Fn(A, &Context) -> Result<R, ToolError> + Send + Sync + 'static,
+    {
+        self.typed(name.into(), description.into(), None, handler)
+    }
+
+    /// [`Server::typed_tool`] whose result type declares the tool's output schema too.
+    pub fn typed_tool_with_output<A, R, F>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        R: Serialize + JsonSchema,
+        F: Fn(A, &Context) -> Result<R, ToolError> + Send + Sync + 'static,
+    {
+        let output = typed::schema_of::<R>();
+        self.typed(name.into(), description.into(), Some(output), handler)
+    }
+
+    fn typed<A, R, F>(
+        mut self,
+        name: String,
+        description: String,
+        output_schema: Option<Value>,
+        handler: F,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        R: Serialize,
+        F: Fn(A, &Context) -> Result<R, ToolError> + Send + Sync + 'static,
+    {
+        let served = ServedTool {
+            name: name.clone(),
+            description: Some(description),
+            schema: Some(typed::schema_of::<A>()),
+            output_schema,
+        };
+        let tool_name = name.clone();
+        let handler: ToolHandler = Arc::new(move |args: &Value, ctx: &Context| {
+            let args = typed::arguments::<A>(&tool_name, args)?;
+            typed::result(&tool_name, handler(args, ctx)?)
+        });
+        let tool = Tool {
+            served,
+            handler,
+            last_run: RunTime::default(),
+        };
+        self.tools.insert(name, tool);
         self
     }
 
@@ -761,11 +853,7 @@ impl Core {
             capabilities: capabilities.into_iter().map(String::from).collect(),
             ..InitializeResult::default()
         };
-        result.capability_params.tools = h
-            .tools
-            .keys()
-            .map(|name| ServedTool { name: name.clone() })
-            .collect();
+        result.capability_params.tools = h.tools.values().map(|t| t.served.clone()).collect();
         result.capability_params.prompt = h.instructions.as_ref().map(|text| PromptParams {
             static_text: text.clone(),
         });
@@ -773,8 +861,9 @@ impl Core {
     }
 }
 
-/// A registered tool and how long its last run took.
+/// A registered tool, what the handshake says of it, and how long its last run took.
 struct Tool {
+    served: ServedTool,
     handler: ToolHandler,
     last_run: RunTime,
 }

@@ -105,6 +105,10 @@ const RUST_SDK: &[(&str, &str)] = &[
         "vendor/yep-sdk/src/server.rs",
         include_str!("../../../yep-sdk/src/server.rs"),
     ),
+    (
+        "vendor/yep-sdk/src/typed.rs",
+        include_str!("../../../yep-sdk/src/typed.rs"),
+    ),
 ];
 
 /// An identifier-safe spelling of a tool or command name.
@@ -316,7 +320,7 @@ fn rust_files(o: &NewOptions) -> Vec<(String, String)> {
     let mut files = vec![
         ("Cargo.toml".to_string(), format!("[package]\nname = \"{n}-server\"\nversion = \"{v}\"\nedition = \"2024\"\npublish = false\n\n[[bin]]\nname = \"{n}-server\"\npath = \"src/main.rs\"\n\n[dependencies]\nyep-sdk = {{ path = \"vendor/yep-sdk\" }}\nserde_json = \"1\"\n\n[workspace]\n", n = o.name)),
         ("vendor/yep-protocol/Cargo.toml".to_string(), "[package]\nname = \"yep-protocol\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[features]\nschema = []\n\n[dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = { version = \"1\", features = [\"raw_value\"] }\nthiserror = \"2\"\nmemchr = \"2\"\n".to_string()),
-        ("vendor/yep-sdk/Cargo.toml".to_string(), "[package]\nname = \"yep-sdk\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[dependencies]\nyep-protocol = { path = \"../yep-protocol\" }\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = \"1\"\nlibc = \"0.2\"\n".to_string()),
+        ("vendor/yep-sdk/Cargo.toml".to_string(), "[package]\nname = \"yep-sdk\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[dependencies]\nyep-protocol = { path = \"../yep-protocol\" }\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = \"1\"\nlibc = \"0.2\"\nschemars = \"1\"\nserde_path_to_error = \"0.1\"\n".to_string()),
         (".gitignore".to_string(), "/target\n".to_string()),
         ("src/main.rs".to_string(), rust_server(o)),
     ];
