@@ -8,7 +8,6 @@ use std::io::{BufRead, BufReader, Write};
 use yep_sdk::Server;
 
 #[derive(Deserialize, JsonSchema)]
-#[allow(dead_code)]
 enum Units {
     #[serde(rename = "metric")]
     Metric,
@@ -43,7 +42,8 @@ fn server() -> Server {
     Server::new("wx")
         .typed_tool("forecast", "The weather for a city", |a: Forecast, _ctx| {
             let near: f64 = a.near.iter().map(|p| p.lat + p.lon).sum();
-            Ok(json!({"city": a.city, "days": a.days.unwrap_or(3), "near": near}))
+            let imperial = matches!(a.units, Some(Units::Imperial));
+                Ok(json!({"city": a.city, "days": a.days.unwrap_or(3), "near": near, "imperial": imperial}))
         })
         .typed_tool_with_output("report", "A typed result", |a: Forecast, _ctx| {
             Ok(Report {
@@ -138,7 +138,7 @@ fn typed_calls_get_their_arguments_and_bad_ones_an_error_naming_the_field() {
     ]);
     assert_eq!(
         answers[0]["result"],
-        json!({"city": "Oslo", "days": 3, "near": 3.5})
+        json!({"city": "Oslo", "days": 3, "near": 3.5, "imperial": true})
     );
     let error = |i: usize| {
         assert_eq!(answers[i]["error"]["code"], -32602, "{}", answers[i]);
