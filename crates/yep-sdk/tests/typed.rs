@@ -122,7 +122,7 @@ fn typed_calls_get_their_arguments_and_bad_ones_an_error_naming_the_field() {
         call(
             2,
             "forecast",
-            json!({"city": "Oslo", "near": [{"lat": 1.5, "lon": 2.0}]}),
+            json!({"city": "Oslo", "near": [{"lat": 1.5, "lon": 2.0}], "units": "imperial"}),
         ),
         call(3, "forecast", json!({"days": 2})),
         call(4, "forecast", json!({"city": "Oslo", "days": "two"})),
