@@ -30,7 +30,8 @@ import queue
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import (Any, Annotated, Callable, Dict, List, Literal, Optional, Tuple, Union,
+                    get_args, get_origin, get_type_hints)
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -361,6 +362,344 @@ class Context(Notifier):
 
 
 # ---------------------------------------------------------------------------------------------
+# Typed tools: a handler's parameters are its arguments. The schema comes from the signature
+# and type hints, and arguments are checked and converted before the handler runs.
+
+
+class _NoSchema(TypeError):
+    """A type hint with no JSON Schema (raised at registration, naming the parameter)."""
+
+
+def _cleandoc(doc: Optional[str]) -> str:
+    """A docstring without its common indentation (``inspect.cleandoc``, which would cost a
+    cold start the ``inspect`` import)."""
+    lines = (doc or "").expandtabs().split("\n")
+    indents = [len(l) - len(l.lstrip()) for l in lines[1:] if l.strip()]
+    margin = min(indents) if indents else 0
+    out = [lines[0].strip()] + [l[margin:].rstrip() for l in lines[1:]]
+    return "\n".join(out).strip()
+
+
+def _is_typeddict(tp: Any) -> bool:
+    return (isinstance(tp, type) and issubclass(tp, dict)
+            and hasattr(tp, "__required_keys__") and hasattr(tp, "__annotations__"))
+
+
+def _is_dataclass(tp: Any) -> bool:
+    return isinstance(tp, type) and hasattr(tp, "__dataclass_fields__")
+
+
+def _is_enum(tp: Any) -> bool:
+    # An Enum hint means its module was imported: look it up rather than import it here.
+    enum = sys.modules.get("enum")
+    return enum is not None and isinstance(tp, type) and issubclass(tp, enum.Enum)
+
+
+def _unions() -> Tuple[Any, ...]:
+    import types
+
+    return (Union,) + ((types.UnionType,) if hasattr(types, "UnionType") else ())
+
+
+def _json_type(value: Any) -> Optional[str]:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    return None
+
+
+def _enum_schema(values: List[Any]) -> Dict[str, Any]:
+    schema: Dict[str, Any] = {"enum": values}
+    kinds = {_json_type(v) for v in values}
+    if len(kinds) == 1 and None not in kinds:
+        schema["type"] = kinds.pop()
+    return schema
+
+
+def _hints(tp: Any) -> Dict[str, Any]:
+    return get_type_hints(tp, include_extras=True)
+
+
+def _fields(tp: Any) -> List[Tuple[str, Any, bool, Any]]:
+    """A TypedDict's or dataclass's fields: (name, hint, required, default or _MISSING)."""
+    hints = _hints(tp)
+    if _is_typeddict(tp):
+        return [(k, h, k in tp.__required_keys__, _MISSING) for k, h in hints.items()]
+    dataclasses = sys.modules["dataclasses"]
+    missing = dataclasses.MISSING
+    out = []
+    for f in tp.__dataclass_fields__.values():
+        if getattr(f, "_field_type", None) is not getattr(dataclasses, "_FIELD", None):
+            continue  # a ClassVar or InitVar pseudo-field
+        default = f.default if f.default is not missing else _MISSING
+        required = f.default is missing and f.default_factory is missing
+        out.append((f.name, hints.get(f.name, Any), required, default))
+    return out
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING: Any = _Missing()
+
+
+def _json_default(value: Any) -> Any:
+    """A default as the schema shows it, or _MISSING when it is not JSON."""
+    if _is_enum(type(value)):
+        value = value.value
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return _MISSING
+    return value
+
+
+def _object_schema(fields: List[Tuple[str, Any, bool, Any]], depth: int) -> Dict[str, Any]:
+    props: Dict[str, Any] = {}
+    required = []
+    for name, hint, req, default in fields:
+        try:
+            prop = _schema(hint, depth + 1)
+        except _NoSchema as err:
+            raise _NoSchema("`%s`: %s" % (name, err)) from None
+        shown = _json_default(default) if default is not _MISSING else _MISSING
+        if shown is not _MISSING:
+            prop = dict(prop, default=shown)
+        props[name] = prop
+        if req:
+            required.append(name)
+    schema: Dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _schema(tp: Any, depth: int = 0) -> Dict[str, Any]:
+    """The JSON Schema of a type hint."""
+    if depth > 32:
+        raise _NoSchema("the type nests too deep (a recursive type?)")
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        schema = _schema(args[0], depth)
+        notes = [a for a in args[1:] if isinstance(a, str)]
+        return dict(schema, description=" ".join(notes)) if notes else schema
+    if tp is Any:
+        return {}
+    if tp is None or tp is type(None):
+        return {"type": "null"}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    if tp is str:
+        return {"type": "string"}
+    if tp in (list, List) or origin is list:
+        return {"type": "array", "items": _schema(args[0], depth + 1)} if args else {"type": "array"}
+    if tp in (dict, Dict) or origin is dict:
+        if not args:
+            return {"type": "object"}
+        if args[0] is not str:
+            raise _NoSchema("a dict's keys must be str, not %r" % (args[0],))
+        return {"type": "object", "additionalProperties": _schema(args[1], depth + 1)}
+    if origin in _unions():
+        return {"anyOf": [_schema(a, depth + 1) for a in args]}
+    if origin is Literal:
+        return _enum_schema(list(args))
+    if _is_enum(tp):
+        return _enum_schema([m.value for m in tp])
+    if _is_typeddict(tp) or _is_dataclass(tp):
+        schema = _object_schema(_fields(tp), depth)
+        doc = _cleandoc(tp.__doc__)
+        if doc.startswith(tp.__name__ + "("):
+            doc = ""  # the docstring dataclass writes when there is none
+        return dict(schema, description=doc) if doc else schema
+    raise _NoSchema("no JSON Schema for %r (use str, int, float, bool, list, dict, Optional, "
+                    "Literal, an Enum, a TypedDict or a dataclass)" % (tp,))
+
+
+class _BadArgs(Exception):
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+_KINDS = {"boolean": "a boolean", "integer": "an integer", "number": "a number",
+          "string": "a string", "null": "null"}
+
+
+def _got(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return _KINDS.get(_json_type(value) or "", type(value).__name__)
+
+
+def _at(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return "%s[%d]" % (path, key)
+    return "%s.%s" % (path, key) if path else str(key)
+
+
+def _convert_fields(value: Any, fields: List[Tuple[str, Any, bool, Any]], path: str) -> Dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _BadArgs(path, "expected an object, got %s" % _got(value))
+    out = {}
+    for name, hint, required, _default in fields:
+        if name in value:
+            out[name] = _convert(value[name], hint, _at(path, name))
+        elif required:
+            raise _BadArgs(path, "missing field `%s`" % name)
+    return out
+
+
+def _convert(value: Any, tp: Any, path: str) -> Any:
+    """``value`` (parsed JSON) as ``tp``, or _BadArgs naming where it is wrong."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        return _convert(value, args[0], path)
+    if tp is Any:
+        return value
+    if tp is None or tp is type(None):
+        if value is None:
+            return None
+        raise _BadArgs(path, "expected null, got %s" % _got(value))
+    if tp is bool or tp is str:
+        if isinstance(value, tp):
+            return value
+        raise _BadArgs(path, "expected %s, got %s" % (_KINDS["boolean" if tp is bool else "string"], _got(value)))
+    if tp is int:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise _BadArgs(path, "expected an integer, got %s" % _got(value))
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise _BadArgs(path, "expected a number, got %s" % _got(value))
+    if tp in (list, List) or origin is list:
+        if not isinstance(value, list):
+            raise _BadArgs(path, "expected an array, got %s" % _got(value))
+        return [_convert(v, args[0], _at(path, i)) for i, v in enumerate(value)] if args else value
+    if tp in (dict, Dict) or origin is dict:
+        if not isinstance(value, dict):
+            raise _BadArgs(path, "expected an object, got %s" % _got(value))
+        return {k: _convert(v, args[1], _at(path, k)) for k, v in value.items()} if args else value
+    if origin in _unions():
+        if value is None and type(None) in args:
+            return None
+        arms = [a for a in args if a is not type(None)]
+        for arm in arms:
+            try:
+                return _convert(value, arm, path)
+            except _BadArgs:
+                pass
+        if len(arms) == 1:
+            return _convert(value, arms[0], path)  # its own error says best what is wrong
+        raise _BadArgs(path, "%s matches none of the allowed types" % _got(value))
+    if origin is Literal:
+        for allowed in args:
+            if value == allowed and type(value) is type(allowed):
+                return value
+        raise _BadArgs(path, "expected one of %s, got %s" % (json.dumps(list(args)), json.dumps(value)))
+    if _is_enum(tp):
+        for member in tp:
+            if member.value == value and type(member.value) is type(value):
+                return member
+        raise _BadArgs(path, "expected one of %s, got %s"
+                       % (json.dumps([m.value for m in tp]), json.dumps(value)))
+    if _is_typeddict(tp):
+        return _convert_fields(value, _fields(tp), path)
+    if _is_dataclass(tp):
+        return tp(**_convert_fields(value, _fields(tp), path))
+    return value
+
+
+class _TypedTool:
+    """A handler called with its arguments as keyword parameters (and ``ctx`` if it takes it)."""
+
+    def __init__(self, name: str, func: Callable[..., Any], description: Optional[str]) -> None:
+        code = func.__code__
+        if code.co_flags & 0x04:  # *args
+            raise TypeError("tool `%s`: a typed handler cannot take *args" % name)
+        if getattr(code, "co_posonlyargcount", 0):
+            raise TypeError("tool `%s`: a typed handler cannot take positional-only parameters" % name)
+        names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+        positional = names[:code.co_argcount]
+        if hasattr(func, "__self__"):
+            names, positional = names[1:], positional[1:]  # a bound method's self
+        defaults: Dict[str, Any] = {}
+        for pname, value in zip(reversed(positional), reversed(func.__defaults__ or ())):
+            defaults[pname] = value
+        defaults.update(func.__kwdefaults__ or {})
+        try:
+            hints = get_type_hints(func, include_extras=True)
+        except Exception as err:  # noqa: BLE001 - an unresolvable annotation
+            raise TypeError("tool `%s`: cannot read its type hints: %s" % (name, err)) from None
+        self.func = func
+        self.name = name
+        self.ctx_name = next((n for n in names if n == "ctx" or hints.get(n) is Context), None)
+        self.extra = bool(code.co_flags & 0x08)  # **kwargs: unknown arguments reach it
+        self.fields = [(n, hints.get(n, Any), n not in defaults, defaults.get(n, _MISSING))
+                       for n in names if n != self.ctx_name]
+        try:
+            self.schema = _object_schema(self.fields, 0)
+        except _NoSchema as err:
+            raise TypeError("tool `%s`: parameter %s" % (name, err)) from None
+        if not self.fields:
+            self.schema.pop("properties")
+        self.description = description if description is not None else _cleandoc(func.__doc__)
+
+    def served(self) -> Dict[str, Any]:
+        tool: Dict[str, Any] = {"name": self.name, "schema": self.schema}
+        if self.description:
+            tool["description"] = self.description
+        return tool
+
+    def __call__(self, args: Any, ctx: "Context") -> Any:
+        try:
+            kwargs = _convert_fields(args, self.fields, "")
+        except _BadArgs as err:
+            where = "`%s`: " % err.path if err.path else ""
+            raise YepError("invalid arguments for `%s`: %s%s" % (self.name, where, err.message),
+                           CODE_INVALID_PARAMS) from None
+        if self.extra and isinstance(args, dict):
+            known = {n for n, _, _, _ in self.fields}
+            kwargs.update((k, v) for k, v in args.items() if k not in known and k != self.ctx_name)
+        if self.ctx_name is not None:
+            kwargs[self.ctx_name] = ctx
+        return self.func(**kwargs)
+
+
+def _raw(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` is a raw handler, ``def f(args, ctx)``: it gets the argument object."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return True  # a callable object: called as it always was
+    names = code.co_varnames[:code.co_argcount]
+    if hasattr(func, "__self__"):
+        names = names[1:]
+    if len(names) != 2 or names[0] != "args" or code.co_kwonlyargcount:
+        return False
+    hint = getattr(func, "__annotations__", {}).get("args")
+    return hint is None or hint in (dict, Dict, Any) or (
+        isinstance(hint, str) and hint.split("[")[0].strip() in ("dict", "Dict", "Any", "typing.Dict"))
+
+
+# ---------------------------------------------------------------------------------------------
 # The server builder
 
 
@@ -398,6 +737,7 @@ class Server:
         self.max_concurrency = max(1, int(max_concurrency))
         self.max_frame_bytes = int(max_frame_bytes)
         self._tools: Dict[str, Callable[..., Any]] = {}
+        self._served: Dict[str, Dict[str, Any]] = {}
         self._commands: Dict[str, Callable[..., Any]] = {}
         self._hook: Optional[Callable[..., Any]] = None
         self._dynamic_prompt: Optional[Callable[..., Any]] = None
@@ -408,10 +748,31 @@ class Server:
 
     # -- registration ------------------------------------------------------------------------
 
-    def tool(self, name: Any = None) -> Any:
-        """``@server.tool("name")``: serve a tool; ``def f(args: dict, ctx) -> result``.
-        Raising answers the call with an error."""
-        return _named(name, self._tools.__setitem__)
+    def tool(self, name: Any = None, *, description: Optional[str] = None) -> Any:
+        """``@server.tool("name")``: serve a tool. Raising answers the call with an error.
+
+        A typed handler names its arguments as parameters, ``def forecast(city: str,
+        days: int = 3, *, ctx)``: the argument schema comes from the hints (str, int, float,
+        bool, list[T], dict[str, T], Optional, Union, Literal, Enum, TypedDict, dataclasses,
+        ``Annotated[T, "description"]``), a default makes a parameter optional, and the
+        docstring (or ``description=``) describes the tool. Arguments are checked and
+        converted before it runs; a bad one is answered with an error naming it. ``ctx`` is
+        the parameter so named (or annotated ``Context``).
+
+        A raw handler, ``def f(args, ctx)``, gets the argument object as it came."""
+        def register(tool_name: str, func: Callable[..., Any]) -> None:
+            if _raw(func):
+                served: Dict[str, Any] = {"name": tool_name}
+                if description:
+                    served["description"] = description
+                self._tools[tool_name] = func
+            else:
+                typed = _TypedTool(tool_name, func, description)
+                served = typed.served()
+                self._tools[tool_name] = typed
+            self._served[tool_name] = served
+
+        return _named(name, register)
 
     def command(self, name: Any = None) -> Any:
         """``@server.command("name")``: serve a slash command; ``def c(arguments: str, ctx)``
@@ -697,7 +1058,7 @@ class _Session:
             except Exception:  # noqa: BLE001
                 _note("on_config failed at handshake:\n" + _failure())
         capability_params: Dict[str, Any] = {
-            "tools": [{"name": name} for name in sorted(server._tools)],
+            "tools": [server._served[name] for name in sorted(server._tools)],
         }
         if server.instructions is not None:
             capability_params["prompt"] = {"static": server.instructions}
