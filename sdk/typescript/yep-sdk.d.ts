@@ -208,6 +208,27 @@ export interface ServeOptions {
   guardStdout?: boolean;
 }
 
+/** A JSON Schema object, as the SDK checks it (see `check` in yep-sdk.js for the keywords). */
+export type JsonSchema = { [keyword: string]: Json };
+
+/** A schema that can produce JSON Schema, such as a zod schema (duck-typed). */
+export interface ToJsonSchema {
+  toJSONSchema(): JsonSchema;
+}
+
+/** What a tool takes and gives, for `Server.tool(name, spec, handler)`. */
+export interface ToolSpec {
+  /** What the tool does, for the model. */
+  description?: string;
+  /** The arguments' schema; each call is checked against it. */
+  schema?: JsonSchema | ToJsonSchema;
+  /** The result's schema, declared (not checked). */
+  outputSchema?: JsonSchema | ToJsonSchema;
+}
+
+/** A schema as JSON: a JSON Schema object as given, or the output of its `toJSONSchema()`. */
+export declare function jsonSchemaOf(schema: JsonSchema | ToJsonSchema): JsonSchema;
+
 /** A capability server. Register handlers (each returns `this`), then `await serve()`. */
 export declare class Server {
   constructor(name: string, options?: ServerOptions);
@@ -215,6 +236,13 @@ export declare class Server {
   readonly name: string;
   /** Serve a tool; a thrown error answers `{code: 0, message}` (or a YepError's fields). */
   tool(name: string, handler: ToolHandler): this;
+  /**
+   * Serve a tool that says what it takes: `schema` goes in the handshake (where `yep manifest
+   * sync` copies it into plugin.json), and each call's arguments are checked against it, with
+   * defaults filled in, before the handler runs. A bad argument is answered with an
+   * invalid-params error naming the field.
+   */
+  tool(name: string, spec: ToolSpec, handler: ToolHandler): this;
   /** Answer `hook/fire` (advertises `hooks`). */
   onHook(handler: HookHandler): this;
   /** Recompute the system-prompt contribution per turn (advertises `dynamic_prompt`). */

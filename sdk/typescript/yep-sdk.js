@@ -253,6 +253,149 @@ class Context extends Notifier {
 }
 
 // ---------------------------------------------------------------------------
+// typed tools: a JSON Schema (or anything with `toJSONSchema()`) checks the arguments
+
+/** A schema as JSON: a JSON Schema object as it is, a zod (or similar) schema through its
+ * `toJSONSchema()`. The root's `$schema` is dropped, as a manifest does not need it. */
+export function jsonSchemaOf(schema) {
+  let doc = schema;
+  if (doc !== null && typeof doc === "object" && typeof doc.toJSONSchema === "function") doc = doc.toJSONSchema();
+  if (!isObject(doc)) throw new TypeError("a tool schema must be a JSON Schema object, or have toJSONSchema()");
+  doc = JSON.parse(JSON.stringify(doc));
+  delete doc.$schema;
+  return doc;
+}
+
+class BadArgs extends Error {
+  constructor(path, message) {
+    super(message);
+    this.path = path;
+  }
+}
+
+const KIND = { boolean: "a boolean", integer: "an integer", number: "a number", string: "a string", null: "null", array: "an array", object: "an object" };
+
+function kindOf(v) {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "array";
+  if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
+  return typeof v;
+}
+
+function isKind(v, type) {
+  const k = kindOf(v);
+  return k === type || (type === "number" && k === "integer");
+}
+
+function at(path, key) {
+  return typeof key === "number" ? `${path}[${key}]` : path ? `${path}.${key}` : String(key);
+}
+
+function resolveRef(root, ref) {
+  const m = /^#\/(\$defs|definitions)\/(.+)$/.exec(ref);
+  const target = m && root[m[1]] ? root[m[1]][m[2].replaceAll("~1", "/").replaceAll("~0", "~")] : undefined;
+  if (target === undefined) throw new BadArgs("", `the tool's schema has a $ref the SDK cannot follow: ${ref}`);
+  return target;
+}
+
+function sameJson(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * `value` checked against `schema` (the subset docs/authoring.md lists: type, properties,
+ * required, additionalProperties, items, enum, const, anyOf, oneOf, allOf, minimum, maximum,
+ * exclusiveMinimum, exclusiveMaximum, minLength, maxLength, pattern, minItems, maxItems, local
+ * $ref), with each missing property that has a `default` filled in. Throws BadArgs naming
+ * where it fails. Other keywords (format, description, ...) are not checked.
+ */
+function check(schema, value, path, root, depth = 0) {
+  if (schema === true || schema === undefined) return value;
+  if (schema === false) throw new BadArgs(path, "no value is allowed here");
+  if (depth > 64) throw new BadArgs(path, "the tool's schema nests too deep");
+  if (typeof schema.$ref === "string") return check(resolveRef(root, schema.$ref), value, path, root, depth + 1);
+  const types = schema.type === undefined ? null : [].concat(schema.type);
+  if (types && !types.some((t) => isKind(value, t))) {
+    throw new BadArgs(path, `expected ${types.map((t) => KIND[t] ?? t).join(" or ")}, got ${KIND[kindOf(value)]}`);
+  }
+  if (schema.enum && !schema.enum.some((e) => sameJson(e, value))) {
+    throw new BadArgs(path, `expected one of ${JSON.stringify(schema.enum)}, got ${JSON.stringify(value)}`);
+  }
+  if ("const" in schema && !sameJson(schema.const, value)) {
+    throw new BadArgs(path, `expected ${JSON.stringify(schema.const)}, got ${JSON.stringify(value)}`);
+  }
+  for (const sub of schema.allOf ?? []) value = check(sub, value, path, root, depth + 1);
+  for (const [key, exactlyOne] of [["anyOf", false], ["oneOf", true]]) {
+    const arms = schema[key];
+    if (!Array.isArray(arms)) continue;
+    const fits = [];
+    for (const arm of arms) {
+      try {
+        fits.push(check(arm, value, path, root, depth + 1));
+      } catch (err) {
+        if (!(err instanceof BadArgs)) throw err;
+      }
+    }
+    if (fits.length === 0) {
+      // `T or null` fails as T does: its own error says best what is wrong.
+      const real = arms.filter((a) => !(isObject(a) && a.type === "null"));
+      if (real.length === 1) check(real[0], value, path, root, depth + 1);
+      throw new BadArgs(path, `${KIND[kindOf(value)]} matches none of the allowed schemas`);
+    }
+    if (exactlyOne && fits.length > 1) throw new BadArgs(path, "matches more than one of the allowed schemas (oneOf)");
+    value = fits[0];
+  }
+  if (typeof value === "number") {
+    if (schema.minimum !== undefined && value < schema.minimum) throw new BadArgs(path, `must be at least ${schema.minimum}, got ${value}`);
+    if (schema.maximum !== undefined && value > schema.maximum) throw new BadArgs(path, `must be at most ${schema.maximum}, got ${value}`);
+    if (typeof schema.exclusiveMinimum === "number" && value <= schema.exclusiveMinimum) throw new BadArgs(path, `must be more than ${schema.exclusiveMinimum}, got ${value}`);
+    if (typeof schema.exclusiveMaximum === "number" && value >= schema.exclusiveMaximum) throw new BadArgs(path, `must be less than ${schema.exclusiveMaximum}, got ${value}`);
+  }
+  if (typeof value === "string") {
+    const n = [...value].length;
+    if (schema.minLength !== undefined && n < schema.minLength) throw new BadArgs(path, `must be at least ${schema.minLength} characters long`);
+    if (schema.maxLength !== undefined && n > schema.maxLength) throw new BadArgs(path, `must be at most ${schema.maxLength} characters long`);
+    if (typeof schema.pattern === "string" && !new RegExp(schema.pattern, "u").test(value)) throw new BadArgs(path, `must match ${schema.pattern}`);
+  }
+  if (Array.isArray(value)) {
+    if (schema.minItems !== undefined && value.length < schema.minItems) throw new BadArgs(path, `must have at least ${schema.minItems} items`);
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) throw new BadArgs(path, `must have at most ${schema.maxItems} items`);
+    if (schema.items !== undefined) value = value.map((v, i) => check(schema.items, v, at(path, i), root, depth + 1));
+  }
+  if (isObject(value) && (schema.properties || schema.required || schema.additionalProperties !== undefined)) {
+    const props = schema.properties ?? {};
+    const out = { ...value };
+    for (const key of schema.required ?? []) {
+      if (!(key in out) && !(isObject(props[key]) && "default" in props[key])) throw new BadArgs(path, `missing field \`${key}\``);
+    }
+    for (const [key, sub] of Object.entries(props)) {
+      if (key in out) out[key] = check(sub, out[key], at(path, key), root, depth + 1);
+      else if (isObject(sub) && "default" in sub) out[key] = structuredClone(sub.default);
+    }
+    if (schema.additionalProperties !== undefined) {
+      for (const key of Object.keys(value)) {
+        if (key in props) continue;
+        if (schema.additionalProperties === false) throw new BadArgs(path, `unknown field \`${key}\``);
+        out[key] = check(schema.additionalProperties, out[key], at(path, key), root, depth + 1);
+      }
+    }
+    value = out;
+  }
+  return value;
+}
+
+/** The arguments of a call to `tool`, checked against its schema (InvalidParams if not). */
+function checkArgs(tool, schema, args) {
+  try {
+    return check(schema, args ?? {}, "", schema);
+  } catch (err) {
+    if (!(err instanceof BadArgs)) throw err;
+    const where = err.path ? `\`${err.path}\`: ` : "";
+    throw new InvalidParams(`invalid arguments for \`${tool}\`: ${where}${err.message}`);
+  }
+}
+
+// ---------------------------------------------------------------------------
 // the server
 
 /** A capability server. Register handlers (each call returns `this`), then `await serve()`. */
@@ -281,9 +424,23 @@ export class Server {
     return this.#name;
   }
 
-  /** Serve a tool: `handler(args, ctx)` returns (or resolves to) the result value. */
-  tool(name, handler) {
-    this.#tools.set(String(name), handler);
+  /**
+   * Serve a tool: `handler(args, ctx)` returns (or resolves to) the result value.
+   * `tool(name, { description, schema, outputSchema }, handler)` also says what it takes:
+   * `schema` (a JSON Schema object, or anything with `toJSONSchema()`, such as a zod schema)
+   * goes in the handshake, and each call's arguments are checked against it (defaults filled
+   * in) before the handler runs; a bad one is answered with an error naming the field.
+   */
+  tool(name, spec, handler) {
+    name = String(name);
+    if (handler === undefined) [spec, handler] = [{}, spec];
+    if (typeof handler !== "function") throw new TypeError(`tool \`${name}\`: the handler must be a function`);
+    const served = { name };
+    if (spec.description !== undefined) served.description = String(spec.description);
+    if (spec.schema !== undefined) served.schema = jsonSchemaOf(spec.schema);
+    if (spec.outputSchema !== undefined) served.output_schema = jsonSchemaOf(spec.outputSchema);
+    const run = served.schema === undefined ? handler : (args, ctx) => handler(checkArgs(name, served.schema, args), ctx);
+    this.#tools.set(name, { run, served });
     return this;
   }
 
@@ -653,7 +810,7 @@ class Connection {
         const name = field(method, p, "name", "string", "");
         const tool = this.h.tools.get(name);
         if (!tool) throw new YepError(`no such tool: ${name}`);
-        const result = await tool(p.args ?? null, ctx);
+        const result = await tool.run(p.args ?? null, ctx);
         return result === undefined ? null : result;
       }
       case "hook/fire": {
@@ -704,7 +861,7 @@ class Connection {
     if (h.hook) capabilities.push("hooks");
     if (h.commands.size > 0) capabilities.push("commands");
     if (h.trace) capabilities.push("trace");
-    const capability_params = { tools: [...h.tools.keys()].map((name) => ({ name })) };
+    const capability_params = { tools: [...h.tools.values()].map((t) => t.served) };
     if (h.instructions !== null) capability_params.prompt = { static: String(h.instructions) };
     return { protocol_version: PROTOCOL_VERSION, name: h.name, capabilities, capability_params };
   }

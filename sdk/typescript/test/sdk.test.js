@@ -462,3 +462,84 @@ describe("fixture server over pipes", () => {
       assert.deepEqual(hook.result, { block: false, reason: "", user_message: null, modified_args: { path: "/safe" } });
     }));
 });
+
+/** Typed tools: a JSON Schema, and a zod-like object that only offers `toJSONSchema()`. */
+async function typedServer({ Server }) {
+  const forecast = {
+    type: "object",
+    properties: {
+      city: { type: "string", minLength: 1 },
+      days: { type: "integer", minimum: 1, maximum: 7, default: 3 },
+      units: { enum: ["metric", "imperial"], default: "metric" },
+      near: { type: "array", items: { $ref: "#/$defs/place" }, maxItems: 2 },
+      note: { anyOf: [{ type: "string", pattern: "^[a-z ]*$" }, { type: "null" }] },
+    },
+    required: ["city"],
+    additionalProperties: false,
+    $defs: { place: { type: "object", properties: { lat: { type: "number" }, lon: { type: "number" } }, required: ["lat", "lon"] } },
+  };
+  const zodLike = {
+    toJSONSchema: () => ({ $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { q: { type: "string" } }, required: ["q"] }),
+  };
+  await new Server("typed")
+    .tool("forecast", { description: "The weather for a city", schema: forecast }, (args) => args)
+    .tool("search", { description: "Search", schema: zodLike, outputSchema: { type: "object", properties: { hits: { type: "integer" } } } }, (args) => ({ hits: args.q.length }))
+    .tool("raw", (args) => ({ raw: args }))
+    .serve();
+}
+
+const TYPED = { args: ["--input-type=module", "-e", `(${typedServer})(await import(${JSON.stringify(SDK_URL)}));`] };
+
+describe("typed tools", () => {
+  test("the handshake carries each tool's schema, description and output schema", () =>
+    withPeer(TYPED, async (peer) => {
+      const tools = (await peer.handshake()).result.capability_params.tools;
+      assert.deepEqual(tools.map((t) => t.name), ["forecast", "search", "raw"]);
+      assert.equal(tools[0].description, "The weather for a city");
+      assert.deepEqual(tools[0].schema.required, ["city"]);
+      assert.deepEqual(tools[0].schema.properties.days, { type: "integer", minimum: 1, maximum: 7, default: 3 });
+      // toJSONSchema() is used, and the root's $schema dropped.
+      assert.deepEqual(tools[1], {
+        name: "search",
+        description: "Search",
+        schema: { type: "object", properties: { q: { type: "string" } }, required: ["q"] },
+        output_schema: { type: "object", properties: { hits: { type: "integer" } } },
+      });
+      assert.deepEqual(tools[2], { name: "raw" });
+    }));
+
+  test("arguments are checked, defaults filled in, and a bad one is named", () =>
+    withPeer(TYPED, async (peer) => {
+      await peer.handshake();
+      const call = (name, args) => peer.request("tool/call", { name, args });
+      const ok = await call("forecast", { city: "Oslo", near: [{ lat: 1, lon: 2.5 }], note: null });
+      assert.deepEqual(ok.result, { city: "Oslo", days: 3, units: "metric", near: [{ lat: 1, lon: 2.5 }], note: null });
+      const errors = [
+        [{}, "missing field `city`"],
+        [{ city: 3 }, "`city`: expected a string, got an integer"],
+        [{ city: "" }, "`city`: must be at least 1 characters long"],
+        [{ city: "a", days: 2.5 }, "`days`: expected an integer, got a number"],
+        [{ city: "a", days: 9 }, "`days`: must be at most 7, got 9"],
+        [{ city: "a", units: "kelvin" }, '`units`: expected one of ["metric","imperial"], got "kelvin"'],
+        [{ city: "a", near: [{ lat: 1, lon: 2 }, { lat: 1 }] }, "`near[1]`: missing field `lon`"],
+        [{ city: "a", near: [{ lat: "x", lon: 2 }] }, "`near[0].lat`: expected a number, got a string"],
+        [{ city: "a", note: "Caps" }, "`note`: must match ^[a-z ]*$"],
+        [{ city: "a", colour: "red" }, "unknown field `colour`"],
+        [["Oslo"], "expected an object, got an array"],
+      ];
+      for (const [args, message] of errors) {
+        const res = await call("forecast", args);
+        assert.equal(res.error?.code, -32602, JSON.stringify(res));
+        assert.equal(res.error.message, `invalid arguments for \`forecast\`: ${message}`);
+      }
+      assert.deepEqual((await call("search", { q: "abc" })).result, { hits: 3 });
+      assert.equal((await call("search", {})).error.message, "invalid arguments for `search`: missing field `q`");
+      // The raw form gets the arguments as they came.
+      assert.deepEqual((await call("raw", { any: [1, "x"] })).result, { raw: { any: [1, "x"] } });
+    }));
+
+  test("a schema that is neither JSON Schema nor offers toJSONSchema is refused at registration", () => {
+    assert.throws(() => new sdk.Server("t").tool("x", { schema: "string" }, () => null), /JSON Schema object/);
+    assert.throws(() => new sdk.Server("t").tool("x", { schema: {} }), /handler must be a function/);
+  });
+});
