@@ -51,6 +51,9 @@ enum Command {
     New(commands::new::Args),
     /// Spawn an extension's server as the runtime would and grade it (conformance).
     Doctor(commands::doctor::Args),
+    /// Keep plugin.json in line with the server's code (`yep manifest sync`).
+    #[command(subcommand)]
+    Manifest(commands::manifest::ManifestCommand),
     /// Show or set an extension's plain config.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
             Command::Session(args) => commands::session::run(args, &home).await,
             Command::Config(cmd) => commands::config::config(cmd, &home),
             Command::Doctor(args) => commands::doctor::run(args, &home).await,
+            Command::Manifest(cmd) => commands::manifest::run(cmd, &home).await,
             Command::New(args) => commands::new::run(args),
             Command::Secret(cmd) => commands::config::secret(cmd, &home),
             Command::Mcp(cmd) => commands::mcp::run(cmd, &home).await,

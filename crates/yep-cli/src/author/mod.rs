@@ -1,3 +1,5 @@
-//! Authoring: what `yep new` writes.
+//! Authoring: what `yep new` writes, and `yep manifest sync` keeps in line with the code.
 
+pub mod json_edit;
 pub mod scaffold;
+pub mod sync;

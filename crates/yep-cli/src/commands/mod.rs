@@ -6,6 +6,7 @@ pub mod demo;
 pub mod doctor;
 pub mod install;
 pub mod manage;
+pub mod manifest;
 pub mod mcp;
 pub mod new;
 mod prompt;

@@ -206,7 +206,12 @@ impl YepPeer {
                 .capability_params
                 .tools
                 .iter()
-                .map(|t| OfferedTool::named(&t.name))
+                .map(|t| OfferedTool {
+                    description: t.description.clone(),
+                    schema: t.schema.clone(),
+                    output_schema: t.output_schema.clone(),
+                    ..OfferedTool::named(&t.name)
+                })
                 .collect(),
             prompt: init
                 .capability_params

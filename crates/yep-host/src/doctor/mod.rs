@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use yep_protocol::Message;
 
+pub mod drift;
 pub mod zot;
 
 /// The committed payload schema, which every server message must satisfy.
@@ -93,6 +94,21 @@ fn probe_tool(glob: &str) -> String {
     } else {
         glob.replace('*', "x")
     }
+}
+
+/// Start the server of `spec` as doctor does, and stop it once it has said what it serves:
+/// its handshake, for `yep manifest sync`.
+pub async fn offer(spec: ServerSpec) -> Result<crate::capability::Offer, ExtensionError> {
+    let opts = SupervisorOptions {
+        request_timeout: Duration::from_secs(10),
+        handshake_timeout: Duration::from_secs(10),
+        grace: Duration::from_secs(2),
+        ..SupervisorOptions::default()
+    };
+    let ext = Extension::new(spec, opts, Arc::new(NoEvents));
+    let offer = ext.handshake().await;
+    ext.stop().await;
+    offer
 }
 
 /// Grade the server of `manifest` (already spawn-ready in `spec`). For an installed extension
@@ -202,6 +218,9 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
             format!("{} served, all declared", served.len()),
         );
     }
+
+    // What the handlers say of their tools must be what the manifest declares.
+    schema_sync(&mut r, manifest, &init.tools);
 
     // Argument schemas: a tool whose schema does not compile is refused at every call.
     let broken = crate::tool_args::ToolSchemas::from_manifest(manifest).invalid();
@@ -340,6 +359,63 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
         format!("spawn + handshake in {ms:.1} ms"),
     );
     r.done()
+}
+
+/// The `schema_sync` row: the served schemas and descriptions against the manifest's.
+fn schema_sync(r: &mut Grader, manifest: &Manifest, served: &[crate::capability::OfferedTool]) {
+    use drift::Drift;
+    let said = served
+        .iter()
+        .filter(|t| t.schema.is_some() || t.output_schema.is_some() || t.description.is_some())
+        .count();
+    if said == 0 {
+        r.add(
+            "schema_sync",
+            Status::Pass,
+            "no tool says its schema (raw handlers): plugin.json is the only definition",
+        );
+        return;
+    }
+    let found = drift::drift(manifest, served);
+    let hint = "run `yep manifest sync` on the package directory";
+    let schemas: Vec<String> = found
+        .iter()
+        .filter_map(|d| match d {
+            Drift::Schema { tool, detail } => Some(format!("`{tool}`: {detail}")),
+            Drift::OutputSchema { tool } => Some(format!("`{tool}`: its output schema differs")),
+            _ => None,
+        })
+        .collect();
+    let descriptions: Vec<String> = found
+        .iter()
+        .filter(|d| matches!(d, Drift::Description { .. }))
+        .map(|d| format!("`{}`", d.tool()))
+        .collect();
+    if !schemas.is_empty() {
+        r.add(
+            "schema_sync",
+            Status::Fail,
+            format!(
+                "the code's schemas differ from plugin.json, so the model is shown arguments the server does not take: {} ({hint})",
+                schemas.join("; ")
+            ),
+        );
+    } else if !descriptions.is_empty() {
+        r.add(
+            "schema_sync",
+            Status::Warn,
+            format!(
+                "the code describes {} differently from plugin.json ({hint})",
+                descriptions.join(", ")
+            ),
+        );
+    } else {
+        r.add(
+            "schema_sync",
+            Status::Pass,
+            format!("{said} tool(s) say their schema; plugin.json matches"),
+        );
+    }
 }
 
 /// Stdout hygiene and schema validation over everything the server wrote.
