@@ -1,5 +1,6 @@
-//! The author's loop, end to end, in each language: `yep new`, edit the hook, install, doctor,
-//! then drive it in `yep session --json`.
+//! The author's loop, end to end, in each language: `yep new`, edit the hook, change a tool's
+//! parameters (doctor fails), `yep manifest sync` (doctor passes), install, doctor, then drive
+//! it in `yep session --json`.
 
 mod common;
 use serde_json::{Value, json};
@@ -127,29 +128,72 @@ fn author_loop(lang: &str) {
             "            if fire.args.get(\"command\").and_then(Value::as_str).is_some_and(|c| c.contains(\"git\")) {\n                return HookDecision::block(\"git is not allowed here\");\n            }\n            HookDecision::allow()",
         ),
     }
-    if lang == "rust" {
-        // The printed build step, with a shared target dir so repeated runs stay quick.
-        let target = Path::new(env!("CARGO_BIN_EXE_yep"))
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .join("scaffold-e2e");
-        #[allow(clippy::disallowed_methods)]
-        let built = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "--release", "--manifest-path"])
-            .arg(dir.join("Cargo.toml"))
-            .env("CARGO_TARGET_DIR", &target)
-            .status()
-            .unwrap();
-        assert!(built.success(), "the Rust template did not build");
-        std::fs::create_dir_all(dir.join("bin")).unwrap();
-        std::fs::copy(
-            target.join(format!("release/{name}-server")),
-            dir.join(format!("bin/{name}-server")),
-        )
-        .unwrap();
+    build(lang, &dir, &name);
+    // As scaffolded, the manifest says what the typed handler derives.
+    let dir_arg = dir.to_str().unwrap();
+    let doctor: Value = serde_json::from_str(&ok(&home, &["doctor", dir_arg, "--json"])).unwrap();
+    assert_eq!(
+        check(&doctor, "schema_sync")["status"],
+        "pass",
+        "{doctor:#}"
+    );
+
+    // The tool takes one more argument: the code changes, plugin.json does not (yet).
+    match lang {
+        "python" => edit(
+            &server,
+            "def forecast(text: str, *, ctx):",
+            "def forecast(text: str, days: int = 3, *, ctx):",
+        ),
+        "typescript" => edit(
+            &server,
+            "properties: { text: { type: \"string\" } }",
+            "properties: { text: { type: \"string\" }, days: { type: \"integer\", default: 3 } }",
+        ),
+        _ => edit(
+            &server,
+            "    text: String,\n}",
+            "    text: String,\n    #[serde(default)]\n    days: Option<u32>,\n}",
+        ),
     }
+    match lang {
+        "python" => edit(
+            &server,
+            "\"text\": text}",
+            "\"text\": text, \"days\": days}",
+        ),
+        "typescript" => {
+            edit(
+                &server,
+                "async ({ text }, ctx)",
+                "async ({ text, days }, ctx)",
+            );
+            edit(&server, "text };", "text, days };");
+        }
+        _ => edit(
+            &server,
+            "\"text\": args.text }",
+            "\"text\": args.text, \"days\": args.days.unwrap_or(3) }",
+        ),
+    }
+    build(lang, &dir, &name);
+    let stale = yep(&home, &["doctor", dir_arg], "");
+    assert!(!stale.status.success(), "{}", text(&stale.stdout));
+    let said = text(&stale.stdout);
+    let row = said.lines().find(|l| l.contains("schema_sync")).unwrap();
+    assert!(
+        row.starts_with("FAIL") && row.contains("`days`") && row.contains("yep manifest sync"),
+        "{said}"
+    );
+    let synced = ok(&home, &["manifest", "sync", dir_arg]);
+    assert!(synced.contains("+            \"days\": {"), "{synced}");
+    let doctor: Value = serde_json::from_str(&ok(&home, &["doctor", dir_arg, "--json"])).unwrap();
+    assert_eq!(
+        check(&doctor, "schema_sync")["status"],
+        "pass",
+        "{doctor:#}"
+    );
+    ok(&home, &["manifest", "sync", dir_arg, "--check"]);
 
     ok(&home, &["install", dir.to_str().unwrap(), "--yes"]);
     let doctor: Value = serde_json::from_str(&ok(&home, &["doctor", &name, "--json"])).unwrap();
@@ -167,7 +211,7 @@ fn author_loop(lang: &str) {
     ok(&home, &["enable", &name]);
 
     let script = format!(
-        "pre bash {{\"command\":\"git push\"}}\npre bash {{\"command\":\"ls\"}}\ncommand {name}:hello world\ncall forecast {{\"city\":\"Oslo\"}}\nprompt\nstatus\nquit\n"
+        "pre bash {{\"command\":\"git push\"}}\npre bash {{\"command\":\"ls\"}}\ncommand {name}:hello world\ncall forecast {{\"text\":\"Oslo\",\"days\":2}}\nprompt\nstatus\nquit\n"
     );
     let out = yep(&home, &["session", "--json"], &script);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -182,7 +226,11 @@ fn author_loop(lang: &str) {
         lines[2],
         json!({"success": true, "message": "hello: world"})
     );
-    assert_eq!(lines[3]["result"]["args"], json!({"city": "Oslo"}));
+    assert_eq!(
+        lines[3]["result"],
+        json!({"tool": "forecast", "text": "Oslo", "days": 2}),
+        "{lines:?}"
+    );
     assert!(
         lines[4]["prompt"]
             .as_str()
@@ -195,6 +243,44 @@ fn author_loop(lang: &str) {
         format!("{name} ready"),
         "{lines:?}"
     );
+}
+
+/// The check named `name` in a doctor report.
+fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} check: {report:#}"))
+}
+
+/// A Rust package is built as its README says, with a shared target dir so repeated runs
+/// stay quick; a script package runs as it is.
+fn build(lang: &str, dir: &Path, name: &str) {
+    if lang != "rust" {
+        return;
+    }
+    let target = Path::new(env!("CARGO_BIN_EXE_yep"))
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("scaffold-e2e");
+    #[allow(clippy::disallowed_methods)]
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--release", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(built.success(), "the Rust template did not build");
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::copy(
+        target.join(format!("release/{name}-server")),
+        dir.join(format!("bin/{name}-server")),
+    )
+    .unwrap();
 }
 
 #[test]

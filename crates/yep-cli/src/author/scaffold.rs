@@ -130,9 +130,43 @@ fn ident(name: &str) -> String {
     }
 }
 
+/// A Python docstring holding `text`.
+fn py_docstring(text: &str) -> String {
+    format!(
+        "\"\"\"{}\"\"\"",
+        text.replace('\\', "\\\\").replace("\"\"\"", "\\\"\\\"\\\"")
+    )
+}
+
 /// A Rust/JS/Python string literal (JSON's escaping is valid in all three).
 fn lit(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
+}
+
+/// What a scaffolded tool says of itself, in every template.
+fn tool_description(tool: &str) -> String {
+    format!("TODO: what `{tool}` does.")
+}
+
+/// The argument schema each template's typed handler derives: one string, `text`.
+fn tool_schema() -> Value {
+    json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+}
+
+/// A Rust type name for a tool's arguments: `web-search` → `WebSearchArgs`.
+fn args_type(tool: &str) -> String {
+    let mut out = String::new();
+    for word in ident(tool).split('_').filter(|w| !w.is_empty()) {
+        let mut chars = word.chars();
+        if let Some(first) = chars.next() {
+            out.push(first.to_ascii_uppercase());
+            out.extend(chars);
+        }
+    }
+    if out.starts_with(|c: char| c.is_ascii_digit()) || out.is_empty() {
+        out.insert(0, 'T');
+    }
+    out + "Args"
 }
 
 fn manifest(o: &NewOptions) -> Value {
@@ -146,7 +180,11 @@ fn manifest(o: &NewOptions) -> Value {
         json!({"command": format!("{}-server", o.name)}),
     );
     if !o.tools.is_empty() {
-        facet.insert("tools".into(), Value::Array(o.tools.iter().map(|t| json!({"name": t, "description": format!("TODO: what `{t}` does"), "schema": {"type": "object"}})).collect()));
+        // Exactly what each template's typed handler derives, so it starts in sync.
+        let tools = o.tools.iter().map(
+            |t| json!({"name": t, "description": tool_description(t), "schema": tool_schema()}),
+        );
+        facet.insert("tools".into(), Value::Array(tools.collect()));
     }
     if !o.hooks.is_empty() {
         facet.insert(
@@ -194,9 +232,10 @@ fn python_server(o: &NewOptions) -> String {
     );
     for t in &o.tools {
         s += &format!(
-            "\n\n@server.tool({})\ndef {}(args, ctx):\n    # EDIT: the `{t}` tool. ctx.update(text) streams progress; return the result.\n    return {{\"tool\": {}, \"args\": args}}\n",
+            "\n\n@server.tool({})\ndef {}(text: str, *, ctx):\n    {}\n    # EDIT: the `{t}` tool. Its parameters are its arguments: after changing them, run\n    # `yep manifest sync` so plugin.json says the same. ctx.update(text) streams progress.\n    return {{\"tool\": {}, \"text\": text}}\n",
             lit(t),
             ident(t),
+            py_docstring(&tool_description(t)),
             lit(t)
         );
     }
@@ -241,8 +280,9 @@ fn typescript_server(o: &NewOptions) -> String {
     );
     for t in &o.tools {
         s += &format!(
-            "\nserver.tool({}, async (args, ctx) => {{\n  // EDIT: the `{t}` tool. ctx.update(text) streams progress; ctx.signal aborts on cancel.\n  return {{ tool: {}, args }};\n}});\n",
+            "\nserver.tool(\n  {},\n  {{\n    description: {},\n    // The arguments, checked before each call. After changing them, run `yep manifest sync`.\n    schema: {{ type: \"object\", properties: {{ text: {{ type: \"string\" }} }}, required: [\"text\"] }},\n  }},\n  async ({{ text }}, ctx) => {{\n    // EDIT: the `{t}` tool. ctx.update(text) streams progress; ctx.signal aborts on cancel.\n    return {{ tool: {}, text }};\n  }},\n);\n",
             lit(t),
+            lit(&tool_description(t)),
             lit(t)
         );
     }
@@ -275,17 +315,28 @@ fn typescript_server(o: &NewOptions) -> String {
 
 fn rust_server(o: &NewOptions) -> String {
     let mut s = format!(
-        "//! {name}: a YEP capability server. Edit the bodies marked EDIT; the rest is wiring.\n#![deny(clippy::print_stdout)]\n\n#[allow(unused_imports)]\nuse serde_json::{{Value, json}};\n#[allow(unused_imports)]\nuse yep_sdk::{{CommandExecuteResult, HookDecision, Server, StatusLevel}};\n\nfn main() -> std::io::Result<()> {{\n    Server::new({lit_name})\n",
+        "//! {name}: a YEP capability server. Edit the bodies marked EDIT; the rest is wiring.\n#![deny(clippy::print_stdout)]\n\n#[allow(unused_imports)]\nuse serde_json::{{Value, json}};\n#[allow(unused_imports)]\nuse yep_sdk::{{CommandExecuteResult, HookDecision, JsonSchema, Server, StatusLevel}};\n",
         name = o.name,
-        lit_name = lit(&o.name)
+    );
+    for t in &o.tools {
+        s += &format!(
+            "\n// The arguments of `{t}`; its schema in plugin.json is derived from this type. After\n// changing it, run `yep manifest sync`. (A doc comment here would become the schema's description.)\n#[derive(serde::Deserialize, JsonSchema)]\nstruct {} {{\n    text: String,\n}}\n",
+            args_type(t)
+        );
+    }
+    s += &format!(
+        "\nfn main() -> std::io::Result<()> {{\n    Server::new({})\n",
+        lit(&o.name)
     );
     if let Some(p) = &o.prompt {
         s += &format!("        .instructions({})\n", lit(p));
     }
     for t in &o.tools {
         s += &format!(
-            "        .tool({}, |args, _ctx| {{\n            // EDIT: the `{t}` tool. ctx.update(text) streams progress.\n            Ok(json!({{ \"tool\": {}, \"args\": args }}))\n        }})\n",
+            "        .typed_tool({}, {}, |args: {}, _ctx| {{\n            // EDIT: the `{t}` tool. ctx.update(text) streams progress.\n            Ok(json!({{ \"tool\": {}, \"text\": args.text }}))\n        }})\n",
             lit(t),
+            lit(&tool_description(t)),
+            args_type(t),
             lit(t)
         );
     }
@@ -318,7 +369,7 @@ fn rust_server(o: &NewOptions) -> String {
 fn rust_files(o: &NewOptions) -> Vec<(String, String)> {
     let v = "0.1.0";
     let mut files = vec![
-        ("Cargo.toml".to_string(), format!("[package]\nname = \"{n}-server\"\nversion = \"{v}\"\nedition = \"2024\"\npublish = false\n\n[[bin]]\nname = \"{n}-server\"\npath = \"src/main.rs\"\n\n[dependencies]\nyep-sdk = {{ path = \"vendor/yep-sdk\" }}\nserde_json = \"1\"\n\n[workspace]\n", n = o.name)),
+        ("Cargo.toml".to_string(), format!("[package]\nname = \"{n}-server\"\nversion = \"{v}\"\nedition = \"2024\"\npublish = false\n\n[[bin]]\nname = \"{n}-server\"\npath = \"src/main.rs\"\n\n[dependencies]\nyep-sdk = {{ path = \"vendor/yep-sdk\" }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\nserde_json = \"1\"\nschemars = \"1\"\n\n[workspace]\n", n = o.name)),
         ("vendor/yep-protocol/Cargo.toml".to_string(), "[package]\nname = \"yep-protocol\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[features]\nschema = []\n\n[dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = { version = \"1\", features = [\"raw_value\"] }\nthiserror = \"2\"\nmemchr = \"2\"\n".to_string()),
         ("vendor/yep-sdk/Cargo.toml".to_string(), "[package]\nname = \"yep-sdk\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[dependencies]\nyep-protocol = { path = \"../yep-protocol\" }\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = \"1\"\nlibc = \"0.2\"\nschemars = \"1\"\nserde_path_to_error = \"0.1\"\n".to_string()),
         (".gitignore".to_string(), "/target\n".to_string()),
@@ -340,8 +391,13 @@ fn readme(o: &NewOptions, build: Option<&str>) -> String {
         .map(|b| format!("Build the server first:\n\n```sh\n{b}\n```\n\n"))
         .unwrap_or_default();
     format!(
-        "# {n}\n\nA YEP extension written in {lang}. Fill in the bodies marked `EDIT` in the server.\n\n{build}```sh\nyep install . {flags}{why}\nyep doctor {n}\nyep enable {n}\nyep session             # try it; `reload {n}` after an edit\n```\n\n`plugin.json` declares what the extension may do; a server can only narrow it.\n",
+        "# {n}\n\nA YEP extension written in {lang}. Fill in the bodies marked `EDIT` in the server.\n\n{build}```sh\nyep install . {flags}{why}\nyep doctor {n}\nyep enable {n}\nyep session             # try it; `reload {n}` after an edit\n```\n\n`plugin.json` declares what the extension may do; a server can only narrow it. Each tool's\nargument schema there is derived from its handler. After changing a tool's parameters:\n\n```sh\n{rebuild}yep manifest sync .      # writes the handlers' schemas into plugin.json, shows the diff\nyep doctor .             # fails while plugin.json and the code disagree\n```\n",
         n = o.name,
+        rebuild = if o.lang == Lang::Rust {
+            "# rebuild first (above), then\n"
+        } else {
+            ""
+        },
         flags = install_flags(o.lang),
         why = if o.lang == Lang::Rust {
             format!("   # after each rebuild: yep update {}", o.name)
