@@ -3,8 +3,12 @@
 //! No async runtime is needed. The SDK runs a stdin reader thread (the caller's), an ordered
 //! notification thread, and a growing pool of request workers, so tool calls run concurrently
 //! while notifications arrive in order (calls of a handler that took under 50 µs last time
-//! run one after another on the reading thread: waking a worker would cost more). Handlers get a [`Context`] to stream progress, see
-//! cancellation, ask the user, push status and log.
+//! run one after another on the reading thread: waking a worker would cost more). Handlers get
+//! a [`Context`] to stream progress, see cancellation, ask the user, push status and log.
+//!
+//! A [`Server::typed_tool`] takes its arguments as a `Deserialize + JsonSchema` type: the
+//! schema goes in the handshake (`yep manifest sync` writes it into `plugin.json`), and bad
+//! arguments are answered with an error naming the field. [`Server::tool`] is the raw form.
 //!
 //! ```no_run
 //! use serde_json::json;
