@@ -5,7 +5,7 @@
 mod common;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -128,7 +128,7 @@ fn author_loop(lang: &str) {
             "            if fire.args.get(\"command\").and_then(Value::as_str).is_some_and(|c| c.contains(\"git\")) {\n                return HookDecision::block(\"git is not allowed here\");\n            }\n            HookDecision::allow()",
         ),
     }
-    build(lang, &dir, &name);
+    common::build_package(lang, &dir, &name);
     // As scaffolded, the manifest says what the typed handler derives.
     let dir_arg = dir.to_str().unwrap();
     let doctor: Value = serde_json::from_str(&ok(&home, &["doctor", dir_arg, "--json"])).unwrap();
@@ -176,7 +176,7 @@ fn author_loop(lang: &str) {
             "\"text\": args.text, \"days\": args.days.unwrap_or(3) }",
         ),
     }
-    build(lang, &dir, &name);
+    common::build_package(lang, &dir, &name);
     let stale = yep(&home, &["doctor", dir_arg], "");
     assert!(!stale.status.success(), "{}", text(&stale.stdout));
     let said = text(&stale.stdout);
@@ -253,34 +253,6 @@ fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
         .iter()
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no {name} check: {report:#}"))
-}
-
-/// A Rust package is built as its README says, with a shared target dir so repeated runs
-/// stay quick; a script package runs as it is.
-fn build(lang: &str, dir: &Path, name: &str) {
-    if lang != "rust" {
-        return;
-    }
-    let target = Path::new(env!("CARGO_BIN_EXE_yep"))
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("scaffold-e2e");
-    #[allow(clippy::disallowed_methods)]
-    let built = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--release", "--manifest-path"])
-        .arg(dir.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .unwrap();
-    assert!(built.success(), "the Rust template did not build");
-    std::fs::create_dir_all(dir.join("bin")).unwrap();
-    std::fs::copy(
-        target.join(format!("release/{name}-server")),
-        dir.join(format!("bin/{name}-server")),
-    )
-    .unwrap();
 }
 
 #[test]

@@ -99,3 +99,31 @@ pub fn on_a_pty(inner: &str) -> String {
         .expect("util-linux `script` runs the CLI on a pseudo-terminal");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A Rust package is built as its README says, with a shared target dir so repeated runs
+/// stay quick; a script package runs as it is.
+pub fn build_package(lang: &str, dir: &Path, name: &str) {
+    if lang != "rust" {
+        return;
+    }
+    let target = Path::new(env!("CARGO_BIN_EXE_yep"))
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("scaffold-e2e");
+    #[allow(clippy::disallowed_methods)]
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--release", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(built.success(), "the Rust template did not build");
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::copy(
+        target.join(format!("release/{name}-server")),
+        dir.join(format!("bin/{name}-server")),
+    )
+    .unwrap();
+}
