@@ -63,10 +63,29 @@ pub fn sync(
         add_tools(text, &style, facet, tools, &new, &mut edits);
     }
     let after = edits.apply(text);
-    // Correct by construction: what is written parses as a manifest and is now in sync.
+    // What is written must be a valid manifest (a served tool name no manifest may declare
+    // stops it here) that is now in sync.
     let synced = Manifest::parse(&after, path).map_err(|e| {
-        format!("internal error: the synced manifest does not parse ({e}); nothing was written")
+        format!("the synced manifest would not be valid, so nothing was written: {e}")
     })?;
+    // A served schema that does not compile would refuse every call: not written.
+    let written = |tool: &str| {
+        found
+            .iter()
+            .any(|d| d.tool() == tool && matches!(d, Drift::Schema { .. } | Drift::New { .. }))
+    };
+    let broken: Vec<String> = yep_host::tool_args::ToolSchemas::from_manifest(&synced)
+        .invalid()
+        .into_iter()
+        .filter(|(tool, _)| written(tool))
+        .map(|(tool, why)| format!("`{tool}`: {why}"))
+        .collect();
+    if !broken.is_empty() {
+        return Err(format!(
+            "the server's schema is not valid JSON Schema, so nothing was written: {}",
+            broken.join("; ")
+        ));
+    }
     let left: Vec<Drift> = drift(&synced, served)
         .into_iter()
         .filter(|d| !matches!(d, Drift::Unserved { .. }))
@@ -253,6 +272,18 @@ mod tests {
         let (again, changes) = sync(&after, path, &synced, &tools).unwrap();
         assert_eq!(again, after);
         assert_eq!(changes.len(), 1, "{changes:?}");
+    }
+
+    #[test]
+    fn a_served_schema_that_does_not_compile_is_not_written() {
+        let path = Path::new("plugin.json");
+        let manifest = Manifest::parse(STALE, path).unwrap();
+        let tools = [served("forecast", json!({"type": 5}), "The weather")];
+        let err = sync(STALE, path, &manifest, &tools).unwrap_err();
+        assert!(
+            err.contains("`forecast`") && err.contains("not valid JSON Schema"),
+            "{err}"
+        );
     }
 
     #[test]
