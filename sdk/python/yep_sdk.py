@@ -632,6 +632,10 @@ class _TypedTool:
     """A handler called with its arguments as keyword parameters (and ``ctx`` if it takes it)."""
 
     def __init__(self, name: str, func: Callable[..., Any], description: Optional[str]) -> None:
+        self.func = func
+        # A decorator that kept `__wrapped__` (functools.wraps) is read through to the handler.
+        while hasattr(func, "__wrapped__"):
+            func = func.__wrapped__
         code = func.__code__
         if code.co_flags & 0x04:  # *args
             raise TypeError("tool `%s`: a typed handler cannot take *args" % name)
@@ -649,7 +653,6 @@ class _TypedTool:
             hints = get_type_hints(func, include_extras=True)
         except Exception as err:  # noqa: BLE001 - an unresolvable annotation
             raise TypeError("tool `%s`: cannot read its type hints: %s" % (name, err)) from None
-        self.func = func
         self.name = name
         self.ctx_name = next((n for n in names if n == "ctx" or hints.get(n) is Context), None)
         self.extra = bool(code.co_flags & 0x08)  # **kwargs: unknown arguments reach it
@@ -686,6 +689,8 @@ class _TypedTool:
 
 def _raw(func: Callable[..., Any]) -> bool:
     """Whether ``func`` is a raw handler, ``def f(args, ctx)``: it gets the argument object."""
+    while hasattr(func, "__wrapped__"):
+        func = func.__wrapped__
     code = getattr(func, "__code__", None)
     if code is None:
         return True  # a callable object: called as it always was

@@ -117,6 +117,30 @@ class RegistrationTest(unittest.TestCase):
                 return None
         self.assertIn("tool `bad`: parameter `when`", str(caught.exception))
 
+    def test_a_wrapped_handler_is_read_through_its_decorator(self):
+        import functools
+
+        def logged(f):
+            @functools.wraps(f)
+            def wrapper(*args, **kwargs):
+                return ("logged", f(*args, **kwargs))
+            return wrapper
+
+        server = yep_sdk.Server("t")
+
+        @server.tool
+        @logged
+        def add(a: int, b: int = 1):
+            """Adds."""
+            return a + b
+
+        self.assertEqual(server._served["add"], {
+            "name": "add", "description": "Adds.",
+            "schema": {"type": "object", "properties": {"a": {"type": "integer"},
+                                                          "b": {"type": "integer", "default": 1}},
+                       "required": ["a"]}})
+        self.assertEqual(server._tools["add"]({"a": 2}, None), ("logged", 3))
+
     def test_which_handlers_are_raw(self):
         server = yep_sdk.Server("t")
         server.tool("a")(lambda args, ctx: args)
