@@ -211,10 +211,12 @@ export interface ServeOptions {
 /** A JSON Schema object, as the SDK checks it (see `check` in yep-sdk.js for the keywords). */
 export type JsonSchema = { [keyword: string]: Json };
 
-/** A schema that can produce JSON Schema, such as a zod schema (duck-typed). */
-export interface ToJsonSchema {
-  toJSONSchema(): JsonSchema;
-}
+/** A schema that can produce JSON Schema (duck-typed): a `toJSONSchema()` method, or the
+ * Standard JSON Schema interface (zod 4.2+, Valibot, ArkType). For older zod, pass
+ * `z.toJSONSchema(schema)`. */
+export type ToJsonSchema =
+  | { toJSONSchema(): JsonSchema }
+  | { "~standard": { jsonSchema: { input(options: { target: string }): JsonSchema } } };
 
 /** What a tool takes and gives, for `Server.tool(name, spec, handler)`. */
 export interface ToolSpec {

@@ -255,12 +255,18 @@ class Context extends Notifier {
 // ---------------------------------------------------------------------------
 // typed tools: a JSON Schema (or anything with `toJSONSchema()`) checks the arguments
 
-/** A schema as JSON: a JSON Schema object as it is, a zod (or similar) schema through its
- * `toJSONSchema()`. The root's `$schema` is dropped, as a manifest does not need it. */
+/** A schema as JSON: a JSON Schema object as it is; a schema library's through its
+ * `toJSONSchema()` method, or the Standard JSON Schema interface (`~standard.jsonSchema`, as
+ * zod 4.2+, Valibot and ArkType offer). The root's `$schema` is dropped: a manifest does not
+ * need it. */
 export function jsonSchemaOf(schema) {
   let doc = schema;
+  const standard = doc?.["~standard"]?.jsonSchema;
   if (doc !== null && typeof doc === "object" && typeof doc.toJSONSchema === "function") doc = doc.toJSONSchema();
-  if (!isObject(doc)) throw new TypeError("a tool schema must be a JSON Schema object, or have toJSONSchema()");
+  else if (typeof standard?.input === "function") doc = standard.input({ target: "draft-2020-12" });
+  if (!isObject(doc)) {
+    throw new TypeError("a tool schema must be a JSON Schema object, or offer toJSONSchema() or ~standard.jsonSchema");
+  }
   doc = JSON.parse(JSON.stringify(doc));
   delete doc.$schema;
   return doc;

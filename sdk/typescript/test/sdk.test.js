@@ -481,7 +481,11 @@ async function typedServer({ Server }) {
   const zodLike = {
     toJSONSchema: () => ({ $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { q: { type: "string" } }, required: ["q"] }),
   };
+  const standardLike = {
+    "~standard": { version: 1, vendor: "test", jsonSchema: { input: ({ target }) => ({ type: "object", description: target }) } },
+  };
   await new Server("typed")
+    .tool("standard", { schema: standardLike }, () => "ok")
     .tool("forecast", { description: "The weather for a city", schema: forecast }, (args) => args)
     .tool("search", { description: "Search", schema: zodLike, outputSchema: { type: "object", properties: { hits: { type: "integer" } } } }, (args) => ({ hits: args.q.length }))
     .tool("raw", (args) => ({ raw: args }))
@@ -494,7 +498,9 @@ describe("typed tools", () => {
   test("the handshake carries each tool's schema, description and output schema", () =>
     withPeer(TYPED, async (peer) => {
       const tools = (await peer.handshake()).result.capability_params.tools;
-      assert.deepEqual(tools.map((t) => t.name), ["forecast", "search", "raw"]);
+      assert.deepEqual(tools.map((t) => t.name), ["standard", "forecast", "search", "raw"]);
+      // A Standard JSON Schema is asked for draft 2020-12.
+      assert.deepEqual(tools.shift(), { name: "standard", schema: { type: "object", description: "draft-2020-12" } });
       assert.equal(tools[0].description, "The weather for a city");
       assert.deepEqual(tools[0].schema.required, ["city"]);
       assert.deepEqual(tools[0].schema.properties.days, { type: "integer", minimum: 1, maximum: 7, default: 3 });
@@ -539,7 +545,7 @@ describe("typed tools", () => {
     }));
 
   test("a schema that is neither JSON Schema nor offers toJSONSchema is refused at registration", () => {
-    assert.throws(() => new sdk.Server("t").tool("x", { schema: "string" }, () => null), /JSON Schema object/);
+    assert.throws(() => new sdk.Server("t").tool("x", { schema: "string" }, () => null), /JSON Schema object, or offer toJSONSchema\(\) or ~standard.jsonSchema/);
     assert.throws(() => new sdk.Server("t").tool("x", { schema: {} }), /handler must be a function/);
   });
 });
