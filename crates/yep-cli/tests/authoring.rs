@@ -133,7 +133,7 @@ fn author_loop(lang: &str) {
     let dir_arg = dir.to_str().unwrap();
     let doctor: Value = serde_json::from_str(&ok(&home, &["doctor", dir_arg, "--json"])).unwrap();
     assert_eq!(
-        check(&doctor, "schema_sync")["status"],
+        common::doctor_check(&doctor, "schema_sync")["status"],
         "pass",
         "{doctor:#}"
     );
@@ -189,7 +189,7 @@ fn author_loop(lang: &str) {
     assert!(synced.contains("+            \"days\": {"), "{synced}");
     let doctor: Value = serde_json::from_str(&ok(&home, &["doctor", dir_arg, "--json"])).unwrap();
     assert_eq!(
-        check(&doctor, "schema_sync")["status"],
+        common::doctor_check(&doctor, "schema_sync")["status"],
         "pass",
         "{doctor:#}"
     );
@@ -243,16 +243,6 @@ fn author_loop(lang: &str) {
         format!("{name} ready"),
         "{lines:?}"
     );
-}
-
-/// The check named `name` in a doctor report.
-fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no {name} check: {report:#}"))
 }
 
 #[test]

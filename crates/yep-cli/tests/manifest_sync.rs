@@ -81,15 +81,6 @@ fn doctor(home: &Path, dir: &Path) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)))
 }
 
-fn row<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap()
-}
-
 #[test]
 fn a_stale_manifest_is_brought_in_line_and_everything_else_stays_as_written() {
     let tmp = tempfile::tempdir().unwrap();
@@ -100,7 +91,7 @@ fn a_stale_manifest_is_brought_in_line_and_everything_else_stays_as_written() {
     // Doctor fails on the drift and names the fix.
     let before = doctor(&home, &dir);
     assert_eq!(before["ok"], false, "{before:#}");
-    let sync_row = row(&before, "schema_sync");
+    let sync_row = common::doctor_check(&before, "schema_sync");
     assert_eq!(sync_row["status"], "fail");
     let detail = sync_row["detail"].as_str().unwrap();
     assert!(
@@ -109,7 +100,7 @@ fn a_stale_manifest_is_brought_in_line_and_everything_else_stays_as_written() {
     );
     assert!(detail.contains("yep manifest sync"), "{detail}");
     assert_eq!(
-        row(&before, "tools")["status"],
+        common::doctor_check(&before, "tools")["status"],
         "fail",
         "alerts is served, undeclared"
     );
@@ -197,10 +188,13 @@ fn a_stale_manifest_is_brought_in_line_and_everything_else_stays_as_written() {
     // Doctor passes now; the kept tool is a warning, not a failure.
     let synced = doctor(&home, &dir);
     assert_eq!(synced["ok"], true, "{synced:#}");
-    assert_eq!(row(&synced, "schema_sync")["status"], "pass");
-    assert_eq!(row(&synced, "tools")["status"], "warn");
+    assert_eq!(
+        common::doctor_check(&synced, "schema_sync")["status"],
+        "pass"
+    );
+    assert_eq!(common::doctor_check(&synced, "tools")["status"], "warn");
     assert!(
-        row(&synced, "tools")["detail"]
+        common::doctor_check(&synced, "tools")["detail"]
             .as_str()
             .unwrap()
             .contains("gone")

@@ -127,3 +127,13 @@ pub fn build_package(lang: &str, dir: &Path, name: &str) {
     )
     .unwrap();
 }
+
+/// The check named `name` in a `yep doctor --json` report.
+pub fn doctor_check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} check: {report:#}"))
+}
