@@ -688,22 +688,34 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
     check_bridge_report(&report);
 }
 
+/// A running `yep mcp serve`, killed when dropped: a failed assertion leaves no server behind.
+struct Serving(std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `yep mcp serve --http <addr> [extra]` on `home`, running: the process, its url, and the
 /// line after it (the token, when it was just made).
 #[allow(clippy::disallowed_methods)] // kept running while clients connect
-fn serve_http(home: &Path, addr: &str, extra: &[&str]) -> (std::process::Child, String, String) {
+fn serve_http(home: &Path, addr: &str, extra: &[&str]) -> (Serving, String, String) {
     use std::io::BufRead;
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(["mcp", "serve", "--http", addr])
-        .args(extra)
-        .env("YEP_HOME", home)
-        .env_remove("RUST_LOG")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let mut server = Serving(
+        std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
+            .args(["mcp", "serve", "--http", addr])
+            .args(extra)
+            .env("YEP_HOME", home)
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = std::io::BufReader::new(server.0.stderr.take().unwrap()).lines();
     let url = loop {
         let line = lines
             .next()
@@ -733,7 +745,7 @@ fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
         text(&open.stderr)
     );
 
-    let (mut server, url, shown) = serve_http(&home, "127.0.0.1:0", &[]);
+    let (server, url, shown) = serve_http(&home, "127.0.0.1:0", &[]);
     let token_file = home.join("mcp-serve.token");
     let token = std::fs::read_to_string(&token_file).unwrap();
     let token = token.trim();
@@ -755,8 +767,7 @@ fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
     check_bridge_report(&report);
     // Two clients at once: one cancels, the other's call runs on to its end.
     let report = run_client("bridge_http_client.py", &[&url, token], tmp.path());
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(report["first"]["cancelled"], true, "{report}");
     assert_eq!(
         report["first"]["after"], r#"{"echoed":"after"}"#,
@@ -771,9 +782,8 @@ fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
     assert_eq!(report["foreign_host"], 403, "{report}");
 
     // Started again, the token is kept and not shown.
-    let (mut server, _, shown) = serve_http(&home, "127.0.0.1:0", &[]);
-    let _ = server.kill();
-    let _ = server.wait();
+    let (server, _, shown) = serve_http(&home, "127.0.0.1:0", &[]);
+    drop(server);
     assert!(!shown.contains(token), "{shown}");
 }
 
@@ -781,7 +791,7 @@ fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
 fn yep_mcp_serve_allow_remote_listens_beyond_loopback_still_behind_the_token() {
     let tmp = tempfile::tempdir().unwrap();
     let home = bridge_home(tmp.path());
-    let (mut server, url, _) = serve_http(&home, "0.0.0.0:0", &["--allow-remote"]);
+    let (server, url, _) = serve_http(&home, "0.0.0.0:0", &["--allow-remote"]);
     assert!(url.starts_with("http://0.0.0.0:"), "{url}");
     let token = std::fs::read_to_string(home.join("mcp-serve.token")).unwrap();
     let local = url.replace("0.0.0.0", "127.0.0.1");
@@ -790,8 +800,7 @@ fn yep_mcp_serve_allow_remote_listens_beyond_loopback_still_behind_the_token() {
         &[&local, token.trim(), "probes"],
         tmp.path(),
     );
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(report["right"], 200, "{report}");
     assert_eq!(report["wrong"], 401, "{report}");
     assert_eq!(report["missing"], 401, "{report}");
