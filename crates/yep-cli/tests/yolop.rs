@@ -139,7 +139,12 @@ fn yolop_0_22_installs_synced_packages_and_its_doctor_passes_them() {
         // yolop's doctor exits 0 either way: its verdict is the report's `ok`.
         let report: Value = serde_json::from_str(&text(&doctor.stdout))
             .unwrap_or_else(|e| panic!("{lang}: {e}: {}", text(&doctor.stdout)));
-        let report = report.get("result").unwrap_or(&report);
         assert_eq!(report["ok"], true, "{lang}: {report:#}");
+        let checks = report["checks"].as_array().unwrap();
+        assert!(
+            checks.iter().any(|c| c["name"] == "handshake")
+                && checks.iter().all(|c| c["status"] == "pass"),
+            "{lang}: {report:#}"
+        );
     }
 }
