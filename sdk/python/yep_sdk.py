@@ -416,11 +416,30 @@ def _json_type(value: Any) -> Optional[str]:
 
 
 def _enum_schema(values: List[Any]) -> Dict[str, Any]:
+    for v in values:
+        if _json_type(v) is None or (isinstance(v, float) and v != v):
+            raise _NoSchema("%r is not a JSON value (a Literal or Enum value must be a str, int, "
+                            "float, bool or None)" % (v,))
     schema: Dict[str, Any] = {"enum": values}
     kinds = {_json_type(v) for v in values}
     if len(kinds) == 1 and None not in kinds:
         schema["type"] = kinds.pop()
     return schema
+
+
+def _strip_required(hint: Any) -> Any:
+    """A TypedDict key's hint without its ``Required``/``NotRequired`` mark (which
+    ``__required_keys__`` already counts)."""
+    import typing
+
+    marks = tuple(m for m in (getattr(typing, "Required", None), getattr(typing, "NotRequired", None))
+                  if m is not None)
+    while get_origin(hint) in marks and marks:
+        hint = get_args(hint)[0]
+    if get_origin(hint) is Annotated:
+        inner = _strip_required(get_args(hint)[0])
+        return Annotated[(inner,) + tuple(get_args(hint)[1:])]  # type: ignore[misc]
+    return hint
 
 
 def _hints(tp: Any) -> Dict[str, Any]:
@@ -431,13 +450,16 @@ def _fields(tp: Any) -> List[Tuple[str, Any, bool, Any]]:
     """A TypedDict's or dataclass's fields: (name, hint, required, default or _MISSING)."""
     hints = _hints(tp)
     if _is_typeddict(tp):
-        return [(k, h, k in tp.__required_keys__, _MISSING) for k, h in hints.items()]
+        return [(k, _strip_required(h), k in tp.__required_keys__, _MISSING)
+                for k, h in hints.items()]
     dataclasses = sys.modules["dataclasses"]
     missing = dataclasses.MISSING
     out = []
     for f in tp.__dataclass_fields__.values():
         if getattr(f, "_field_type", None) is not getattr(dataclasses, "_FIELD", None):
             continue  # a ClassVar or InitVar pseudo-field
+        if not f.init:
+            continue  # not an argument of the constructor
         default = f.default if f.default is not missing else _MISSING
         required = f.default is missing and f.default_factory is missing
         out.append((f.name, hints.get(f.name, Any), required, default))
@@ -565,6 +587,16 @@ def _convert_fields(value: Any, fields: List[Tuple[str, Any, bool, Any]], path: 
     return out
 
 
+def _fits_exactly(value: Any, tp: Any) -> bool:
+    if get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    if tp in (bool, int, float, str):
+        return type(value) is tp
+    if isinstance(value, dict) and (_is_typeddict(tp) or _is_dataclass(tp)):
+        return set(value) <= {name for name, _, _, _ in _fields(tp)}
+    return False
+
+
 def _convert(value: Any, tp: Any, path: str) -> Any:
     """``value`` (parsed JSON) as ``tp``, or _BadArgs naming where it is wrong."""
     origin, args = get_origin(tp), get_args(tp)
@@ -588,7 +620,10 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         raise _BadArgs(path, "expected an integer, got %s" % _got(value))
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:
+                raise _BadArgs(path, "the number is too large") from None
         raise _BadArgs(path, "expected a number, got %s" % _got(value))
     if tp in (list, List) or origin is list:
         if not isinstance(value, list):
@@ -602,7 +637,9 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         if value is None and type(None) in args:
             return None
         arms = [a for a in args if a is not type(None)]
-        for arm in arms:
+        # An arm the value fits exactly (3 for int before float, an object whose keys are all
+        # the arm's fields) before the first that merely takes it.
+        for arm in sorted(arms, key=lambda a: not _fits_exactly(value, a)):
             try:
                 return _convert(value, arm, path)
             except _BadArgs:
@@ -628,14 +665,32 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
     return value
 
 
+def _admits_none(hint: Any) -> bool:
+    if hint is Any or hint is None or hint is type(None):
+        return True
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return _admits_none(args[0])
+    if origin in _unions():
+        return any(_admits_none(a) for a in args)
+    return origin is Literal and None in args
+
+
+def _none_default(hint: Any, default: Any) -> Any:
+    """A parameter defaulting to None takes null too (``x: int = None`` is
+    ``Optional[int]``), as Python before 3.11 reads it: the schema is the same on every
+    version."""
+    if default is None and not _admits_none(hint):
+        return Optional[hint]
+    return hint
+
+
 class _TypedTool:
     """A handler called with its arguments as keyword parameters (and ``ctx`` if it takes it)."""
 
     def __init__(self, name: str, func: Callable[..., Any], description: Optional[str]) -> None:
         self.func = func
-        # A decorator that kept `__wrapped__` (functools.wraps) is read through to the handler.
-        while hasattr(func, "__wrapped__"):
-            func = func.__wrapped__
+        func = _unwrap(func)
         code = func.__code__
         if code.co_flags & 0x04:  # *args
             raise TypeError("tool `%s`: a typed handler cannot take *args" % name)
@@ -656,7 +711,8 @@ class _TypedTool:
         self.name = name
         self.ctx_name = next((n for n in names if n == "ctx" or hints.get(n) is Context), None)
         self.extra = bool(code.co_flags & 0x08)  # **kwargs: unknown arguments reach it
-        self.fields = [(n, hints.get(n, Any), n not in defaults, defaults.get(n, _MISSING))
+        self.fields = [(n, _none_default(hints.get(n, Any), defaults.get(n, _MISSING)),
+                        n not in defaults, defaults.get(n, _MISSING))
                        for n in names if n != self.ctx_name]
         try:
             self.schema = _object_schema(self.fields, 0)
@@ -687,21 +743,50 @@ class _TypedTool:
         return self.func(**kwargs)
 
 
-def _raw(func: Callable[..., Any]) -> bool:
-    """Whether ``func`` is a raw handler, ``def f(args, ctx)``: it gets the argument object."""
-    while hasattr(func, "__wrapped__"):
+_MAPPINGS = ("dict", "Dict", "Mapping", "MutableMapping", "Any")
+
+
+def _mapping_hint(hint: Any) -> bool:
+    """Whether a hint (an object, or a string under ``from __future__ import annotations``)
+    says "the argument object": absent, ``Any``, or a dict/mapping of any parameters."""
+    if hint is None or hint is Any:
+        return True
+    if isinstance(hint, str):
+        return hint.split("[")[0].strip().rsplit(".", 1)[-1] in _MAPPINGS
+    origin = get_origin(hint) or hint
+    return getattr(origin, "__name__", "") in _MAPPINGS
+
+
+def _unwrap(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` read through decorators that kept ``__wrapped__`` (functools.wraps), as
+    ``inspect.unwrap`` does, a cycle included."""
+    seen = {id(func)}
+    while hasattr(func, "__wrapped__") and len(seen) < 100:
         func = func.__wrapped__
+        if id(func) in seen:
+            break
+        seen.add(id(func))
+    return func
+
+
+def _raw(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` is a raw handler, called as ``f(args, ctx)`` with the argument object:
+    exactly two positional parameters, the first unannotated or a dict/``Any``
+    (``def f(args, ctx)``, ``def f(params: Dict[str, Any], ctx)``, ``lambda a, c: ...``), the
+    second unannotated or ``Context``. Anything else is typed."""
+    func = _unwrap(func)
     code = getattr(func, "__code__", None)
     if code is None:
         return True  # a callable object: called as it always was
     names = code.co_varnames[:code.co_argcount]
     if hasattr(func, "__self__"):
         names = names[1:]
-    if len(names) != 2 or names[0] != "args" or code.co_kwonlyargcount:
+    if len(names) != 2 or code.co_kwonlyargcount or code.co_flags & 0x0C:
         return False
-    hint = getattr(func, "__annotations__", {}).get("args")
-    return hint is None or hint in (dict, Dict, Any) or (
-        isinstance(hint, str) and hint.split("[")[0].strip() in ("dict", "Dict", "Any", "typing.Dict"))
+    hints = getattr(func, "__annotations__", {})
+    second = hints.get(names[1])
+    return _mapping_hint(hints.get(names[0])) and (
+        second is None or second is Context or second == "Context")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,10 +37,13 @@ FORECAST_SCHEMA = {
             "default": None,
         },
         "mode": {"type": "string", "enum": ["fast", "slow"], "default": "fast"},
-        "weights": {"type": "object", "additionalProperties": {"type": "number"},
+        # A None default admits null, on every Python version.
+        "weights": {"anyOf": [{"type": "object", "additionalProperties": {"type": "number"}},
+                              {"type": "null"}],
                     "default": None},
-        "window": {"type": "object",
-                   "properties": {"start": {"type": "integer"}, "end": {"type": "integer"}},
+        "window": {"anyOf": [{"type": "object", "properties": {"start": {"type": "integer"},
+                                                               "end": {"type": "integer"}}},
+                             {"type": "null"}],
                    "default": None},
         "note": {"type": "string", "description": "shown to the user", "default": ""},
     },
@@ -142,19 +145,93 @@ class RegistrationTest(unittest.TestCase):
         self.assertEqual(server._tools["add"]({"a": 2}, None), ("logged", 3))
 
     def test_which_handlers_are_raw(self):
+        from typing import Any, Dict, Mapping
+
         server = yep_sdk.Server("t")
         server.tool("a")(lambda args, ctx: args)
         server.tool("b")(lambda args, ctx=None: args)
+        server.tool("c")(lambda a, c: a)
+
+        def params(params: Dict[str, Any], ctx):
+            return params
+
+        def mapping(args: Mapping[str, Any], ctx: yep_sdk.Context):
+            return args
+
+        def plain(args: dict, ctx):
+            return args
 
         def typed_one(args: int, ctx):
             return args
 
-        server.tool("c")(typed_one)
-        self.assertEqual(server._served["a"], {"name": "a"})
-        self.assertEqual(server._served["b"], {"name": "b"})
-        self.assertEqual(server._served["c"]["schema"],
+        def typed_two(city: str, days: int):
+            return city
+
+        for name, f in [("params", params), ("mapping", mapping), ("plain", plain),
+                        ("typed_one", typed_one), ("typed_two", typed_two)]:
+            server.tool(name)(f)
+        for raw in ["a", "b", "c", "params", "mapping", "plain"]:
+            self.assertEqual(server._served[raw], {"name": raw})
+            self.assertNotIsInstance(server._tools[raw], yep_sdk._TypedTool)
+        self.assertEqual(server._tools["params"]({"x": 1}, None), {"x": 1})
+        self.assertEqual(server._served["typed_one"]["schema"],
                          {"type": "object", "properties": {"args": {"type": "integer"}},
                           "required": ["args"]})
+        self.assertEqual(server._served["typed_two"]["schema"]["required"], ["city", "days"])
+
+    @unittest.skipUnless(sys.version_info >= (3, 11), "typing.NotRequired is Python 3.11+")
+    def test_hints_beyond_the_basics(self):
+        import dataclasses
+        from typing import Literal, NotRequired, TypedDict, Union
+
+        class A(TypedDict):
+            x: int
+
+        class B(TypedDict):
+            x: int
+            y: str
+            note: NotRequired[str]
+
+        @dataclasses.dataclass
+        class D:
+            a: int
+            cache: int = dataclasses.field(default=0, init=False)
+
+        server = yep_sdk.Server("t")
+
+        @server.tool
+        def t(ab: Union[A, B], num: Union[float, int], d: D, big: float = 0.0):
+            return {"ab": ab, "num": num, "d": dataclasses.asdict(d), "big": big}
+
+        schema = server._served["t"]["schema"]
+        self.assertEqual(schema["properties"]["ab"]["anyOf"][1]["required"], ["x", "y"])
+        self.assertEqual(schema["properties"]["d"]["properties"], {"a": {"type": "integer"}})
+        tool = server._tools["t"]
+        out = tool({"ab": {"x": 1, "y": "s"}, "num": 3, "d": {"a": 1}}, None)
+        # The arm the object fits exactly wins, and an integer stays one.
+        self.assertEqual(out["ab"], {"x": 1, "y": "s"})
+        self.assertEqual(type(out["num"]), int)
+        self.assertEqual(out["d"], {"a": 1, "cache": 0})
+        with self.assertRaises(yep_sdk.YepError) as caught:
+            tool({"ab": {"x": 1}, "num": 1, "d": {"a": 1}, "big": 10 ** 400}, None)
+        self.assertEqual(caught.exception.code, -32602)
+        self.assertIn("`big`: the number is too large", caught.exception.message)
+
+        with self.assertRaises(TypeError) as caught:
+            @server.tool
+            def bad(mode: Literal[b"x"]):
+                return None
+        self.assertIn("parameter `mode`", str(caught.exception))
+        self.assertIn("not a JSON value", str(caught.exception))
+
+    def test_a_wrapped_cycle_does_not_hang_registration(self):
+        def f(args, ctx):
+            return args
+
+        f.__wrapped__ = f
+        server = yep_sdk.Server("t")
+        server.tool("f")(f)
+        self.assertEqual(server._served["f"], {"name": "f"})
 
 
 if __name__ == "__main__":
