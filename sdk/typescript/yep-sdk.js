@@ -297,9 +297,13 @@ function at(path, key) {
   return typeof key === "number" ? `${path}[${key}]` : path ? `${path}.${key}` : String(key);
 }
 
+/** The schema a local `$ref` points at: `#` (the root) or a JSON Pointer below it. */
 function resolveRef(root, ref) {
-  const m = /^#\/(\$defs|definitions)\/(.+)$/.exec(ref);
-  const target = m && root[m[1]] ? root[m[1]][m[2].replaceAll("~1", "/").replaceAll("~0", "~")] : undefined;
+  let target = ref === "#" || ref.startsWith("#/") ? root : undefined;
+  for (const part of ref.length > 2 ? ref.slice(2).split("/") : []) {
+    const key = decodeURIComponent(part).replaceAll("~1", "/").replaceAll("~0", "~");
+    target = target !== null && typeof target === "object" && Object.hasOwn(target, key) ? target[key] : undefined;
+  }
   if (target === undefined) throw new BadArgs("", `the tool's schema has a $ref the SDK cannot follow: ${ref}`);
   return target;
 }
@@ -308,18 +312,26 @@ function sameJson(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
+/** Schemas a check may visit per call: past this (a union nested deep in a recursive schema,
+ * which costs arms^depth), the SDK stops checking and leaves it to the host, which has
+ * validated the call against plugin.json before sending it. */
+const CHECK_BUDGET = 10_000;
+
+class TooComplex extends Error {}
+
 /**
- * `value` checked against `schema` (the subset docs/authoring.md lists: type, properties,
- * required, additionalProperties, items, enum, const, anyOf, oneOf, allOf, minimum, maximum,
- * exclusiveMinimum, exclusiveMaximum, minLength, maxLength, pattern, minItems, maxItems, local
- * $ref), with each missing property that has a `default` filled in. Throws BadArgs naming
- * where it fails. Other keywords (format, description, ...) are not checked.
+ * `value` checked against `schema`, with each missing property that has a `default` filled
+ * in. Throws BadArgs naming where it fails. The keywords checked are those docs/authoring.md
+ * lists (type, properties, required, additionalProperties, items, enum, const, anyOf, oneOf,
+ * allOf, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength,
+ * minItems, maxItems, local $ref); others (pattern, format, ...) are left to the host, whose
+ * regex engine cannot be made to backtrack for minutes.
  */
-function check(schema, value, path, root, depth = 0) {
+function check(schema, value, path, root, budget, depth = 0) {
   if (schema === true || schema === undefined) return value;
   if (schema === false) throw new BadArgs(path, "no value is allowed here");
-  if (depth > 64) throw new BadArgs(path, "the tool's schema nests too deep");
-  if (typeof schema.$ref === "string") return check(resolveRef(root, schema.$ref), value, path, root, depth + 1);
+  if (--budget.left < 0 || depth > 64) throw new TooComplex();
+  if (typeof schema.$ref === "string") return check(resolveRef(root, schema.$ref), value, path, root, budget, depth + 1);
   const types = schema.type === undefined ? null : [].concat(schema.type);
   if (types && !types.some((t) => isKind(value, t))) {
     throw new BadArgs(path, `expected ${types.map((t) => KIND[t] ?? t).join(" or ")}, got ${KIND[kindOf(value)]}`);
@@ -330,26 +342,32 @@ function check(schema, value, path, root, depth = 0) {
   if ("const" in schema && !sameJson(schema.const, value)) {
     throw new BadArgs(path, `expected ${JSON.stringify(schema.const)}, got ${JSON.stringify(value)}`);
   }
-  for (const sub of schema.allOf ?? []) value = check(sub, value, path, root, depth + 1);
+  // Every arm sees the value as it came; the defaults each fills in are merged after.
+  const base = value;
+  for (const sub of schema.allOf ?? []) {
+    const filled = check(sub, base, path, root, budget, depth + 1);
+    if (isObject(filled) && isObject(value)) value = { ...filled, ...value };
+  }
   for (const [key, exactlyOne] of [["anyOf", false], ["oneOf", true]]) {
     const arms = schema[key];
     if (!Array.isArray(arms)) continue;
     const fits = [];
     for (const arm of arms) {
       try {
-        fits.push(check(arm, value, path, root, depth + 1));
+        fits.push(check(arm, base, path, root, budget, depth + 1));
       } catch (err) {
         if (!(err instanceof BadArgs)) throw err;
       }
+      if (fits.length > (exactlyOne ? 1 : 0)) break;
     }
     if (fits.length === 0) {
       // `T or null` fails as T does: its own error says best what is wrong.
       const real = arms.filter((a) => !(isObject(a) && a.type === "null"));
-      if (real.length === 1) check(real[0], value, path, root, depth + 1);
-      throw new BadArgs(path, `${KIND[kindOf(value)]} matches none of the allowed schemas`);
+      if (real.length === 1) check(real[0], base, path, root, budget, depth + 1);
+      throw new BadArgs(path, `${KIND[kindOf(base)]} matches none of the allowed schemas`);
     }
     if (exactlyOne && fits.length > 1) throw new BadArgs(path, "matches more than one of the allowed schemas (oneOf)");
-    value = fits[0];
+    if (isObject(fits[0]) && isObject(value)) value = { ...fits[0], ...value };
   }
   if (typeof value === "number") {
     if (schema.minimum !== undefined && value < schema.minimum) throw new BadArgs(path, `must be at least ${schema.minimum}, got ${value}`);
@@ -361,28 +379,31 @@ function check(schema, value, path, root, depth = 0) {
     const n = [...value].length;
     if (schema.minLength !== undefined && n < schema.minLength) throw new BadArgs(path, `must be at least ${schema.minLength} characters long`);
     if (schema.maxLength !== undefined && n > schema.maxLength) throw new BadArgs(path, `must be at most ${schema.maxLength} characters long`);
-    if (typeof schema.pattern === "string" && !new RegExp(schema.pattern, "u").test(value)) throw new BadArgs(path, `must match ${schema.pattern}`);
   }
   if (Array.isArray(value)) {
     if (schema.minItems !== undefined && value.length < schema.minItems) throw new BadArgs(path, `must have at least ${schema.minItems} items`);
     if (schema.maxItems !== undefined && value.length > schema.maxItems) throw new BadArgs(path, `must have at most ${schema.maxItems} items`);
-    if (schema.items !== undefined) value = value.map((v, i) => check(schema.items, v, at(path, i), root, depth + 1));
+    if (isObject(schema.items) || typeof schema.items === "boolean") {
+      value = value.map((v, i) => check(schema.items, v, at(path, i), root, budget, depth + 1));
+    }
   }
   if (isObject(value) && (schema.properties || schema.required || schema.additionalProperties !== undefined)) {
-    const props = schema.properties ?? {};
+    const props = isObject(schema.properties) ? schema.properties : {};
     const out = { ...value };
     for (const key of schema.required ?? []) {
-      if (!(key in out) && !(isObject(props[key]) && "default" in props[key])) throw new BadArgs(path, `missing field \`${key}\``);
+      const fallback = Object.hasOwn(props, key) && isObject(props[key]) && Object.hasOwn(props[key], "default");
+      if (!Object.hasOwn(out, key) && !fallback) throw new BadArgs(path, `missing field \`${key}\``);
     }
     for (const [key, sub] of Object.entries(props)) {
-      if (key in out) out[key] = check(sub, out[key], at(path, key), root, depth + 1);
-      else if (isObject(sub) && "default" in sub) out[key] = structuredClone(sub.default);
+      if (Object.hasOwn(out, key)) out[key] = check(sub, out[key], at(path, key), root, budget, depth + 1);
+      else if (isObject(sub) && Object.hasOwn(sub, "default")) out[key] = structuredClone(sub.default);
     }
-    if (schema.additionalProperties !== undefined) {
+    // With patternProperties (left to the host), which other keys are allowed is not known here.
+    if (schema.additionalProperties !== undefined && schema.patternProperties === undefined) {
       for (const key of Object.keys(value)) {
-        if (key in props) continue;
+        if (Object.hasOwn(props, key)) continue;
         if (schema.additionalProperties === false) throw new BadArgs(path, `unknown field \`${key}\``);
-        out[key] = check(schema.additionalProperties, out[key], at(path, key), root, depth + 1);
+        out[key] = check(schema.additionalProperties, out[key], at(path, key), root, budget, depth + 1);
       }
     }
     value = out;
@@ -393,8 +414,9 @@ function check(schema, value, path, root, depth = 0) {
 /** The arguments of a call to `tool`, checked against its schema (InvalidParams if not). */
 function checkArgs(tool, schema, args) {
   try {
-    return check(schema, args ?? {}, "", schema);
+    return check(schema, args ?? {}, "", schema, { left: CHECK_BUDGET });
   } catch (err) {
+    if (err instanceof TooComplex) return args ?? {};
     if (!(err instanceof BadArgs)) throw err;
     const where = err.path ? `\`${err.path}\`: ` : "";
     throw new InvalidParams(`invalid arguments for \`${tool}\`: ${where}${err.message}`);

@@ -472,7 +472,7 @@ async function typedServer({ Server }) {
       days: { type: "integer", minimum: 1, maximum: 7, default: 3 },
       units: { enum: ["metric", "imperial"], default: "metric" },
       near: { type: "array", items: { $ref: "#/$defs/place" }, maxItems: 2 },
-      note: { anyOf: [{ type: "string", pattern: "^[a-z ]*$" }, { type: "null" }] },
+      note: { anyOf: [{ type: "string", maxLength: 5 }, { type: "null" }] },
     },
     required: ["city"],
     additionalProperties: false,
@@ -484,8 +484,24 @@ async function typedServer({ Server }) {
   const standardLike = {
     "~standard": { version: 1, vendor: "test", jsonSchema: { input: ({ target }) => ({ type: "object", description: target }) } },
   };
+  // A tree: `$ref: "#"` is the root itself (what zod-to-json-schema writes for recursion).
+  const tree = { type: "object", properties: { name: { type: "string" }, kids: { type: "array", items: { $ref: "#" } } }, required: ["name"] };
+  const odd = {
+    type: "object",
+    properties: { constructor: { type: "string", default: "made" }, point: { $ref: "#/properties/origin" }, origin: { type: "object", properties: { x: { type: "number" } }, required: ["x"] } },
+    patternProperties: { "^x-": { type: "integer" } },
+    additionalProperties: false,
+    allOf: [{ properties: { level: { default: 1 } } }, { properties: { level: { type: "integer" } } }],
+  };
+  // A union in a recursive schema costs arms^depth to check in full.
+  // Here two arms fail only after checking the whole subtree: 2^depth visits in full.
+  const failsLate = { properties: { a: { $ref: "#" } }, additionalProperties: false };
+  const deep = { anyOf: [failsLate, failsLate, { type: "object" }] };
   await new Server("typed")
     .tool("standard", { schema: standardLike }, () => "ok")
+    .tool("tree", { schema: tree }, (args) => args)
+    .tool("odd", { schema: odd }, (args) => args)
+    .tool("deep", { schema: deep }, () => "checked what it could")
     .tool("forecast", { description: "The weather for a city", schema: forecast }, (args) => args)
     .tool("search", { description: "Search", schema: zodLike, outputSchema: { type: "object", properties: { hits: { type: "integer" } } } }, (args) => ({ hits: args.q.length }))
     .tool("raw", (args) => ({ raw: args }))
@@ -498,9 +514,10 @@ describe("typed tools", () => {
   test("the handshake carries each tool's schema, description and output schema", () =>
     withPeer(TYPED, async (peer) => {
       const tools = (await peer.handshake()).result.capability_params.tools;
-      assert.deepEqual(tools.map((t) => t.name), ["standard", "forecast", "search", "raw"]);
+      assert.deepEqual(tools.map((t) => t.name), ["standard", "tree", "odd", "deep", "forecast", "search", "raw"]);
       // A Standard JSON Schema is asked for draft 2020-12.
       assert.deepEqual(tools.shift(), { name: "standard", schema: { type: "object", description: "draft-2020-12" } });
+      tools.splice(0, 3);
       assert.equal(tools[0].description, "The weather for a city");
       assert.deepEqual(tools[0].schema.required, ["city"]);
       assert.deepEqual(tools[0].schema.properties.days, { type: "integer", minimum: 1, maximum: 7, default: 3 });
@@ -529,7 +546,7 @@ describe("typed tools", () => {
         [{ city: "a", units: "kelvin" }, '`units`: expected one of ["metric","imperial"], got "kelvin"'],
         [{ city: "a", near: [{ lat: 1, lon: 2 }, { lat: 1 }] }, "`near[1]`: missing field `lon`"],
         [{ city: "a", near: [{ lat: "x", lon: 2 }] }, "`near[0].lat`: expected a number, got a string"],
-        [{ city: "a", note: "Caps" }, "`note`: must match ^[a-z ]*$"],
+        [{ city: "a", note: "too long" }, "`note`: must be at most 5 characters long"],
         [{ city: "a", colour: "red" }, "unknown field `colour`"],
         [["Oslo"], "expected an object, got an array"],
       ];
@@ -540,6 +557,20 @@ describe("typed tools", () => {
       }
       assert.deepEqual((await call("search", { q: "abc" })).result, { hits: 3 });
       assert.equal((await call("search", {})).error.message, "invalid arguments for `search`: missing field `q`");
+      // `$ref: "#"` and a pointer below the root are followed.
+      assert.deepEqual((await call("tree", { name: "a", kids: [{ name: "b", kids: [] }] })).result, { name: "a", kids: [{ name: "b", kids: [] }] });
+      assert.equal((await call("tree", { name: "a", kids: [{ kids: [] }] })).error.message, "invalid arguments for `tree`: `kids[0]`: missing field `name`");
+      // A property named like an Object method gets its default; allOf arms see the value as it
+      // came; keys patternProperties may allow are not refused here.
+      const odd = await call("odd", { point: { x: 1 }, "x-extra": 2 });
+      assert.deepEqual(odd.result, { constructor: "made", point: { x: 1 }, "x-extra": 2, level: 1 });
+      assert.equal((await call("odd", { point: {} })).error.message, "invalid arguments for `odd`: `point`: missing field `x`");
+      // Past its budget the SDK stops checking (the host has checked the call): it answers fast.
+      let nested = {};
+      for (let i = 0; i < 20; i++) nested = { a: nested, extra: i };
+      const started = Date.now();
+      assert.equal((await call("deep", nested)).result, "checked what it could");
+      assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
       // The raw form gets the arguments as they came.
       assert.deepEqual((await call("raw", { any: [1, "x"] })).result, { raw: { any: [1, "x"] } });
     }));
