@@ -198,6 +198,8 @@ impl Parser<'_> {
 #[derive(Debug, Clone)]
 pub struct Style {
     indent: Option<String>,
+    /// A one-line document written with a space after `:` and `,`.
+    spaced: bool,
 }
 
 impl Style {
@@ -211,7 +213,17 @@ impl Style {
             .map(|l| &l[..l.len() - l.trim_start().len()])
             .find(|w| !w.is_empty())
             .map(str::to_string);
-        Style { indent }
+        let spaced = text.contains("\": ");
+        Style { indent, spaced }
+    }
+
+    /// How members and items are separated on one line: `(",", ":")` or `(", ", ": ")`.
+    pub fn separators(&self) -> (&'static str, &'static str) {
+        if self.compact() && !self.spaced {
+            (",", ":")
+        } else {
+            (", ", ": ")
+        }
     }
 
     /// `value` as it would sit at a line indented by `base`.
@@ -233,11 +245,7 @@ impl Style {
     pub fn render_object(&self, members: &[(&str, &Value)], base: &str, one_line: bool) -> String {
         let key = |k: &str| serde_json::to_string(k).unwrap_or_default();
         let Some(unit) = self.indent.as_deref().filter(|_| !one_line) else {
-            let (sep, colon) = if self.compact() {
-                (",", ":")
-            } else {
-                (", ", ": ")
-            };
+            let (sep, colon) = self.separators();
             let body: Vec<String> = members
                 .iter()
                 .map(|(k, v)| {
@@ -321,11 +329,7 @@ impl Edits {
         let name = serde_json::to_string(key).unwrap_or_default();
         match object.members().last() {
             Some(last) if one_line => {
-                let (sep, colon) = if style.compact() {
-                    (",", ":")
-                } else {
-                    (", ", ": ")
-                };
+                let (sep, colon) = style.separators();
                 let v = render("", true);
                 self.insert(last.value.end, format!("{sep}{name}{colon}{v}"));
             }
@@ -339,7 +343,8 @@ impl Edits {
                 let inner = format!("{base}{}", style.unit());
                 let v = render(&inner, style.compact());
                 let body = if style.compact() {
-                    format!("{{{name}:{v}}}")
+                    let (_, colon) = style.separators();
+                    format!("{{{name}{colon}{v}}}")
                 } else {
                     format!("{{\n{inner}{name}: {v}\n{base}}}")
                 };
@@ -348,9 +353,15 @@ impl Edits {
         }
     }
 
-    /// `text` with every edit applied. Edits must not overlap.
+    /// `text` with every edit applied (line breaks as the document writes them). Edits must
+    /// not overlap.
     pub fn apply(mut self, text: &str) -> String {
         self.0.sort_by_key(|(start, end, _)| (*start, *end));
+        if text.contains("\r\n") {
+            for (_, _, replacement) in &mut self.0 {
+                *replacement = replacement.replace("\r\n", "\n").replace('\n', "\r\n");
+            }
+        }
         let mut out = String::with_capacity(text.len());
         let mut at = 0;
         for (start, end, replacement) in self.0 {
@@ -399,5 +410,30 @@ mod tests {
         let mut edits = Edits::default();
         edits.set_member(text, &Style::of(text), &root, "x", &json!([1]));
         assert_eq!(edits.apply(text), r#"{"name":"t","x":[1]}"#);
+        // One line written with spaces keeps them.
+        let text = r#"{ "name": "t" }"#;
+        let root = parse(text).unwrap();
+        let mut edits = Edits::default();
+        edits.set_member(text, &Style::of(text), &root, "x", &json!(1));
+        assert_eq!(edits.apply(text), r#"{ "name": "t", "x": 1 }"#);
+    }
+
+    #[test]
+    fn a_crlf_document_keeps_its_line_breaks() {
+        let text = "{\r\n  \"name\": \"t\",\r\n  \"s\": {}\r\n}\r\n";
+        let root = parse(text).unwrap();
+        let mut edits = Edits::default();
+        edits.set_member(
+            text,
+            &Style::of(text),
+            &root,
+            "s",
+            &json!({"type": "object"}),
+        );
+        let after = edits.apply(text);
+        assert_eq!(
+            after,
+            "{\r\n  \"name\": \"t\",\r\n  \"s\": {\r\n    \"type\": \"object\"\r\n  }\r\n}\r\n"
+        );
     }
 }

@@ -153,6 +153,25 @@ fn tool_schema() -> Value {
     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
 }
 
+/// A Rust type name for each tool's arguments, `web-search` → `WebSearchArgs`; tools whose
+/// names spell the same (`web-search`, `web_search`) are numbered (`WebSearchArgs2`).
+fn args_types(tools: &[String]) -> Vec<String> {
+    let mut taken = std::collections::HashSet::new();
+    tools
+        .iter()
+        .map(|t| {
+            let base = args_type(t);
+            let mut name = base.clone();
+            let mut n = 1;
+            while !taken.insert(name.clone()) {
+                n += 1;
+                name = format!("{base}{n}");
+            }
+            name
+        })
+        .collect()
+}
+
 /// A Rust type name for a tool's arguments: `web-search` → `WebSearchArgs`.
 fn args_type(tool: &str) -> String {
     let mut out = String::new();
@@ -318,10 +337,10 @@ fn rust_server(o: &NewOptions) -> String {
         "//! {name}: a YEP capability server. Edit the bodies marked EDIT; the rest is wiring.\n#![deny(clippy::print_stdout)]\n\n#[allow(unused_imports)]\nuse serde_json::{{Value, json}};\n#[allow(unused_imports)]\nuse yep_sdk::{{CommandExecuteResult, HookDecision, JsonSchema, Server, StatusLevel}};\n",
         name = o.name,
     );
-    for t in &o.tools {
+    let types = args_types(&o.tools);
+    for (t, ty) in o.tools.iter().zip(&types) {
         s += &format!(
-            "\n// The arguments of `{t}`; its schema in plugin.json is derived from this type. After\n// changing it, run `yep manifest sync`. (A doc comment here would become the schema's description.)\n#[derive(serde::Deserialize, JsonSchema)]\nstruct {} {{\n    text: String,\n}}\n",
-            args_type(t)
+            "\n// The arguments of `{t}`; its schema in plugin.json is derived from this type. After\n// changing it, run `yep manifest sync`. (A doc comment here would become the schema's description.)\n#[derive(serde::Deserialize, JsonSchema)]\nstruct {ty} {{\n    text: String,\n}}\n"
         );
     }
     s += &format!(
@@ -331,12 +350,11 @@ fn rust_server(o: &NewOptions) -> String {
     if let Some(p) = &o.prompt {
         s += &format!("        .instructions({})\n", lit(p));
     }
-    for t in &o.tools {
+    for (t, ty) in o.tools.iter().zip(&types) {
         s += &format!(
-            "        .typed_tool({}, {}, |args: {}, _ctx| {{\n            // EDIT: the `{t}` tool. ctx.update(text) streams progress.\n            Ok(json!({{ \"tool\": {}, \"text\": args.text }}))\n        }})\n",
+            "        .typed_tool({}, {}, |args: {ty}, _ctx| {{\n            // EDIT: the `{t}` tool. ctx.update(text) streams progress.\n            Ok(json!({{ \"tool\": {}, \"text\": args.text }}))\n        }})\n",
             lit(t),
             lit(&tool_description(t)),
-            args_type(t),
             lit(t)
         );
     }
@@ -518,4 +536,27 @@ fn make_executable(path: &Path) -> Result<(), String> {
             .map_err(|e| format!("failed to make {} executable: {e}", path.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_whose_names_spell_the_same_get_distinct_argument_types() {
+        let tools: Vec<String> = ["web-search", "web_search", "Foo", "foo", "9lives"]
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        assert_eq!(
+            args_types(&tools),
+            [
+                "WebSearchArgs",
+                "WebSearchArgs2",
+                "FooArgs",
+                "FooArgs2",
+                "T9livesArgs"
+            ]
+        );
+    }
 }

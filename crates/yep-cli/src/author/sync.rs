@@ -135,7 +135,7 @@ fn add_tools(
                 .iter()
                 .map(|t| {
                     if one_line {
-                        let sep = if style.compact() { "," } else { ", " };
+                        let (sep, _) = style.separators();
                         format!("{sep}{}", render(t, "", true))
                     } else {
                         format!(",\n{base}{}", render(t, base, false))
@@ -149,7 +149,7 @@ fn add_tools(
             edits.set_member_with(text, style, facet, "tools", &|base, one_line| {
                 if one_line {
                     let items: Vec<String> = new.iter().map(|t| render(t, "", true)).collect();
-                    let sep = if style.compact() { "," } else { ", " };
+                    let (sep, _) = style.separators();
                     return format!("[{}]", items.join(sep));
                 }
                 let inner = format!("{base}{}", style.unit());

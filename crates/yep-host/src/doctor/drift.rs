@@ -87,16 +87,24 @@ fn properties(schema: &Value) -> BTreeSet<&str> {
         .unwrap_or_default()
 }
 
+/// At most this many argument names are listed in one message.
+const SHOWN: usize = 10;
+
 /// What changed between two argument schemas, as an author reads it: the arguments added,
 /// removed and changed, or just that it differs.
 pub fn how_schemas_differ(declared: &Value, served: &Value) -> String {
     let (old, new) = (properties(declared), properties(served));
+    // The names are the server's words, shown in a terminal: escaped, and only so many.
     let list = |names: Vec<&str>| {
-        names
+        let mut shown: Vec<String> = names
             .iter()
-            .map(|n| format!("`{n}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .take(SHOWN)
+            .map(|n| format!("`{}`", crate::text::escape(n)))
+            .collect();
+        if names.len() > SHOWN {
+            shown.push(format!("{} more", names.len() - SHOWN));
+        }
+        shown.join(", ")
     };
     let mut parts = Vec::new();
     let added: Vec<&str> = new.difference(&old).copied().collect();
@@ -122,5 +130,27 @@ pub fn how_schemas_differ(declared: &Value, served: &Value) -> String {
         "the schema differs".into()
     } else {
         parts.join("; ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn argument_names_from_a_server_are_escaped_and_bounded() {
+        let declared = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+        let mut props = serde_json::Map::new();
+        props.insert("city".into(), json!({"type": "integer"}));
+        props.insert("x\nFAIL  tools  fake row\u{1b}[2J".into(), json!({}));
+        for i in 0..30 {
+            props.insert(format!("p{i:02}"), json!({}));
+        }
+        let served = json!({"type": "object", "properties": props});
+        let said = how_schemas_differ(&declared, &served);
+        assert!(!said.contains('\n') && !said.contains('\u{1b}'), "{said:?}");
+        assert!(said.contains("21 more"), "{said}");
+        assert!(said.contains("`city` changed"), "{said}");
     }
 }

@@ -184,10 +184,11 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
 
     // Tools: the handshake may only narrow the manifest.
     let served: Vec<String> = init.tools.iter().map(|t| t.name.clone()).collect();
-    let widened: Vec<&str> = served
+    // Served names are the server's words: escaped before a report shows them.
+    let widened: Vec<String> = served
         .iter()
         .filter(|t| manifest.tool(t).is_none())
-        .map(String::as_str)
+        .map(|t| crate::text::escape(t).into_owned())
         .collect();
     let unserved: Vec<&str> = manifest
         .yolop
