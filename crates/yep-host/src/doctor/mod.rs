@@ -378,7 +378,10 @@ fn schema_sync(r: &mut Grader, manifest: &Manifest, served: &[crate::capability:
         return;
     }
     let found = drift::drift(manifest, served);
-    let hint = "run `yep manifest sync` on the package directory";
+    let hint = format!(
+        "run `yep manifest sync` on the package directory; an installed package then needs `yep update {}`",
+        manifest.name
+    );
     let schemas: Vec<String> = found
         .iter()
         .filter_map(|d| match d {
