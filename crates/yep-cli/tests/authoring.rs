@@ -26,16 +26,7 @@ fn ok(home: &Path, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
-/// Replace `from` (which must be there) in the package's server source.
-fn edit(file: &Path, from: &str, to: &str) {
-    let src = std::fs::read_to_string(file).unwrap();
-    assert!(
-        src.contains(from),
-        "{} has no {from:?}:\n{src}",
-        file.display()
-    );
-    std::fs::write(file, src.replacen(from, to, 1)).unwrap();
-}
+use common::edit;
 
 fn author_loop(lang: &str) {
     let tmp = tempfile::tempdir().unwrap();
@@ -139,23 +130,8 @@ fn author_loop(lang: &str) {
     );
 
     // The tool takes one more argument: the code changes, plugin.json does not (yet).
-    match lang {
-        "python" => edit(
-            &server,
-            "def forecast(text: str, *, ctx):",
-            "def forecast(text: str, days: int = 3, *, ctx):",
-        ),
-        "typescript" => edit(
-            &server,
-            "properties: { text: { type: \"string\" } }",
-            "properties: { text: { type: \"string\" }, days: { type: \"integer\", default: 3 } }",
-        ),
-        _ => edit(
-            &server,
-            "    text: String,\n}",
-            "    text: String,\n    #[serde(default)]\n    days: Option<u32>,\n}",
-        ),
-    }
+    common::add_days_parameter(lang, &server);
+    // And the handler uses it.
     match lang {
         "python" => edit(
             &server,

@@ -106,20 +106,7 @@ fn yolop_0_22_installs_synced_packages_and_its_doctor_passes_them() {
         let dir = PathBuf::from(made["dir"].as_str().unwrap());
         let server = dir.join(made["edit"].as_str().unwrap());
         // A parameter more, synced into plugin.json as an author would.
-        let src = std::fs::read_to_string(&server).unwrap();
-        let edited = match lang {
-            "python" => src.replace("(text: str, *, ctx)", "(text: str, days: int = 3, *, ctx)"),
-            "typescript" => src.replace(
-                "properties: { text: { type: \"string\" } }",
-                "properties: { text: { type: \"string\" }, days: { type: \"integer\", default: 3 } }",
-            ),
-            _ => src.replace(
-                "    text: String,\n}",
-                "    text: String,\n    #[serde(default)]\n    days: Option<u32>,\n}",
-            ),
-        };
-        assert_ne!(edited, src, "{lang}: the edit did not apply");
-        std::fs::write(&server, edited).unwrap();
+        common::add_days_parameter(lang, &server);
         common::build_package(lang, &dir, &name);
         let synced = yep(&home, &["manifest", "sync", dir.to_str().unwrap()]);
         assert!(synced.contains("\"days\""), "{synced}");

@@ -137,3 +137,36 @@ pub fn doctor_check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no {name} check: {report:#}"))
 }
+
+/// Replace `from` (which must be there) in `file`, once.
+pub fn edit(file: &Path, from: &str, to: &str) {
+    let src = std::fs::read_to_string(file).unwrap();
+    assert!(
+        src.contains(from),
+        "{} has no {from:?}:\n{src}",
+        file.display()
+    );
+    std::fs::write(file, src.replacen(from, to, 1)).unwrap();
+}
+
+/// The edit an author makes to a tool `yep new` wrote in `lang`: `forecast` takes `days`
+/// (an integer, 3 when not given) besides `text`. Only the code changes, not plugin.json.
+pub fn add_days_parameter(lang: &str, server: &Path) {
+    match lang {
+        "python" => edit(
+            server,
+            "def forecast(text: str, *, ctx):",
+            "def forecast(text: str, days: int = 3, *, ctx):",
+        ),
+        "typescript" => edit(
+            server,
+            "properties: { text: { type: \"string\" } }",
+            "properties: { text: { type: \"string\" }, days: { type: \"integer\", default: 3 } }",
+        ),
+        _ => edit(
+            server,
+            "    text: String,\n}",
+            "    text: String,\n    #[serde(default)]\n    days: Option<u32>,\n}",
+        ),
+    }
+}
