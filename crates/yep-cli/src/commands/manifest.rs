@@ -27,7 +27,8 @@ pub struct SyncArgs {
     /// The package directory (default: the current one).
     #[arg(default_value = ".")]
     dir: PathBuf,
-    /// Change nothing: exit 1 if plugin.json is out of sync (for CI).
+    /// Change nothing: exit 1 if plugin.json is out of sync, or declares a tool the server no
+    /// longer serves (for CI).
     #[arg(long)]
     check: bool,
     /// Print what changed and the diff as JSON.
