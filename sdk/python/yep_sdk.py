@@ -773,7 +773,8 @@ def _raw(func: Callable[..., Any]) -> bool:
     """Whether ``func`` is a raw handler, called as ``f(args, ctx)`` with the argument object:
     exactly two positional parameters, the first unannotated or a dict/``Any``
     (``def f(args, ctx)``, ``def f(params: Dict[str, Any], ctx)``, ``lambda a, c: ...``), the
-    second unannotated or ``Context``. Anything else is typed."""
+    second unannotated or ``Context``; or one taking ``*args`` (``lambda *a: ...``). Anything
+    else is typed."""
     func = _unwrap(func)
     code = getattr(func, "__code__", None)
     if code is None:
@@ -781,9 +782,11 @@ def _raw(func: Callable[..., Any]) -> bool:
     names = code.co_varnames[:code.co_argcount]
     if hasattr(func, "__self__"):
         names = names[1:]
-    if len(names) != 2 or code.co_kwonlyargcount or code.co_flags & 0x0C:
-        return False
     hints = getattr(func, "__annotations__", {})
+    if code.co_flags & 0x04:  # *args: called with (args, ctx) as it always was
+        return len(names) <= 2 and (not names or _mapping_hint(hints.get(names[0])))
+    if len(names) != 2 or code.co_kwonlyargcount or code.co_flags & 0x08:
+        return False
     second = hints.get(names[1])
     return _mapping_hint(hints.get(names[0])) and (
         second is None or second is Context or second == "Context")

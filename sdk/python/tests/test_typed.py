@@ -151,6 +151,8 @@ class RegistrationTest(unittest.TestCase):
         server.tool("a")(lambda args, ctx: args)
         server.tool("b")(lambda args, ctx=None: args)
         server.tool("c")(lambda a, c: a)
+        server.tool("star")(lambda *a: a[0])
+        server.tool("first_star")(lambda args, *rest: args)
 
         def params(params: Dict[str, Any], ctx):
             return params
@@ -170,10 +172,11 @@ class RegistrationTest(unittest.TestCase):
         for name, f in [("params", params), ("mapping", mapping), ("plain", plain),
                         ("typed_one", typed_one), ("typed_two", typed_two)]:
             server.tool(name)(f)
-        for raw in ["a", "b", "c", "params", "mapping", "plain"]:
+        for raw in ["a", "b", "c", "star", "first_star", "params", "mapping", "plain"]:
             self.assertEqual(server._served[raw], {"name": raw})
             self.assertNotIsInstance(server._tools[raw], yep_sdk._TypedTool)
         self.assertEqual(server._tools["params"]({"x": 1}, None), {"x": 1})
+        self.assertEqual(server._tools["star"]({"x": 2}, None), {"x": 2})
         self.assertEqual(server._served["typed_one"]["schema"],
                          {"type": "object", "properties": {"args": {"type": "integer"}},
                           "required": ["args"]})
