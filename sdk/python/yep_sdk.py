@@ -773,8 +773,8 @@ def _raw(func: Callable[..., Any]) -> bool:
     """Whether ``func`` is a raw handler, called as ``f(args, ctx)`` with the argument object:
     exactly two positional parameters, the first unannotated or a dict/``Any``
     (``def f(args, ctx)``, ``def f(params: Dict[str, Any], ctx)``, ``lambda a, c: ...``), the
-    second unannotated or ``Context``; or one taking ``*args`` (``lambda *a: ...``). Anything
-    else is typed."""
+    second unannotated or ``Context``, any more with defaults; or one taking ``*args``
+    (``lambda *a: ...``). Anything else is typed."""
     func = _unwrap(func)
     code = getattr(func, "__code__", None)
     if code is None:
@@ -785,7 +785,12 @@ def _raw(func: Callable[..., Any]) -> bool:
     hints = getattr(func, "__annotations__", {})
     if code.co_flags & 0x04:  # *args: called with (args, ctx) as it always was
         return len(names) <= 2 and (not names or _mapping_hint(hints.get(names[0])))
-    if len(names) != 2 or code.co_kwonlyargcount or code.co_flags & 0x08:
+    # Parameters past (args, ctx) that have defaults were never filled by a call either.
+    defaults = len(func.__defaults__ or ())
+    kw_required = [n for n in code.co_varnames[code.co_argcount:code.co_argcount
+                                               + code.co_kwonlyargcount]
+                   if n not in (func.__kwdefaults__ or {})]
+    if len(names) < 2 or len(names) - defaults > 2 or kw_required:
         return False
     second = hints.get(names[1])
     return _mapping_hint(hints.get(names[0])) and (
@@ -852,7 +857,9 @@ class Server:
         converted before it runs; a bad one is answered with an error naming it. ``ctx`` is
         the parameter so named (or annotated ``Context``).
 
-        A raw handler, ``def f(args, ctx)``, gets the argument object as it came."""
+        A raw handler, ``def f(args, ctx)``, gets the argument object as it came: a handler
+        is raw when its first two positional parameters are an unannotated (or dict/Any)
+        one and ``ctx`` and any more have defaults, or when it takes ``*args``."""
         def register(tool_name: str, func: Callable[..., Any]) -> None:
             if _raw(func):
                 served: Dict[str, Any] = {"name": tool_name}

@@ -153,6 +153,7 @@ class RegistrationTest(unittest.TestCase):
         server.tool("c")(lambda a, c: a)
         server.tool("star")(lambda *a: a[0])
         server.tool("first_star")(lambda args, *rest: args)
+        server.tool("extra")(lambda args, ctx, verbose=False, **kw: args)
 
         def params(params: Dict[str, Any], ctx):
             return params
@@ -172,7 +173,7 @@ class RegistrationTest(unittest.TestCase):
         for name, f in [("params", params), ("mapping", mapping), ("plain", plain),
                         ("typed_one", typed_one), ("typed_two", typed_two)]:
             server.tool(name)(f)
-        for raw in ["a", "b", "c", "star", "first_star", "params", "mapping", "plain"]:
+        for raw in ["a", "b", "c", "star", "first_star", "extra", "params", "mapping", "plain"]:
             self.assertEqual(server._served[raw], {"name": raw})
             self.assertNotIsInstance(server._tools[raw], yep_sdk._TypedTool)
         self.assertEqual(server._tools["params"]({"x": 1}, None), {"x": 1})
