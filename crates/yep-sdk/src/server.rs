@@ -123,17 +123,20 @@ impl Server {
     }
 
     /// Serve a tool. The handler gets the call's `args` and a [`Context`].
-    pub fn tool<F>(mut self, name: impl Into<String>, handler: F) -> Self
+    pub fn tool<F>(self, name: impl Into<String>, handler: F) -> Self
     where
         F: Fn(&Value, &Context) -> ToolResult + Send + Sync + 'static,
     {
-        let name = name.into();
+        self.insert_tool(ServedTool::named(name), Arc::new(handler))
+    }
+
+    fn insert_tool(mut self, served: ServedTool, handler: ToolHandler) -> Self {
         let tool = Tool {
-            served: ServedTool::named(name.clone()),
-            handler: Arc::new(handler),
+            served,
+            handler,
             last_run: RunTime::default(),
         };
-        self.tools.insert(name, tool);
+        self.tools.insert(tool.served.name.clone(), tool);
         self
     }
 
@@ -192,7 +195,7 @@ impl Server {
     }
 
     fn typed<A, R, F>(
-        mut self,
+        self,
         name: String,
         description: String,
         output_schema: Option<Value>,
@@ -209,18 +212,12 @@ impl Server {
             schema: Some(typed::schema_of::<A>()),
             output_schema,
         };
-        let tool_name = name.clone();
+        let tool_name = name;
         let handler: ToolHandler = Arc::new(move |args: &Value, ctx: &Context| {
             let args = typed::arguments::<A>(&tool_name, args)?;
             typed::result(&tool_name, handler(args, ctx)?)
         });
-        let tool = Tool {
-            served,
-            handler,
-            last_run: RunTime::default(),
-        };
-        self.tools.insert(name, tool);
-        self
+        self.insert_tool(served, handler)
     }
 
     /// Answer `hook/fire` for every subscription in the manifest; inspect `event`/`tool_name`.

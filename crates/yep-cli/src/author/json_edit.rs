@@ -242,7 +242,7 @@ impl Style {
 
     /// An object of `members` in this order, at a line indented by `base` (on one line when
     /// `one_line`, as in a compact document).
-    pub fn render_object(&self, members: &[(&str, &Value)], base: &str, one_line: bool) -> String {
+    pub fn render_object(&self, members: &[(&str, Value)], base: &str, one_line: bool) -> String {
         let key = |k: &str| serde_json::to_string(k).unwrap_or_default();
         let Some(unit) = self.indent.as_deref().filter(|_| !one_line) else {
             let (sep, colon) = self.separators();

@@ -123,9 +123,7 @@ fn add_tools(
     edits: &mut Edits,
 ) {
     let render = |t: &OfferedTool, base: &str, one_line: bool| {
-        let members = entry(t);
-        let refs: Vec<(&str, &Value)> = members.iter().map(|(k, v)| (*k, v)).collect();
-        style.render_object(&refs, base, one_line)
+        style.render_object(&entry(t), base, one_line)
     };
     match tools.and_then(|t| t.items().last().map(|last| (t, last))) {
         Some((array, last)) => {

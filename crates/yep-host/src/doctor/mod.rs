@@ -96,16 +96,24 @@ fn probe_tool(glob: &str) -> String {
     }
 }
 
-/// Start the server of `spec` as doctor does, and stop it once it has said what it serves:
-/// its handshake, for `yep manifest sync`.
-pub async fn offer(spec: ServerSpec) -> Result<crate::capability::Offer, ExtensionError> {
+/// The server of `spec` as doctor runs it: session `doctor`, 10 s to answer, `tap` seeing
+/// every line.
+fn doctor_extension(mut spec: ServerSpec, tap: Option<Tap>) -> Extension {
+    spec.session_id = "doctor".into();
     let opts = SupervisorOptions {
+        tap,
         request_timeout: Duration::from_secs(10),
         handshake_timeout: Duration::from_secs(10),
         grace: Duration::from_secs(2),
         ..SupervisorOptions::default()
     };
-    let ext = Extension::new(spec, opts, Arc::new(NoEvents));
+    Extension::new(spec, opts, Arc::new(NoEvents))
+}
+
+/// Start the server of `spec` as doctor does, and stop it once it has said what it serves:
+/// its handshake, for `yep manifest sync`.
+pub async fn offer(spec: ServerSpec) -> Result<crate::capability::Offer, ExtensionError> {
+    let ext = doctor_extension(spec, None);
     let offer = ext.handshake().await;
     ext.stop().await;
     offer
@@ -114,7 +122,7 @@ pub async fn offer(spec: ServerSpec) -> Result<crate::capability::Offer, Extensi
 /// Grade the server of `manifest` (already spawn-ready in `spec`). For an installed extension
 /// both come from `runtime::launch::installed`: the approved manifest, and the spec a session
 /// would spawn (its config, its secrets as env, its log).
-pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
+pub async fn run(manifest: &Manifest, spec: ServerSpec) -> Report {
     let mut r = Grader::default();
     let recording = Arc::new(Mutex::new(Recording::default()));
     let rec = Arc::clone(&recording);
@@ -128,15 +136,7 @@ pub async fn run(manifest: &Manifest, mut spec: ServerSpec) -> Report {
             rec.keep(line);
         }
     });
-    spec.session_id = "doctor".into();
-    let opts = SupervisorOptions {
-        tap: Some(tap),
-        request_timeout: Duration::from_secs(10),
-        handshake_timeout: Duration::from_secs(10),
-        grace: Duration::from_secs(2),
-        ..SupervisorOptions::default()
-    };
-    let ext = Extension::new(spec, opts, Arc::new(NoEvents));
+    let ext = doctor_extension(spec, Some(tap));
 
     let started = Instant::now();
     let init = match ext.handshake().await {
