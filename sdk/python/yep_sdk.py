@@ -30,6 +30,7 @@ import queue
 import sys
 import threading
 import time
+import types
 from typing import (Any, Annotated, Callable, Dict, List, Literal, Optional, Tuple, Union,
                     get_args, get_origin, get_type_hints)
 
@@ -395,10 +396,8 @@ def _is_enum(tp: Any) -> bool:
     return enum is not None and isinstance(tp, type) and issubclass(tp, enum.Enum)
 
 
-def _unions() -> Tuple[Any, ...]:
-    import types
-
-    return (Union,) + ((types.UnionType,) if hasattr(types, "UnionType") else ())
+# `Union[A, B]`, and `A | B` where Python has it.
+_UNIONS: Tuple[Any, ...] = (Union,) + ((types.UnionType,) if hasattr(types, "UnionType") else ())
 
 
 def _json_type(value: Any) -> Optional[str]:
@@ -446,8 +445,19 @@ def _hints(tp: Any) -> Dict[str, Any]:
     return get_type_hints(tp, include_extras=True)
 
 
+_FIELDS: Dict[Any, List[Tuple[str, Any, bool, Any]]] = {}
+
+
 def _fields(tp: Any) -> List[Tuple[str, Any, bool, Any]]:
-    """A TypedDict's or dataclass's fields: (name, hint, required, default or _MISSING)."""
+    """A TypedDict's or dataclass's fields: (name, hint, required, default or _MISSING), read
+    once per type (a call converts with them again and again)."""
+    fields = _FIELDS.get(tp)
+    if fields is None:
+        fields = _FIELDS[tp] = _read_fields(tp)
+    return fields
+
+
+def _read_fields(tp: Any) -> List[Tuple[str, Any, bool, Any]]:
     hints = _hints(tp)
     if _is_typeddict(tp):
         return [(k, _strip_required(h), k in tp.__required_keys__, _MISSING)
@@ -534,7 +544,7 @@ def _schema(tp: Any, depth: int = 0) -> Dict[str, Any]:
         if args[0] is not str:
             raise _NoSchema("a dict's keys must be str, not %r" % (args[0],))
         return {"type": "object", "additionalProperties": _schema(args[1], depth + 1)}
-    if origin in _unions():
+    if origin in _UNIONS:
         return {"anyOf": [_schema(a, depth + 1) for a in args]}
     if origin is Literal:
         return _enum_schema(list(args))
@@ -633,7 +643,7 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         if not isinstance(value, dict):
             raise _BadArgs(path, "expected an object, got %s" % _got(value))
         return {k: _convert(v, args[1], _at(path, k)) for k, v in value.items()} if args else value
-    if origin in _unions():
+    if origin in _UNIONS:
         if value is None and type(None) in args:
             return None
         arms = [a for a in args if a is not type(None)]
@@ -671,7 +681,7 @@ def _admits_none(hint: Any) -> bool:
     origin, args = get_origin(hint), get_args(hint)
     if origin is Annotated:
         return _admits_none(args[0])
-    if origin in _unions():
+    if origin in _UNIONS:
         return any(_admits_none(a) for a in args)
     return origin is Literal and None in args
 
