@@ -242,7 +242,10 @@ export declare class Server {
    * Serve a tool that says what it takes: `schema` goes in the handshake (where `yep manifest
    * sync` copies it into plugin.json), and each call's arguments are checked against it, with
    * defaults filled in, before the handler runs. A bad argument is answered with an
-   * invalid-params error naming the field.
+   * invalid-params error naming the field. Each check visits at most 10,000 schemas and
+   * follows them at most 64 levels deep: arguments too large or nested for that (a
+   * 10,002-item array, say) are refused with the same error, naming the budget, never
+   * passed to the handler unchecked.
    */
   tool(name: string, spec: ToolSpec, handler: ToolHandler): this;
   /** Answer `hook/fire` (advertises `hooks`). */

@@ -308,14 +308,148 @@ function resolveRef(root, ref) {
   return target;
 }
 
-function sameJson(a, b) {
-  return JSON.stringify(a) === JSON.stringify(b);
+const TOO_LONG = Symbol("too long");
+
+/** `v` as JSON with each object's keys sorted (so equal JSON values read the same), or null
+ * once it would pass `limit` characters: nothing past the limit is read or written. */
+function canonicalJson(v, limit) {
+  const parts = [];
+  let size = 0;
+  const put = (text) => {
+    size += text.length;
+    if (size > limit) throw TOO_LONG;
+    parts.push(text);
+  };
+  const walk = (v) => {
+    if (typeof v === "string") {
+      if (v.length + 2 > limit - size) throw TOO_LONG; // escaping only lengthens it
+      put(JSON.stringify(v));
+    } else if (v === null || typeof v !== "object") {
+      put(JSON.stringify(v) ?? "null");
+    } else if (Array.isArray(v)) {
+      if (2 * v.length + 1 > limit - size) throw TOO_LONG; // "[" + v.length items and commas + "]"
+      put("[");
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0) put(",");
+        walk(v[i]);
+      }
+      put("]");
+    } else {
+      const keys = Object.keys(v);
+      if (4 * keys.length + 1 > limit - size) throw TOO_LONG; // '"":0,' at the least for each
+      keys.sort();
+      put("{");
+      keys.forEach((key, i) => {
+        put(i > 0 ? "," : "");
+        walk(key);
+        put(":");
+        walk(v[key]);
+      });
+      put("}");
+    }
+  };
+  try {
+    walk(v);
+    return parts.join("");
+  } catch (err) {
+    if (err === TOO_LONG) return null;
+    throw err;
+  }
 }
 
-/** Schemas a check may visit per call: past this (a union nested deep in a recursive schema,
- * which costs arms^depth), the SDK stops checking and leaves it to the host, which has
- * validated the call against plugin.json before sending it. */
+/** At most PREVIEW characters of a value, for an error message. */
+const PREVIEW = 80;
+
+function preview(v) {
+  if (typeof v === "string" && v.length > PREVIEW) {
+    return `${JSON.stringify(v.slice(0, PREVIEW))}… (${v.length} characters)`;
+  }
+  return canonicalJson(v, PREVIEW) ?? (Array.isArray(v) ? `an array of ${v.length} items` : KIND[kindOf(v)]);
+}
+
+/**
+ * The members of an `enum` (or the one `const`), indexed once per schema: a Set of the
+ * primitives, compared as they are, and one of the objects' and arrays' canonical JSON, so a
+ * check is one lookup, not a comparison with each member. A string longer than the longest
+ * string member, or an object or array whose JSON is longer than the longest such member,
+ * cannot match: it is refused before it is hashed or serialized.
+ */
+class Members {
+  constructor(values) {
+    this.primitives = new Set();
+    this.composites = new Set();
+    this.longestString = -1;
+    this.longestComposite = -1;
+    for (const m of values) {
+      if (m !== null && typeof m === "object") {
+        const json = canonicalJson(m, Infinity);
+        this.composites.add(json);
+        this.longestComposite = Math.max(this.longestComposite, json.length);
+      } else {
+        this.primitives.add(m);
+        if (typeof m === "string") this.longestString = Math.max(this.longestString, m.length);
+      }
+    }
+    // What an error message shows of them: the whole list when short.
+    const full = JSON.stringify(values);
+    if (full.length <= 4 * PREVIEW) {
+      this.shown = full;
+    } else {
+      let shown = "[";
+      for (const m of values) {
+        const one = canonicalJson(m, PREVIEW) ?? "…";
+        if (shown.length + one.length > 2 * PREVIEW) break;
+        shown += `${one},`;
+      }
+      this.shown = `${shown}…] (${values.length} values)`;
+    }
+  }
+
+  has(value) {
+    if (value !== null && typeof value === "object") {
+      if (this.composites.size === 0) return false;
+      const json = canonicalJson(value, this.longestComposite);
+      return json !== null && this.composites.has(json);
+    }
+    if (typeof value === "string" && value.length > this.longestString) return false;
+    return this.primitives.has(value);
+  }
+}
+
+const ENUMS = new WeakMap();
+const CONSTS = new WeakMap();
+
+/** The indexed members of `schema`'s enum (or const), made on its first check. */
+function members(cache, schema, values) {
+  let index = cache.get(schema);
+  if (index === undefined) {
+    index = new Members(values);
+    cache.set(schema, index);
+  }
+  return index;
+}
+
+/** The length of `s` in code points (what minLength and maxLength count), found without
+ * reading it when its UTF-16 length decides: n units hold between n/2 and n code points. */
+function longerThan(s, n) {
+  if (s.length <= n) return false;
+  if (s.length > 2 * n) return true;
+  let points = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0xdc00 || c > 0xdfff || i === 0 || (s.charCodeAt(i - 1) & 0xfc00) !== 0xd800) points++;
+    if (points > n) return true;
+  }
+  return false;
+}
+
+/** Schemas a check may visit per call. Past this (a huge array, or a union nested deep in a
+ * recursive schema, which costs arms^depth), the call is refused as too large to check:
+ * never passed through unchecked. */
 const CHECK_BUDGET = 10_000;
+
+/** How deep a check may follow schemas (`$ref`s, unions and nested values alike). */
+const CHECK_DEPTH = 64;
 
 class TooComplex extends Error {}
 
@@ -330,23 +464,28 @@ class TooComplex extends Error {}
 function check(schema, value, path, root, budget, depth = 0) {
   if (schema === true || schema === undefined) return value;
   if (schema === false) throw new BadArgs(path, "no value is allowed here");
-  if (--budget.left < 0 || depth > 64) throw new TooComplex();
+  if (--budget.left < 0) {
+    throw new TooComplex(`the arguments are too large or complex to check within the SDK's budget of ${String(CHECK_BUDGET).replace(/\B(?=(\d{3})+$)/g, ",")} schema visits`);
+  }
+  if (depth > CHECK_DEPTH) throw new TooComplex(`the arguments nest too deep to check: the SDK follows schemas at most ${CHECK_DEPTH} levels deep`);
   if (typeof schema.$ref === "string") return check(resolveRef(root, schema.$ref), value, path, root, budget, depth + 1);
   const types = schema.type === undefined ? null : [].concat(schema.type);
   if (types && !types.some((t) => isKind(value, t))) {
     throw new BadArgs(path, `expected ${types.map((t) => KIND[t] ?? t).join(" or ")}, got ${KIND[kindOf(value)]}`);
   }
-  if (schema.enum && !schema.enum.some((e) => sameJson(e, value))) {
-    throw new BadArgs(path, `expected one of ${JSON.stringify(schema.enum)}, got ${JSON.stringify(value)}`);
+  if (Array.isArray(schema.enum)) {
+    const allowed = members(ENUMS, schema, schema.enum);
+    if (!allowed.has(value)) throw new BadArgs(path, `expected one of ${allowed.shown}, got ${preview(value)}`);
   }
-  if ("const" in schema && !sameJson(schema.const, value)) {
-    throw new BadArgs(path, `expected ${JSON.stringify(schema.const)}, got ${JSON.stringify(value)}`);
+  if ("const" in schema) {
+    const allowed = members(CONSTS, schema, [schema.const]);
+    if (!allowed.has(value)) throw new BadArgs(path, `expected ${preview(schema.const)}, got ${preview(value)}`);
   }
   // Every arm sees the value as it came; the defaults each fills in are merged after.
   const base = value;
   for (const sub of schema.allOf ?? []) {
     const filled = check(sub, base, path, root, budget, depth + 1);
-    if (isObject(filled) && isObject(value)) value = { ...filled, ...value };
+    if (filled !== base && isObject(filled) && isObject(value)) value = { ...filled, ...value };
   }
   for (const [key, exactlyOne] of [["anyOf", false], ["oneOf", true]]) {
     const arms = schema[key];
@@ -367,7 +506,7 @@ function check(schema, value, path, root, budget, depth = 0) {
       throw new BadArgs(path, `${KIND[kindOf(base)]} matches none of the allowed schemas`);
     }
     if (exactlyOne && fits.length > 1) throw new BadArgs(path, "matches more than one of the allowed schemas (oneOf)");
-    if (isObject(fits[0]) && isObject(value)) value = { ...fits[0], ...value };
+    if (fits[0] !== base && isObject(fits[0]) && isObject(value)) value = { ...fits[0], ...value };
   }
   if (typeof value === "number") {
     if (schema.minimum !== undefined && value < schema.minimum) throw new BadArgs(path, `must be at least ${schema.minimum}, got ${value}`);
@@ -376,34 +515,53 @@ function check(schema, value, path, root, budget, depth = 0) {
     if (typeof schema.exclusiveMaximum === "number" && value >= schema.exclusiveMaximum) throw new BadArgs(path, `must be less than ${schema.exclusiveMaximum}, got ${value}`);
   }
   if (typeof value === "string") {
-    const n = [...value].length;
-    if (schema.minLength !== undefined && n < schema.minLength) throw new BadArgs(path, `must be at least ${schema.minLength} characters long`);
-    if (schema.maxLength !== undefined && n > schema.maxLength) throw new BadArgs(path, `must be at most ${schema.maxLength} characters long`);
+    if (schema.minLength !== undefined && !longerThan(value, schema.minLength - 1)) throw new BadArgs(path, `must be at least ${schema.minLength} characters long`);
+    if (schema.maxLength !== undefined && longerThan(value, schema.maxLength)) throw new BadArgs(path, `must be at most ${schema.maxLength} characters long`);
   }
   if (Array.isArray(value)) {
     if (schema.minItems !== undefined && value.length < schema.minItems) throw new BadArgs(path, `must have at least ${schema.minItems} items`);
     if (schema.maxItems !== undefined && value.length > schema.maxItems) throw new BadArgs(path, `must have at most ${schema.maxItems} items`);
-    if (isObject(schema.items) || typeof schema.items === "boolean") {
-      value = value.map((v, i) => check(schema.items, v, at(path, i), root, budget, depth + 1));
+    // Each item costs a visit: a huge array runs out of budget and is refused.
+    if (isObject(schema.items) || schema.items === false) {
+      let out = value;
+      for (let i = 0; i < value.length; i++) {
+        const item = check(schema.items, value[i], at(path, i), root, budget, depth + 1);
+        if (item !== value[i]) {
+          if (out === value) out = value.slice();
+          out[i] = item;
+        }
+      }
+      value = out;
     }
   }
   if (isObject(value) && (schema.properties || schema.required || schema.additionalProperties !== undefined)) {
     const props = isObject(schema.properties) ? schema.properties : {};
-    const out = { ...value };
+    // Copied only once something changes (a default filled in), and each key set as its own
+    // property (a `__proto__` key stays a key).
+    let out = value;
+    const put = (key, v) => {
+      if (out === value) {
+        if (Object.hasOwn(value, key) && value[key] === v) return;
+        out = { ...value };
+      }
+      Object.defineProperty(out, key, { value: v, writable: true, enumerable: true, configurable: true });
+    };
     for (const key of schema.required ?? []) {
       const fallback = Object.hasOwn(props, key) && isObject(props[key]) && Object.hasOwn(props[key], "default");
-      if (!Object.hasOwn(out, key) && !fallback) throw new BadArgs(path, `missing field \`${key}\``);
+      if (!Object.hasOwn(value, key) && !fallback) throw new BadArgs(path, `missing field \`${key}\``);
     }
     for (const [key, sub] of Object.entries(props)) {
-      if (Object.hasOwn(out, key)) out[key] = check(sub, out[key], at(path, key), root, budget, depth + 1);
-      else if (isObject(sub) && Object.hasOwn(sub, "default")) out[key] = structuredClone(sub.default);
+      if (Object.hasOwn(value, key)) put(key, check(sub, value[key], at(path, key), root, budget, depth + 1));
+      else if (isObject(sub) && Object.hasOwn(sub, "default")) put(key, structuredClone(sub.default));
     }
     // With patternProperties (left to the host), which other keys are allowed is not known here.
-    if (schema.additionalProperties !== undefined && schema.patternProperties === undefined) {
+    // `true` allows any other key as it is: nothing to visit.
+    const extra = schema.additionalProperties;
+    if (extra !== undefined && extra !== true && schema.patternProperties === undefined) {
       for (const key of Object.keys(value)) {
         if (Object.hasOwn(props, key)) continue;
-        if (schema.additionalProperties === false) throw new BadArgs(path, `unknown field \`${key}\``);
-        out[key] = check(schema.additionalProperties, out[key], at(path, key), root, budget, depth + 1);
+        if (extra === false) throw new BadArgs(path, `unknown field \`${key}\``);
+        put(key, check(extra, value[key], at(path, key), root, budget, depth + 1));
       }
     }
     value = out;
@@ -416,8 +574,8 @@ function checkArgs(tool, schema, args) {
   try {
     return check(schema, args ?? {}, "", schema, { left: CHECK_BUDGET });
   } catch (err) {
-    if (err instanceof TooComplex) return args ?? {};
-    if (!(err instanceof BadArgs)) throw err;
+    if (!(err instanceof BadArgs) && !(err instanceof TooComplex)) throw err;
+    // Too large or deep to check is refused too: unchecked arguments never reach the handler.
     const where = err.path ? `\`${err.path}\`: ` : "";
     throw new InvalidParams(`invalid arguments for \`${tool}\`: ${where}${err.message}`);
   }
@@ -457,7 +615,8 @@ export class Server {
    * `tool(name, { description, schema, outputSchema }, handler)` also says what it takes:
    * `schema` (a JSON Schema object, or anything with `toJSONSchema()`, such as a zod schema)
    * goes in the handshake, and each call's arguments are checked against it (defaults filled
-   * in) before the handler runs; a bad one is answered with an error naming the field.
+   * in) before the handler runs; a bad one is answered with an error naming the field, and
+   * arguments too large to check within CHECK_BUDGET schema visits are refused too.
    */
   tool(name, spec, handler) {
     name = String(name);

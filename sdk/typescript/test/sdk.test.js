@@ -3,6 +3,7 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { PassThrough } from "node:stream";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -501,7 +502,7 @@ async function typedServer({ Server }) {
     .tool("standard", { schema: standardLike }, () => "ok")
     .tool("tree", { schema: tree }, (args) => args)
     .tool("odd", { schema: odd }, (args) => args)
-    .tool("deep", { schema: deep }, () => "checked what it could")
+    .tool("deep", { schema: deep }, () => "must not run unchecked")
     .tool("forecast", { description: "The weather for a city", schema: forecast }, (args) => args)
     .tool("search", { description: "Search", schema: zodLike, outputSchema: { type: "object", properties: { hits: { type: "integer" } } } }, (args) => ({ hits: args.q.length }))
     .tool("raw", (args) => ({ raw: args }))
@@ -565,11 +566,14 @@ describe("typed tools", () => {
       const odd = await call("odd", { point: { x: 1 }, "x-extra": 2 });
       assert.deepEqual(odd.result, { constructor: "made", point: { x: 1 }, "x-extra": 2, level: 1 });
       assert.equal((await call("odd", { point: {} })).error.message, "invalid arguments for `odd`: `point`: missing field `x`");
-      // Past its budget the SDK stops checking (the host has checked the call): it answers fast.
+      // Past its budget the SDK stops checking and refuses the call, never passes it on
+      // unchecked; it answers fast (the watchdog only catches a hang).
       let nested = {};
       for (let i = 0; i < 20; i++) nested = { a: nested, extra: i };
       const started = Date.now();
-      assert.equal((await call("deep", nested)).result, "checked what it could");
+      const deep = await call("deep", nested);
+      assert.equal(deep.error?.code, -32602, JSON.stringify(deep));
+      assert.equal(deep.error.message, "invalid arguments for `deep`: the arguments are too large or complex to check within the SDK's budget of 10,000 schema visits");
       assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
       // The raw form gets the arguments as they came.
       assert.deepEqual((await call("raw", { any: [1, "x"] })).result, { raw: { any: [1, "x"] } });
@@ -578,5 +582,100 @@ describe("typed tools", () => {
   test("a schema that is neither JSON Schema nor offers toJSONSchema is refused at registration", () => {
     assert.throws(() => new sdk.Server("t").tool("x", { schema: "string" }, () => null), /JSON Schema object, or offer toJSONSchema\(\) or ~standard.jsonSchema/);
     assert.throws(() => new sdk.Server("t").tool("x", { schema: {} }), /handler must be a function/);
+  });
+});
+
+/** A server served in this process over in-memory streams, for tests that watch what the
+ * check does from inside (a spawned server's work cannot be observed). */
+function inProcess(server) {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const served = server.serve({ input, output });
+  const waiting = new Map();
+  let pending = "";
+  let nextId = 1;
+  output.setEncoding("utf8");
+  output.on("data", (chunk) => {
+    pending += chunk;
+    let nl;
+    while ((nl = pending.indexOf("\n")) !== -1) {
+      const msg = JSON.parse(pending.slice(0, nl));
+      pending = pending.slice(nl + 1);
+      waiting.get(msg.id)?.(msg);
+    }
+  });
+  return {
+    /** The line of a `tool/call` request, made before the call so its JSON is not counted. */
+    line(name, args) {
+      const id = nextId++;
+      return { id, text: JSON.stringify({ id, method: "tool/call", params: { name, args } }) + "\n" };
+    },
+    /** Send a line made by `line()`; resolves with its response. */
+    send({ id, text }) {
+      return new Promise((resolve) => {
+        waiting.set(id, resolve);
+        input.write(text);
+      });
+    },
+    close() {
+      input.end();
+      return served;
+    },
+  };
+}
+
+const hostile = (name, file) => JSON.parse(readFileSync(join(repo, "tests", "fixtures", "hostile", name, file), "utf8"));
+
+describe("hostile arguments (tests/fixtures/hostile)", () => {
+  test("sdk-budget-overrun: an array too long for the check budget is refused, never passed through", async () => {
+    const { schema, fill, count, last } = hostile("sdk-budget-overrun", "arguments.json");
+    const values = [...Array(count).fill(fill), last];
+    assert.equal(values.length, 10_002);
+    let ran = 0;
+    const server = inProcess(new sdk.Server("t").tool("counts", { schema }, () => ++ran));
+    const res = await server.send(server.line("counts", { values }));
+    assert.equal(ran, 0, "the handler ran with unchecked arguments");
+    assert.equal(res.error?.code, -32602, JSON.stringify(res).slice(0, 300));
+    assert.equal(res.error.message, "invalid arguments for `counts`: the arguments are too large or complex to check within the SDK's budget of 10,000 schema visits");
+    // Within the budget every item is checked: the same `last` is found and named.
+    const short = await server.send(server.line("counts", { values: [fill, fill, last] }));
+    assert.equal(short.error?.message, "invalid arguments for `counts`: `values[2]`: must be at most 10, got 11");
+    assert.equal((await server.send(server.line("counts", { values: [fill, 10] }))).result, 1);
+    await server.close();
+  });
+
+  test("sdk-enum-megastring: a huge string against a long enum is refused without being serialized", async () => {
+    const shape = hostile("sdk-enum-megastring", "shape.json");
+    const members = Array.from({ length: shape.members }, (_, i) => `${shape.member_prefix}${i}`);
+    const schema = { type: "object", properties: { pick: { enum: members } }, required: ["pick"] };
+    const server = inProcess(new sdk.Server("t").tool("pick", { schema }, (args) => args.pick));
+    // A member is found, the last one too (this also indexes the enum).
+    assert.equal((await server.send(server.line("pick", { pick: members.at(-1) }))).result, members.at(-1));
+    const mega = server.line("pick", { pick: shape.string_char.repeat(shape.string_chars) });
+    // Deterministic stand-in for "fast": count what JSON.stringify writes while the call is
+    // checked and answered. Comparing by JSON.stringify wrote the whole string once per
+    // member (2 GB, ~3 s); the tripwire cuts that short at the first long write.
+    const stringify = JSON.stringify;
+    let longest = 0;
+    JSON.stringify = function counted(...args) {
+      const out = stringify.apply(this, args);
+      const tripped = longest > 64 * 1024;
+      longest = Math.max(longest, out?.length ?? 0);
+      if (!tripped && longest > 64 * 1024) throw new Error(`tripwire: JSON.stringify wrote ${longest} characters`);
+      return out;
+    };
+    let res;
+    try {
+      res = await server.send(mega);
+    } finally {
+      JSON.stringify = stringify;
+    }
+    assert.equal(res.error?.code, -32602, JSON.stringify(res).slice(0, 300));
+    assert.ok(longest < 1024, `JSON.stringify wrote ${longest} characters`);
+    // The error shows a bounded preview of the string and of the members.
+    const { message } = res.error;
+    assert.ok(message.length < 1024, `a ${message.length}-character error`);
+    assert.match(message, /^invalid arguments for `pick`: `pick`: expected one of \["v0","v1",.*…\] \(2000 values\), got "x{80}"… \(1048576 characters\)$/);
+    await server.close();
   });
 });
