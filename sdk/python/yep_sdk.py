@@ -585,13 +585,99 @@ def _at(path: str, key: Any) -> str:
     return "%s.%s" % (path, key) if path else str(key)
 
 
-def _convert_fields(value: Any, fields: List[Tuple[str, Any, bool, Any]], path: str) -> Dict[str, Any]:
+# At most this many characters of a value (or of a list of allowed values, twice this) in an
+# error message.
+_PREVIEW = 80
+
+
+def _preview(value: Any) -> str:
+    """A bounded rendering of ``value`` for an error message."""
+    if isinstance(value, (list, dict)):
+        return _got(value)
+    if isinstance(value, str):
+        if len(value) > _PREVIEW:
+            return "%s… (%d characters)" % (json.dumps(value[:_PREVIEW]), len(value))
+        return json.dumps(value)
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        return _got(value)
+    return text if len(text) <= _PREVIEW else "%s… (%d characters)" % (text[:_PREVIEW], len(text))
+
+
+# Values a typed tool's arguments may be checked against a hint per call (each list item, dict
+# value and field costs one; `Any`, and `list`/`dict` of `Any`, cost nothing more). Past it
+# (a huge list, or unions nested in unions, which cost arms^depth) the call is refused as too
+# large to check, never passed through unchecked: the TypeScript SDK's budget.
+_CHECK_BUDGET = 10_000
+
+
+class _TooComplex(Exception):
+    pass
+
+
+class _Budget:
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
+class _Members:
+    """A Literal's or Enum's values indexed once: a call looks its argument up (by type and
+    value, as ``True`` is not ``1``) instead of comparing it with each member, and a string
+    longer than the longest member is refused without being hashed."""
+
+    __slots__ = ("tp", "table", "longest", "shown")
+
+    def __init__(self, tp: Any) -> None:
+        self.tp = tp  # held, so the id this is cached under stays this type's
+        pairs = [(m.value, m) for m in tp] if _is_enum(tp) else [(v, v) for v in get_args(tp)]
+        self.table: Dict[Tuple[type, Any], Any] = {}
+        for value, out in pairs:
+            self.table.setdefault((type(value), value), out)
+        self.longest = max((len(v) for v, _ in pairs if isinstance(v, str)), default=-1)
+        values = [v for v, _ in pairs]
+        self.shown = json.dumps(values)
+        if len(self.shown) > 4 * _PREVIEW:
+            shown = []
+            size = 0
+            for v in values:
+                size += len(_preview(v)) + 2
+                if size > 2 * _PREVIEW:
+                    break
+                shown.append(_preview(v))
+            self.shown = "[%s, …] (%d values)" % (", ".join(shown), len(values))
+
+    def get(self, value: Any) -> Any:
+        """The member ``value`` names, or _MISSING."""
+        if _json_type(value) is None or (isinstance(value, str) and len(value) > self.longest):
+            return _MISSING
+        return self.table.get((type(value), value), _MISSING)
+
+
+# By id: hashing a Literal hashes all its values, the cost this index is here to save.
+_MEMBERS: Dict[int, _Members] = {}
+
+
+def _members(tp: Any) -> _Members:
+    members = _MEMBERS.get(id(tp))
+    if members is None or members.tp is not tp:
+        members = _MEMBERS[id(tp)] = _Members(tp)
+    return members
+
+
+_FIELD_NAMES: Dict[Any, frozenset] = {}
+
+
+def _convert_fields(value: Any, fields: List[Tuple[str, Any, bool, Any]], path: str,
+                    budget: _Budget) -> Dict[str, Any]:
     if not isinstance(value, dict):
         raise _BadArgs(path, "expected an object, got %s" % _got(value))
     out = {}
     for name, hint, required, _default in fields:
         if name in value:
-            out[name] = _convert(value[name], hint, _at(path, name))
+            out[name] = _convert(value[name], hint, _at(path, name), budget)
         elif required:
             raise _BadArgs(path, "missing field `%s`" % name)
     return out
@@ -603,17 +689,25 @@ def _fits_exactly(value: Any, tp: Any) -> bool:
     if tp in (bool, int, float, str):
         return type(value) is tp
     if isinstance(value, dict) and (_is_typeddict(tp) or _is_dataclass(tp)):
-        return set(value) <= {name for name, _, _, _ in _fields(tp)}
+        names = _FIELD_NAMES.get(tp)
+        if names is None:
+            names = _FIELD_NAMES[tp] = frozenset(name for name, _, _, _ in _fields(tp))
+        # Not set(value): a huge object is not copied to find its first unknown key.
+        return len(value) <= len(names) and all(k in names for k in value)
     return False
 
 
-def _convert(value: Any, tp: Any, path: str) -> Any:
-    """``value`` (parsed JSON) as ``tp``, or _BadArgs naming where it is wrong."""
+def _convert(value: Any, tp: Any, path: str, budget: _Budget) -> Any:
+    """``value`` (parsed JSON) as ``tp``, or _BadArgs naming where it is wrong (_TooComplex
+    once the budget is spent)."""
     origin, args = get_origin(tp), get_args(tp)
     if origin is Annotated:
-        return _convert(value, args[0], path)
+        return _convert(value, args[0], path, budget)
     if tp is Any:
         return value
+    budget.left -= 1
+    if budget.left < 0:
+        raise _TooComplex()
     if tp is None or tp is type(None):
         if value is None:
             return None
@@ -638,11 +732,15 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
     if tp in (list, List) or origin is list:
         if not isinstance(value, list):
             raise _BadArgs(path, "expected an array, got %s" % _got(value))
-        return [_convert(v, args[0], _at(path, i)) for i, v in enumerate(value)] if args else value
+        if not args or args[0] is Any:
+            return value
+        return [_convert(v, args[0], _at(path, i), budget) for i, v in enumerate(value)]
     if tp in (dict, Dict) or origin is dict:
         if not isinstance(value, dict):
             raise _BadArgs(path, "expected an object, got %s" % _got(value))
-        return {k: _convert(v, args[1], _at(path, k)) for k, v in value.items()} if args else value
+        if not args or args[1] is Any:
+            return value
+        return {k: _convert(v, args[1], _at(path, k), budget) for k, v in value.items()}
     if origin in _UNIONS:
         if value is None and type(None) in args:
             return None
@@ -651,27 +749,22 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         # the arm's fields) before the first that merely takes it.
         for arm in sorted(arms, key=lambda a: not _fits_exactly(value, a)):
             try:
-                return _convert(value, arm, path)
+                return _convert(value, arm, path, budget)
             except _BadArgs:
                 pass
         if len(arms) == 1:
-            return _convert(value, arms[0], path)  # its own error says best what is wrong
+            return _convert(value, arms[0], path, budget)  # its own error says best what is wrong
         raise _BadArgs(path, "%s matches none of the allowed types" % _got(value))
-    if origin is Literal:
-        for allowed in args:
-            if value == allowed and type(value) is type(allowed):
-                return value
-        raise _BadArgs(path, "expected one of %s, got %s" % (json.dumps(list(args)), json.dumps(value)))
-    if _is_enum(tp):
-        for member in tp:
-            if member.value == value and type(member.value) is type(value):
-                return member
-        raise _BadArgs(path, "expected one of %s, got %s"
-                       % (json.dumps([m.value for m in tp]), json.dumps(value)))
+    if origin is Literal or _is_enum(tp):
+        members = _members(tp)
+        found = members.get(value)
+        if found is _MISSING:
+            raise _BadArgs(path, "expected one of %s, got %s" % (members.shown, _preview(value)))
+        return found
     if _is_typeddict(tp):
-        return _convert_fields(value, _fields(tp), path)
+        return _convert_fields(value, _fields(tp), path, budget)
     if _is_dataclass(tp):
-        return tp(**_convert_fields(value, _fields(tp), path))
+        return tp(**_convert_fields(value, _fields(tp), path, budget))
     return value
 
 
@@ -740,11 +833,16 @@ class _TypedTool:
 
     def __call__(self, args: Any, ctx: "Context") -> Any:
         try:
-            kwargs = _convert_fields(args, self.fields, "")
+            kwargs = _convert_fields(args, self.fields, "", _Budget(_CHECK_BUDGET))
         except _BadArgs as err:
             where = "`%s`: " % err.path if err.path else ""
             raise YepError("invalid arguments for `%s`: %s%s" % (self.name, where, err.message),
                            CODE_INVALID_PARAMS) from None
+        except _TooComplex:
+            # Refused, never passed on unchecked.
+            raise YepError("invalid arguments for `%s`: the arguments are too large or complex "
+                           "to check within the SDK's budget of %s checks"
+                           % (self.name, format(_CHECK_BUDGET, ",")), CODE_INVALID_PARAMS) from None
         if self.extra and isinstance(args, dict):
             known = {n for n, _, _, _ in self.fields}
             kwargs.update((k, v) for k, v in args.items() if k not in known and k != self.ctx_name)
@@ -864,8 +962,10 @@ class Server:
         bool, list[T], dict[str, T], Optional, Union, Literal, Enum, TypedDict, dataclasses,
         ``Annotated[T, "description"]``), a default makes a parameter optional, and the
         docstring (or ``description=``) describes the tool. Arguments are checked and
-        converted before it runs; a bad one is answered with an error naming it. ``ctx`` is
-        the parameter so named (or annotated ``Context``).
+        converted before it runs; a bad one is answered with an error naming it, and so are
+        arguments too large to check in 10,000 steps (one per list item, dict value or field
+        checked against a hint): they never reach the handler unchecked. ``ctx`` is the
+        parameter so named (or annotated ``Context``).
 
         A raw handler, ``def f(args, ctx)``, gets the argument object as it came: a handler
         is raw when its first two positional parameters are an unannotated (or dict/Any)

@@ -8,6 +8,7 @@ Run from the repo root: python3 -m unittest discover -s sdk/python/tests -v
 import sys
 import unittest
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -236,6 +237,100 @@ class RegistrationTest(unittest.TestCase):
         server = yep_sdk.Server("t")
         server.tool("f")(f)
         self.assertEqual(server._served["f"], {"name": "f"})
+
+
+def hostile(name, file):
+    """A fixture from tests/fixtures/hostile/."""
+    import json
+
+    return json.loads((HERE.parents[2] / "tests" / "fixtures" / "hostile" / name / file).read_text())
+
+
+class HostileArgumentsTest(unittest.TestCase):
+    """Arguments built to exhaust the check (tests/fixtures/hostile/sdk-*), called in-process
+    so what the conversion does can be watched."""
+
+    def refused(self, tool, args):
+        with self.assertRaises(yep_sdk.YepError) as caught:
+            tool(args, None)
+        self.assertEqual(caught.exception.code, -32602)
+        return caught.exception.message
+
+    def test_sdk_budget_overrun_is_refused_never_passed_through(self):
+        from typing import List
+
+        shape = hostile("sdk-budget-overrun", "arguments.json")
+        values = [shape["fill"]] * shape["count"] + [shape["last"]]
+        self.assertEqual(len(values), 10_002)
+        ran = []
+        server = yep_sdk.Server("t")
+
+        @server.tool
+        def counts(values: List[int]):
+            ran.append(len(values))
+            return len(values)
+
+        tool = server._tools["counts"]
+        self.assertEqual(
+            self.refused(tool, {"values": values}),
+            "invalid arguments for `counts`: the arguments are too large or complex to check "
+            "within the SDK's budget of 10,000 checks")
+        self.assertEqual(ran, [], "the handler ran with unchecked arguments")
+        # Within the budget every item is checked, and lists of Any are not walked.
+        self.assertEqual(tool({"values": values[:9_000]}, None), 9_000)
+        self.assertEqual(self.refused(tool, {"values": [0, "x"]}),
+                         "invalid arguments for `counts`: `values[1]`: expected an integer, got a string")
+
+        @server.tool
+        def anything(values: List[Any]):
+            return len(values)
+
+        self.assertEqual(server._tools["anything"]({"values": values * 3}, None), 30_006)
+
+    def test_sdk_enum_megastring_is_refused_without_comparing_it(self):
+        from typing import Literal
+
+        shape = hostile("sdk-enum-megastring", "shape.json")
+        names = ["%s%d" % (shape["member_prefix"], i) for i in range(shape["members"])]
+        mega = shape["string_char"] * shape["string_chars"]
+        server = yep_sdk.Server("t")
+
+        @server.tool
+        def pick(choice: Literal[tuple(names)]):  # type: ignore[valid-type]
+            return choice
+
+        tool = server._tools["pick"]
+        self.assertEqual(tool({"choice": names[-1]}, None), names[-1])
+        message = self.refused(tool, {"choice": mega})
+        # The error shows a bounded preview of the string and of the members.
+        self.assertLess(len(message), 1024)
+        self.assertRegex(message, r'^invalid arguments for `pick`: `choice`: expected one of '
+                                  r'\["v0", "v1", .*, …\] \(2000 values\), got "x{80}"… '
+                                  r'\(1048576 characters\)$')
+
+        # Deterministic stand-in for "fast": members that count their comparisons. Comparing
+        # with each member cost 2,000 comparisons per checked value; a lookup costs none.
+        compared = []
+
+        class Counted(str):
+            __hash__ = str.__hash__
+
+            def __eq__(self, other):
+                compared.append(1)
+                return str.__eq__(self, other)
+
+        counted = tuple(Counted(n) for n in names)
+
+        @server.tool
+        def pick_counted(choice: Literal[counted]):  # type: ignore[valid-type]
+            return choice
+
+        tool = server._tools["pick_counted"]
+        self.refused(tool, {"choice": "warm"})  # the index is made once per type
+        del compared[:]
+        self.refused(tool, {"choice": mega})
+        self.refused(tool, {"choice": "v7"})
+        self.assertEqual(len(compared), 0)
 
 
 if __name__ == "__main__":
