@@ -12,18 +12,25 @@
 //! - A table change (an extension enabled elsewhere, an MCP server's new list) is
 //!   `notifications/tools/list_changed` and `prompts/list_changed` to every client.
 
-use crate::capability::ToolResult;
-use crate::capability::{Answer, Question};
-use crate::runtime::{
-    AskSink, CallOutcome, ExtensionHost, SEARCH_TOOLS, StatusEntry, StatusSink, ToolDefinition,
+mod clients;
+mod http;
+
+pub use clients::{
+    AMBIGUOUS_CALLER, AskClients, Clients, NO_CALLER, NO_ELICITATION, NO_ELICITATION_CALLER,
+    SECRET_REFUSED, StatusToClients,
 };
+pub use http::{HttpLimits, bearer_token, serve_http, token_path};
+
+use crate::capability::ToolResult;
+use crate::runtime::{CallOutcome, ExtensionHost, SEARCH_TOOLS, ToolDefinition};
+use clients::ClientId;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
     GetPromptResponse, ListPromptsResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -31,213 +38,14 @@ use std::sync::{Arc, Mutex};
 /// The scheme of a skill's resource uri: `skill://<extension>/<name>`.
 pub const SKILL_SCHEME: &str = "skill://";
 
-/// The clients connected to one bridge: where status, questions and list changes go, and
-/// whose calls are in flight (a question an extension asks during a call goes to the client
-/// that made it).
-#[derive(Clone, Default)]
-pub struct Clients(Arc<Mutex<Connected>>);
-
-#[derive(Default)]
-struct Connected {
-    /// In the order they connected.
-    peers: Vec<Peer<RoleServer>>,
-    /// Calls in flight, oldest first: their number, the extension (or MCP server) whose tool
-    /// runs, and the client that called it.
-    calls: Vec<(u64, String, Peer<RoleServer>)>,
-    next_call: u64,
-}
-
-/// One call in flight through the bridge, from [`Clients::calling`]; dropped when it ends.
-struct InFlight {
-    clients: Clients,
-    call: u64,
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.clients.lock().calls.retain(|(n, ..)| *n != self.call);
-    }
-}
-
-/// Who a question goes to: the clients it may go to (the most likely first), and whether
-/// they are tied to a call (then no other client is asked).
-struct Askable {
-    peers: Vec<Peer<RoleServer>>,
-    during_a_call: bool,
-}
-
-impl Clients {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Connected> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn add(&self, peer: Peer<RoleServer>) {
-        let mut connected = self.lock();
-        connected.peers.retain(|p| !p.is_transport_closed());
-        connected.peers.push(peer);
-    }
-
-    fn all(&self) -> Vec<Peer<RoleServer>> {
-        let mut connected = self.lock();
-        connected.peers.retain(|p| !p.is_transport_closed());
-        connected.peers.clone()
-    }
-
-    /// Note that `peer` is calling a tool of `extension`, until the guard drops.
-    fn calling(&self, extension: String, peer: Peer<RoleServer>) -> InFlight {
-        let mut connected = self.lock();
-        connected.next_call += 1;
-        let call = connected.next_call;
-        connected.calls.push((call, extension, peer));
-        InFlight {
-            clients: self.clone(),
-            call,
-        }
-    }
-
-    /// Where `extension`'s question goes: the clients calling its tools now (the latest
-    /// first); else those with any call in flight (a hook asks during another's call); else
-    /// every connected client, the latest first.
-    fn askable(&self, extension: &str) -> Askable {
-        let connected = self.lock();
-        let callers = |own: bool| -> Vec<Peer<RoleServer>> {
-            let calls = connected.calls.iter().rev();
-            calls
-                .filter(|(_, e, _)| !own || e == extension)
-                .map(|(_, _, p)| p.clone())
-                .collect()
-        };
-        let own = callers(true);
-        let peers = match own.is_empty() {
-            false => own,
-            true => callers(false),
-        };
-        if !peers.is_empty() {
-            return Askable {
-                peers,
-                during_a_call: true,
-            };
-        }
-        let mut peers = connected.peers.clone();
-        peers.retain(|p| !p.is_transport_closed());
-        peers.reverse();
-        Askable {
-            peers,
-            during_a_call: false,
-        }
-    }
-
-    /// Tell every client its tool and prompt lists changed.
-    pub async fn lists_changed(&self) {
-        for peer in self.all() {
-            let _ = peer.notify_tool_list_changed().await;
-            let _ = peer.notify_prompt_list_changed().await;
-        }
-    }
-}
-
-/// Status changes as `notifications/message` (level `info`, logger the extension).
-pub struct StatusToClients(pub Clients);
-
-impl StatusSink for StatusToClients {
-    // MCP's logging is deprecated in its next version, but is what clients show today.
-    #[allow(deprecated)]
-    fn status_changed(&self, extension: &str, status: Option<&StatusEntry>) {
-        let data = json!({
-            "extension": extension,
-            "status": status.map(|s| s.text.clone()),
-        });
-        let params: rmcp::model::LoggingMessageNotificationParam = match serde_json::from_value(
-            json!({"level": "info", "logger": extension, "data": data}),
-        ) {
-            Ok(p) => p,
-            Err(_) => return,
-        };
-        for peer in self.0.all() {
-            let params = params.clone();
-            tokio::spawn(async move {
-                let _ = peer.notify_logging_message(params).await;
-            });
-        }
-    }
-}
-
-/// Questions as `elicitation/create`, to the client whose call the question belongs to
-/// (see [`Clients`]), when it declared elicitation; a question outside any call goes to the
-/// latest client that did. A secret is never asked this way: it would pass through the
-/// client. A question nobody can take is cancelled, and the extension told why.
-pub struct AskClients(pub Clients);
-
-/// Why a question during a call is cancelled when its client takes none.
-pub const NO_ELICITATION_CALLER: &str =
-    "the MCP client that made this call does not take questions (it declared no elicitation)";
-
-/// Why a question outside any call is cancelled when no client takes one.
-pub const NO_ELICITATION: &str =
-    "no connected MCP client takes questions (none declared elicitation)";
-
-/// What a secret question is answered with (cancelled), and what the user is told.
-pub const SECRET_REFUSED: &str = "a secret is never asked over MCP (it would pass through the client): set it with `yep secret set <extension> <field>`";
-
-impl AskSink for AskClients {
-    async fn ask(&self, extension: &str, question: Question) -> Answer {
-        if question.secret {
-            tracing::warn!(extension, "{SECRET_REFUSED}");
-            return Answer::refused(SECRET_REFUSED);
-        }
-        let askable = self.0.askable(extension);
-        let asking = askable.peers.into_iter().find(|p| {
-            p.peer_info()
-                .is_some_and(|info| info.capabilities.elicitation.is_some())
-        });
-        let Some(peer) = asking else {
-            let why = match askable.during_a_call {
-                true => NO_ELICITATION_CALLER,
-                false => NO_ELICITATION,
-            };
-            tracing::warn!(extension, "{why}; cancelling: {}", question.prompt);
-            return Answer::refused(why);
-        };
-        let mut answer = json!({"type": "string", "description": question.prompt});
-        if !question.options.is_empty() {
-            answer["enum"] = json!(question.options);
-        }
-        let params = json!({
-            "mode": "form",
-            "message": format!("{extension}: {}", question.prompt),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"answer": answer},
-                "required": ["answer"],
-            },
-        });
-        let Ok(params) = serde_json::from_value(params) else {
-            return Answer::cancelled();
-        };
-        match peer.create_elicitation(params).await {
-            Ok(result) => {
-                let result = serde_json::to_value(&result).unwrap_or_default();
-                match (result["action"].as_str(), &result["content"]["answer"]) {
-                    (Some("accept"), Value::String(text)) => Answer::answered(text.clone()),
-                    (Some("accept"), other) if !other.is_null() => {
-                        Answer::answered(other.to_string())
-                    }
-                    _ => Answer::cancelled(),
-                }
-            }
-            Err(e) => {
-                tracing::warn!(extension, "the question could not be asked: {e}");
-                Answer::refused(format!("the MCP client could not be asked: {e}"))
-            }
-        }
-    }
-}
-
-/// One client's view of the host.
+/// One client's view of the host. Each MCP session gets its own ([`Bridge::for_client`]),
+/// so the host can tell whose call a question belongs to.
 #[derive(Clone)]
 pub struct Bridge {
     host: ExtensionHost,
     clients: Clients,
+    /// The client this bridge serves, among `clients`.
+    client: ClientId,
     /// The extensions' prompt text, as of the last table change ([`forward_changes`]).
     instructions: Arc<Mutex<String>>,
     /// List only the always-loaded tools and `search_tools`.
@@ -251,8 +59,17 @@ impl Bridge {
         Bridge {
             host,
             clients,
+            client: clients::next_client(),
             instructions: Arc::new(Mutex::new(instructions)),
             deferred,
+        }
+    }
+
+    /// This bridge for another client (a new MCP session), sharing its host and clients.
+    pub fn for_client(&self) -> Self {
+        Bridge {
+            client: clients::next_client(),
+            ..self.clone()
         }
     }
 
@@ -358,7 +175,7 @@ impl ServerHandler for Bridge {
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        self.clients.add(context.peer);
+        self.clients.add(self.client, context.peer);
     }
 
     async fn list_tools(
@@ -392,7 +209,7 @@ impl ServerHandler for Bridge {
             .find(|t| t.name == request.name)
             .map(|t| t.extension.clone())
             .unwrap_or_default();
-        let _in_flight = self.clients.calling(extension, context.peer.clone());
+        let _in_flight = self.clients.calling(extension, self.client);
         // Trace extensions see the agent's tool use through the bridge.
         let span = trace_span();
         let traced = |event_type: &str, data: Value| crate::capability::TraceEvent {
@@ -503,6 +320,11 @@ impl ServerHandler for Bridge {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        // A question the command's extension asks meanwhile goes to this client.
+        let extension = request.name.split_once(':').map(|(e, _)| e.to_string());
+        let _in_flight = self
+            .clients
+            .calling(extension.unwrap_or_default(), self.client);
         let ran = self
             .host
             .execute_command(&request.name, &arguments)
@@ -630,119 +452,29 @@ pub fn watch_home(host: &ExtensionHost, home: crate::store::Home) -> tokio::task
 /// Serve `bridge` on this process's stdin and stdout until the client goes. When both are
 /// pipes (as an agent spawns it) they are read and written on the runtime's reactor, with no
 /// hand-off to a blocking thread per message.
-pub async fn serve_stdio(bridge: Bridge) -> Result<(), String> {
+pub async fn serve_stdio(bridge: Bridge) -> Result<(), ServeError> {
     use rmcp::ServiceExt;
     let running = bridge
         .serve(rmcp::transport::stdio_pipes())
         .await
-        .map_err(|e| format!("the MCP client's initialize failed: {e}"))?;
+        .map_err(|e| ServeError::Initialize(Box::new(e)))?;
     running
         .waiting()
         .await
         .map(drop)
-        .map_err(|e| format!("the MCP connection failed: {e}"))
+        .map_err(ServeError::Connection)
 }
 
-/// Where `yep mcp serve --http` keeps its bearer token (owner-only).
-pub fn token_path(home: &crate::store::Home) -> std::path::PathBuf {
-    home.root.join("mcp-serve.token")
-}
-
-/// The bearer token HTTP clients must send, made (owner-only) on first use: the token, and
-/// whether it was just made (it is then shown once).
-pub fn bearer_token(home: &crate::store::Home) -> std::io::Result<(String, bool)> {
-    use std::io::Read;
-    let path = token_path(home);
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let token = text.trim().to_string();
-        if token.len() >= 32 {
-            return Ok((token, false));
-        }
-    }
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    let token = crate::store::hash::hex(&bytes);
-    std::fs::create_dir_all(&home.root)?;
-    crate::store::fsutil::write_atomic(&path, token.as_bytes(), 0o600)?;
-    Ok((token, true))
-}
-
-/// Whether `request` carries `Authorization: Bearer <token>`, compared in constant time.
-fn authorized<B>(request: &http::Request<B>, token: &str) -> bool {
-    let Some(given) = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    let (a, b) = (given.as_bytes(), token.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Serve `bridge` (one per client session, sharing its host) over streamable HTTP on
-/// `listener` at `/mcp`, to clients that send `token`, until `stop` is cancelled. Only
-/// loopback `Host`s are served (against DNS rebinding) unless `remote`: then any, still
-/// behind the token.
-pub async fn serve_http(
-    bridge: Bridge,
-    listener: tokio::net::TcpListener,
-    token: String,
-    remote: bool,
-    stop: tokio_util::sync::CancellationToken,
-) -> std::io::Result<()> {
-    use http_body_util::BodyExt;
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
-    // A request body is held to the host's frame cap, as a line from an extension is.
-    let mut config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(crate::rpc::DEFAULT_MAX_FRAME_BYTES);
-    config.cancellation_token = stop.child_token();
-    if remote {
-        config = config.disable_allowed_hosts();
-    }
-    let service = StreamableHttpService::new(
-        move || Ok(bridge.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let token: Arc<str> = token.into();
-    loop {
-        let (stream, _) = tokio::select! {
-            () = stop.cancelled() => return Ok(()),
-            accepted = listener.accept() => accepted?,
-        };
-        let (service, token) = (service.clone(), Arc::clone(&token));
-        let handler =
-            hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                let mut service = service.clone();
-                let allowed = authorized(&request, &token);
-                async move {
-                    if !allowed {
-                        let body = http_body_util::Full::new(hyper::body::Bytes::from_static(
-                            b"a bearer token is needed (see `yep mcp serve --http`)",
-                        ))
-                        .boxed();
-                        let mut refused = http::Response::new(body);
-                        *refused.status_mut() = http::StatusCode::UNAUTHORIZED;
-                        return Ok::<_, std::convert::Infallible>(refused);
-                    }
-                    tower_service::Service::call(&mut service, request).await
-                }
-            });
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
-            let connection =
-                hyper::server::conn::http1::Builder::new().serve_connection(io, handler);
-            tokio::select! {
-                _ = connection => {}
-                () = stop.cancelled() => {}
-            }
-        });
-    }
+/// Why [`serve_stdio`] ended with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The client's `initialize` failed: the connection never started.
+    #[error("the MCP client's initialize failed: {0}")]
+    Initialize(#[source] Box<rmcp::service::ServerInitializeError>),
+    /// The connection failed after it started.
+    #[error("the MCP connection failed: {0}")]
+    Connection(#[source] tokio::task::JoinError),
 }
 
 #[cfg(test)]

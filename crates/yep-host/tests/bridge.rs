@@ -526,6 +526,6 @@ async fn rmcps_http_client_shares_one_host_with_another_and_a_wrong_token_is_ref
     assert!(second_user.0.lock().unwrap().is_empty());
 
     stop.cancel();
-    serving.await.unwrap().unwrap();
+    serving.await.unwrap();
     host.shutdown().await;
 }

@@ -526,9 +526,8 @@ async fn serve(
                 let _ = tokio::signal::ctrl_c().await;
                 interrupted.cancel();
             });
-            yep_host::bridge::serve_http(bridge, listener, token, allow_remote, stop)
-                .await
-                .map_err(|e| e.to_string())
+            yep_host::bridge::serve_http(bridge, listener, token, allow_remote, stop).await;
+            Ok(())
         }
     };
     watch.abort();
