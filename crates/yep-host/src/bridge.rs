@@ -19,7 +19,10 @@ pub use clients::{
     AMBIGUOUS_CALLER, AskClients, Clients, NO_CALLER, NO_ELICITATION, NO_ELICITATION_CALLER,
     SECRET_REFUSED, StatusToClients,
 };
-pub use http::{HttpLimits, bearer_token, serve_http, token_path};
+pub use http::{
+    DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpLimits, bearer_token,
+    default_max_connections, serve_http, serve_http_with, token_path,
+};
 
 use crate::capability::ToolResult;
 use crate::runtime::{CallOutcome, ExtensionHost, SEARCH_TOOLS, ToolDefinition};

@@ -529,3 +529,152 @@ async fn rmcps_http_client_shares_one_host_with_another_and_a_wrong_token_is_ref
     serving.await.unwrap();
     host.shutdown().await;
 }
+
+/// A host in `dir` with the fixture `asker` installed, its questions going to `clients`.
+async fn asker_host(dir: &std::path::Path, clients: &Clients) -> ExtensionHost {
+    let home = Home {
+        root: dir.join("home"),
+    };
+    let facet = json!({
+        "tools": [{"name": "slow", "description": "sleeps, then may ask"}],
+        "ui_ask": true,
+    });
+    install_fixture(
+        &home,
+        &dir.join("src"),
+        "asker",
+        facet,
+        json!({"tools": ["slow"]}),
+    );
+    let opts = HostOptions {
+        supervisor: quick_opts(),
+        ask_sink: Some(Arc::new(yep_host::bridge::AskClients(clients.clone()))),
+        ..HostOptions::default()
+    };
+    let session = Session {
+        id: "s1".into(),
+        workspace_root: dir.to_path_buf(),
+    };
+    ExtensionHost::start(home, session, opts).await.unwrap()
+}
+
+/// Client B's answer never decides client A's call: a YEP `ui/ask` names no call, so while
+/// two clients call the extension that asks, the question goes to neither (it was put to
+/// B, the latest caller).
+#[tokio::test]
+async fn a_question_while_two_clients_call_its_extension_is_put_to_neither() {
+    let dir = tempfile::tempdir().unwrap();
+    let clients = Clients::default();
+    let host = asker_host(dir.path(), &clients).await;
+    let (a_user, b_user) = (Arc::new(User::default()), Arc::new(User::default()));
+    let a = connect_with(&host, dir.path(), false, clients.clone(), a_user.clone()).await;
+    let b = connect_with(&host, dir.path(), false, clients.clone(), b_user.clone()).await;
+
+    // A's call sleeps, then asks; B calls the same extension meanwhile, and is still in it.
+    let asking = call("slow", json!({"sleep_ms": 500, "ask": "delete the branch?"}));
+    let b_call = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        b.call_tool(call("slow", json!({"sleep_ms": 1500})), Duration::from_secs(20))
+            .await
+    };
+    let (a_result, b_result) = tokio::join!(a.call_tool(asking, Duration::from_secs(20)), b_call);
+    let a_result = a_result.unwrap();
+    b_result.unwrap();
+    assert!(b_user.0.lock().unwrap().is_empty(), "B was asked A's question");
+    assert!(a_user.0.lock().unwrap().is_empty(), "a guess was made");
+    assert_ne!(a_result["structuredContent"]["answer"], "eu", "{a_result}");
+
+    // With A the only caller, the same question is A's.
+    let alone = a
+        .call_tool(call("slow", json!({"ask": "region?"})), Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert_eq!(alone["structuredContent"]["answer"], "eu", "{alone}");
+    assert_eq!(a_user.0.lock().unwrap().len(), 1);
+    assert!(b_user.0.lock().unwrap().is_empty());
+    host.shutdown().await;
+}
+
+/// 300,000 status updates of 1 KiB each, to a client that stopped reading, cost one pending
+/// entry per extension and one task per client (it was a task per update, and memory
+/// without bound); when it reads again, the latest status comes first thing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_flood_to_a_client_that_does_not_read_is_coalesced() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    use yep_host::bridge::StatusToClients;
+    use yep_host::runtime::StatusSink;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = HostOptions {
+        supervisor: quick_opts(),
+        ..HostOptions::default()
+    };
+    let (_home, host) = echo_host(dir.path(), opts).await;
+    let clients = Clients::default();
+    let bridge = Bridge::new(host.clone(), clients.clone(), false).await;
+    let (server_end, client_end) = tokio::io::duplex(4096);
+    tokio::spawn(async move {
+        use rmcp::ServiceExt;
+        if let Ok(running) = bridge.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    // The handshake by hand; then the client reads nothing.
+    let (reader, mut writer) = tokio::io::split(client_end);
+    let mut reader = tokio::io::BufReader::new(reader);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "sleeper", "version": "1"}}});
+    writer
+        .write_all(format!("{initialize}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut line = String::new();
+    reader.read_line(&mut line).await.unwrap();
+    assert!(line.contains("\"result\""), "{line}");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    writer
+        .write_all(format!("{initialized}\n").as_bytes())
+        .await
+        .unwrap();
+    assert!(eventually(|| clients.len() == 1).await);
+
+    let sink = StatusToClients(clients.clone());
+    let status = |text: String| yep_host::capability::Status {
+        text,
+        level: yep_host::capability::StatusLevel::Ok,
+        detail: None,
+    };
+    let kib = "x".repeat(1024);
+    let tasks_before = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    for i in 0..300_000 {
+        let extension = ["a", "b"][i % 2];
+        sink.status_changed(extension, Some(&status(format!("{i} {kib}"))));
+    }
+    sink.status_changed("a", Some(&status("the last word".into())));
+    let tasks = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    assert!(
+        tasks <= tasks_before + 2,
+        "{tasks} tasks alive after the flood ({tasks_before} before)"
+    );
+
+    // Reading again: the latest status arrives within a few messages, not after 300,000.
+    let mut read = 0;
+    loop {
+        line.clear();
+        let n = tokio::time::timeout(Duration::from_secs(20), reader.read_line(&mut line))
+            .await
+            .expect("the latest status arrives")
+            .unwrap();
+        assert!(n > 0, "the connection closed");
+        read += 1;
+        if line.contains("the last word") {
+            break;
+        }
+        assert!(read < 20, "{read} messages before the latest status");
+    }
+    host.shutdown().await;
+}

@@ -64,6 +64,19 @@ pub enum McpCommand {
         /// Let `--http` listen on an address other than loopback.
         #[arg(long)]
         allow_remote: bool,
+        /// With `--http`: the most connections open at once [default: half the open-file
+        /// limit beyond 64, between 8 and 1024]. At the cap a new connection takes the slot of
+        /// the oldest one that has not sent an authorized request.
+        #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u32).range(1..))]
+        max_connections: Option<u32>,
+        /// With `--http`: the most MCP sessions open at once [default: 128]. At the cap a new
+        /// session closes the idle one least worth keeping.
+        #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u32).range(1..))]
+        max_sessions: Option<u32>,
+        /// With `--http`: how long a request header may take to arrive, and a keep-alive
+        /// connection may sit idle (`10s`, `500ms`) [default: 10s].
+        #[arg(long, value_name = "TIME", requires = "http", value_parser = humantime::parse_duration)]
+        header_timeout: Option<std::time::Duration>,
     },
     /// Print the snippet that adds `yep mcp serve` to an agent's MCP config.
     Config {
@@ -219,7 +232,22 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             deferred,
             http,
             allow_remote,
-        } => return serve(home, deferred, http, allow_remote).await,
+            max_connections,
+            max_sessions,
+            header_timeout,
+        } => {
+            let mut limits = yep_host::bridge::HttpLimits::default();
+            if let Some(n) = max_connections {
+                limits.max_connections = n as usize;
+            }
+            if let Some(n) = max_sessions {
+                limits.max_sessions = n as usize;
+            }
+            if let Some(t) = header_timeout {
+                limits.header_timeout = t;
+            }
+            return serve(home, deferred, http, allow_remote, limits).await;
+        }
         McpCommand::Config { agent } => stdout_line(&config_snippet(&agent, home)?),
         McpCommand::List { json } => {
             let mut rows = Vec::new();
@@ -463,6 +491,7 @@ async fn serve(
     deferred: bool,
     http: Option<std::net::SocketAddr>,
     allow_remote: bool,
+    limits: yep_host::bridge::HttpLimits,
 ) -> anyhow::Result<ExitCode> {
     use anyhow::Context;
     use std::sync::Arc;
@@ -526,7 +555,8 @@ async fn serve(
                 let _ = tokio::signal::ctrl_c().await;
                 interrupted.cancel();
             });
-            yep_host::bridge::serve_http(bridge, listener, token, allow_remote, stop).await;
+            yep_host::bridge::serve_http_with(bridge, listener, token, allow_remote, limits, stop)
+                .await;
             Ok(())
         }
     };
