@@ -688,49 +688,6 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
     check_bridge_report(&report);
 }
 
-/// A running `yep mcp serve`, killed when dropped: a failed assertion leaves no server behind.
-struct Serving(std::process::Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `yep mcp serve --http <addr> [extra]` on `home`, running: the process, its url, and the
-/// line after it (the token, when it was just made).
-#[allow(clippy::disallowed_methods)] // kept running while clients connect
-fn serve_http(home: &Path, addr: &str, extra: &[&str]) -> (Serving, String, String) {
-    use std::io::BufRead;
-    let mut server = Serving(
-        std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
-            .args(["mcp", "serve", "--http", addr])
-            .args(extra)
-            .env("YEP_HOME", home)
-            .env_remove("RUST_LOG")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut lines = std::io::BufReader::new(server.0.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("yep mcp serve said where it listens")
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("serving MCP at ") {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    let next = lines.next().unwrap().unwrap();
-    // Keep reading its stderr, so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    (server, url, next)
-}
-
 #[test]
 fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
     let tmp = tempfile::tempdir().unwrap();

@@ -571,22 +571,34 @@ async fn a_question_while_two_clients_call_its_extension_is_put_to_neither() {
     let b = connect_with(&host, dir.path(), false, clients.clone(), b_user.clone()).await;
 
     // A's call sleeps, then asks; B calls the same extension meanwhile, and is still in it.
-    let asking = call("slow", json!({"sleep_ms": 500, "ask": "delete the branch?"}));
+    let asking = call(
+        "slow",
+        json!({"sleep_ms": 500, "ask": "delete the branch?"}),
+    );
     let b_call = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        b.call_tool(call("slow", json!({"sleep_ms": 1500})), Duration::from_secs(20))
-            .await
+        b.call_tool(
+            call("slow", json!({"sleep_ms": 1500})),
+            Duration::from_secs(20),
+        )
+        .await
     };
     let (a_result, b_result) = tokio::join!(a.call_tool(asking, Duration::from_secs(20)), b_call);
     let a_result = a_result.unwrap();
     b_result.unwrap();
-    assert!(b_user.0.lock().unwrap().is_empty(), "B was asked A's question");
+    assert!(
+        b_user.0.lock().unwrap().is_empty(),
+        "B was asked A's question"
+    );
     assert!(a_user.0.lock().unwrap().is_empty(), "a guess was made");
     assert_ne!(a_result["structuredContent"]["answer"], "eu", "{a_result}");
 
     // With A the only caller, the same question is A's.
     let alone = a
-        .call_tool(call("slow", json!({"ask": "region?"})), Duration::from_secs(20))
+        .call_tool(
+            call("slow", json!({"ask": "region?"})),
+            Duration::from_secs(20),
+        )
         .await
         .unwrap();
     assert_eq!(alone["structuredContent"]["answer"], "eu", "{alone}");

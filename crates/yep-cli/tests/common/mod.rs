@@ -1,6 +1,8 @@
 //! Helpers shared by the CLI's test files (each file uses some of them).
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -169,4 +171,66 @@ pub fn add_days_parameter(lang: &str, server: &Path) {
             "    text: String,\n    #[serde(default)]\n    days: Option<u32>,\n}",
         ),
     }
+}
+
+/// A running `yep mcp serve`, killed when dropped: a failed assertion leaves no server behind.
+pub struct Serving(pub std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `yep mcp serve --http <addr> [extra]` on `home`, running: the process, its url, and the
+/// line after it (the token, when it was just made).
+pub fn serve_http(home: &Path, addr: &str, extra: &[&str]) -> (Serving, String, String) {
+    serve_http_limited(home, addr, extra, None)
+}
+
+/// [`serve_http`], with at most `nofile` open files when given (`ulimit -n`).
+#[allow(clippy::disallowed_methods)] // kept running while clients connect
+pub fn serve_http_limited(
+    home: &Path,
+    addr: &str,
+    extra: &[&str],
+    nofile: Option<u32>,
+) -> (Serving, String, String) {
+    use std::io::BufRead;
+    let yep = env!("CARGO_BIN_EXE_yep");
+    let mut command = match nofile {
+        Some(n) => {
+            let mut sh = Command::new("sh");
+            sh.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), yep]);
+            sh
+        }
+        None => Command::new(yep),
+    };
+    let mut server = Serving(
+        command
+            .args(["mcp", "serve", "--http", addr])
+            .args(extra)
+            .env("YEP_HOME", home)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = std::io::BufReader::new(server.0.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("yep mcp serve said where it listens")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("serving MCP at ") {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let next = lines.next().unwrap().unwrap();
+    // Keep reading its stderr, so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (server, url, next)
 }

@@ -152,11 +152,8 @@ pub async fn serve_http_with(
         config = config.disable_allowed_hosts();
     }
     let sessions = CappedSessions::new(&limits);
-    let service = StreamableHttpService::new(
-        move || Ok(bridge.for_client()),
-        Arc::new(sessions),
-        config,
-    );
+    let service =
+        StreamableHttpService::new(move || Ok(bridge.for_client()), Arc::new(sessions), config);
     let token: Arc<str> = token.into();
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1
@@ -181,7 +178,11 @@ pub async fn serve_http_with(
                 tracing::warn!(
                     "accepting a connection failed: {e}; retrying in {} ms{}",
                     backoff.as_millis(),
-                    if freed { " (closed an idle connection)" } else { "" }
+                    if freed {
+                        " (closed an idle connection)"
+                    } else {
+                        ""
+                    }
                 );
                 tokio::select! {
                     () = stop.cancelled() => return,
@@ -354,7 +355,9 @@ enum SessionError {
     #[error("{0} MCP sessions are open and busy; try again when one ends")]
     Full(usize),
     #[error(transparent)]
-    Local(#[from] rmcp::transport::streamable_http_server::session::local::LocalSessionManagerError),
+    Local(
+        #[from] rmcp::transport::streamable_http_server::session::local::LocalSessionManagerError,
+    ),
 }
 
 impl CappedSessions {
@@ -458,8 +461,10 @@ impl SessionManager for CappedSessions {
         &self,
         id: &SessionId,
         message: ClientJsonRpcMessage,
-    ) -> Result<impl futures_core::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
-    {
+    ) -> Result<
+        impl futures_core::Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+        Self::Error,
+    > {
         let open = self.used(id, true);
         let inner = self.inner.create_stream(id, message).await?;
         Ok(Tracked {
@@ -480,8 +485,10 @@ impl SessionManager for CappedSessions {
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
-    ) -> Result<impl futures_core::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
-    {
+    ) -> Result<
+        impl futures_core::Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+        Self::Error,
+    > {
         let open = self.used(id, false);
         let inner = self.inner.create_standalone_stream(id).await?;
         Ok(Tracked {
@@ -494,8 +501,10 @@ impl SessionManager for CappedSessions {
         &self,
         id: &SessionId,
         last_event_id: String,
-    ) -> Result<impl futures_core::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
-    {
+    ) -> Result<
+        impl futures_core::Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+        Self::Error,
+    > {
         let open = self.used(id, false);
         let inner = self.inner.resume(id, last_event_id).await?;
         Ok(Tracked {

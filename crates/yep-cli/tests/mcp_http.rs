@@ -1,0 +1,166 @@
+//! `yep mcp serve --http` as a long-running server, against clients that misbehave: idle
+//! connections past the open-file limit, past the connection cap, half-sent headers, idle
+//! keep-alive connections and a flood of sessions. Each runs the real binary on loopback.
+
+mod common;
+
+use common::http::{McpSession, closed_within};
+use common::*;
+use serde_json::json;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A home in `tmp` with one enabled extension (the fixture `t`, whose tool `t1` echoes its
+/// arguments), and its `yep mcp serve --http` bearer token.
+pub fn fixture_home(tmp: &Path) -> PathBuf {
+    let home = tmp.join("home");
+    let fixture = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-fixture");
+    let dir = tmp.join("src").join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = json!({"name": "t", "version": "1.0.0", "description": "t", "yolop": {
+        "capabilityServer": {"command": fixture, "args": [json!({"name": "t", "tools": ["t1"]}).to_string()]},
+        "tools": [{"name": "t1", "description": "echoes its arguments"}]}});
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    let install = yep_with_stdin(&home, &["install", dir.to_str().unwrap(), "--yes"], "");
+    assert!(install.status.success(), "{}", text(&install.stderr));
+    let enable = yep_with_stdin(&home, &["enable", "t"], "");
+    assert!(enable.status.success(), "{}", text(&enable.stderr));
+    home
+}
+
+/// The address and token of the server at `url` on `home`.
+fn target(home: &Path, url: &str) -> (SocketAddr, String) {
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let token = std::fs::read_to_string(home.join("mcp-serve.token")).unwrap();
+    (addr, token.trim().to_string())
+}
+
+/// A session that calls `t1`, retried while the server sheds load.
+fn works(addr: SocketAddr, token: &str) -> McpSession {
+    served(
+        addr,
+        token,
+        "tools/call",
+        json!({"name": "t1", "arguments": {"n": 1}}),
+    )
+}
+
+/// A session that was answered `method`, retried while the server sheds load.
+fn served(addr: SocketAddr, token: &str, method: &str, params: serde_json::Value) -> McpSession {
+    let mut last = String::new();
+    for _ in 0..50 {
+        match McpSession::open(addr, token) {
+            Ok(mut session) => match session.call(method, params.clone()) {
+                Ok(reply) => {
+                    assert!(reply["result"].is_object(), "{reply}");
+                    assert_ne!(reply["result"]["isError"], true, "{reply}");
+                    return session;
+                }
+                Err(status) => last = format!("{method}: HTTP {status}"),
+            },
+            Err(e) => last = e.to_string(),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the server never served a well-behaved client: {last}");
+}
+
+/// Idle connections past the open-file limit used to end the server (accept failed with
+/// EMFILE and `serve_http` returned it). Now it backs off, closes an idle connection that
+/// never sent an authorized request, and keeps serving.
+#[test]
+fn running_out_of_file_descriptors_never_ends_the_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = fixture_home(tmp.path());
+    // A cap above what the descriptors allow, so accept itself fails.
+    let (mut server, url, _) = serve_http_limited(
+        &home,
+        "127.0.0.1:0",
+        &["--max-connections", "1000"],
+        Some(128),
+    );
+    let (addr, token) = target(&home, &url);
+    let idle: Vec<TcpStream> = (0..300)
+        .filter_map(|_| TcpStream::connect(addr).ok())
+        .collect();
+    assert!(idle.len() > 150, "only {} connections", idle.len());
+    std::thread::sleep(Duration::from_millis(300));
+    // (Its extension may not start while the descriptors are gone; the listing needs none.)
+    let mut session = served(addr, &token, "tools/list", json!({}));
+    assert!(server.0.try_wait().unwrap().is_none(), "the server exited");
+    let listed = session.call("tools/list", json!({})).unwrap();
+    assert_eq!(listed["result"]["tools"][0]["name"], "t1", "{listed}");
+    // Once the flood ends, everything works again.
+    drop(idle);
+    works(addr, &token);
+}
+
+/// At the connection cap, a new connection takes the slot of the oldest one that never sent
+/// an authorized request; a client that did keeps its connection.
+#[test]
+fn past_the_connection_cap_idle_connections_make_room_and_clients_keep_theirs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = fixture_home(tmp.path());
+    let (mut server, url, _) = serve_http(&home, "127.0.0.1:0", &["--max-connections", "8"]);
+    let (addr, token) = target(&home, &url);
+    let mut first = works(addr, &token);
+    let mut idle: Vec<TcpStream> = (0..20).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // The oldest idle ones were closed to make room.
+    assert!(
+        closed_within(&mut idle[0], Duration::from_secs(5)),
+        "the oldest idle connection is still open past the cap"
+    );
+    // A new client is served, and the first keeps its connection.
+    works(addr, &token);
+    let listed = first.call("tools/list", json!({})).unwrap();
+    assert_eq!(listed["result"]["tools"][0]["name"], "t1", "{listed}");
+    assert!(server.0.try_wait().unwrap().is_none(), "the server exited");
+}
+
+/// A header that never finishes (slowloris), and a keep-alive connection left idle after a
+/// request, are closed after the header timeout. Both stayed open without limit.
+#[test]
+fn a_half_sent_header_and_an_idle_keep_alive_connection_are_closed() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = fixture_home(tmp.path());
+    let (_server, url, _) = serve_http(&home, "127.0.0.1:0", &["--header-timeout", "1s"]);
+    let (addr, token) = target(&home, &url);
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a")
+        .unwrap();
+    let mut session = works(addr, &token);
+    assert!(
+        closed_within(&mut slow, Duration::from_secs(10)),
+        "a half-sent header is still open"
+    );
+    assert!(
+        closed_within(&mut session.stream, Duration::from_secs(10)),
+        "an idle keep-alive connection is still open"
+    );
+}
+
+/// Sessions past the cap evict the idle session least worth keeping (one that never made a
+/// request), never one in use: 5,000 unclosed sessions each lived 300 s before.
+#[test]
+fn sessions_past_the_cap_evict_unused_ones_and_keep_the_one_in_use() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = fixture_home(tmp.path());
+    let (_server, url, _) = serve_http(&home, "127.0.0.1:0", &["--max-sessions", "4"]);
+    let (addr, token) = target(&home, &url);
+    let mut used = works(addr, &token);
+    let opened: Vec<McpSession> = (0..10)
+        .map(|_| McpSession::open(addr, &token).unwrap())
+        .collect();
+    // The session in use was kept; the first unused ones were closed.
+    let listed = used.call("tools/list", json!({})).unwrap();
+    assert_eq!(listed["result"]["tools"][0]["name"], "t1", "{listed}");
+    let mut oldest = opened.into_iter().next().unwrap();
+    assert_eq!(oldest.call("tools/list", json!({})), Err(404));
+}
