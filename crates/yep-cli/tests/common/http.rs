@@ -52,8 +52,10 @@ pub fn request(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    // One write, without Nagle: no delayed-ACK wait between the head and the body.
+    head.push_str(body);
+    stream.set_nodelay(true)?;
     stream.write_all(head.as_bytes())?;
-    stream.write_all(body.as_bytes())?;
     let mut reader = BufReader::new(&*stream);
     let mut line = String::new();
     reader.read_line(&mut line)?;

@@ -169,6 +169,9 @@ pub async fn serve_http_with(
         let stream = match stream {
             Ok((stream, _)) => {
                 backoff = ACCEPT_BACKOFF_FIRST;
+                // A response goes out in several small writes (head, SSE events, the last
+                // chunk): without this, each waits for the client's delayed ACK (~40 ms).
+                let _ = stream.set_nodelay(true);
                 stream
             }
             Err(e) => {
