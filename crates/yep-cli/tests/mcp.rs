@@ -3,7 +3,7 @@
 //! dialect.
 
 mod common;
-use common::{text, yep_with_stdin};
+use common::{serve_http, text, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Output;

@@ -40,6 +40,35 @@ fn target(home: &Path, url: &str) -> (SocketAddr, String) {
     (addr, token.trim().to_string())
 }
 
+/// Run the hostile fixture `script` (under `tests/fixtures/hostile/`) with `args`, and its
+/// first line of output, waited for up to 20 s (killed when the first is dropped).
+#[allow(clippy::disallowed_methods)] // it runs while the test goes on
+fn hostile(script: &str, args: &[&str]) -> (Serving, String) {
+    use std::io::BufRead;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(script);
+    let mut child = Serving(
+        std::process::Command::new("python3")
+            .arg(path)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("{script} said nothing in 20 s"));
+    (child, line.trim().to_string())
+}
+
 /// A session that calls `t1`, retried while the server sheds load.
 fn works(addr: SocketAddr, token: &str) -> McpSession {
     served(
@@ -127,19 +156,17 @@ fn past_the_connection_cap_idle_connections_make_room_and_clients_keep_theirs() 
 /// request, are closed after the header timeout. Both stayed open without limit.
 #[test]
 fn a_half_sent_header_and_an_idle_keep_alive_connection_are_closed() {
-    use std::io::Write;
     let tmp = tempfile::tempdir().unwrap();
     let home = fixture_home(tmp.path());
     let (_server, url, _) = serve_http(&home, "127.0.0.1:0", &["--header-timeout", "1s"]);
     let (addr, token) = target(&home, &url);
-    let mut slow = TcpStream::connect(addr).unwrap();
-    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a")
-        .unwrap();
-    let mut session = works(addr, &token);
-    assert!(
-        closed_within(&mut slow, Duration::from_secs(10)),
-        "a half-sent header is still open"
+    let (mut slow, said) = hostile(
+        "http-slowloris/slowloris.py",
+        &[&addr.ip().to_string(), &addr.port().to_string()],
     );
+    let mut session = works(addr, &token);
+    assert!(said.starts_with("closed after"), "{said}");
+    assert!(slow.0.wait().unwrap().success());
     assert!(
         closed_within(&mut session.stream, Duration::from_secs(10)),
         "an idle keep-alive connection is still open"

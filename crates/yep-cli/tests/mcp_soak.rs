@@ -73,7 +73,7 @@ fn the_http_server_serves_a_client_through_connection_slowloris_and_session_floo
     let attacker = std::process::Command::new("python3")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/mcp/soak_attacker.py"
+            "/../../tests/fixtures/hostile/http-flood/attacker.py"
         ))
         .args([&addr.ip().to_string(), &addr.port().to_string(), &token])
         .args(["2000", "200", "5000"])

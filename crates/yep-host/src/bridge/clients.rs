@@ -188,7 +188,7 @@ impl Clients {
 }
 
 /// One client's pending status changes: the latest per extension (`None` is cleared), sent
-/// by one task per client in the order the extensions first changed. A client that reads
+/// by one task per client, in extension-name order. A client that reads
 /// nothing holds one entry per extension, however fast the extensions change.
 struct StatusQueue {
     latest: Mutex<BTreeMap<String, Option<String>>>,
@@ -241,11 +241,6 @@ impl StatusQueue {
                 }
             }
         }
-    }
-
-    #[cfg(test)]
-    fn pending(&self) -> usize {
-        self.latest.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 }
 
