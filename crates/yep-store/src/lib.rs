@@ -1064,12 +1064,9 @@ impl Home {
         ) {
             Ok(target) => {
                 let path = format!("bin/{}", server.command);
-                let pin = std::fs::read(package.join(&path))
+                let pin = hash::sha256_file(&package.join(&path))
                     .ok()
-                    .map(|bytes| LockBinary {
-                        sha256: hash::sha256_hex(&bytes),
-                        path,
-                    });
+                    .map(|sha256| LockBinary { sha256, path });
                 (
                     Some(format!("fetched `{}` for {target}", server.command)),
                     pin,

@@ -66,10 +66,7 @@ impl ZotManifest {
     /// Read `dir/extension.json`.
     pub fn load(dir: &Path) -> Result<ZotManifest, ManifestError> {
         let path = dir.join(ZOT_MANIFEST_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|error| ManifestError::Read {
-            path: path.clone(),
-            error,
-        })?;
+        let text = crate::manifest::read_manifest_text(&path)?;
         ZotManifest::parse(&text, &path)
     }
 
