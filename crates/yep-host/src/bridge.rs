@@ -527,9 +527,13 @@ impl ServerHandler for Bridge {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let resources: Vec<Value> = self
-            .host
-            .skills()
+        // Skills are files of the packages: read on a blocking thread, never a runtime worker
+        // (a slow disk, or a file an extension swapped, must not stall every client).
+        let host = self.host.clone();
+        let skills = tokio::task::spawn_blocking(move || host.skills())
+            .await
+            .map_err(|e| McpError::internal_error(format!("failed to list skills: {e}"), None))?;
+        let resources: Vec<Value> = skills
             .into_iter()
             .map(|s| {
                 json!({
@@ -555,9 +559,14 @@ impl ServerHandler for Bridge {
             .strip_prefix(SKILL_SCHEME)
             .and_then(|rest| rest.split_once('/'))
             .ok_or_else(not_found)?;
-        let text = self
-            .host
-            .read_skill(&format!("ext:{extension}"), name)
+        let (host, scope, name) = (
+            self.host.clone(),
+            format!("ext:{extension}"),
+            name.to_string(),
+        );
+        let text = tokio::task::spawn_blocking(move || host.read_skill(&scope, &name))
+            .await
+            .map_err(|e| McpError::internal_error(format!("failed to read a skill: {e}"), None))?
             .ok_or_else(not_found)?;
         let result = json!({
             "contents": [{"uri": request.uri, "mimeType": "text/markdown", "text": text}],
@@ -627,20 +636,30 @@ pub fn watch_home(host: &ExtensionHost, home: crate::store::Home) -> tokio::task
     })
 }
 
+/// Why [`serve_stdio`] ended other than by the client going.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    #[error("the MCP client's initialize failed: {0}")]
+    Initialize(#[source] Box<rmcp::service::ServerInitializeError>),
+    #[error("the MCP connection failed: {0}")]
+    Connection(#[source] tokio::task::JoinError),
+}
+
 /// Serve `bridge` on this process's stdin and stdout until the client goes. When both are
 /// pipes (as an agent spawns it) they are read and written on the runtime's reactor, with no
 /// hand-off to a blocking thread per message.
-pub async fn serve_stdio(bridge: Bridge) -> Result<(), String> {
+pub async fn serve_stdio(bridge: Bridge) -> Result<(), ServeError> {
     use rmcp::ServiceExt;
     let running = bridge
         .serve(rmcp::transport::stdio_pipes())
         .await
-        .map_err(|e| format!("the MCP client's initialize failed: {e}"))?;
+        .map_err(|e| ServeError::Initialize(Box::new(e)))?;
     running
         .waiting()
         .await
         .map(drop)
-        .map_err(|e| format!("the MCP connection failed: {e}"))
+        .map_err(ServeError::Connection)
 }
 
 /// Where `yep mcp serve --http` keeps its bearer token (owner-only).
