@@ -656,9 +656,7 @@ pub async fn mcp_host(server: &Path, scratch: &Path) -> anyhow::Result<yep_host:
         .into_iter()
         .find(|s| s.name == "files")
         .context("the MCP server just added is not listed")?;
-    yep_host::runtime::mcp::approve(&home, &source, &workspace, &Default::default())
-        .await
-        .map_err(anyhow::Error::msg)?;
+    yep_host::runtime::mcp::approve(&home, &source, &workspace, &Default::default()).await?;
     let session = yep_host::Session {
         id: "bench".into(),
         workspace_root: workspace,

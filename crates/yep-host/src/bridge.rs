@@ -352,9 +352,13 @@ impl ServerHandler for Bridge {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let resources: Vec<Value> = self
-            .host
-            .skills()
+        // Skills are files of the packages: read on a blocking thread, never a runtime worker
+        // (a slow disk, or a file an extension swapped, must not stall every client).
+        let host = self.host.clone();
+        let skills = tokio::task::spawn_blocking(move || host.skills())
+            .await
+            .map_err(|e| McpError::internal_error(format!("failed to list skills: {e}"), None))?;
+        let resources: Vec<Value> = skills
             .into_iter()
             .map(|s| {
                 json!({
@@ -380,9 +384,14 @@ impl ServerHandler for Bridge {
             .strip_prefix(SKILL_SCHEME)
             .and_then(|rest| rest.split_once('/'))
             .ok_or_else(not_found)?;
-        let text = self
-            .host
-            .read_skill(&format!("ext:{extension}"), name)
+        let (host, scope, name) = (
+            self.host.clone(),
+            format!("ext:{extension}"),
+            name.to_string(),
+        );
+        let text = tokio::task::spawn_blocking(move || host.read_skill(&scope, &name))
+            .await
+            .map_err(|e| McpError::internal_error(format!("failed to read a skill: {e}"), None))?
             .ok_or_else(not_found)?;
         let result = json!({
             "contents": [{"uri": request.uri, "mimeType": "text/markdown", "text": text}],

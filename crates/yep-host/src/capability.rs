@@ -163,6 +163,47 @@ pub struct HostToolCall {
     pub cancel: CancellationToken,
 }
 
+/// Why a host tool a server asked for ([`HostToolCall`], through [`Events::run_tool`]) gave no
+/// answer. Each variant's text is what the server hears; a tool's own error is its words as
+/// it said them.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostToolError {
+    /// Nothing here runs host tools: an [`Events`] without a tool table, or a host that is
+    /// gone.
+    #[error("host tool calls are unavailable")]
+    Unavailable,
+    /// The extension was not approved to run host tools.
+    #[error(
+        "call_tool was not approved for extension {extension}: it did not ask for it when installed (`yep trust {extension}` asks again)"
+    )]
+    NotApproved { extension: String },
+    /// The agent's policy ([`crate::runtime::ServerTools::permit`]) refused it.
+    #[error("not permitted: {reason}")]
+    NotPermitted { tool: String, reason: String },
+    /// The tool ran and answered an error: `message` is its own words (unescaped, for the
+    /// server and its model).
+    #[error("{message}")]
+    Tool { extension: String, message: String },
+    /// A pre hook blocked it.
+    #[error("blocked by extension `{extension}`: {}", crate::text::escape(reason))]
+    Blocked { extension: String, reason: String },
+    /// It was cancelled (the server cancelled, or the call it was made from ended).
+    #[error("cancelled")]
+    Cancelled,
+    /// It ran past its timeout.
+    #[error("timed out after {} ms", after.as_millis())]
+    TimedOut { after: std::time::Duration },
+    /// It could not be made or did not finish: `error` is the host's (a
+    /// [`crate::HostError`]), `log` the server's stderr log when it has one.
+    #[error("{}", crate::error::failure(&**error, log.as_deref()))]
+    Failed {
+        #[source]
+        error: Box<dyn std::error::Error + Send + Sync>,
+        log: Option<std::path::PathBuf>,
+    },
+}
+
 /// A panel a server shows: a title, lines and a footer (zot's panels). One is active at a
 /// time; a line whose trimmed text starts with `▸ `, `● ` or U+200B is a selected row.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -453,11 +494,15 @@ pub trait Events: Send + Sync + 'static {
     }
 
     /// Run one of the host's tools for `extension` ([`HostToolCall`]): its result, or why it
-    /// did not run or failed, as one sentence. Without a host to run it, refused (the
-    /// default).
-    fn run_tool(&self, extension: &str, call: HostToolCall) -> BoxFuture<Result<Value, String>> {
+    /// did not run or failed. Without a host to run it, refused (the default:
+    /// [`HostToolError::Unavailable`]).
+    fn run_tool(
+        &self,
+        extension: &str,
+        call: HostToolCall,
+    ) -> BoxFuture<Result<Value, HostToolError>> {
         let _ = (extension, call);
-        Box::pin(async { Err("host tool calls are unavailable".to_string()) })
+        Box::pin(async { Err(HostToolError::Unavailable) })
     }
 
     /// A server's tool list changed while it runs (MCP's `notifications/tools/list_changed`):
@@ -527,13 +572,17 @@ impl Events for Granted {
         self.inner.tools_changed(extension);
     }
 
-    fn run_tool(&self, extension: &str, call: HostToolCall) -> BoxFuture<Result<Value, String>> {
+    fn run_tool(
+        &self,
+        extension: &str,
+        call: HostToolCall,
+    ) -> BoxFuture<Result<Value, HostToolError>> {
         if self.grants.call_tools {
             return self.inner.run_tool(extension, call);
         }
-        let why = format!(
-            "call_tool was not approved for extension {extension}: it did not ask for it when installed (`yep trust {extension}` asks again)"
-        );
+        let why = HostToolError::NotApproved {
+            extension: extension.to_string(),
+        };
         tracing::warn!(extension, "refusing to run `{}`: {why}", call.tool);
         Box::pin(async move { Err(why) })
     }

@@ -21,6 +21,22 @@ pub fn report(err: &(dyn std::error::Error + 'static)) -> String {
     causes(err).join(": ")
 }
 
+/// A call's failure as one line: `error` and its causes, control characters escaped (server
+/// text in it is escaped already; a tool name is the model's), then its server's `log` unless
+/// the error names one itself.
+pub(crate) fn failure(
+    error: &(dyn std::error::Error + 'static),
+    log: Option<&std::path::Path>,
+) -> String {
+    let mut out = crate::text::escape_controls(&report(error)).into_owned();
+    if let Some(log) = log
+        && !error.to_string().contains("; log: ")
+    {
+        out.push_str(&format!(" (log: {})", log.display()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,8 +41,8 @@ pub use yep_store as store;
 pub use yep_store::{manifest, text};
 
 pub use capability::{
-    Answer, CommandResult, ConfigOutcome, Events, NoEvents, Progress, Question, Status,
-    StatusLevel, TraceEvent,
+    Answer, CommandResult, ConfigOutcome, Events, HostToolError, NoEvents, Progress, Question,
+    Status, StatusLevel, TraceEvent,
 };
 pub use health::{HealthEvent, HealthStream};
 pub use manifest::Grants;

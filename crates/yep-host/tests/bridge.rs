@@ -690,3 +690,140 @@ async fn a_status_flood_to_a_client_that_does_not_read_is_coalesced() {
     }
     host.shutdown().await;
 }
+
+/// `from` copied to `to`, files and directories.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Make a named pipe at `path`.
+fn mkfifo(path: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}
+
+/// The hostile fixture `skill-fifo`: once the session has it, its `skills/x/SKILL.md` is a
+/// FIFO. Reading it on a runtime worker held that worker until a writer came (never): a few
+/// `resources/list` and `resources/read` calls held both workers of a 2-CPU machine, and then
+/// no client's `tools/list` was ever answered.
+///
+/// The bridge runs on a runtime of its own with two workers; the client and the clock that
+/// decides the test are on the test's runtime, so a stalled bridge fails the test instead of
+/// stopping its clock too.
+#[test]
+fn a_skill_turned_into_a_fifo_stalls_no_client_and_is_skipped_with_a_warning() {
+    use rmcp::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home {
+        root: dir.path().join("home"),
+    };
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/skill-fifo");
+    let src = dir.path().join("skill-fifo");
+    copy_dir(&fixture, &src);
+    home.install(
+        src.to_str().unwrap(),
+        &yep_host::store::InstallOptions::default(),
+        &mut yep_host::store::AlwaysYes,
+    )
+    .unwrap();
+    home.set_enabled("skill-fifo", true).unwrap();
+
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let session = Session {
+        id: "s1".into(),
+        workspace_root: dir.path().to_path_buf(),
+    };
+    let host = server.block_on(async {
+        let host = ExtensionHost::start(home.clone(), session, HostOptions::default())
+            .await
+            .unwrap();
+        let bridge = Bridge::new(host.clone(), Clients::default(), false).await;
+        tokio::spawn(async move {
+            if let Ok(running) = bridge.serve(server_end).await {
+                let _ = running.waiting().await;
+            }
+        });
+        host
+    });
+    // The session has it: now it swaps its own skill for a pipe nobody writes to.
+    let skill = home.package_dir("skill-fifo").join("skills/x/SKILL.md");
+    std::fs::remove_file(&skill).unwrap();
+    mkfifo(&skill);
+
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let bound = Duration::from_secs(10);
+    let (tools, listed, read) = client.block_on(async {
+        // Held to the end: dropping the running client closes its transport.
+        let running = ().serve(client_end).await.unwrap();
+        let peer = running.peer().clone();
+        let mut readers = tokio::task::JoinSet::new();
+        for _ in 0..2 {
+            let p = peer.clone();
+            readers.spawn(async move { Ok(p.list_all_resources().await) });
+            let p = peer.clone();
+            readers.spawn(async move {
+                let uri = json!({"uri": "skill://skill-fifo/x"});
+                Err(p.read_resource(serde_json::from_value(uri).unwrap()).await)
+            });
+        }
+        // Give the reads a head start, so that they hold the workers if they can.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let tools = tokio::time::timeout(bound, peer.list_all_tools()).await;
+        let mut listed = Vec::new();
+        let mut read = Vec::new();
+        let all = async {
+            while let Some(done) = readers.join_next().await {
+                match done.unwrap() {
+                    Ok(list) => listed.push(list),
+                    Err(one) => read.push(one),
+                }
+            }
+        };
+        let finished = tokio::time::timeout(bound, all).await.is_ok();
+        drop(running);
+        (tools, finished.then_some(listed), finished.then_some(read))
+    });
+    let warnings = host.warnings();
+    // Whatever happened, nothing here waits on the stuck threads.
+    server.shutdown_background();
+
+    let tools = tools.expect("tools/list was never answered: the bridge's workers are held");
+    assert!(tools.is_ok(), "{tools:?}");
+    let listed = listed.expect("resources/list was never answered");
+    for list in listed {
+        let uris: Vec<String> = list.unwrap().iter().map(|r| r.uri.to_string()).collect();
+        assert_eq!(uris, ["skill://skill-fifo/notes"], "the FIFO is skipped");
+    }
+    for one in read.expect("resources/read was never answered") {
+        let err = one
+            .expect_err("a FIFO skill has no text to read")
+            .to_string();
+        assert!(err.contains("no skill at skill://skill-fifo/x"), "{err}");
+    }
+    assert!(
+        warnings.iter().any(|w| w.contains("extension `skill-fifo`")
+            && w.contains("x/SKILL.md")
+            && w.contains("named pipe (FIFO)")),
+        "{warnings:?}"
+    );
+}

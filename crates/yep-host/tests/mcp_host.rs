@@ -693,7 +693,7 @@ async fn a_workspace_mcp_json_that_is_not_a_file_is_skipped_not_read() {
     assert!(
         host.warnings()
             .iter()
-            .any(|m| m.contains(".mcp.json: not a regular file")),
+            .any(|m| m.contains(".mcp.json: it is a character device, not a regular file")),
         "{:?}",
         host.warnings()
     );

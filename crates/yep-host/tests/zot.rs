@@ -431,8 +431,8 @@ impl yep_host::runtime::ServerTools for Policy {
         _extension: &str,
         tool: &str,
         _args: &Value,
-    ) -> yep_host::capability::BoxFuture<Result<(), String>> {
-        let refused = (tool == "d").then(|| "d is off limits".to_string());
+    ) -> yep_host::capability::BoxFuture<Result<(), yep_host::runtime::Denied>> {
+        let refused = (tool == "d").then(|| yep_host::runtime::Denied::new("d is off limits"));
         Box::pin(async move { refused.map_or(Ok(()), Err) })
     }
 
@@ -440,7 +440,7 @@ impl yep_host::runtime::ServerTools for Policy {
         &self,
         tool: &str,
         _args: Value,
-    ) -> yep_host::capability::BoxFuture<Result<Value, String>> {
+    ) -> yep_host::capability::BoxFuture<Result<Value, yep_host::runtime::BuiltinError>> {
         let said = format!("{tool}: the file's text");
         Box::pin(async move { Ok(json!({"content": [{"type": "text", "text": said}]})) })
     }

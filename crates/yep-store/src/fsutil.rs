@@ -1,6 +1,7 @@
-//! File-system steps that must not leave half-written state: atomic writes, tree copies.
+//! File-system steps that must not leave half-written state (atomic writes, tree copies), and
+//! reads of package files that cannot hang (a FIFO, a device) or run without end.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The mode of a file anyone may read, as `File::create` makes it: the umask decides.
@@ -53,7 +54,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<boo
 
 /// `path` opened without following a link, when it is a regular file holding `bytes`.
 fn unchanged_private_file(path: &Path, bytes: &[u8]) -> Option<std::fs::File> {
-    use std::io::Read;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -115,11 +115,28 @@ fn copy_entries(from: &Path, to: &Path) -> std::io::Result<()> {
             #[cfg(unix)]
             std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
         } else {
-            // `fs::copy` keeps the permission bits, so an executable `bin/` stays executable.
-            std::fs::copy(&src, &dst)?;
+            copy_file(&src, &dst)?;
         }
     }
     Ok(())
+}
+
+/// Copy one regular file of a package, keeping its permission bits (an executable `bin/`
+/// stays executable). Anything else (a FIFO, a socket, a device) is refused, never opened
+/// for a read that would wait forever: a package holds files, directories and links.
+fn copy_file(src: &Path, dst: &Path) -> std::io::Result<()> {
+    let (mut from, _) = open_regular(src, Links::Refuse)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(from.metadata()?.permissions().mode() & 0o7777);
+    }
+    let mut to = options.open(dst)?;
+    std::io::copy(&mut from, &mut to)?;
+    // The mode given at creation is cut by the umask; `fs::copy` set it whole.
+    to.set_permissions(from.metadata()?.permissions())
 }
 
 /// Refuse a package (`root`) holding a symlink whose target is absolute, climbs out of the
@@ -210,6 +227,172 @@ pub(crate) fn link_escape(
     None
 }
 
+/// Whether a read follows a symbolic link at the last component of its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// Read what the link points at (the caller has checked where that is, or does not
+    /// mind). Still refused unless the target is a regular file.
+    Follow,
+    /// Refuse a link: the caller read the directory and expects a file there.
+    Refuse,
+}
+
+/// What sits at a path that is not a regular file, as a refusal names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileKind {
+    Directory,
+    Fifo,
+    Socket,
+    CharDevice,
+    BlockDevice,
+    Symlink,
+    Other,
+}
+
+impl FileKind {
+    fn of(kind: std::fs::FileType) -> FileKind {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if kind.is_fifo() {
+                return FileKind::Fifo;
+            }
+            if kind.is_socket() {
+                return FileKind::Socket;
+            }
+            if kind.is_char_device() {
+                return FileKind::CharDevice;
+            }
+            if kind.is_block_device() {
+                return FileKind::BlockDevice;
+            }
+        }
+        if kind.is_dir() {
+            FileKind::Directory
+        } else if kind.is_symlink() {
+            FileKind::Symlink
+        } else {
+            FileKind::Other
+        }
+    }
+}
+
+impl std::fmt::Display for FileKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileKind::Directory => "a directory",
+            FileKind::Fifo => "a named pipe (FIFO)",
+            FileKind::Socket => "a socket",
+            FileKind::CharDevice => "a character device",
+            FileKind::BlockDevice => "a block device",
+            FileKind::Symlink => "a symbolic link",
+            FileKind::Other => "not a file",
+        })
+    }
+}
+
+/// Why [`read_regular`] or [`open_regular`] would not read a file. It reaches the caller as
+/// the inner error of an [`std::io::Error`] (`InvalidInput` for the wrong kind of file,
+/// `InvalidData` past the cap): `err.get_ref()` and `downcast_ref` tell them apart.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refused {
+    #[error("refusing to read {}: it is {kind}, not a regular file", path.display())]
+    NotRegular { path: PathBuf, kind: FileKind },
+    #[error("refusing to read {}: it is over the {cap}-byte limit", path.display())]
+    TooLarge { path: PathBuf, cap: u64 },
+}
+
+impl From<Refused> for std::io::Error {
+    fn from(refused: Refused) -> Self {
+        let kind = match refused {
+            Refused::NotRegular { .. } => std::io::ErrorKind::InvalidInput,
+            Refused::TooLarge { .. } => std::io::ErrorKind::InvalidData,
+        };
+        std::io::Error::new(kind, refused)
+    }
+}
+
+/// `path` opened for reading if it is a regular file, and its length then. Nothing else is
+/// opened for long, nor waited on: the kind is checked before the open, the open does not
+/// block (a FIFO with no writer would wait forever otherwise) and takes no terminal, and the
+/// kind is checked again on the open file (`fstat`), so a file swapped for a FIFO in between
+/// is refused too. With [`Links::Refuse`] a link at the last component is refused.
+pub fn open_regular(path: &Path, links: Links) -> std::io::Result<(std::fs::File, u64)> {
+    let not_regular = |kind| Refused::NotRegular {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let before = match links {
+        Links::Follow => std::fs::metadata(path)?,
+        Links::Refuse => std::fs::symlink_metadata(path)?,
+    };
+    if !before.is_file() {
+        return Err(not_regular(FileKind::of(before.file_type())).into());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let nofollow = match links {
+            Links::Follow => 0,
+            Links::Refuse => libc::O_NOFOLLOW,
+        };
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | nofollow);
+    }
+    let file = match options.open(path) {
+        Ok(file) => file,
+        // Swapped since the check: say for what, when it can be told.
+        Err(e) => {
+            let now = match links {
+                Links::Follow => std::fs::metadata(path),
+                Links::Refuse => std::fs::symlink_metadata(path),
+            };
+            return Err(match now {
+                Ok(meta) if !meta.is_file() => not_regular(FileKind::of(meta.file_type())).into(),
+                _ => e,
+            });
+        }
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(FileKind::of(meta.file_type())).into());
+    }
+    Ok((file, meta.len()))
+}
+
+/// The bytes of `path` if it is a regular file of at most `cap` bytes ([`open_regular`]):
+/// a FIFO, a device, a socket or a directory is refused at once, and a longer file after
+/// `cap + 1` bytes at most (it may grow while it is read).
+pub fn read_regular(path: &Path, cap: u64, links: Links) -> std::io::Result<Vec<u8>> {
+    let too_large = || Refused::TooLarge {
+        path: path.to_path_buf(),
+        cap,
+    };
+    let (file, len) = open_regular(path, links)?;
+    if len > cap {
+        return Err(too_large().into());
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large().into());
+    }
+    Ok(bytes)
+}
+
+/// [`read_regular`], as UTF-8 text.
+pub fn read_regular_string(path: &Path, cap: u64, links: Links) -> std::io::Result<String> {
+    String::from_utf8(read_regular(path, cap, links)?).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is not UTF-8 text: {}", path.display(), e.utf8_error()),
+        )
+    })
+}
+
 /// Create `dir` (and its parents), then make it owner-only (0700) if group or others may
 /// enter it: logs and an extension's data can hold what its server would not show anyone.
 /// Whether a failure to tighten a directory that already existed matters is the caller's to
@@ -243,6 +426,167 @@ pub fn remove_tree(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `read` run on a thread of its own, or `None` when it has not returned within 10 s (it
+    /// hangs: the test fails instead of waiting with it).
+    fn within<T: Send + 'static>(read: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(read());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10)).ok()
+    }
+
+    #[cfg(unix)]
+    fn mkfifo(path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    }
+
+    fn refusal(err: &std::io::Error) -> &Refused {
+        err.get_ref()
+            .and_then(|e| e.downcast_ref::<Refused>())
+            .unwrap_or_else(|| panic!("not a refusal: {err}"))
+    }
+
+    #[test]
+    fn a_regular_file_up_to_the_cap_is_read_and_a_longer_one_refused_naming_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("SKILL.md");
+        std::fs::write(&path, "0123456789").unwrap();
+        assert_eq!(
+            read_regular(&path, 10, Links::Refuse).unwrap(),
+            b"0123456789"
+        );
+        assert_eq!(
+            read_regular_string(&path, 64, Links::Follow).unwrap(),
+            "0123456789"
+        );
+        let err = read_regular(&path, 9, Links::Follow).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        assert!(
+            matches!(refusal(&err), Refused::TooLarge { cap: 9, .. }),
+            "{err}"
+        );
+        let said = err.to_string();
+        assert!(
+            said.contains("9-byte limit") && said.contains("SKILL.md"),
+            "{said}"
+        );
+        let missing = read_regular(&dir.path().join("nope"), 9, Links::Follow).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_refused_at_once_whoever_holds_it_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("SKILL.md");
+        mkfifo(&fifo);
+        let path = fifo.clone();
+        let read = within(move || read_regular(&path, 1024, Links::Follow));
+        let err = read.expect("the read of a FIFO hung").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(
+            matches!(
+                refusal(&err),
+                Refused::NotRegular {
+                    kind: FileKind::Fifo,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("named pipe (FIFO)"), "{err}");
+        // A writer that never writes nor closes: the open is still refused, not waited on.
+        let writer = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        let read = within(move || open_regular(&fifo, Links::Refuse).map(drop));
+        assert!(read.expect("the open of a FIFO hung").is_err());
+        drop(writer);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_package_holding_a_fifo_is_refused_when_copied_not_waited_on() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("pkg");
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::write(root.join("bin/srv"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(root.join("bin/srv"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let copy = dir.path().join("copy");
+        copy_tree(&root, &copy).unwrap();
+        assert_eq!(mode(&copy.join("bin/srv")), 0o755, "still executable");
+        assert_eq!(std::fs::read(copy.join("bin/srv")).unwrap(), b"#!/bin/sh\n");
+        mkfifo(&root.join("bin/pipe"));
+        let to = dir.path().join("copy-2");
+        let err = within(move || copy_tree(&root, &to))
+            .expect("copying a FIFO hung")
+            .unwrap_err();
+        assert!(
+            matches!(
+                refusal(&err),
+                Refused::NotRegular {
+                    kind: FileKind::Fifo,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("bin/pipe"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn directories_devices_sockets_and_refused_links_are_named_for_what_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let link = dir.path().join("link");
+        std::fs::write(dir.path().join("target"), "t").unwrap();
+        std::os::unix::fs::symlink("target", &link).unwrap();
+        for (path, links, kind, said) in [
+            (
+                dir.path().to_path_buf(),
+                Links::Follow,
+                FileKind::Directory,
+                "a directory",
+            ),
+            (
+                PathBuf::from("/dev/zero"),
+                Links::Follow,
+                FileKind::CharDevice,
+                "a character device",
+            ),
+            (socket, Links::Follow, FileKind::Socket, "a socket"),
+            (
+                link.clone(),
+                Links::Refuse,
+                FileKind::Symlink,
+                "a symbolic link",
+            ),
+        ] {
+            let shown = path.display().to_string();
+            let err = within(move || read_regular(&path, 1 << 20, links))
+                .expect("the read hung")
+                .unwrap_err();
+            match refusal(&err) {
+                Refused::NotRegular { kind: k, .. } => assert_eq!(*k, kind, "{err}"),
+                other => panic!("{other}"),
+            }
+            let err = err.to_string();
+            assert!(err.contains(said) && err.contains(&shown), "{err}");
+        }
+        // Followed, a link to a regular file reads as the file.
+        assert_eq!(read_regular(&link, 8, Links::Follow).unwrap(), b"t");
+    }
 
     #[cfg(unix)]
     #[test]

@@ -8,8 +8,13 @@
 //! hash: it is sorted in with the files and hashed as `path ‖ 0x00 ‖ u64::MAX ‖ target length
 //! as u64 little-endian ‖ target bytes` (no file has `u64::MAX` bytes, so the two cannot be
 //! confused). A package without links hashes exactly as yolop hashes it.
+//!
+//! Files are read as package content is read ([`crate::fsutil::open_regular`]): a FIFO or a
+//! device swapped in for a file is refused, never waited on.
 
+use crate::fsutil::{Links, open_regular};
 use sha2::{Digest, Sha256};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub fn content_hash(dir: &Path) -> std::io::Result<String> {
@@ -38,11 +43,51 @@ pub fn content_hash_excluding(dir: &Path, skip: &[&str]) -> std::io::Result<Stri
             hasher.update(target);
             continue;
         }
-        let bytes = std::fs::read(&e.path)?;
-        hasher.update((bytes.len() as u64).to_le_bytes());
-        hasher.update(&bytes);
+        // A link was listed as a link: a file that is one now was swapped since.
+        let (file, len) = open_regular(&e.path, Links::Refuse)?;
+        hasher.update(len.to_le_bytes());
+        hash_exactly(file, len, &e.path, &mut hasher)?;
     }
     Ok(format!("sha256:{}", hex(&hasher.finalize())))
+}
+
+/// Feed `file`'s `len` bytes to `hasher`, a buffer at a time; a file that is not `len` bytes
+/// long by its end changed while it was read.
+fn hash_exactly(
+    file: std::fs::File,
+    len: u64,
+    path: &Path,
+    hasher: &mut Sha256,
+) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut reader = file.take(len.saturating_add(1));
+    let mut seen = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        seen += n as u64;
+        hasher.update(&buf[..n]);
+    }
+    if seen != len {
+        return Err(std::io::Error::other(format!(
+            "{} changed while it was read ({len} bytes, then {seen})",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// SHA-256 of the regular file at `path` (a link is followed), as lowercase hex: a prebuilt
+/// binary's pin. Read a buffer at a time, never whole; a FIFO or a device is refused.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let (file, len) = open_regular(path, Links::Follow)?;
+    let mut hasher = Sha256::new();
+    hash_exactly(file, len, path, &mut hasher)?;
+    Ok(hex(&hasher.finalize()))
 }
 
 /// One file or link of a package, as the content hash sees it.

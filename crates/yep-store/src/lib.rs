@@ -61,9 +61,18 @@ pub enum StoreError {
     /// A directory given as a package has no manifest.
     #[error("{} has no {MANIFEST_FILE} (nor a zot extension.json)", dir.display())]
     NoManifest { dir: PathBuf },
-    /// A zot extension could not be run to read what it registers.
-    #[error("failed to run zot extension `{name}` to read what it registers: {message}")]
-    ZotRun { name: String, message: String },
+    /// A zot extension could not be run to read what it registers: `source` is the runner's
+    /// error (the host's `ZotProbeError`).
+    #[error("failed to run zot extension `{name}` to read what it registers: {source}")]
+    ZotRun {
+        name: String,
+        source: zot::ProbeFailure,
+    },
+    /// A zot extension changed its own files when it was run to read what it registers.
+    #[error(
+        "failed to run zot extension `{name}` to read what it registers: it changed its own files when run; a package that rewrites itself cannot be pinned (keep state in hello_ack.data_dir)"
+    )]
+    ZotRewrote { name: String },
     /// A zot extension, and no way here to run it.
     #[error(
         "`{0}` is a zot extension (extension.json): installing one runs it once to read what it registers, and this program has no runner for that"
@@ -689,10 +698,7 @@ impl Home {
                 let after = hash::content_hash(&package_root)
                     .map_err(io(format!("failed to hash {}", package_root.display())))?;
                 if after != hash {
-                    return Err(StoreError::ZotRun {
-                        name,
-                        message: "it changed its own files when run; a package that rewrites itself cannot be pinned (keep state in hello_ack.data_dir)".into(),
-                    });
+                    return Err(StoreError::ZotRewrote { name });
                 }
                 (manifest, Some(pin), notes)
             }
@@ -889,9 +895,9 @@ impl Home {
             runner
                 .0
                 .probe(ext, root, &data)
-                .map_err(|message| StoreError::ZotRun {
+                .map_err(|source| StoreError::ZotRun {
                     name: ext.name.clone(),
-                    message,
+                    source,
                 })?
         } else {
             zot::Registrations::default()
@@ -1064,12 +1070,9 @@ impl Home {
         ) {
             Ok(target) => {
                 let path = format!("bin/{}", server.command);
-                let pin = std::fs::read(package.join(&path))
+                let pin = hash::sha256_file(&package.join(&path))
                     .ok()
-                    .map(|bytes| LockBinary {
-                        sha256: hash::sha256_hex(&bytes),
-                        path,
-                    });
+                    .map(|sha256| LockBinary { sha256, path });
                 (
                     Some(format!("fetched `{}` for {target}", server.command)),
                     pin,

@@ -10,6 +10,21 @@ use std::path::{Path, PathBuf};
 
 pub const MANIFEST_FILE: &str = "plugin.json";
 
+/// The largest manifest read (`plugin.json`, `extension.json`, a crate's `Cargo.toml`); a
+/// longer one is refused, as a FIFO or a device in its place is (see
+/// [`crate::fsutil::read_regular`]).
+pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
+
+/// The text of the manifest at `path`, read as package content is read: a regular file (a
+/// link to one inside the package is followed) of at most [`MAX_MANIFEST_BYTES`].
+pub(crate) fn read_manifest_text(path: &Path) -> Result<String, ManifestError> {
+    crate::fsutil::read_regular_string(path, MAX_MANIFEST_BYTES, crate::fsutil::Links::Follow)
+        .map_err(|error| ManifestError::Read {
+            path: path.to_path_buf(),
+            error,
+        })
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
     pub name: String,
@@ -222,19 +237,13 @@ impl Manifest {
         if !path.exists() && cargo.is_file() {
             return Self::from_cargo_toml(&cargo);
         }
-        let text = std::fs::read_to_string(&path).map_err(|error| ManifestError::Read {
-            path: path.clone(),
-            error,
-        })?;
+        let text = read_manifest_text(&path)?;
         Self::parse(&text, &path)
     }
 
     /// Read `[package.metadata.yolop]` from a crate's `Cargo.toml`.
     pub fn from_cargo_toml(path: &Path) -> Result<Manifest, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ManifestError::Read {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let text = read_manifest_text(path)?;
         let doc: toml::Value = toml::from_str(&text).map_err(|e| {
             let (line, column) = e.span().map(|s| line_col(&text, s.start)).unwrap_or((0, 0));
             ManifestError::Syntax {

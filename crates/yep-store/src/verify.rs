@@ -57,7 +57,9 @@ fn check(home: &Home, entry: &LockEntry) -> Result<(), String> {
         hash::hex(&h.finalize())
     };
     let cache = home.verified_path(&entry.name);
-    if std::fs::read_to_string(&cache).is_ok_and(|k| k.trim() == key) {
+    // The cache is a hex digest; anything longer, or not a file, is not one.
+    let cached = super::fsutil::read_regular_string(&cache, 256, super::fsutil::Links::Refuse);
+    if cached.is_ok_and(|k| k.trim() == key) {
         return Ok(());
     }
     let skip: Vec<&str> = entry.binary.iter().map(|b| b.path.as_str()).collect();
@@ -67,9 +69,9 @@ fn check(home: &Home, entry: &LockEntry) -> Result<(), String> {
         return Err(format!("content {} → {now}", entry.content_hash));
     }
     if let Some(b) = &entry.binary {
-        let bytes = std::fs::read(dir.join(&b.path))
+        let sha256 = hash::sha256_file(&dir.join(&b.path))
             .map_err(|e| format!("its prebuilt binary {}: {e}", b.path))?;
-        if hash::sha256_hex(&bytes) != b.sha256 {
+        if sha256 != b.sha256 {
             return Err(format!("its prebuilt binary {} differs", b.path));
         }
     }

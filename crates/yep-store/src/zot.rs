@@ -66,10 +66,7 @@ impl ZotManifest {
     /// Read `dir/extension.json`.
     pub fn load(dir: &Path) -> Result<ZotManifest, ManifestError> {
         let path = dir.join(ZOT_MANIFEST_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|error| ManifestError::Read {
-            path: path.clone(),
-            error,
-        })?;
+        let text = crate::manifest::read_manifest_text(&path)?;
         ZotManifest::parse(&text, &path)
     }
 
@@ -204,9 +201,13 @@ pub struct Registrations {
     pub pin: ZotPin,
 }
 
+/// Why a [`Probe`] could not run an extension: the runner's own error type (the host's is
+/// `yep_host::dialect::zot::probe::ZotProbeError`), boxed, since the store cannot name it.
+pub type ProbeFailure = Box<dyn std::error::Error + Send + Sync>;
+
 /// Runs a zot extension once, as a session would start it, to learn what it registers; then
 /// stops it. The store has no processes of its own: the host crate provides this
-/// (`yep_host::zot_probe`).
+/// (`yep_host::dialect::zot::probe::ZotProbe`).
 pub trait Probe: Send + Sync {
     /// Run the extension `manifest` describes from `dir`, with `data_dir` as its data
     /// directory. The error says why, naming the extension, its exec and its log.
@@ -215,7 +216,7 @@ pub trait Probe: Send + Sync {
         manifest: &ZotManifest,
         dir: &Path,
         data_dir: &Path,
-    ) -> Result<Registrations, String>;
+    ) -> Result<Registrations, ProbeFailure>;
 }
 
 impl ZotManifest {

@@ -55,8 +55,13 @@ async fn sync_dir(args: SyncArgs, home: &Home) -> anyhow::Result<ExitCode> {
         ));
     }
     let path = dir.join(MANIFEST_FILE);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("failed to read {}", path.display()))?;
+    // As package content is read: a regular file under the manifest cap, never a FIFO.
+    let text = yep_host::store::fsutil::read_regular_string(
+        &path,
+        yep_host::manifest::MAX_MANIFEST_BYTES,
+        yep_host::store::fsutil::Links::Follow,
+    )
+    .with_context(|| format!("failed to read {}", path.display()))?;
     let manifest = Manifest::parse(&text, &path)?;
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let spec = ServerSpec::from_manifest(&manifest, dir.clone(), cwd, home.logs_dir()).ok_or_else(

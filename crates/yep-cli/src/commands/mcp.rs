@@ -310,7 +310,9 @@ fn tools_count(n: usize) -> String {
 /// Start `source` once, list its tools, and pin them as approved.
 async fn pin_now(home: &Home, source: &McpSource) -> Result<Vec<McpTool>, String> {
     let here = workspace().map_err(|e| e.to_string())?;
-    approve(home, source, &here, &Default::default()).await
+    approve(home, source, &here, &Default::default())
+        .await
+        .map_err(|e| yep_host::error::report(&e))
 }
 
 /// After an install or update: pin the tools of each MCP server the package contributes
@@ -432,7 +434,7 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     }
     let tools = probe(home, &source, &workspace()?, &Default::default())
         .await
-        .map_err(|why| anyhow::anyhow!("{}", why))?;
+        .map_err(|why| anyhow::anyhow!("{}", yep_host::error::report(&why)))?;
     let changes: Vec<ToolChange> = yep_store::mcp::diff(pin.as_ref(), &tools);
     let mut outcome = Trusted {
         name: source.name.clone(),
@@ -532,7 +534,9 @@ async fn serve(
     let changes = yep_host::bridge::forward_changes(&bridge);
     let watch = yep_host::bridge::watch_home(&host, home.clone());
     let outcome = match listener {
-        None => yep_host::bridge::serve_stdio(bridge).await,
+        None => yep_host::bridge::serve_stdio(bridge)
+            .await
+            .map_err(|e| e.to_string()),
         Some(listener) => {
             let (token, made) =
                 yep_host::bridge::bearer_token(home).context("failed to make the bearer token")?;

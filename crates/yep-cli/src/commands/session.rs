@@ -372,7 +372,10 @@ impl Shell {
             "status" => Reply::Value(
                 json!({ "status": host.status(), "trace_dropped": host.trace_dropped() }),
             ),
-            "skills" => Reply::Value(json!({ "skills": host.skills() })),
+            // Skills are files of the packages: read off the runtime's threads.
+            "skills" => {
+                Reply::Value(json!({ "skills": tokio::task::block_in_place(|| host.skills()) }))
+            }
             "mcp" if first == "list-tools" => match host.mcp_list_tools(tail).await {
                 Ok(tools) => {
                     let names: Vec<_> = tools.into_iter().map(|t| t.name).collect();

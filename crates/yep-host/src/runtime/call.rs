@@ -2,8 +2,8 @@
 //! [`Call`] with progress, cancellation and a timeout, and it ends in one [`CallOutcome`] that
 //! tells every way a call can end apart.
 
-use super::{ExtensionHost, HostError, PreDecision};
-use crate::capability::{Progress, ToolResult, UpdateSink};
+use super::{BuiltinError, ExtensionHost, HostError, PreDecision};
+use crate::capability::{HostToolError, Progress, ToolResult, UpdateSink};
 use crate::supervisor::ExtensionError;
 use crate::text::escape;
 use serde_json::Value;
@@ -69,6 +69,26 @@ impl CallOutcome {
         }
     }
 
+    /// The outcome as a server that asked for the call hears it
+    /// ([`Events::run_tool`](crate::capability::Events::run_tool)).
+    pub(crate) fn into_host_tool_result(self) -> Result<Value, HostToolError> {
+        match self {
+            CallOutcome::Ok(value) => Ok(value.into_value()),
+            CallOutcome::ToolError { extension, message } => {
+                Err(HostToolError::Tool { extension, message })
+            }
+            CallOutcome::Blocked {
+                extension, reason, ..
+            } => Err(HostToolError::Blocked { extension, reason }),
+            CallOutcome::Cancelled => Err(HostToolError::Cancelled),
+            CallOutcome::TimedOut { after } => Err(HostToolError::TimedOut { after }),
+            CallOutcome::Failed { error, log } => Err(HostToolError::Failed {
+                error: Box::new(error),
+                log,
+            }),
+        }
+    }
+
     fn from_error(error: HostError) -> CallOutcome {
         let HostError::Extension(ext) = &error else {
             return CallOutcome::Failed { error, log: None };
@@ -117,16 +137,7 @@ impl std::fmt::Display for CallOutcome {
                 write!(f, "timed out after {} ms", after.as_millis())
             }
             CallOutcome::Failed { error, log } => {
-                // A tool name is the model's; server text in the error is escaped already.
-                let said = crate::error::report(error);
-                write!(f, "{}", crate::text::escape_controls(&said))?;
-                match log {
-                    // Handshake and exit errors already name their log.
-                    Some(log) if !error.to_string().contains("; log: ") => {
-                        write!(f, " (log: {})", log.display())
-                    }
-                    _ => Ok(()),
-                }
+                f.write_str(&crate::error::failure(error, log.as_deref()))
             }
         }
     }
@@ -325,14 +336,14 @@ impl ExtensionHost {
     /// A built-in tool a server asked for, run by the agent's [`ServerTools`](super::ServerTools)
     /// (refused without one).
     async fn run_builtin(&self, name: &str, args: Value, timeout: Option<Duration>) -> CallOutcome {
-        let builtin = |message: String| CallOutcome::ToolError {
+        let builtin = |error: BuiltinError| CallOutcome::ToolError {
             extension: String::new(),
-            message,
+            message: error.to_string(),
         };
         let Some(tools) = self.core.opts.server_tools.clone() else {
-            return builtin(format!(
-                "built-in tool {name} is not offered to extensions by this agent"
-            ));
+            return builtin(BuiltinError::NotOffered {
+                tool: name.to_string(),
+            });
         };
         let run = tools.run_builtin(name, args);
         let result = match timeout {
@@ -344,7 +355,7 @@ impl ExtensionHost {
         };
         match result {
             Ok(value) => CallOutcome::Ok(ToolResult::from_value(value)),
-            Err(message) => builtin(message),
+            Err(error) => builtin(error),
         }
     }
 

@@ -19,6 +19,17 @@ pub struct Skill {
     pub path: PathBuf,
 }
 
+/// The largest `SKILL.md` read; a longer one is refused with a warning.
+pub const MAX_SKILL_BYTES: u64 = 1024 * 1024;
+
+/// The text of a skill file at its real path (links resolved, checked inside its package):
+/// a regular file of at most [`MAX_SKILL_BYTES`], never a FIFO or a device, which would hold
+/// the reading thread forever.
+fn read_skill_file(real: &Path) -> std::io::Result<String> {
+    use crate::store::fsutil::{Links, read_regular_string};
+    read_regular_string(real, MAX_SKILL_BYTES, Links::Refuse)
+}
+
 /// `name:` and `description:` from a `---` front matter block.
 fn front_matter(text: &str) -> (Option<String>, Option<String>) {
     let mut lines = text.lines();
@@ -119,9 +130,22 @@ pub fn argv_safe(name: &str) -> bool {
 
 impl ExtensionHost {
     /// The skills of enabled extensions that declare `skills`. A file that resolves outside
-    /// its package (a symlink out) is refused with a warning.
+    /// its package (a symlink out), or that is not a regular file of at most
+    /// [`MAX_SKILL_BYTES`] (a FIFO, a device), is refused with a warning.
+    ///
+    /// It reads every skill's file: call it off the async workers (`spawn_blocking`), as the
+    /// bridge does.
     pub fn skills(&self) -> Vec<Skill> {
         let mut out = Vec::new();
+        self.each_skill(&mut |skill, _| {
+            out.push(skill);
+            true
+        });
+        out
+    }
+
+    /// Each skill, with its text, to `each` (in order) until it returns false.
+    fn each_skill(&self, each: &mut dyn FnMut(Skill, String) -> bool) {
         for l in self.loaded().iter().filter(|l| l.manifest.yolop.skills) {
             let package = self.core.home.package_dir(&l.name);
             let Ok(root) = package.canonicalize() else {
@@ -130,43 +154,57 @@ impl ExtensionHost {
             let mut files = Vec::new();
             skill_files(&root.join("skills"), 0, &mut files);
             for file in files {
-                let inside = file
+                let real = file
                     .canonicalize()
-                    .is_ok_and(|real| real.starts_with(&root));
-                if !inside {
+                    .ok()
+                    .filter(|real| real.starts_with(&root));
+                let Some(real) = real else {
                     self.warn(format!(
                         "extension `{}`: refusing skill {}, which points outside the package",
                         l.name,
                         file.display()
                     ));
                     continue;
-                }
-                let text = std::fs::read_to_string(&file).unwrap_or_default();
+                };
+                let text = match read_skill_file(&real) {
+                    Ok(text) => text,
+                    Err(e) => {
+                        self.warn(format!("extension `{}`: skipping a skill: {e}", l.name));
+                        continue;
+                    }
+                };
                 let (name, description) = front_matter(&text);
                 let fallback = file
                     .parent()
                     .and_then(Path::file_name)
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                out.push(Skill {
+                let skill = Skill {
                     name: name.unwrap_or(fallback),
                     description: description.unwrap_or_default(),
                     scope: format!("ext:{}", l.name),
                     extension: l.name.clone(),
                     path: file,
-                });
+                };
+                if !each(skill, text) {
+                    return;
+                }
             }
         }
-        out
     }
 
-    /// A skill's text, by `scope` and name. Read-only: there is no write path.
+    /// A skill's text, by `scope` and name. Read-only: there is no write path. Reads files,
+    /// as [`ExtensionHost::skills`] does: call it off the async workers.
     pub fn read_skill(&self, scope: &str, name: &str) -> Option<String> {
-        let skill = self
-            .skills()
-            .into_iter()
-            .find(|s| s.scope == scope && s.name == name)?;
-        std::fs::read_to_string(skill.path).ok()
+        let mut found = None;
+        self.each_skill(&mut |skill, text| {
+            let it = skill.scope == scope && skill.name == name;
+            if it {
+                found = Some(text);
+            }
+            !it
+        });
+        found
     }
 
     /// The MCP servers that may run, by name, as they run: those whose approval stands (see

@@ -2,7 +2,7 @@
 //! embedder implements, and the question queue.
 
 use crate::capability::{
-    Answer, BoxFuture, Events, HostToolCall, LogLevel, PanelUpdate, Question, Status,
+    Answer, BoxFuture, Events, HostToolCall, HostToolError, LogLevel, PanelUpdate, Question, Status,
 };
 use crate::health::{Health, HealthEvent};
 use serde_json::Value;
@@ -53,19 +53,60 @@ where
 /// What the agent decides about the tool calls a server makes on its own (zot's `call_tool`),
 /// beyond the hooks every call goes through: its permission policy, and its built-in tools.
 pub trait ServerTools: Send + Sync + 'static {
-    /// Whether `extension` may run `tool` with `args` now; `Err(reason)` refuses it (the
-    /// server hears the reason). Asked before the hooks. The default allows.
-    fn permit(&self, extension: &str, tool: &str, args: &Value) -> BoxFuture<Result<(), String>> {
+    /// Whether `extension` may run `tool` with `args` now; [`Denied`] refuses it (the server
+    /// hears the reason). Asked before the hooks. The default allows.
+    fn permit(&self, extension: &str, tool: &str, args: &Value) -> BoxFuture<Result<(), Denied>> {
         let _ = (extension, tool, args);
         Box::pin(async { Ok(()) })
     }
 
     /// Run the built-in `tool` (one of [`super::HostOptions::builtins`]) with `args`, after the
-    /// pre hooks: its result, or its error text. The default offers none.
-    fn run_builtin(&self, tool: &str, args: Value) -> BoxFuture<Result<Value, String>> {
+    /// pre hooks: its result, or why it failed. The default offers none
+    /// ([`BuiltinError::NotOffered`]).
+    fn run_builtin(&self, tool: &str, args: Value) -> BoxFuture<Result<Value, BuiltinError>> {
         let _ = args;
-        let message = format!("built-in tool {tool} is not offered to extensions by this agent");
-        Box::pin(async move { Err(message) })
+        let error = BuiltinError::NotOffered {
+            tool: tool.to_string(),
+        };
+        Box::pin(async move { Err(error) })
+    }
+}
+
+/// The agent's refusal of a server's own tool call ([`ServerTools::permit`]): the server
+/// hears `not permitted: <reason>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Denied {
+    pub reason: String,
+}
+
+impl Denied {
+    pub fn new(reason: impl Into<String>) -> Denied {
+        Denied {
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Why one of the agent's built-in tools gave no answer to a server
+/// ([`ServerTools::run_builtin`]). Its text is what the server hears, as the tool's error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuiltinError {
+    /// This agent does not offer `tool` to extensions.
+    #[error("built-in tool {tool} is not offered to extensions by this agent")]
+    NotOffered { tool: String },
+    /// It ran and failed: `message` is its error, as the tool says it.
+    #[error("{message}")]
+    Failed { message: String },
+}
+
+impl BuiltinError {
+    /// A failure, in the tool's words.
+    pub fn failed(message: impl Into<String>) -> BuiltinError {
+        BuiltinError::Failed {
+            message: message.into(),
+        }
     }
 }
 
@@ -320,9 +361,13 @@ impl Events for HostEvents {
         }
     }
 
-    fn run_tool(&self, extension: &str, call: HostToolCall) -> BoxFuture<Result<Value, String>> {
+    fn run_tool(
+        &self,
+        extension: &str,
+        call: HostToolCall,
+    ) -> BoxFuture<Result<Value, HostToolError>> {
         let Some(host) = self.host.get().and_then(super::WeakHost::upgrade) else {
-            return Box::pin(async { Err("host tool calls are unavailable".to_string()) });
+            return Box::pin(async { Err(HostToolError::Unavailable) });
         };
         tracing::debug!(extension, tool = %call.tool, "a server runs a host tool");
         let extension = extension.to_string();
@@ -332,20 +377,18 @@ impl Events for HostEvents {
                 policy
                     .permit(&extension, &call.tool, &call.args)
                     .await
-                    .map_err(|why| format!("not permitted: {why}"))?;
+                    .map_err(|denied| HostToolError::NotPermitted {
+                        tool: call.tool.clone(),
+                        reason: denied.reason,
+                    })?;
             }
-            let outcome = host
-                .run_tool(&call.tool, call.args)
+            // A tool's error is its own words, as the tool said them.
+            host.run_tool(&call.tool, call.args)
                 .chain(call.chain)
                 .cancel_on(call.cancel)
                 .for_server()
-                .await;
-            match outcome {
-                super::CallOutcome::Ok(value) => Ok(value.into_value()),
-                // The tool's own words, as the tool said them.
-                super::CallOutcome::ToolError { message, .. } => Err(message),
-                other => Err(other.to_string()),
-            }
+                .await
+                .into_host_tool_result()
         })
     }
 

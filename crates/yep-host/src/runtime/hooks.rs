@@ -155,6 +155,27 @@ fn hooks_on<'a>(
         .filter(move |h| h.event == event && glob_matches(&h.tool_name_glob, tool))
 }
 
+/// Why one hook subscription gave no decision.
+#[derive(Debug, thiserror::Error)]
+enum HookFailure {
+    /// Its extension's budget for this tool call was gone before it was sent.
+    #[error(
+        "not sent: the extension's hooks used up their budget of {} ms for this tool call",
+        budget.as_millis()
+    )]
+    OverBudget { budget: Duration },
+    /// The server could not be reached, or answered an error.
+    #[error(transparent)]
+    Extension(#[from] crate::supervisor::ExtensionError),
+    /// No answer within `bound` (its timeout, cut to what was left of the budget).
+    #[error(
+        "timed out after {} ms (including start-up; the extension's hooks have {} ms per tool call in all)",
+        bound.as_millis(),
+        budget.as_millis()
+    )]
+    TimedOut { bound: Duration, budget: Duration },
+}
+
 /// Fire one subscription of `loaded` within `timeout`, cut to what is left before `deadline`
 /// (the extension's budget for this tool call). Past the deadline nothing is sent.
 async fn fire_within(
@@ -163,25 +184,17 @@ async fn fire_within(
     timeout: Duration,
     deadline: Instant,
     budget: Duration,
-) -> Result<HookOutcome, String> {
+) -> Result<HookOutcome, HookFailure> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return Err(format!(
-            "not sent: the extension's hooks used up their budget of {} ms for this tool call",
-            budget.as_millis()
-        ));
+        return Err(HookFailure::OverBudget { budget });
     }
     // The bound covers starting the server too (a backoff or a slow handshake). The request's
     // own timeout stays the subscription's, so a cut one ends here, naming the budget.
     let bound = timeout.min(left);
     match tokio::time::timeout(bound, loaded.ext.fire_hook(firing, timeout)).await {
-        Ok(Ok(d)) => Ok(d),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!(
-            "timed out after {} ms (including start-up; the extension's hooks have {} ms per tool call in all)",
-            bound.as_millis(),
-            budget.as_millis()
-        )),
+        Ok(answer) => Ok(answer?),
+        Err(_) => Err(HookFailure::TimedOut { bound, budget }),
     }
 }
 
@@ -191,7 +204,7 @@ fn hook_error(
     tool: &str,
     event: HookEvent,
     blocked: bool,
-    error: &str,
+    error: &dyn std::fmt::Display,
 ) -> HealthEvent {
     let verb = match event {
         HookEvent::PreToolUse => "pre_tool_use",
@@ -340,7 +353,7 @@ impl ExtensionHost {
                         ));
                         unavailable.push(UnavailableHook {
                             extension: loaded.name.clone(),
-                            error: err,
+                            error: err.to_string(),
                         });
                     }
                 }

@@ -5,10 +5,11 @@
 //! first starts. A tool that is new or changed since approval is withheld until `yep trust`.
 
 use super::contrib::{argv_safe, expand, expand_withholding, references};
-use crate::capability::{Events, HostToolCall, LogLevel, OfferedTool, Question};
+use crate::capability::{Events, HostToolCall, HostToolError, LogLevel, OfferedTool, Question};
 use crate::health::HealthEvent;
 use crate::manifest::{Grants, Manifest, McpServer};
 use crate::store::Home;
+use crate::store::fsutil::{Links, Refused, read_regular_string};
 use crate::store::mcp::{McpPin, McpTool, Origin, ToolChange};
 use crate::supervisor::{Extension, ServerSpec, SupervisorOptions};
 use serde::Serialize;
@@ -230,10 +231,16 @@ pub fn sources(
         .canonicalize()
         .unwrap_or_else(|_| workspace.to_path_buf());
     let file = workspace.join(".mcp.json");
-    match read_bounded(&file) {
-        Ok(None) => {}
-        Err(why) => warn(format!("skipping {}: {why}", file.display())),
-        Ok(Some(text)) => match serde_json::from_str::<Value>(&text) {
+    // A regular file (a link to one is followed) of at most `MAX_MCP_JSON_BYTES`: a device,
+    // a FIFO or a longer file is refused, never a read without end.
+    let read = read_regular_string(&file, MAX_MCP_JSON_BYTES, Links::Follow);
+    match read {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) if e.get_ref().is_some_and(|inner| inner.is::<Refused>()) => {
+            warn(format!("skipping the workspace's MCP servers: {e}"))
+        }
+        Err(e) => warn(format!("skipping {}: {e}", file.display())),
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
             Ok(doc) => {
                 let servers = doc.get("mcpServers").and_then(Value::as_object);
                 let count = servers.map_or(0, serde_json::Map::len);
@@ -283,37 +290,6 @@ pub fn sources(
     out
 }
 
-/// The text of `file` if it is there: a regular file (a link to one is followed) of at most
-/// [`MAX_MCP_JSON_BYTES`], read no further than that. A device, a FIFO or a longer file is
-/// an error, never a read without end.
-fn read_bounded(file: &Path) -> Result<Option<String>, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(file);
-    let opened = match opened {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
-    let meta = opened.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    let mut text = String::new();
-    opened
-        .take(MAX_MCP_JSON_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > MAX_MCP_JSON_BYTES {
-        return Err(format!("over the {MAX_MCP_JSON_BYTES}-byte limit"));
-    }
-    Ok(Some(text))
-}
-
 /// The enabled extensions' approved manifests, as a session outside one sees them (for
 /// `yep trust` and `yep mcp list`).
 pub fn enabled_manifests(home: &Home) -> Result<Vec<(String, Manifest)>, crate::store::StoreError> {
@@ -357,6 +333,48 @@ pub fn tool_name(server: &str, tool: &str) -> String {
     format!("{MCP_PREFIX}{}__{}", safe(server), safe(tool))
 }
 
+/// Why an MCP server cannot be run as it is defined ([`launch`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpLaunchError {
+    /// An http server whose url is not an `http://` or `https://` one (`url` as written).
+    #[error(
+        "MCP server `{}`: {:?} is not an http:// or https:// url",
+        crate::text::escape(server),
+        crate::text::escape(url)
+    )]
+    NotHttp { server: String, url: String },
+    /// A transport this build has no dialect for (an MCP feature left out, or an unknown
+    /// one).
+    #[error(
+        "MCP server `{}`: this build cannot reach a server over {:?}",
+        crate::text::escape(server),
+        crate::text::escape(transport)
+    )]
+    Transport { server: String, transport: String },
+}
+
+/// Why an MCP server's tools could not be listed ([`probe`]) or pinned ([`approve`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpProbeError {
+    #[error(transparent)]
+    Launch(#[from] McpLaunchError),
+    /// It did not start, or did not list its tools.
+    #[error(transparent)]
+    Start(Box<crate::supervisor::ExtensionError>),
+    /// Its tools were listed, but the lock could not be written.
+    #[error(
+        "failed to record the approval of MCP server `{}`",
+        crate::text::escape(server)
+    )]
+    Record {
+        server: String,
+        #[source]
+        source: Box<crate::store::StoreError>,
+    },
+}
+
 /// A server that is reached over HTTP has no streams of its own: the dialect connects.
 #[cfg(feature = "mcp-http")]
 struct Remote;
@@ -379,7 +397,7 @@ pub fn launch(
     source: &McpSource,
     workspace: &Path,
     base: &SupervisorOptions,
-) -> Result<(ServerSpec, SupervisorOptions), String> {
+) -> Result<(ServerSpec, SupervisorOptions), McpLaunchError> {
     let package_dir = match &source.origin {
         Origin::Extension(ext) => home.package_dir(ext),
         _ => workspace.to_path_buf(),
@@ -426,11 +444,10 @@ pub fn launch(
         "http" => {
             let url = source.server.url.clone().unwrap_or_default();
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!(
-                    "MCP server `{}`: {:?} is not an http:// or https:// url",
-                    crate::text::escape(&source.name),
-                    crate::text::escape(source.shown.url.as_deref().unwrap_or_default())
-                ));
+                return Err(McpLaunchError::NotHttp {
+                    server: source.name.clone(),
+                    url: source.shown.url.clone().unwrap_or_default(),
+                });
             }
             opts.dialect = Arc::new(crate::dialect::mcp::McpHttp {
                 url,
@@ -447,11 +464,10 @@ pub fn launch(
         other => {
             // A build without the MCP features has nothing to run either with.
             let _unused = (&spec, &opts);
-            return Err(format!(
-                "MCP server `{}`: this build cannot reach a server over {:?}",
-                crate::text::escape(&source.name),
-                crate::text::escape(other)
-            ));
+            return Err(McpLaunchError::Transport {
+                server: source.name.clone(),
+                transport: other.to_string(),
+            });
         }
     }
     #[allow(unreachable_code)]
@@ -476,12 +492,12 @@ pub async fn probe(
     source: &McpSource,
     workspace: &Path,
     base: &SupervisorOptions,
-) -> Result<Vec<McpTool>, String> {
+) -> Result<Vec<McpTool>, McpProbeError> {
     let (spec, opts) = launch(home, source, workspace, base)?;
     let ext = Extension::new(spec, opts, Arc::new(crate::capability::NoEvents));
     let listed = match ext.live().await {
         Ok(live) => Ok(live.peer().listed()),
-        Err(e) => Err(crate::error::report(&e)),
+        Err(e) => Err(McpProbeError::Start(Box::new(e))),
     };
     ext.stop().await;
     Ok(listed?.iter().map(pinned_form).collect())
@@ -495,7 +511,7 @@ pub async fn approve(
     source: &McpSource,
     workspace: &Path,
     base: &SupervisorOptions,
-) -> Result<Vec<McpTool>, String> {
+) -> Result<Vec<McpTool>, McpProbeError> {
     let tools = probe(home, source, workspace, base).await?;
     crate::store::mcp::record(
         home,
@@ -504,7 +520,10 @@ pub async fn approve(
         source.definition(),
         &tools,
     )
-    .map_err(|e| crate::error::report(&e))?;
+    .map_err(|e| McpProbeError::Record {
+        server: source.name.clone(),
+        source: Box::new(e),
+    })?;
     Ok(tools)
 }
 
@@ -528,7 +547,7 @@ impl McpEntry {
         workspace: &Path,
         base: &SupervisorOptions,
         events: Arc<dyn Events>,
-    ) -> Result<McpEntry, String> {
+    ) -> Result<McpEntry, McpLaunchError> {
         let blocked = source.unapproved(pin.as_ref());
         let cached = match (&pin, &blocked) {
             (Some(pin), None) => crate::store::mcp::cached(home, &source.origin, pin),
@@ -664,7 +683,7 @@ impl Events for McpEvents {
         &self,
         extension: &str,
         call: HostToolCall,
-    ) -> crate::capability::BoxFuture<Result<Value, String>> {
+    ) -> crate::capability::BoxFuture<Result<Value, HostToolError>> {
         self.inner.run_tool(extension, call)
     }
 
@@ -711,7 +730,7 @@ pub(crate) fn entries(
                 }
                 out.push(Arc::new(entry));
             }
-            Err(why) => warn(Some(name), why),
+            Err(why) => warn(Some(name), why.to_string()),
         }
     }
     out
@@ -781,8 +800,9 @@ pub(crate) async fn ask_approval(host: super::WeakHost) {
                 let _ = h.refresh().await;
             }
             Err(why) => h.core.warn(format!(
-                "MCP server `{}` was approved, but its tools could not be listed: {why}",
-                crate::text::escape(&source.name)
+                "MCP server `{}` was approved, but its tools could not be listed: {}",
+                crate::text::escape(&source.name),
+                crate::error::report(&why)
             )),
         }
     }

@@ -14,8 +14,11 @@ mod prompt;
 mod trace;
 
 pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream};
-pub use contrib::{Skill, expand};
-pub use events::{AskSink, DynAskSink, MAX_QUEUED_QUESTIONS, ServerTools, StatusEntry, StatusSink};
+pub use contrib::{MAX_SKILL_BYTES, Skill, expand};
+pub use events::{
+    AskSink, BuiltinError, Denied, DynAskSink, MAX_QUEUED_QUESTIONS, ServerTools, StatusEntry,
+    StatusSink,
+};
 pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook, glob_matches, hook_timeout};
 pub use intercept::{INTERCEPT_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, TurnDecision};
 pub use mcp::{MCP_PREFIX, McpSource, McpState};
@@ -729,6 +732,58 @@ impl Core {
         )
     }
 
+    /// Load the set `wanted` (in this order) from `old`: kept extensions stay as they are,
+    /// new ones are loaded (their packages read and checked), and the MCP servers follow.
+    /// Reads files: run it on a blocking thread.
+    fn plan(&self, wanted: &[String], old: &Table) -> Plan {
+        let mut failed = Vec::new();
+        let mut unloaded = Vec::new();
+        let mut next = Vec::new();
+        let mut added = Vec::new();
+        for name in wanted {
+            match old.loaded.iter().find(|l| &l.name == name) {
+                Some(l) => next.push(Arc::clone(l)),
+                None => match self.load(name) {
+                    Ok(l) => {
+                        let l = Arc::new(l);
+                        added.push(Arc::clone(&l));
+                        next.push(l);
+                    }
+                    Err(why) => {
+                        let message = format!("skipping extension `{name}`: {}", report(&why));
+                        // Not in the old table's loaded ones (those are kept above), so what
+                        // this session last knew of it is an earlier failed load.
+                        let last_known = old.unloaded.iter().find(|u| &u.name == name);
+                        let known = self.unloaded(name, &why, last_known.map(|u| &u.manifest));
+                        if let Some(u) = known {
+                            unloaded.push(Arc::new(u));
+                        }
+                        let extension = name.clone();
+                        self.report(match why {
+                            launch::LaunchError::Drifted { .. } => {
+                                HealthEvent::Drifted { extension, message }
+                            }
+                            _ => HealthEvent::Failed {
+                                extension,
+                                message,
+                                log: None,
+                            },
+                        });
+                        failed.push((name.clone(), why));
+                    }
+                },
+            }
+        }
+        let mcp = self.mcp_entries(&next, &old.mcp);
+        Plan {
+            next,
+            added,
+            unloaded,
+            failed,
+            mcp,
+        }
+    }
+
     /// The MCP servers a session with `loaded` runs, keeping `old` entries still the same.
     fn mcp_entries(
         &self,
@@ -747,6 +802,17 @@ impl Core {
             &mut |extension, message| self.report(HealthEvent::Warning { extension, message }),
         )
     }
+}
+
+/// The table a reconcile moves to, as [`Core::plan`] loads it.
+struct Plan {
+    /// The loaded extensions, in the order wanted: kept ones and `added`.
+    next: Vec<Arc<Loaded>>,
+    added: Vec<Arc<Loaded>>,
+    unloaded: Vec<Arc<Unloaded>>,
+    /// The ones that could not load, and why (each also reported).
+    failed: Vec<(String, launch::LaunchError)>,
+    mcp: Vec<Arc<mcp::McpEntry>>,
 }
 
 /// What the registry task is asked to do, one at a time, in the order asked.
@@ -837,47 +903,22 @@ impl Registry {
         if self.shut {
             return Err(HostError::ShutDown);
         }
-        let mut failed = Vec::new();
-        let mut unloaded = Vec::new();
         let old = self.current();
-        let mut next = Vec::new();
-        let mut added = Vec::new();
-        for name in wanted {
-            match old.loaded.iter().find(|l| &l.name == name) {
-                Some(l) => next.push(Arc::clone(l)),
-                None => match self.core.load(name) {
-                    Ok(l) => {
-                        let l = Arc::new(l);
-                        added.push(Arc::clone(&l));
-                        next.push(l);
-                    }
-                    Err(why) => {
-                        let message = format!("skipping extension `{name}`: {}", report(&why));
-                        // Not in the old table's loaded ones (those are kept above), so what
-                        // this session last knew of it is an earlier failed load.
-                        let last_known = old.unloaded.iter().find(|u| &u.name == name);
-                        let known = self
-                            .core
-                            .unloaded(name, &why, last_known.map(|u| &u.manifest));
-                        if let Some(u) = known {
-                            unloaded.push(Arc::new(u));
-                        }
-                        let extension = name.clone();
-                        self.core.report(match why {
-                            launch::LaunchError::Drifted { .. } => {
-                                HealthEvent::Drifted { extension, message }
-                            }
-                            _ => HealthEvent::Failed {
-                                extension,
-                                message,
-                                log: None,
-                            },
-                        });
-                        failed.push((name.clone(), why));
-                    }
-                },
-            }
-        }
+        // Loading reads the packages (manifests, the content hash) and the workspace's
+        // `.mcp.json`: on a blocking thread, never a runtime worker.
+        let (core, from, asked) = (Arc::clone(&self.core), Arc::clone(&old), wanted.to_vec());
+        let plan = tokio::task::spawn_blocking(move || core.plan(&asked, &from)).await;
+        let Plan {
+            next,
+            added,
+            unloaded,
+            failed,
+            mcp,
+        } = match plan {
+            Ok(plan) => plan,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => return Err(HostError::ShutDown),
+        };
         let gone: Vec<_> = old
             .loaded
             .iter()
@@ -887,7 +928,6 @@ impl Registry {
         let names = |list: &[Arc<Loaded>]| list.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
         let gone_names =
             |list: &[Arc<Unloaded>]| list.iter().map(|u| u.name.clone()).collect::<Vec<_>>();
-        let mcp = self.core.mcp_entries(&next, &old.mcp);
         let kept = |list: &[Arc<mcp::McpEntry>], e: &Arc<mcp::McpEntry>| {
             list.iter().any(|other| Arc::ptr_eq(other, e))
         };

@@ -13,8 +13,9 @@ pub mod probe;
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::capability::{
     CommandResult, ConfigOutcome, Events, HookEvent, HookFiring, HookOutcome, HostToolCall,
-    Intercept, InterceptOutcome, LogLevel, Offer, OfferedCommand, OfferedTool, Panel, PanelInput,
-    PanelUpdate, RemoteError, Status, StatusLevel, ToolCall, ToolResult, TraceEvent,
+    HostToolError, Intercept, InterceptOutcome, LogLevel, Offer, OfferedCommand, OfferedTool,
+    Panel, PanelInput, PanelUpdate, RemoteError, Status, StatusLevel, ToolCall, ToolResult,
+    TraceEvent,
 };
 use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
@@ -135,12 +136,19 @@ struct Greeting {
     capabilities: Vec<String>,
 }
 
+/// The extension's first frame was something else than its hello (`method`: what it was).
+#[derive(Debug, thiserror::Error)]
+#[error("first frame must be hello (got {:?})", crate::text::escape(method))]
+struct NotHello {
+    method: String,
+}
+
 /// hello → hello_ack → registrations until ready (or idle); the offer.
 async fn handshake(
     conn: &Connection,
     router: &Router,
     codec: &ZotCodec,
-    heard: oneshot::Receiver<Result<Greeting, String>>,
+    heard: oneshot::Receiver<Result<Greeting, NotHello>>,
     hello: &Hello,
 ) -> Result<Offer, HandshakeError> {
     let wait = hello.timeout.max(HELLO_WAIT);
@@ -161,7 +169,7 @@ async fn handshake(
             let reason = conn.closed().await;
             return Err(HandshakeError::Call(CallError::Closed(reason)));
         }
-        Ok(Ok(Err(why))) => return Err(HandshakeError::Malformed(why)),
+        Ok(Ok(Err(why))) => return Err(HandshakeError::Malformed(why.to_string())),
         Ok(Ok(Ok(greeting))) => greeting,
     };
     codec.tool_cancel.store(
@@ -219,7 +227,7 @@ async fn handshake(
 #[derive(Default)]
 struct State {
     /// Taken by the first frame: told the hello, or why the first frame is not one.
-    said_hello: Option<oneshot::Sender<Result<Greeting, String>>>,
+    said_hello: Option<oneshot::Sender<Result<Greeting, NotHello>>>,
     ready: bool,
     tools: Vec<OfferedTool>,
     commands: Vec<OfferedCommand>,
@@ -470,9 +478,7 @@ impl Router {
             call_tool_checks(&state, &name, args.as_ref(), parent.as_deref()).and_then(
                 |(chain, parent_done)| {
                     if nested.len() >= MAX_NESTED_CALLS {
-                        return Err(format!(
-                            "too many call_tool requests in flight (at most {MAX_NESTED_CALLS})"
-                        ));
+                        return Err(CallToolRefusal::TooMany);
                     }
                     // A call made under a tool call ends when that call ends.
                     let cancel =
@@ -486,7 +492,7 @@ impl Router {
             Ok(checked) => checked,
             Err(refusal) => {
                 let _ = self.queue(answer(
-                    vec![frames::ContentBlock::text(refusal)],
+                    vec![frames::ContentBlock::text(refusal.to_string())],
                     true,
                     false,
                 ));
@@ -512,13 +518,14 @@ impl Router {
             }
         };
         tokio::spawn(async move {
-            let outcome = tokio::select! {
+            let outcome: Result<Value, NestedCallError> = tokio::select! {
                 biased;
-                () = cancel.cancelled() => Err("tool call cancelled".to_string()),
-                _ = closed => Err("extension disconnected".to_string()),
-                out = tokio::time::timeout(CALL_TOOL_DEADLINE, run) => out.unwrap_or_else(|_| {
-                    Err(format!("tool call timed out after {} s", CALL_TOOL_DEADLINE.as_secs()))
-                }),
+                () = cancel.cancelled() => Err(NestedCallError::Cancelled),
+                _ = closed => Err(NestedCallError::Disconnected),
+                out = tokio::time::timeout(CALL_TOOL_DEADLINE, run) => match out {
+                    Ok(answer) => answer.map_err(NestedCallError::from),
+                    Err(_) => Err(NestedCallError::TimedOut),
+                },
             };
             // However it ended, the tool it ran is told (a cancel reaches the wire).
             cancel.cancel();
@@ -528,7 +535,7 @@ impl Router {
                     let is_error = value.get("is_error").and_then(Value::as_bool) == Some(true);
                     (frames::host_content(&value), is_error)
                 }
-                Err(why) => (vec![frames::ContentBlock::text(why)], true),
+                Err(why) => (vec![frames::ContentBlock::text(why.to_string())], true),
             };
             let (content, truncated) = frames::bound_content(blocks);
             // In order, within the queue's bounds, as every frame to it.
@@ -551,35 +558,68 @@ impl Router {
     }
 }
 
+/// Why zot refuses an extension's `call_tool` before it runs; the text is zot's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum CallToolRefusal {
+    #[error("extension did not opt in to call_tool")]
+    NotOptedIn,
+    #[error("call_tool requires a name and JSON object args")]
+    Malformed,
+    #[error("unknown or expired parent tool call")]
+    UnknownParent,
+    #[error("parent_id is required while an extension tool is active")]
+    ParentRequired,
+    #[error("tool call cycle detected")]
+    Cycle,
+    #[error("tool call depth limit reached")]
+    TooDeep,
+    #[error("too many call_tool requests in flight (at most {MAX_NESTED_CALLS})")]
+    TooMany,
+}
+
+/// Why an extension's `call_tool` that ran gave no answer.
+#[derive(Debug, thiserror::Error)]
+enum NestedCallError {
+    /// The host's answer: the tool's own error, or why it did not run.
+    #[error(transparent)]
+    Host(#[from] HostToolError),
+    #[error("tool call cancelled")]
+    Cancelled,
+    #[error("extension disconnected")]
+    Disconnected,
+    #[error("tool call timed out after {} s", CALL_TOOL_DEADLINE.as_secs())]
+    TimedOut,
+}
+
 /// zot's checks on a `call_tool`, in its order: the chain it continues and the call that
-/// ends it, or zot's refusal text.
+/// ends it, or zot's refusal.
 fn call_tool_checks(
     state: &State,
     name: &str,
     args: Option<&Value>,
     parent: Option<&str>,
-) -> Result<(Vec<String>, Option<CancellationToken>), String> {
+) -> Result<(Vec<String>, Option<CancellationToken>), CallToolRefusal> {
     if !state.capabilities.iter().any(|c| c == CALL_TOOL) {
-        return Err("extension did not opt in to call_tool".into());
+        return Err(CallToolRefusal::NotOptedIn);
     }
     if name.is_empty() || !args.is_some_and(Value::is_object) {
-        return Err("call_tool requires a name and JSON object args".into());
+        return Err(CallToolRefusal::Malformed);
     }
     let (chain, done) = match parent.filter(|p| !p.is_empty()) {
         Some(parent) => match state.live.get(parent) {
             Some(live) => (live.chain.clone(), Some(live.done.clone())),
-            None => return Err("unknown or expired parent tool call".into()),
+            None => return Err(CallToolRefusal::UnknownParent),
         },
         None if !state.live.is_empty() => {
-            return Err("parent_id is required while an extension tool is active".into());
+            return Err(CallToolRefusal::ParentRequired);
         }
         None => (Vec::new(), None),
     };
     if chain.iter().any(|t| t == name) {
-        return Err("tool call cycle detected".into());
+        return Err(CallToolRefusal::Cycle);
     }
     if chain.len() >= MAX_CHAIN {
-        return Err("tool call depth limit reached".into());
+        return Err(CallToolRefusal::TooDeep);
     }
     // The tool it calls adds itself when it runs (on any wire's peer).
     Ok((chain, done))
@@ -599,10 +639,9 @@ impl Handler for Router {
                     tracing::debug!(extension = %self.extension, hello_name = %name, "hello");
                     Ok(Greeting { capabilities })
                 }
-                _ => Err(format!(
-                    "first frame must be hello (got {:?})",
-                    crate::text::escape(method)
-                )),
+                _ => Err(NotHello {
+                    method: method.to_string(),
+                }),
             });
             self.frame.notify_one();
             return;

@@ -17,6 +17,29 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// Why a zot extension could not be run once to read what it registers. The store holds it
+/// as the source of its `ZotRun` error: downcast to match on it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ZotProbeError {
+    /// Its data directory could not be made.
+    #[error("failed to create {}: {source}", path.display())]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The run's own runtime could not be started.
+    #[error("failed to start a runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The thread it ran on panicked.
+    #[error("the run stopped unexpectedly")]
+    Panicked,
+    /// It did not start, or did not finish its handshake: the extension, what ran, its exit
+    /// status and its log.
+    #[error(transparent)]
+    Start(Box<crate::supervisor::ExtensionError>),
+}
+
 /// Runs zot extensions for the store ([`Probe`]): logs go to the home's, and `hello_ack.cwd`
 /// is `workspace`.
 pub struct ZotProbe {
@@ -42,9 +65,11 @@ impl ZotProbe {
         manifest: &ZotManifest,
         dir: &Path,
         data_dir: &Path,
-    ) -> Result<zot::Registrations, String> {
-        std::fs::create_dir_all(data_dir)
-            .map_err(|e| format!("failed to create {}: {e}", data_dir.display()))?;
+    ) -> Result<zot::Registrations, ZotProbeError> {
+        std::fs::create_dir_all(data_dir).map_err(|source| ZotProbeError::DataDir {
+            path: data_dir.to_path_buf(),
+            source,
+        })?;
         let Some(mut spec) = dir_spec(manifest, dir, self.workspace.clone(), &self.log_dir) else {
             return Ok(zot::Registrations::default());
         };
@@ -58,7 +83,7 @@ impl ZotProbe {
         let ext = Extension::new(spec, opts, Arc::new(NoEvents));
         let started = ext.handshake().await;
         ext.stop().await;
-        started.map_err(|e| e.to_string())?;
+        started.map_err(|e| ZotProbeError::Start(Box::new(e)))?;
         Ok(pinned(capture.take().unwrap_or_default()))
     }
 }
@@ -69,20 +94,21 @@ impl Probe for ZotProbe {
         manifest: &ZotManifest,
         dir: &Path,
         data_dir: &Path,
-    ) -> Result<zot::Registrations, String> {
+    ) -> Result<zot::Registrations, zot::ProbeFailure> {
         // The store is synchronous and may be called from inside a runtime: this run gets a
         // thread and a runtime of its own.
-        std::thread::scope(|s| {
+        let run = std::thread::scope(|s| {
             s.spawn(|| {
                 tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
-                    .map_err(|e| format!("failed to start a runtime: {e}"))?
+                    .map_err(ZotProbeError::Runtime)?
                     .block_on(self.run(manifest, dir, data_dir))
             })
             .join()
-            .unwrap_or_else(|_| Err("the run stopped unexpectedly".into()))
-        })
+            .unwrap_or(Err(ZotProbeError::Panicked))
+        });
+        run.map_err(|e| Box::new(e) as zot::ProbeFailure)
     }
 }
 
