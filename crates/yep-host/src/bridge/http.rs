@@ -89,7 +89,10 @@ pub fn token_path(home: &crate::store::Home) -> std::path::PathBuf {
 pub fn bearer_token(home: &crate::store::Home) -> std::io::Result<(String, bool)> {
     use std::io::Read;
     let path = token_path(home);
-    if let Ok(text) = std::fs::read_to_string(&path) {
+    // A regular file only: a FIFO planted there would hang the server's start.
+    let kept =
+        crate::store::fsutil::read_regular_string(&path, 4096, crate::store::fsutil::Links::Refuse);
+    if let Ok(text) = kept {
         let token = text.trim().to_string();
         if token.len() >= 32 {
             return Ok((token, false));
@@ -514,5 +517,29 @@ impl SessionManager for CappedSessions {
             inner: Box::pin(inner),
             _open: open,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_planted_as_the_token_is_replaced_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = crate::store::Home {
+            root: dir.path().to_path_buf(),
+        };
+        let path = token_path(&home);
+        let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path it is given.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(bearer_token(&home).map(|(t, made)| (t.len(), made))));
+        let made = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading the token hung on a FIFO");
+        assert_eq!(made.unwrap(), (64, true));
+        assert!(std::fs::metadata(&path).unwrap().is_file());
     }
 }
