@@ -493,6 +493,165 @@ fn installing_an_extension_pins_the_tools_of_the_mcp_servers_it_contributes() {
     assert_eq!(broken["state"], "unapproved", "{status:?}");
 }
 
+/// `tests/fixtures/hostile/<name>`.
+fn hostile(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(name)
+}
+
+/// A git repository at `dir` holding the files of hostile fixture `fixture`, committed: a
+/// clone as a user would have it.
+fn repository(dir: &Path, fixture: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    for entry in std::fs::read_dir(hostile(fixture)).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+        }
+    }
+    common::git(dir, &["init", "-q"]);
+    common::git(dir, &["add", "-A"]);
+    common::git(dir, &["commit", "-q", "-m", "clone"]);
+}
+
+#[test]
+fn a_workspace_server_named_like_a_home_server_never_shadows_it_and_logs_are_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let sdk = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../yep-host/tests/mcp/sdk_server.py"
+    );
+    ok(&common::yep_in(
+        tmp.path(),
+        &home,
+        &["mcp", "add", "files", "--", &mcp_python(), sdk],
+        "",
+    ));
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    repository(&a, "mcp-shadow-home");
+    repository(&b, "mcp-shadow-home");
+
+    // In the repository, `files` is still the user's: the `.mcp.json` entry is refused, said.
+    let out = common::yep_in(&a, &home, &["mcp", "list", "--json"], "");
+    let listed: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let files: Vec<&Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] == "files")
+        .collect();
+    assert_eq!(files.len(), 1, "{listed}");
+    assert_eq!(files[0]["source"], "home", "{listed}");
+    assert_eq!(files[0]["command"], json!(mcp_python()), "{listed}");
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("skipping MCP server `files`: the home's (`yep mcp add`) MCP server has that name"),
+        "{said}"
+    );
+
+    // `yep trust files` names the one it means, and never runs the repository's command.
+    let out = common::yep_in(&a, &home, &["trust", "files", "--yes", "--json"], "");
+    let trusted: Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert!(
+        trusted["source"].as_str().unwrap().starts_with("home, "),
+        "{trusted}"
+    );
+    assert!(
+        text(&out.stderr).contains("MCP server files (home, "),
+        "{}",
+        text(&out.stderr)
+    );
+    let lines = session_in(&a, &home, "call mcp__files__echo {\"text\": \"hi\"}\nquit\n");
+    assert_eq!(lines[0]["result"]["content"][0]["text"], "hi", "{lines:?}");
+    assert!(!a.join("ran.txt").exists(), "the repository's shadow ran");
+
+    // Each server has a log of its own: the home's `files`, and `docs` in each workspace.
+    let log_of = |cwd: &Path, name: &str| -> std::path::PathBuf {
+        let listed = mcp_list(cwd, &home);
+        let row = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap()
+            .clone();
+        row["log"].as_str().unwrap().into()
+    };
+    let logs = [log_of(&a, "files"), log_of(&a, "docs"), log_of(&b, "docs")];
+    assert_eq!(logs[0], home.join("logs/mcp.files.log"));
+    assert!(
+        logs[0] != logs[1] && logs[1] != logs[2] && logs[0] != logs[2],
+        "{logs:?}"
+    );
+    // Run `docs` in `a` (approved, it starts and fails): its words are in its log alone.
+    let _ = common::yep_in(&a, &home, &["trust", "docs", "--yes"], "");
+    assert!(a.join("ran.txt").exists(), "docs ran once approved");
+    let docs = std::fs::read_to_string(&logs[1]).unwrap();
+    assert!(docs.contains("written by the repository's shadow.sh"), "{docs}");
+    for other in [&logs[0], &logs[2]] {
+        let text = std::fs::read_to_string(other).unwrap_or_default();
+        assert!(!text.contains("shadow.sh"), "{}: {text}", other.display());
+    }
+}
+
+/// The largest resident size of any child this test process has reaped (and of theirs),
+/// in bytes.
+fn children_peak_rss() -> u64 {
+    // SAFETY: getrusage only fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
+        0
+    );
+    usage.ru_maxrss as u64 * 1024
+}
+
+#[test]
+fn a_huge_tool_list_is_refused_at_add_naming_the_cap_and_read_no_further() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let server = hostile("huge-tool-list").join("server.py");
+    let served = tmp.path().join("served");
+    let out = common::yep_in(
+        tmp.path(),
+        &home,
+        &[
+            "mcp",
+            "add",
+            "huge",
+            "--",
+            "python3",
+            server.to_str().unwrap(),
+            served.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(!out.status.success(), "{out:?}");
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("not added: ")
+            && said.contains("its tool list is refused: its tools take at least")
+            && said.contains("over the cap of 8388608 bytes for one server's tool list"),
+        "{said}"
+    );
+    assert!(
+        said.contains("hint: yep approves at most 1024 tools per server"),
+        "{said}"
+    );
+    // Reading stopped at the cap: 3 of its 64 pages of 4 MB, and the peak stayed small.
+    let pages = std::fs::read_to_string(&served).unwrap();
+    assert_eq!(pages.lines().count(), 3, "{pages}");
+    let peak = children_peak_rss();
+    assert!(peak < 400 << 20, "a child peaked at {} MiB", peak >> 20);
+    // Nothing is kept: not the server, nor a pin, nor a cache.
+    assert_eq!(mcp_list(tmp.path(), &home), json!([]));
+    let lock = std::fs::read_to_string(home.join("extensions.lock")).unwrap_or_default();
+    assert!(!lock.contains("huge"), "{lock}");
+    assert!(!home.join("cache/mcp").exists());
+}
+
 /// A home for the bridge tests: `lazy` (a tool and a skill) enabled, the rmcp server `files`
 /// added; the echo example, a guard on `t1` and the zot extension `hops` installed, to be
 /// enabled while a client is connected.
