@@ -596,6 +596,99 @@ fn a_workspace_server_named_like_a_home_server_never_shadows_it_and_logs_are_its
     }
 }
 
+#[test]
+fn a_pulled_change_to_an_approved_workspace_servers_code_asks_again_before_it_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let upstream = tmp.path().join("upstream");
+    repository(&upstream, "mcp-code-swap");
+    let clone = tmp.path().join("clone");
+    common::git(
+        tmp.path(),
+        &["clone", "-q", upstream.to_str().unwrap(), clone.to_str().unwrap()],
+    );
+    let runs = || std::fs::read_to_string(clone.join("runs.log")).unwrap_or_default();
+
+    // Approved as it is: it runs, and the lock pins its script.
+    let trusted: Value = serde_json::from_str(&ok(&common::yep_in(
+        &clone,
+        &home,
+        &["trust", "tools", "--yes", "--json"],
+        "",
+    )))
+    .unwrap();
+    assert_eq!(trusted["code"], json!(["srv.py"]), "{trusted}");
+    let lock = std::fs::read_to_string(home.join("extensions.lock")).unwrap();
+    assert!(lock.contains("code = \"sha256:"), "{lock}");
+    let lines = session_in(&clone, &home, "call mcp__tools__hello {}\nquit\n");
+    assert_eq!(lines[0]["result"]["content"][0]["text"], "approved", "{lines:?}");
+
+    // Upstream replaces the script (same command line, same tools); the user pulls.
+    std::fs::copy(
+        hostile("mcp-code-swap").join("pulled/srv.py"),
+        upstream.join("srv.py"),
+    )
+    .unwrap();
+    common::git(&upstream, &["commit", "-q", "-am", "new server"]);
+    common::git(&clone, &["pull", "-q"]);
+    let before = runs();
+
+    // The session does not start it, and says why.
+    let lines = session_in(&clone, &home, "tools\nmcp status\ncall mcp__tools__hello {}\nquit\n");
+    assert!(tool_names(&lines[0]).is_empty(), "{:?}", lines[0]);
+    let status = &lines[1]["mcp_status"][0];
+    assert_eq!(status["state"], "unapproved", "{status}");
+    assert!(
+        status["message"].as_str().unwrap().contains(
+            "the code it runs from the workspace changed since it was approved (srv.py), so it does not start; review it with `yep trust tools`"
+        ),
+        "{status}"
+    );
+    assert!(lines[2]["error"].is_string(), "{:?}", lines[2]);
+    let listed = mcp_list(&clone, &home);
+    assert!(
+        listed[0]["approval"]
+            .as_str()
+            .unwrap()
+            .contains("changed since it was approved (srv.py)"),
+        "{listed}"
+    );
+    // `yep trust` asks before it runs anything: without a terminal, nothing runs.
+    let refused = common::yep_in(&clone, &home, &["trust", "tools"], "");
+    assert!(!refused.status.success());
+    let said = text(&refused.stderr);
+    assert!(
+        said.contains("the code it runs from the workspace changed since it was approved (srv.py)"),
+        "{said}"
+    );
+    assert_eq!(runs(), before, "the pulled code ran before it was approved");
+
+    // Approved again, the new code runs.
+    ok(&common::yep_in(&clone, &home, &["trust", "tools", "--yes"], ""));
+    let lines = session_in(&clone, &home, "call mcp__tools__hello {}\nquit\n");
+    assert_eq!(lines[0]["result"]["content"][0]["text"], "pulled", "{lines:?}");
+
+    // A pin from before yep pinned code approves no code: asked again, once.
+    let lock = std::fs::read_to_string(home.join("extensions.lock")).unwrap();
+    let old: String = lock
+        .lines()
+        .filter(|l| !l.starts_with("code = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(old, lock);
+    std::fs::write(home.join("extensions.lock"), old).unwrap();
+    let lines = session_in(&clone, &home, "mcp status\nquit\n");
+    let status = &lines[0]["mcp_status"][0];
+    assert_eq!(status["state"], "unapproved", "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("it was approved before yep pinned the code it runs from the workspace (srv.py)"),
+        "{status}"
+    );
+}
+
 /// The largest resident size of any child this test process has reaped (and of theirs),
 /// in bytes.
 fn children_peak_rss() -> u64 {
