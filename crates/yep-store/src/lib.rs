@@ -24,6 +24,7 @@ pub mod source;
 pub mod state;
 pub mod summary;
 pub mod text;
+pub mod tooltext;
 pub mod verify;
 pub mod zot;
 

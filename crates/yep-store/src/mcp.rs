@@ -426,6 +426,56 @@ pub fn diff(pin: Option<&McpPin>, tools: &[McpTool]) -> Vec<ToolChange> {
     out
 }
 
+impl McpTool {
+    /// Its text as a person reviews it ([`crate::tooltext::tool_lines`]).
+    pub fn lines(&self) -> Vec<String> {
+        crate::tooltext::tool_lines(
+            self.description.as_deref(),
+            Some(&self.input_schema),
+            self.output_schema.as_ref(),
+            self.annotations.as_ref(),
+        )
+    }
+}
+
+/// What a tool that is new or changed says now, against what was approved (`approved`, the
+/// cache of the last approval), for each of `changes` (`now` is the list they were read
+/// from). A changed tool whose approved text is not cached is shown whole, and says so.
+pub fn changed_text(
+    changes: &[ToolChange],
+    approved: &[McpTool],
+    now: &[McpTool],
+) -> Vec<crate::tooltext::ToolText> {
+    let mut out = Vec::new();
+    for change in changes {
+        let (name, was) = match change {
+            ToolChange::Added(name) => (name, None),
+            ToolChange::Changed(name) => (
+                name,
+                Some(approved.iter().find(|t| t.name == *name).map(McpTool::lines)),
+            ),
+            ToolChange::Removed(_) => continue,
+        };
+        let Some(tool) = now.iter().find(|t| t.name == *name) else {
+            continue;
+        };
+        let lines = match was {
+            Some(None) => std::iter::once(
+                "  (the approved text is not kept here; the new text in full:)".to_string(),
+            )
+            .chain(crate::tooltext::diff(None, &tool.lines()))
+            .collect(),
+            Some(Some(old)) => crate::tooltext::diff(Some(&old), &tool.lines()),
+            None => crate::tooltext::diff(None, &tool.lines()),
+        };
+        out.push(crate::tooltext::ToolText {
+            tool: name.clone(),
+            lines,
+        });
+    }
+    out
+}
+
 /// The pin of server `name` defined at `origin`, if one is recorded.
 pub fn pin(home: &Home, name: &str, origin: &Origin) -> Result<Option<McpPin>, StoreError> {
     Ok(pin_in(&home.lockfile()?, name, origin))

@@ -396,6 +396,10 @@ struct Trusted {
     /// What its approval pins of the code it runs from the workspace.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     code: Vec<String>,
+    /// What each new or changed tool says, as a diff against what was approved (hidden
+    /// characters marked, `<U+202E>`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    text: Vec<yep_store::tooltext::ToolText>,
     approved: bool,
     tools: Vec<String>,
 }
@@ -492,6 +496,14 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
             Some(Ok(code)) => code.paths.clone(),
             _ => Vec::new(),
         },
+        text: yep_store::mcp::changed_text(
+            &changes,
+            &pin
+                .as_ref()
+                .map(|p| yep_store::mcp::cached(home, &source.origin, p))
+                .unwrap_or_default(),
+            &tools,
+        ),
         approved: false,
         tools: tools.iter().map(|t| t.name.clone()).collect(),
     };
@@ -509,8 +521,17 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     }
     let approved = {
         let mut err = std::io::stderr().lock();
-        for change in &outcome.changes {
-            let _ = writeln!(err, "  {change}");
+        for (change, said) in changes.iter().zip(&outcome.changes) {
+            let _ = writeln!(err, "  {said}");
+            let name = match change {
+                ToolChange::Added(n) | ToolChange::Changed(n) | ToolChange::Removed(n) => n,
+            };
+            for text in outcome.text.iter().filter(|t| t.tool == *name) {
+                for line in &text.lines {
+                    // Marked already; escaped once more, as everything a server says is.
+                    let _ = writeln!(err, "      {}", escape_controls(line));
+                }
+            }
         }
         consent.ask(&mut err, "approve these tools?")
     };
