@@ -575,6 +575,8 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             d.lines
                 .push(format!("~ tool {} definition changed", escape(&t.name)));
             d.lines.extend(text_lines(Some(before), t));
+            // What the model reads of it changed: asked, as for an MCP server's tool.
+            d.widened = true;
         }
     }
     let fields = |m: &Manifest| {
