@@ -78,7 +78,10 @@ pub enum CodeError {
         crate::text::escape(path)
     )]
     TooLarge { path: String },
-    #[error("`{}` is neither a file, a directory nor a link", crate::text::escape(path))]
+    #[error(
+        "`{}` is neither a file, a directory nor a link",
+        crate::text::escape(path)
+    )]
     NotAFile { path: String },
     /// The I/O error's text: kept as text so the outcome compares and clones.
     #[error("failed to read `{}`: {message}", crate::text::escape(path))]
@@ -112,7 +115,11 @@ pub fn workspace_code(server: &McpServer, workspace: &Path) -> Result<WorkspaceC
         pin.hasher.update(rel.as_bytes());
         pin.hasher.update([0u8]);
         let is_dir = pin.named(rel, path, workspace)?;
-        paths.push(if is_dir { format!("{rel}/") } else { rel.clone() });
+        paths.push(if is_dir {
+            format!("{rel}/")
+        } else {
+            rel.clone()
+        });
     }
     Ok(WorkspaceCode {
         paths,
@@ -259,9 +266,7 @@ impl Pinning {
         for entry in std::fs::read_dir(dir).map_err(|e| read_error(rel, &e))? {
             let entry = entry.map_err(|e| read_error(rel, &e))?;
             if entries.len() + self.files >= MAX_CODE_FILES {
-                return Err(CodeError::TooManyFiles {
-                    path: named.into(),
-                });
+                return Err(CodeError::TooManyFiles { path: named.into() });
             }
             entries.push((raw(&entry.file_name()).to_vec(), entry));
         }
@@ -280,7 +285,8 @@ impl Pinning {
                 self.dir(&child, &entry.path(), named)?;
                 self.hasher.update(b"end\0");
             } else if kind.is_symlink() {
-                let target = std::fs::read_link(entry.path()).map_err(|e| read_error(&child, &e))?;
+                let target =
+                    std::fs::read_link(entry.path()).map_err(|e| read_error(&child, &e))?;
                 self.hasher.update(b"link\0");
                 self.hasher.update(raw(target.as_os_str()));
                 self.hasher.update([0u8]);
@@ -301,9 +307,7 @@ impl Pinning {
         use std::os::unix::fs::OpenOptionsExt;
         self.files += 1;
         if self.files > MAX_CODE_FILES {
-            return Err(CodeError::TooManyFiles {
-                path: named.into(),
-            });
+            return Err(CodeError::TooManyFiles { path: named.into() });
         }
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -320,9 +324,7 @@ impl Pinning {
             .read_to_end(&mut bytes)
             .map_err(|e| read_error(rel, &e))?;
         if bytes.len() as u64 > room {
-            return Err(CodeError::TooLarge {
-                path: named.into(),
-            });
+            return Err(CodeError::TooLarge { path: named.into() });
         }
         self.bytes += bytes.len() as u64;
         self.hasher.update(b"file\0");
@@ -407,7 +409,9 @@ mod tests {
             ["bin/python3"]
         );
         assert_eq!(
-            workspace_code(&stdio("./bin/python3", &[]), &ws).unwrap().paths,
+            workspace_code(&stdio("./bin/python3", &[]), &ws)
+                .unwrap()
+                .paths,
             ["bin/python3"]
         );
         // Nothing of the workspace named: nothing pinned.
@@ -456,7 +460,10 @@ mod tests {
         file.set_len(MAX_CODE_BYTES + 1).unwrap();
         let err = workspace_code(&stdio("node", &["big"]), &ws).unwrap_err();
         assert_eq!(err, CodeError::TooLarge { path: "big".into() });
-        assert!(err.to_string().contains("more than 33554432 bytes"), "{err}");
+        assert!(
+            err.to_string().contains("more than 33554432 bytes"),
+            "{err}"
+        );
 
         std::fs::create_dir_all(ws.join("many")).unwrap();
         std::fs::write(ws.join("many/__init__.py"), "").unwrap();
@@ -464,13 +471,23 @@ mod tests {
             std::fs::write(ws.join(format!("many/m{i}.py")), "").unwrap();
         }
         let err = workspace_code(&stdio("python3", &["-m", "many"]), &ws).unwrap_err();
-        assert_eq!(err, CodeError::TooManyFiles { path: "many".into() });
+        assert_eq!(
+            err,
+            CodeError::TooManyFiles {
+                path: "many".into()
+            }
+        );
 
         let fifo = ws.join("srv.py");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: mkfifo only creates the named FIFO.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let err = workspace_code(&stdio("python3", &["srv.py"]), &ws).unwrap_err();
-        assert_eq!(err, CodeError::NotAFile { path: "srv.py".into() });
+        assert_eq!(
+            err,
+            CodeError::NotAFile {
+                path: "srv.py".into()
+            }
+        );
     }
 }

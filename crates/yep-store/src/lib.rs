@@ -112,7 +112,10 @@ pub enum StoreError {
     #[error("{0}")]
     McpServer(String),
     /// An MCP server's tool list past a cap on what may be approved.
-    #[error("MCP server `{}`: its tool list cannot be approved: {cap}", crate::text::escape(server))]
+    #[error(
+        "MCP server `{}`: its tool list cannot be approved: {cap}",
+        crate::text::escape(server)
+    )]
     McpToolList {
         server: String,
         /// Told in the message, so not chained as a source.

@@ -237,7 +237,9 @@ pub const MAX_TOOL_LIST_BYTES: usize = 8 * 1024 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ListCap {
-    #[error("it lists at least {count} tools, over the cap of {MAX_APPROVED_TOOLS} tools per server")]
+    #[error(
+        "it lists at least {count} tools, over the cap of {MAX_APPROVED_TOOLS} tools per server"
+    )]
     Tools { count: usize },
     #[error(
         "tool `{}` takes {bytes} bytes (description, schemas and hints as JSON), over the cap of {MAX_TOOL_BYTES} bytes per tool",
@@ -452,7 +454,12 @@ pub fn changed_text(
             ToolChange::Added(name) => (name, None),
             ToolChange::Changed(name) => (
                 name,
-                Some(approved.iter().find(|t| t.name == *name).map(McpTool::lines)),
+                Some(
+                    approved
+                        .iter()
+                        .find(|t| t.name == *name)
+                        .map(McpTool::lines),
+                ),
             ),
             ToolChange::Removed(_) => continue,
         };
@@ -738,7 +745,15 @@ mod pin_tests {
             headers: BTreeMap::new(),
         };
         let ws = Origin::Workspace("/w".into());
-        let pin = record(&home, "s", &ws, &spec, None, &[tool("a", "x"), tool("b", "y")]).unwrap();
+        let pin = record(
+            &home,
+            "s",
+            &ws,
+            &spec,
+            None,
+            &[tool("a", "x"), tool("b", "y")],
+        )
+        .unwrap();
         assert_eq!(super::pin(&home, "s", &ws).unwrap(), Some(pin.clone()));
         assert_eq!(super::pin(&home, "s", &Origin::Home).unwrap(), None);
         assert_eq!(cached(&home, &ws, &pin).len(), 2);

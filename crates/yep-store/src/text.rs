@@ -151,6 +151,9 @@ mod tests {
             mark_invisible("a\u{202e}b\u{200b}c\x1b[31md\te\r\nf\u{2028}g\u{e0041}\u{9b}"),
             "a<U+202E>b<U+200B>c<U+001B>[31md<U+0009>e<U+000D><U+000A>f<U+2028>g<U+E0041><U+009B>"
         );
-        assert_eq!(mark_invisible("soft\u{ad}hy\u{2066}x\u{feff}"), "soft<U+00AD>hy<U+2066>x<U+FEFF>");
+        assert_eq!(
+            mark_invisible("soft\u{ad}hy\u{2066}x\u{feff}"),
+            "soft<U+00AD>hy<U+2066>x<U+FEFF>"
+        );
     }
 }

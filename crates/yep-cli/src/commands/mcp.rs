@@ -11,8 +11,8 @@ use yep_host::runtime::mcp::{
     McpSource, ProbeError, Unapproved, approve, command_line, enabled_manifests, log_stem, probe,
     sources,
 };
-use yep_store::code::{MAX_CODE_BYTES, MAX_CODE_FILES};
 use yep_store::Home;
+use yep_store::code::{MAX_CODE_BYTES, MAX_CODE_FILES};
 use yep_store::manifest::McpServer;
 use yep_store::mcp::{McpTool, Origin, ToolChange};
 use yep_store::text::{escape, escape_controls};
@@ -284,10 +284,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     if let Some(failure) = &r.failure {
                         stdout_line(&format!("  last failure: {}", escape(failure)));
                     }
-                    stdout_line(&format!(
-                        "  log: {}",
-                        escape(&r.log.display().to_string())
-                    ));
+                    stdout_line(&format!("  log: {}", escape(&r.log.display().to_string())));
                     for change in &r.withheld {
                         stdout_line(&format!(
                             "  withheld: {} (`yep trust {}` shows and approves it)",
@@ -498,8 +495,7 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         },
         text: yep_store::mcp::changed_text(
             &changes,
-            &pin
-                .as_ref()
+            &pin.as_ref()
                 .map(|p| yep_store::mcp::cached(home, &source.origin, p))
                 .unwrap_or_default(),
             &tools,

@@ -215,10 +215,7 @@ enum ListError {
 /// a server that pages forever is not followed forever), held to the caps on an approved list
 /// as they come ([`crate::store::mcp::ListBudget`]): past one, reading stops and the list is
 /// refused, so a server listing pages of megabytes costs what the caps allow and no more.
-async fn list(
-    peer: &RmcpPeer<RoleClient>,
-    extension: &str,
-) -> Result<Vec<OfferedTool>, ListError> {
+async fn list(peer: &RmcpPeer<RoleClient>, extension: &str) -> Result<Vec<OfferedTool>, ListError> {
     let mut budget = crate::store::mcp::ListBudget::default();
     let mut tools = Vec::new();
     let mut cursor = None;
@@ -453,7 +450,11 @@ impl ClientHandler for Client {
                         Ok(Err(ListError::Cap(cap))) => {
                             // Nothing of a list past the caps is offered: not a part of it,
                             // nor the list it replaces, which the server no longer serves.
-                            client.listed.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                            client
+                                .listed
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .clear();
                             client.events.tools_changed(&client.extension);
                             tracing::warn!(extension = %client.extension, "its tool list after list_changed is refused: {cap}")
                         }

@@ -283,14 +283,17 @@ pub fn sources(
                 .iter()
                 .map(|(k, v)| (k.clone(), expand(v, &vars)))
                 .collect();
-            put(&mut out, McpSource {
-                name: format!("{ext}__{server}"),
-                origin: Origin::Extension(ext.clone()),
-                server: run,
-                shown: spec.clone(),
-                // Its code is the package's, pinned by the package's content hash.
-                code: None,
-            });
+            put(
+                &mut out,
+                McpSource {
+                    name: format!("{ext}__{server}"),
+                    origin: Origin::Extension(ext.clone()),
+                    server: run,
+                    shown: spec.clone(),
+                    // Its code is the package's, pinned by the package's content hash.
+                    code: None,
+                },
+            );
         }
     }
     // The user's own (`yep mcp add`): header values from the secrets only to run it.
@@ -301,14 +304,17 @@ pub fn sources(
         (Ok(run), Ok(shown)) => {
             for (name, shown) in shown {
                 let server = run.get(&name).cloned().unwrap_or_else(|| shown.clone());
-                put(&mut out, McpSource {
-                    name,
-                    origin: Origin::Home,
-                    server,
-                    shown,
-                    // The user's own command line, run from wherever they are.
-                    code: None,
-                });
+                put(
+                    &mut out,
+                    McpSource {
+                        name,
+                        origin: Origin::Home,
+                        server,
+                        shown,
+                        // The user's own command line, run from wherever they are.
+                        code: None,
+                    },
+                );
             }
         }
         (Err(e), _) | (_, Err(e)) => warn(format!("skipping the home's MCP servers: {e}")),
@@ -365,16 +371,17 @@ pub fn sources(
                             for v in shown.headers.values_mut().chain(shown.env.values_mut()) {
                                 *v = crate::store::mcp::HIDDEN.into();
                             }
-                            let code = Some(crate::store::code::workspace_code(
-                                &server, workspace,
-                            ));
-                            put(&mut out, McpSource {
-                                name: name.clone(),
-                                origin: Origin::Workspace(workspace.to_path_buf()),
-                                server,
-                                shown,
-                                code,
-                            });
+                            let code = Some(crate::store::code::workspace_code(&server, workspace));
+                            put(
+                                &mut out,
+                                McpSource {
+                                    name: name.clone(),
+                                    origin: Origin::Workspace(workspace.to_path_buf()),
+                                    server,
+                                    shown,
+                                    code,
+                                },
+                            );
                         }
                         Err(e) => warn(format!(
                             "{}: skipping MCP server `{}`: {e}",
@@ -448,7 +455,11 @@ pub fn log_stem(name: &str, origin: &Origin) -> String {
     // Names are checked where they are read; one that is not a name gets a stem that is.
     let name = match crate::store::manifest::valid_item_name(name) {
         true => name.to_string(),
-        false => format!("{}={}", safe(name), &crate::store::hash::sha256_hex(name.as_bytes())[..12]),
+        false => format!(
+            "{}={}",
+            safe(name),
+            &crate::store::hash::sha256_hex(name.as_bytes())[..12]
+        ),
     };
     match origin.workspace() {
         Some(root) => format!(

@@ -31,7 +31,10 @@ fn starts_tag(after: &str) -> bool {
         while chars.next_if(|&c| skippable(c)).is_some() {}
     }
     for want in "capability".chars() {
-        while chars.next_if(|&c| c.is_control() || is_invisible(c)).is_some() {}
+        while chars
+            .next_if(|&c| c.is_control() || is_invisible(c))
+            .is_some()
+        {}
         match chars.next() {
             Some(c) if c.eq_ignore_ascii_case(&want) => {}
             _ => return false,
