@@ -294,12 +294,7 @@ fn an_update_that_changes_a_tools_text_shows_it_marked_and_needs_consent() {
     let refused = env.yep(&["update", "notes-yep"]);
     assert_eq!(refused.status.code(), Some(1));
     let said = text(&refused.stderr);
-    for c in said.chars() {
-        assert!(
-            !(c.is_control() && c != '\n' || yep_store::text::is_invisible(c)),
-            "{c:?} in {said}"
-        );
-    }
+    common::assert_nothing_hidden(&said);
     for line in [
         "  ~ tool read definition changed",
         "      -   Read a note.",

@@ -226,12 +226,7 @@ fn a_zot_re_pin_shows_a_changed_tools_text_marked_and_asks_first() {
     let out = env.yep_env(&["trust", "notes-zot"], "", &hostile);
     assert!(!out.status.success());
     let said = text(&out.stderr);
-    for c in said.chars() {
-        assert!(
-            !(c.is_control() && c != '\n' || yep_store::text::is_invisible(c)),
-            "{c:?} in {said}"
-        );
-    }
+    common::assert_nothing_hidden(&said);
     for line in [
         "  ~ tool read definition changed",
         "      -   Read a note.",
