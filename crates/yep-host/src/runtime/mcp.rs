@@ -179,7 +179,10 @@ impl McpSource {
 /// Every MCP server a session in `workspace` sees: each of `extensions`' `mcpServers` as
 /// `<ext>__<server>` (a malformed entry is skipped with a warning), `${VAR}` expanded from the
 /// environment and the extension's secrets; then the home's own (`yep mcp add`, header values
-/// from `connections.toml`); then the workspace's `.mcp.json`, whose entries override by name.
+/// from `connections.toml`); then the workspace's `.mcp.json`, whose entry named like one of
+/// those is skipped with a warning (a repository never takes the user's server's name), and
+/// whose each server carries the code it runs from the workspace, pinned
+/// ([`crate::store::code::workspace_code`]).
 ///
 /// Deny by default: in `command` and `args`, where any local user can read them in
 /// `/proc/<pid>/cmdline`, only `argv_safe` variables expand (`HOME`, `PATH`, `XDG_*`...) and
