@@ -122,6 +122,7 @@ fn an_embedder_matches_on_why_an_mcp_server_cannot_run() {
         origin: Origin::Home,
         server: server.clone(),
         shown: server,
+        code: None,
     };
     match launch(&home, &source, dir.path(), &Default::default()) {
         Err(McpLaunchError::Transport { server, transport }) => {

@@ -1276,7 +1276,7 @@ async fn skills_are_listed_with_their_scope_and_an_escaping_file_is_refused() {
 }
 
 #[tokio::test]
-async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_workspace() {
+async fn mcp_servers_are_named_per_extension_expanded_and_never_taken_by_the_workspace() {
     let w = World::new();
     let facet = json!({
         "mcpServers": {
@@ -1331,17 +1331,24 @@ async fn mcp_servers_are_named_per_extension_expanded_and_overridden_by_the_work
         servers["kit__remote"].url.as_deref(),
         Some("https://mcp.example/k3y")
     );
+    // A workspace's entry never takes an extension's server's name: skipped, and said.
     assert_eq!(
         servers["kit__docs"].command.as_deref(),
-        Some("my-own-docs"),
-        "the workspace overrides by name"
+        Some("docs-mcp"),
+        "the workspace took the extension's server"
+    );
+    let warnings = host.warnings();
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "skipping MCP server `kit__docs`: extension `kit`'s MCP server has that name"
+        )),
+        "{warnings:?}"
     );
     assert!(
-        host.warnings()
+        warnings
             .iter()
             .any(|w| w.contains("skipping MCP server `broken`")),
-        "{:?}",
-        host.warnings()
+        "{warnings:?}"
     );
 }
 

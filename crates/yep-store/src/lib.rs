@@ -10,6 +10,7 @@
 //! user approves, and [`text`], the escaping of anything a package says before a terminal
 //! sees it.
 
+pub mod code;
 pub mod config;
 pub mod fetch;
 pub mod fsutil;
@@ -23,6 +24,7 @@ pub mod source;
 pub mod state;
 pub mod summary;
 pub mod text;
+pub mod tooltext;
 pub mod verify;
 pub mod zot;
 
@@ -118,6 +120,16 @@ pub enum StoreError {
     /// A user-level MCP server that cannot be added as given.
     #[error("{0}")]
     McpServer(String),
+    /// An MCP server's tool list past a cap on what may be approved.
+    #[error(
+        "MCP server `{}`: its tool list cannot be approved: {cap}",
+        crate::text::escape(server)
+    )]
+    McpToolList {
+        server: String,
+        /// Told in the message, so not chained as a source.
+        cap: mcp::ListCap,
+    },
     /// A key of a TOML file of the home that must be a table is something else.
     #[error("`{key}` in {} is not a table", path.display())]
     NotATable { path: PathBuf, key: String },

@@ -221,6 +221,92 @@ impl McpTool {
     }
 }
 
+/// The most tools one server's approved list holds.
+pub const MAX_APPROVED_TOOLS: usize = 1024;
+
+/// The most bytes one tool takes in an approved list: its name, description, schemas and
+/// hints, as the JSON the cache holds.
+pub const MAX_TOOL_BYTES: usize = 256 * 1024;
+
+/// The most bytes one server's approved list takes, all its tools as the JSON the cache holds:
+/// so the cache a session reads at every start is never larger.
+pub const MAX_TOOL_LIST_BYTES: usize = 8 * 1024 * 1024;
+
+/// A tool list past one of the caps on what may be approved. A figure counted while the list
+/// was still coming in is a floor (`at least`): reading stops at the cap.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListCap {
+    #[error(
+        "it lists at least {count} tools, over the cap of {MAX_APPROVED_TOOLS} tools per server"
+    )]
+    Tools { count: usize },
+    #[error(
+        "tool `{}` takes {bytes} bytes (description, schemas and hints as JSON), over the cap of {MAX_TOOL_BYTES} bytes per tool",
+        crate::text::escape(tool)
+    )]
+    Tool { tool: String, bytes: usize },
+    #[error(
+        "its tools take at least {bytes} bytes as JSON, over the cap of {MAX_TOOL_LIST_BYTES} bytes for one server's tool list"
+    )]
+    Total { bytes: usize },
+}
+
+/// Counts a tool list in as it comes, and stops it at the first cap it passes.
+#[derive(Debug, Default, Clone)]
+pub struct ListBudget {
+    tools: usize,
+    /// The bytes of the list as JSON so far: `[`, the tools, the commas between them, `]`.
+    bytes: usize,
+}
+
+impl ListBudget {
+    /// Count `tool` in: the cap it passes, if it does.
+    pub fn admit(&mut self, tool: &McpTool) -> Result<(), ListCap> {
+        let size = json_len(tool);
+        if size > MAX_TOOL_BYTES {
+            return Err(ListCap::Tool {
+                tool: tool.name.clone(),
+                bytes: size,
+            });
+        }
+        self.tools += 1;
+        if self.tools > MAX_APPROVED_TOOLS {
+            return Err(ListCap::Tools { count: self.tools });
+        }
+        self.bytes += size + if self.tools == 1 { 2 } else { 1 };
+        if self.bytes > MAX_TOOL_LIST_BYTES {
+            return Err(ListCap::Total { bytes: self.bytes });
+        }
+        Ok(())
+    }
+}
+
+/// Whether `tools` may be approved: within [`MAX_APPROVED_TOOLS`], [`MAX_TOOL_BYTES`] per tool
+/// and [`MAX_TOOL_LIST_BYTES`] in all.
+pub fn check_list(tools: &[McpTool]) -> Result<(), ListCap> {
+    let mut budget = ListBudget::default();
+    tools.iter().try_for_each(|t| budget.admit(t))
+}
+
+/// The length of `value` as compact JSON, counted without building the text.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, and a `Value` always serializes.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 /// JSON text with every object's keys sorted.
 fn canonical(value: &serde_json::Value) -> String {
     use serde_json::Value;
@@ -253,6 +339,11 @@ pub struct McpPin {
     pub workspace: Option<String>,
     /// [`spec_hash`] of the definition approved: another command under the name is not it.
     pub spec: String,
+    /// For a workspace's server, the hash of the code its command line names inside the
+    /// workspace ([`crate::code::WorkspaceCode`]), when it names any: changed code is not what
+    /// was approved. A pin written before yep pinned code has none, and approves no code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
     pub tools: BTreeMap<String, String>,
 }
 
@@ -337,6 +428,61 @@ pub fn diff(pin: Option<&McpPin>, tools: &[McpTool]) -> Vec<ToolChange> {
     out
 }
 
+impl McpTool {
+    /// Its text as a person reviews it ([`crate::tooltext::tool_lines`]).
+    pub fn lines(&self) -> Vec<String> {
+        crate::tooltext::tool_lines(
+            self.description.as_deref(),
+            Some(&self.input_schema),
+            self.output_schema.as_ref(),
+            self.annotations.as_ref(),
+        )
+    }
+}
+
+/// What a tool that is new or changed says now, against what was approved (`approved`, the
+/// cache of the last approval), for each of `changes` (`now` is the list they were read
+/// from). A changed tool whose approved text is not cached is shown whole, and says so.
+pub fn changed_text(
+    changes: &[ToolChange],
+    approved: &[McpTool],
+    now: &[McpTool],
+) -> Vec<crate::tooltext::ToolText> {
+    let mut out = Vec::new();
+    for change in changes {
+        let (name, was) = match change {
+            ToolChange::Added(name) => (name, None),
+            ToolChange::Changed(name) => (
+                name,
+                Some(
+                    approved
+                        .iter()
+                        .find(|t| t.name == *name)
+                        .map(McpTool::lines),
+                ),
+            ),
+            ToolChange::Removed(_) => continue,
+        };
+        let Some(tool) = now.iter().find(|t| t.name == *name) else {
+            continue;
+        };
+        let lines = match was {
+            Some(None) => std::iter::once(
+                "  (the approved text is not kept here; the new text in full:)".to_string(),
+            )
+            .chain(crate::tooltext::diff(None, &tool.lines()))
+            .collect(),
+            Some(Some(old)) => crate::tooltext::diff(Some(&old), &tool.lines()),
+            None => crate::tooltext::diff(None, &tool.lines()),
+        };
+        out.push(crate::tooltext::ToolText {
+            tool: name.clone(),
+            lines,
+        });
+    }
+    out
+}
+
 /// The pin of server `name` defined at `origin`, if one is recorded.
 pub fn pin(home: &Home, name: &str, origin: &Origin) -> Result<Option<McpPin>, StoreError> {
     Ok(pin_in(&home.lockfile()?, name, origin))
@@ -360,26 +506,34 @@ fn cache_path(home: &Home, name: &str, origin: &Origin) -> std::path::PathBuf {
         .join(format!("{}.json", crate::hash::sha256_hex(key.as_bytes())))
 }
 
-/// Approve server `name` as defined (`spec`) at `origin` with `tools`: the pin goes in the
-/// lock, the tools in the cache a lazy session offers them from.
+/// Approve server `name` as defined (`spec`, running `code` from the workspace) at `origin`
+/// with `tools`: the pin goes in the lock, the tools in the cache a lazy session offers them
+/// from. A list past the caps ([`check_list`]) is refused, and nothing is written.
 pub fn record(
     home: &Home,
     name: &str,
     origin: &Origin,
     spec: &McpServer,
+    code: Option<&str>,
     tools: &[McpTool],
 ) -> Result<McpPin, StoreError> {
+    check_list(tools).map_err(|cap| StoreError::McpToolList {
+        server: name.to_string(),
+        cap,
+    })?;
     let pin = McpPin {
         name: name.to_string(),
         workspace: origin.workspace(),
         spec: spec_hash(spec, origin),
+        code: code.map(String::from),
         tools: tools.iter().map(|t| (t.name.clone(), t.hash())).collect(),
     };
     let _lock = home.lock()?;
     // The cache first: a crash between the two leaves a cache no pin vouches for, never a pin
     // without its tools.
     let cache = cache_path(home, name, origin);
-    let bytes = serde_json::to_vec_pretty(tools).unwrap_or_default();
+    // Compact, as the caps count it: never larger than `MAX_TOOL_LIST_BYTES`.
+    let bytes = serde_json::to_vec(tools).unwrap_or_default();
     if let Some(dir) = cache.parent() {
         std::fs::create_dir_all(dir)
             .map_err(crate::io(format!("failed to create {}", dir.display())))?;
@@ -453,11 +607,18 @@ pub fn forget(home: &Home, name: &str, origin: &Origin) -> Result<(), StoreError
 }
 
 /// The approved tools of a pinned server as cached at approval: only those whose hash the pin
-/// vouches for (a cache edited since is not believed). Empty when there is no cache.
+/// vouches for (a cache edited since is not believed). Empty when there is no cache, or when
+/// it is longer than an approved list can be (planted, or written before the caps).
 pub fn cached(home: &Home, origin: &Origin, pin: &McpPin) -> Vec<McpTool> {
-    let Ok(bytes) = std::fs::read(cache_path(home, &pin.name, origin)) else {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(cache_path(home, &pin.name, origin)) else {
         return Vec::new();
     };
+    let mut bytes = Vec::new();
+    let cap = MAX_TOOL_LIST_BYTES as u64;
+    if file.take(cap + 1).read_to_end(&mut bytes).is_err() || bytes.len() as u64 > cap {
+        return Vec::new();
+    }
     let tools: Vec<McpTool> = serde_json::from_slice(&bytes).unwrap_or_default();
     tools
         .into_iter()
@@ -493,6 +654,83 @@ mod pin_tests {
     }
 
     #[test]
+    fn a_list_past_any_cap_is_refused_naming_the_cap_and_never_cached() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: tmp.path().to_path_buf(),
+        };
+        let spec = McpServer {
+            transport: "stdio".into(),
+            command: Some("srv".into()),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            url: None,
+            headers: BTreeMap::new(),
+        };
+        let refused = |tools: &[McpTool]| {
+            let err = record(&home, "big", &Origin::Home, &spec, None, tools).unwrap_err();
+            assert!(
+                crate::lockfile::Lockfile::load(&home.lock_path())
+                    .map(|l| l.mcp.is_empty())
+                    .unwrap_or(true)
+            );
+            assert!(!home.root.join("cache").exists(), "a cache was written");
+            err.to_string()
+        };
+        // One tool over its own cap.
+        let fat = tool("fat", &"d".repeat(MAX_TOOL_BYTES));
+        let said = refused(&[tool("a", "x"), fat]);
+        assert!(
+            said.contains("tool `fat` takes")
+                && said.contains(&format!("over the cap of {MAX_TOOL_BYTES} bytes per tool")),
+            "{said}"
+        );
+        // Too many tools.
+        let many: Vec<McpTool> = (0..=MAX_APPROVED_TOOLS)
+            .map(|i| tool(&format!("t{i}"), "x"))
+            .collect();
+        let said = refused(&many);
+        assert!(
+            said.contains(&format!(
+                "it lists at least {} tools, over the cap of {MAX_APPROVED_TOOLS} tools per server",
+                MAX_APPROVED_TOOLS + 1
+            )),
+            "{said}"
+        );
+        // Each tool within its cap, all of them past the list's.
+        let each = MAX_TOOL_BYTES - 1024;
+        let heavy: Vec<McpTool> = (0..MAX_TOOL_LIST_BYTES / each + 1)
+            .map(|i| tool(&format!("t{i}"), &"d".repeat(each)))
+            .collect();
+        let said = refused(&heavy);
+        assert!(
+            said.contains(&format!(
+                "over the cap of {MAX_TOOL_LIST_BYTES} bytes for one server's tool list"
+            )),
+            "{said}"
+        );
+        // Right at the caps is approved, and its cache is the list's size as counted.
+        let fits: Vec<McpTool> = heavy[..MAX_TOOL_LIST_BYTES / each - 1].to_vec();
+        assert_eq!(check_list(&fits), Ok(()));
+        let pin = record(&home, "big", &Origin::Home, &spec, None, &fits).unwrap();
+        let cache = cache_path(&home, "big", &Origin::Home);
+        let size = std::fs::metadata(&cache).unwrap().len() as usize;
+        assert!(size <= MAX_TOOL_LIST_BYTES, "{size}");
+        assert_eq!(size, serde_json::to_vec(&fits).unwrap().len());
+        assert_eq!(cached(&home, &Origin::Home, &pin).len(), fits.len());
+        // A cache longer than any approved list (planted, or left by an older yep) is not read.
+        // (Valid JSON of the same tools, padded with white space.)
+        let mut planted = serde_json::to_vec(&fits).unwrap();
+        planted.pop();
+        planted.extend_from_slice(&vec![b' '; MAX_TOOL_LIST_BYTES]);
+        planted.extend_from_slice(b"]");
+        let parsed: Vec<McpTool> = serde_json::from_slice(&planted).unwrap();
+        assert_eq!(parsed.len(), fits.len());
+        std::fs::write(&cache, &planted).unwrap();
+        assert!(cached(&home, &Origin::Home, &pin).is_empty());
+    }
+
+    #[test]
     fn a_pin_records_tools_and_the_diff_names_what_moved() {
         let tmp = tempfile::tempdir().unwrap();
         let home = Home {
@@ -507,7 +745,15 @@ mod pin_tests {
             headers: BTreeMap::new(),
         };
         let ws = Origin::Workspace("/w".into());
-        let pin = record(&home, "s", &ws, &spec, &[tool("a", "x"), tool("b", "y")]).unwrap();
+        let pin = record(
+            &home,
+            "s",
+            &ws,
+            &spec,
+            None,
+            &[tool("a", "x"), tool("b", "y")],
+        )
+        .unwrap();
         assert_eq!(super::pin(&home, "s", &ws).unwrap(), Some(pin.clone()));
         assert_eq!(super::pin(&home, "s", &Origin::Home).unwrap(), None);
         assert_eq!(cached(&home, &ws, &pin).len(), 2);

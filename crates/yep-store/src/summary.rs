@@ -1,7 +1,7 @@
 //! What a package asks for, read from its manifest without executing anything, and how an
 //! update changes that.
 
-use crate::manifest::{HookDef, HookEvent, Manifest, McpServer, OnError};
+use crate::manifest::{HookDef, HookEvent, Manifest, McpServer, OnError, ToolDef};
 use crate::text::escape;
 use serde::Serialize;
 use serde_json::Value;
@@ -422,6 +422,24 @@ impl ContributionDiff {
     }
 }
 
+/// What tool `now` says (its description and schemas), against `was` when it changed, as
+/// indented diff lines with hidden characters marked ([`crate::tooltext`]).
+fn text_lines(was: Option<&ToolDef>, now: &ToolDef) -> Vec<String> {
+    let lines = |t: &ToolDef| {
+        crate::tooltext::tool_lines(
+            Some(&t.description),
+            Some(&t.schema),
+            t.output_schema.as_ref(),
+            None,
+        )
+    };
+    let before = was.map(lines);
+    crate::tooltext::diff(before.as_deref(), &lines(now))
+        .into_iter()
+        .map(|l| format!("    {l}"))
+        .collect()
+}
+
 /// The field name of a `fields` entry (`name` or `name (secret)`).
 fn fields_name(entry: &str) -> &str {
     entry.strip_suffix(" (secret)").unwrap_or(entry)
@@ -442,14 +460,31 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             d.lines.push(format!("- {kind} {removed}"));
         }
     };
-    let tools = |m: &Manifest| {
-        m.yolop
-            .tools
-            .iter()
-            .map(|t| escape(&t.name).into_owned())
-            .collect()
-    };
-    set("tool", tools(old), tools(new), &mut d);
+    // A new tool is shown with what it says, as a changed one is below: what the model will
+    // read is approved seen.
+    let mut added: Vec<&ToolDef> = new
+        .yolop
+        .tools
+        .iter()
+        .filter(|t| old.tool(&t.name).is_none())
+        .collect();
+    added.sort_by_key(|t| escape(&t.name).into_owned());
+    for t in added {
+        d.lines.push(format!("+ tool {}", escape(&t.name)));
+        d.lines.extend(text_lines(None, t));
+        d.widened = true;
+    }
+    let mut removed: Vec<String> = old
+        .yolop
+        .tools
+        .iter()
+        .filter(|t| new.tool(&t.name).is_none())
+        .map(|t| escape(&t.name).into_owned())
+        .collect();
+    removed.sort();
+    for name in removed {
+        d.lines.push(format!("- tool {name}"));
+    }
     let hooks = |m: &Manifest| m.yolop.hooks.iter().map(hook_line).collect();
     set("hook", hooks(old), hooks(new), &mut d);
     let mcp = |m: &Manifest| {
@@ -533,10 +568,15 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
     }
     for t in &new.yolop.tools {
         if let Some(before) = old.tool(&t.name)
-            && (before.schema != t.schema || before.description != t.description)
+            && (before.schema != t.schema
+                || before.description != t.description
+                || before.output_schema != t.output_schema)
         {
             d.lines
                 .push(format!("~ tool {} definition changed", escape(&t.name)));
+            d.lines.extend(text_lines(Some(before), t));
+            // What the model reads of it changed: asked, as for an MCP server's tool.
+            d.widened = true;
         }
     }
     let fields = |m: &Manifest| {

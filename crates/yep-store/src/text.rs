@@ -13,6 +13,67 @@ fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
+/// Characters a reader does not see: Unicode format characters (general category `Cf`: soft
+/// hyphen, zero-width space and joiners, bidi controls, word joiner, BOM, tag characters...)
+/// and the other default-ignorable code points (variation selectors, Hangul fillers, the
+/// combining grapheme joiner). The ranges follow Unicode 15.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    )
+}
+
+/// Whether [`mark_invisible`] marks `c`: a control character (C0, DEL, C1: escape sequences,
+/// carriage returns, tabs, newlines), a bidi control, an [`is_invisible`] character, or a line
+/// or paragraph separator.
+fn marked(c: char) -> bool {
+    c.is_control() || is_bidi_control(c) || is_invisible(c) || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// Untrusted text for a person to review before approving it (a tool's description, say):
+/// every character that would act on the terminal, reorder the text or stay unseen is written
+/// as a visible marker, `<U+202E>`, `<U+200B>`, `<U+001B>`, `<U+000A>`; the rest is kept as it
+/// is, so what is read is what the model reads.
+pub fn mark_invisible(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(marked) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if marked(c) {
+            let _ = write!(out, "<U+{:04X}>", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn needs_escape(c: char, keep_newlines: bool) -> bool {
     if keep_newlines && (c == '\n' || c == '\t') {
         return false;
@@ -81,5 +142,18 @@ mod tests {
         let back: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(back["a"], "x\u{202e}y", "the same JSON");
         assert_eq!(escape_controls("a\x1bb\n"), "a\\x1bb\n");
+    }
+
+    #[test]
+    fn marking_makes_controls_bidi_and_zero_width_characters_visible() {
+        assert!(matches!(mark_invisible("plain, ünïcode"), Cow::Borrowed(_)));
+        assert_eq!(
+            mark_invisible("a\u{202e}b\u{200b}c\x1b[31md\te\r\nf\u{2028}g\u{e0041}\u{9b}"),
+            "a<U+202E>b<U+200B>c<U+001B>[31md<U+0009>e<U+000D><U+000A>f<U+2028>g<U+E0041><U+009B>"
+        );
+        assert_eq!(
+            mark_invisible("soft\u{ad}hy\u{2066}x\u{feff}"),
+            "soft<U+00AD>hy<U+2066>x<U+FEFF>"
+        );
     }
 }

@@ -8,9 +8,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use yep_host::runtime::mcp::{
-    McpSource, approve, command_line, enabled_manifests, log_stem, probe, sources,
+    McpProbeError, McpSource, Unapproved, approve, command_line, enabled_manifests, log_stem,
+    probe, sources,
 };
 use yep_store::Home;
+use yep_store::code::{MAX_CODE_BYTES, MAX_CODE_FILES};
 use yep_store::manifest::McpServer;
 use yep_store::mcp::{McpTool, Origin, ToolChange};
 use yep_store::text::{escape, escape_controls};
@@ -114,6 +116,8 @@ struct Row {
     /// Tools the last session withheld as new or changed since approval.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     withheld: Vec<String>,
+    /// Its log (a stdio server's stderr), one per server.
+    log: PathBuf,
 }
 
 /// Where `yep` runs: the workspace whose `.mcp.json` it reads.
@@ -136,6 +140,16 @@ fn origin_text(origin: &Origin) -> String {
         Origin::Extension(ext) => format!("extension {ext}"),
         Origin::Home => "home".into(),
         Origin::Workspace(_) => "workspace".into(),
+    }
+}
+
+/// Where a server is defined, as `yep trust` names the one it means: the extension, the
+/// home's settings, or the workspace's `.mcp.json` file.
+fn origin_long(origin: &Origin, home: &Home) -> String {
+    match origin {
+        Origin::Extension(ext) => format!("extension {ext}"),
+        Origin::Home => format!("home, {}", home.settings_path().display()),
+        Origin::Workspace(root) => format!("workspace, {}", root.join(".mcp.json").display()),
     }
 }
 
@@ -188,9 +202,20 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             let source = here(home)?
                 .into_iter()
                 .find(|s| s.name == name && s.origin == Origin::Home);
-            let pinned = match source {
-                Some(source) => pin_now(home, &source).await,
+            let pinned: Result<Vec<McpTool>, String> = match source {
                 None => Err("it is not among the servers a session here sees".into()),
+                Some(source) => match pin_now(home, &source, &workspace()?).await {
+                    Ok(tools) => Ok(tools),
+                    // A list past the caps can never be approved: the server is not kept.
+                    Err(why) if why.over_cap().is_some() => {
+                        yep_store::mcp::remove(home, &name)?;
+                        return Err(hinted(
+                            format!("not added: {}", escape_controls(&why.to_string())),
+                            &[&over_cap_hint()],
+                        ));
+                    }
+                    Err(why) => Err(why.to_string()),
+                },
             };
             if let Err(why) = &pinned {
                 let _ = writeln!(
@@ -254,8 +279,10 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             let lock = home.lockfile()?;
             for s in here(home)? {
                 let pin = yep_store::mcp::pin_in(&lock, &s.name, &s.origin);
-                let (state, failure) = yep_store::state::run_state(home, &log_stem(&s.name));
+                let stem = log_stem(&s.name, &s.origin);
+                let (state, failure) = yep_store::state::run_state(home, &stem);
                 rows.push(Row {
+                    log: home.log_path(&stem),
                     withheld: yep_store::mcp::withheld(home, &s.name, &s.origin),
                     state,
                     failure,
@@ -285,6 +312,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     if let Some(failure) = &r.failure {
                         stdout_line(&format!("  last failure: {}", escape(failure)));
                     }
+                    stdout_line(&format!("  log: {}", escape(&r.log.display().to_string())));
                     for change in &r.withheld {
                         stdout_line(&format!(
                             "  withheld: {} (`yep trust {}` shows and approves it)",
@@ -307,12 +335,23 @@ fn tools_count(n: usize) -> String {
     format!("{n} tool{}", if n == 1 { "" } else { "s" })
 }
 
-/// Start `source` once, list its tools, and pin them as approved.
-async fn pin_now(home: &Home, source: &McpSource) -> Result<Vec<McpTool>, String> {
-    let here = workspace().map_err(|e| e.to_string())?;
-    approve(home, source, &here, &Default::default())
-        .await
-        .map_err(|e| yep_host::error::report(&e))
+/// Start `source` once (run from `here`), list its tools, and pin them as approved.
+async fn pin_now(
+    home: &Home,
+    source: &McpSource,
+    here: &std::path::Path,
+) -> Result<Vec<McpTool>, McpProbeError> {
+    approve(home, source, here, &Default::default()).await
+}
+
+/// The hint for a tool list past a cap: approving again cannot help.
+fn over_cap_hint() -> String {
+    use yep_store::mcp::{MAX_APPROVED_TOOLS, MAX_TOOL_BYTES, MAX_TOOL_LIST_BYTES};
+    format!(
+        "yep approves at most {MAX_APPROVED_TOOLS} tools per server, {} KiB per tool and {} MiB in all (docs/mcp.md); ask the server for fewer tools (many take an option that picks them)",
+        MAX_TOOL_BYTES / 1024,
+        MAX_TOOL_LIST_BYTES / (1024 * 1024)
+    )
 }
 
 /// After an install or update: pin the tools of each MCP server the package contributes
@@ -337,16 +376,21 @@ pub async fn pin_contributed(home: &Home, results: &[yep_store::Installed], json
             if source.unapproved(pin.as_ref()).is_none() {
                 continue;
             }
-            let line = match pin_now(home, &source).await {
+            let line = match pin_now(home, &source, &here).await {
                 Ok(tools) => format!(
                     "  pinned {} of MCP server {}",
                     tools_count(tools.len()),
                     escape(&source.name)
                 ),
+                Err(why) if why.over_cap().is_some() => format!(
+                    "  MCP server {}: its tools are not offered: {}",
+                    escape(&source.name),
+                    escape_controls(&why.to_string()),
+                ),
                 Err(why) => format!(
                     "  MCP server {}: could not list its tools ({}); none are offered until `yep trust {}`",
                     escape(&source.name),
-                    escape_controls(&why),
+                    escape_controls(&why.to_string()),
                     escape(&source.name)
                 ),
             };
@@ -364,10 +408,23 @@ pub async fn pin_contributed(home: &Home, results: &[yep_store::Installed], json
 struct Trusted {
     name: String,
     kind: &'static str,
+    /// Where the server it means is defined: `home, <settings.toml>`, `extension <name>` or
+    /// `workspace, <its .mcp.json>`.
+    source: String,
     /// What moved since the last approval (`+ tool x (new)`).
     changes: Vec<String>,
     /// The definition itself (command, url, env) changed, or was never approved.
     definition_changed: bool,
+    /// Why it was not approved as it is now (`never approved`, the code it runs changed, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// What its approval pins of the code it runs from the workspace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    code: Vec<String>,
+    /// What each new or changed tool says, as a diff against what was approved (hidden
+    /// characters marked, `<U+202E>`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    text: Vec<yep_store::tooltext::ToolText>,
     approved: bool,
     tools: Vec<String>,
 }
@@ -398,7 +455,21 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         ));
     };
     let pin = yep_store::mcp::pin(home, &source.name, &source.origin)?;
-    let definition_changed = source.unapproved(pin.as_ref()).is_some();
+    let blocked = source.blocked(pin.as_ref());
+    let definition_changed = blocked.is_some();
+    // Code that cannot be pinned cannot be approved: nothing is run.
+    if let Some(Unapproved::Unpinnable(_)) = &blocked {
+        return Err(hinted(
+            format!(
+                "not approved: {}",
+                escape_controls(&source.unapproved(pin.as_ref()).unwrap_or_default())
+            ),
+            &[&format!(
+                "yep pins at most {MAX_CODE_FILES} files and {} MiB of the code a workspace's server runs (docs/mcp.md)",
+                MAX_CODE_BYTES / (1024 * 1024)
+            )],
+        ));
+    }
     let mut consent = super::install::Consent::new(args.yes);
     let refused = |consent: &super::install::Consent, what: &str| {
         let hint = if consent.asked {
@@ -417,30 +488,46 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
             err,
             "MCP server {} ({}): {}",
             escape(&source.name),
-            escape(&origin_text(&source.origin)),
+            escape(&origin_long(&source.origin, home)),
             source.described()
         );
         // Listing its tools runs it: asked first, unless what runs is what was approved.
-        if definition_changed {
-            let why = match &pin {
-                None => "never approved",
-                Some(_) => "its command, url or environment changed since it was approved",
-            };
-            let _ = writeln!(err, "  {why}");
+        if let Some(why) = &blocked {
+            let _ = writeln!(err, "  {}", why.reason());
             if !consent.ask(&mut err, "run it to list its tools?") {
                 return Err(refused(&consent, "what it runs"));
             }
         }
     }
-    let tools = probe(home, &source, &workspace()?, &Default::default())
-        .await
-        .map_err(|why| anyhow::anyhow!("{}", yep_host::error::report(&why)))?;
+    let tools = match probe(home, &source, &workspace()?, &Default::default()).await {
+        Ok(tools) => tools,
+        Err(why) if why.over_cap().is_some() => {
+            return Err(hinted(
+                format!("not approved: {}", escape_controls(&why.to_string())),
+                &[&over_cap_hint()],
+            ));
+        }
+        Err(why) => return Err(anyhow::anyhow!("{why}")),
+    };
     let changes: Vec<ToolChange> = yep_store::mcp::diff(pin.as_ref(), &tools);
     let mut outcome = Trusted {
         name: source.name.clone(),
         kind: "mcp",
+        source: origin_long(&source.origin, home),
         changes: changes.iter().map(ToString::to_string).collect(),
         definition_changed,
+        reason: blocked.as_ref().map(Unapproved::reason),
+        code: match &source.code {
+            Some(Ok(code)) => code.paths.clone(),
+            _ => Vec::new(),
+        },
+        text: yep_store::mcp::changed_text(
+            &changes,
+            &pin.as_ref()
+                .map(|p| yep_store::mcp::cached(home, &source.origin, p))
+                .unwrap_or_default(),
+            &tools,
+        ),
         approved: false,
         tools: tools.iter().map(|t| t.name.clone()).collect(),
     };
@@ -458,8 +545,17 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     }
     let approved = {
         let mut err = std::io::stderr().lock();
-        for change in &outcome.changes {
-            let _ = writeln!(err, "  {change}");
+        for (change, said) in changes.iter().zip(&outcome.changes) {
+            let _ = writeln!(err, "  {said}");
+            let name = match change {
+                ToolChange::Added(n) | ToolChange::Changed(n) | ToolChange::Removed(n) => n,
+            };
+            for text in outcome.text.iter().filter(|t| t.tool == *name) {
+                for line in &text.lines {
+                    // Marked already; escaped once more, as everything a server says is.
+                    let _ = writeln!(err, "      {}", escape_controls(line));
+                }
+            }
         }
         consent.ask(&mut err, "approve these tools?")
     };
@@ -471,8 +567,13 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         &source.name,
         &source.origin,
         source.definition(),
+        source.code_pin(),
         &tools,
-    )?;
+    )
+    .map_err(|e| match e {
+        yep_store::StoreError::McpToolList { .. } => hinted(e.to_string(), &[&over_cap_hint()]),
+        other => other.into(),
+    })?;
     outcome.approved = true;
     if args.json {
         stdout_line(&serde_json::to_string_pretty(&outcome)?);

@@ -53,6 +53,17 @@ fn yep_at(
     child.wait_with_output().unwrap()
 }
 
+/// Fails if `text` holds a raw control character (but the newline), a bidi control or a
+/// zero-width one: what a terminal would act on, or a reader would not see.
+pub fn assert_nothing_hidden(text: &str) {
+    for c in text.chars() {
+        let hidden = c.is_control() && c != '\n'
+            || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}')
+            || matches!(c, '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{e0000}'..='\u{e007f}');
+        assert!(!hidden, "{c:?} in {text}");
+    }
+}
+
 /// Output bytes as text (lossy).
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

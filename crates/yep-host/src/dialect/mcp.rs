@@ -22,9 +22,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
-/// The most tools one MCP server offers; a longer list is cut, with a warning.
-pub const MAX_TOOLS: usize = 1024;
-
 /// The least time between two listings after `notifications/tools/list_changed`.
 pub const RELIST_SPACING: Duration = Duration::from_millis(200);
 
@@ -166,7 +163,10 @@ async fn finish<E: std::fmt::Display>(
     let tools = tokio::time::timeout(hello.timeout, list(&peer, &hello.extension))
         .await
         .map_err(|_| HandshakeError::Malformed("tools/list did not answer".into()))?
-        .map_err(|e| HandshakeError::Malformed(format!("tools/list failed: {e}")))?;
+        .map_err(|e| match e {
+            ListError::Cap(cap) => HandshakeError::ToolList(cap),
+            service => HandshakeError::Malformed(service.to_string()),
+        })?;
     let name = peer
         .peer_info()
         .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
@@ -201,52 +201,64 @@ async fn finish<E: std::fmt::Display>(
 /// The most `tools/list` pages read; a server that pages on and on is cut there.
 pub const MAX_PAGES: usize = 64;
 
-/// The server's tools, at most [`MAX_TOOLS`] over at most [`MAX_PAGES`] pages (a longer list
-/// is cut, with a warning): a server that pages forever is not followed forever.
-async fn list(
-    peer: &RmcpPeer<RoleClient>,
-    extension: &str,
-) -> Result<Vec<OfferedTool>, rmcp::ServiceError> {
+/// Why a server's tool list was not taken.
+#[derive(Debug, thiserror::Error)]
+enum ListError {
+    #[error("tools/list failed: {0}")]
+    Service(#[from] rmcp::ServiceError),
+    /// Past a cap on what may be approved: reading stopped there.
+    #[error(transparent)]
+    Cap(#[from] crate::store::mcp::ListCap),
+}
+
+/// The server's tools over at most [`MAX_PAGES`] pages (a longer list is cut, with a warning:
+/// a server that pages forever is not followed forever), held to the caps on an approved list
+/// as they come ([`crate::store::mcp::ListBudget`]): past one, reading stops and the list is
+/// refused, so a server listing pages of megabytes costs what the caps allow and no more.
+async fn list(peer: &RmcpPeer<RoleClient>, extension: &str) -> Result<Vec<OfferedTool>, ListError> {
+    let mut budget = crate::store::mcp::ListBudget::default();
     let mut tools = Vec::new();
     let mut cursor = None;
     for page in 0.. {
         let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
         let listed = peer.list_tools(Some(params)).await?;
-        tools.extend(listed.tools);
         cursor = listed.next_cursor;
+        for t in listed.tools {
+            let tool = crate::store::mcp::McpTool {
+                name: t.name.to_string(),
+                description: t.description.map(|d| d.to_string()),
+                input_schema: Value::Object((*t.input_schema).clone()),
+                output_schema: t.output_schema.map(|s| Value::Object((*s).clone())),
+                annotations: t
+                    .annotations
+                    .and_then(|a| serde_json::to_value(a).ok())
+                    .filter(|a| a.as_object().is_some_and(|o| !o.is_empty())),
+            };
+            budget.admit(&tool)?;
+            tools.push(tool);
+        }
         if cursor.is_none() {
             break;
         }
-        if tools.len() >= MAX_TOOLS || page + 1 >= MAX_PAGES {
+        if page + 1 >= MAX_PAGES {
             tracing::warn!(
                 extension,
-                "{} tools over {} pages and more to come; offering the first {MAX_TOOLS} at most",
+                "{} tools over {} pages and more to come; offering those",
                 tools.len(),
                 page + 1
             );
             break;
         }
     }
-    if tools.len() > MAX_TOOLS {
-        tracing::warn!(
-            extension,
-            "{} tools listed; offering the first {MAX_TOOLS}",
-            tools.len()
-        );
-    }
     Ok(tools
         .into_iter()
-        .take(MAX_TOOLS)
         .map(|t| OfferedTool {
-            name: t.name.to_string(),
-            description: t.description.map(|d| d.to_string()),
-            schema: Some(Value::Object((*t.input_schema).clone())),
+            name: t.name,
+            description: t.description,
+            schema: Some(t.input_schema),
             deferred: false,
-            output_schema: t.output_schema.map(|s| Value::Object((*s).clone())),
-            annotations: t
-                .annotations
-                .and_then(|a| serde_json::to_value(a).ok())
-                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty())),
+            output_schema: t.output_schema,
+            annotations: t.annotations,
         })
         .collect())
 }
@@ -435,8 +447,19 @@ impl ClientHandler for Client {
                             *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = tools;
                             client.events.tools_changed(&client.extension);
                         }
+                        Ok(Err(ListError::Cap(cap))) => {
+                            // Nothing of a list past the caps is offered: not a part of it,
+                            // nor the list it replaces, which the server no longer serves.
+                            client
+                                .listed
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .clear();
+                            client.events.tools_changed(&client.extension);
+                            tracing::warn!(extension = %client.extension, "its tool list after list_changed is refused: {cap}")
+                        }
                         Ok(Err(e)) => {
-                            tracing::warn!(extension = %client.extension, "tools/list after list_changed failed: {e}")
+                            tracing::warn!(extension = %client.extension, "{e} after list_changed")
                         }
                         Err(_) => {
                             tracing::warn!(extension = %client.extension, "tools/list after list_changed did not answer")

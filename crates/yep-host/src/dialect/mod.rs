@@ -298,6 +298,9 @@ pub enum HandshakeError {
     },
     #[error("the handshake answer is malformed: {0}")]
     Malformed(String),
+    /// An MCP server's tool list past a cap on what may be approved: refused, not cut.
+    #[error("its tool list is refused: {0}")]
+    ToolList(crate::store::mcp::ListCap),
     /// Printed in the message, so not chained as a source (a cause is told once).
     #[error("the connection could not start: {0}")]
     Io(std::io::Error),

@@ -9,6 +9,7 @@ use crate::capability::{Events, HostToolCall, HostToolError, LogLevel, OfferedTo
 use crate::health::HealthEvent;
 use crate::manifest::{Grants, Manifest, McpServer};
 use crate::store::Home;
+use crate::store::code::{CodeError, WorkspaceCode};
 use crate::store::fsutil::{Links, Refused, read_regular_string};
 use crate::store::mcp::{McpPin, McpTool, Origin, ToolChange};
 use crate::supervisor::{Extension, ServerSpec, SupervisorOptions};
@@ -42,6 +43,54 @@ pub struct McpSource {
     pub server: McpServer,
     /// As written: what is shown and what an approval hashes.
     pub shown: McpServer,
+    /// For a workspace's, the code its command line names in the workspace, pinned (or why it
+    /// cannot be): an approval holds for this code only.
+    #[serde(skip)]
+    pub code: Option<Result<WorkspaceCode, CodeError>>,
+}
+
+/// Why an MCP server may not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unapproved {
+    /// It was never approved (a workspace's: never here).
+    Never,
+    /// Its command, url or environment is not what was approved.
+    Definition,
+    /// The code its command line names in the workspace is not what was approved;
+    /// `unpinned` when the approval was given before yep pinned code.
+    Code { paths: Vec<String>, unpinned: bool },
+    /// The code it runs from the workspace cannot be pinned, so it cannot be approved.
+    Unpinnable(CodeError),
+}
+
+impl Unapproved {
+    /// The reason in a few words, as `yep trust` says it before asking.
+    pub fn reason(&self) -> String {
+        match self {
+            Unapproved::Never => "never approved".into(),
+            Unapproved::Definition => {
+                "its command, url or environment changed since it was approved".into()
+            }
+            Unapproved::Code {
+                paths,
+                unpinned: false,
+            } => format!(
+                "the code it runs from the workspace changed since it was approved ({})",
+                crate::text::escape(&paths.join(", "))
+            ),
+            Unapproved::Code {
+                paths,
+                unpinned: true,
+            } => format!(
+                "it was approved before yep pinned the code it runs from the workspace ({})",
+                crate::text::escape(&paths.join(", "))
+            ),
+            Unapproved::Unpinnable(why) => {
+                format!("yep cannot pin the code it runs from the workspace: {why}")
+            }
+        }
+    }
 }
 
 impl McpSource {
@@ -69,12 +118,45 @@ impl McpSource {
         out
     }
 
+    /// The hash of the code it runs from the workspace, as an approval now pins it: none for
+    /// a server from elsewhere, or one whose command line names nothing in the workspace.
+    pub fn code_pin(&self) -> Option<&str> {
+        match &self.code {
+            Some(Ok(code)) => code.hash.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Why it may not start against `pin`, or `None` when its approval stands.
+    pub fn blocked(&self, pin: Option<&McpPin>) -> Option<Unapproved> {
+        if let Some(Err(why)) = &self.code {
+            return Some(Unapproved::Unpinnable(why.clone()));
+        }
+        let pin = match pin {
+            None => return Some(Unapproved::Never),
+            Some(pin) => pin,
+        };
+        if pin.spec != crate::store::mcp::spec_hash(self.definition(), &self.origin) {
+            return Some(Unapproved::Definition);
+        }
+        match &self.code {
+            Some(Ok(code)) if pin.code.as_deref() != code.hash.as_deref() => {
+                Some(Unapproved::Code {
+                    paths: code.paths.clone(),
+                    unpinned: pin.code.is_none(),
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Why it may not start, or `None` when its approval stands: none was given, or what runs
-    /// under the name changed since.
+    /// under the name changed since, as a sentence that says how to approve it.
     pub fn unapproved(&self, pin: Option<&McpPin>) -> Option<String> {
         let name = crate::text::escape(&self.name);
-        match pin {
-            None => Some(match &self.origin {
+        let why = self.blocked(pin)?;
+        Some(match &why {
+            Unapproved::Never => match &self.origin {
                 Origin::Workspace(root) => format!(
                     "MCP server `{name}` from {} is not approved, so it does not start; approve it with `yep trust {name}`",
                     crate::text::escape(&root.join(".mcp.json").display().to_string())
@@ -82,23 +164,26 @@ impl McpSource {
                 _ => format!(
                     "MCP server `{name}` has no approved tool list, so it does not start; approve it with `yep trust {name}`"
                 ),
-            }),
-            Some(pin)
-                if pin.spec != crate::store::mcp::spec_hash(self.definition(), &self.origin) =>
-            {
-                Some(format!(
-                    "MCP server `{name}`: its command, url or environment changed since it was approved, so it does not start; review it with `yep trust {name}`"
-                ))
-            }
-            Some(_) => None,
-        }
+            },
+            Unapproved::Unpinnable(_) => format!(
+                "MCP server `{name}`: {}, so it cannot be approved and does not start; point its command line in .mcp.json at its script or package",
+                why.reason()
+            ),
+            _ => format!(
+                "MCP server `{name}`: {}, so it does not start; review it with `yep trust {name}`",
+                why.reason()
+            ),
+        })
     }
 }
 
 /// Every MCP server a session in `workspace` sees: each of `extensions`' `mcpServers` as
 /// `<ext>__<server>` (a malformed entry is skipped with a warning), `${VAR}` expanded from the
 /// environment and the extension's secrets; then the home's own (`yep mcp add`, header values
-/// from `connections.toml`); then the workspace's `.mcp.json`, whose entries override by name.
+/// from `connections.toml`); then the workspace's `.mcp.json`, whose entry named like one of
+/// those is skipped with a warning (a repository never takes the user's server's name), and
+/// whose each server carries the code it runs from the workspace, pinned
+/// ([`crate::store::code::workspace_code`]).
 ///
 /// Deny by default: in `command` and `args`, where any local user can read them in
 /// `/proc/<pid>/cmdline`, only `argv_safe` variables expand (`HOME`, `PATH`, `XDG_*`...) and
@@ -114,10 +199,12 @@ pub fn sources(
     warn: &mut dyn FnMut(String),
 ) -> Vec<McpSource> {
     let mut out: Vec<McpSource> = Vec::new();
-    let mut put = |source: McpSource| {
+    // A later source of the same name replaces an earlier one; a workspace's is refused
+    // before it gets here.
+    fn put(out: &mut Vec<McpSource>, source: McpSource) {
         out.retain(|s| s.name != source.name);
         out.push(source);
-    };
+    }
     for (ext, manifest) in extensions {
         let secrets = crate::store::config::secrets(home, ext).unwrap_or_default();
         let vars = |name: &str| {
@@ -200,12 +287,17 @@ pub fn sources(
                 .iter()
                 .map(|(k, v)| (k.clone(), expand(v, &vars)))
                 .collect();
-            put(McpSource {
-                name: format!("{ext}__{server}"),
-                origin: Origin::Extension(ext.clone()),
-                server: run,
-                shown: spec.clone(),
-            });
+            put(
+                &mut out,
+                McpSource {
+                    name: format!("{ext}__{server}"),
+                    origin: Origin::Extension(ext.clone()),
+                    server: run,
+                    shown: spec.clone(),
+                    // Its code is the package's, pinned by the package's content hash.
+                    code: None,
+                },
+            );
         }
     }
     // The user's own (`yep mcp add`): header values from the secrets only to run it.
@@ -216,12 +308,17 @@ pub fn sources(
         (Ok(run), Ok(shown)) => {
             for (name, shown) in shown {
                 let server = run.get(&name).cloned().unwrap_or_else(|| shown.clone());
-                put(McpSource {
-                    name,
-                    origin: Origin::Home,
-                    server,
-                    shown,
-                });
+                put(
+                    &mut out,
+                    McpSource {
+                        name,
+                        origin: Origin::Home,
+                        server,
+                        shown,
+                        // The user's own command line, run from wherever they are.
+                        code: None,
+                    },
+                );
             }
         }
         (Err(e), _) | (_, Err(e)) => warn(format!("skipping the home's MCP servers: {e}")),
@@ -252,11 +349,26 @@ pub fn sources(
                 }
                 for (name, spec) in servers.into_iter().flatten().take(MAX_WORKSPACE_SERVERS) {
                     // Its name becomes a tool prefix, a log file and a question's subject:
-                    // odd characters are refused. (It may name an extension's server, which
-                    // it then overrides: its approval is still this workspace's own.)
+                    // odd characters are refused.
                     if !crate::store::manifest::valid_item_name(name) {
                         warn(format!(
                             "{}: skipping MCP server {:?}: not a server name (A-Z a-z 0-9 _ . -)",
+                            file.display(),
+                            crate::text::escape(name)
+                        ));
+                        continue;
+                    }
+                    // A repository never takes the name of the user's own server or an
+                    // extension's: `yep trust <name>` would run its command in their stead.
+                    if let Some(owner) = out.iter().find(|s| s.name == *name) {
+                        let whose = match &owner.origin {
+                            Origin::Extension(ext) => {
+                                format!("extension `{}`'s", crate::text::escape(ext))
+                            }
+                            _ => "the home's (`yep mcp add`)".to_string(),
+                        };
+                        warn(format!(
+                            "{}: skipping MCP server `{}`: {whose} MCP server has that name, and a workspace's server never takes another's; rename it in .mcp.json to use it here",
                             file.display(),
                             crate::text::escape(name)
                         ));
@@ -269,12 +381,17 @@ pub fn sources(
                             for v in shown.headers.values_mut().chain(shown.env.values_mut()) {
                                 *v = crate::store::mcp::HIDDEN.into();
                             }
-                            put(McpSource {
-                                name: name.clone(),
-                                origin: Origin::Workspace(workspace.to_path_buf()),
-                                server,
-                                shown,
-                            });
+                            let code = Some(crate::store::code::workspace_code(&server, workspace));
+                            put(
+                                &mut out,
+                                McpSource {
+                                    name: name.clone(),
+                                    origin: Origin::Workspace(workspace.to_path_buf()),
+                                    server,
+                                    shown,
+                                    code,
+                                },
+                            );
                         }
                         Err(e) => warn(format!(
                             "{}: skipping MCP server `{}`: {e}",
@@ -307,11 +424,29 @@ pub fn enabled_manifests(home: &Home) -> Result<Vec<(String, Manifest)>, crate::
         .collect())
 }
 
-/// `mcp.<server>`, kept to characters safe in a file name (it can come from a workspace
-/// file): the server's log is `<home>/logs/mcp.<server>.log`. The `.` keeps it apart from
-/// every extension's name (an extension named `mcp-files` has a log of its own).
-pub fn log_stem(server: &str) -> String {
-    format!("mcp.{}", safe(server))
+/// The stem of MCP server `name`'s log and run state, unique to the server: its log is
+/// `<home>/logs/<stem>.log`. `mcp.<name>` for the home's and extensions' (a server name is
+/// `A-Z a-z 0-9 _ . -`, a file name as it is; the `.` keeps it apart from every extension's
+/// name), and `mcp.<name>@<workspace>` for a workspace's, where `<workspace>` is 12 hex digits
+/// of the workspace path's hash: no other server's stem holds an `@`, and the same name in two
+/// workspaces is two servers with two logs.
+pub fn log_stem(name: &str, origin: &Origin) -> String {
+    // Names are checked where they are read; one that is not a name gets a stem that is.
+    let name = match crate::store::manifest::valid_item_name(name) {
+        true => name.to_string(),
+        false => format!(
+            "{}={}",
+            safe(name),
+            &crate::store::hash::sha256_hex(name.as_bytes())[..12]
+        ),
+    };
+    match origin.workspace() {
+        Some(root) => format!(
+            "mcp.{name}@{}",
+            &crate::store::hash::sha256_hex(root.as_bytes())[..12]
+        ),
+        None => format!("mcp.{name}"),
+    }
 }
 
 /// `text` with every character but `A-Z a-z 0-9 _ -` as `_`: a tool name every model API
@@ -358,21 +493,41 @@ pub enum McpLaunchError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpProbeError {
+    /// Its definition cannot run in this build (a transport it lacks, a url that is not one).
     #[error(transparent)]
     Launch(#[from] McpLaunchError),
-    /// It did not start, or did not list its tools.
-    #[error(transparent)]
+    /// The code it runs from the workspace cannot be pinned: it is not run.
+    #[error("yep cannot pin the code it runs from the workspace: {0}")]
+    Unpinnable(CodeError),
+    /// It did not start, or its handshake failed (a tool list past the caps among the causes).
+    #[error("{}", crate::error::report(&**.0))]
     Start(Box<crate::supervisor::ExtensionError>),
-    /// Its tools were listed, but the lock could not be written.
-    #[error(
-        "failed to record the approval of MCP server `{}`",
-        crate::text::escape(server)
-    )]
-    Record {
-        server: String,
-        #[source]
-        source: Box<crate::store::StoreError>,
-    },
+    /// Its tools were listed, but they could not be pinned (past a cap, or the lock could not
+    /// be written).
+    #[error("{}", crate::error::report(&**.0))]
+    Record(Box<crate::store::StoreError>),
+}
+
+impl McpProbeError {
+    /// The cap its tool list passed, when that is why: approving it again cannot help.
+    pub fn over_cap(&self) -> Option<&crate::store::mcp::ListCap> {
+        use crate::dialect::HandshakeError;
+        use crate::supervisor::ExtensionError;
+        match self {
+            McpProbeError::Start(e) => match &**e {
+                ExtensionError::Handshake {
+                    error: HandshakeError::ToolList(cap),
+                    ..
+                } => Some(cap),
+                _ => None,
+            },
+            McpProbeError::Record(e) => match &**e {
+                crate::store::StoreError::McpToolList { cap, .. } => Some(cap),
+                _ => None,
+            },
+            McpProbeError::Launch(_) | McpProbeError::Unpinnable(_) => None,
+        }
+    }
 }
 
 /// A server that is reached over HTTP has no streams of its own: the dialect connects.
@@ -422,7 +577,7 @@ pub fn launch(
             .collect(),
         grants,
         ..ServerSpec::new(
-            log_stem(&source.name),
+            log_stem(&source.name, &source.origin),
             command,
             args,
             package_dir,
@@ -493,6 +648,10 @@ pub async fn probe(
     workspace: &Path,
     base: &SupervisorOptions,
 ) -> Result<Vec<McpTool>, McpProbeError> {
+    // Code that cannot be pinned is never run to be approved.
+    if let Some(Err(why)) = &source.code {
+        return Err(McpProbeError::Unpinnable(why.clone()));
+    }
     let (spec, opts) = launch(home, source, workspace, base)?;
     let ext = Extension::new(spec, opts, Arc::new(crate::capability::NoEvents));
     let listed = match ext.live().await {
@@ -518,12 +677,10 @@ pub async fn approve(
         &source.name,
         &source.origin,
         source.definition(),
+        source.code_pin(),
         &tools,
     )
-    .map_err(|e| McpProbeError::Record {
-        server: source.name.clone(),
-        source: Box::new(e),
-    })?;
+    .map_err(|e| McpProbeError::Record(Box::new(e)))?;
     Ok(tools)
 }
 

@@ -4,6 +4,7 @@
 //! disturbs the cached prefix before it.
 
 use super::{ExtensionHost, Loaded};
+use crate::text::is_invisible;
 
 /// Per extension: the turn the dynamic text was computed for, and the last good text.
 #[derive(Default)]
@@ -15,44 +16,9 @@ pub(crate) struct PromptCache {
     warned_cap: bool,
 }
 
-/// Characters a reader does not see: Unicode format characters (general category `Cf`: soft
-/// hyphen, zero-width space and joiners, bidi controls, word joiner, BOM, tag characters...)
-/// and the other default-ignorable code points (variation selectors, Hangul fillers, the
-/// combining grapheme joiner). The ranges follow Unicode 15.
-fn invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{034F}'
-            | '\u{0600}'..='\u{0605}'
-            | '\u{061C}'
-            | '\u{06DD}'
-            | '\u{070F}'
-            | '\u{0890}'..='\u{0891}'
-            | '\u{08E2}'
-            | '\u{115F}'..='\u{1160}'
-            | '\u{17B4}'..='\u{17B5}'
-            | '\u{180B}'..='\u{180F}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{206F}'
-            | '\u{3164}'
-            | '\u{FE00}'..='\u{FE0F}'
-            | '\u{FEFF}'
-            | '\u{FFA0}'
-            | '\u{FFF0}'..='\u{FFFB}'
-            | '\u{110BD}'
-            | '\u{110CD}'
-            | '\u{13430}'..='\u{1343F}'
-            | '\u{1BCA0}'..='\u{1BCA3}'
-            | '\u{1D173}'..='\u{1D17A}'
-            | '\u{E0000}'..='\u{E0FFF}'
-    )
-}
-
 /// What may sit unseen between `<`, `/` and the tag name: whitespace, controls, invisibles.
 fn skippable(c: char) -> bool {
-    c.is_whitespace() || c.is_control() || invisible(c)
+    c.is_whitespace() || c.is_control() || is_invisible(c)
 }
 
 /// Whether `after` (the text after a `<`) spells a `capability` or `/capability` tag name,
@@ -65,7 +31,10 @@ fn starts_tag(after: &str) -> bool {
         while chars.next_if(|&c| skippable(c)).is_some() {}
     }
     for want in "capability".chars() {
-        while chars.next_if(|&c| c.is_control() || invisible(c)).is_some() {}
+        while chars
+            .next_if(|&c| c.is_control() || is_invisible(c))
+            .is_some()
+        {}
         match chars.next() {
             Some(c) if c.eq_ignore_ascii_case(&want) => {}
             _ => return false,
