@@ -272,3 +272,22 @@ fn verbose_logs_are_coloured_only_on_a_terminal_without_no_color_and_server_text
     assert!(stderr.contains(" INFO log line\\x1b[2J"), "{stderr:?}");
     assert!(!stderr.contains('\x1b'), "{stderr:?}");
 }
+
+/// `yep logs` takes a server's name, never a path: `../` read outside the logs folder.
+#[test]
+fn yep_logs_takes_a_name_never_a_path() {
+    let home = tempfile::tempdir().unwrap();
+    let logs = home.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(home.path().join("secret.log"), "the secret\n").unwrap();
+    for name in ["../secret", "..", "/etc/passwd", ".hidden"] {
+        let out = yep(home.path(), &["logs", name]);
+        assert!(!out.status.success(), "{name}");
+        assert!(!text(&out.stdout).contains("the secret"), "{name}");
+        assert!(
+            text(&out.stderr).contains("is not a server's name"),
+            "{name}: {}",
+            text(&out.stderr)
+        );
+    }
+}

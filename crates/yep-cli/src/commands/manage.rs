@@ -165,6 +165,15 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
 }
 
 pub fn logs(args: LogsArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    // A name, never a path: `../` would read outside the logs folder.
+    if args.name.is_empty() || args.name.contains(['/', '\\', '\0']) || args.name.starts_with('.') {
+        return Err(crate::output::hinted(
+            format!("`{}` is not a server's name", escape(&args.name)),
+            &[
+                "a log is named by its extension or MCP server: see `yep list` and `yep mcp list` (its `log`)",
+            ],
+        ));
+    }
     let path = home.log_path(&args.name);
     let mut file = match std::fs::File::open(&path) {
         Ok(f) => f,
