@@ -8,26 +8,8 @@ use common::http::{McpSession, closed_within};
 use common::*;
 use serde_json::json;
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
-
-/// A home in `tmp` with one enabled extension (the fixture `t`, whose tool `t1` echoes its
-/// arguments), and its `yep mcp serve --http` bearer token.
-pub fn fixture_home(tmp: &Path) -> PathBuf {
-    let home = tmp.join("home");
-    let fixture = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-fixture");
-    let dir = tmp.join("src").join("t");
-    std::fs::create_dir_all(&dir).unwrap();
-    let manifest = json!({"name": "t", "version": "1.0.0", "description": "t", "yolop": {
-        "capabilityServer": {"command": fixture, "args": [json!({"name": "t", "tools": ["t1"]}).to_string()]},
-        "tools": [{"name": "t1", "description": "echoes its arguments"}]}});
-    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
-    let install = yep_with_stdin(&home, &["install", dir.to_str().unwrap(), "--yes"], "");
-    assert!(install.status.success(), "{}", text(&install.stderr));
-    let enable = yep_with_stdin(&home, &["enable", "t"], "");
-    assert!(enable.status.success(), "{}", text(&enable.stderr));
-    home
-}
 
 /// The address and token of the server at `url` on `home`.
 fn target(home: &Path, url: &str) -> (SocketAddr, String) {

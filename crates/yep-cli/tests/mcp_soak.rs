@@ -9,7 +9,6 @@ mod common;
 use common::http::McpSession;
 use common::*;
 use serde_json::{Value, json};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The server's resident memory, in KiB.
@@ -27,21 +26,7 @@ fn rss_kib(pid: u32) -> u64 {
 #[allow(clippy::disallowed_methods)] // the attacker runs while the client calls
 fn the_http_server_serves_a_client_through_connection_slowloris_and_session_floods() {
     let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let fixture = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-fixture");
-    let dir = tmp.path().join("src").join("t");
-    std::fs::create_dir_all(&dir).unwrap();
-    let manifest = json!({"name": "t", "version": "1.0.0", "description": "t", "yolop": {
-        "capabilityServer": {"command": fixture, "args": [json!({"name": "t", "tools": ["t1"]}).to_string()]},
-        "tools": [{"name": "t1", "description": "echoes its arguments"}]}});
-    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
-    for args in [
-        vec!["install", dir.to_str().unwrap(), "--yes"],
-        vec!["enable", "t"],
-    ] {
-        let out = yep_with_stdin(&home, &args, "");
-        assert!(out.status.success(), "{}", text(&out.stderr));
-    }
+    let home = fixture_home(tmp.path());
     let (mut server, url, _) = serve_http_limited(&home, "127.0.0.1:0", &[], Some(1024));
     let addr: std::net::SocketAddr = url
         .trim_start_matches("http://")

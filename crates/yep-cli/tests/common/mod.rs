@@ -245,3 +245,21 @@ pub fn serve_http_limited(
     std::thread::spawn(move || for _ in lines {});
     (server, url, next)
 }
+
+/// A home in `tmp` with one enabled extension (the fixture `t`, whose tool `t1` echoes its
+/// arguments).
+pub fn fixture_home(tmp: &Path) -> std::path::PathBuf {
+    let home = tmp.join("home");
+    let fixture = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-fixture");
+    let dir = tmp.join("src").join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = serde_json::json!({"name": "t", "version": "1.0.0", "description": "t", "yolop": {
+        "capabilityServer": {"command": fixture, "args": [serde_json::json!({"name": "t", "tools": ["t1"]}).to_string()]},
+        "tools": [{"name": "t1", "description": "echoes its arguments"}]}});
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    let install = yep_with_stdin(&home, &["install", dir.to_str().unwrap(), "--yes"], "");
+    assert!(install.status.success(), "{}", text(&install.stderr));
+    let enable = yep_with_stdin(&home, &["enable", "t"], "");
+    assert!(enable.status.success(), "{}", text(&enable.stderr));
+    home
+}
