@@ -247,14 +247,12 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
         !marker.exists(),
         "`yep trust` ran the server before it was approved"
     );
-    let trusted: Value = serde_json::from_str(&ok(&common::yep_in(
-        &ws,
-        &home,
-        &["trust", "sdk", "--yes", "--json"],
-        "",
-    )))
-    .unwrap();
+    let trusting = common::yep_in(&ws, &home, &["trust", "sdk", "--yes", "--json"], "");
+    let trusted: Value = serde_json::from_str(&ok(&trusting)).unwrap();
     assert_eq!(trusted["approved"], true);
+    // Running it and approving its tools are two questions, one `--yes`: said once.
+    let said = text(&trusting.stderr);
+    assert_eq!(said.matches("approved (--yes)").count(), 1, "{said}");
     assert!(
         trusted["tools"]
             .as_array()
@@ -1103,29 +1101,123 @@ fn yep_mcp_serve_allow_remote_listens_beyond_loopback_still_behind_the_token() {
     assert_eq!(report["foreign_host"], 200, "{report}");
 }
 
+/// `text` read as YAML, as JSON (PyYAML, which `.ci/run` installs beside the MCP SDK).
+#[allow(clippy::disallowed_methods)] // the YAML reader a goose user's config goes through
+fn yaml(text: &str) -> Value {
+    use std::io::Write;
+    let mut child = std::process::Command::new(mcp_python())
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "not YAML:\n{text}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
-fn yep_mcp_config_prints_a_snippet_per_agent() {
+fn yep_mcp_config_prints_only_a_config_each_agent_parses_and_the_hint_on_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A home path a snippet must quote in each format.
+    let home = tmp.path().join("my \"home\" 'x'");
+    let entry = json!({
+        "command": env!("CARGO_BIN_EXE_yep"),
+        "args": ["--home", home.to_str().unwrap(), "mcp", "serve"],
+    });
+    for agent in ["claude", "cursor", "gemini"] {
+        let out = yep(&home, &["mcp", "config", agent]);
+        let doc: Value = serde_json::from_str(&ok(&out)).unwrap_or_else(|e| {
+            panic!("{agent}: stdout is not JSON ({e}):\n{}", text(&out.stdout))
+        });
+        assert_eq!(doc, json!({"mcpServers": {"yep": entry}}), "{agent}");
+        assert!(!text(&out.stderr).is_empty(), "{agent}: no hint");
+    }
+    // `claude mcp add-json yep '<entry>'` takes the inner entry, shell-quoted.
+    let claude = yep(&home, &["mcp", "config", "claude"]);
+    let hint = text(&claude.stderr);
+    let quoted = hint
+        .split_once("claude mcp add-json yep ")
+        .unwrap_or_else(|| panic!("{hint}"))
+        .1
+        .trim_end();
+    #[allow(clippy::disallowed_methods)] // the shell a user pastes the hint into
+    let echoed = std::process::Command::new("sh")
+        .args(["-c", &format!("printf %s {quoted}")])
+        .output()
+        .unwrap();
+    let inner: Value = serde_json::from_slice(&echoed.stdout).unwrap();
+    assert_eq!(inner, entry, "{hint}");
+
+    let codex = ok(&yep(&home, &["mcp", "config", "codex"]));
+    let doc: toml::Value = toml::from_str(&codex).unwrap_or_else(|e| panic!("{e}:\n{codex}"));
+    let doc = serde_json::to_value(doc).unwrap();
+    assert_eq!(doc, json!({"mcp_servers": {"yep": entry}}));
+
+    let goose = ok(&yep(&home, &["mcp", "config", "goose"]));
+    assert_eq!(
+        yaml(&goose),
+        json!({"extensions": {"yep": {
+            "type": "stdio", "name": "yep", "enabled": true,
+            "cmd": entry["command"], "args": entry["args"],
+        }}})
+    );
+
+    // An agent yep has no snippet for is a usage error (2), with the ones it has.
+    let unknown = yep(&home, &["mcp", "config", "claud"]);
+    assert_eq!(unknown.status.code(), Some(2), "{unknown:?}");
+    let err = text(&unknown.stderr);
+    assert!(err.contains("claude") && err.contains("goose"), "{err}");
+}
+
+#[test]
+fn yep_skips_itself_as_an_mcp_server_by_its_command_line_or_its_initialize() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
-    let claude = ok(&yep(&home, &["mcp", "config", "claude"]));
-    let doc: Value = serde_json::from_str(claude.split_once('\n').unwrap().1).unwrap();
-    assert_eq!(
-        doc["mcpServers"]["yep"]["args"],
-        json!(["--home", home.to_str().unwrap(), "mcp", "serve"])
-    );
-    assert_eq!(
-        doc["mcpServers"]["yep"]["command"],
-        env!("CARGO_BIN_EXE_yep")
-    );
-    let codex = ok(&yep(&home, &["mcp", "config", "codex"]));
+    let ws = tmp.path().join("repo");
+    std::fs::create_dir_all(&ws).unwrap();
+    // The hint's own advice: the Claude snippet, pasted as the project's `.mcp.json`.
+    let snippet = ok(&yep(&home, &["mcp", "config", "claude"]));
+    std::fs::write(ws.join(".mcp.json"), &snippet).unwrap();
+    let listed = common::yep_in(&ws, &home, &["mcp", "list", "--json"], "");
+    let rows: Value = serde_json::from_str(&ok(&listed)).unwrap();
+    assert_eq!(rows, json!([]), "yep listed itself as a server");
+    let note = text(&listed.stderr);
     assert!(
-        codex.contains("[mcp_servers.yep]") && codex.contains(r#""serve""#),
-        "{codex}"
+        note.contains("skipping MCP server `yep`: it runs `yep mcp serve`, yep itself")
+            && note.lines().count() == 1,
+        "{note}"
     );
-    for agent in ["cursor", "gemini", "goose"] {
-        let out = ok(&yep(&home, &["mcp", "config", agent]));
-        assert!(out.contains("serve"), "{agent}: {out}");
-    }
-    let unknown = yep(&home, &["mcp", "config", "vim"]);
-    assert!(text(&unknown.stderr).contains("claude, codex, cursor, goose or gemini"));
+    let trust = common::yep_in(&ws, &home, &["trust", "yep", "--yes"], "");
+    assert!(!trust.status.success(), "{trust:?}");
+    let lines = session_in(&ws, &home, "tools\nquit\n");
+    assert!(tool_names(&lines[0]).is_empty(), "{:?}", lines[0]);
+
+    // Behind a wrapper its command line does not show: known by its `initialize`, not run.
+    let wrapped = json!({"mcpServers": {"wrapped": {"command": "sh", "args": [
+        "-c", "exec \"$0\" --home \"$1\" mcp serve", env!("CARGO_BIN_EXE_yep"), home.to_str().unwrap()]}}});
+    std::fs::write(ws.join(".mcp.json"), wrapped.to_string()).unwrap();
+    let trust = common::yep_in(&ws, &home, &["trust", "wrapped", "--yes"], "");
+    assert!(!trust.status.success(), "{trust:?}");
+    let said = text(&trust.stderr);
+    assert!(
+        said.contains("it is yep itself (`yep mcp serve`)"),
+        "{said}"
+    );
+    assert!(
+        mcp_list(&ws, &home)[0]["approval"]
+            .as_str()
+            .unwrap()
+            .contains("is not approved"),
+        "approved anyway"
+    );
 }

@@ -168,6 +168,15 @@ impl ServerHandler for Bridge {
             .enable_resources()
             .enable_logging()
             .build();
+        let mut capabilities = capabilities;
+        // Said so a yep host meeting this server as one of its own knows it and skips it.
+        capabilities.experimental = Some(
+            [(
+                crate::dialect::mcp::SERVE_MARKER.to_string(),
+                serde_json::Map::new(),
+            )]
+            .into(),
+        );
         let mut info = rmcp::model::ServerConfig::new(capabilities);
         info.server_info = rmcp::model::Implementation::new("yep", env!("CARGO_PKG_VERSION"));
         let instructions = self.instructions();

@@ -61,17 +61,25 @@ impl UpdateArgs {
 pub(crate) struct Consent {
     yes: bool,
     pub(crate) asked: bool,
+    /// `approved (--yes)` was said: once is enough, however many questions it answered.
+    said_yes: bool,
 }
 
 impl Consent {
     pub(crate) fn new(yes: bool) -> Consent {
-        Consent { yes, asked: false }
+        Consent {
+            yes,
+            asked: false,
+            said_yes: false,
+        }
     }
 
     /// `--yes`, or a `y` at a terminal to `question`; without a terminal, no.
     pub(crate) fn ask(&mut self, err: &mut std::io::StderrLock, question: &str) -> bool {
         if self.yes {
-            let _ = writeln!(err, "approved (--yes)");
+            if !std::mem::replace(&mut self.said_yes, true) {
+                let _ = writeln!(err, "approved (--yes)");
+            }
             return true;
         }
         if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
@@ -214,8 +222,6 @@ fn report(results: &[Installed], json: bool, home: &Home) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Whether required field `field` of the installed `name` still has no value (an error
-/// reading the config counts as unset: the hint is then shown rather than lost).
 /// How a zot extension is run once to read what it registers: from here, as a session in
 /// this directory would start it.
 fn zot_runner(home: &Home) -> yep_store::ZotRunner {
@@ -224,10 +230,7 @@ fn zot_runner(home: &Home) -> yep_store::ZotRunner {
 }
 
 pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
-    let mut consent = Consent {
-        yes: args.yes,
-        asked: false,
-    };
+    let mut consent = Consent::new(args.yes);
     let opts = InstallOptions {
         link: args.link,
         replace: args.replace,
@@ -243,10 +246,7 @@ pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode>
 }
 
 pub async fn update(args: UpdateArgs, home: &Home) -> anyhow::Result<ExitCode> {
-    let mut consent = Consent {
-        yes: args.yes,
-        asked: false,
-    };
+    let mut consent = Consent::new(args.yes);
     let opts = UpdateOptions {
         locked: args.locked,
         progress: crate::progress::bars(),

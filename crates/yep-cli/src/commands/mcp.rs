@@ -80,11 +80,23 @@ pub enum McpCommand {
         #[arg(long, value_name = "TIME", requires = "http", value_parser = humantime::parse_duration)]
         header_timeout: Option<std::time::Duration>,
     },
-    /// Print the snippet that adds `yep mcp serve` to an agent's MCP config.
+    /// Print the snippet that adds `yep mcp serve` to an agent's MCP config: only the config
+    /// on stdout (JSON, TOML or YAML, as that agent reads it), where it goes on stderr.
     Config {
-        /// The agent: claude, codex, cursor, goose or gemini.
-        agent: String,
+        /// The agent whose config format to print.
+        #[arg(value_enum)]
+        agent: Agent,
     },
+}
+
+/// An agent `yep mcp config` writes a snippet for.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Agent {
+    Claude,
+    Codex,
+    Cursor,
+    Goose,
+    Gemini,
 }
 
 #[derive(clap::Args)]
@@ -273,7 +285,11 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             }
             return serve(home, deferred, http, allow_remote, limits).await;
         }
-        McpCommand::Config { agent } => stdout_line(&config_snippet(&agent, home)?),
+        McpCommand::Config { agent } => {
+            let (snippet, hint) = config_snippet(agent, home)?;
+            stdout_line(&snippet);
+            crate::output::stderr_line(&hint);
+        }
         McpCommand::List { json } => {
             let mut rows = Vec::new();
             let lock = home.lockfile()?;
@@ -672,48 +688,58 @@ async fn serve(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The config snippet that runs `yep mcp serve` from `agent`, with this home.
-fn config_snippet(agent: &str, home: &Home) -> anyhow::Result<String> {
+/// The config snippet that runs `yep mcp serve` from `agent`, with this home, and where it
+/// goes (for stderr: the snippet alone is what stdout holds, ready to parse or paste).
+fn config_snippet(agent: Agent, home: &Home) -> anyhow::Result<(String, String)> {
     let yep = std::env::current_exe()
         .ok()
         .and_then(|p| p.to_str().map(String::from))
         .unwrap_or_else(|| "yep".into());
     let home_dir = home.root.display().to_string();
     let args = ["--home", home_dir.as_str(), "mcp", "serve"];
-    let json_entry = serde_json::json!({"command": yep, "args": args});
+    let entry = serde_json::json!({"command": yep, "args": args});
+    let doc = serde_json::json!({"mcpServers": {"yep": entry}});
     Ok(match agent {
-        "claude" | "cursor" | "gemini" => {
-            let file = match agent {
-                "claude" => "`.mcp.json` in a project, or `claude mcp add-json yep '<this entry>'`",
-                "cursor" => "`~/.cursor/mcp.json` (or `.cursor/mcp.json` in a project)",
-                _ => "`~/.gemini/settings.json`",
-            };
-            let doc = serde_json::json!({"mcpServers": {"yep": json_entry}});
-            format!("// {file}\n{}", serde_json::to_string_pretty(&doc)?)
-        }
-        "codex" => {
-            let quoted: Vec<String> = args.iter().map(|a| toml_string(a)).collect();
+        Agent::Claude => (
+            serde_json::to_string_pretty(&doc)?,
             format!(
-                "# ~/.codex/config.toml\n[mcp_servers.yep]\ncommand = {}\nargs = [{}]",
-                toml_string(&yep),
-                quoted.join(", ")
+                "merge this into a project's `.mcp.json` (or `~/.claude.json`), or add the entry alone: claude mcp add-json yep '{}'",
+                serde_json::to_string(&entry)?.replace('\'', "'\\''")
+            ),
+        ),
+        Agent::Cursor => (
+            serde_json::to_string_pretty(&doc)?,
+            "merge this into `~/.cursor/mcp.json` (or `.cursor/mcp.json` in a project)".into(),
+        ),
+        Agent::Gemini => (
+            serde_json::to_string_pretty(&doc)?,
+            "merge this into `~/.gemini/settings.json`".into(),
+        ),
+        Agent::Codex => {
+            let quoted: Vec<String> = args.iter().map(|a| toml_string(a)).collect();
+            (
+                format!(
+                    "[mcp_servers.yep]\ncommand = {}\nargs = [{}]",
+                    toml_string(&yep),
+                    quoted.join(", ")
+                ),
+                "add this to `~/.codex/config.toml`".into(),
             )
         }
-        "goose" => {
+        Agent::Goose => {
             let quoted: Vec<String> = args
                 .iter()
-                .map(|a| format!("  - {}", toml_string(a)))
+                .map(|a| format!("      - {}", toml_string(a)))
                 .collect();
-            format!(
-                "# ~/.config/goose/config.yaml\nextensions:\n  yep:\n    type: stdio\n    name: yep\n    enabled: true\n    cmd: {}\n    args:\n  {}",
-                toml_string(&yep),
-                quoted.join("\n  ")
+            (
+                format!(
+                    "extensions:\n  yep:\n    type: stdio\n    name: yep\n    enabled: true\n    cmd: {}\n    args:\n{}",
+                    toml_string(&yep),
+                    quoted.join("\n")
+                ),
+                "merge this into `~/.config/goose/config.yaml`".into(),
             )
         }
-        other => anyhow::bail!(
-            "no config snippet for {:?}: claude, codex, cursor, goose or gemini",
-            escape(other)
-        ),
     })
 }
 

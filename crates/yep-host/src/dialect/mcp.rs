@@ -142,6 +142,11 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     crate::text::escape(text).into_owned()
 }
 
+/// The experimental capability `yep mcp serve` declares in its `initialize` answer, so that a
+/// host meeting it as an MCP server (behind a wrapper its command line does not show) knows
+/// it is yep itself and skips it.
+pub const SERVE_MARKER: &str = "yep/serve";
+
 /// The rest of the handshake, once `initialize` was sent: list the tools and make the peer.
 async fn finish<E: std::fmt::Display>(
     served: Result<
@@ -160,6 +165,16 @@ async fn finish<E: std::fmt::Display>(
         })?
         .map_err(|e| HandshakeError::Malformed(format!("initialize failed: {e}")))?;
     let peer = started.peer().clone();
+    let itself = peer.peer_info().is_some_and(|info| {
+        info.capabilities
+            .experimental
+            .as_ref()
+            .is_some_and(|e| e.contains_key(SERVE_MARKER))
+    });
+    if itself {
+        started.cancellation_token().cancel();
+        return Err(HandshakeError::Itself);
+    }
     let tools = tokio::time::timeout(hello.timeout, list(&peer, &hello.extension))
         .await
         .map_err(|_| HandshakeError::Malformed("tools/list did not answer".into()))?

@@ -304,6 +304,12 @@ pub enum HandshakeError {
     /// Printed in the message, so not chained as a source (a cause is told once).
     #[error("the connection could not start: {0}")]
     Io(std::io::Error),
+    /// The MCP server is `yep mcp serve` (the `yep/serve` capability in its `initialize`): yep
+    /// itself, whose tools a session has already.
+    #[error(
+        "skipped: it is yep itself (`yep mcp serve`), and a session has everything that serves already"
+    )]
+    Itself,
 }
 
 impl From<std::io::Error> for HandshakeError {

@@ -404,7 +404,43 @@ pub fn sources(
             Err(e) => warn(format!("failed to read {}: {e}", file.display())),
         },
     }
+    // yep is never one of its own servers: it would serve this home again, nested.
+    out.retain(|s| {
+        let itself = runs_yep_serve(&s.server);
+        if itself {
+            let whose = match &s.origin {
+                Origin::Extension(ext) => format!("extension `{}`", crate::text::escape(ext)),
+                Origin::Home => "the home (`yep mcp add`)".to_string(),
+                Origin::Workspace(_) => file.display().to_string(),
+            };
+            warn(format!(
+                "{whose}: skipping MCP server `{}`: it runs `yep mcp serve`, yep itself, and a session here has everything that serves already",
+                crate::text::escape(&s.name)
+            ));
+        }
+        !itself
+    });
     out
+}
+
+/// Whether `server` runs `yep mcp serve`: a command named `yep` (or this very program),
+/// `mcp` then `serve` among its arguments. One behind a wrapper is known at `initialize`
+/// instead ([`crate::dialect::HandshakeError::Itself`]).
+pub fn runs_yep_serve(server: &McpServer) -> bool {
+    let Some(command) = server.command.as_deref() else {
+        return false;
+    };
+    let path = Path::new(command);
+    let named_yep = path.file_stem().is_some_and(|stem| stem == "yep");
+    let this_program = || {
+        let ours = std::env::current_exe().ok()?.canonicalize().ok()?;
+        Some(path.canonicalize().ok()? == ours)
+    };
+    (named_yep || this_program() == Some(true))
+        && server
+            .args
+            .windows(2)
+            .any(|w| w[0] == "mcp" && w[1] == "serve")
 }
 
 /// The enabled extensions' approved manifests, as a session outside one sees them (for
