@@ -221,11 +221,11 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
     );
     assert!(tool_names(&lines[0]).is_empty(), "{:?}", lines[0]);
     assert_eq!(lines[1]["mcp_status"][0]["state"], "unapproved");
+    // Not "no tool named": its server is there, and not approved.
+    let said = lines[2]["error"].as_str().unwrap();
     assert!(
-        lines[2]["error"]
-            .as_str()
-            .unwrap()
-            .contains("no tool named")
+        said.contains("is not approved") && said.contains("yep trust sdk"),
+        "{said}"
     );
     assert!(
         !marker.exists(),
@@ -281,15 +281,22 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
     let lines = session_in(
         &ws,
         &home,
-        "call mcp__sdk__echo {\"text\": \"hi\"}\ntools\nmcp status\nquit\n",
+        "call mcp__sdk__echo {\"text\": \"hi\"}\ntools\nmcp status\ncall mcp__sdk__extra {}\nquit\n",
     );
     assert!(
-        lines[0]["error"]
-            .as_str()
-            .unwrap()
-            .contains("withheld until `yep trust sdk`"),
+        lines[0]["error"].as_str().unwrap().contains(
+            "tool `echo` changed (description, schema or hints), so it is withheld since the server's approval; `yep trust sdk` shows the change"
+        ),
         "{:?}",
         lines[0]
+    );
+    // A withheld tool never reads as missing.
+    assert!(
+        lines[3]["error"].as_str().unwrap().contains(
+            "tool `extra` is new, so it is withheld since the server's approval; `yep trust sdk` shows the change"
+        ),
+        "{:?}",
+        lines[3]
     );
     let names = tool_names(&lines[1]);
     assert!(
@@ -938,6 +945,12 @@ fn check_bridge_report(report: &Value) {
     );
     assert_eq!(report["mcp_call"], r#"{"echoed":"via mcp"}"#);
     assert_eq!(report["list_changed"], true, "{report}");
+    // Said in MCP's terms, not the host API's.
+    assert_eq!(
+        report["unknown_tool"],
+        json!({"is_error": true, "text": "no tool named `no_such_tool`; tools/list lists them"}),
+        "{report}"
+    );
     assert_eq!(
         report["tools_after"],
         json!([

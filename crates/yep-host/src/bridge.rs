@@ -295,6 +295,19 @@ impl ServerHandler for Bridge {
             CallOutcome::TimedOut { after } => {
                 error_result(&format!("timed out after {} ms", after.as_millis()))
             }
+            // Said in MCP's terms: the host's API names mean nothing to this client.
+            CallOutcome::Failed {
+                error: crate::runtime::HostError::UnknownTool(name),
+                ..
+            } => error_result(&format!(
+                "no tool named `{}`; {}",
+                crate::text::escape(&name),
+                if self.deferred {
+                    "tools/list lists the always-loaded ones, and search_tools finds the rest"
+                } else {
+                    "tools/list lists them"
+                }
+            )),
             CallOutcome::Failed { error, .. } => error_result(&crate::error::report(&error)),
         };
         Ok(CallToolResponse::Complete(result))

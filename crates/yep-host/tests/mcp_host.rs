@@ -283,7 +283,7 @@ async fn a_tool_that_moved_since_approval_is_withheld_with_a_warning() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, HostError::Withheld { server, tool } if server == "py" && tool == "echo"),
+        matches!(&err, HostError::Withheld { server, tool, .. } if server == "py" && tool == "echo"),
         "{err}"
     );
     assert!(

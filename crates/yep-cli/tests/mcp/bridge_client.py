@@ -121,6 +121,8 @@ async def main():
             result = await session.call_tool("echo", {"text": "after the cancel"})
             report["after_cancel"] = text_of(result)
 
+            result = await session.call_tool("no_such_tool", {})
+            report["unknown_tool"] = {"is_error": result.is_error, "text": text_of(result)}
             result = await session.call_tool("t1", {"path": "/etc/forbidden"})
             report["blocked"] = {"is_error": result.is_error, "text": text_of(result)}
             result = await session.call_tool("t1", {"path": "notes"})

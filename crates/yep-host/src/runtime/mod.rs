@@ -120,15 +120,20 @@ pub enum HostError {
     ShutDown,
     #[error("no extension panel is open")]
     NoPanel,
-    /// An MCP server's tool that is not what was approved (it is new, or its description,
-    /// schema or hints changed).
+    /// An MCP server's tool that is not what was approved: it is new (`new`), or its
+    /// description, schema or hints changed.
     #[error(
-        "MCP server `{}`: tool `{}` changed since it was approved; it is withheld until `yep trust {}`",
+        "MCP server `{}`: tool `{}` {}, so it is withheld since the server's approval; `yep trust {}` shows the change and approves it",
         crate::text::escape(server),
         crate::text::escape(tool),
+        if *new { "is new" } else { "changed (description, schema or hints)" },
         crate::text::escape(server)
     )]
-    Withheld { server: String, tool: String },
+    Withheld {
+        server: String,
+        tool: String,
+        new: bool,
+    },
     #[error("no MCP server named `{}` in this session", crate::text::escape(.0))]
     UnknownMcpServer(String),
     /// An MCP server that may not start: the sentence says why and how to approve it.
@@ -451,6 +456,39 @@ pub(crate) struct Unloaded {
 }
 
 impl Table {
+    /// Why `name` is no tool of this table: a tool an MCP server lists but that is withheld
+    /// since its approval, or one of a server that is not approved, says so; anything else
+    /// is unknown.
+    fn unknown_tool(&self, name: &str) -> HostError {
+        for entry in &self.mcp {
+            let server = &entry.source.name;
+            if let Some(why) = &entry.blocked {
+                let prefix = mcp::tool_name(server, "");
+                if name.starts_with(&prefix) {
+                    return HostError::Unapproved(why.clone());
+                }
+                continue;
+            }
+            for change in entry.tools().1 {
+                use crate::store::mcp::ToolChange;
+                let (ToolChange::Added(tool) | ToolChange::Changed(tool)) = change else {
+                    continue;
+                };
+                if mcp::tool_name(server, &tool) == name {
+                    return HostError::Withheld {
+                        server: server.clone(),
+                        new: entry
+                            .pin
+                            .as_ref()
+                            .is_none_or(|p| !p.tools.contains_key(&tool)),
+                        tool,
+                    };
+                }
+            }
+        }
+        HostError::UnknownTool(name.to_string())
+    }
+
     /// The enabled extensions, in enable order.
     pub fn extensions(&self) -> Vec<String> {
         self.loaded.iter().map(|l| l.name.clone()).collect()
@@ -1360,7 +1398,7 @@ impl ExtensionHost {
                 .tools
                 .iter()
                 .find(|t| t.name == name)
-                .ok_or_else(|| HostError::UnknownTool(name.to_string()))?;
+                .ok_or_else(|| table.unknown_tool(name))?;
             let mcp = def
                 .mcp
                 .then(|| table.mcp.iter().find(|e| e.source.name == def.extension))
@@ -1424,6 +1462,10 @@ impl ExtensionHost {
             let _ = self.ask(Command::Sync).await;
             return Err(HostError::Withheld {
                 server: entry.source.name.clone(),
+                new: entry
+                    .pin
+                    .as_ref()
+                    .is_none_or(|p| !p.tools.contains_key(&call.tool)),
                 tool: call.tool,
             });
         }
