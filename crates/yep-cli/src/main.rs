@@ -13,7 +13,7 @@ use std::process::ExitCode;
 #[command(
     name = "yep",
     version,
-    about = "Install, author and debug YEP extensions"
+    about = "Install, author and debug extensions for AI coding agents: YEP and zot extensions, and MCP servers"
 )]
 struct Cli {
     /// The yep home (extensions, settings, logs). Defaults to $YEP_HOME, then <config dir>/yep.
@@ -102,7 +102,10 @@ fn main() -> ExitCode {
         output::stdout_written(written);
         return ExitCode::SUCCESS;
     }
-    init_tracing(cli.verbose);
+    // A session shows the host's warnings itself (`warning: …`, or `{"warning": …}` with
+    // `--json`): the host's log of them would say each twice.
+    let shows_warnings = matches!(cli.command, Command::Session(_));
+    init_tracing(cli.verbose, shows_warnings);
     let home = yep_store::Home::resolve(cli.home);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -142,9 +145,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(verbose: u8) {
+fn init_tracing(verbose: u8, shows_warnings: bool) {
     use std::io::IsTerminal;
     let default = match verbose {
+        0 if shows_warnings => "warn,rmcp=off,yep_host::health=error",
         // rmcp logs what it meets at error level; the host reports each as its own error.
         0 => "warn,rmcp=off",
         1 => "debug",

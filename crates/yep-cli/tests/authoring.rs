@@ -56,6 +56,16 @@ fn author_loop(lang: &str) {
     let made: Value = serde_json::from_str(&out).unwrap();
     let dir = PathBuf::from(made["dir"].as_str().unwrap());
     let server = dir.join(made["edit"].as_str().unwrap());
+    // `--lang typescript` says what it writes: JavaScript, typed, with no build step.
+    let language = made["language"].as_str().unwrap();
+    if lang == "typescript" {
+        assert!(
+            language.starts_with("JavaScript") && language.contains("no build step"),
+            "{language}"
+        );
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(readme.contains("JavaScript for Node"), "{readme}");
+    }
     // The next steps install as docs/authoring.md does: a script server linked, so edits run
     // without reinstalling; a Rust one copied, to be updated after each rebuild.
     let next: Vec<&str> = made["next"]

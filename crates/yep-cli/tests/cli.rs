@@ -975,3 +975,41 @@ fn a_session_tells_a_server_that_cannot_start_once_and_names_the_hook_it_could_n
         "{stdout}"
     );
 }
+
+#[test]
+fn the_top_level_help_names_every_kind_yep_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let help = text(&yep(tmp.path(), &["--help"]).stdout);
+    let first = help.lines().next().unwrap();
+    assert!(
+        first.contains("YEP and zot extensions, and MCP servers"),
+        "{first}"
+    );
+    // `yep new --lang` says what each language writes.
+    let new = text(&yep(tmp.path(), &["new", "--help"]).stdout);
+    assert!(new.contains("JavaScript for Node 18+"), "{new}");
+}
+
+#[test]
+fn a_json_session_tells_each_warning_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(
+        ws.join(".mcp.json"),
+        r#"{"mcpServers":{"a b":{"command":"x"}}}"#,
+    )
+    .unwrap();
+    let out = common::yep_in(
+        &ws,
+        &tmp.path().join("home"),
+        &["session", "--json"],
+        "quit\n",
+    );
+    let stdout = text(&out.stdout);
+    let said: Vec<&str> = stdout.lines().filter(|l| l.contains("a b")).collect();
+    assert_eq!(said.len(), 1, "{stdout}");
+    assert!(said[0].starts_with(r#"{"warning":"#), "{stdout}");
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("a b"), "told again on stderr: {stderr}");
+}

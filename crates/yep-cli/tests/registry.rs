@@ -273,13 +273,23 @@ fn run_yep(home: &Path, args: &[&str], registry: Option<&Server>) -> Output {
     run_yep_with(home, args, registry, &[])
 }
 
-#[allow(clippy::disallowed_methods)] // running the CLI under test
 fn run_yep_with(
     home: &Path,
     args: &[&str],
     registry: Option<&Server>,
     vars: &[(&str, &str)],
 ) -> Output {
+    yep_command(home, args, registry, vars).output().unwrap()
+}
+
+/// The CLI as the tests run it: in `home`, against `registry` (never crates.io), with `vars`.
+#[allow(clippy::disallowed_methods)] // running the CLI under test
+fn yep_command(
+    home: &Path,
+    args: &[&str],
+    registry: Option<&Server>,
+    vars: &[(&str, &str)],
+) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_yep"));
     cmd.args(args)
         .env("YEP_HOME", home)
@@ -305,7 +315,7 @@ fn run_yep_with(
             cmd.env_remove(var);
         }
     }
-    cmd.output().unwrap()
+    cmd
 }
 
 fn install(sandbox: &Sandbox, server: &Server, args: &[&str]) -> Output {
@@ -652,6 +662,30 @@ fn an_unknown_crate_is_a_clear_error() {
         "{stderr}"
     );
     assert_eq!(server.requests(), [index_path("yep-extension-nonexistent")]);
+    assert_nothing_installed(&sandbox);
+}
+
+#[test]
+fn a_bare_name_on_no_registry_says_what_was_tried_and_how_to_mean_the_directory_here() {
+    let server = Server::start(HashMap::new());
+    let sandbox = Sandbox::new();
+    let here = sandbox.root.path().join("work");
+    std::fs::create_dir_all(here.join("wc")).unwrap();
+    std::fs::write(here.join("wc/plugin.json"), r#"{"name":"wc"}"#).unwrap();
+    let out = yep_command(
+        &sandbox.home(),
+        &["install", "wc", "--yes"],
+        Some(&server),
+        &[],
+    )
+    .current_dir(&here)
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "error: no extension `wc` on crates.io (tried yep-extension-wc and yolop-extension-wc); a bare name means crates.io, so to install the directory `wc` here, write `./wc`\n"
+    );
     assert_nothing_installed(&sandbox);
 }
 

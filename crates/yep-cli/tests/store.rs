@@ -1735,13 +1735,60 @@ fn a_tool_name_model_apis_reject_is_a_clear_manifest_error_at_install() {
     let env = Env::new();
     let mut bad = facet();
     bad["tools"] = json!([{"name": "lsp.definition", "description": "go to definition"}]);
-    let pkg = env.package("dotted", "dotted", "1.0.0", bad);
+    let pkg = env.package("dotted", "dotted", "1.0.0", bad.clone());
     let out = env.yep(&["install", pkg.to_str().unwrap(), "--yes"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(
-        err.contains("tool name \"lsp.definition\" is not one model APIs accept"),
+        err.contains(
+            "tool name \"lsp.definition\" must be non-empty and use only A-Z a-z 0-9 _ -, at most 64 characters"
+        ),
         "{err}"
     );
     assert!(!env.lock().contains("dotted"), "nothing was installed");
+    // A name with a space is told the same charset: never one with `.` that is then refused.
+    bad["tools"] = json!([{"name": "lsp definition", "description": "go to definition"}]);
+    let pkg = env.package("spaced", "spaced", "1.0.0", bad);
+    let out = env.yep(&["install", pkg.to_str().unwrap(), "--yes"]);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("use only A-Z a-z 0-9 _ -,") && !err.contains("_ . -"),
+        "{err}"
+    );
+}
+
+#[test]
+fn install_and_enable_warn_when_a_server_command_resolves_nowhere() {
+    let env = Env::new();
+    let mut f = facet();
+    f["capabilityServer"]["command"] = json!("no-such-program-yep29");
+    f["mcpServers"] = json!({"helper": {"command": "/no/such/mcp-helper"}});
+    let pkg = env.package("lost", "lost", "1.0.0", f);
+    let out = env.yep(&["install", pkg.to_str().unwrap(), "--yes", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // stdout stays the JSON; the warnings are on stderr.
+    let _: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("warning: `lost`'s server runs `no-such-program-yep29`, which is neither in the package's bin/ nor on PATH"),
+        "{err}"
+    );
+    assert!(
+        err.contains("warning: `lost`'s MCP server `helper` runs `/no/such/mcp-helper`"),
+        "{err}"
+    );
+    let out = env.yep(&["enable", "lost"]);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`lost`'s server runs `no-such-program-yep29`"),
+        "{err}"
+    );
+    // A command that resolves says nothing.
+    let pkg = env.package("fine", "fine", "1.0.0", facet());
+    let out = env.yep(&["install", pkg.to_str().unwrap(), "--yes"]);
+    assert!(
+        !text(&out.stderr).contains("warning"),
+        "{}",
+        text(&out.stderr)
+    );
 }

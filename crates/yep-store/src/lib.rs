@@ -50,6 +50,27 @@ pub struct Home {
 pub enum StoreError {
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    /// A bare name that names no crate on the registry under any name it may mean.
+    #[error(
+        "no extension `{}` on crates.io (tried {}){}",
+        text::escape(name),
+        tried.join(" and "),
+        if *directory_here {
+            format!(
+                "; a bare name means crates.io, so to install the directory `{}` here, write `./{}`",
+                text::escape(name),
+                text::escape(name)
+            )
+        } else {
+            String::new()
+        }
+    )]
+    NotOnRegistry {
+        name: String,
+        tried: Vec<String>,
+        /// A package directory of that name is in the current directory.
+        directory_here: bool,
+    },
     #[error(transparent)]
     Fetch(#[from] FetchError),
     #[error(transparent)]
@@ -958,6 +979,31 @@ impl Home {
         Ok(self.package_manifest(entry)?)
     }
 
+    /// The commands of the installed `name` that resolve nowhere a session looks (the
+    /// package's `bin/`, `PATH`, or the path as written): its server's, and each stdio MCP
+    /// server's that names no `${VAR}`, with what it is (`server`, `MCP server x`). A session
+    /// could not start them.
+    pub fn unresolved_commands(&self, name: &str) -> Vec<(String, String)> {
+        let Ok(manifest) = self.installed_manifest(name) else {
+            return Vec::new();
+        };
+        let dir = self.package_dir(name);
+        let server = manifest
+            .yolop
+            .capability_server
+            .as_ref()
+            .map(|s| ("server".to_string(), s.command.clone()));
+        let mcp = manifest.yolop.mcp_servers.iter().filter_map(|(n, s)| {
+            let command = s.command.clone().filter(|c| !c.contains('$'))?;
+            Some((format!("MCP server `{n}`"), command))
+        });
+        server
+            .into_iter()
+            .chain(mcp)
+            .filter(|(_, command)| !command_resolves(command, &dir))
+            .collect()
+    }
+
     /// Fetch into `staged`; returns the lock source and where the package content is.
     fn fetch(
         &self,
@@ -1003,23 +1049,17 @@ impl Home {
                 self.fetch_crate(name, version.as_deref(), staged, &opts.progress)
             }
             SourceSpec::Bare { name, version } => {
-                let mut last = None;
                 for candidate in SourceSpec::candidates(name) {
                     match self.fetch_crate(&candidate, version.as_deref(), staged, &opts.progress) {
-                        Err(StoreError::Fetch(FetchError::NotFound(what))) => last = Some(what),
+                        Err(StoreError::Fetch(FetchError::NotFound(_))) => {}
                         other => return other,
                     }
                 }
-                let here = if Path::new(name).join(MANIFEST_FILE).is_file() {
-                    format!("; to install the directory `{name}` here, write `./{name}`")
-                } else {
-                    String::new()
-                };
-                Err(StoreError::Fetch(FetchError::NotFound(format!(
-                    "`{name}` on crates.io (tried {}; last: {}){here}",
-                    SourceSpec::candidates(name).join(", "),
-                    last.unwrap_or_default()
-                ))))
+                Err(StoreError::NotOnRegistry {
+                    name: name.clone(),
+                    tried: SourceSpec::candidates(name),
+                    directory_here: Path::new(name).join(MANIFEST_FILE).is_file(),
+                })
             }
         }
     }

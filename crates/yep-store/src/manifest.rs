@@ -315,7 +315,6 @@ impl Manifest {
         }
         let mut seen = std::collections::BTreeSet::new();
         for t in &f.tools {
-            check_item_name("tool", &t.name)?;
             check_model_tool_name(&self.name, &t.name)?;
             if !seen.insert(("tool", t.name.as_str())) {
                 return Err(format!("tool `{}` is declared twice", t.name));
@@ -445,7 +444,7 @@ pub fn model_accepts_tool_name(name: &str) -> bool {
 fn check_model_tool_name(ext: &str, tool: &str) -> Result<(), String> {
     if !model_accepts_tool_name(tool) {
         return Err(format!(
-            "tool name \"{}\" is not one model APIs accept: OpenAI and Anthropic take only A-Z a-z 0-9 _ -, at most {MAX_NAME_LEN} characters",
+            "tool name \"{}\" must be non-empty and use only A-Z a-z 0-9 _ -, at most {MAX_NAME_LEN} characters (what OpenAI and Anthropic take as a tool name)",
             crate::text::escape(tool)
         ));
     }
@@ -648,7 +647,7 @@ mod tests {
             ))
         };
         let err = tool("ext", "lsp.definition").unwrap_err().to_string();
-        assert!(err.contains("not one model APIs accept"), "{err}");
+        assert!(err.contains("use only A-Z a-z 0-9 _ -,"), "{err}");
         for refused in ["read file", "a/b"] {
             let err = tool("ext", refused).unwrap_err().to_string();
             assert!(err.contains("tool name"), "{refused}: {err}");

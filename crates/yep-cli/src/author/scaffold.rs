@@ -42,6 +42,8 @@ pub struct Scaffolded {
     pub files: Vec<String>,
     /// The server's source, where the handler bodies are.
     pub edit: String,
+    /// The language the server is written in, as it runs.
+    pub language: String,
     /// The build step (Rust only).
     pub build: Option<String>,
     pub next: Vec<String>,
@@ -401,7 +403,7 @@ fn readme(o: &NewOptions, build: Option<&str>) -> String {
     let lang = match o.lang {
         Lang::Python => "Python (the SDK is vendored as `bin/yep_sdk.py`)",
         Lang::Typescript => {
-            "TypeScript/JavaScript for Node >= 18 (the SDK is vendored as `bin/yep-sdk.js`)"
+            "JavaScript for Node >= 18, with TypeScript types for editors (the SDK is vendored as `bin/yep-sdk.js`, its types as `bin/yep-sdk.d.ts`); there is no build step"
         }
         Lang::Rust => "Rust (the SDK is vendored under `vendor/`)",
     };
@@ -523,6 +525,12 @@ pub fn scaffold(o: &NewOptions) -> Result<Scaffolded, String> {
         dir,
         files: files.into_iter().map(|(p, _)| p).collect(),
         edit,
+        language: match o.lang {
+            Lang::Python => "Python 3, standard library only",
+            Lang::Typescript => "JavaScript (ES modules, Node 18+), typed by bin/yep-sdk.d.ts for editors: no build step, no TypeScript compiler",
+            Lang::Rust => "Rust",
+        }
+        .into(),
         build,
         next,
     })

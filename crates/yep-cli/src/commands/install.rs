@@ -151,6 +151,9 @@ fn declined(err: StoreError, consent: &Consent) -> anyhow::Error {
 }
 
 fn report(results: &[Installed], json: bool, home: &Home) -> anyhow::Result<()> {
+    for r in results {
+        warn_unresolved(home, &r.name);
+    }
     if json {
         stdout_line(&serde_json::to_string_pretty(results)?);
         return Ok(());
@@ -220,6 +223,18 @@ fn report(results: &[Installed], json: bool, home: &Home) -> anyhow::Result<()> 
         }
     }
     Ok(())
+}
+
+/// On stderr (with `--json` too: stdout is the JSON), each command of the installed `name`
+/// a session could not start: found neither in the package's `bin/` nor on `PATH`.
+pub(crate) fn warn_unresolved(home: &Home, name: &str) {
+    for (what, command) in home.unresolved_commands(name) {
+        crate::output::stderr_line(&format!(
+            "warning: `{}`'s {what} runs `{}`, which is neither in the package's bin/ nor on PATH: a session cannot start it until it is installed or put on PATH",
+            escape(name),
+            escape(&command)
+        ));
+    }
 }
 
 /// How a zot extension is run once to read what it registers: from here, as a session in

@@ -42,6 +42,9 @@ pub async fn enable(args: NameArgs, home: &Home, on: bool) -> anyhow::Result<Exi
     } else {
         Vec::new()
     };
+    if on {
+        super::install::warn_unresolved(home, &args.name);
+    }
     if args.json {
         let (fields, commands): (Vec<_>, Vec<_>) = missing.into_iter().unzip();
         stdout_line(

@@ -49,8 +49,12 @@ pub struct Args {
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum LangArg {
+    /// Python 3, standard library only.
     Python,
+    /// JavaScript for Node 18+ (ES modules), typed by the SDK's `.d.ts`: no build step.
+    #[value(alias = "javascript")]
     Typescript,
+    /// Rust, built with cargo.
     Rust,
 }
 
@@ -110,6 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "  edit the handler bodies in {}",
         done.dir.join(&done.edit).display()
     ));
+    stdout_line(&format!("  written in {}", done.language));
     for step in &done.next {
         stdout_line(&format!("  next: {step}"));
     }
