@@ -671,7 +671,11 @@ fn a_bare_name_on_no_registry_says_what_was_tried_and_how_to_mean_the_directory_
     let sandbox = Sandbox::new();
     let here = sandbox.root.path().join("work");
     std::fs::create_dir_all(here.join("wc")).unwrap();
-    std::fs::write(here.join("wc/plugin.json"), r#"{"name":"wc"}"#).unwrap();
+    std::fs::write(
+        here.join("wc/plugin.json"),
+        r#"{"name":"wc","yolop":{"prompt":true}}"#,
+    )
+    .unwrap();
     let out = yep_command(
         &sandbox.home(),
         &["install", "wc", "--yes"],
@@ -687,6 +691,28 @@ fn a_bare_name_on_no_registry_says_what_was_tried_and_how_to_mean_the_directory_
         "error: no extension `wc` on crates.io (tried yep-extension-wc and yolop-extension-wc); a bare name means crates.io, so to install the directory `wc` here, write `./wc`\n"
     );
     assert_nothing_installed(&sandbox);
+    // Installed from that directory, the bare name says so, and how to take it again.
+    let installed = yep_command(&sandbox.home(), &["install", "./wc", "--yes"], None, &[])
+        .current_dir(&here)
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "{}", text(&installed.stderr));
+    let out = yep_command(
+        &sandbox.home(),
+        &["install", "wc", "--yes"],
+        Some(&server),
+        &[],
+    )
+    .current_dir(&here)
+    .output()
+    .unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("; the installed `wc` is from path ")
+            && err
+                .contains("`yep update wc` takes it from there again; a bare name means crates.io"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -52,9 +52,18 @@ pub enum StoreError {
     Manifest(#[from] ManifestError),
     /// A bare name that names no crate on the registry under any name it may mean.
     #[error(
-        "no extension `{}` on crates.io (tried {}){}",
+        "no extension `{}` on crates.io (tried {}){}{}",
         text::escape(name),
         tried.join(" and "),
+        match installed_from {
+            Some(from) => format!(
+                "; the installed `{}` is from {}: `yep update {}` takes it from there again",
+                text::escape(name),
+                text::escape(from),
+                text::escape(name)
+            ),
+            None => String::new(),
+        },
         if *directory_here {
             format!(
                 "; a bare name means crates.io, so to install the directory `{}` here, write `./{}`",
@@ -70,6 +79,8 @@ pub enum StoreError {
         tried: Vec<String>,
         /// A package directory of that name is in the current directory.
         directory_here: bool,
+        /// Where the installed extension of that name came from, when there is one.
+        installed_from: Option<String>,
     },
     #[error(transparent)]
     Fetch(#[from] FetchError),
@@ -1059,6 +1070,10 @@ impl Home {
                     name: name.clone(),
                     tried: SourceSpec::candidates(name),
                     directory_here: Path::new(name).join(MANIFEST_FILE).is_file(),
+                    installed_from: self
+                        .lockfile()
+                        .ok()
+                        .and_then(|lock| lock.get(name).map(|e| e.source.to_string())),
                 })
             }
         }
