@@ -755,3 +755,71 @@ fn a_tool_renamed_by_a_collision_is_one_name_in_its_chain() {
         "{replies:?}"
     );
 }
+
+#[test]
+fn yep_call_runs_a_tool_of_a_zot_extensions_directory_as_zot_would() {
+    let env = Env::new();
+    let src = env.source();
+    let parent = src.parent().unwrap();
+    let call = |args: &[&str]| common::yep_in(parent, &env.home(), args, "");
+    // Spelled as a path, as the issue did: `yep call ./todo <tool> <args>`.
+    let out = call(&[
+        "call",
+        "./todo",
+        "todo_manage",
+        r#"{"action":"add","title":"water the plants"}"#,
+    ]);
+    ok(&out);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        result,
+        json!({"content": [{"type": "text", "text": "water the plants"}], "is_error": false, "structured_content": {"count": 1}})
+    );
+    // As zot runs an extension it was pointed at: in its own directory, which is also its
+    // data dir.
+    let out = call(&["call", "./todo", "todo_manage", r#"{"action":"where"}"#]);
+    ok(&out);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cwd = result["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        Path::new(cwd).canonicalize().unwrap(),
+        src.canonicalize().unwrap()
+    );
+    assert!(src.join("todos.json").is_file());
+    // A tool it does not register is refused, naming the ones it does.
+    let out = call(&["call", "./todo", "todo_nothing"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("tool `todo_nothing` is not registered by zot extension `todo-panel`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("registered tools: todo_manage, todo_archive, todo_pick"),
+        "{err}"
+    );
+}
+
+#[test]
+fn yep_call_and_doctor_of_a_directory_that_is_no_package_say_so() {
+    let env = Env::new();
+    let dir = env.tmp.path().join("src").join("nothing");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("README.md"), "not a package\n").unwrap();
+    for verb in [
+        &["call", dir.to_str().unwrap(), "t"][..],
+        &["doctor", dir.to_str().unwrap()],
+    ] {
+        let out = env.yep(verb);
+        assert_eq!(out.status.code(), Some(1), "{verb:?}");
+        let err = text(&out.stderr);
+        assert_eq!(
+            err,
+            format!(
+                "error: {} has no plugin.json (nor a zot extension.json)\n",
+                dir.display()
+            ),
+            "{verb:?}"
+        );
+    }
+}
