@@ -823,3 +823,35 @@ fn yep_call_and_doctor_of_a_directory_that_is_no_package_say_so() {
         );
     }
 }
+
+#[test]
+fn a_zot_command_is_found_as_install_shows_it_and_in_any_case_over_its_whole_name() {
+    let env = Env::new();
+    let src = env.source();
+    let summary = ok(&env.yep(&["install", src.to_str().unwrap(), "--yes"]));
+    assert!(summary.contains("/todo-panel:todo"), "{summary}");
+    ok(&env.yep(&["enable", "todo-panel"]));
+    let replies = env.session(
+        concat!(
+            "command /todo-panel:todo count\n",
+            "command TODO-PANEL:Todo count\n",
+            "command /Todo-Panel:TODO count\n",
+            "command todo-panel:todo count\n",
+            "command todo-panel:nothing\n",
+            "quit\n"
+        ),
+        &[],
+    );
+    // Every spelling reaches the command; the extension hears the one it registered.
+    for reply in &replies[..4] {
+        assert_eq!(
+            reply,
+            &json!({"success": true, "message": "0 todos (todo)"}),
+            "{replies:?}"
+        );
+    }
+    assert!(
+        said(&replies[4]).contains("no command named `todo-panel:nothing`"),
+        "{replies:?}"
+    );
+}
