@@ -855,3 +855,82 @@ fn a_zot_command_is_found_as_install_shows_it_and_in_any_case_over_its_whole_nam
         "{replies:?}"
     );
 }
+
+#[test]
+fn a_zot_tools_structured_content_reaches_an_mcp_client_as_structured_content() {
+    use std::io::{BufRead, Write};
+    use std::process::{Command, Stdio};
+    let env = Env::new();
+    env.install_fixture("todo");
+    ok(&env.yep(&["enable", "todo-panel"]));
+    #[allow(clippy::disallowed_methods)] // the CLI under test, as an agent starts it
+    let child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["mcp", "serve"])
+        .env("YEP_HOME", env.home())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = common::Serving(child);
+    let mut stdin = server.0.stdin.take().unwrap();
+    let stdout = server.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let Ok(message) = serde_json::from_str(&line) else {
+                continue;
+            };
+            if tx.send(message).is_err() {
+                break;
+            }
+        }
+    });
+    // The answer to request `id`, past any notification.
+    let answer = |id: u64| loop {
+        let message = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("yep mcp serve answers");
+        if message["id"] == id {
+            break message;
+        }
+    };
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "zot-test", "version": "1"}}}),
+    );
+    assert!(answer(1).get("result").is_some());
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let listed = answer(2);
+    let manage = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "todo_manage")
+        .unwrap_or_else(|| panic!("{listed}"))
+        .clone();
+    // It declares an output schema, so an MCP client expects structured content.
+    assert_eq!(
+        manage["outputSchema"]["properties"]["count"]["type"],
+        "integer"
+    );
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "todo_manage", "arguments": {"action": "add", "title": "water the plants"}}}),
+    );
+    let called = answer(3);
+    assert_eq!(
+        called["result"],
+        json!({
+            "content": [{"type": "text", "text": "water the plants"}],
+            "isError": false,
+            "structuredContent": {"count": 1},
+        }),
+        "{called}"
+    );
+}
