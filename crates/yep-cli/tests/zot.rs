@@ -755,3 +755,182 @@ fn a_tool_renamed_by_a_collision_is_one_name_in_its_chain() {
         "{replies:?}"
     );
 }
+
+#[test]
+fn yep_call_runs_a_tool_of_a_zot_extensions_directory_as_zot_would() {
+    let env = Env::new();
+    let src = env.source();
+    let parent = src.parent().unwrap();
+    let call = |args: &[&str]| common::yep_in(parent, &env.home(), args, "");
+    // Spelled as a path, as the issue did: `yep call ./todo <tool> <args>`.
+    let out = call(&[
+        "call",
+        "./todo",
+        "todo_manage",
+        r#"{"action":"add","title":"water the plants"}"#,
+    ]);
+    ok(&out);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        result,
+        json!({"content": [{"type": "text", "text": "water the plants"}], "is_error": false, "structured_content": {"count": 1}})
+    );
+    // As zot runs an extension it was pointed at: in its own directory, which is also its
+    // data dir.
+    let out = call(&["call", "./todo", "todo_manage", r#"{"action":"where"}"#]);
+    ok(&out);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cwd = result["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        Path::new(cwd).canonicalize().unwrap(),
+        src.canonicalize().unwrap()
+    );
+    assert!(src.join("todos.json").is_file());
+    // A tool it does not register is refused, naming the ones it does.
+    let out = call(&["call", "./todo", "todo_nothing"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("tool `todo_nothing` is not registered by zot extension `todo-panel`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("registered tools: todo_manage, todo_archive, todo_pick"),
+        "{err}"
+    );
+}
+
+#[test]
+fn yep_call_and_doctor_of_a_directory_that_is_no_package_say_so() {
+    let env = Env::new();
+    let dir = env.tmp.path().join("src").join("nothing");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("README.md"), "not a package\n").unwrap();
+    for verb in [
+        &["call", dir.to_str().unwrap(), "t"][..],
+        &["doctor", dir.to_str().unwrap()],
+    ] {
+        let out = env.yep(verb);
+        assert_eq!(out.status.code(), Some(1), "{verb:?}");
+        let err = text(&out.stderr);
+        assert_eq!(
+            err,
+            format!(
+                "error: {} has no plugin.json (nor a zot extension.json)\n",
+                dir.display()
+            ),
+            "{verb:?}"
+        );
+    }
+}
+
+#[test]
+fn a_zot_command_is_found_as_install_shows_it_and_in_any_case_over_its_whole_name() {
+    let env = Env::new();
+    let src = env.source();
+    let summary = ok(&env.yep(&["install", src.to_str().unwrap(), "--yes"]));
+    assert!(summary.contains("/todo-panel:todo"), "{summary}");
+    ok(&env.yep(&["enable", "todo-panel"]));
+    let replies = env.session(
+        concat!(
+            "command /todo-panel:todo count\n",
+            "command TODO-PANEL:Todo count\n",
+            "command /Todo-Panel:TODO count\n",
+            "command todo-panel:todo count\n",
+            "command todo-panel:nothing\n",
+            "quit\n"
+        ),
+        &[],
+    );
+    // Every spelling reaches the command; the extension hears the one it registered.
+    for reply in &replies[..4] {
+        assert_eq!(
+            reply,
+            &json!({"success": true, "message": "0 todos (todo)"}),
+            "{replies:?}"
+        );
+    }
+    assert!(
+        said(&replies[4]).contains("no command named `todo-panel:nothing`"),
+        "{replies:?}"
+    );
+}
+
+#[test]
+fn a_zot_tools_structured_content_reaches_an_mcp_client_as_structured_content() {
+    use std::io::{BufRead, Write};
+    use std::process::{Command, Stdio};
+    let env = Env::new();
+    env.install_fixture("todo");
+    ok(&env.yep(&["enable", "todo-panel"]));
+    #[allow(clippy::disallowed_methods)] // the CLI under test, as an agent starts it
+    let child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["mcp", "serve"])
+        .env("YEP_HOME", env.home())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = common::Serving(child);
+    let mut stdin = server.0.stdin.take().unwrap();
+    let stdout = server.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let Ok(message) = serde_json::from_str(&line) else {
+                continue;
+            };
+            if tx.send(message).is_err() {
+                break;
+            }
+        }
+    });
+    // The answer to request `id`, past any notification.
+    let answer = |id: u64| loop {
+        let message = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("yep mcp serve answers");
+        if message["id"] == id {
+            break message;
+        }
+    };
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "zot-test", "version": "1"}}}),
+    );
+    assert!(answer(1).get("result").is_some());
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let listed = answer(2);
+    let manage = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "todo_manage")
+        .unwrap_or_else(|| panic!("{listed}"))
+        .clone();
+    // It declares an output schema, so an MCP client expects structured content.
+    assert_eq!(
+        manage["outputSchema"]["properties"]["count"]["type"],
+        "integer"
+    );
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "todo_manage", "arguments": {"action": "add", "title": "water the plants"}}}),
+    );
+    let called = answer(3);
+    assert_eq!(
+        called["result"],
+        json!({
+            "content": [{"type": "text", "text": "water the plants"}],
+            "isError": false,
+            "structuredContent": {"count": 1},
+        }),
+        "{called}"
+    );
+}

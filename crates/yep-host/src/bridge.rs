@@ -124,13 +124,25 @@ fn tool_json(t: &ToolDefinition) -> Value {
 }
 
 /// A tool's answer as an MCP result: one shaped as an MCP result (an MCP server's, a zot
-/// extension's content blocks) passes through as it came; any other is its JSON as text (the
-/// text the server wrote, for a YEP server: no serializing), and `structuredContent` when it
-/// is an object.
+/// extension's content blocks) passes through as it came, its fields spelled as MCP spells
+/// them; any other is its JSON as text (the text the server wrote, for a YEP server: no
+/// serializing), and `structuredContent` when it is an object.
 fn result_json(result: ToolResult) -> Value {
     let written = (!result.is_parsed()).then(|| result.json().into_owned());
-    let value = result.into_value();
+    let mut value = result.into_value();
     if value.get("content").is_some_and(Value::is_array) {
+        // The host spells a content result's fields as the session shows them (a zot
+        // extension's `structured_content`); an MCP client reads only its own spelling.
+        if let Value::Object(fields) = &mut value {
+            for (host, mcp) in [
+                ("structured_content", "structuredContent"),
+                ("is_error", "isError"),
+            ] {
+                if let Some(v) = fields.remove(host) {
+                    fields.entry(mcp).or_insert(v);
+                }
+            }
+        }
         return value;
     }
     match value {
@@ -536,6 +548,14 @@ mod tests {
         let shaped = json!({"content": [{"type": "text", "text": "x"}], "isError": false});
         assert_eq!(result_json(raw(&shaped.to_string())), shaped);
         assert_eq!(result_json(shaped.clone().into()), shaped);
+        // Content in the host's spelling (a zot extension's): MCP's.
+        let zot = json!({"content": [{"type": "text", "text": "x"}], "is_error": false,
+            "structured_content": {"count": 1}});
+        assert_eq!(
+            result_json(zot.into()),
+            json!({"content": [{"type": "text", "text": "x"}], "isError": false,
+                "structuredContent": {"count": 1}})
+        );
         // A parsed object (an MCP server's plain answer, a builtin's): its JSON as text.
         let parsed = result_json(json!({"a": 1}).into());
         assert_eq!(parsed["content"][0]["text"], r#"{"a":1}"#);

@@ -1,8 +1,9 @@
 //! `yep call <package-dir | installed-name> <tool> [json-args]`: spawn a package's server and
-//! call one tool.
+//! call one tool. A directory is a YEP package or a zot extension, told apart as `yep install`
+//! tells them.
 
-use super::Target;
 use super::prompt::TerminalEvents;
+use super::{PackageKind, Target};
 use crate::output::{eline, hinted, stdout_line, usage};
 use anyhow::Context;
 use serde_json::Value;
@@ -14,13 +15,17 @@ use yep_host::runtime::launch;
 use yep_host::{Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
 use yep_store::Home;
 use yep_store::config;
+use yep_store::manifest::MANIFEST_FILE;
 use yep_store::text::escape;
+use yep_store::zot::{ZOT_MANIFEST_FILE, ZotManifest};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The package directory (holding plugin.json), or the name of an installed extension.
+    /// The package directory (holding plugin.json, or a zot extension's extension.json), or the
+    /// name of an installed extension.
     package: PathBuf,
-    /// The tool to call; it must be declared in the manifest.
+    /// The tool to call; it must be declared in the manifest (for a zot extension: registered
+    /// when it starts).
     tool: String,
     /// The tool's arguments as a JSON object.
     #[arg(default_value = "{}")]
@@ -38,7 +43,9 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let target = args.package.to_string_lossy().into_owned();
     let target = super::resolve_target(home, &target)?;
     let installed = matches!(target, Target::Installed(_));
-    let (manifest, spec, mut supervisor, package) = match target {
+    // `manifest` is `None` for a zot extension's directory: its tools are what it registers
+    // when it runs, so they are checked once it started.
+    let (manifest, spec, mut supervisor, manifest_file) = match target {
         // An installed extension runs exactly as a session runs it: from the home, checked
         // against its approval, with its config, secrets, data dir and log.
         Target::Installed(entry) => {
@@ -58,51 +65,63 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                 eline!("warning: {warning}");
             }
             (
-                launch.manifest,
+                Some(launch.manifest),
                 launch.spec,
                 launch.supervisor,
-                home.package_dir(&name),
+                home.package_dir(&name).join(entry.manifest_file()),
             )
         }
         // A package directory is an author's work in progress: no config, no secrets.
         Target::Dir(dir) => {
-            let manifest = Manifest::load(&dir)?;
-            let package = std::fs::canonicalize(&dir)
-                .with_context(|| format!("failed to resolve {}", dir.display()))?;
-            let mut spec = ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
-                .ok_or_else(|| no_server(&manifest))?;
-            spec.session_id = session_id;
-            (manifest, spec, supervisor, dir)
+            let (package, kind) = super::package_dir(&dir)?;
+            match kind {
+                PackageKind::Yep => {
+                    let manifest = Manifest::load(&dir)?;
+                    let mut spec =
+                        ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
+                            .ok_or_else(|| no_server(&manifest.name))?;
+                    spec.session_id = session_id;
+                    (Some(manifest), spec, supervisor, dir.join(MANIFEST_FILE))
+                }
+                PackageKind::Zot => {
+                    let extension = ZotManifest::load(&dir)?;
+                    let (mut spec, supervisor) =
+                        launch::zot_dir(&extension, &package, cwd, &home.logs_dir(), &supervisor)
+                            .ok_or_else(|| no_zot_server(&extension.name))?;
+                    spec.session_id = session_id;
+                    (None, spec, supervisor, dir.join(ZOT_MANIFEST_FILE))
+                }
+            }
         }
     };
     if spec.command.is_empty() {
-        return Err(no_server(&manifest));
+        return Err(match manifest {
+            Some(_) => no_server(&spec.name),
+            None => no_zot_server(&spec.name),
+        });
     }
     if let Some(secs) = args.timeout {
         // An explicit --timeout wins over the extension's config.
         supervisor.request_timeout = std::time::Duration::from_secs(secs.clamp(1, 600));
     }
-    if manifest.tool(&args.tool).is_none() {
-        let declared: Vec<_> = manifest
+    if let Some(manifest) = &manifest
+        && manifest.tool(&args.tool).is_none()
+    {
+        let declared: Vec<&str> = manifest
             .yolop
             .tools
             .iter()
             .map(|t| t.name.as_str())
             .collect();
-        let list = if declared.is_empty() {
-            "none".to_string()
-        } else {
-            declared.join(", ")
-        };
         return Err(hinted(
             format!(
                 "tool `{}` is not declared by `{}` in {}",
                 args.tool,
                 manifest.name,
-                package.join("plugin.json").display()
+                manifest_file.display()
             ),
             &[
-                &format!("declared tools: {list}"),
+                &format!("declared tools: {}", listed(&declared)),
                 "a server may only serve tools its manifest declares",
             ],
         ));
@@ -113,7 +132,33 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             e,
         )
     })?;
+    let name = spec.name.clone();
     let ext = Extension::new(spec, supervisor, Arc::new(TerminalEvents::new()));
+    if manifest.is_none() {
+        // A zot extension's tools are what it registered by the end of its handshake.
+        let offer = match ext.handshake().await {
+            Ok(offer) => offer,
+            Err(err) => {
+                ext.stop().await;
+                return Ok(crate::output::fail(&err.into()));
+            }
+        };
+        if !offer.tools.iter().any(|t| t.name == args.tool) {
+            ext.stop().await;
+            let registered: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
+            return Err(hinted(
+                format!(
+                    "tool `{}` is not registered by zot extension `{name}` ({})",
+                    args.tool,
+                    manifest_file.display()
+                ),
+                &[
+                    &format!("registered tools: {}", listed(&registered)),
+                    "a zot extension's tools are the ones it registers when it starts",
+                ],
+            ));
+        }
+    }
 
     let updates: UpdateSink =
         Arc::new(|p: &yep_host::capability::Progress| eline!("[progress] {}", escape(&p.message)));
@@ -142,12 +187,12 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         // field nobody set may be why, so the commands that set them follow.
         Err(err) => {
             let code = crate::output::fail(&err.into());
-            if installed {
-                for field in config::missing_required(home, &manifest).unwrap_or_default() {
+            if installed && let Some(manifest) = &manifest {
+                for field in config::missing_required(home, manifest).unwrap_or_default() {
                     eline!(
                         "hint: required `{}` is not set: `{}`",
                         field.name,
-                        config::set_command(&manifest, &field.name)
+                        config::set_command(manifest, &field.name)
                     );
                 }
             }
@@ -156,9 +201,30 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn no_server(manifest: &Manifest) -> anyhow::Error {
+fn no_server(name: &str) -> anyhow::Error {
     hinted(
-        format!("`{}` declares no capability server", manifest.name),
+        format!("`{name}` declares no capability server"),
         &["add yolop.capabilityServer.command to plugin.json"],
     )
+}
+
+fn no_zot_server(name: &str) -> anyhow::Error {
+    hinted(
+        format!(
+            "zot extension `{name}` has nothing to run: it is a theme-only or skills-only bundle"
+        ),
+        &["add `exec` to extension.json"],
+    )
+}
+
+/// Tool names for a hint, each escaped (a zot extension's come from the extension itself).
+fn listed(names: &[&str]) -> String {
+    if names.is_empty() {
+        return "none".to_string();
+    }
+    names
+        .iter()
+        .map(|n| escape(n))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -1,6 +1,6 @@
 //! `yep doctor <name|dir> [--json]`: spawn a server as the runtime does and grade it.
 
-use super::Target;
+use super::{PackageKind, Target};
 use crate::output::{Colour, stdout_line, stdout_line_painted};
 use anyhow::Context;
 use std::path::PathBuf;
@@ -26,22 +26,18 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let report = match super::resolve_target(home, &args.target)? {
         Target::Installed(entry) => installed(home, &entry, cwd).await?,
         Target::Dir(dir) => {
-            let package = std::fs::canonicalize(&dir).map_err(|e| {
-                anyhow::anyhow!(
-                    "{} is neither an installed extension nor a package directory: {e}",
-                    args.target
-                )
-            })?;
-            if yep_host::store::zot::is_zot_package(&package) {
-                doctor::zot::run_dir(&package, cwd, &home.logs_dir())
+            let (package, kind) = super::package_dir(&dir)?;
+            match kind {
+                PackageKind::Zot => doctor::zot::run_dir(&package, cwd, &home.logs_dir())
                     .await?
-                    .ok_or_else(|| no_server(&args.target))?
-            } else {
-                // An author's work in progress: its own manifest, no config, no secrets.
-                let manifest = Manifest::load(&package)?;
-                let spec = ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
-                    .ok_or_else(|| no_server(&manifest.name))?;
-                doctor::run(&manifest, spec).await
+                    .ok_or_else(|| no_server(&args.target))?,
+                PackageKind::Yep => {
+                    // An author's work in progress: its own manifest, no config, no secrets.
+                    let manifest = Manifest::load(&package)?;
+                    let spec = ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
+                        .ok_or_else(|| no_server(&manifest.name))?;
+                    doctor::run(&manifest, spec).await
+                }
             }
         }
     };

@@ -13,9 +13,9 @@ mod prompt;
 pub mod session;
 
 use std::path::{Path, PathBuf};
-use yep_store::Home;
 use yep_store::lockfile::LockEntry;
 use yep_store::source::looks_like_path;
+use yep_store::{Home, StoreError, zot};
 
 /// What a verb's `<dir | name>` argument names.
 pub enum Target {
@@ -39,4 +39,39 @@ pub fn resolve_target(home: &Home, target: &str) -> anyhow::Result<Target> {
         return Err(home.not_installed(target).into());
     }
     Ok(Target::Dir(dir.to_path_buf()))
+}
+
+/// What a package directory holds, told apart as `yep install` tells them.
+pub enum PackageKind {
+    /// A YEP package: `plugin.json` (or a crate's `[package.metadata.yolop]`).
+    Yep,
+    /// A zot extension: `extension.json` and no `plugin.json`.
+    Zot,
+}
+
+/// The package directory `dir` names (absolute) and its kind, or why it is none.
+pub fn package_dir(dir: &Path) -> anyhow::Result<(PathBuf, PackageKind)> {
+    let package = std::fs::canonicalize(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is neither an installed extension nor a package directory: {e}",
+            dir.display()
+        )
+    })?;
+    let kind = package_kind(&package)?;
+    Ok((package, kind))
+}
+
+/// The kind of package in `dir`, or that it is none.
+fn package_kind(dir: &Path) -> Result<PackageKind, StoreError> {
+    if zot::is_zot_package(dir) {
+        Ok(PackageKind::Zot)
+    } else if dir.join(yep_store::manifest::MANIFEST_FILE).exists()
+        || dir.join("Cargo.toml").is_file()
+    {
+        Ok(PackageKind::Yep)
+    } else {
+        Err(StoreError::NoManifest {
+            dir: dir.to_path_buf(),
+        })
+    }
 }

@@ -1,7 +1,8 @@
 //! How an installed extension's server is launched: the one recipe a session and
 //! `yep call <name>` share. The approved manifest, plain config as `initialize.config`, secrets
 //! and `env`-mapped fields as environment, the data dir, the workspace as cwd, stderr to the
-//! home's log, and yolop's `request_timeout_ms`.
+//! home's log, and yolop's `request_timeout_ms`. [`zot_dir`] is how a zot extension's
+//! directory runs before it is installed.
 
 use super::hooks;
 use crate::dialect::zot::Zot;
@@ -11,7 +12,7 @@ use crate::store::zot::resolve_exec;
 use crate::store::{Home, StoreError, config};
 use crate::supervisor::{ServerSpec, SupervisorOptions};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -200,10 +201,7 @@ pub fn installed(
     if entry.zot.is_some() {
         // zot's way: its own wire, run in its own directory, `exec` resolved as zot resolves
         // it, and state in a data dir outside the approved (hashed) files.
-        supervisor.dialect = Arc::new(Zot);
-        // zot's stop: 2 s to exit after `shutdown` (all stop at once), then SIGTERM, then 1 s.
-        supervisor.grace = Duration::from_secs(2);
-        supervisor.term_wait = Duration::from_secs(1);
+        zot_wire(&mut supervisor);
         if !spec.command.is_empty() {
             spec.command = resolve_exec(&spec.command, &dir).program();
         }
@@ -236,4 +234,29 @@ pub fn installed(
         supervisor,
         warnings,
     })
+}
+
+/// The zot extension `extension` in directory `dir`, an author's work in progress, as
+/// `yep call <dir>` runs it: zot's wire, its own directory as cwd, `exec` resolved as zot
+/// resolves it, and, as under zot, its directory as its data dir; nothing is pinned. `None`
+/// for a bundle with nothing to run.
+pub fn zot_dir(
+    extension: &crate::store::zot::ZotManifest,
+    dir: &Path,
+    workspace_root: PathBuf,
+    log_dir: &Path,
+    supervisor: &SupervisorOptions,
+) -> Option<(ServerSpec, SupervisorOptions)> {
+    let spec = crate::dialect::zot::probe::dir_spec(extension, dir, workspace_root, log_dir)?;
+    let mut supervisor = supervisor.clone();
+    zot_wire(&mut supervisor);
+    Some((spec, supervisor))
+}
+
+/// Run a server as zot runs its extensions: its wire, and its stop (2 s to exit after
+/// `shutdown`, all stop at once, then SIGTERM, then 1 s).
+fn zot_wire(supervisor: &mut SupervisorOptions) {
+    supervisor.dialect = Arc::new(Zot);
+    supervisor.grace = Duration::from_secs(2);
+    supervisor.term_wait = Duration::from_secs(1);
 }

@@ -1547,7 +1547,7 @@ impl ExtensionHost {
             .collect()
     }
 
-    /// Run `<ext>:<name>` with the raw argument text.
+    /// Run `<ext>:<name>` (or `/<ext>:<name>`, as install shows it) with the raw argument text.
     pub async fn execute_command(
         &self,
         command: &str,
@@ -1557,10 +1557,21 @@ impl ExtensionHost {
             return Err(HostError::ShutDown);
         }
         let unknown = || HostError::UnknownCommand(command.to_string());
-        let (ext, name) = command.split_once(':').ok_or_else(unknown)?;
-        let loaded = self.find(ext).map_err(|_| unknown())?;
-        // The exact name, else the one that matches whatever the case (zot's lookup): the
+        let spelled = command.strip_prefix('/').unwrap_or(command);
+        let (ext, name) = spelled.split_once(':').ok_or_else(unknown)?;
+        // Each part exactly, else whatever the case (zot's lookup, over the whole name): the
         // server hears the spelling it registered.
+        let table = self.snapshot();
+        let loaded = find(&table, ext)
+            .ok()
+            .or_else(|| {
+                table
+                    .loaded
+                    .iter()
+                    .find(|l| l.name.eq_ignore_ascii_case(ext))
+                    .cloned()
+            })
+            .ok_or_else(unknown)?;
         let commands = &loaded.manifest.yolop.commands;
         let registered = commands
             .iter()
