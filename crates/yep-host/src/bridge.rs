@@ -142,6 +142,15 @@ fn result_json(result: ToolResult) -> Value {
                     fields.entry(mcp).or_insert(v);
                 }
             }
+            // And a block's (a zot image's `mime_type`).
+            let blocks = fields.get_mut("content").and_then(Value::as_array_mut);
+            for block in blocks.into_iter().flatten() {
+                if let Some(block) = block.as_object_mut()
+                    && let Some(v) = block.remove("mime_type")
+                {
+                    block.entry("mimeType").or_insert(v);
+                }
+            }
         }
         return value;
     }
@@ -555,6 +564,13 @@ mod tests {
             result_json(zot.into()),
             json!({"content": [{"type": "text", "text": "x"}], "isError": false,
                 "structuredContent": {"count": 1}})
+        );
+        // A zot image block: MCP's `mimeType`.
+        let image =
+            json!({"content": [{"type": "image", "data": "AA==", "mime_type": "image/png"}]});
+        assert_eq!(
+            result_json(image.into()),
+            json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]})
         );
         // A parsed object (an MCP server's plain answer, a builtin's): its JSON as text.
         let parsed = result_json(json!({"a": 1}).into());
