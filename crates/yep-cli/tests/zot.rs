@@ -607,6 +607,48 @@ fn doctor_grades_a_zot_extension_and_holds_an_installed_one_to_its_pin() {
     assert!(noisy.to_string().contains("debug: starting"), "{noisy}");
 }
 
+/// `yep doctor --json`'s report, whatever its exit code.
+fn report(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}\n{}", text(&out.stdout), text(&out.stderr)))
+}
+
+#[test]
+fn doctor_probes_a_zot_tool_with_arguments_its_schema_takes_and_skips_one_it_cannot_build() {
+    let env = Env::new();
+    env.install_fixture("greeter");
+    // Installed, the probe is checked against the approved schema, as a session's call is:
+    // `who` and `times` are required, so `{}` would be refused before the extension saw it.
+    let installed = report(&env.yep(&["doctor", "greeter", "--json"]));
+    assert_eq!(installed["ok"], true, "{installed}");
+    let row = common::doctor_check(&installed, "tool_call");
+    assert_eq!(row["status"], "pass", "{installed}");
+    // It answered without an error: the arguments also passed the extension's own check.
+    assert_eq!(row["detail"], "`greet` answered", "{installed}");
+
+    // A required field no simplest value meets: the probe is skipped, saying why, not failed.
+    let dir = env.tmp.path().join("src").join("greeter");
+    let dir = dir.to_str().unwrap();
+    let out = env.yep_env(&["doctor", dir, "--json"], "", &[("GREETER_ID", "1")]);
+    let skipped = report(&out);
+    assert!(out.status.success(), "{skipped}");
+    let row = common::doctor_check(&skipped, "tool_call");
+    assert_eq!(row["status"], "skip", "{skipped}");
+    let detail = row["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("`greet` not called: ") && detail.contains("/id: \"\" does not match"),
+        "{detail}"
+    );
+    let shown = text(
+        &env.yep_env(&["doctor", dir], "", &[("GREETER_ID", "1")])
+            .stdout,
+    );
+    assert!(
+        shown.contains("\nskip  tool_call        `greet` not called"),
+        "{shown}"
+    );
+}
+
 #[test]
 fn a_node_extension_of_the_old_generation_runs_its_commands_in_their_registered_spelling() {
     let env = Env::new();

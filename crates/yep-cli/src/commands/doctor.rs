@@ -49,16 +49,18 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         stdout_line(&serde_json::to_string_pretty(&report)?);
     } else {
         for c in &report.checks {
+            let row = format!("  {:<16} {}", c.name, escape_multiline(&c.detail));
             let (mark, colour) = match c.status {
                 Status::Pass => ("pass", Colour::Green),
                 Status::Warn => ("WARN", Colour::Yellow),
                 Status::Fail => ("FAIL", Colour::Red),
+                // Nothing was found either way: not painted.
+                Status::Skip => {
+                    stdout_line(&format!("skip{row}"));
+                    continue;
+                }
             };
-            stdout_line_painted(
-                mark,
-                colour,
-                &format!("  {:<16} {}", c.name, escape_multiline(&c.detail)),
-            );
+            stdout_line_painted(mark, colour, &row);
         }
         let warnings = report
             .checks

@@ -24,6 +24,9 @@ pub enum Status {
     Pass,
     Warn,
     Fail,
+    /// Not checked, and why: what doctor would need to check it is missing (arguments a
+    /// tool's schema takes, say).
+    Skip,
 }
 
 #[derive(Debug, Clone, Serialize)]
