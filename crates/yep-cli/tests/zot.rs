@@ -281,8 +281,14 @@ fn a_zot_name_yep_cannot_use_is_refused_clearly() {
 }
 
 impl Env {
-    /// A fixture from `tests/zot/<name>`, installed and enabled.
+    /// A fixture from `tests/zot/<name>`, installed.
     fn install_fixture(&self, name: &str) {
+        let dir = self.fixture(name);
+        ok(&self.yep(&["install", dir.to_str().unwrap(), "--yes"]));
+    }
+
+    /// A copy of the fixture `tests/zot/<name>`, in `src/<name>`.
+    fn fixture(&self, name: &str) -> PathBuf {
         let dir = self.tmp.path().join("src").join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -292,7 +298,7 @@ impl Env {
             let entry = entry.unwrap();
             std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
         }
-        ok(&self.yep(&["install", dir.to_str().unwrap(), "--yes"]));
+        dir
     }
 
     /// The echo example (a YEP server: `yep serve-example-echo`), installed.
@@ -627,7 +633,7 @@ fn doctor_probes_a_zot_tool_with_arguments_its_schema_takes_and_skips_one_it_can
     assert_eq!(row["detail"], "`greet` answered", "{installed}");
 
     // A required field no simplest value meets: the probe is skipped, saying why, not failed.
-    let dir = env.tmp.path().join("src").join("greeter");
+    let dir = env.fixture("greeter");
     let dir = dir.to_str().unwrap();
     let out = env.yep_env(&["doctor", dir, "--json"], "", &[("GREETER_ID", "1")]);
     let skipped = report(&out);
@@ -646,6 +652,63 @@ fn doctor_probes_a_zot_tool_with_arguments_its_schema_takes_and_skips_one_it_can
     assert!(
         shown.contains("\nskip  tool_call        `greet` not called"),
         "{shown}"
+    );
+}
+
+#[test]
+fn a_zot_extension_that_ends_during_its_registration_run_fails_install_and_doctor() {
+    let env = Env::new();
+    let dir = env.fixture("greeter");
+    let dir = dir.to_str().unwrap();
+    let log = env.home().join("logs").join("greeter.log");
+    let log = format!("log: {}", log.display());
+    // Before `ready`, and after it but before the host's shutdown.
+    for (when, said, row) in [
+        ("registering", "it ended before it was ready", "hello"),
+        ("ready", "ended before the host shut it down", "shutdown"),
+    ] {
+        let early = [("GREETER_EXIT", when)];
+        let out = env.yep_env(&["install", dir, "--yes"], "", &early);
+        assert_eq!(out.status.code(), Some(1), "{when}: {}", text(&out.stdout));
+        let err = text(&out.stderr);
+        for part in [said, "(exit code 3)", &log, "greeter: giving up"] {
+            assert!(err.contains(part), "{when}: {part}: {err}");
+        }
+        // Nothing of it is installed.
+        assert!(!env.home().join("extensions.lock").exists(), "{when}");
+        assert!(!env.home().join("extensions/greeter").exists(), "{when}");
+        assert!(!env.home().join("data/greeter").exists(), "{when}");
+
+        let out = env.yep_env(&["doctor", dir, "--json"], "", &early);
+        assert_eq!(out.status.code(), Some(1), "{when}");
+        let graded = report(&out);
+        let check = common::doctor_check(&graded, row);
+        assert_eq!(check["status"], "fail", "{when}: {graded}");
+        let detail = check["detail"].as_str().unwrap();
+        for part in [said, "(exit code 3)", &log] {
+            assert!(detail.contains(part), "{when}: {part}: {detail}");
+        }
+    }
+
+    // Installed, it is run again at update: one that ends early changes nothing; doctor of
+    // the installed name fails it too.
+    ok(&env.yep(&["install", dir, "--yes"]));
+    let lock = env.lock();
+    let early = [("GREETER_EXIT", "ready")];
+    let out = env.yep_env(&["update", "greeter", "--yes"], "", &early);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("ended before the host shut it down"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(env.lock(), lock);
+    let graded = report(&env.yep_env(&["doctor", "greeter", "--json"], "", &early));
+    assert_eq!(graded["ok"], false, "{graded}");
+    assert_eq!(
+        common::doctor_check(&graded, "shutdown")["status"],
+        "fail",
+        "{graded}"
     );
 }
 

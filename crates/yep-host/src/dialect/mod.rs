@@ -298,6 +298,10 @@ pub enum HandshakeError {
     },
     #[error("the handshake answer is malformed: {0}")]
     Malformed(String),
+    /// The server went away after its hello and before it was ready (a zot extension during
+    /// its registrations).
+    #[error("it ended before it was ready: {0}")]
+    NotReady(CloseReason),
     /// An MCP server's tool list past a cap on what may be approved: refused, not cut.
     #[error("its tool list is refused: {0}")]
     ToolList(crate::store::mcp::ListCap),

@@ -246,8 +246,16 @@ pub async fn run(
         }
     }
 
-    // It stops when told: `shutdown`, stdin closed, an exit within the grace.
-    let status = ext.stop().await.unwrap_or_default();
+    // It runs until told to stop, and stops when told: `shutdown`, stdin closed, an exit
+    // within the grace.
+    let status = match ext.stop_running().await {
+        Ok(status) => status.unwrap_or_default(),
+        Err(ended) => {
+            r.add("shutdown", Status::Fail, ended.to_string());
+            check_frames(&mut r, &recording);
+            return r.done();
+        }
+    };
     if status.contains("signal") {
         r.add(
             "shutdown",

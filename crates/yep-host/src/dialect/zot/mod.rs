@@ -190,24 +190,29 @@ async fn handshake(
     conn.send(ack.line()).await.map_err(HandshakeError::Call)?;
     // `hello_ack` is the host's first frame: what is queued goes after it.
     tokio::spawn(Arc::clone(&router.outbox).write(conn.downgrade()));
-    // Ready, or idle for a while, or the cap.
+    // Ready, or idle for a while, or the cap; an extension that ends first fails its start.
     let cap = Instant::now() + READY_WAIT;
     loop {
         if router.lock().ready {
             break;
         }
-        let idle = Instant::now() + AUTO_READY_IDLE;
-        let next = tokio::time::timeout_at(idle.min(cap), router.frame.notified()).await;
-        if next.is_err() {
-            if Instant::now() >= cap {
-                tracing::info!(extension = %hello.extension, "timed out waiting for ready frame; proceeding");
-            } else {
-                tracing::debug!(extension = %hello.extension, "no ready frame; auto-ready after idle");
-            }
-            break;
-        }
         if let Some(reason) = conn.close_reason() {
-            return Err(HandshakeError::Call(CallError::Closed(reason)));
+            return Err(HandshakeError::NotReady(reason));
+        }
+        let idle = Instant::now() + AUTO_READY_IDLE;
+        tokio::select! {
+            biased;
+            _ = conn.closed() => {}
+            next = tokio::time::timeout_at(idle.min(cap), router.frame.notified()) => {
+                if next.is_err() {
+                    if Instant::now() >= cap {
+                        tracing::info!(extension = %hello.extension, "timed out waiting for ready frame; proceeding");
+                    } else {
+                        tracing::debug!(extension = %hello.extension, "no ready frame; auto-ready after idle");
+                    }
+                    break;
+                }
+            }
         }
     }
     router.lock().open = true;
