@@ -114,7 +114,13 @@ async fn installed(home: &Home, entry: &LockEntry, cwd: PathBuf) -> anyhow::Resu
             let extension = yep_host::store::zot::ZotManifest::load(&home.package_dir(name))?;
             doctor::zot::run(&extension, launch.spec, Some(&launch.manifest)).await
         }
-        Ok(launch) => doctor::run(&launch.manifest, launch.spec).await,
+        Ok(launch) => {
+            let on_disk = home.package_manifest(entry).ok();
+            let against = doctor::Against::Approved {
+                on_disk: on_disk.as_ref(),
+            };
+            doctor::run_against(&launch.manifest, launch.spec, against).await
+        }
         Err(LaunchError::Drifted { .. }) => Report {
             ok: false,
             checks: vec![Check {
