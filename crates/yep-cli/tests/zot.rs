@@ -712,6 +712,43 @@ fn a_zot_extension_that_ends_during_its_registration_run_fails_install_and_docto
     );
 }
 
+/// Output before the hello: the error quotes that first line, escaped and cut short, and
+/// says that logs go to stderr.
+#[test]
+fn output_before_a_zot_hello_is_quoted_in_the_error() {
+    let env = Env::new();
+    let dir = env.tmp.path().join("src").join("chatty");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name": "chatty", "version": "0.1.0", "exec": "sh", "args": ["chatty.sh"]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("chatty.sh"),
+        "printf 'booting \\033[2Jchatty %0200d\\n' 0\necho '{\"type\": \"hello\", \"name\": \"chatty\"}'\ncat >/dev/null\n",
+    )
+    .unwrap();
+    let out = env.yep(&["install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    common::assert_nothing_hidden(&stderr);
+    let error = stderr.lines().find(|l| l.starts_with("error: ")).unwrap();
+    let lead = "the first line it wrote to stdout that is not a zot frame: \"";
+    let line = &error[error.find(lead).unwrap_or_else(|| panic!("{error}")) + lead.len()..];
+    let line = &line[..line.find("\" (").unwrap()];
+    assert!(line.starts_with("booting \\x1b[2Jchatty 000"), "{line}");
+    assert!(
+        line.ends_with("0…") && line.chars().count() == 121,
+        "{line}"
+    );
+    assert!(
+        error.contains("(stdout carries only the protocol: logs must go to stderr)"),
+        "{error}"
+    );
+    assert!(!env.home().join("extensions.lock").exists());
+}
+
 #[test]
 fn a_node_extension_of_the_old_generation_runs_its_commands_in_their_registered_spelling() {
     let env = Env::new();
