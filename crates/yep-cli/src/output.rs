@@ -144,6 +144,7 @@ pub fn hints(err: &anyhow::Error) -> Vec<String> {
         if let Some(e) = cause.downcast_ref::<ExtensionError>() {
             match e {
                 ExtensionError::Exited { extension, .. }
+                | ExtensionError::EndedEarly { extension, .. }
                 | ExtensionError::Handshake { extension, .. } => out.push(format!(
                     "`yep logs {extension}` shows what the server wrote to stderr"
                 )),

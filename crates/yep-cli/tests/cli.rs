@@ -897,6 +897,64 @@ fn a_crashed_server_hints_at_its_log() {
     );
 }
 
+/// The line an `error:` quotes after `lead`, up to its closing `" (`.
+fn quoted_after<'a>(stderr: &'a str, lead: &str) -> &'a str {
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error: {stderr}"));
+    let quoted = error
+        .split_once(lead)
+        .unwrap_or_else(|| panic!("no {lead:?} in {error}"))
+        .1;
+    &quoted[..quoted.find("\" (").unwrap_or_else(|| panic!("{error}"))]
+}
+
+/// A server that logs to stdout before its handshake: the error quotes the first such line,
+/// escaped and cut short, and says that logs go to stderr.
+#[test]
+fn output_before_the_handshake_is_quoted_in_the_error() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = home.path().join("chatty");
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    std::fs::write(
+        pkg.join("plugin.json"),
+        json!({"name": "chatty", "yolop": {"capabilityServer": {"command": "server"}, "tools": [{"name": "t"}]}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("bin/server"),
+        "#!/bin/sh\nprintf 'Server \\033[31mstarting\\033[0m on stdio %0200d\\n' 0\necho 'second line'\nexit 0\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        pkg.join("bin/server"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let out = yep(home.path(), &["call", pkg.to_str().unwrap(), "t"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    common::assert_nothing_hidden(&stderr);
+    let line = quoted_after(
+        &stderr,
+        "the first line it wrote to stdout that is not a YEP message: \"",
+    );
+    assert!(
+        line.starts_with("Server \\x1b[31mstarting\\x1b[0m on stdio 000"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("0…") && line.chars().count() == 121,
+        "{line}"
+    );
+    assert!(
+        stderr.contains("…\" (stdout carries only the protocol: logs must go to stderr)"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_session_tells_a_server_that_cannot_start_once_and_names_the_hook_it_could_not_run() {
     let home = tempfile::tempdir().unwrap();

@@ -254,3 +254,57 @@ fn a_server_that_does_not_start_leaves_the_manifest_untouched() {
         text(&none.stderr)
     );
 }
+
+/// A `--link`ed package is held to the manifest it was approved with: after `yep manifest
+/// sync`, doctor says that is what the code differs from and that `yep update` approves the
+/// new schema; a parameter the code now requires is a change `yep update` shows and asks for.
+#[test]
+fn a_synced_linked_package_is_held_to_its_approved_manifest_until_yep_update() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let dir = package(tmp.path());
+    let dir_arg = dir.to_str().unwrap();
+    let installed = yep(&home, &["install", dir_arg, "--link", "--yes"]);
+    assert!(installed.status.success(), "{}", text(&installed.stderr));
+
+    let approve = |change: &str| {
+        let synced = yep(&home, &["manifest", "sync", dir_arg]);
+        assert!(synced.status.success(), "{}", text(&synced.stderr));
+        let report = doctor(&home, Path::new("wx"));
+        let row = common::doctor_check(&report, "schema_sync");
+        assert_eq!(row["status"], "fail", "{report:#}");
+        let detail = row["detail"].as_str().unwrap();
+        for part in [
+            "the code's schemas differ from the approved manifest",
+            change,
+            "plugin.json matches the code already: `yep update wx` approves the new schema",
+        ] {
+            assert!(detail.contains(part), "{part}: {detail}");
+        }
+        assert!(!detail.contains("yep manifest sync"), "{detail}");
+        // Without a terminal or --yes, update shows the change and asks.
+        let asked = yep(&home, &["update", "wx"]);
+        assert_eq!(asked.status.code(), Some(1), "{}", text(&asked.stdout));
+        let shown = text(&asked.stderr);
+        assert!(
+            shown.contains("~ tool forecast definition changed")
+                && shown.contains("this update asks for more than you approved")
+                && !shown.contains("narrowed only"),
+            "{shown}"
+        );
+        let updated = yep(&home, &["update", "wx", "--yes"]);
+        assert!(updated.status.success(), "{}", text(&updated.stderr));
+        let report = doctor(&home, Path::new("wx"));
+        let row = common::doctor_check(&report, "schema_sync");
+        assert_eq!(row["status"], "pass", "{report:#}");
+    };
+    approve("`forecast`: the code takes `days` too");
+
+    // A parameter the code now requires.
+    common::edit(
+        &dir.join("bin/wx-server"),
+        "def forecast(city: str, days",
+        "def forecast(city: str, units: str, days",
+    );
+    approve("`forecast`: the code takes `units` too");
+}

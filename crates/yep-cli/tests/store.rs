@@ -335,6 +335,25 @@ fn an_update_that_only_narrows_proceeds_with_a_note() {
 }
 
 #[test]
+fn an_update_that_makes_a_field_required_is_not_called_narrowed_only() {
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["config", "set", "lookup", "region", "eu"]);
+    let mut stricter = facet();
+    stricter["config_schema"]["required"] = json!(["token", "region"]);
+    env.package("pkg", "lookup", "1.0.1", stricter);
+    // Set already, so nothing to set up and nothing to consent to; but it is no narrowing.
+    let out = env.ok(&["update", "lookup"]);
+    assert!(!out.contains("narrowed only"), "{out}");
+    assert!(
+        out.contains("nothing new to consent to, but it changed:")
+            && out.contains("! config field region now required"),
+        "{out}"
+    );
+}
+
+#[test]
 fn enable_and_disable_keep_the_users_comments() {
     let env = Env::new();
     let pkg = env.package("pkg", "lookup", "1.0.0", facet());

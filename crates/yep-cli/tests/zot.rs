@@ -281,8 +281,14 @@ fn a_zot_name_yep_cannot_use_is_refused_clearly() {
 }
 
 impl Env {
-    /// A fixture from `tests/zot/<name>`, installed and enabled.
+    /// A fixture from `tests/zot/<name>`, installed.
     fn install_fixture(&self, name: &str) {
+        let dir = self.fixture(name);
+        ok(&self.yep(&["install", dir.to_str().unwrap(), "--yes"]));
+    }
+
+    /// A copy of the fixture `tests/zot/<name>`, in `src/<name>`.
+    fn fixture(&self, name: &str) -> PathBuf {
         let dir = self.tmp.path().join("src").join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -292,7 +298,7 @@ impl Env {
             let entry = entry.unwrap();
             std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
         }
-        ok(&self.yep(&["install", dir.to_str().unwrap(), "--yes"]));
+        dir
     }
 
     /// The echo example (a YEP server: `yep serve-example-echo`), installed.
@@ -605,6 +611,142 @@ fn doctor_grades_a_zot_extension_and_holds_an_installed_one_to_its_pin() {
     let noisy = report(&env.yep(&["doctor", src.to_str().unwrap(), "--json"]));
     assert_eq!(status(&noisy, "stdout"), "fail", "{noisy}");
     assert!(noisy.to_string().contains("debug: starting"), "{noisy}");
+}
+
+/// `yep doctor --json`'s report, whatever its exit code.
+fn report(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}\n{}", text(&out.stdout), text(&out.stderr)))
+}
+
+#[test]
+fn doctor_probes_a_zot_tool_with_arguments_its_schema_takes_and_skips_one_it_cannot_build() {
+    let env = Env::new();
+    env.install_fixture("greeter");
+    // Installed, the probe is checked against the approved schema, as a session's call is:
+    // `who` and `times` are required, so `{}` would be refused before the extension saw it.
+    let installed = report(&env.yep(&["doctor", "greeter", "--json"]));
+    assert_eq!(installed["ok"], true, "{installed}");
+    let row = common::doctor_check(&installed, "tool_call");
+    assert_eq!(row["status"], "pass", "{installed}");
+    // It answered without an error: the arguments also passed the extension's own check.
+    assert_eq!(row["detail"], "`greet` answered", "{installed}");
+
+    // A required field no simplest value meets: the probe is skipped, saying why, not failed.
+    let dir = env.fixture("greeter");
+    let dir = dir.to_str().unwrap();
+    let out = env.yep_env(&["doctor", dir, "--json"], "", &[("GREETER_ID", "1")]);
+    let skipped = report(&out);
+    assert!(out.status.success(), "{skipped}");
+    let row = common::doctor_check(&skipped, "tool_call");
+    assert_eq!(row["status"], "skip", "{skipped}");
+    let detail = row["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("`greet` not called: ") && detail.contains("/id: \"\" does not match"),
+        "{detail}"
+    );
+    let shown = text(
+        &env.yep_env(&["doctor", dir], "", &[("GREETER_ID", "1")])
+            .stdout,
+    );
+    assert!(
+        shown.contains("\nskip  tool_call        `greet` not called"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_zot_extension_that_ends_during_its_registration_run_fails_install_and_doctor() {
+    let env = Env::new();
+    let dir = env.fixture("greeter");
+    let dir = dir.to_str().unwrap();
+    let log = env.home().join("logs").join("greeter.log");
+    let log = format!("log: {}", log.display());
+    // Before `ready`, and after it but before the host's shutdown.
+    for (when, said, row) in [
+        ("registering", "it ended before it was ready", "hello"),
+        ("ready", "ended before the host shut it down", "shutdown"),
+    ] {
+        let early = [("GREETER_EXIT", when)];
+        let out = env.yep_env(&["install", dir, "--yes"], "", &early);
+        assert_eq!(out.status.code(), Some(1), "{when}: {}", text(&out.stdout));
+        let err = text(&out.stderr);
+        for part in [said, "(exit code 3)", &log, "greeter: giving up"] {
+            assert!(err.contains(part), "{when}: {part}: {err}");
+        }
+        // Nothing of it is installed.
+        assert!(!env.home().join("extensions.lock").exists(), "{when}");
+        assert!(!env.home().join("extensions/greeter").exists(), "{when}");
+        assert!(!env.home().join("data/greeter").exists(), "{when}");
+
+        let out = env.yep_env(&["doctor", dir, "--json"], "", &early);
+        assert_eq!(out.status.code(), Some(1), "{when}");
+        let graded = report(&out);
+        let check = common::doctor_check(&graded, row);
+        assert_eq!(check["status"], "fail", "{when}: {graded}");
+        let detail = check["detail"].as_str().unwrap();
+        for part in [said, "(exit code 3)", &log] {
+            assert!(detail.contains(part), "{when}: {part}: {detail}");
+        }
+    }
+
+    // Installed, it is run again at update: one that ends early changes nothing; doctor of
+    // the installed name fails it too.
+    ok(&env.yep(&["install", dir, "--yes"]));
+    let lock = env.lock();
+    let early = [("GREETER_EXIT", "ready")];
+    let out = env.yep_env(&["update", "greeter", "--yes"], "", &early);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("ended before the host shut it down"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(env.lock(), lock);
+    let graded = report(&env.yep_env(&["doctor", "greeter", "--json"], "", &early));
+    assert_eq!(graded["ok"], false, "{graded}");
+    assert_eq!(
+        common::doctor_check(&graded, "shutdown")["status"],
+        "fail",
+        "{graded}"
+    );
+}
+
+/// Output before the hello: the error quotes that first line, escaped and cut short, and
+/// says that logs go to stderr.
+#[test]
+fn output_before_a_zot_hello_is_quoted_in_the_error() {
+    let env = Env::new();
+    let dir = env.tmp.path().join("src").join("chatty");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name": "chatty", "version": "0.1.0", "exec": "sh", "args": ["chatty.sh"]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("chatty.sh"),
+        "printf 'booting \\033[2Jchatty %0200d\\n' 0\necho '{\"type\": \"hello\", \"name\": \"chatty\"}'\ncat >/dev/null\n",
+    )
+    .unwrap();
+    let out = env.yep(&["install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    common::assert_nothing_hidden(&stderr);
+    let error = stderr.lines().find(|l| l.starts_with("error: ")).unwrap();
+    let lead = "the first line it wrote to stdout that is not a zot frame: \"";
+    let line = &error[error.find(lead).unwrap_or_else(|| panic!("{error}")) + lead.len()..];
+    let line = &line[..line.find("\" (").unwrap()];
+    assert!(line.starts_with("booting \\x1b[2Jchatty 000"), "{line}");
+    assert!(
+        line.ends_with("0…") && line.chars().count() == 121,
+        "{line}"
+    );
+    assert!(
+        error.contains("(stdout carries only the protocol: logs must go to stderr)"),
+        "{error}"
+    );
+    assert!(!env.home().join("extensions.lock").exists());
 }
 
 #[test]

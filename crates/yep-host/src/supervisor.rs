@@ -246,6 +246,19 @@ pub enum ExtensionError {
         stderr_tail: Vec<String>,
         log_path: PathBuf,
     },
+    /// It ended on its own while the host expected it to run until shut down (doctor, a zot
+    /// extension's registration run).
+    #[error(
+        "extension `{extension}` ended before the host shut it down: {reason} ({status}){}",
+        report(None, stderr_tail, log_path)
+    )]
+    EndedEarly {
+        extension: String,
+        reason: CloseReason,
+        status: String,
+        stderr_tail: Vec<String>,
+        log_path: PathBuf,
+    },
     #[error("extension `{extension}`: `{method}` failed: {}", crate::text::escape(&error.message))]
     Remote {
         extension: String,
@@ -315,6 +328,7 @@ impl ExtensionError {
             ExtensionError::Spawn { extension, .. }
             | ExtensionError::Handshake { extension, .. }
             | ExtensionError::Exited { extension, .. }
+            | ExtensionError::EndedEarly { extension, .. }
             | ExtensionError::Remote { extension, .. }
             | ExtensionError::Timeout { extension, .. }
             | ExtensionError::Cancelled { extension, .. }
@@ -332,6 +346,7 @@ impl ExtensionError {
         match self {
             ExtensionError::Handshake { log_path, .. }
             | ExtensionError::Exited { log_path, .. }
+            | ExtensionError::EndedEarly { log_path, .. }
             | ExtensionError::Spawn { log_path, .. } => Some(log_path),
             _ => None,
         }
@@ -768,22 +783,7 @@ impl Extension {
         if self.is_closed() && reason == CloseReason::Shutdown {
             return self.shut_down();
         }
-        let (status, stderr_tail, log_path) = match &live.process {
-            Some(proc_) => {
-                let status = match proc_.wait_for_exit(Duration::from_secs(1)).await {
-                    Some(status) => Some(status),
-                    // Still running (e.g. it broke the frame cap): it is of no use now.
-                    None => proc_.terminate(Duration::from_millis(100)).await,
-                };
-                proc_.stderr.drained(Duration::from_millis(500)).await;
-                (
-                    describe_status(status),
-                    proc_.stderr.lines(),
-                    proc_.log_path.clone(),
-                )
-            }
-            None => ("not a process".into(), Vec::new(), self.spec.log_path()),
-        };
+        let (status, stderr_tail, log_path) = self.last_words(live).await;
         let err = ExtensionError::Exited {
             extension,
             method,
@@ -801,6 +801,26 @@ impl Extension {
             });
         }
         err
+    }
+
+    /// The exit status, last stderr lines and log of a server whose connection closed.
+    async fn last_words(&self, live: &Live) -> (String, Vec<String>, PathBuf) {
+        match &live.process {
+            Some(proc_) => {
+                let status = match proc_.wait_for_exit(Duration::from_secs(1)).await {
+                    Some(status) => Some(status),
+                    // Still running (e.g. it broke the frame cap): it is of no use now.
+                    None => proc_.terminate(Duration::from_millis(100)).await,
+                };
+                proc_.stderr.drained(Duration::from_millis(500)).await;
+                (
+                    describe_status(status),
+                    proc_.stderr.lines(),
+                    proc_.log_path.clone(),
+                )
+            }
+            None => ("not a process".into(), Vec::new(), self.spec.log_path()),
+        }
     }
 
     /// Note a call's outcome: a success clears the failure count.
@@ -1010,6 +1030,40 @@ impl Extension {
         // Wait out a start in progress, so it cannot install a server after we return.
         let _start = self.starting.lock().await;
         self.stop_current().await
+    }
+
+    /// [`Extension::stop`], for a caller that expects the server to run until it is stopped
+    /// (doctor, a zot extension's registration run): one that ended on its own first is an
+    /// [`ExtensionError::EndedEarly`], with its exit status, last stderr lines and log.
+    #[allow(clippy::result_large_err)] // the same error type as every call here
+    pub async fn stop_running(&self) -> Result<Option<String>, ExtensionError> {
+        let _start = self.starting.lock().await;
+        let current = self
+            .current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let ended = match current {
+            Some(live) => match live.peer.close_reason() {
+                Some(reason) if reason != CloseReason::Shutdown => {
+                    let (status, stderr_tail, log_path) = self.last_words(&live).await;
+                    Some(ExtensionError::EndedEarly {
+                        extension: self.spec.name.clone(),
+                        reason,
+                        status,
+                        stderr_tail,
+                        log_path,
+                    })
+                }
+                _ => None,
+            },
+            None => None,
+        };
+        let status = self.stop_current().await;
+        match ended {
+            Some(err) => Err(err),
+            None => Ok(status),
+        }
     }
 
     async fn stop_current(&self) -> Option<String> {

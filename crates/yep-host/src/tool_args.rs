@@ -93,6 +93,124 @@ impl ToolSchemas {
     }
 }
 
+/// Why no arguments could be built for a probe call of a tool ([`probe_args`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeArgsError {
+    /// The tool's schema does not compile (every call is refused anyway).
+    #[error("its argument schema is not valid JSON Schema: {0}")]
+    BadSchema(String),
+    /// The simplest value of each required field breaks the schema (a `pattern`, a `oneOf`,
+    /// a `$ref`, bounds that leave out the simplest value, …): what it broke.
+    #[error("the simplest arguments its schema suggests break it: {}", .0.join("; "))]
+    Unsatisfied(Vec<String>),
+}
+
+/// The deepest a schema is followed when building probe arguments.
+const MAX_PROBE_DEPTH: usize = 32;
+/// The longest string, and the longest array, a probe value is made of.
+const MAX_PROBE_LEN: u64 = 256;
+
+/// Arguments for a call made only to see that a tool answers (`yep doctor`'s probe), built
+/// from its argument `schema`: every required property gets the simplest value its schema
+/// allows (its `const`, first `enum` value or `default` when given; else by `type`: `""` or
+/// `minLength` letters, the `minimum` or 0, `false`, `null`, `minItems` copies of an item,
+/// an object of its own required properties). The result is checked by the validator a call
+/// is checked by ([`ToolSchemas::check`]); when it fails, it is not used and the error says
+/// what it broke.
+pub fn probe_args(schema: &Value) -> Result<Value, ProbeArgsError> {
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| ProbeArgsError::BadSchema(cut(&escape(&e.to_string()))))?;
+    // Arguments are an object, whatever a schema without a `type` suggests.
+    let args = match simplest(schema, 0) {
+        Value::Object(args) => Value::Object(args),
+        _ if schema.get("type").is_none() => Value::Object(serde_json::Map::new()),
+        other => other,
+    };
+    if validator.is_valid(&args) {
+        Ok(args)
+    } else {
+        Err(ProbeArgsError::Unsatisfied(problems(&validator, &args)))
+    }
+}
+
+/// The simplest value `schema` suggests (see [`probe_args`]); not checked against it.
+fn simplest(schema: &Value, depth: usize) -> Value {
+    let Some(s) = schema.as_object().filter(|_| depth < MAX_PROBE_DEPTH) else {
+        return Value::Null;
+    };
+    if let Some(v) = s.get("const") {
+        return v.clone();
+    }
+    if let Some(v) = s
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return v.clone();
+    }
+    if let Some(v) = s.get("default") {
+        return v.clone();
+    }
+    let kind = match s.get("type") {
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(Value::Array(types)) => types.iter().find_map(Value::as_str),
+        _ => None,
+    };
+    let length = |key: &str| s.get(key).and_then(Value::as_u64).unwrap_or(0);
+    match kind {
+        Some("string") => {
+            Value::String("a".repeat(length("minLength").min(MAX_PROBE_LEN) as usize))
+        }
+        Some(kind @ ("integer" | "number")) => {
+            let least = match (s.get("minimum"), s.get("exclusiveMinimum")) {
+                (Some(min), _) => min.as_f64(),
+                (None, Some(min)) => min.as_f64().map(|m| m + 1.0),
+                (None, None) => None,
+            };
+            match least {
+                None => Value::from(0),
+                Some(n) if kind == "integer" || n.fract() == 0.0 => Value::from(n.ceil() as i64),
+                Some(n) => Value::from(n),
+            }
+        }
+        Some("boolean") => Value::Bool(false),
+        Some("array") => {
+            let item = s
+                .get("items")
+                .map_or(Value::Null, |i| simplest(i, depth + 1));
+            Value::Array(vec![item; length("minItems").min(MAX_PROBE_LEN) as usize])
+        }
+        Some("object") => object(s, depth),
+        None if s.contains_key("properties") || s.contains_key("required") => object(s, depth),
+        // An alternative: its first branch (the check says whether that was enough).
+        None => match ["anyOf", "oneOf"]
+            .iter()
+            .find_map(|k| s.get(*k).and_then(Value::as_array).and_then(|a| a.first()))
+        {
+            Some(first) => simplest(first, depth + 1),
+            None => Value::Null,
+        },
+        _ => Value::Null,
+    }
+}
+
+/// An object of `schema`'s required properties, each its simplest value.
+fn object(schema: &serde_json::Map<String, Value>, depth: usize) -> Value {
+    let properties = schema.get("properties");
+    let required = schema.get("required").and_then(Value::as_array);
+    let fields = required
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|name| {
+            let field = properties.and_then(|p| p.get(name));
+            let value = field.map_or(Value::Null, |f| simplest(f, depth + 1));
+            (name.to_string(), value)
+        });
+    Value::Object(fields.collect())
+}
+
 /// What is wrong with `args`, one line per error, each naming where (a JSON pointer into the
 /// arguments) and the rule broken.
 fn problems(validator: &jsonschema::Validator, args: &Value) -> Vec<String> {
@@ -221,6 +339,43 @@ mod tests {
             s.invalid().into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
             ["bad"]
         );
+    }
+
+    #[test]
+    fn probe_args_give_each_required_field_its_simplest_value() {
+        let schema = json!({"type": "object", "properties": {
+            "who": {"type": "string"},
+            "n": {"type": "integer", "minimum": 2},
+            "ratio": {"type": "number", "exclusiveMinimum": 0.5},
+            "mode": {"type": "string", "enum": ["fast", "slow"]},
+            "tag": {"type": ["string", "null"], "minLength": 3},
+            "on": {"type": "boolean"},
+            "list": {"type": "array", "items": {"type": "integer"}, "minItems": 2},
+            "nested": {"type": "object", "properties": {"k": {"const": 7}}, "required": ["k"]},
+            "optional": {"type": "string"}
+        }, "required": ["who", "n", "ratio", "mode", "tag", "on", "list", "nested"]});
+        assert_eq!(
+            probe_args(&schema),
+            Ok(
+                json!({"who": "", "n": 2, "ratio": 1.5, "mode": "fast", "tag": "aaa",
+                      "on": false, "list": [0, 0], "nested": {"k": 7}})
+            )
+        );
+        assert_eq!(probe_args(&json!({})), Ok(json!({})));
+        assert_eq!(probe_args(&json!({"type": "object"})), Ok(json!({})));
+    }
+
+    #[test]
+    fn probe_args_that_break_the_schema_say_what_they_broke() {
+        let pattern = json!({"type": "object", "properties": {"id": {"type": "string", "pattern": "^[0-9]+$"}}, "required": ["id"]});
+        let Err(ProbeArgsError::Unsatisfied(why)) = probe_args(&pattern) else {
+            panic!("a pattern the empty string breaks");
+        };
+        assert!(why[0].starts_with("/id:"), "{why:?}");
+        assert!(matches!(
+            probe_args(&json!({"type": "no-such-type"})),
+            Err(ProbeArgsError::BadSchema(_))
+        ));
     }
 
     #[test]

@@ -413,6 +413,16 @@ impl ContributionDiff {
         self.lines.is_empty()
     }
 
+    /// Whether it only takes away (a tool, a hook, a grant, a config field; a new version
+    /// aside). A field made required is a change to see, not a narrowing.
+    pub fn narrows_only(&self) -> bool {
+        self.lines.iter().all(|l| {
+            l.starts_with("- ")
+                || l.starts_with("~ version ")
+                || (l.starts_with("~ config field ") && l.ends_with(" removed"))
+        })
+    }
+
     pub fn render(&self) -> String {
         self.lines
             .iter()
@@ -653,6 +663,7 @@ mod tests {
         );
         let d = diff(&old, &new);
         assert!(!d.widened, "{:?}", d.lines);
+        assert!(!d.narrows_only(), "{:?}", d.lines);
         assert_eq!(
             d.lines,
             [
@@ -688,6 +699,7 @@ mod tests {
         let d = diff(&old, &narrower);
         assert!(!d.widened);
         assert_eq!(d.lines, ["- tool b"]);
+        assert!(d.narrows_only());
         let moved =
             m(r#"{"capabilityServer":{"command":"y"},"tools":[{"name":"a"},{"name":"b"}]}"#);
         assert!(

@@ -45,16 +45,18 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         stdout_line(&serde_json::to_string_pretty(&report)?);
     } else {
         for c in &report.checks {
+            let row = format!("  {:<16} {}", c.name, escape_multiline(&c.detail));
             let (mark, colour) = match c.status {
                 Status::Pass => ("pass", Colour::Green),
                 Status::Warn => ("WARN", Colour::Yellow),
                 Status::Fail => ("FAIL", Colour::Red),
+                // Nothing was found either way: not painted.
+                Status::Skip => {
+                    stdout_line(&format!("skip{row}"));
+                    continue;
+                }
             };
-            stdout_line_painted(
-                mark,
-                colour,
-                &format!("  {:<16} {}", c.name, escape_multiline(&c.detail)),
-            );
+            stdout_line_painted(mark, colour, &row);
         }
         let warnings = report
             .checks
@@ -108,7 +110,13 @@ async fn installed(home: &Home, entry: &LockEntry, cwd: PathBuf) -> anyhow::Resu
             let extension = yep_host::store::zot::ZotManifest::load(&home.package_dir(name))?;
             doctor::zot::run(&extension, launch.spec, Some(&launch.manifest)).await
         }
-        Ok(launch) => doctor::run(&launch.manifest, launch.spec).await,
+        Ok(launch) => {
+            let on_disk = home.package_manifest(entry).ok();
+            let against = doctor::Against::Approved {
+                on_disk: on_disk.as_ref(),
+            };
+            doctor::run_against(&launch.manifest, launch.spec, against).await
+        }
         Err(LaunchError::Drifted { .. }) => Report {
             ok: false,
             checks: vec![Check {

@@ -200,10 +200,12 @@ fn report(results: &[Installed], json: bool, home: &Home) -> anyhow::Result<()> 
             }
         };
         if let Some(d) = r.diff.as_ref().filter(|d| !d.widened && !d.is_empty()) {
-            let head = if unset.is_empty() {
+            let head = if !unset.is_empty() {
+                "nothing new to consent to, but it needs setup"
+            } else if d.narrows_only() {
                 "narrowed only, no consent needed"
             } else {
-                "nothing new to consent to, but it needs setup"
+                "nothing new to consent to, but it changed"
             };
             stdout_line(&format!("  {head}:\n{}", d.render()));
         }

@@ -298,6 +298,22 @@ pub enum HandshakeError {
     },
     #[error("the handshake answer is malformed: {0}")]
     Malformed(String),
+    /// The handshake failed after the server wrote a line that is not the wire's to stdout
+    /// (`line`, the first, escaped and cut short): a log line, most likely. `expected` is what
+    /// a line should be ("a YEP message").
+    #[error(
+        "{error}; the first line it wrote to stdout that is not {expected}: \"{line}\" (stdout carries only the protocol: logs must go to stderr)"
+    )]
+    StrayOutput {
+        expected: &'static str,
+        line: String,
+        /// Printed in the message, so not chained as a source (a cause is told once).
+        error: Box<HandshakeError>,
+    },
+    /// The server went away after its hello and before it was ready (a zot extension during
+    /// its registrations).
+    #[error("it ended before it was ready: {0}")]
+    NotReady(CloseReason),
     /// An MCP server's tool list past a cap on what may be approved: refused, not cut.
     #[error("its tool list is refused: {0}")]
     ToolList(crate::store::mcp::ListCap),

@@ -67,13 +67,30 @@ impl Dialect for Yep {
             match handshake(&conn, &params, hello.timeout).await {
                 Ok(init) => Ok(Arc::new(YepPeer::new(conn, init, hello)) as Arc<dyn Peer>),
                 Err(err) => {
+                    // A server that ended before it read the request: what it wrote is read
+                    // to its end first.
+                    if matches!(err, HandshakeError::Call(CallError::Write(_))) {
+                        let _ = tokio::time::timeout(WRITE_FAILED_DRAIN, conn.closed()).await;
+                    }
                     conn.close(CloseReason::Shutdown);
-                    Err(err)
+                    // Output before the handshake is most often why it failed: say which.
+                    Err(match conn.first_stray_line() {
+                        Some(line) => HandshakeError::StrayOutput {
+                            expected: "a YEP message",
+                            line: line.to_string(),
+                            error: Box::new(err),
+                        },
+                        None => err,
+                    })
                 }
             }
         })
     }
 }
+
+/// How long a failed handshake whose request could not be written waits for the server's
+/// stdout to end, so that what it wrote before is read.
+const WRITE_FAILED_DRAIN: Duration = Duration::from_millis(500);
 
 /// YEP's framing, for [`Connection`]s that speak YEP.
 pub fn codec() -> Arc<dyn Codec> {

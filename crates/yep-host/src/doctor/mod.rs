@@ -24,6 +24,9 @@ pub enum Status {
     Pass,
     Warn,
     Fail,
+    /// Not checked, and why: what doctor would need to check it is missing (arguments a
+    /// tool's schema takes, say).
+    Skip,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -119,10 +122,25 @@ pub async fn offer(spec: ServerSpec) -> Result<crate::capability::Offer, Extensi
     offer
 }
 
-/// Grade the server of `manifest` (already spawn-ready in `spec`). For an installed extension
-/// both come from `runtime::launch::installed`: the approved manifest, and the spec a session
-/// would spawn (its config, its secrets as env, its log).
+/// What doctor grades a server against.
+#[derive(Debug, Clone, Copy)]
+pub enum Against<'a> {
+    /// A package directory's own `plugin.json`.
+    Package,
+    /// An installed extension's approved manifest (the one a session holds it to);
+    /// `on_disk` is its package's manifest as it is now, when that reads.
+    Approved { on_disk: Option<&'a Manifest> },
+}
+
+/// Grade the server of package manifest `manifest` (already spawn-ready in `spec`).
 pub async fn run(manifest: &Manifest, spec: ServerSpec) -> Report {
+    run_against(manifest, spec, Against::Package).await
+}
+
+/// Grade the server of `manifest` (already spawn-ready in `spec`), saying what `manifest`
+/// is. For an installed extension both come from `runtime::launch::installed`: the approved
+/// manifest, and the spec a session would spawn (its config, its secrets as env, its log).
+pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against<'_>) -> Report {
     let mut r = Grader::default();
     let recording = Arc::new(Mutex::new(Recording::default()));
     let rec = Arc::clone(&recording);
@@ -221,7 +239,7 @@ pub async fn run(manifest: &Manifest, spec: ServerSpec) -> Report {
     }
 
     // What the handlers say of their tools must be what the manifest declares.
-    schema_sync(&mut r, manifest, &init.tools);
+    schema_sync(&mut r, manifest, &init.tools, against);
 
     // Argument schemas: a tool whose schema does not compile is refused at every call.
     let broken = crate::tool_args::ToolSchemas::from_manifest(manifest).invalid();
@@ -363,7 +381,12 @@ pub async fn run(manifest: &Manifest, spec: ServerSpec) -> Report {
 }
 
 /// The `schema_sync` row: the served schemas and descriptions against the manifest's.
-fn schema_sync(r: &mut Grader, manifest: &Manifest, served: &[crate::capability::OfferedTool]) {
+fn schema_sync(
+    r: &mut Grader,
+    manifest: &Manifest,
+    served: &[crate::capability::OfferedTool],
+    against: Against<'_>,
+) {
     use drift::Drift;
     let said = served
         .iter()
@@ -378,10 +401,33 @@ fn schema_sync(r: &mut Grader, manifest: &Manifest, served: &[crate::capability:
         return;
     }
     let found = drift::drift(manifest, served);
-    let hint = format!(
-        "run `yep manifest sync` on the package directory; an installed package then needs `yep update {}`",
-        manifest.name
-    );
+    let said_differently = |d: &Drift| !matches!(d, Drift::New { .. } | Drift::Unserved { .. });
+    // An installed package is held to what was approved, whatever its plugin.json says now:
+    // once that matches the code, approving it is what is left.
+    let name = &manifest.name;
+    let (what, hint) = match against {
+        Against::Package => (
+            "plugin.json",
+            format!(
+                "run `yep manifest sync` on the package directory; an installed package then needs `yep update {name}`"
+            ),
+        ),
+        Against::Approved { on_disk } => {
+            let synced =
+                on_disk.is_some_and(|m| !drift::drift(m, served).iter().any(said_differently));
+            let what = "the approved manifest (what `yep install` or `yep update` approved, which a session holds it to)";
+            let hint = if synced {
+                format!(
+                    "plugin.json matches the code already: `yep update {name}` approves the new schema"
+                )
+            } else {
+                format!(
+                    "run `yep manifest sync` on the package directory, then `yep update {name}` approves the new schema"
+                )
+            };
+            (what, hint)
+        }
+    };
     let schemas: Vec<String> = found
         .iter()
         .filter_map(|d| match d {
@@ -400,7 +446,7 @@ fn schema_sync(r: &mut Grader, manifest: &Manifest, served: &[crate::capability:
             "schema_sync",
             Status::Fail,
             format!(
-                "the code's schemas differ from plugin.json, so the model is shown arguments the server does not take: {} ({hint})",
+                "the code's schemas differ from {what}, so the model is shown arguments the server does not take: {} ({hint})",
                 schemas.join("; ")
             ),
         );
@@ -409,7 +455,7 @@ fn schema_sync(r: &mut Grader, manifest: &Manifest, served: &[crate::capability:
             "schema_sync",
             Status::Warn,
             format!(
-                "the code describes {} differently from plugin.json ({hint})",
+                "the code describes {} differently from {what} ({hint})",
                 descriptions.join(", ")
             ),
         );
@@ -417,7 +463,13 @@ fn schema_sync(r: &mut Grader, manifest: &Manifest, served: &[crate::capability:
         r.add(
             "schema_sync",
             Status::Pass,
-            format!("{said} tool(s) say their schema; plugin.json matches"),
+            format!(
+                "{said} tool(s) say their schema; {} matches",
+                match against {
+                    Against::Package => "plugin.json",
+                    Against::Approved { .. } => "the approved manifest",
+                }
+            ),
         );
     }
 }

@@ -124,19 +124,38 @@ pub async fn run(
         .find(|t| !seen.interactive.contains(&t.name))
     {
         None => r.add("tool_call", Status::Pass, "no tools to call"),
-        Some(tool) => match ext.call_tool(&tool.name, json!({}), None, None).await {
-            Ok(_) => r.add(
-                "tool_call",
-                Status::Pass,
-                format!("`{}` answered", tool.name),
-            ),
-            Err(e) if e.remote().is_some() => r.add(
-                "tool_call",
-                Status::Pass,
-                format!("`{}` answered (an error, for empty arguments)", tool.name),
-            ),
-            Err(e) => r.add("tool_call", Status::Fail, format!("`{}`: {e}", tool.name)),
-        },
+        Some(tool) => {
+            // Arguments the schema a call is checked against takes: the approved one when
+            // installed, else what it registered.
+            let schema = approved
+                .and_then(|m| m.tool(&tool.name))
+                .map(|t| t.schema.clone())
+                .or_else(|| tool.schema.clone())
+                .unwrap_or_else(|| json!({"type": "object"}));
+            match crate::tool_args::probe_args(&schema) {
+                Err(why) => r.add(
+                    "tool_call",
+                    Status::Skip,
+                    format!("`{}` not called: {why}", tool.name),
+                ),
+                Ok(args) => match ext.call_tool(&tool.name, args, None, None).await {
+                    Ok(_) => r.add(
+                        "tool_call",
+                        Status::Pass,
+                        format!("`{}` answered", tool.name),
+                    ),
+                    Err(e) if e.remote().is_some() => r.add(
+                        "tool_call",
+                        Status::Pass,
+                        format!(
+                            "`{}` answered (an error, for the simplest arguments its schema takes)",
+                            tool.name
+                        ),
+                    ),
+                    Err(e) => r.add("tool_call", Status::Fail, format!("`{}`: {e}", tool.name)),
+                },
+            }
+        }
     }
     match seen.commands.first() {
         None => r.add("command", Status::Pass, "no commands to run"),
@@ -227,8 +246,16 @@ pub async fn run(
         }
     }
 
-    // It stops when told: `shutdown`, stdin closed, an exit within the grace.
-    let status = ext.stop().await.unwrap_or_default();
+    // It runs until told to stop, and stops when told: `shutdown`, stdin closed, an exit
+    // within the grace.
+    let status = match ext.stop_running().await {
+        Ok(status) => status.unwrap_or_default(),
+        Err(ended) => {
+            r.add("shutdown", Status::Fail, ended.to_string());
+            check_frames(&mut r, &recording);
+            return r.done();
+        }
+    };
     if status.contains("signal") {
         r.add(
             "shutdown",

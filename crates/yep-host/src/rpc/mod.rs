@@ -319,6 +319,9 @@ struct Inner {
     tap: Option<Tap>,
     noise: Mutex<NoiseBucket>,
     noise_rate: u32,
+    /// The first line that was not the wire's ([`stray_preview`]): a log line on stdout, most
+    /// likely, which a failed handshake names.
+    first_stray: std::sync::OnceLock<String>,
     /// Server requests being answered now, and the cap.
     inbound: AtomicUsize,
     max_inbound: usize,
@@ -418,6 +421,7 @@ impl Connection {
                 tap: opts.tap.clone(),
                 noise: Mutex::new(NoiseBucket::new(opts.noise_rate, opts.noise_burst)),
                 noise_rate: opts.noise_rate,
+                first_stray: std::sync::OnceLock::new(),
                 inbound: AtomicUsize::new(0),
                 max_inbound: opts.max_inbound_requests.max(1),
                 stdin_pipe,
@@ -437,6 +441,12 @@ impl Connection {
 
     pub fn is_closed(&self) -> bool {
         self.close_reason().is_some()
+    }
+
+    /// The first line the server wrote that the codec could not read, escaped and cut short
+    /// ([`stray_preview`]); skipped, as every such line is.
+    pub fn first_stray_line(&self) -> Option<&str> {
+        self.inner.first_stray.get().map(String::as_str)
     }
 
     /// Resolves when the connection closes, with the reason.
@@ -736,6 +746,7 @@ impl Connection {
             Ok(frame) => frame,
             Err(err) => {
                 tracing::warn!(extension = %self.inner.label, "skipping malformed line from the server: {err}: {}", preview(line));
+                self.inner.first_stray.get_or_init(|| stray_preview(line));
                 return self.noise(line.len());
             }
         };
@@ -861,6 +872,32 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
+/// The most characters of a server's line an error quotes.
+pub const STRAY_CHARS: usize = 120;
+
+/// A line a server wrote, as an error quotes it: escaped for a terminal, and cut to
+/// [`STRAY_CHARS`] characters (escapes counted) with an ellipsis.
+pub fn stray_preview(line: &[u8]) -> String {
+    // Enough bytes for the characters shown, however wide each is.
+    let head = &line[..line.len().min(4 * STRAY_CHARS)];
+    let mut out = String::new();
+    let mut shown = 0;
+    for c in String::from_utf8_lossy(head).chars() {
+        let mut buf = [0u8; 4];
+        let piece = crate::text::escape(c.encode_utf8(&mut buf)).into_owned();
+        shown += piece.chars().count();
+        if shown > STRAY_CHARS {
+            out.push('…');
+            return out;
+        }
+        out.push_str(&piece);
+    }
+    if head.len() < line.len() {
+        out.push('…');
+    }
+    out
+}
+
 fn preview(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
     if line.len() > 120 {
@@ -875,6 +912,18 @@ mod tests {
     use super::*;
     use serde_json::json;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, duplex};
+
+    #[test]
+    fn a_stray_line_is_escaped_and_cut_short() {
+        assert_eq!(stray_preview(b"debug: up"), "debug: up");
+        let long = format!("\u{1b}[2J{}", "\u{e9}".repeat(200));
+        let shown = stray_preview(long.as_bytes());
+        assert!(shown.starts_with("\\x1b[2J\u{e9}"), "{shown}");
+        assert_eq!(shown.chars().count(), STRAY_CHARS + 1, "{shown}");
+        assert!(shown.ends_with('…'));
+        let exact = "x".repeat(STRAY_CHARS);
+        assert_eq!(stray_preview(exact.as_bytes()), exact);
+    }
 
     struct Silent;
     impl Handler for Silent {

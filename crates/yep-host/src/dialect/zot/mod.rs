@@ -136,11 +136,13 @@ struct Greeting {
     capabilities: Vec<String>,
 }
 
-/// The extension's first frame was something else than its hello (`method`: what it was).
+/// The extension's first frame was something else than its hello (`method`: what it was;
+/// `line`: the line itself when it is no frame at all, escaped and cut short).
 #[derive(Debug, thiserror::Error)]
 #[error("first frame must be hello (got {:?})", crate::text::escape(method))]
 struct NotHello {
     method: String,
+    line: Option<String>,
 }
 
 /// hello → hello_ack → registrations until ready (or idle); the offer.
@@ -169,7 +171,18 @@ async fn handshake(
             let reason = conn.closed().await;
             return Err(HandshakeError::Call(CallError::Closed(reason)));
         }
-        Ok(Ok(Err(why))) => return Err(HandshakeError::Malformed(why.to_string())),
+        Ok(Ok(Err(why))) => {
+            let error = HandshakeError::Malformed(why.to_string());
+            return Err(match why.line {
+                // Output before the hello (a log line, most likely): say which.
+                Some(line) => HandshakeError::StrayOutput {
+                    expected: "a zot frame",
+                    line,
+                    error: Box::new(error),
+                },
+                None => error,
+            });
+        }
         Ok(Ok(Ok(greeting))) => greeting,
     };
     codec.tool_cancel.store(
@@ -190,24 +203,29 @@ async fn handshake(
     conn.send(ack.line()).await.map_err(HandshakeError::Call)?;
     // `hello_ack` is the host's first frame: what is queued goes after it.
     tokio::spawn(Arc::clone(&router.outbox).write(conn.downgrade()));
-    // Ready, or idle for a while, or the cap.
+    // Ready, or idle for a while, or the cap; an extension that ends first fails its start.
     let cap = Instant::now() + READY_WAIT;
     loop {
         if router.lock().ready {
             break;
         }
-        let idle = Instant::now() + AUTO_READY_IDLE;
-        let next = tokio::time::timeout_at(idle.min(cap), router.frame.notified()).await;
-        if next.is_err() {
-            if Instant::now() >= cap {
-                tracing::info!(extension = %hello.extension, "timed out waiting for ready frame; proceeding");
-            } else {
-                tracing::debug!(extension = %hello.extension, "no ready frame; auto-ready after idle");
-            }
-            break;
-        }
         if let Some(reason) = conn.close_reason() {
-            return Err(HandshakeError::Call(CallError::Closed(reason)));
+            return Err(HandshakeError::NotReady(reason));
+        }
+        let idle = Instant::now() + AUTO_READY_IDLE;
+        tokio::select! {
+            biased;
+            _ = conn.closed() => {}
+            next = tokio::time::timeout_at(idle.min(cap), router.frame.notified()) => {
+                if next.is_err() {
+                    if Instant::now() >= cap {
+                        tracing::info!(extension = %hello.extension, "timed out waiting for ready frame; proceeding");
+                    } else {
+                        tracing::debug!(extension = %hello.extension, "no ready frame; auto-ready after idle");
+                    }
+                    break;
+                }
+            }
         }
     }
     router.lock().open = true;
@@ -628,6 +646,10 @@ fn call_tool_checks(
 impl Handler for Router {
     fn notification(&self, method: &str, params: Value) {
         let first = self.lock().said_hello.take();
+        // A first line that is no frame comes as its text.
+        let stray = first
+            .as_ref()
+            .and_then(|_| params.as_str().map(String::from));
         // The codec read the line as JSON already.
         let frame = FromExtension::from_value(params);
         if let Some(said) = first {
@@ -641,6 +663,7 @@ impl Handler for Router {
                 }
                 _ => Err(NotHello {
                     method: method.to_string(),
+                    line: stray,
                 }),
             });
             self.frame.notify_one();
@@ -782,7 +805,7 @@ impl Codec for ZotCodec {
             Err(why) if first => {
                 return Ok(Frame::Notification {
                     method: why,
-                    params: Value::Null,
+                    params: Value::String(crate::rpc::stray_preview(line)),
                 });
             }
             Err(why) => return Err(Malformed::new(why)),

@@ -5,7 +5,7 @@
 //! `hello_ack` fields, stderr to its log), through the supervisor, so a failure reads like
 //! any startup error: the extension, what ran, where, its exit status and its log.
 
-use super::{Registrations, open};
+use super::{AUTO_READY_IDLE, Registrations, open};
 use crate::capability::{Events, NoEvents};
 use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerFuture, Streams};
 use crate::manifest::{CommandDef, Grants, ToolDef};
@@ -34,8 +34,8 @@ pub enum ZotProbeError {
     /// The thread it ran on panicked.
     #[error("the run stopped unexpectedly")]
     Panicked,
-    /// It did not start, or did not finish its handshake: the extension, what ran, its exit
-    /// status and its log.
+    /// It did not start, did not finish its handshake, or ended before the host shut it
+    /// down: the extension, its exit status and its log.
     #[error(transparent)]
     Start(Box<crate::supervisor::ExtensionError>),
 }
@@ -81,9 +81,21 @@ impl ZotProbe {
             ..SupervisorOptions::default()
         };
         let ext = Extension::new(spec, opts, Arc::new(NoEvents));
-        let started = ext.handshake().await;
-        ext.stop().await;
-        started.map_err(|e| ZotProbeError::Start(Box::new(e)))?;
+        let ran = match ext.handshake().await {
+            // It runs until the host shuts it down: one that ends as soon as it is ready
+            // fails as one that ends before.
+            Ok(_) => {
+                if let Some(live) = ext.running() {
+                    let _ = tokio::time::timeout(AUTO_READY_IDLE, live.peer().closed()).await;
+                }
+                ext.stop_running().await.map(drop)
+            }
+            Err(err) => {
+                ext.stop().await;
+                Err(err)
+            }
+        };
+        ran.map_err(|e| ZotProbeError::Start(Box::new(e)))?;
         Ok(pinned(capture.take().unwrap_or_default()))
     }
 }
