@@ -503,7 +503,8 @@ fn check_stream(r: &mut Grader, recording: &Mutex<Recording>) {
             continue;
         }
         match Message::parse(line) {
-            Err(_) => stray.push(String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned()),
+            // Escaped and cut as the handshake's error quotes it.
+            Err(_) => stray.push(crate::rpc::stray_preview(line)),
             Ok(Message::Response(resp)) => {
                 let method = rec.sent.get(&resp.id).cloned().unwrap_or_default();
                 match &resp.result {
@@ -569,8 +570,12 @@ fn check_stream(r: &mut Grader, recording: &Mutex<Recording>) {
             "stdout",
             Status::Fail,
             format!(
-                "non-protocol output on stdout (log to stderr instead): {:?}",
+                "non-protocol output on stdout (stdout carries only the protocol: logs must go to stderr): {}",
                 stray
+                    .iter()
+                    .map(|l| format!("\"{l}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         );
     }

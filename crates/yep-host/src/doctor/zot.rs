@@ -1,5 +1,5 @@
 //! `yep doctor` for a zot extension: run it as a session would and grade it against the zot
-//! protocol's rules (`../shared/reference/zot-protocol-v1.md`), and against its pin when it
+//! protocol's rules (summed up in `docs/zot.md`), and against its pin when it
 //! is installed. zot has no doctor of its own.
 
 use super::{Grader, Recording, Report, Status, probe_tool};

@@ -1,4 +1,4 @@
-//! The zot extension protocol v1 (`../shared/reference/zot-protocol-v1.md`) as a dialect: a zot
+//! The zot extension protocol v1 (its wire summed up in `docs/zot.md`) as a dialect: a zot
 //! extension's frames ([`frames`]) adapted to the host's capability model.
 //!
 //! The handshake is the extension's: its `hello` is its first line (no deadline in zot; here
