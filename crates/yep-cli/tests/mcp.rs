@@ -1233,4 +1233,20 @@ fn yep_skips_itself_as_an_mcp_server_by_its_command_line_or_its_initialize() {
             .contains("is not approved"),
         "approved anyway"
     );
+    // A yep serving another home is a server like any other, by command line or wrapped.
+    let other = tmp.path().join("other-home");
+    let direct = json!({"mcpServers": {"yep": {"command": env!("CARGO_BIN_EXE_yep"),
+        "args": ["--home", other.to_str().unwrap(), "mcp", "serve"]}}});
+    std::fs::write(ws.join(".mcp.json"), direct.to_string()).unwrap();
+    let listed = common::yep_in(&ws, &home, &["mcp", "list", "--json"], "");
+    assert!(!text(&listed.stderr).contains("skipping"), "{listed:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&ok(&listed)).unwrap()[0]["name"],
+        "yep"
+    );
+    let wrapped = json!({"mcpServers": {"wrapped": {"command": "sh", "args": [
+        "-c", "exec \"$0\" --home \"$1\" mcp serve", env!("CARGO_BIN_EXE_yep"), other.to_str().unwrap()]}}});
+    std::fs::write(ws.join(".mcp.json"), wrapped.to_string()).unwrap();
+    let trust = common::yep_in(&ws, &home, &["trust", "wrapped", "--yes"], "");
+    assert!(trust.status.success(), "{}", text(&trust.stderr));
 }

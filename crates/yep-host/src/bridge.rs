@@ -194,7 +194,10 @@ impl ServerHandler for Bridge {
         capabilities.experimental = Some(
             [(
                 crate::dialect::mcp::SERVE_MARKER.to_string(),
-                serde_json::Map::new(),
+                serde_json::Map::from_iter([(
+                    "home".to_string(),
+                    Value::String(crate::dialect::mcp::home_id(self.host.home())),
+                )]),
             )]
             .into(),
         );

@@ -63,7 +63,8 @@ async fn connect_with(
         writer: Box::new(writer),
     };
     let hello = hello("yep", dir);
-    Mcp.open(streams, hello, user, ConnectionOptions::default())
+    Mcp::default()
+        .open(streams, hello, user, ConnectionOptions::default())
         .await
         .unwrap()
 }
@@ -447,6 +448,7 @@ async fn connect_http(
         url: url.into(),
         headers: vec![("Authorization".into(), format!("Bearer {token}"))],
         shown: url.into(),
+        host_home: None,
     };
     let streams = Streams::Other {
         reader: Box::new(tokio::io::empty()),

@@ -44,7 +44,7 @@ async fn open(dir: &std::path::Path, events: Arc<dyn Events>) -> Opened {
         stdout: spawned.stdout,
         stdin: spawned.stdin,
     };
-    let peer = Mcp
+    let peer = Mcp::default()
         .open(streams, hello, events, ConnectionOptions::default())
         .await
         .unwrap();

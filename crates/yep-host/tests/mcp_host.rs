@@ -190,11 +190,11 @@ async fn a_workspace_server_never_starts_before_it_is_approved() {
         "{message}"
     );
     assert!(host.warnings().iter().any(|w| w == message));
-    // Nothing reaches it: not a call, not a listing.
+    // Nothing reaches it: not a call (which says why, as the warning does), not a listing.
     assert!(matches!(
         host.call_tool("mcp__repo__echo", json!({"text": "x"}), None, None)
             .await,
-        Err(HostError::UnknownTool(_))
+        Err(HostError::Unapproved(why)) if why == *message
     ));
     assert!(matches!(
         host.mcp_list_tools("repo").await,

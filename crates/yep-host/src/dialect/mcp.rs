@@ -29,7 +29,12 @@ pub const RELIST_SPACING: Duration = Duration::from_millis(200);
 pub const RELIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The MCP wire.
-pub struct Mcp;
+#[derive(Default)]
+pub struct Mcp {
+    /// The home a host runs this server for ([`home_id`]): a server that says it is `yep mcp
+    /// serve` of that same home ([`SERVE_MARKER`]) is refused as yep itself.
+    pub host_home: Option<String>,
+}
 
 impl Dialect for Mcp {
     fn name(&self) -> &'static str {
@@ -43,6 +48,7 @@ impl Dialect for Mcp {
         events: Arc<dyn Events>,
         opts: ConnectionOptions,
     ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
+        let host_home = self.host_home.clone();
         Box::pin(async move {
             let (reader, writer): (
                 Box<dyn AsyncRead + Send + Unpin>,
@@ -60,7 +66,7 @@ impl Dialect for Mcp {
             let client = Client::new(&hello, events);
             let served =
                 tokio::time::timeout(hello.timeout, client.clone().serve((reader, writer))).await;
-            finish(served, client, &hello).await
+            finish(served, client, &hello, host_home).await
         })
     }
 }
@@ -73,6 +79,8 @@ pub struct McpHttp {
     pub headers: Vec<(String, String)>,
     /// The url as errors show it: as written, before `${VAR}` was expanded into it.
     pub shown: String,
+    /// As [`Mcp::host_home`].
+    pub host_home: Option<String>,
 }
 
 #[cfg(feature = "mcp-http")]
@@ -92,6 +100,7 @@ impl Dialect for McpHttp {
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let (url, headers) = (self.url.clone(), self.headers.clone());
         let url_shown = self.shown.clone();
+        let host_home = self.host_home.clone();
         Box::pin(async move {
             let mut custom = HashMap::new();
             for (name, value) in headers {
@@ -124,7 +133,7 @@ impl Dialect for McpHttp {
                 }
                 other => other,
             };
-            finish(served, client, &hello).await
+            finish(served, client, &hello, host_home).await
         })
     }
 }
@@ -142,10 +151,20 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     crate::text::escape(text).into_owned()
 }
 
-/// The experimental capability `yep mcp serve` declares in its `initialize` answer, so that a
-/// host meeting it as an MCP server (behind a wrapper its command line does not show) knows
-/// it is yep itself and skips it.
+/// The experimental capability `yep mcp serve` declares in its `initialize` answer, with the
+/// [`home_id`] it serves (`{"home": …}`), so that a host meeting it as one of the MCP servers
+/// of that same home (behind a wrapper its command line does not show) knows it is yep
+/// itself and skips it.
 pub const SERVE_MARKER: &str = "yep/serve";
+
+/// A home's identity in [`SERVE_MARKER`]: 16 hex digits of the hash of its path, resolved.
+pub fn home_id(home: &crate::store::Home) -> String {
+    let root = home
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| home.root.clone());
+    crate::store::hash::sha256_hex(root.as_os_str().as_encoded_bytes())[..16].to_string()
+}
 
 /// The rest of the handshake, once `initialize` was sent: list the tools and make the peer.
 async fn finish<E: std::fmt::Display>(
@@ -155,6 +174,7 @@ async fn finish<E: std::fmt::Display>(
     >,
     client: Client,
     hello: &Hello,
+    host_home: Option<String>,
 ) -> Result<Arc<dyn Peer>, HandshakeError> {
     let started = served
         .map_err(|_| {
@@ -165,12 +185,11 @@ async fn finish<E: std::fmt::Display>(
         })?
         .map_err(|e| HandshakeError::Malformed(format!("initialize failed: {e}")))?;
     let peer = started.peer().clone();
-    let itself = peer.peer_info().is_some_and(|info| {
-        info.capabilities
-            .experimental
-            .as_ref()
-            .is_some_and(|e| e.contains_key(SERVE_MARKER))
+    let served_home = peer.peer_info().and_then(|info| {
+        let marker = info.capabilities.experimental.as_ref()?.get(SERVE_MARKER)?;
+        Some(marker.get("home")?.as_str()?.to_string())
     });
+    let itself = host_home.is_some() && served_home == host_home;
     if itself {
         started.cancellation_token().cancel();
         return Err(HandshakeError::Itself);

@@ -406,7 +406,7 @@ pub fn sources(
     }
     // yep is never one of its own servers: it would serve this home again, nested.
     out.retain(|s| {
-        let itself = runs_yep_serve(&s.server);
+        let itself = runs_yep_serve(&s.server, home);
         if itself {
             let whose = match &s.origin {
                 Origin::Extension(ext) => format!("extension `{}`", crate::text::escape(ext)),
@@ -423,10 +423,11 @@ pub fn sources(
     out
 }
 
-/// Whether `server` runs `yep mcp serve`: a command named `yep` (or this very program),
-/// `mcp` then `serve` among its arguments. One behind a wrapper is known at `initialize`
-/// instead ([`crate::dialect::HandshakeError::Itself`]).
-pub fn runs_yep_serve(server: &McpServer) -> bool {
+/// Whether `server` runs `yep mcp serve` of `home`: a command named `yep` (or this very
+/// program), `mcp` then `serve` among its arguments, and no `--home` naming another home.
+/// One behind a wrapper is known at `initialize` instead
+/// ([`crate::dialect::HandshakeError::Itself`]).
+pub fn runs_yep_serve(server: &McpServer, home: &Home) -> bool {
     let Some(command) = server.command.as_deref() else {
         return false;
     };
@@ -436,11 +437,24 @@ pub fn runs_yep_serve(server: &McpServer) -> bool {
         let ours = std::env::current_exe().ok()?.canonicalize().ok()?;
         Some(path.canonicalize().ok()? == ours)
     };
+    let other_home = || {
+        let named = server
+            .args
+            .iter()
+            .enumerate()
+            .find_map(|(i, a)| match a.as_str() {
+                "--home" => server.args.get(i + 1).map(String::as_str),
+                _ => a.strip_prefix("--home="),
+            });
+        let resolved = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        named.is_some_and(|dir| resolved(Path::new(dir)) != resolved(&home.root))
+    };
     (named_yep || this_program() == Some(true))
         && server
             .args
             .windows(2)
             .any(|w| w[0] == "mcp" && w[1] == "serve")
+        && !other_home()
 }
 
 /// The enabled extensions' approved manifests, as a session outside one sees them (for
@@ -630,7 +644,11 @@ pub fn launch(
     };
     match source.server.transport.as_str() {
         #[cfg(feature = "mcp")]
-        "stdio" => opts.dialect = Arc::new(crate::dialect::mcp::Mcp),
+        "stdio" => {
+            opts.dialect = Arc::new(crate::dialect::mcp::Mcp {
+                host_home: Some(crate::dialect::mcp::home_id(home)),
+            })
+        }
         #[cfg(feature = "mcp-http")]
         "http" => {
             let url = source.server.url.clone().unwrap_or_default();
@@ -649,6 +667,7 @@ pub fn launch(
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
+                host_home: Some(crate::dialect::mcp::home_id(home)),
             });
             opts.transport = Some(Arc::new(Remote));
         }

@@ -1269,6 +1269,11 @@ impl ExtensionHost {
         self.core.warn(message);
     }
 
+    /// The home this host runs from.
+    pub fn home(&self) -> &Home {
+        &self.core.home
+    }
+
     /// Every problem so far, once each, as a sentence that names the extension: skipped or
     /// drifted packages, servers that failed to start or stopped, renamed and refused tools,
     /// hooks that could not run. The first [`MAX_WARNINGS`](crate::health::MAX_WARNINGS) are
