@@ -865,28 +865,30 @@ fn an_error_chain_prints_each_cause_once() {
     assert!(!stderr.contains("caused by"), "{stderr}");
 }
 
-/// A server that dies before its handshake: the error says so, and the hint names its log.
-#[test]
-fn a_crashed_server_hints_at_its_log() {
-    let home = tempfile::tempdir().unwrap();
-    let pkg = home.path().join("crasher");
+/// A package `name` in `dir` with tool `t`, whose server is the shell script `body`.
+fn shell_package(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let pkg = dir.join(name);
     std::fs::create_dir_all(pkg.join("bin")).unwrap();
     std::fs::write(
         pkg.join("plugin.json"),
-        json!({"name": "crasher", "yolop": {"capabilityServer": {"command": "server"}, "tools": [{"name": "t"}]}}).to_string(),
+        json!({"name": name, "yolop": {"capabilityServer": {"command": "server"}, "tools": [{"name": "t"}]}}).to_string(),
     )
     .unwrap();
-    std::fs::write(
-        pkg.join("bin/server"),
-        "#!/bin/sh\necho dying >&2\nexit 3\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(pkg.join("bin/server"), format!("#!/bin/sh\n{body}")).unwrap();
     std::fs::set_permissions(
         pkg.join("bin/server"),
         std::fs::Permissions::from_mode(0o755),
     )
     .unwrap();
+    pkg
+}
+
+/// A server that dies before its handshake: the error says so, and the hint names its log.
+#[test]
+fn a_crashed_server_hints_at_its_log() {
+    let home = tempfile::tempdir().unwrap();
+    let pkg = shell_package(home.path(), "crasher", "echo dying >&2\nexit 3\n");
     let out = yep(home.path(), &["call", pkg.to_str().unwrap(), "t"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
@@ -915,24 +917,11 @@ fn quoted_after<'a>(stderr: &'a str, lead: &str) -> &'a str {
 #[test]
 fn output_before_the_handshake_is_quoted_in_the_error() {
     let home = tempfile::tempdir().unwrap();
-    let pkg = home.path().join("chatty");
-    std::fs::create_dir_all(pkg.join("bin")).unwrap();
-    std::fs::write(
-        pkg.join("plugin.json"),
-        json!({"name": "chatty", "yolop": {"capabilityServer": {"command": "server"}, "tools": [{"name": "t"}]}}).to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        pkg.join("bin/server"),
-        "#!/bin/sh\nprintf 'Server \\033[31mstarting\\033[0m on stdio %0200d\\n' 0\necho 'second line'\nexit 0\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        pkg.join("bin/server"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    let pkg = shell_package(
+        home.path(),
+        "chatty",
+        "printf 'Server \\033[31mstarting\\033[0m on stdio %0200d\\n' 0\necho 'second line'\nexit 0\n",
+    );
     let out = yep(home.path(), &["call", pkg.to_str().unwrap(), "t"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);

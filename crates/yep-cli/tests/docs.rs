@@ -3,7 +3,7 @@
 //! the CLI.
 
 mod common;
-use common::text;
+use common::{ok, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -181,16 +181,6 @@ fn example(doc: &str, file: &str) -> String {
     let body = &body[body.find('\n').unwrap() + 1..];
     let end = body.find("\n```").unwrap();
     format!("{}\n", &body[..end])
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "stdout: {}\nstderr: {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
 }
 
 #[test]

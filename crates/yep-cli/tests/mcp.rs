@@ -3,23 +3,13 @@
 //! dialect.
 
 mod common;
-use common::{serve_http, text, yep_with_stdin};
+use common::{ok, serve_http, text, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Output;
 
 fn yep(home: &Path, args: &[&str]) -> Output {
     yep_with_stdin(home, args, "")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "stdout: {}\nstderr: {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
 }
 
 #[test]

@@ -676,15 +676,13 @@ fn a_bare_name_on_no_registry_says_what_was_tried_and_how_to_mean_the_directory_
         r#"{"name":"wc","yolop":{"prompt":true}}"#,
     )
     .unwrap();
-    let out = yep_command(
-        &sandbox.home(),
-        &["install", "wc", "--yes"],
-        Some(&server),
-        &[],
-    )
-    .current_dir(&here)
-    .output()
-    .unwrap();
+    let install_here = |args: &[&str], registry: Option<&Server>| {
+        yep_command(&sandbox.home(), args, registry, &[])
+            .current_dir(&here)
+            .output()
+            .unwrap()
+    };
+    let out = install_here(&["install", "wc", "--yes"], Some(&server));
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
@@ -692,20 +690,9 @@ fn a_bare_name_on_no_registry_says_what_was_tried_and_how_to_mean_the_directory_
     );
     assert_nothing_installed(&sandbox);
     // Installed from that directory, the bare name says so, and how to take it again.
-    let installed = yep_command(&sandbox.home(), &["install", "./wc", "--yes"], None, &[])
-        .current_dir(&here)
-        .output()
-        .unwrap();
+    let installed = install_here(&["install", "./wc", "--yes"], None);
     assert!(installed.status.success(), "{}", text(&installed.stderr));
-    let out = yep_command(
-        &sandbox.home(),
-        &["install", "wc", "--yes"],
-        Some(&server),
-        &[],
-    )
-    .current_dir(&here)
-    .output()
-    .unwrap();
+    let out = install_here(&["install", "wc", "--yes"], Some(&server));
     let err = text(&out.stderr);
     assert!(
         err.contains("; the installed `wc` is from path ")

@@ -64,6 +64,17 @@ pub fn assert_nothing_hidden(text: &str) {
     }
 }
 
+/// Its stdout, having checked that it succeeded (else both streams are shown).
+pub fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
 /// Output bytes as text (lossy).
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
