@@ -3,10 +3,9 @@
 //! the CLI.
 
 mod common;
-use common::{ok, text};
+use common::ok;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 /// The repository's root.
 fn repo() -> PathBuf {
