@@ -107,6 +107,16 @@ fn main() -> ExitCode {
     let shows_warnings = matches!(cli.command, Command::Session(_));
     init_tracing(cli.verbose, shows_warnings);
     let home = yep_store::Home::resolve(cli.home);
+    // Every server this run starts is contained as the home says (or `$YEP_SANDBOX`).
+    // One it cannot read holds servers to the strictest mode until it is fixed: never weaker
+    // than what the user may have meant.
+    let mode = yep_host::sandbox::mode_for(&home).unwrap_or_else(|err| {
+        output::stderr_line(&format!(
+            "warning: {err}; servers run under sandbox \"required\" until it is fixed"
+        ));
+        yep_host::sandbox::Mode::Required
+    });
+    yep_host::sandbox::set_default_mode(mode);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {

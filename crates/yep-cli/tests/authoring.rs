@@ -11,8 +11,10 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The CLI, every server it starts fully contained (`sandbox = "required"`): a scaffolded
+/// server in each language runs inside the default profile.
 fn yep(home: &Path, args: &[&str], stdin: &str) -> Output {
-    common::yep_with_stdin(home, args, stdin)
+    common::yep_with_env(home, args, stdin, &[("YEP_SANDBOX", "required")])
 }
 
 fn ok(home: &Path, args: &[&str]) -> String {

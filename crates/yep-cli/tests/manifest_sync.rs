@@ -13,8 +13,6 @@ fn yep(home: &Path, args: &[&str]) -> Output {
 }
 
 const SERVER: &str = r#"#!/usr/bin/env python3
-import os, sys
-sys.path.insert(0, os.environ.get("YEP_SDK_DIR", ""))
 from yep_sdk import Server
 
 server = Server("wx")
@@ -64,12 +62,10 @@ fn package(tmp: &Path) -> PathBuf {
     std::fs::create_dir_all(dir.join("bin")).unwrap();
     std::fs::write(dir.join("plugin.json"), STALE).unwrap();
     let server = dir.join("bin/wx-server");
-    let sdk = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk/python");
-    std::fs::write(
-        &server,
-        SERVER.replace("os.environ.get(\"YEP_SDK_DIR\", \"\")", &format!("{sdk:?}")),
-    )
-    .unwrap();
+    std::fs::write(&server, SERVER).unwrap();
+    // Vendored beside the server, as `yep new` does: a sandboxed server reads its package.
+    let sdk = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk/python/yep_sdk.py");
+    std::fs::copy(sdk, dir.join("bin/yep_sdk.py")).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
     dir

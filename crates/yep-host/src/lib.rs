@@ -31,6 +31,7 @@ pub mod health;
 pub mod process;
 pub mod rpc;
 pub mod runtime;
+pub mod sandbox;
 pub mod supervisor;
 pub mod tool_args;
 

@@ -32,6 +32,21 @@ pub struct SpawnSpec {
     pub env: Vec<(String, String)>,
     /// Where stderr is appended.
     pub log_path: PathBuf,
+    /// The sandbox it runs in ([`crate::sandbox`]); `None` runs it with the host's rights
+    /// and environment (the host's own helpers, tests of the spawn path).
+    pub sandbox: Option<Sandboxed>,
+}
+
+/// How a spawned process is contained: the mode, and the places its default profile opens.
+#[derive(Clone, Debug)]
+pub struct Sandboxed {
+    pub mode: crate::sandbox::Mode,
+    /// The package's own files: read, never written.
+    pub package_dir: Option<PathBuf>,
+    /// Its state: read and write.
+    pub data_dir: Option<PathBuf>,
+    /// The user's workspace: read.
+    pub workspace: Option<PathBuf>,
 }
 
 /// Env values can be secrets: Debug shows their names only.
@@ -42,6 +57,7 @@ impl std::fmt::Debug for SpawnSpec {
             .field("args", &self.args)
             .field("cwd", &self.cwd)
             .field("env", &redacted_env(&self.env))
+            .field("sandbox", &self.sandbox)
             .finish()
     }
 }
@@ -88,6 +104,13 @@ pub struct ServerProcess {
     exit: watch::Receiver<Option<ExitStatus>>,
     pub stderr: StderrTail,
     pub log_path: PathBuf,
+    /// How it is contained: `None` unsandboxed, else what the kernel could not enforce
+    /// (empty when everything).
+    pub sandbox_missing: Option<Vec<&'static str>>,
+    /// Its private temp dir, removed with it.
+    _tmp: Option<crate::sandbox::TmpDir>,
+    /// Its pids cgroup (v1), removed with it.
+    _pids: Option<crate::sandbox::PidsLimit>,
 }
 
 /// The spawned process plus its stdio pipes.
@@ -97,7 +120,8 @@ pub struct Spawned {
     pub stdout: ChildStdout,
 }
 
-/// Why a spawn failed. The I/O error is the `source`, not repeated in the message.
+/// Why a spawn failed. The I/O error is the `source`, not repeated in the message; a sandbox
+/// that could not be built is one too (its message says why).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot spawn `{program}`")]
 pub struct SpawnError {
@@ -127,14 +151,46 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         // do not own (a shared one an embedder chose) stays as it is.
         let _ = crate::store::fsutil::make_private(parent);
     }
+    let program = resolve_program(spec);
+    // The sandbox is built here, before the fork: the child only applies it.
+    let contained = match &spec.sandbox {
+        Some(sandboxed) if sandboxed.mode != crate::sandbox::Mode::Off => {
+            let stem = spec
+                .log_path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("server");
+            let tmp =
+                crate::sandbox::TmpDir::new(stem).map_err(|e| err(std::io::Error::other(e)))?;
+            let profile = crate::sandbox::Profile::default_for(&crate::sandbox::Place {
+                program: &program,
+                args: &spec.args,
+                package_dir: sandboxed.package_dir.as_deref(),
+                data_dir: sandboxed.data_dir.as_deref(),
+                workspace: sandboxed.workspace.as_deref(),
+                tmp_dir: tmp.path(),
+            });
+            crate::sandbox::prepare(&profile, sandboxed.mode)
+                .map_err(|e| err(std::io::Error::other(e)))?
+                .map(|prepared| (Arc::new(prepared), tmp))
+        }
+        _ => None,
+    };
     #[allow(clippy::disallowed_methods)] // the one spawn wrapper
-    let mut cmd = Command::new(resolve_program(spec));
+    let mut cmd = Command::new(&program);
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    if let Some((_, tmp)) = &contained {
+        // Nothing of the user's own environment (tokens, keys, the agent's variables): what
+        // programs need, then the package's own config and secrets (`spec.env`).
+        cmd.env_clear();
+        cmd.envs(crate::sandbox::scrubbed_env());
+        cmd.env("TMPDIR", tmp.path());
+    }
     if let Some(bin) = spec.bin_dir.as_deref().filter(|d| d.is_dir()) {
         cmd.env("PATH", path_with(bin));
     }
@@ -148,6 +204,33 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     // setsid() stays in it, and dies with it.
     let cgroup = Cgroup::create().map(Arc::new);
     let procs = cgroup.as_ref().and_then(|c| c.procs_fd());
+    // A sandboxed server's processes are bounded: in its own cgroup (v2), else in a pids
+    // cgroup of its own (v1).
+    let mut missing = contained.as_ref().map(|(p, _)| p.missing.clone());
+    let pids = match (&contained, &cgroup) {
+        (Some((p, _)), Some(c)) if c.limit_pids(p.limits().processes) => None,
+        (Some((p, _)), _) => {
+            let limit = crate::sandbox::PidsLimit::create(p.limits().processes);
+            if limit.is_none()
+                && let Some(m) = missing.as_mut()
+            {
+                m.push("the process limit (no pids cgroup it may write)");
+            }
+            limit
+        }
+        _ => None,
+    };
+    let pids_procs = pids.as_ref().and_then(|p| p.procs_fd());
+    #[cfg(target_os = "linux")]
+    if let Some(fd) = pids_procs.as_ref().map(std::os::fd::AsRawFd::as_raw_fd) {
+        // SAFETY: as for the cgroup below: one `write(2)` on an fd opened before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+                Ok(())
+            });
+        }
+    }
     #[cfg(target_os = "linux")]
     if let Some(fd) = procs.as_ref().map(std::os::fd::AsRawFd::as_raw_fd) {
         // SAFETY: between fork and exec only `write(2)` runs, on an fd opened before the fork;
@@ -159,8 +242,18 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
             });
         }
     }
+    // After joining the cgroup (which the sandbox would refuse): the sandbox, last.
+    if let Some((prepared, _)) = &contained {
+        let prepared = Arc::clone(prepared);
+        // SAFETY: `apply` makes system calls on what was built before the fork, and
+        // allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+    }
     let spawned = cmd.spawn();
     drop(procs);
+    drop(pids_procs);
     let mut child = spawned.map_err(err)?;
     let pid = child.id();
     let pgid = pid.map(|pid| pid as i32);
@@ -187,6 +280,9 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
             exit,
             stderr: tail,
             log_path: spec.log_path.clone(),
+            sandbox_missing: missing,
+            _tmp: contained.map(|(_, tmp)| tmp),
+            _pids: pids,
         },
         stdin,
         stdout,
@@ -273,6 +369,13 @@ impl Cgroup {
     /// Its directory.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Bound it to `max` processes and threads, where its `pids` controller is enabled.
+    fn limit_pids(&self, max: u64) -> bool {
+        let enabled = std::fs::read_to_string(self.path.join("cgroup.controllers"))
+            .is_ok_and(|c| c.split_whitespace().any(|c| c == "pids"));
+        enabled && std::fs::write(self.path.join("pids.max"), max.to_string()).is_ok()
     }
 
     /// `cgroup.procs`, opened for the child to join before exec (closed at exec).

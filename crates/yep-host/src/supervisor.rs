@@ -182,6 +182,8 @@ pub struct SupervisorOptions {
     pub tap: Option<crate::rpc::Tap>,
     /// A user is at an interactive UI (panels, questions): tools that wait on one may run.
     pub interactive_ui: bool,
+    /// The OS sandbox a spawned server runs in ([`crate::sandbox`]).
+    pub sandbox: crate::sandbox::Mode,
 }
 
 impl Default for SupervisorOptions {
@@ -201,6 +203,7 @@ impl Default for SupervisorOptions {
             spin: yep_protocol::framing::spin_from_env(),
             tap: None,
             interactive_ui: false,
+            sandbox: crate::sandbox::default_mode(),
         }
     }
 }
@@ -635,6 +638,12 @@ impl Extension {
                     bin_dir: Some(spec.package_dir.join("bin")),
                     env,
                     log_path: spec.log_path(),
+                    sandbox: Some(crate::process::Sandboxed {
+                        mode: self.opts.sandbox,
+                        package_dir: Some(spec.package_dir.clone()),
+                        data_dir: spec.data_dir.clone(),
+                        workspace: Some(workspace.clone()),
+                    }),
                 })
                 .map_err(|e| self.spawn_error(e.source))?;
                 let streams = Streams::Pipe {
@@ -644,6 +653,21 @@ impl Extension {
                 (streams, Some(spawned.process))
             }
         };
+        // Never silently less contained than asked: what the kernel left out is told (once a
+        // session: the same words for every server).
+        if let Some(missing) = process
+            .as_ref()
+            .and_then(|p| p.sandbox_missing.as_ref())
+            .filter(|m| !m.is_empty())
+        {
+            self.events.health(HealthEvent::Warning {
+                extension: None,
+                message: format!(
+                    "sandbox (best-effort): this system cannot enforce {}, so servers run without it; `sandbox = \"required\"` in settings.toml refuses to start them instead",
+                    missing.join(", ")
+                ),
+            });
+        }
         let pid = process.as_ref().and_then(ServerProcess::pid);
         let hello = Hello {
             extension: spec.name.clone(),

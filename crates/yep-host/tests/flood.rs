@@ -52,6 +52,7 @@ fn flooding_connection(dir: &Path, mode: &str, opts: ConnectionOptions) -> (Conn
         bin_dir: None,
         env: Vec::new(),
         log_path: dir.join("flood.log"),
+        sandbox: None,
     })
     .unwrap();
     let conn = Connection::start_pipe(spawned.stdout, spawned.stdin, Arc::new(Slow), codec(), opts)

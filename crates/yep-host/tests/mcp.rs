@@ -37,6 +37,7 @@ async fn open(dir: &std::path::Path, events: Arc<dyn Events>) -> Opened {
         bin_dir: None,
         env: Vec::new(),
         log_path: dir.join("pymcp.log"),
+        sandbox: None,
     })
     .unwrap();
     let hello = hello("pymcp", dir);

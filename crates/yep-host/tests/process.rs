@@ -57,6 +57,7 @@ async fn a_stop_escalates_to_sigkill_when_the_server_ignores_eof_and_sigterm() {
         bin_dir: None,
         env: vec![],
         log_path: fx.dir.path().join("stubborn.log"),
+        sandbox: None,
     })
     .unwrap();
     drop(spawned.stdin);
@@ -124,6 +125,7 @@ async fn a_flooding_server_leaves_a_capped_rotated_private_log() {
         bin_dir: None,
         env: vec![],
         log_path: log.clone(),
+        sandbox: None,
     })
     .unwrap();
     let proc_ = spawned.process;
@@ -189,6 +191,7 @@ async fn a_grandchild_that_calls_setsid_dies_with_its_server_in_its_cgroup() {
         bin_dir: None,
         env: vec![],
         log_path: fx.dir.path().join("logs/escape.log"),
+        sandbox: None,
     })
     .unwrap();
     let Some(cgroup) = spawned.process.cgroup().map(|c| c.path().to_path_buf()) else {
@@ -231,6 +234,7 @@ async fn a_failed_spawn_chains_its_cause_instead_of_repeating_it() {
         bin_dir: None,
         env: vec![],
         log_path: fx.dir.path().join("missing.log"),
+        sandbox: None,
     })
     .err()
     .expect("there is no such program");

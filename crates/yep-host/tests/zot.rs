@@ -33,6 +33,7 @@ async fn open(mode: &str, dir: &std::path::Path, notes: Arc<Notes>) -> Result<Op
         bin_dir: None,
         env: Vec::new(),
         log_path: dir.join("pyzot.log"),
+        sandbox: None,
     })
     .unwrap();
     let hello = Hello {

@@ -52,6 +52,12 @@ fn refs(doc: &DocumentMut) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A top-level string setting (`sandbox = "best-effort"`), if `settings.toml` has one.
+pub fn top_level(path: &Path, key: &str) -> Result<Option<String>, StoreError> {
+    let doc = load(path)?;
+    Ok(doc.get(key).and_then(|v| v.as_str()).map(String::from))
+}
+
 /// The extensions `settings.toml` enables.
 pub fn enabled(path: &Path) -> Result<Vec<String>, StoreError> {
     let doc = load(path)?;

@@ -96,6 +96,7 @@ impl Fixture {
             bin_dir: None,
             env: vec![],
             log_path: self.dir.path().join("logs/echo.log"),
+            sandbox: None,
         })
         .unwrap()
     }
@@ -170,6 +171,7 @@ pub async fn run_mcp_spec(
         bin_dir: None,
         env: spec.env.clone().into_iter().collect(),
         log_path,
+        sandbox: None,
     })
     .unwrap();
     let mut out = String::new();

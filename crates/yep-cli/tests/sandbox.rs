@@ -1,0 +1,221 @@
+//! Containment through the real binary: an approved server that tries to reach what its
+//! approval never gave it (`tests/fixtures/hostile/sandbox-escape/`) is refused by the OS each
+//! time, while the host and the other extensions keep working.
+
+mod common;
+use common::{ok, text};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(name)
+}
+
+/// A fake `$HOME` with planted keys and a yep home in it, as an attacker would find one.
+struct FakeHome {
+    tmp: tempfile::TempDir,
+}
+
+impl FakeHome {
+    fn new() -> FakeHome {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        for (file, body) in [
+            (
+                ".ssh/id_ed25519",
+                "-----BEGIN OPENSSH PRIVATE KEY-----planted",
+            ),
+            (
+                ".aws/credentials",
+                "[default]\naws_secret_access_key = planted",
+            ),
+        ] {
+            let path = home.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, body).unwrap();
+        }
+        std::fs::create_dir_all(tmp.path().join("ws")).unwrap();
+        FakeHome { tmp }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.tmp.path().join("home")
+    }
+
+    fn yep_home(&self) -> PathBuf {
+        self.home().join(".config/yep")
+    }
+
+    fn workspace(&self) -> PathBuf {
+        self.tmp.path().join("ws")
+    }
+
+    /// `yep args` with this `$HOME` and yep home, in the workspace, `stdin` its input.
+    #[allow(clippy::disallowed_methods)] // running the CLI under test
+    fn yep(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+            .args(args)
+            .current_dir(self.workspace())
+            .env("HOME", self.home())
+            .env("YEP_HOME", self.yep_home())
+            .env("AGENT_API_KEY", "sk-host-secret-planted")
+            // Everything this kernel (Landlock ABI 7, seccomp) can do, or nothing starts.
+            .env("YEP_SANDBOX", "required")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+/// A second extension, with a secret of its own: the neighbour the hostile one reaches for.
+fn neighbour(dir: &Path) -> PathBuf {
+    let pkg = dir.join("keeper");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let mut manifest: Value = serde_json::from_str(yep_example_echo::PLUGIN_JSON).unwrap();
+    manifest["name"] = json!("keeper");
+    manifest["yolop"]["capabilityServer"] =
+        json!({"command": env!("CARGO_BIN_EXE_yep"), "args": ["serve-example-echo"]});
+    manifest["yolop"]["config_schema"] = json!({"type": "object", "properties": {
+        "token": {"type": "string", "secret": true, "env": "KEEPER_TOKEN"}}});
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    pkg
+}
+
+#[test]
+fn a_hostile_server_is_refused_by_the_os_and_the_host_and_its_neighbours_go_on() {
+    let fake = FakeHome::new();
+    let escape = fixture("sandbox-escape");
+    ok(&fake.yep(&["install", escape.to_str().unwrap(), "--yes"], ""));
+    let keeper = neighbour(fake.tmp.path());
+    ok(&fake.yep(&["install", keeper.to_str().unwrap(), "--yes"], ""));
+    ok(&fake.yep(
+        &["secret", "set", "keeper", "token"],
+        "keeper-secret-planted\n",
+    ));
+    ok(&fake.yep(&["enable", "sandbox-escape"], ""));
+    ok(&fake.yep(&["enable", "keeper"], ""));
+    let secrets = fake.yep_home().join("connections.toml");
+    assert!(
+        std::fs::read_to_string(&secrets)
+            .unwrap()
+            .contains("keeper-secret-planted")
+    );
+
+    // What it aims at from outside: a loopback port and an abstract unix socket of the test's.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let abstract_name = format!("yep-sandbox-test-{}", std::process::id());
+    let addr =
+        <std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(
+            abstract_name.as_bytes(),
+        )
+        .unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    let planted_outside = std::env::temp_dir().join(format!("yep-sandbox-{}", std::process::id()));
+    let targets = json!({
+        "ssh_key": fake.home().join(".ssh/id_ed25519"),
+        "aws_credentials": fake.home().join(".aws/credentials"),
+        "other_secrets": secrets,
+        "other_package": fake.yep_home().join("extensions/keeper/plugin.json"),
+        "home_file": fake.home().join("planted"),
+        "system_tmp_file": planted_outside,
+        "workspace_file": fake.workspace().join("planted"),
+        "own_package_file": fake.yep_home().join("extensions/sandbox-escape/plugin.json"),
+        "tcp_port": port,
+        "abstract_socket": abstract_name,
+        "host": true,
+        "fork_bomb": true,
+    });
+    let input = format!(
+        "call attempt {}\ncall echo {{\"text\": \"still here\"}}\nquit\n",
+        json!({ "targets": targets })
+    );
+    let out = fake.yep(&["session", "--json"], &input);
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &Value| l.get("warning").is_none())
+        .collect();
+    let result = &lines[0]["result"];
+    assert!(result.is_object(), "{lines:?}\n{}", text(&out.stderr));
+    for (attack, errno) in [
+        ("read ssh_key", "EACCES"),
+        ("read aws_credentials", "EACCES"),
+        ("read other_secrets", "EACCES"),
+        ("read other_package", "EACCES"),
+        ("write home_file", "EACCES"),
+        ("write system_tmp_file", "EACCES"),
+        ("write workspace_file", "EACCES"),
+        ("write own_package_file", "EACCES"),
+        ("connect tcp_port", "EACCES"),
+        ("connect abstract_socket", "EPERM"),
+        ("ptrace host", "EPERM"),
+        ("signal host", "EPERM"),
+        ("fork bomb", "EAGAIN"),
+    ] {
+        assert_eq!(
+            result[attack],
+            format!("denied: {errno}"),
+            "{attack}: {result:#}"
+        );
+    }
+    // What it may do, it does.
+    assert_eq!(result["write tmpdir"], "ALLOWED", "{result:#}");
+    assert_eq!(result["read own package"], "ALLOWED", "{result:#}");
+    // Nothing of the user's environment but what programs need; its own secrets it has.
+    let env: Vec<&str> = result["environment"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(!env.contains(&"AGENT_API_KEY"), "{env:?}");
+    assert!(env.contains(&"TMPDIR") && env.contains(&"PATH"), "{env:?}");
+    // Nothing was planted, and the neighbour and the host go on.
+    assert!(!fake.home().join("planted").exists());
+    assert!(!fake.workspace().join("planted").exists());
+    assert!(!planted_outside.exists());
+    assert_eq!(lines[1]["result"]["echoed"], "still here", "{lines:?}");
+    assert!(
+        std::fs::read_to_string(
+            fake.yep_home()
+                .join("extensions/sandbox-escape/plugin.json")
+        )
+        .unwrap()
+        .contains("sandbox-escape")
+    );
+}
+
+#[test]
+fn a_server_on_the_official_mcp_sdk_runs_contained_with_the_default_profile() {
+    let fake = FakeHome::new();
+    let python = std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let server = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../yep-host/tests/mcp/sdk_server.py"
+    );
+    ok(&fake.yep(&["mcp", "add", "sdk", "--", &python, server], ""));
+    let out = fake.yep(
+        &["session", "--json"],
+        "call mcp__sdk__echo {\"text\": \"contained\"}\nquit\n",
+    );
+    let said = text(&out.stdout);
+    assert!(said.contains("contained"), "{said}\n{}", text(&out.stderr));
+}

@@ -1,0 +1,867 @@
+//! Containment: the OS sandbox around every process yep starts for a package or server.
+//!
+//! A [`Profile`] says what the process may reach: paths to read (and execute), paths to read
+//! and write, TCP ports to connect to, and limits. [`process::spawn`](crate::process::spawn)
+//! applies it between fork and exec, so the server and everything it starts run inside it:
+//!
+//! - Landlock for the filesystem, for TCP bind and connect (ABI 4 and later), and for signals
+//!   and abstract unix sockets outside the sandbox (ABI 6 and later);
+//! - a seccomp filter that refuses ptrace, `process_vm_*`, mounts, bpf, kexec, module loading
+//!   and the like, with `EPERM`;
+//! - `no_new_privs`, and rlimits on open files and address space (the processes limit is the
+//!   server's cgroup's, where the host may make one: see [`crate::process`]);
+//! - a scrubbed environment ([`scrubbed_env`]) and a private `TMPDIR`.
+//!
+//! Everything that can allocate or fail runs in the host before the fork ([`prepare`]); the
+//! child only makes the system calls, through the `landlock` and `seccompiler` crates.
+//!
+//! Where the kernel cannot do all of it, [`Mode`] decides: `best-effort` applies what it can
+//! and says what it could not ([`Support::missing`]); `required` refuses to start the process.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// How hard the host insists on the sandbox: `sandbox = "…"` in settings.toml.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Refuse to start what the kernel cannot contain in full.
+    Required,
+    /// Apply what the kernel supports, and say what it does not.
+    #[default]
+    BestEffort,
+    /// No sandbox: processes run with the user's rights.
+    Off,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Required => "required",
+            Mode::BestEffort => "best-effort",
+            Mode::Off => "off",
+        })
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = UnknownMode;
+    fn from_str(text: &str) -> Result<Mode, UnknownMode> {
+        match text {
+            "required" => Ok(Mode::Required),
+            "best-effort" => Ok(Mode::BestEffort),
+            "off" => Ok(Mode::Off),
+            other => Err(UnknownMode(other.to_string())),
+        }
+    }
+}
+
+/// The mode a [`crate::supervisor::SupervisorOptions`] starts with, for this process:
+/// [`UNSET_MODE`] until [`set_default_mode`] says otherwise.
+pub fn default_mode() -> Mode {
+    match DEFAULT_MODE.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => Mode::Required,
+        2 => Mode::Off,
+        _ => Mode::BestEffort,
+    }
+}
+
+/// Set the mode every server of this process is spawned under unless its options say
+/// otherwise (the CLI sets the home's `sandbox` setting, or `$YEP_SANDBOX`, once at start).
+pub fn set_default_mode(mode: Mode) {
+    let n = match mode {
+        Mode::Required => 0,
+        Mode::BestEffort => 1,
+        Mode::Off => 2,
+    };
+    DEFAULT_MODE.store(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+static DEFAULT_MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(2);
+
+/// The mode when neither the home nor `$YEP_SANDBOX` names one. `off` until packages can
+/// declare what they need beyond the default profile (grants) and users can approve it:
+/// until then `best-effort` and `required` are opted into, per home or per run.
+pub const UNSET_MODE: Mode = Mode::Off;
+
+/// The mode for `home`: `$YEP_SANDBOX` when set, else its `sandbox` setting, else
+/// [`UNSET_MODE`].
+pub fn mode_for(home: &crate::store::Home) -> Result<Mode, ModeError> {
+    if let Some(text) = std::env::var_os("YEP_SANDBOX").filter(|v| !v.is_empty()) {
+        return text
+            .to_string_lossy()
+            .parse()
+            .map_err(|e| ModeError::Env(Box::new(e)));
+    }
+    match crate::store::settings::top_level(&home.settings_path(), "sandbox")
+        .map_err(|e| ModeError::Settings(Box::new(e)))?
+    {
+        Some(text) => text.parse().map_err(|e| ModeError::Setting {
+            path: home.settings_path(),
+            error: e,
+        }),
+        None => Ok(UNSET_MODE),
+    }
+}
+
+/// Why the sandbox mode could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModeError {
+    #[error("$YEP_SANDBOX: {0}")]
+    Env(Box<UnknownMode>),
+    #[error("{}: `sandbox`: {error}", .path.display())]
+    Setting { path: PathBuf, error: UnknownMode },
+    #[error(transparent)]
+    Settings(Box<crate::store::StoreError>),
+}
+
+/// A sandbox mode that is none of the three.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "sandbox mode {:?} is not one of required, best-effort, off",
+    crate::text::escape(.0)
+)]
+pub struct UnknownMode(pub String);
+
+/// TCP a sandboxed process may connect to.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Net {
+    /// None at all.
+    #[default]
+    None,
+    /// These ports, on any address.
+    Ports(Vec<u16>),
+    /// Any.
+    Any,
+}
+
+/// Limits on a sandboxed process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Limits {
+    /// `RLIMIT_NOFILE`.
+    pub open_files: u64,
+    /// Processes and threads in the server's cgroup (`pids.max`), where the host has one.
+    pub processes: u64,
+    /// `RLIMIT_AS`, in bytes.
+    pub address_space: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            open_files: 4096,
+            processes: 512,
+            // Generous: runtimes reserve far more address space than they use (V8, Go).
+            address_space: 64 << 30,
+        }
+    }
+}
+
+/// What a sandboxed process may reach.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Profile {
+    /// Read and execute beneath each.
+    pub read: Vec<PathBuf>,
+    /// Read, write, create and remove beneath each.
+    pub write: Vec<PathBuf>,
+    pub net: Net,
+    pub limits: Limits,
+}
+
+/// The system's own directories, read-only: programs, libraries, configuration.
+const SYSTEM_READ: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/snap",
+    "/proc",
+    "/sys",
+];
+
+/// Devices any program expects to open for writing.
+const DEVICES_WRITE: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
+];
+
+/// Where a sandboxed process runs and what it runs: the inputs of its default profile.
+#[derive(Clone, Debug)]
+pub struct Place<'a> {
+    /// The program as resolved for the spawn.
+    pub program: &'a Path,
+    pub args: &'a [String],
+    /// The package's own files: read, never written.
+    pub package_dir: Option<&'a Path>,
+    /// Its state: read and write.
+    pub data_dir: Option<&'a Path>,
+    /// The user's workspace: read.
+    pub workspace: Option<&'a Path>,
+    /// Its private temp dir: read and write.
+    pub tmp_dir: &'a Path,
+}
+
+impl Profile {
+    /// The profile with no grants: the system and the toolchain the program runs on, read;
+    /// the package and the workspace, read; the data dir and the private temp dir, read and
+    /// write; no network; the rest of `$HOME` (the yep home included) and other packages,
+    /// nothing.
+    pub fn default_for(place: &Place) -> Profile {
+        let (tools_read, tools_write) = toolchain(place.program);
+        let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+        read.extend(tools_read);
+        read.extend(place.package_dir.map(Path::to_path_buf));
+        read.extend(place.workspace.map(Path::to_path_buf));
+        // A file its command line names (`python3 /srv/server.py`): what was approved runs.
+        read.extend(
+            place
+                .args
+                .iter()
+                .map(Path::new)
+                .filter(|p| p.is_absolute() && p.exists())
+                .map(Path::to_path_buf),
+        );
+        let mut write: Vec<PathBuf> = DEVICES_WRITE.iter().map(PathBuf::from).collect();
+        write.extend(tools_write);
+        write.push(place.tmp_dir.to_path_buf());
+        write.extend(place.data_dir.map(Path::to_path_buf));
+        Profile {
+            read,
+            write,
+            net: Net::None,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// The install root of a program: `…/bin/x` → `…`; a program beside its files → their
+/// directory. `None` for `/`.
+fn prefix(program: &Path) -> Option<PathBuf> {
+    let dir = program.parent()?;
+    let root = match dir.file_name().and_then(|n| n.to_str()) {
+        Some("bin" | "sbin" | "shims") => dir.parent().unwrap_or(dir),
+        _ => dir,
+    };
+    (root != Path::new("/")).then(|| root.to_path_buf())
+}
+
+/// A toolchain's own directory in the home, by the variable that moves it and its usual place.
+const HOME_TOOLCHAINS: &[(&str, &str)] = &[
+    ("PYENV_ROOT", ".pyenv"),
+    ("NVM_DIR", ".nvm"),
+    ("VOLTA_HOME", ".volta"),
+    ("ASDF_DATA_DIR", ".asdf"),
+    ("RUSTUP_HOME", ".rustup"),
+    ("BUN_INSTALL", ".bun"),
+    ("DENO_INSTALL", ".deno"),
+];
+
+/// What the toolchain a program runs on needs: to read where it lives (a pyenv Python, a
+/// venv, an nvm Node, a rustup toolchain, each directory on `PATH` a shebang's `env` may look
+/// in), and to write the caches its launchers fill (`npx`'s `~/.npm`, `go run`'s build and
+/// module caches). In the home, only those directories: never the home itself, and of
+/// `~/.cargo` only `bin` (its credentials stay out).
+fn toolchain(program: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut read = Vec::new();
+    let mut write = Vec::new();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute() && h != Path::new("/"));
+    let in_home = |p: &Path| home.as_ref().is_some_and(|h| p.starts_with(h));
+    let roots: Vec<PathBuf> = HOME_TOOLCHAINS
+        .iter()
+        .filter_map(|(var, dir)| {
+            std::env::var_os(var)
+                .map(PathBuf::from)
+                .or_else(|| home.as_ref().map(|h| h.join(dir)))
+        })
+        .filter(|d| d.is_absolute() && d.is_dir())
+        .collect();
+    let mut place = |p: &Path| {
+        if let Some(root) = roots.iter().find(|r| p.starts_with(r)) {
+            read.push(root.clone());
+        } else if in_home(p) {
+            // A directory of programs in the home (`~/.cargo/bin`, `~/.local/bin`): itself.
+            read.push(
+                if p.is_dir() {
+                    p
+                } else {
+                    p.parent().unwrap_or(p)
+                }
+                .to_path_buf(),
+            );
+        } else if let Some(root) = prefix(p) {
+            read.push(root);
+        }
+    };
+    place(program);
+    if let Ok(real) = program.canonicalize() {
+        place(&real);
+    }
+    for dir in std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
+        if dir.is_absolute() && dir.is_dir() {
+            place(&dir);
+            if let Ok(real) = dir.canonicalize() {
+                place(&real);
+            }
+        }
+    }
+    // cargo's and rustc's proxies in `~/.cargo/bin` run the toolchains of rustup's home.
+    if let Some(h) = &home {
+        // A pip `--user` install (the MCP SDK, say) lives in `~/.local/lib/pythonX.Y`.
+        if let Ok(entries) = std::fs::read_dir(h.join(".local/lib")) {
+            read.extend(entries.flatten().map(|e| e.path()).filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("python"))
+            }));
+        }
+        let launcher = program.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if matches!(launcher, "npx" | "npm" | "pnpm" | "pnpx" | "yarn" | "bunx") {
+            write.push(h.join(".npm"));
+        }
+        if launcher == "go" {
+            let gopath = std::env::var_os("GOPATH")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| h.join("go"));
+            write.push(gopath.join("pkg/mod"));
+            write.push(
+                std::env::var_os("GOCACHE")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| h.join(".cache/go-build")),
+            );
+        }
+    }
+    read.sort();
+    read.dedup();
+    (read, write)
+}
+
+/// The host environment a sandboxed process gets, by name: what programs need to run, and
+/// nothing that is the user's own (tokens, keys, the agent's variables).
+pub const ENV_ALLOWED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "COLORTERM",
+    "NO_COLOR",
+    // Toolchains find themselves by these.
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "NVM_DIR",
+    "NVM_BIN",
+    "VOLTA_HOME",
+    "ASDF_DATA_DIR",
+    "GOROOT",
+    "GOPATH",
+    "GOFLAGS",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// The host environment, scrubbed to [`ENV_ALLOWED`] and the locale's `LC_*`.
+pub fn scrubbed_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os()
+        .filter(|(k, _)| {
+            k.to_str()
+                .is_some_and(|k| ENV_ALLOWED.contains(&k) || k.starts_with("LC_"))
+        })
+        .collect()
+}
+
+/// What this kernel can enforce, found once by asking it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Support {
+    /// The Landlock ABI the kernel offers (0 without Landlock).
+    pub landlock_abi: i32,
+    /// seccomp filters.
+    pub seccomp: bool,
+}
+
+impl Support {
+    /// This kernel's, asked once.
+    pub fn current() -> Support {
+        static SUPPORT: OnceLock<Support> = OnceLock::new();
+        *SUPPORT.get_or_init(|| Support {
+            landlock_abi: landlock_abi(),
+            seccomp: seccomp_filter().is_some(),
+        })
+    }
+
+    /// What a profile needs that this kernel cannot do, as a person reads it; empty when it
+    /// contains everything.
+    pub fn missing(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.landlock_abi < 1 {
+            out.push("filesystem rules (Landlock)");
+        }
+        if self.landlock_abi < 4 {
+            out.push("network rules (Landlock ABI 4)");
+        }
+        if self.landlock_abi < 6 {
+            out.push("signal and abstract-socket scoping (Landlock ABI 6)");
+        }
+        if !self.seccomp {
+            out.push("the syscall filter (seccomp)");
+        }
+        out
+    }
+}
+
+/// The highest Landlock ABI this kernel enforces (and this crate knows), 0 for none: the
+/// highest for which a ruleset that requires all of its filesystem rights can be created.
+#[cfg(target_os = "linux")]
+fn landlock_abi() -> i32 {
+    use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
+    let known = [
+        ABI::V7,
+        ABI::V6,
+        ABI::V5,
+        ABI::V4,
+        ABI::V3,
+        ABI::V2,
+        ABI::V1,
+    ];
+    // `$YEP_SANDBOX_LANDLOCK_ABI` holds it lower: to see what an older kernel gets.
+    let cap = std::env::var("YEP_SANDBOX_LANDLOCK_ABI")
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+        .unwrap_or(i32::MAX);
+    for (abi, n) in known.into_iter().zip((1..=7).rev()) {
+        if n > cap {
+            continue;
+        }
+        let created = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))
+            .and_then(|r| r.create());
+        if created.is_ok() {
+            return n;
+        }
+    }
+    0
+}
+
+/// The crate's name for ABI `n` (1 to 7).
+#[cfg(target_os = "linux")]
+fn abi_of(n: i32) -> landlock::ABI {
+    use landlock::ABI;
+    match n {
+        ..=1 => ABI::V1,
+        2 => ABI::V2,
+        3 => ABI::V3,
+        4 => ABI::V4,
+        5 => ABI::V5,
+        6 => ABI::V6,
+        _ => ABI::V7,
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn landlock_abi() -> i32 {
+    0
+}
+
+/// The syscalls no server has a use for and an attacker does: refused with `EPERM`.
+#[cfg(target_os = "linux")]
+const DENIED_SYSCALLS: &[i64] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_bpf,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_reboot,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_setns,
+    libc::SYS_unshare,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_acct,
+    libc::SYS_quotactl,
+    libc::SYS_syslog,
+    libc::SYS_settimeofday,
+    libc::SYS_clock_settime,
+    libc::SYS_fsopen,
+    libc::SYS_fsmount,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+];
+
+/// The compiled filter, built once.
+#[cfg(target_os = "linux")]
+fn seccomp_filter() -> Option<&'static seccompiler::BpfProgram> {
+    static FILTER: OnceLock<Option<seccompiler::BpfProgram>> = OnceLock::new();
+    FILTER
+        .get_or_init(|| {
+            use seccompiler::{SeccompAction, SeccompFilter};
+            let arch = std::env::consts::ARCH.try_into().ok()?;
+            let rules = DENIED_SYSCALLS.iter().map(|&n| (n, Vec::new())).collect();
+            let filter = SeccompFilter::new(
+                rules,
+                SeccompAction::Allow,
+                SeccompAction::Errno(libc::EPERM as u32),
+                arch,
+            )
+            .ok()?;
+            seccompiler::BpfProgram::try_from(filter).ok()
+        })
+        .as_ref()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn seccomp_filter() -> Option<&'static ()> {
+    None
+}
+
+/// Why a process was not started in a sandbox.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// `sandbox = "required"`, and the kernel cannot do all of it.
+    #[error(
+        "the sandbox is required (sandbox = \"required\" in settings.toml), and this kernel cannot enforce {}: not started",
+        .missing.join(", ")
+    )]
+    Unsupported { missing: Vec<&'static str> },
+    /// The Landlock ruleset could not be built.
+    #[cfg(target_os = "linux")]
+    #[error("the sandbox's filesystem and network rules could not be built: {0}")]
+    Rules(#[from] landlock::RulesetError),
+    /// The private temp dir could not be made.
+    #[error("the sandbox's private temp dir {} could not be made: {source}", .path.display())]
+    Tmp {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A sandbox built in the host, for one spawn: applied in the child between fork and exec.
+pub struct Prepared {
+    #[cfg(target_os = "linux")]
+    ruleset: Mutex<Option<landlock::RulesetCreated>>,
+    limits: Limits,
+    /// What this kernel left out (best-effort), for the one warning a session shows.
+    pub missing: Vec<&'static str>,
+}
+
+/// Build `profile` for a spawn under `mode`; `None` for [`Mode::Off`].
+pub fn prepare(profile: &Profile, mode: Mode) -> Result<Option<Prepared>, SandboxError> {
+    if mode == Mode::Off {
+        return Ok(None);
+    }
+    let support = Support::current();
+    let missing = support.missing();
+    if mode == Mode::Required && !missing.is_empty() {
+        return Err(SandboxError::Unsupported { missing });
+    }
+    Ok(Some(Prepared {
+        #[cfg(target_os = "linux")]
+        ruleset: Mutex::new(ruleset(profile, support)?),
+        limits: profile.limits,
+        missing,
+    }))
+}
+
+/// The Landlock ruleset for `profile`, as much of it as this kernel enforces; `None` without
+/// Landlock.
+#[cfg(target_os = "linux")]
+fn ruleset(
+    profile: &Profile,
+    support: Support,
+) -> Result<Option<landlock::RulesetCreated>, landlock::RulesetError> {
+    use landlock::{
+        Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+        path_beneath_rules,
+    };
+    if support.landlock_abi < 1 {
+        return Ok(None);
+    }
+    let abi = abi_of(support.landlock_abi);
+    let mut rules = Ruleset::default().handle_access(AccessFs::from_all(abi))?;
+    if support.landlock_abi >= 4 && profile.net != Net::Any {
+        rules = rules.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+    }
+    if support.landlock_abi >= 6 {
+        rules = rules.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
+    }
+    let mut created = rules
+        .create()?
+        .add_rules(path_beneath_rules(&profile.read, AccessFs::from_read(abi)))?
+        .add_rules(path_beneath_rules(&profile.write, AccessFs::from_all(abi)))?;
+    if let (Net::Ports(ports), true) = (&profile.net, support.landlock_abi >= 4) {
+        for &port in ports {
+            created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
+        }
+    }
+    Ok(Some(created))
+}
+
+impl Prepared {
+    /// The limits it sets.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Apply it to the calling process: rlimits, `no_new_privs`, Landlock, then seccomp (the
+    /// filter refuses nothing the others need). Called between fork and exec: it makes system
+    /// calls and allocates nothing.
+    pub fn apply(&self) -> std::io::Result<()> {
+        let limit = |resource, value: u64| {
+            let lim = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            // SAFETY: setrlimit reads the struct it is given and nothing else.
+            if unsafe { libc::setrlimit(resource, &lim) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        };
+        // Lowered only: a hard limit below ours stays (raising it would fail).
+        let current = |resource| {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit writes the struct it is given and nothing else.
+            unsafe { libc::getrlimit(resource, &mut lim) };
+            lim.rlim_max
+        };
+        limit(
+            libc::RLIMIT_NOFILE,
+            self.limits.open_files.min(current(libc::RLIMIT_NOFILE)),
+        )?;
+        limit(
+            libc::RLIMIT_AS,
+            self.limits.address_space.min(current(libc::RLIMIT_AS)),
+        )?;
+        // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) takes integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let taken = self
+                .ruleset
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            if let Some(ruleset) = taken {
+                ruleset
+                    .restrict_self()
+                    .map_err(|_| std::io::Error::last_os_error())?;
+            }
+            if let Some(filter) = seccomp_filter() {
+                seccompiler::apply_filter(filter).map_err(|_| std::io::Error::last_os_error())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A private temp dir for one sandboxed process: `<system temp>/yep-<uid>/<stem>-<n>`,
+/// owner-only, removed when dropped.
+pub struct TmpDir {
+    path: PathBuf,
+}
+
+impl TmpDir {
+    pub fn new(stem: &str) -> Result<TmpDir, SandboxError> {
+        use std::os::unix::fs::DirBuilderExt;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: getuid cannot fail and touches no memory.
+        let uid = unsafe { libc::getuid() };
+        let base = std::env::temp_dir().join(format!("yep-{uid}"));
+        let stem: String = stem
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        let path = base.join(format!("{stem}-{}-{n}", std::process::id()));
+        let err = |source| SandboxError::Tmp {
+            path: path.clone(),
+            source,
+        };
+        let mut builder = std::fs::DirBuilder::new();
+        builder.mode(0o700).recursive(true);
+        builder.create(&base).map_err(err)?;
+        // The base must be ours alone: a planted one (another user's, a link) is refused.
+        let meta = std::fs::symlink_metadata(&base).map_err(err)?;
+        use std::os::unix::fs::MetadataExt;
+        if !meta.is_dir() || meta.uid() != uid {
+            return Err(err(std::io::Error::other(format!(
+                "{} is not a directory of this user's",
+                base.display()
+            ))));
+        }
+        builder.recursive(false).create(&path).map_err(err)?;
+        Ok(TmpDir { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// A cgroup that bounds how many processes and threads one server may have (`pids.max`):
+/// a fork bomb stops there, whoever the user is (`RLIMIT_NPROC` counts every process of the
+/// user, and binds no one running as root). This is the cgroup v1 `pids` hierarchy's; under
+/// cgroup v2 the server's own cgroup takes the limit. `None` where the host may make
+/// neither. Removed when dropped (once its processes are gone).
+pub struct PidsLimit {
+    dir: PathBuf,
+}
+
+impl PidsLimit {
+    /// A new cgroup holding at most `max` tasks.
+    pub fn create(max: u64) -> Option<PidsLimit> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let base = Self::base()?;
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = base.join(format!("yep-pids-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir).ok()?;
+        let limit = PidsLimit { dir };
+        std::fs::write(limit.dir.join("pids.max"), max.to_string()).ok()?;
+        Some(limit)
+    }
+
+    /// `cgroup.procs`, opened for the child to join before exec (closed at exec).
+    pub fn procs_fd(&self) -> Option<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.dir.join("cgroup.procs"))
+            .ok()
+    }
+
+    /// Where this host's pids cgroups go: its own place in a `pids` hierarchy it may write.
+    fn base() -> Option<&'static Path> {
+        static BASE: OnceLock<Option<PathBuf>> = OnceLock::new();
+        BASE.get_or_init(|| {
+            if std::env::var_os("YEP_NO_CGROUP").is_some() {
+                return None;
+            }
+            let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+            let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+            // Field 4 is the mounted root, 5 the mount point; the fs type and options follow " - ".
+            let mount_of = |fs: &str, option: Option<&str>| {
+                mounts.lines().find_map(|l| {
+                    let (fields, rest) = l.split_once(" - ")?;
+                    let mut rest = rest.split(' ');
+                    if rest.next()? != fs {
+                        return None;
+                    }
+                    let options = rest.nth(1).unwrap_or("");
+                    if option.is_some_and(|o| !options.split(',').any(|x| x == o)) {
+                        return None;
+                    }
+                    let fields: Vec<&str> = fields.split(' ').collect();
+                    (fields.get(3) == Some(&"/"))
+                        .then(|| fields.get(4).map(PathBuf::from))
+                        .flatten()
+                })
+            };
+            let writable = |dir: &Path| {
+                std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+                    .ok()
+                    // SAFETY: access(2) reads a NUL-terminated path and nothing else.
+                    .is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0)
+            };
+            // cgroup v1's `pids` hierarchy (under cgroup v2 the server's own cgroup takes
+            // `pids.max`: see `process::Cgroup::limit_pids`).
+            let rel = own.lines().find_map(|l| {
+                let mut parts = l.splitn(3, ':');
+                let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+                controllers.split(',').any(|c| c == "pids").then_some(path)
+            })?;
+            let dir = mount_of("cgroup", Some("pids"))?.join(rel.trim_start_matches('/'));
+            if !(dir.join("cgroup.procs").is_file() && writable(&dir)) {
+                return None;
+            }
+            // The groups of hosts that are gone (a crash skips the clean-up).
+            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let name = e.file_name();
+                let pid = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("yep-pids-"))
+                    .and_then(|n| n.split('-').next());
+                if pid.is_some_and(|p| !Path::new("/proc").join(p).exists()) {
+                    let _ = std::fs::remove_dir(e.path());
+                }
+            }
+            Some(dir)
+        })
+        .as_deref()
+    }
+}
+
+impl Drop for PidsLimit {
+    fn drop(&mut self) {
+        if std::fs::remove_dir(&self.dir).is_ok() {
+            return;
+        }
+        // Its last processes are still being reaped: a short-lived thread retries.
+        let dir = std::mem::take(&mut self.dir);
+        std::thread::spawn(move || {
+            for _ in 0..100 {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                match std::fs::remove_dir(&dir) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {}
+                    _ => return,
+                }
+            }
+        });
+    }
+}
