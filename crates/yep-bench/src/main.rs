@@ -136,6 +136,19 @@ fn main() -> anyhow::Result<()> {
         unchecked.stop().await;
         r.latency("yep_rtt_200_checked", percentiles(with));
         r.latency("yep_rtt_200_unchecked", percentiles(without));
+        // The sandbox is applied once, at spawn: a contained server's calls cost the same.
+        let contained = sandboxed_extension(
+            "echo-contained",
+            &echo,
+            &scratch,
+            echo_schemas()?,
+            yep_host::sandbox::Mode::BestEffort,
+        );
+        contained.handshake().await?;
+        let (open, closed) = rtt_pair(&ext, &contained, 200, 20, 1_000).await?;
+        contained.stop().await;
+        r.latency("yep_rtt_200_unsandboxed", percentiles(open));
+        r.latency("yep_rtt_200_sandboxed", percentiles(closed));
         if let Some(other) = &ab_echo {
             return ab(&mut r, &ext, other, &scratch).await;
         }
@@ -263,9 +276,15 @@ fn main() -> anyhow::Result<()> {
         ext.stop().await;
 
         // 7. Cold start: spawn plus handshake.
+        use yep_host::sandbox::Mode;
         r.latency(
             "cold_start_rust",
-            percentiles(cold_start(&echo, &[], &scratch, 50).await?),
+            percentiles(cold_start(&echo, &[], &scratch, 50, Mode::Off).await?),
+        );
+        // The same start in the sandbox: the profile built, the rules applied in the child.
+        r.latency(
+            "cold_start_rust_sandboxed",
+            percentiles(cold_start(&echo, &[], &scratch, 50, Mode::BestEffort).await?),
         );
         // The SDKs' echo servers on the interpreter itself (a version manager's shim, such as
         // pyenv's, would add its own start to both), against the bare interpreter's start.
@@ -287,7 +306,7 @@ fn main() -> anyhow::Result<()> {
             let script = script.canonicalize()?.display().to_string();
             r.latency(
                 &format!("cold_start_{label}"),
-                percentiles(cold_start(&interpreter, &[script], &scratch, 20).await?),
+                percentiles(cold_start(&interpreter, &[script], &scratch, 20, Mode::Off).await?),
             );
             r.latency(
                 &format!("bare_start_{label}"),
@@ -437,6 +456,8 @@ fn ratios(r: &Report) -> Value {
         .as_f64()
         .unwrap_or(f64::NAN);
     let check_rtt_us = r.p50("yep_rtt_200_checked") - r.p50("yep_rtt_200_unchecked");
+    let sandbox_spawn_ms = (r.p50("cold_start_rust_sandboxed") - r.p50("cold_start_rust")) / 1000.0;
+    let sandbox_rtt_us = r.p50("yep_rtt_200_sandboxed") - r.p50("yep_rtt_200_unsandboxed");
     let mem = r.figures["memory_per_extension"]["kib"]
         .as_f64()
         .unwrap_or(f64::NAN);
@@ -470,6 +491,8 @@ fn ratios(r: &Report) -> Value {
         "args_check_ns_per_call": ratio(check_ns, "< 1000 ns", check_ns < 1_000.0),
         "rtt_p50 checked - unchecked (µs)": ratio(check_rtt_us, "< 1 µs (noisy)", check_rtt_us < 1.0),
         "cold_start_rust_p50_ms": ratio(cold / 1000.0, "<= 5 ms", cold <= 5_000.0),
+        "cold_start_rust_sandboxed_p50 - cold_start_rust_p50 (ms)": ratio(sandbox_spawn_ms, "<= 1 ms", sandbox_spawn_ms <= 1.0),
+        "rtt_p50 sandboxed - unsandboxed (µs)": ratio(sandbox_rtt_us, "< 1 µs (noisy)", sandbox_rtt_us < 1.0),
         "cold_start_python_p50 / bare_start_python_p50": ratio(python, "<= 2", python <= 2.0),
         "cold_start_node_p50 / bare_start_node_p50": ratio(node, "(reported)", true),
         "memory_per_extension_mib": ratio(mem / 1024.0, "<= 1 MiB", mem <= 1024.0),

@@ -135,8 +135,29 @@ pub fn extension(
     scratch: &Path,
     tool_schemas: ToolSchemas,
 ) -> Extension {
+    sandboxed_extension(
+        name,
+        command,
+        scratch,
+        tool_schemas,
+        yep_host::sandbox::Mode::Off,
+    )
+}
+
+/// [`extension`], spawned under `sandbox`.
+pub fn sandboxed_extension(
+    name: &str,
+    command: &Path,
+    scratch: &Path,
+    tool_schemas: ToolSchemas,
+    sandbox: yep_host::sandbox::Mode,
+) -> Extension {
     let spec = spec(name, command, scratch, tool_schemas);
-    Extension::new(spec, SupervisorOptions::default(), Arc::new(NoEvents))
+    let opts = SupervisorOptions {
+        sandbox,
+        ..SupervisorOptions::default()
+    };
+    Extension::new(spec, opts, Arc::new(NoEvents))
 }
 
 /// How the bench runs `command` (no config, nothing granted, logs in `scratch`).
@@ -332,12 +353,17 @@ pub async fn cold_start(
     args: &[String],
     scratch: &Path,
     samples: usize,
+    sandbox: yep_host::sandbox::Mode,
 ) -> anyhow::Result<Vec<Duration>> {
     let mut out = Vec::with_capacity(samples);
     for i in 0..samples + 3 {
         let mut spec = spec("cold", command, scratch, Default::default());
         spec.args = args.to_vec();
-        let ext = Extension::new(spec, SupervisorOptions::default(), Arc::new(NoEvents));
+        let opts = SupervisorOptions {
+            sandbox,
+            ..SupervisorOptions::default()
+        };
+        let ext = Extension::new(spec, opts, Arc::new(NoEvents));
         let t = Instant::now();
         ext.handshake().await?;
         if i >= 3 {

@@ -53,9 +53,15 @@ impl FakeHome {
         self.tmp.path().join("ws")
     }
 
-    /// `yep args` with this `$HOME` and yep home, in the workspace, `stdin` its input.
-    #[allow(clippy::disallowed_methods)] // running the CLI under test
+    /// `yep args` with this `$HOME` and yep home, in the workspace, `stdin` its input, under
+    /// everything this kernel (Landlock ABI 7, seccomp) can do, or nothing starts.
     fn yep(&self, args: &[&str], stdin: &str) -> Output {
+        self.yep_with(args, stdin, &[("YEP_SANDBOX", "required")])
+    }
+
+    /// [`FakeHome::yep`] with `env` set.
+    #[allow(clippy::disallowed_methods)] // running the CLI under test
+    fn yep_with(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
         use std::io::Write;
         let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
             .args(args)
@@ -63,8 +69,7 @@ impl FakeHome {
             .env("HOME", self.home())
             .env("YEP_HOME", self.yep_home())
             .env("AGENT_API_KEY", "sk-host-secret-planted")
-            // Everything this kernel (Landlock ABI 7, seccomp) can do, or nothing starts.
-            .env("YEP_SANDBOX", "required")
+            .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -218,4 +223,70 @@ fn a_server_on_the_official_mcp_sdk_runs_contained_with_the_default_profile() {
     );
     let said = text(&out.stdout);
     assert!(said.contains("contained"), "{said}\n{}", text(&out.stderr));
+}
+
+#[test]
+fn a_kernel_short_of_the_sandbox_is_said_once_under_best_effort_and_refused_under_required() {
+    let fake = FakeHome::new();
+    let keeper = neighbour(fake.tmp.path());
+    ok(&fake.yep(&["install", keeper.to_str().unwrap(), "--yes"], ""));
+    ok(&fake.yep(&["enable", "keeper"], ""));
+    let call = "call echo {\"text\": \"a\"}\ncall echo {\"text\": \"b\"}\nquit\n";
+    // As a kernel with Landlock ABI 3 would: no network rules, no scoping.
+    let run = |mode: &str| {
+        fake.yep_with(
+            &["session", "--json"],
+            call,
+            &[("YEP_SANDBOX", mode), ("YEP_SANDBOX_LANDLOCK_ABI", "3")],
+        )
+    };
+    let out = run("best-effort");
+    let said = text(&out.stdout);
+    let warnings: Vec<&str> = said.lines().filter(|l| l.contains("\"warning\"")).collect();
+    assert_eq!(warnings.len(), 1, "{said}");
+    assert!(
+        warnings[0].contains("sandbox (best-effort): this system cannot enforce network rules (Landlock ABI 4), signal and abstract-socket scoping (Landlock ABI 6)"),
+        "{said}"
+    );
+    assert_eq!(said.matches("\"echoed\"").count(), 2, "{said}");
+    // Required: nothing starts, and the error says why.
+    let out = run("required");
+    let said = text(&out.stdout);
+    assert!(!said.contains("\"echoed\""), "{said}");
+    assert!(
+        said.contains("the sandbox is required (sandbox = \\\"required\\\" in settings.toml), and this kernel cannot enforce network rules (Landlock ABI 4)"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_server_stopped_by_a_denial_says_it_ran_in_the_sandbox_and_how_to_tell() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = FakeHome::new();
+    let pkg = fake.tmp.path().join("nosy");
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    std::fs::write(
+        pkg.join("plugin.json"),
+        json!({"name": "nosy", "yolop": {"capabilityServer": {"command": "server"}, "tools": [{"name": "t"}]}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("bin/server"),
+        "#!/bin/sh\ncat \"$HOME/.ssh/id_ed25519\" >/dev/null || exit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        pkg.join("bin/server"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let out = fake.yep(&["call", pkg.to_str().unwrap(), "t"], "");
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("(exit code 3; it ran in the sandbox,")
+            && err.contains("`YEP_SANDBOX=off` runs it without")
+            && err.contains("Permission denied"),
+        "{err}"
+    );
 }

@@ -738,7 +738,9 @@ impl Extension {
                             }
                         };
                         proc_.stderr.drained(Duration::from_millis(500)).await;
-                        (status, proc_.stderr.lines(), proc_.log_path.clone())
+                        let tail = proc_.stderr.lines();
+                        let status = status + &sandbox_note(proc_, &tail);
+                        (status, tail, proc_.log_path.clone())
                     }
                     None => ("not a process".into(), Vec::new(), spec.log_path()),
                 };
@@ -837,9 +839,10 @@ impl Extension {
                     None => proc_.terminate(Duration::from_millis(100)).await,
                 };
                 proc_.stderr.drained(Duration::from_millis(500)).await;
+                let tail = proc_.stderr.lines();
                 (
-                    describe_status(status),
-                    proc_.stderr.lines(),
+                    describe_status(status) + &sandbox_note(proc_, &tail),
+                    tail,
                     proc_.log_path.clone(),
                 )
             }
@@ -1111,6 +1114,25 @@ impl Extension {
         }
         Some(describe_status(status))
     }
+}
+
+/// When a sandboxed server's last words hold a denial, what to say after its exit status: it
+/// ran in the sandbox, which may be the cause, and how to tell.
+fn sandbox_note(process: &ServerProcess, tail: &[String]) -> String {
+    let denied = tail.iter().any(|l| {
+        [
+            "Permission denied",
+            "Operation not permitted",
+            "EACCES",
+            "EPERM",
+        ]
+        .iter()
+        .any(|d| l.contains(d))
+    });
+    if process.sandbox_missing.is_none() || !denied {
+        return String::new();
+    }
+    "; it ran in the sandbox, which allows its package, its toolchain and the workspace to be read and only its data and temp dirs to be written, with no network (docs/sandbox.md): if the denial below is the sandbox's, `YEP_SANDBOX=off` runs it without".into()
 }
 
 #[cfg(test)]
