@@ -178,6 +178,7 @@ fn spec(name: &str, command: &Path, scratch: &Path, tool_schemas: ToolSchemas) -
         log_dir: scratch.join("logs"),
         grants: Grants::default(),
         tool_schemas,
+        sandbox_grants: Default::default(),
     }
 }
 

@@ -290,3 +290,111 @@ fn a_server_stopped_by_a_denial_says_it_ran_in_the_sandbox_and_how_to_tell() {
         "{err}"
     );
 }
+
+/// The hostile fixture copied to `dir`, its plugin.json granted `grants`.
+fn granted_copy(dir: &Path, grants: Value) -> PathBuf {
+    let pkg = dir.join("granted");
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    let from = fixture("sandbox-escape");
+    for file in ["server.py", "bin/server"] {
+        std::fs::copy(from.join(file), pkg.join(file)).unwrap();
+    }
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(from.join("plugin.json")).unwrap()).unwrap();
+    manifest["sandbox"] = grants;
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    pkg
+}
+
+#[test]
+fn grants_are_shown_before_consent_widen_only_what_they_name_and_a_new_one_asks_again() {
+    let fake = FakeHome::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let pkg = granted_copy(
+        fake.tmp.path(),
+        json!({"workspace": "write", "net": [format!("127.0.0.1:{port}")]}),
+    );
+    let install = fake.yep(&["install", pkg.to_str().unwrap(), "--yes"], "");
+    let said = text(&install.stderr);
+    assert!(
+        said.contains("sandbox   workspace write") && said.contains(&format!("net port {port}")),
+        "{said}"
+    );
+    ok(&install);
+    ok(&fake.yep(&["enable", "sandbox-escape"], ""));
+    let targets = json!({
+        "workspace_file": fake.workspace().join("granted.txt"),
+        "home_file": fake.home().join("planted"),
+        "tcp_port": port,
+    });
+    let other_port = json!({"tcp_port": other.local_addr().unwrap().port()});
+    let input = format!(
+        "call attempt {}\ncall attempt {}\nquit\n",
+        json!({ "targets": targets }),
+        json!({ "targets": other_port })
+    );
+    let out = fake.yep(&["session", "--json"], &input);
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let result = &lines[0]["result"];
+    assert_eq!(result["write workspace_file"], "ALLOWED", "{result:#}");
+    assert_eq!(result["connect tcp_port"], "ALLOWED", "{result:#}");
+    assert_eq!(result["write home_file"], "denied: EACCES", "{result:#}");
+    assert_eq!(
+        lines[1]["result"]["connect tcp_port"], "denied: EACCES",
+        "only the granted port: {lines:?}"
+    );
+    assert!(fake.workspace().join("granted.txt").is_file());
+
+    // A new grant on update is a widening: shown, and refused without consent.
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(pkg.join("plugin.json")).unwrap()).unwrap();
+    manifest["sandbox"]["read"] = json!(["~/.ssh"]);
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    let update = fake.yep(&["update", "sandbox-escape"], "");
+    assert!(!update.status.success());
+    let said = text(&update.stderr);
+    assert!(said.contains("+ sandbox read ~/.ssh"), "{said}");
+    let lock = std::fs::read_to_string(fake.yep_home().join("extensions.lock")).unwrap();
+    assert!(!lock.contains("~/.ssh"), "{lock}");
+}
+
+#[test]
+fn a_grant_that_is_not_one_is_a_manifest_error_at_install() {
+    let fake = FakeHome::new();
+    for (grants, says) in [
+        (
+            json!({"write": ["relative/path"]}),
+            "must be absolute or start with ~/",
+        ),
+        (json!({"read": ["/srv/../root"]}), "have no `..`"),
+        (
+            json!({"read": ["~/"]}),
+            "name something below the root or the home",
+        ),
+        (
+            json!({"net": ["api.github.com"]}),
+            "is neither \"*\" nor \"<host>:<port>\"",
+        ),
+        (
+            json!({"workspace": "own"}),
+            "is neither \"read\" nor \"write\"",
+        ),
+        (
+            json!({"limits": {"processes": 10000000}}),
+            "outside 1 to 65536",
+        ),
+        (json!({"everything": true}), "unknown field `everything`"),
+    ] {
+        let dir = tempfile::tempdir_in(fake.tmp.path()).unwrap();
+        let pkg = granted_copy(dir.path(), grants.clone());
+        let out = fake.yep(&["install", pkg.to_str().unwrap(), "--yes"], "");
+        assert_eq!(out.status.code(), Some(1), "{grants}");
+        let err = text(&out.stderr);
+        assert!(err.contains(says), "{grants}: {err}");
+    }
+}

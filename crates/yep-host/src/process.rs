@@ -47,6 +47,8 @@ pub struct Sandboxed {
     pub data_dir: Option<PathBuf>,
     /// The user's workspace: read.
     pub workspace: Option<PathBuf>,
+    /// What its approval grants beyond the default profile.
+    pub grants: crate::manifest::SandboxGrants,
 }
 
 /// Env values can be secrets: Debug shows their names only.
@@ -170,6 +172,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
                 workspace: sandboxed.workspace.as_deref(),
                 tmp_dir: tmp.path(),
             });
+            let profile = profile.granted(&sandboxed.grants, sandboxed.workspace.as_deref());
             crate::sandbox::prepare(&profile, sandboxed.mode)
                 .map_err(|e| err(std::io::Error::other(e)))?
                 .map(|prepared| (Arc::new(prepared), tmp))

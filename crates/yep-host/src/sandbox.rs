@@ -249,6 +249,50 @@ impl Profile {
     }
 }
 
+impl Profile {
+    /// This profile widened by what an approval grants: the workspace writable, more paths,
+    /// TCP ports or any network, higher limits. A path under `~/` is the user's home.
+    pub fn granted(
+        mut self,
+        grants: &crate::manifest::SandboxGrants,
+        workspace: Option<&Path>,
+    ) -> Profile {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let path = |p: &String| match p.strip_prefix("~/") {
+            Some(rest) => home.as_ref().map(|h| h.join(rest)),
+            None => Some(PathBuf::from(p)),
+        };
+        if grants.workspace.as_deref() == Some("write") {
+            self.write.extend(workspace.map(Path::to_path_buf));
+        }
+        self.read.extend(grants.read.iter().filter_map(path));
+        self.write.extend(grants.write.iter().filter_map(path));
+        if !grants.net.is_empty() {
+            self.net = match grants.net_ports() {
+                None => Net::Any,
+                Some(ports) => Net::Ports(ports),
+            };
+        }
+        if let Some(l) = &grants.limits {
+            let limits = &mut self.limits;
+            limits.processes = l
+                .processes
+                .unwrap_or(limits.processes)
+                .max(limits.processes);
+            limits.open_files = l
+                .open_files
+                .unwrap_or(limits.open_files)
+                .max(limits.open_files);
+            limits.address_space = l
+                .address_space_mib
+                .map(|m| m << 20)
+                .unwrap_or(limits.address_space)
+                .max(limits.address_space);
+        }
+        self
+    }
+}
+
 /// The install root of a program: `…/bin/x` → `…`; a program beside its files → their
 /// directory. `None` for `/`.
 fn prefix(program: &Path) -> Option<PathBuf> {

@@ -55,6 +55,8 @@ pub struct ServerSpec {
     /// The manifest's tool argument schemas, compiled: every `tool/call` is checked against
     /// them before it is sent. Empty (the default) checks nothing.
     pub tool_schemas: ToolSchemas,
+    /// What its approval grants beyond the sandbox's default profile.
+    pub sandbox_grants: crate::manifest::SandboxGrants,
 }
 
 /// Env values can be secrets: Debug shows their names only.
@@ -107,6 +109,7 @@ impl ServerSpec {
             log_dir,
             grants: Grants::default(),
             tool_schemas: ToolSchemas::default(),
+            sandbox_grants: Default::default(),
         }
     }
 
@@ -123,6 +126,7 @@ impl ServerSpec {
         Some(ServerSpec {
             grants: Grants::from_manifest(manifest),
             tool_schemas: ToolSchemas::from_manifest(manifest),
+            sandbox_grants: manifest.sandbox.clone(),
             ..ServerSpec::new(name, command, args, package_dir, workspace_root, log_dir)
         })
     }
@@ -643,6 +647,7 @@ impl Extension {
                         package_dir: Some(spec.package_dir.clone()),
                         data_dir: spec.data_dir.clone(),
                         workspace: Some(workspace.clone()),
+                        grants: spec.sandbox_grants.clone(),
                     }),
                 })
                 .map_err(|e| self.spawn_error(e.source))?;

@@ -274,7 +274,7 @@ pub trait Approver {
 
 /// A fetched package's manifest, before anything of it runs.
 enum Package {
-    Yep(Manifest),
+    Yep(Box<Manifest>),
     /// A zot extension; `shown` is its `extension.json` as the user knows it.
     Zot {
         extension: zot::ZotManifest,
@@ -309,9 +309,9 @@ fn read_package(
         _ => PathBuf::from(format!("{lock_source}: {file}")),
     };
     if !zot {
-        return Ok(Package::Yep(
+        return Ok(Package::Yep(Box::new(
             Manifest::load(root).map_err(|e| e.relabel(shown))?,
-        ));
+        )));
     }
     let extension = zot::ZotManifest::load(root).map_err(|e| e.relabel(shown.clone()))?;
     Ok(Package::Zot { extension, shown })
@@ -730,7 +730,7 @@ impl Home {
         // asks first. What is approved is the bytes hashed above: a run that rewrites them is
         // refused.
         let (manifest, zot_pin, zot_notes) = match package {
-            Package::Yep(manifest) => (manifest, None, Vec::new()),
+            Package::Yep(manifest) => (*manifest, None, Vec::new()),
             Package::Zot { extension, shown } => {
                 let first = update_of.is_none() && (previous.is_none() || replacing);
                 let ask: Option<&mut dyn Approver> = match first {

@@ -33,6 +33,170 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     pub yolop: Facet,
+    /// What the package asks of the OS sandbox beyond its default profile: a top-level key,
+    /// which yolop ignores, approved and pinned with the rest.
+    #[serde(default, skip_serializing_if = "SandboxGrants::is_empty")]
+    pub sandbox: SandboxGrants,
+}
+
+/// A package's sandbox grants (`"sandbox": {…}` in plugin.json): each widens the default
+/// profile, and each is shown before consent and pinned by the lock.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxGrants {
+    /// `"write"` lets it write the workspace; `"read"` (the default) does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// More paths to read, absolute or under `~/`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
+    /// More paths to read and write, absolute or under `~/`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write: Vec<String>,
+    /// TCP it may connect to: `"*"` for any, or `"<host>:<port>"` (the kernel's rules know
+    /// ports, not addresses: the port is allowed on any address).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<String>,
+    /// Higher limits than the default profile's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<LimitGrants>,
+}
+
+/// Limits a package may ask for above the default profile's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitGrants {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_files: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_space_mib: Option<u64>,
+}
+
+/// The most a package may ask for: past these, a grant is a mistake or an attack.
+const MAX_GRANTED_PROCESSES: u64 = 65_536;
+const MAX_GRANTED_OPEN_FILES: u64 = 1 << 20;
+const MAX_GRANTED_ADDRESS_SPACE_MIB: u64 = 1 << 20;
+/// The most paths or net entries one grant list holds.
+const MAX_GRANT_ENTRIES: usize = 64;
+
+impl SandboxGrants {
+    pub fn is_empty(&self) -> bool {
+        *self == SandboxGrants::default()
+    }
+
+    /// Each grant as a person reads it (`workspace write`, `read ~/.config/gh`, `net any`,
+    /// `net port 8080`, `limit processes 1024`): what the install summary lists and an
+    /// update's diff compares.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.workspace.as_deref() == Some("write") {
+            out.push("workspace write".to_string());
+        }
+        out.extend(self.read.iter().map(|p| format!("read {p}")));
+        out.extend(self.write.iter().map(|p| format!("write {p}")));
+        for n in &self.net {
+            out.push(match net_port(n) {
+                None => "net any".to_string(),
+                Some(port) => format!("net port {port}"),
+            });
+        }
+        if let Some(l) = &self.limits {
+            for (what, v) in [
+                ("processes", l.processes),
+                ("open_files", l.open_files),
+                ("address_space_mib", l.address_space_mib),
+            ] {
+                if let Some(v) = v {
+                    out.push(format!("limit {what} {v}"));
+                }
+            }
+        }
+        out
+    }
+
+    /// The ports its `net` grants name; `None` when one grants any.
+    pub fn net_ports(&self) -> Option<Vec<u16>> {
+        self.net.iter().map(|n| net_port(n)).collect()
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        match self.workspace.as_deref() {
+            None | Some("read") | Some("write") => {}
+            Some(other) => {
+                return Err(format!(
+                    "sandbox.workspace {:?} is neither \"read\" nor \"write\"",
+                    crate::text::escape(other)
+                ));
+            }
+        }
+        for (kind, paths) in [("read", &self.read), ("write", &self.write)] {
+            if paths.len() > MAX_GRANT_ENTRIES {
+                return Err(format!(
+                    "sandbox.{kind} lists {} paths; at most {MAX_GRANT_ENTRIES}",
+                    paths.len()
+                ));
+            }
+            for p in paths {
+                let rest = p.strip_prefix("~/").unwrap_or(p);
+                let plain = (p.starts_with('/') || p.starts_with("~/"))
+                    && !p.chars().any(char::is_control)
+                    && !Path::new(rest)
+                        .components()
+                        .any(|c| matches!(c, std::path::Component::ParentDir));
+                if !plain || p == "/" || p == "~/" {
+                    return Err(format!(
+                        "sandbox.{kind} path {:?} must be absolute or start with ~/, name something below the root or the home, and have no `..`",
+                        crate::text::escape(p)
+                    ));
+                }
+            }
+        }
+        if self.net.len() > MAX_GRANT_ENTRIES {
+            return Err(format!(
+                "sandbox.net lists {} entries; at most {MAX_GRANT_ENTRIES}",
+                self.net.len()
+            ));
+        }
+        for n in &self.net {
+            let valid = n == "*"
+                || n.rsplit_once(':').is_some_and(|(host, port)| {
+                    !host.is_empty()
+                        && !host.chars().any(|c| c.is_control() || c.is_whitespace())
+                        && port.parse::<u16>().is_ok_and(|p| p > 0)
+                });
+            if !valid {
+                return Err(format!(
+                    "sandbox.net entry {:?} is neither \"*\" nor \"<host>:<port>\"",
+                    crate::text::escape(n)
+                ));
+            }
+        }
+        if let Some(l) = &self.limits {
+            for (what, v, max) in [
+                ("processes", l.processes, MAX_GRANTED_PROCESSES),
+                ("open_files", l.open_files, MAX_GRANTED_OPEN_FILES),
+                (
+                    "address_space_mib",
+                    l.address_space_mib,
+                    MAX_GRANTED_ADDRESS_SPACE_MIB,
+                ),
+            ] {
+                if let Some(v) = v
+                    && !(1..=max).contains(&v)
+                {
+                    return Err(format!("sandbox.limits.{what} {v} is outside 1 to {max}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The port of a `net` grant; `None` for `"*"`.
+fn net_port(entry: &str) -> Option<u16> {
+    entry.rsplit_once(':').and_then(|(_, p)| p.parse().ok())
 }
 
 /// The `yolop` block.
@@ -293,6 +457,7 @@ impl Manifest {
                 crate::text::escape(&self.name)
             ));
         }
+        self.sandbox.validate()?;
         let f = &self.yolop;
         if let Some(v) = &f.protocol_version
             && !yep_protocol::version_compatible(v)

@@ -321,6 +321,16 @@ pub fn summary(manifest: &Manifest) -> String {
         .flat_map(|(n, m)| mcp_lines(n, m))
         .collect();
     block(&mut out, "mcp", &mcp);
+    let grants: Vec<String> = manifest
+        .sandbox
+        .lines()
+        .iter()
+        .map(|g| field(g, FIELD_CHARS))
+        .collect();
+    // Shown when it asks for more than the default profile (docs/sandbox.md).
+    if !grants.is_empty() {
+        block(&mut out, "sandbox", &grants);
+    }
     let also: Vec<String> = [
         (f.status, "status"),
         (f.ui_ask, "ui_ask (may ask you questions)"),
@@ -529,6 +539,15 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
     set("command", commands(old), commands(new), &mut d);
     let granted = |m: &Manifest| flags(m).into_iter().map(String::from).collect();
     set("grant", granted(old), granted(new), &mut d);
+    // The sandbox's grants: each new one widens (a changed limit is a new line too).
+    let sandbox = |m: &Manifest| {
+        m.sandbox
+            .lines()
+            .iter()
+            .map(|g| field(g, FIELD_CHARS))
+            .collect()
+    };
+    set("sandbox", sandbox(old), sandbox(new), &mut d);
     if server_line(old) != server_line(new) {
         d.lines.push(format!(
             "~ server `{}` → `{}`",

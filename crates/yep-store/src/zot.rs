@@ -277,6 +277,8 @@ impl ZotManifest {
                 trace: !reg.pin.events.is_empty(),
                 ..Facet::default()
             },
+            // A zot extension's grants are the user's to give (`yep grant`), never its own.
+            sandbox: Default::default(),
         };
         // The same checks a plugin.json gets (duplicates, sizes, a bundle with nothing in it).
         let text = serde_json::to_string(&manifest).map_err(|e| e.to_string())?;

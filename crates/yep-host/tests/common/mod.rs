@@ -80,6 +80,7 @@ impl Fixture {
             grants: Grants::ALL,
             // Unchecked: these tests drive servers with whatever arguments they like.
             tool_schemas: Default::default(),
+            sandbox_grants: Default::default(),
         }
     }
 

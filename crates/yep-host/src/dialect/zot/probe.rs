@@ -150,6 +150,7 @@ pub(crate) fn dir_spec(
         log_dir: log_dir.to_path_buf(),
         grants: Grants::default(),
         tool_schemas: Default::default(),
+        sandbox_grants: Default::default(),
     })
 }
 
