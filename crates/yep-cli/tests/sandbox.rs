@@ -398,3 +398,42 @@ fn a_grant_that_is_not_one_is_a_manifest_error_at_install() {
         assert!(err.contains(says), "{grants}: {err}");
     }
 }
+
+#[test]
+fn doctor_says_how_a_server_runs_contained_and_what_it_was_granted() {
+    let fake = FakeHome::new();
+    let pkg = granted_copy(fake.tmp.path(), json!({"workspace": "write"}));
+    let row = |out: &Output| {
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+        common::doctor_check(&report, "sandbox").clone()
+    };
+    let contained = row(&fake.yep(&["doctor", pkg.to_str().unwrap(), "--json"], ""));
+    assert_eq!(contained["status"], "pass", "{contained}");
+    assert_eq!(
+        contained["detail"],
+        "required: Landlock ABI 7, seccomp on; grants: workspace write"
+    );
+    let short = row(&fake.yep_with(
+        &["doctor", pkg.to_str().unwrap(), "--json"],
+        "",
+        &[
+            ("YEP_SANDBOX", "best-effort"),
+            ("YEP_SANDBOX_LANDLOCK_ABI", "5"),
+        ],
+    ));
+    assert_eq!(short["status"], "warn", "{short}");
+    assert!(
+        short["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cannot enforce signal and abstract-socket scoping (Landlock ABI 6)"),
+        "{short}"
+    );
+    let off = row(&fake.yep_with(
+        &["doctor", pkg.to_str().unwrap(), "--json"],
+        "",
+        &[("YEP_SANDBOX", "off")],
+    ));
+    assert_eq!(off["status"], "skip", "{off}");
+}

@@ -122,6 +122,49 @@ pub async fn offer(spec: ServerSpec) -> Result<crate::capability::Offer, Extensi
     offer
 }
 
+/// How the server ran contained, for doctor's `sandbox` row: the mode, what this system
+/// enforces, and what its approval grants beyond the default profile.
+pub fn sandbox_row(grants: &crate::manifest::SandboxGrants) -> (Status, String) {
+    use crate::sandbox::{Mode, Support};
+    let mode = crate::sandbox::default_mode();
+    if mode == Mode::Off {
+        return (
+            Status::Skip,
+            "off: it runs with your rights (`sandbox = \"best-effort\"` or `\"required\"` in settings.toml contains it; docs/sandbox.md)".into(),
+        );
+    }
+    let support = Support::current();
+    let missing = support.missing();
+    let granted = grants.lines();
+    let granted = if granted.is_empty() {
+        "none (the default profile)".to_string()
+    } else {
+        granted.join(", ")
+    };
+    let enforced = format!(
+        "{mode}: Landlock ABI {}, seccomp {}; grants: {granted}",
+        support.landlock_abi,
+        if support.seccomp { "on" } else { "unavailable" }
+    );
+    match (missing.is_empty(), mode) {
+        (true, _) => (Status::Pass, enforced),
+        (false, Mode::Required) => (
+            Status::Fail,
+            format!(
+                "{enforced}; this system cannot enforce {}",
+                missing.join(", ")
+            ),
+        ),
+        (false, _) => (
+            Status::Warn,
+            format!(
+                "{enforced}; this system cannot enforce {}, so it runs without",
+                missing.join(", ")
+            ),
+        ),
+    }
+}
+
 /// What doctor grades a server against.
 #[derive(Debug, Clone, Copy)]
 pub enum Against<'a> {
@@ -154,6 +197,7 @@ pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against
             rec.keep(line);
         }
     });
+    let (sandbox_status, sandbox_detail) = sandbox_row(&spec.sandbox_grants);
     let ext = doctor_extension(spec, Some(tap));
 
     let started = Instant::now();
@@ -161,10 +205,12 @@ pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against
         Ok(init) => init,
         Err(err @ ExtensionError::Spawn { .. }) => {
             r.add("spawn", Status::Fail, err.to_string());
+            r.add("sandbox", sandbox_status, sandbox_detail);
             return r.done();
         }
         Err(err) => {
             r.add("spawn", Status::Pass, "started");
+            r.add("sandbox", sandbox_status, sandbox_detail);
             r.add("handshake", Status::Fail, err.to_string());
             ext.stop().await;
             check_stream(&mut r, &recording);
@@ -173,6 +219,7 @@ pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against
     };
     let startup = started.elapsed();
     r.add("spawn", Status::Pass, "started");
+    r.add("sandbox", sandbox_status, sandbox_detail);
     r.add(
         "handshake",
         Status::Pass,

@@ -44,15 +44,21 @@ pub async fn run(
         ..SupervisorOptions::default()
     };
     let pin = spec.pin.clone();
+    let (sandbox_status, sandbox_detail) = super::sandbox_row(&spec.sandbox_grants);
     let ext = Extension::new(spec, opts, Arc::new(NoEvents));
     match ext.handshake().await {
-        Ok(_) => r.add("spawn", Status::Pass, "started"),
+        Ok(_) => {
+            r.add("spawn", Status::Pass, "started");
+            r.add("sandbox", sandbox_status, sandbox_detail);
+        }
         Err(err @ ExtensionError::Spawn { .. }) => {
             r.add("spawn", Status::Fail, err.to_string());
+            r.add("sandbox", sandbox_status, sandbox_detail);
             return r.done();
         }
         Err(err) => {
             r.add("spawn", Status::Pass, "started");
+            r.add("sandbox", sandbox_status, sandbox_detail);
             r.add("hello", Status::Fail, err.to_string());
             ext.stop().await;
             check_frames(&mut r, &recording);
