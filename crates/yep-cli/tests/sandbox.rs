@@ -324,6 +324,19 @@ fn grants_are_shown_before_consent_widen_only_what_they_name_and_a_new_one_asks_
     );
     ok(&install);
     ok(&fake.yep(&["enable", "sandbox-escape"], ""));
+    // `yep list` says what it was granted, in text and JSON.
+    let listed = ok(&fake.yep(&["list"], ""));
+    assert!(
+        listed.contains(&format!(
+            "  sandbox grants workspace write, net port {port}"
+        )),
+        "{listed}"
+    );
+    let listed: Value = serde_json::from_str(&ok(&fake.yep(&["list", "--json"], ""))).unwrap();
+    assert_eq!(
+        listed[0]["sandbox"],
+        json!(["workspace write", format!("net port {port}")])
+    );
     let targets = json!({
         "workspace_file": fake.workspace().join("granted.txt"),
         "home_file": fake.home().join("planted"),

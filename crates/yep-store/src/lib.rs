@@ -406,6 +406,9 @@ pub struct Listed {
     pub server_resolves: bool,
     pub tools: Vec<String>,
     pub contributes: Vec<String>,
+    /// What its approval grants beyond the sandbox's default profile (`workspace write`,
+    /// `net port 8080`); empty for none.
+    pub sandbox: Vec<String>,
     pub config: Vec<ConfigStatus>,
     /// Trace events the last session dropped (trace extensions only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1316,6 +1319,7 @@ impl Home {
                     server_resolves: false,
                     tools: Vec::new(),
                     contributes: Vec::new(),
+                    sandbox: Vec::new(),
                     config: Vec::new(),
                     trace_dropped: state::trace_dropped(self, &entry.name),
                     state: run,
@@ -1336,6 +1340,10 @@ impl Home {
                             .is_some_and(|c| command_resolves(c, &dir));
                         row.tools = m.yolop.tools.iter().map(|t| t.name.clone()).collect();
                         row.contributes = contributions(&m);
+                        // The approved grants: what a session runs it with.
+                        row.sandbox = entry
+                            .approved()
+                            .map_or_else(|| m.sandbox.lines(), |a| a.sandbox.lines());
                         row.drift = self.drift_of(entry);
                         row.drifted = row.drift.is_some();
                         let set_secrets = config::secrets(self, &entry.name).unwrap_or_default();

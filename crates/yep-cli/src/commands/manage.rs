@@ -127,6 +127,12 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
             continue;
         }
         stdout_line(&format!("  contributes {}", r.contributes.join(", ")));
+        if !r.sandbox.is_empty() {
+            stdout_line(&format!(
+                "  sandbox grants {}",
+                escape(&r.sandbox.join(", "))
+            ));
+        }
         if let Some(cmd) = &r.server_command {
             let found = if r.server_resolves {
                 "found"
