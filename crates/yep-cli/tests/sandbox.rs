@@ -170,6 +170,7 @@ fn a_hostile_server_is_refused_by_the_os_and_the_host_and_its_neighbours_go_on()
         ("connect abstract_socket", "EPERM"),
         ("ptrace host", "EPERM"),
         ("signal host", "EPERM"),
+        ("read host environ", "EACCES"),
         ("fork bomb", "EAGAIN"),
     ] {
         assert_eq!(
@@ -181,6 +182,7 @@ fn a_hostile_server_is_refused_by_the_os_and_the_host_and_its_neighbours_go_on()
     // What it may do, it does.
     assert_eq!(result["write tmpdir"], "ALLOWED", "{result:#}");
     assert_eq!(result["read own package"], "ALLOWED", "{result:#}");
+    assert_eq!(result["read own proc"], "ALLOWED", "{result:#}");
     // Nothing of the user's environment but what programs need; its own secrets it has.
     let env: Vec<&str> = result["environment"]
         .as_array()

@@ -183,20 +183,35 @@ const SYSTEM_READ: &[&str] = &[
     "/opt",
     "/nix/store",
     "/snap",
-    "/proc",
     "/sys",
 ];
 
-/// Devices any program expects to open for writing.
+/// What of `/proc` a sandboxed process reads: the system's entries (`cpuinfo`, `meminfo`,
+/// `sys`…), never another process's directory (the host's `environ` holds the user's
+/// tokens). Its own (`/proc/self`) is added in the child, where `self` is the child
+/// ([`Prepared::apply`]).
+fn proc_entries() -> Vec<PathBuf> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            !(name.bytes().all(|b| b.is_ascii_digit()) || name == "self" || name == "thread-self")
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Devices any program expects to open for writing. No terminal: a server that could open
+/// `/dev/tty` could draw on the user's screen past every escape, or push keystrokes at it.
 const DEVICES_WRITE: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
     "/dev/shm",
 ];
 
@@ -224,6 +239,7 @@ impl Profile {
     pub fn default_for(place: &Place) -> Profile {
         let (tools_read, tools_write) = toolchain(place.program);
         let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+        read.extend(proc_entries());
         read.extend(tools_read);
         read.extend(place.package_dir.map(Path::to_path_buf));
         read.extend(place.workspace.map(Path::to_path_buf));
@@ -623,6 +639,12 @@ pub enum SandboxError {
 pub struct Prepared {
     #[cfg(target_os = "linux")]
     ruleset: Mutex<Option<landlock::RulesetCreated>>,
+    /// The filter, compiled before the fork (never in the child).
+    #[cfg(target_os = "linux")]
+    filter: Option<&'static seccompiler::BpfProgram>,
+    /// What it may do beneath its own `/proc/self`, added in the child.
+    #[cfg(target_os = "linux")]
+    own_proc: landlock::BitFlags<landlock::AccessFs>,
     limits: Limits,
     /// What this kernel left out (best-effort), for the one warning a session shows.
     pub missing: Vec<&'static str>,
@@ -641,6 +663,10 @@ pub fn prepare(profile: &Profile, mode: Mode) -> Result<Option<Prepared>, Sandbo
     Ok(Some(Prepared {
         #[cfg(target_os = "linux")]
         ruleset: Mutex::new(ruleset(profile, support)?),
+        #[cfg(target_os = "linux")]
+        filter: seccomp_filter(),
+        #[cfg(target_os = "linux")]
+        own_proc: landlock::AccessFs::from_read(abi_of(support.landlock_abi)),
         limits: profile.limits,
         missing,
     }))
@@ -731,11 +757,26 @@ impl Prepared {
                 .unwrap_or_else(|p| p.into_inner())
                 .take();
             if let Some(ruleset) = taken {
+                use landlock::RulesetCreatedAttr;
+                use std::os::fd::FromRawFd;
+                // Its own /proc/<pid>, which only now is this process's.
+                // SAFETY: open(2) of a NUL-terminated literal; the fd is owned from here on.
+                let fd =
+                    unsafe { libc::open(c"/proc/self".as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+                let ruleset = if fd >= 0 {
+                    // SAFETY: `fd` was just opened and nothing else holds it.
+                    let own = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+                    ruleset
+                        .add_rule(landlock::PathBeneath::new(own, self.own_proc))
+                        .map_err(|_| std::io::Error::last_os_error())?
+                } else {
+                    ruleset
+                };
                 ruleset
                     .restrict_self()
                     .map_err(|_| std::io::Error::last_os_error())?;
             }
-            if let Some(filter) = seccomp_filter() {
+            if let Some(filter) = self.filter {
                 seccompiler::apply_filter(filter).map_err(|_| std::io::Error::last_os_error())?;
             }
         }
