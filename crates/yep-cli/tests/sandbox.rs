@@ -6,7 +6,7 @@ mod common;
 use common::{ok, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -60,29 +60,12 @@ impl FakeHome {
     }
 
     /// [`FakeHome::yep`] with `env` set.
-    #[allow(clippy::disallowed_methods)] // running the CLI under test
     fn yep_with(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-        use std::io::Write;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
-            .args(args)
-            .current_dir(self.workspace())
-            .env("HOME", self.home())
-            .env("YEP_HOME", self.yep_home())
-            .env("AGENT_API_KEY", "sk-host-secret-planted")
-            .envs(env.iter().copied())
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+        let home = self.home();
+        let home = home.to_str().unwrap();
+        let mut all = vec![("HOME", home), ("AGENT_API_KEY", "sk-host-secret-planted")];
+        all.extend_from_slice(env);
+        common::yep_at(Some(&self.workspace()), &self.yep_home(), args, stdin, &all)
     }
 }
 

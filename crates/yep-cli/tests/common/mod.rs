@@ -21,8 +21,10 @@ pub fn yep_in(cwd: &Path, home: &Path, args: &[&str], stdin: &str) -> Output {
     yep_at(Some(cwd), home, args, stdin, &[])
 }
 
+/// The CLI in directory `cwd` (or here) and home `home`, with `env` added and `stdin` its
+/// whole input.
 #[allow(clippy::disallowed_methods)] // running the CLI under test
-fn yep_at(
+pub fn yep_at(
     cwd: Option<&Path>,
     home: &Path,
     args: &[&str],
