@@ -244,12 +244,14 @@ impl Profile {
         read.extend(place.package_dir.map(Path::to_path_buf));
         read.extend(place.workspace.map(Path::to_path_buf));
         // A file its command line names (`python3 /srv/server.py`): what was approved runs.
+        // Never the root, the home or a directory holding the home: a command line that
+        // names one (`srv.py /root`) would open everything the profile keeps out.
         read.extend(
             place
                 .args
                 .iter()
                 .map(Path::new)
-                .filter(|p| p.is_absolute() && p.exists())
+                .filter(|p| p.is_absolute() && p.exists() && !holds_home(p))
                 .map(Path::to_path_buf),
         );
         let mut write: Vec<PathBuf> = DEVICES_WRITE.iter().map(PathBuf::from).collect();
@@ -309,6 +311,16 @@ impl Profile {
     }
 }
 
+/// Whether `dir` is the root, the user's home, or a directory that holds the home: a rule on
+/// it would open everything the profile keeps out.
+fn holds_home(dir: &Path) -> bool {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    dir == Path::new("/")
+        || std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .is_some_and(|h| h.canonicalize().unwrap_or(h).starts_with(&dir))
+}
+
 /// The install root of a program: `…/bin/x` → `…`; a program beside its files → their
 /// directory. `None` for `/`.
 fn prefix(program: &Path) -> Option<PathBuf> {
@@ -353,7 +365,9 @@ fn toolchain(program: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         .filter(|d| d.is_absolute() && d.is_dir())
         .collect();
     let mut place = |p: &Path| {
-        if let Some(root) = roots.iter().find(|r| p.starts_with(r)) {
+        if holds_home(p) {
+            // `$HOME` itself on `PATH`: its programs are not worth the whole home.
+        } else if let Some(root) = roots.iter().find(|r| p.starts_with(r)) {
             read.push(root.clone());
         } else if in_home(p) {
             // A directory of programs in the home (`~/.cargo/bin`, `~/.local/bin`): itself.
@@ -412,6 +426,7 @@ fn toolchain(program: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     }
     read.sort();
     read.dedup();
+    read.retain(|r| !holds_home(r));
     (read, write)
 }
 
@@ -948,5 +963,91 @@ impl Drop for PidsLimit {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place<'a>(args: &'a [String], tmp: &'a Path) -> Place<'a> {
+        Place {
+            program: Path::new("/bin/sh"),
+            args,
+            package_dir: None,
+            data_dir: None,
+            workspace: None,
+            tmp_dir: tmp,
+        }
+    }
+
+    #[test]
+    fn a_command_line_naming_the_root_or_the_home_opens_neither() {
+        let home = std::env::var("HOME").unwrap();
+        let tmp = std::env::temp_dir();
+        let args = vec!["/".to_string(), home.clone(), "/usr/bin/env".to_string()];
+        let profile = Profile::default_for(&place(&args, &tmp));
+        assert!(
+            !profile.read.iter().any(|p| p == Path::new("/")),
+            "{profile:?}"
+        );
+        assert!(
+            !profile.read.iter().any(|p| p == Path::new(&home)),
+            "{profile:?}"
+        );
+        assert!(profile.read.iter().any(|p| p == Path::new("/usr/bin/env")));
+        assert!(profile.read.iter().all(|p| !holds_home(p)), "{profile:?}");
+    }
+
+    #[test]
+    fn of_proc_only_the_systems_entries_are_read_never_a_process() {
+        let entries = proc_entries();
+        assert!(entries.iter().any(|p| p.ends_with("cpuinfo")));
+        for p in &entries {
+            let name = p.file_name().unwrap().to_string_lossy();
+            assert!(
+                !name.bytes().all(|b| b.is_ascii_digit())
+                    && name != "self"
+                    && name != "thread-self",
+                "{}",
+                p.display()
+            );
+        }
+    }
+
+    #[test]
+    fn grants_widen_by_what_they_name_and_never_lower_a_limit() {
+        let tmp = std::env::temp_dir();
+        let base = Profile::default_for(&place(&[], &tmp));
+        let grants = crate::manifest::SandboxGrants {
+            workspace: Some("write".into()),
+            net: vec!["127.0.0.1:8080".into()],
+            limits: Some(crate::manifest::LimitGrants {
+                processes: Some(8),
+                open_files: Some(1 << 16),
+                address_space_mib: None,
+            }),
+            ..Default::default()
+        };
+        let ws = Path::new("/srv/ws");
+        let granted = base.clone().granted(&grants, Some(ws));
+        assert!(granted.write.iter().any(|p| p == ws));
+        assert_eq!(granted.net, Net::Ports(vec![8080]));
+        assert_eq!(granted.limits.processes, base.limits.processes);
+        assert_eq!(granted.limits.open_files, 1 << 16);
+        let any = crate::manifest::SandboxGrants {
+            net: vec!["*".into()],
+            ..Default::default()
+        };
+        assert_eq!(base.granted(&any, None).net, Net::Any);
+    }
+
+    #[test]
+    fn modes_read_as_written_and_nothing_else() {
+        for mode in [Mode::Required, Mode::BestEffort, Mode::Off] {
+            assert_eq!(mode.to_string().parse::<Mode>().unwrap(), mode);
+        }
+        let err = "requried".parse::<Mode>().unwrap_err().to_string();
+        assert!(err.contains("required, best-effort, off"), "{err}");
     }
 }
