@@ -234,6 +234,17 @@ fn a_kernel_short_of_the_sandbox_is_said_once_under_best_effort_and_refused_unde
         "{said}"
     );
     assert_eq!(said.matches("\"echoed\"").count(), 2, "{said}");
+    // With no pids cgroup to write (`YEP_NO_CGROUP`), no process limit: required refuses.
+    let out = fake.yep_with(
+        &["session", "--json"],
+        call,
+        &[("YEP_SANDBOX", "required"), ("YEP_NO_CGROUP", "1")],
+    );
+    let said = text(&out.stdout);
+    assert!(
+        !said.contains("\"echoed\"") && said.contains("cannot enforce the process limit"),
+        "{said}"
+    );
     // Required: nothing starts, and the error says why.
     let out = run("required");
     let said = text(&out.stdout);

@@ -214,10 +214,17 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         (Some((p, _)), Some(c)) if c.limit_pids(p.limits().processes) => None,
         (Some((p, _)), _) => {
             let limit = crate::sandbox::PidsLimit::create(p.limits().processes);
-            if limit.is_none()
-                && let Some(m) = missing.as_mut()
-            {
-                m.push("the process limit (no pids cgroup it may write)");
+            if limit.is_none() {
+                let what = "the process limit (no pids cgroup it may write)";
+                if spec.sandbox.as_ref().map(|s| s.mode) == Some(crate::sandbox::Mode::Required) {
+                    let refused = crate::sandbox::SandboxError::Unsupported {
+                        missing: vec![what],
+                    };
+                    return Err(err(std::io::Error::other(refused)));
+                }
+                if let Some(m) = missing.as_mut() {
+                    m.push(what);
+                }
             }
             limit
         }
