@@ -179,6 +179,7 @@ fn spec(name: &str, command: &Path, scratch: &Path, tool_schemas: ToolSchemas) -
         grants: Grants::default(),
         tool_schemas,
         sandbox_grants: Default::default(),
+        grant_name: None,
     }
 }
 

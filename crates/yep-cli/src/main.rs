@@ -69,6 +69,11 @@ enum Command {
     /// tools new or changed since approval), or a zot extension's widened registrations:
     /// shows the diff and asks.
     Trust(commands::mcp::TrustArgs),
+    /// Let an extension or MCP server reach more than the sandbox's default profile (and
+    /// its manifest's grants): shows what widens and asks; pinned in the lock.
+    Grant(commands::grant::GrantArgs),
+    /// Take back what `yep grant` gave (all of it when no grant is named).
+    Revoke(commands::grant::RevokeArgs),
     /// Print a shell completion script to stdout (e.g. `yep completions bash > ~/.local/share/bash-completion/completions/yep`).
     Completions {
         /// The shell to complete for.
@@ -142,6 +147,8 @@ fn main() -> ExitCode {
             Command::Secret(cmd) => commands::config::secret(cmd, &home),
             Command::Mcp(cmd) => commands::mcp::run(cmd, &home).await,
             Command::Trust(args) => commands::mcp::trust(args, &home).await,
+            Command::Grant(args) => commands::grant::grant(args, &home),
+            Command::Revoke(args) => commands::grant::revoke(args, &home),
             Command::ServeExampleEcho | Command::Completions { .. } => {
                 unreachable!("handled above")
             }

@@ -324,7 +324,7 @@ fn grants_are_shown_before_consent_widen_only_what_they_name_and_a_new_one_asks_
     let listed = ok(&fake.yep(&["list"], ""));
     assert!(
         listed.contains(&format!(
-            "  sandbox grants workspace write, net port {port}"
+            "  sandbox: default profile + workspace write, net port {port}"
         )),
         "{listed}"
     );
@@ -385,10 +385,8 @@ fn a_grant_that_is_not_one_is_a_manifest_error_at_install() {
             json!({"read": ["~/"]}),
             "name something below the root or the home",
         ),
-        (
-            json!({"net": ["api.github.com"]}),
-            "is neither \"*\" nor \"<host>:<port>\"",
-        ),
+        (json!({"net": ["a b.example"]}), "is none of \"*\""),
+        (json!({"net": ["*.com"]}), "is none of \"*\""),
         (
             json!({"workspace": "own"}),
             "is neither \"read\" nor \"write\"",
@@ -445,4 +443,217 @@ fn doctor_says_how_a_server_runs_contained_and_what_it_was_granted() {
         &[("YEP_SANDBOX", "off")],
     ));
     assert_eq!(off["status"], "skip", "{off}");
+}
+
+/// The official-SDK MCP server, run from a workspace's `.mcp.json` with `MCP_MARKER` set to a
+/// file in `out`: it writes there as it starts.
+fn marker_server(fake: &FakeHome, out: &Path) {
+    let python = std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let server = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../yep-host/tests/mcp/sdk_server.py"
+    );
+    std::fs::create_dir_all(out).unwrap();
+    let config = json!({"mcpServers": {"marker": {
+        "command": python,
+        "args": [server],
+        "env": {"MCP_MARKER": out.join("started.txt")},
+    }}});
+    std::fs::write(fake.workspace().join(".mcp.json"), config.to_string()).unwrap();
+}
+
+#[test]
+fn a_denied_mcp_server_names_the_grant_and_yep_grant_gives_it_with_consent_and_revoke_takes_it_back()
+ {
+    let fake = FakeHome::new();
+    let out = fake.tmp.path().join("out");
+    marker_server(&fake, &out);
+    let grant = format!("write:{}", out.display());
+    // Denied at its first run, the error names the sandbox, what it allowed and the grant.
+    let refused = fake.yep(&["trust", "marker", "--yes"], "");
+    assert_eq!(refused.status.code(), Some(1));
+    let said = text(&refused.stderr);
+    assert!(
+        said.contains("it ran in the sandbox, which lets it read its package")
+            && said.contains("with no network")
+            && said.contains(&format!("`yep grant marker {grant}` allows it")),
+        "{said}"
+    );
+    // No terminal, no --yes: nothing granted, nothing written.
+    let lock = fake.yep_home().join("extensions.lock");
+    let before = std::fs::read_to_string(&lock).unwrap_or_default();
+    let asked = fake.yep(&["grant", "marker", &grant], "");
+    assert_eq!(asked.status.code(), Some(1));
+    let said = text(&asked.stderr);
+    assert!(
+        said.contains(&format!("+ write {}", out.display())) && said.contains("re-run with --yes"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&lock).unwrap_or_default(), before);
+    // A grant that is not one says what is.
+    let bad = fake.yep(&["grant", "marker", "write:relative", "--yes"], "");
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr).contains("must be absolute"),
+        "{}",
+        text(&bad.stderr)
+    );
+    // Granted: pinned in the lock, shown by `yep mcp list`, and the server starts.
+    ok(&fake.yep(&["grant", "marker", &grant, "--yes"], ""));
+    assert!(
+        std::fs::read_to_string(&lock)
+            .unwrap()
+            .contains("[[grants]]")
+    );
+    let listed = ok(&fake.yep(&["mcp", "list"], ""));
+    assert!(
+        listed.contains(&format!(
+            "  sandbox: default profile + write {}",
+            out.display()
+        )),
+        "{listed}"
+    );
+    ok(&fake.yep(&["trust", "marker", "--yes"], ""));
+    assert!(
+        std::fs::read_to_string(out.join("started.txt"))
+            .unwrap()
+            .contains("started")
+    );
+    // Granting it again is nothing new.
+    let again = ok(&fake.yep(&["grant", "marker", &grant, "--json"], ""));
+    let again: Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["changed"], json!([]), "{again}");
+    // Revoked: gone from the lock and the list, and its next start is denied again.
+    let revoked: Value =
+        serde_json::from_str(&ok(&fake.yep(&["revoke", "marker", "--json"], ""))).unwrap();
+    assert_eq!(
+        revoked["changed"],
+        json!([format!("write {}", out.display())])
+    );
+    assert!(
+        !std::fs::read_to_string(&lock)
+            .unwrap()
+            .contains("[[grants]]")
+    );
+    let listed = ok(&fake.yep(&["mcp", "list"], ""));
+    assert!(listed.contains("  sandbox: default profile\n"), "{listed}");
+    let session = fake.yep(
+        &["session", "--json"],
+        "call mcp__marker__echo {\"text\": \"x\"}\nquit\n",
+    );
+    assert!(
+        !text(&session.stdout).contains("\"x\""),
+        "{}",
+        text(&session.stdout)
+    );
+}
+
+#[test]
+fn yep_grant_widens_an_installed_package_beyond_its_manifest_and_revoke_takes_back_only_its_own() {
+    let fake = FakeHome::new();
+    let pkg = granted_copy(fake.tmp.path(), json!({"net": ["127.0.0.1:9"]}));
+    ok(&fake.yep(&["install", pkg.to_str().unwrap(), "--yes"], ""));
+    ok(&fake.yep(&["enable", "sandbox-escape"], ""));
+    let attempt = |fake: &FakeHome| {
+        let targets = json!({"workspace_file": fake.workspace().join("w.txt")});
+        let out = fake.yep(
+            &["session", "--json"],
+            &format!("call attempt {}\nquit\n", json!({ "targets": targets })),
+        );
+        let line: Value = serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
+        line["result"]["write workspace_file"].clone()
+    };
+    assert_eq!(attempt(&fake), "denied: EACCES");
+    let granted: Value = serde_json::from_str(&ok(&fake.yep(
+        &[
+            "grant",
+            "sandbox-escape",
+            "workspace:write",
+            "--yes",
+            "--json",
+        ],
+        "",
+    )))
+    .unwrap();
+    assert_eq!(granted["changed"], json!(["workspace write"]));
+    assert_eq!(
+        granted["effective"],
+        json!(["workspace write", "net port 9"])
+    );
+    let listed = ok(&fake.yep(&["list"], ""));
+    assert!(
+        listed.contains("  sandbox: default profile + workspace write, net port 9"),
+        "{listed}"
+    );
+    assert_eq!(attempt(&fake), "ALLOWED");
+    // The manifest's own grant is the package's: revoke says so, and keeps it.
+    let own = fake.yep(&["revoke", "sandbox-escape", "net:127.0.0.1:9"], "");
+    assert_eq!(own.status.code(), Some(1));
+    assert!(
+        text(&own.stderr).contains("asked for by the package's own manifest"),
+        "{}",
+        text(&own.stderr)
+    );
+    ok(&fake.yep(&["revoke", "sandbox-escape", "workspace:write"], ""));
+    assert_eq!(attempt(&fake), "denied: EACCES");
+    // Removing the package forgets what was granted to it.
+    ok(&fake.yep(&["grant", "sandbox-escape", "processes:1024", "--yes"], ""));
+    ok(&fake.yep(&["remove", "sandbox-escape"], ""));
+    let lock = std::fs::read_to_string(fake.yep_home().join("extensions.lock")).unwrap();
+    assert!(!lock.contains("[[grants]]"), "{lock}");
+}
+
+#[test]
+fn yep_mcp_add_takes_grants_with_the_server_and_refuses_one_that_is_not() {
+    let fake = FakeHome::new();
+    let bad = fake.yep(
+        &[
+            "mcp", "add", "s", "--grant", "net:a b", "--", "python3", "-c", "pass",
+        ],
+        "",
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr).contains("is none of"),
+        "{}",
+        text(&bad.stderr)
+    );
+    assert!(!ok(&fake.yep(&["mcp", "list"], "")).contains("python3"));
+    let python = std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let server = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../yep-host/tests/mcp/sdk_server.py"
+    );
+    ok(&fake.yep(
+        &[
+            "mcp",
+            "add",
+            "sdk",
+            "--grant",
+            "net:api.example.com",
+            "--grant",
+            "processes:1024",
+            "--",
+            &python,
+            server,
+        ],
+        "",
+    ));
+    let listed: Value =
+        serde_json::from_str(&ok(&fake.yep(&["mcp", "list", "--json"], ""))).unwrap();
+    assert_eq!(
+        listed[0]["sandbox"],
+        json!(["net api.example.com", "limit processes 1024"]),
+        "{listed}"
+    );
+    // Removing the server forgets its grants.
+    ok(&fake.yep(&["mcp", "remove", "sdk"], ""));
+    let lock = std::fs::read_to_string(fake.yep_home().join("extensions.lock")).unwrap_or_default();
+    assert!(!lock.contains("[[grants]]"), "{lock}");
 }

@@ -106,13 +106,22 @@ pub struct ServerProcess {
     exit: watch::Receiver<Option<ExitStatus>>,
     pub stderr: StderrTail,
     pub log_path: PathBuf,
-    /// How it is contained: `None` unsandboxed, else what the kernel could not enforce
-    /// (empty when everything).
-    pub sandbox_missing: Option<Vec<&'static str>>,
+    /// How it is contained: `None` unsandboxed.
+    pub sandbox: Option<Containment>,
     /// Its private temp dir, removed with it.
     _tmp: Option<crate::sandbox::TmpDir>,
     /// Its pids cgroup (v1), removed with it.
     _pids: Option<crate::sandbox::PidsLimit>,
+}
+
+/// How a spawned process is contained.
+pub struct Containment {
+    /// What it may reach.
+    pub profile: crate::sandbox::Profile,
+    /// The workspace it was started in.
+    pub workspace: Option<PathBuf>,
+    /// What the kernel could not enforce (empty when everything).
+    pub missing: Vec<&'static str>,
 }
 
 /// The spawned process plus its stdio pipes.
@@ -175,7 +184,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
             let profile = profile.granted(&sandboxed.grants, sandboxed.workspace.as_deref());
             crate::sandbox::prepare(&profile, sandboxed.mode)
                 .map_err(|e| err(std::io::Error::other(e)))?
-                .map(|prepared| (Arc::new(prepared), tmp))
+                .map(|prepared| (Arc::new(prepared), tmp, profile))
         }
         _ => None,
     };
@@ -187,7 +196,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if let Some((_, tmp)) = &contained {
+    if let Some((_, tmp, _)) = &contained {
         // Nothing of the user's own environment (tokens, keys, the agent's variables): what
         // programs need, then the package's own config and secrets (`spec.env`).
         cmd.env_clear();
@@ -209,10 +218,10 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     let procs = cgroup.as_ref().and_then(|c| c.procs_fd());
     // A sandboxed server's processes are bounded: in its own cgroup (v2), else in a pids
     // cgroup of its own (v1).
-    let mut missing = contained.as_ref().map(|(p, _)| p.missing.clone());
+    let mut missing = contained.as_ref().map(|(p, _, _)| p.missing.clone());
     let pids = match (&contained, &cgroup) {
-        (Some((p, _)), Some(c)) if c.limit_pids(p.limits().processes) => None,
-        (Some((p, _)), _) => {
+        (Some((p, _, _)), Some(c)) if c.limit_pids(p.limits().processes) => None,
+        (Some((p, _, _)), _) => {
             let limit = crate::sandbox::PidsLimit::create(p.limits().processes);
             if limit.is_none() {
                 let what = "the process limit (no pids cgroup it may write)";
@@ -253,7 +262,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         }
     }
     // After joining the cgroup (which the sandbox would refuse): the sandbox, last.
-    if let Some((prepared, _)) = &contained {
+    if let Some((prepared, _, _)) = &contained {
         let prepared = Arc::clone(prepared);
         // SAFETY: `apply` makes system calls on what was built before the fork, and
         // allocates nothing.
@@ -290,8 +299,12 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
             exit,
             stderr: tail,
             log_path: spec.log_path.clone(),
-            sandbox_missing: missing,
-            _tmp: contained.map(|(_, tmp)| tmp),
+            sandbox: contained.as_ref().map(|(_, _, profile)| Containment {
+                profile: profile.clone(),
+                workspace: spec.sandbox.as_ref().and_then(|s| s.workspace.clone()),
+                missing: missing.unwrap_or_default(),
+            }),
+            _tmp: contained.map(|(_, tmp, _)| tmp),
             _pids: pids,
         },
         stdin,

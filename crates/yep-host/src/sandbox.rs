@@ -167,6 +167,9 @@ pub struct Profile {
     /// Read, write, create and remove beneath each.
     pub write: Vec<PathBuf>,
     pub net: Net,
+    /// Host names it may reach through the host's egress proxy (`api.github.com`,
+    /// `*.context7.com`, `example.org:8443`): its only way out by name.
+    pub egress: Vec<String>,
     pub limits: Limits,
 }
 
@@ -262,6 +265,7 @@ impl Profile {
             read,
             write,
             net: Net::None,
+            egress: Vec::new(),
             limits: Limits::default(),
         }
     }
@@ -291,6 +295,9 @@ impl Profile {
                 Some(ports) => Net::Ports(ports),
             };
         }
+        if self.net != Net::Any {
+            self.egress = grants.net_hosts().into_iter().map(String::from).collect();
+        }
         if let Some(l) = &grants.limits {
             let limits = &mut self.limits;
             limits.processes = l
@@ -309,6 +316,97 @@ impl Profile {
         }
         self
     }
+}
+
+impl Profile {
+    /// What it allows, in a clause: "lets it read its package, its toolchain and the
+    /// workspace, and write only its data and temp dirs, with no network".
+    pub fn said(&self, workspace: Option<&Path>) -> String {
+        let writes_workspace = workspace.is_some_and(|w| self.write.iter().any(|p| p == w));
+        let net = match (&self.net, self.egress.is_empty()) {
+            (Net::Any, _) => "any network".to_string(),
+            (Net::None, true) => "no network".to_string(),
+            (Net::Ports(p), true) if p.is_empty() => "no network".to_string(),
+            (Net::Ports(p), true) => format!("TCP to ports {}", join(p)),
+            (Net::Ports(p), false) if !p.is_empty() => format!(
+                "TCP to ports {} and {} through yep's proxy",
+                join(p),
+                self.egress.join(", ")
+            ),
+            (_, false) => format!("{} through yep's proxy", self.egress.join(", ")),
+        };
+        let workspace = match writes_workspace {
+            true => "and write the workspace, its data and temp dirs",
+            false => "and write only its data and temp dirs",
+        };
+        format!(
+            "lets it read its package, its toolchain and the workspace, {workspace}, with {net}"
+        )
+    }
+
+    /// The grant that would likely let through the denial a server's last stderr lines
+    /// report, as `yep grant` takes it: `workspace:write`, `write:<dir>`, `read:<path>` from
+    /// the path the message names (`Permission denied: '/x'`, `EACCES: …, open '/x'`,
+    /// `open /x: permission denied`), `net:<address>:<port>` from a refused connect
+    /// (`connect EACCES 127.0.0.1:8080`). `None` when no line names what was denied.
+    pub fn suggest_grant(&self, workspace: Option<&Path>, tail: &[String]) -> Option<String> {
+        let denials = tail.iter().rev().filter(|l| {
+            let l = l.to_ascii_lowercase();
+            l.contains("permission denied") || l.contains("eacces")
+        });
+        for line in denials {
+            if let Some(addr) = line
+                .split("connect EACCES ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .filter(|a| crate::store::grants::NetEntry::parse(a).is_some())
+            {
+                return Some(format!("net:{addr}"));
+            }
+            let path = line.split_whitespace().find_map(|word| {
+                let word = word.trim_end_matches([':', ',', ';', ')']);
+                let word = word.trim_matches(['\'', '"', '`']);
+                word.starts_with('/').then(|| PathBuf::from(word))
+            });
+            if let Some(path) = path {
+                return self.grant_for(workspace, &path);
+            }
+        }
+        None
+    }
+
+    /// The grant that opens `path` as a denial of it needs.
+    fn grant_for(&self, workspace: Option<&Path>, path: &Path) -> Option<String> {
+        if workspace.is_some_and(|w| path.starts_with(w)) {
+            return Some("workspace:write".into());
+        }
+        let readable = self.read.iter().any(|r| path.starts_with(r));
+        let (kind, target) = match (readable, path.exists()) {
+            // Readable already, so it was a write: the directory it is in.
+            (true, _) | (false, false) => match path.is_dir() {
+                true => ("write", path.to_path_buf()),
+                false => ("write", path.parent()?.to_path_buf()),
+            },
+            (false, true) => ("read", path.to_path_buf()),
+        };
+        if holds_home(&target) {
+            return None;
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let shown = match home.as_deref().and_then(|h| target.strip_prefix(h).ok()) {
+            Some(rest) => format!("~/{}", rest.display()),
+            None => target.display().to_string(),
+        };
+        Some(format!("{kind}:{shown}"))
+    }
+}
+
+fn join(ports: &[u16]) -> String {
+    ports
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether `dir` is the root, the user's home, or a directory that holds the home: a rule on

@@ -57,6 +57,9 @@ pub struct ServerSpec {
     pub tool_schemas: ToolSchemas,
     /// What its approval grants beyond the sandbox's default profile.
     pub sandbox_grants: crate::manifest::SandboxGrants,
+    /// The name `yep grant` knows it by, when not `name` (an MCP server's `name` is the stem
+    /// of its log).
+    pub grant_name: Option<String>,
 }
 
 /// Env values can be secrets: Debug shows their names only.
@@ -110,6 +113,7 @@ impl ServerSpec {
             grants: Grants::default(),
             tool_schemas: ToolSchemas::default(),
             sandbox_grants: Default::default(),
+            grant_name: None,
         }
     }
 
@@ -662,7 +666,8 @@ impl Extension {
         // session: the same words for every server).
         if let Some(missing) = process
             .as_ref()
-            .and_then(|p| p.sandbox_missing.as_ref())
+            .and_then(|p| p.sandbox.as_ref())
+            .map(|c| &c.missing)
             .filter(|m| !m.is_empty())
         {
             self.events.health(HealthEvent::Warning {
@@ -744,7 +749,12 @@ impl Extension {
                         };
                         proc_.stderr.drained(Duration::from_millis(500)).await;
                         let tail = proc_.stderr.lines();
-                        let status = status + &sandbox_note(proc_, &tail);
+                        let status = status
+                            + &sandbox_note(
+                                self.spec.grant_name.as_ref().unwrap_or(&self.spec.name),
+                                proc_,
+                                &tail,
+                            );
                         (status, tail, proc_.log_path.clone())
                     }
                     None => ("not a process".into(), Vec::new(), spec.log_path()),
@@ -846,7 +856,12 @@ impl Extension {
                 proc_.stderr.drained(Duration::from_millis(500)).await;
                 let tail = proc_.stderr.lines();
                 (
-                    describe_status(status) + &sandbox_note(proc_, &tail),
+                    describe_status(status)
+                        + &sandbox_note(
+                            self.spec.grant_name.as_ref().unwrap_or(&self.spec.name),
+                            proc_,
+                            &tail,
+                        ),
                     tail,
                     proc_.log_path.clone(),
                 )
@@ -1122,11 +1137,13 @@ impl Extension {
 }
 
 /// When a sandboxed server's last words hold a denial, what to say after its exit status: it
-/// ran in the sandbox, which may be the cause, and how to tell.
-fn sandbox_note(process: &ServerProcess, tail: &[String]) -> String {
+/// ran in the sandbox, what that allowed, and the grant that likely lets it through (or how to
+/// find out).
+fn sandbox_note(name: &str, process: &ServerProcess, tail: &[String]) -> String {
     let denied = tail.iter().any(|l| {
         [
             "Permission denied",
+            "permission denied",
             "Operation not permitted",
             "EACCES",
             "EPERM",
@@ -1134,10 +1151,24 @@ fn sandbox_note(process: &ServerProcess, tail: &[String]) -> String {
         .iter()
         .any(|d| l.contains(d))
     });
-    if process.sandbox_missing.is_none() || !denied {
+    let Some(contained) = process.sandbox.as_ref().filter(|_| denied) else {
         return String::new();
-    }
-    "; it ran in the sandbox, which allows its package, its toolchain and the workspace to be read and only its data and temp dirs to be written, with no network (docs/sandbox.md): if the denial below is the sandbox's, `YEP_SANDBOX=off` runs it without".into()
+    };
+    let workspace = contained.workspace.as_deref();
+    let allowed = contained.profile.said(workspace);
+    let name = crate::text::escape(name);
+    let next = match contained.profile.suggest_grant(workspace, tail) {
+        Some(grant) => format!(
+            "if the denial below is the sandbox's, `yep grant {name} {}` allows it",
+            crate::text::escape(&grant)
+        ),
+        None => {
+            format!("`yep doctor {name} --sandbox-learn` shows what it reaches for beyond that")
+        }
+    };
+    format!(
+        "; it ran in the sandbox, which {allowed} (docs/sandbox.md): {next}, and `YEP_SANDBOX=off` runs it without"
+    )
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod code;
 pub mod config;
 pub mod fetch;
 pub mod fsutil;
+pub mod grants;
 pub mod hash;
 pub mod lockfile;
 pub mod manifest;
@@ -659,6 +660,24 @@ impl Home {
         Ok(Lockfile::load(&self.lock_path())?)
     }
 
+    /// Pin what the user grants `name` (in `workspace`, for a workspace's MCP server) beyond
+    /// its manifest, replacing what was granted before; none removes it.
+    pub fn set_granted(
+        &self,
+        name: &str,
+        workspace: Option<&str>,
+        grants: grants::SandboxGrants,
+    ) -> Result<(), StoreError> {
+        let _lock = self.lock()?;
+        let mut lock = self.lockfile()?;
+        lock.set_granted(name, workspace, grants);
+        lock.save(&self.lock_path()).map_err(io(format!(
+            "failed to write {}",
+            self.lock_path().display()
+        )))?;
+        Ok(())
+    }
+
     /// A fresh scratch directory on the home's file system (renames stay atomic).
     fn scratch(&self) -> Result<PathBuf, StoreError> {
         use std::sync::atomic::{AtomicU64, Ordering};
@@ -1264,6 +1283,7 @@ impl Home {
         if !lock.remove(name) && dest.symlink_metadata().is_err() {
             return Err(self.not_installed(name));
         }
+        lock.set_granted(name, None, Default::default());
         let trash = self.scratch()?.join("removed");
         let renames = if dest.symlink_metadata().is_ok() {
             vec![(dest, trash.clone())]
@@ -1340,10 +1360,12 @@ impl Home {
                             .is_some_and(|c| command_resolves(c, &dir));
                         row.tools = m.yolop.tools.iter().map(|t| t.name.clone()).collect();
                         row.contributes = contributions(&m);
-                        // The approved grants: what a session runs it with.
+                        // The approved grants and the user's: what a session runs it with.
                         row.sandbox = entry
                             .approved()
-                            .map_or_else(|| m.sandbox.lines(), |a| a.sandbox.lines());
+                            .map_or_else(|| m.sandbox.clone(), |a| a.sandbox)
+                            .merged(&lock.granted(&entry.name, None))
+                            .lines();
                         row.drift = self.drift_of(entry);
                         row.drifted = row.drift.is_some();
                         let set_secrets = config::secrets(self, &entry.name).unwrap_or_default();

@@ -125,6 +125,22 @@ pub struct Lockfile {
     /// The tool lists of approved MCP servers (`[[mcp]]`), one per server and workspace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<crate::mcp::McpPin>,
+    /// What the user granted beyond a package's own manifest (`yep grant`, `yep mcp add
+    /// --grant`, `yep trust --grant`), one per extension or MCP server (and workspace).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<GrantPin>,
+}
+
+/// Sandbox grants the user gave an extension or MCP server (`[[grants]]`): they widen its
+/// profile beyond what its manifest asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantPin {
+    /// The extension, or the MCP server as `yep mcp list` names it.
+    pub name: String,
+    /// For a workspace's MCP server, the workspace (a grant there is for that one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    pub sandbox: crate::grants::SandboxGrants,
 }
 
 /// Why the lock could not be read.
@@ -168,7 +184,48 @@ impl Lockfile {
                 ),
             });
         }
+        // A hand-edited grant is held to the rules `yep grant` applies.
+        if let Some((pin, why)) = lock
+            .grants
+            .iter()
+            .find_map(|g| g.sandbox.validate().err().map(|why| (g, why)))
+        {
+            return Err(LockError {
+                path: path.display().to_string(),
+                message: format!(
+                    "the grants of {} are refused: {why}",
+                    crate::text::escape(&pin.name)
+                ),
+            });
+        }
         Ok(lock)
+    }
+
+    /// What the user granted `name` (in `workspace`, for a workspace's MCP server).
+    pub fn granted(&self, name: &str, workspace: Option<&str>) -> crate::grants::SandboxGrants {
+        self.grants
+            .iter()
+            .find(|g| g.name == name && g.workspace.as_deref() == workspace)
+            .map(|g| g.sandbox.clone())
+            .unwrap_or_default()
+    }
+
+    /// Set what the user granted `name` (none removes the entry).
+    pub fn set_granted(
+        &mut self,
+        name: &str,
+        workspace: Option<&str>,
+        sandbox: crate::grants::SandboxGrants,
+    ) {
+        self.grants
+            .retain(|g| !(g.name == name && g.workspace.as_deref() == workspace));
+        if !sandbox.is_empty() {
+            self.grants.push(GrantPin {
+                name: name.to_string(),
+                workspace: workspace.map(String::from),
+                sandbox,
+            });
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&LockEntry> {
@@ -193,6 +250,9 @@ impl Lockfile {
         sorted.extensions.sort_by(|a, b| a.name.cmp(&b.name));
         sorted
             .mcp
+            .sort_by(|a, b| (&a.name, &a.workspace).cmp(&(&b.name, &b.workspace)));
+        sorted
+            .grants
             .sort_by(|a, b| (&a.name, &a.workspace).cmp(&(&b.name, &b.workspace)));
         let body = toml::to_string(&sorted).unwrap_or_default();
         format!("# Written by yep: what was approved. Do not edit by hand.\n{body}")

@@ -593,10 +593,12 @@ pub fn forget(home: &Home, name: &str, origin: &Origin) -> Result<(), StoreError
     let workspace = origin.workspace();
     let _lock = home.lock()?;
     let mut lock = home.lockfile()?;
-    let before = lock.mcp.len();
+    let before = (lock.mcp.len(), lock.grants.len());
     lock.mcp
         .retain(|p| !(p.name == name && p.workspace == workspace));
-    if lock.mcp.len() != before {
+    // What the user granted it goes too: a server added again under the name starts bare.
+    lock.set_granted(name, workspace.as_deref(), Default::default());
+    if (lock.mcp.len(), lock.grants.len()) != before {
         lock.save(&home.lock_path()).map_err(crate::io(format!(
             "failed to write {}",
             home.lock_path().display()

@@ -127,10 +127,10 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
             continue;
         }
         stdout_line(&format!("  contributes {}", r.contributes.join(", ")));
-        if !r.sandbox.is_empty() {
+        if r.server_command.is_some() {
             stdout_line(&format!(
-                "  sandbox grants {}",
-                escape(&r.sandbox.join(", "))
+                "  sandbox: {}",
+                super::grant::profile_text(&r.sandbox)
             ));
         }
         if let Some(cmd) = &r.server_command {

@@ -30,6 +30,11 @@ pub enum McpCommand {
         /// An HTTP header, `K=V`; its value is kept in connections.toml (owner-only).
         #[arg(long = "header", value_name = "K=V")]
         headers: Vec<String>,
+        /// Let it reach more than the sandbox's default profile (repeatable): workspace:write,
+        /// read:<path>, write:<path>, net:<* | address:port | host name>, processes:<n>…
+        /// (as `yep grant` takes them).
+        #[arg(long = "grant", value_name = "GRANT")]
+        grants: Vec<String>,
         /// Print what was added as JSON.
         #[arg(long)]
         json: bool,
@@ -109,6 +114,10 @@ pub struct TrustArgs {
     /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
+    /// With the approval, let it reach more than the sandbox's default profile
+    /// (repeatable, as `yep grant` takes them); shown and asked with the rest.
+    #[arg(long = "grant", value_name = "GRANT")]
+    grants: Vec<String>,
 }
 
 /// One row of `yep mcp list`.
@@ -130,6 +139,10 @@ struct Row {
     withheld: Vec<String>,
     /// Its log (a stdio server's stderr), one per server.
     log: PathBuf,
+    /// A stdio server's sandbox grants beyond the default profile (what `yep grant` gave
+    /// it); none for a server reached over HTTP, which yep does not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<Vec<String>>,
 }
 
 /// Where `yep` runs: the workspace whose `.mcp.json` it reads.
@@ -139,7 +152,7 @@ fn workspace() -> anyhow::Result<PathBuf> {
 }
 
 /// Every MCP server a session here sees, warnings on stderr.
-fn here(home: &Home) -> anyhow::Result<Vec<McpSource>> {
+pub(crate) fn here(home: &Home) -> anyhow::Result<Vec<McpSource>> {
     let extensions = enabled_manifests(home)?;
     let mut warn = |message: String| {
         let _ = writeln!(std::io::stderr(), "warning: {}", escape_controls(&message));
@@ -171,9 +184,11 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             name,
             url,
             headers,
+            grants,
             json,
             command,
         } => {
+            let granted = super::grant::parse_all(&grants)?;
             let mut parsed = BTreeMap::new();
             for h in &headers {
                 let (k, v) = h
@@ -210,6 +225,12 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                 }
             };
             yep_store::mcp::add(home, &name, &server)?;
+            // Typed with the command that adds it: granted as it is added, before its first
+            // run (which lists its tools) so that run has them too.
+            if !granted.is_empty() {
+                let before = home.lockfile()?.granted(&name, None);
+                home.set_granted(&name, None, before.merged(&granted))?;
+            }
             // Adding it is approving it: its tools as they are now are pinned.
             let source = here(home)?
                 .into_iter()
@@ -298,6 +319,13 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                 let stem = log_stem(&s.name, &s.origin);
                 let (state, failure) = yep_store::state::run_state(home, &stem);
                 rows.push(Row {
+                    sandbox: match s.server.transport.as_str() {
+                        "stdio" => Some(
+                            lock.granted(&s.name, s.origin.workspace().as_deref())
+                                .lines(),
+                        ),
+                        _ => None,
+                    },
                     log: home.log_path(&stem),
                     withheld: yep_store::mcp::withheld(home, &s.name, &s.origin),
                     state,
@@ -329,6 +357,12 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                         stdout_line(&format!("  last failure: {}", escape(failure)));
                     }
                     stdout_line(&format!("  log: {}", escape(&r.log.display().to_string())));
+                    if let Some(grants) = &r.sandbox {
+                        stdout_line(&format!(
+                            "  sandbox: {}",
+                            super::grant::profile_text(grants)
+                        ));
+                    }
                     for change in &r.withheld {
                         stdout_line(&format!(
                             "  withheld: {} (`yep trust {}` shows and approves it)",
@@ -457,6 +491,10 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let workspace_named = source
         .as_ref()
         .is_none_or(|s| matches!(s.origin, Origin::Workspace(_)));
+    // Grants named with the approval are asked for first: its run to list tools has them.
+    if !args.grants.is_empty() && (source.is_some() || zot) {
+        super::grant::grant_with_consent(home, &args.name, &args.grants, args.yes)?;
+    }
     if zot && workspace_named {
         let update = super::install::UpdateArgs::only(&args.name, args.yes, args.json);
         return super::install::update(update, home).await;

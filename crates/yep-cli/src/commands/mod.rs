@@ -4,6 +4,7 @@ pub mod call;
 pub mod config;
 pub mod demo;
 pub mod doctor;
+pub mod grant;
 pub mod install;
 pub mod manage;
 pub mod manifest;

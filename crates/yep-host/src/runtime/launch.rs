@@ -184,6 +184,8 @@ pub fn installed(
         }
     });
     spec.session_id = session_id.to_string();
+    // What the user granted beyond the manifest (`yep grant`) widens it too.
+    spec.sandbox_grants = spec.sandbox_grants.merged(&lock.granted(name, None));
     // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.
     let read = |e| LaunchError::Config {
         extension: extension(),

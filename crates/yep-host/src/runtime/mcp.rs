@@ -537,6 +537,9 @@ pub enum McpLaunchError {
         crate::text::escape(transport)
     )]
     Transport { server: String, transport: String },
+    /// The lock, which holds what the user granted it, could not be read.
+    #[error(transparent)]
+    Lock(Box<crate::store::StoreError>),
 }
 
 /// Why an MCP server's tools could not be listed ([`probe`]) or pinned ([`approve`]).
@@ -626,6 +629,13 @@ pub fn launch(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         grants,
+        // Only the user grants a server more than the default profile (`yep grant`, `yep
+        // mcp add --grant`, `yep trust --grant`): a workspace's `.mcp.json` never can.
+        sandbox_grants: home
+            .lockfile()
+            .map_err(|e| McpLaunchError::Lock(Box::new(e)))?
+            .granted(&source.name, source.origin.workspace().as_deref()),
+        grant_name: Some(source.name.clone()),
         ..ServerSpec::new(
             log_stem(&source.name, &source.origin),
             command,

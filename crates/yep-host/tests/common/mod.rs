@@ -81,6 +81,7 @@ impl Fixture {
             // Unchecked: these tests drive servers with whatever arguments they like.
             tool_schemas: Default::default(),
             sandbox_grants: Default::default(),
+            grant_name: None,
         }
     }
 

@@ -151,6 +151,7 @@ pub(crate) fn dir_spec(
         grants: Grants::default(),
         tool_schemas: Default::default(),
         sandbox_grants: Default::default(),
+        grant_name: None,
     })
 }
 

@@ -1,0 +1,263 @@
+//! `yep grant` and `yep revoke`: what the user lets an extension or MCP server reach beyond
+//! the sandbox's default profile (and its manifest's own grants), pinned in the lock.
+
+use crate::output::{hinted, stdout_line};
+use serde::Serialize;
+use std::io::Write;
+use std::process::ExitCode;
+use yep_store::Home;
+use yep_store::grants::SandboxGrants;
+use yep_store::mcp::Origin;
+use yep_store::text::escape;
+
+#[derive(clap::Args)]
+pub struct GrantArgs {
+    /// The extension, or the MCP server as `yep mcp list` names it.
+    name: String,
+    /// What to grant: workspace:write, read:<path>, write:<path>,
+    /// net:<* | address:port | host name>, processes:<n>, open-files:<n>,
+    /// address-space-mib:<n> (docs/sandbox.md).
+    #[arg(required = true, value_name = "GRANT")]
+    grants: Vec<String>,
+    /// Grant without asking.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct RevokeArgs {
+    /// The extension, or the MCP server as `yep mcp list` names it.
+    name: String,
+    /// What to take back, as `yep grant` took it; none takes back everything you granted.
+    #[arg(value_name = "GRANT")]
+    grants: Vec<String>,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What a grant or revoke left.
+#[derive(Serialize)]
+struct Outcome {
+    name: String,
+    /// `extension`, or the MCP server's origin (`home`, `extension <name>`, `workspace`).
+    kind: String,
+    /// What this run added or took back.
+    changed: Vec<String>,
+    /// Everything the user has granted it now.
+    granted: Vec<String>,
+    /// What it runs with: its manifest's grants and the user's (the default profile beyond).
+    effective: Vec<String>,
+}
+
+/// What `name` is here: its kind, the workspace a grant for it is kept for, and its
+/// manifest's own grants.
+struct Grantee {
+    kind: String,
+    workspace: Option<String>,
+    manifest: SandboxGrants,
+}
+
+fn grantee(home: &Home, name: &str) -> anyhow::Result<Grantee> {
+    if let Some(entry) = home.lockfile()?.get(name) {
+        let manifest = entry
+            .approved()
+            .map(|m| m.sandbox)
+            .or_else(|| home.package_manifest(entry).ok().map(|m| m.sandbox))
+            .unwrap_or_default();
+        let kind = match entry.zot {
+            Some(_) => "zot extension",
+            None => "extension",
+        };
+        return Ok(Grantee {
+            kind: kind.into(),
+            workspace: None,
+            manifest,
+        });
+    }
+    let source = super::mcp::here(home)?
+        .into_iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| {
+            hinted(
+                format!(
+                    "no extension or MCP server named `{}` here",
+                    escape(name)
+                ),
+                &["`yep list` shows installed extensions, `yep mcp list` the MCP servers a session in this directory sees"],
+            )
+        })?;
+    let kind = match &source.origin {
+        Origin::Extension(ext) => format!("MCP server of extension {ext}"),
+        Origin::Home => "MCP server".into(),
+        Origin::Workspace(_) => "workspace MCP server".into(),
+    };
+    Ok(Grantee {
+        kind,
+        workspace: source.origin.workspace(),
+        manifest: SandboxGrants::default(),
+    })
+}
+
+/// The grants `tokens` name, each checked; the first bad one is the error.
+pub fn parse_all(tokens: &[String]) -> anyhow::Result<SandboxGrants> {
+    tokens.iter().try_fold(SandboxGrants::default(), |all, t| {
+        let one = SandboxGrants::parse(t).map_err(|e| {
+            hinted(
+                format!("{e}"),
+                &["docs/sandbox.md lists every grant, with examples"],
+            )
+        })?;
+        Ok(all.merged(&one))
+    })
+}
+
+pub fn grant(args: GrantArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    let who = grantee(home, &args.name)?;
+    let (new, after) = widen(home, &args.name, &who, &args.grants, args.yes)?;
+    let said = match new.is_empty() {
+        true => "nothing new: it has all of that already",
+        false => "granted; it runs with it from its next start",
+    };
+    report(&args.name, &who, new, &after, args.json, said)
+}
+
+/// Grant `name` what `tokens` name, with consent (`--yes`, or a `y` at the terminal) when it
+/// widens what it runs with: the lines granted (none when it had them all), and everything
+/// the user has granted it now.
+pub fn grant_with_consent(
+    home: &Home,
+    name: &str,
+    tokens: &[String],
+    yes: bool,
+) -> anyhow::Result<Vec<String>> {
+    let who = grantee(home, name)?;
+    Ok(widen(home, name, &who, tokens, yes)?.0)
+}
+
+fn widen(
+    home: &Home,
+    name: &str,
+    who: &Grantee,
+    tokens: &[String],
+    yes: bool,
+) -> anyhow::Result<(Vec<String>, SandboxGrants)> {
+    let asked = parse_all(tokens)?;
+    let before = home.lockfile()?.granted(name, who.workspace.as_deref());
+    let after = before.merged(&asked);
+    let new = before.merged(&who.manifest).widened_by(&after);
+    if new.is_empty() {
+        return Ok((new, before));
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "{} `{}` would run with more than its sandbox allows now:",
+        who.kind,
+        escape(name)
+    );
+    for line in &new {
+        let _ = writeln!(err, "  + {}", escape(line));
+    }
+    let mut consent = super::install::Consent::new(yes);
+    if !consent.ask(&mut err, "grant it?") {
+        let hint = if consent.asked {
+            "no terminal to ask at: review the grants above and re-run with --yes to grant them"
+        } else {
+            "nothing was granted"
+        };
+        return Err(hinted(format!("not granted: `{}`", escape(name)), &[hint]));
+    }
+    drop(err);
+    home.set_granted(name, who.workspace.as_deref(), after.clone())?;
+    Ok((new, after))
+}
+
+pub fn revoke(args: RevokeArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    let who = grantee(home, &args.name)?;
+    let before = home
+        .lockfile()?
+        .granted(&args.name, who.workspace.as_deref());
+    let after = match args.grants.is_empty() {
+        true => SandboxGrants::default(),
+        false => {
+            let named = parse_all(&args.grants)?;
+            // Only what the user granted can be taken back here: the manifest's are part of
+            // the package the user approved.
+            let held = before.lines();
+            // A limit is named by its kind (`processes:1` takes back any processes limit).
+            let kind = |l: &str| l.split(' ').take(2).collect::<Vec<_>>().join(" ");
+            let own: Vec<String> = named
+                .lines()
+                .into_iter()
+                .filter(|l| match l.starts_with("limit ") {
+                    true => !held.iter().any(|h| kind(h) == kind(l)),
+                    false => !held.contains(l),
+                })
+                .collect();
+            if let Some(line) = own.first() {
+                let why = match who.manifest.lines().contains(line) {
+                    true => format!(
+                        "`{}` is asked for by the package's own manifest, and approved with it: disable or remove the package to stop it",
+                        escape(line)
+                    ),
+                    false => "`yep list` or `yep mcp list` shows what it has".into(),
+                };
+                return Err(hinted(
+                    format!(
+                        "`{}` was not granted to `{}` with yep grant",
+                        escape(line),
+                        escape(&args.name)
+                    ),
+                    &[&why],
+                ));
+            }
+            before.without(&named)
+        }
+    };
+    let taken: Vec<String> = after.widened_by(&before);
+    home.set_granted(&args.name, who.workspace.as_deref(), after.clone())?;
+    let said = match taken.is_empty() {
+        true => "nothing to take back: you granted it nothing",
+        false => "revoked; it runs without it from its next start",
+    };
+    report(&args.name, &who, taken, &after, args.json, said)
+}
+
+fn report(
+    name: &str,
+    who: &Grantee,
+    changed: Vec<String>,
+    granted: &SandboxGrants,
+    json: bool,
+    said: &str,
+) -> anyhow::Result<ExitCode> {
+    let outcome = Outcome {
+        name: name.to_string(),
+        kind: who.kind.clone(),
+        changed,
+        granted: granted.lines(),
+        effective: who.manifest.merged(granted).lines(),
+    };
+    if json {
+        stdout_line(&serde_json::to_string(&outcome)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    stdout_line(&format!("{} `{}`: {said}", who.kind, escape(name)));
+    stdout_line(&format!("  sandbox: {}", profile_text(&outcome.effective)));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The effective profile in a line: the default profile, and each grant beyond it.
+pub fn profile_text(grants: &[String]) -> String {
+    if yep_host::sandbox::default_mode() == yep_host::sandbox::Mode::Off {
+        return "off (sandbox = \"off\": servers run with your rights)".into();
+    }
+    match grants.is_empty() {
+        true => "default profile".into(),
+        false => format!("default profile + {}", escape(&grants.join(", "))),
+    }
+}
