@@ -657,3 +657,85 @@ fn yep_mcp_add_takes_grants_with_the_server_and_refuses_one_that_is_not() {
     let lock = std::fs::read_to_string(fake.yep_home().join("extensions.lock")).unwrap_or_default();
     assert!(!lock.contains("[[grants]]"), "{lock}");
 }
+
+/// A loopback HTTP server answering every request with `body`, for as long as the test runs.
+fn http_server(body: &'static str) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn a_granted_host_name_is_reached_through_the_proxy_and_any_other_is_refused_and_told() {
+    let fake = FakeHome::new();
+    let port = http_server("hello from granted.test");
+    let pkg = granted_copy(
+        fake.tmp.path(),
+        json!({"net": [format!("granted.test:{port}")]}),
+    );
+    let install = fake.yep(&["install", pkg.to_str().unwrap(), "--yes"], "");
+    assert!(
+        text(&install.stderr).contains(&format!("net granted.test:{port}")),
+        "{}",
+        text(&install.stderr)
+    );
+    ok(&install);
+    ok(&fake.yep(&["enable", "sandbox-escape"], ""));
+    let targets = json!({
+        "url_granted": format!("http://granted.test:{port}/"),
+        "url_refused": format!("http://other.test:{port}/"),
+        "url_direct": format!("http://127.0.0.1:{port}/"),
+    });
+    let out = fake.yep_with(
+        &["session", "--json"],
+        &format!("call attempt {}\nquit\n", json!({ "targets": targets })),
+        &[
+            ("YEP_SANDBOX", "required"),
+            (
+                "YEP_EGRESS_HOSTS",
+                "granted.test=127.0.0.1,other.test=127.0.0.1",
+            ),
+        ],
+    );
+    let said = text(&out.stdout);
+    let lines: Vec<Value> = said
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let result = lines
+        .iter()
+        .find_map(|l| l.get("result"))
+        .unwrap_or_else(|| panic!("{said}\n{}", text(&out.stderr)));
+    assert_eq!(
+        result["fetch url_granted"], "ALLOWED: hello from granted.test",
+        "{result:#}"
+    );
+    let refused = result["fetch url_refused"].as_str().unwrap();
+    assert!(
+        refused.starts_with("refused: HTTP 403")
+            && refused.contains(&format!("net:other.test:{port}")),
+        "{refused}"
+    );
+    // Past the proxy, straight to the address: the kernel refuses it.
+    assert_eq!(result["fetch url_direct"], "denied: EACCES", "{result:#}");
+    // The refusal is told, naming the package, the host and the grant to add.
+    assert!(
+        said.contains(&format!("`yep grant sandbox-escape net:other.test:{port}`")),
+        "{said}"
+    );
+}

@@ -74,6 +74,15 @@ pub enum HealthEvent {
         extension: Option<String>,
         message: String,
     },
+    /// The sandbox refused what a server reached for: a host name its grants do not name,
+    /// asked of the egress proxy. `target` is what it asked for (`host:port`), `grant` the
+    /// grant that would allow it (`net:host`, as `yep grant` takes it).
+    SandboxDenied {
+        extension: String,
+        target: String,
+        grant: String,
+        message: String,
+    },
     /// This stream fell behind and missed `missed` events (they are still in `warnings()`
     /// when they were problems).
     Lagged { missed: u64 },
@@ -88,7 +97,8 @@ impl HealthEvent {
             | HealthEvent::Failed { extension, .. }
             | HealthEvent::Drifted { extension, .. }
             | HealthEvent::RefusedTool { extension, .. }
-            | HealthEvent::HookError { extension, .. } => Some(extension),
+            | HealthEvent::HookError { extension, .. }
+            | HealthEvent::SandboxDenied { extension, .. } => Some(extension),
             HealthEvent::Warning { extension, .. } => extension.as_deref(),
             HealthEvent::Lagged { .. } => None,
         }
@@ -101,6 +111,7 @@ impl HealthEvent {
             | HealthEvent::Drifted { message, .. }
             | HealthEvent::RefusedTool { message, .. }
             | HealthEvent::HookError { message, .. }
+            | HealthEvent::SandboxDenied { message, .. }
             | HealthEvent::Warning { message, .. } => Some(message),
             HealthEvent::Started { .. }
             | HealthEvent::Restarted { .. }
@@ -119,6 +130,16 @@ impl HealthEvent {
                 cap(tool);
                 cap(message);
             }
+            HealthEvent::SandboxDenied {
+                target,
+                grant,
+                message,
+                ..
+            } => {
+                cap(target);
+                cap(grant);
+                cap(message);
+            }
             HealthEvent::Started { wire, .. } | HealthEvent::Restarted { wire, .. } => cap(wire),
             HealthEvent::Lagged { .. } => {}
         }
@@ -131,6 +152,7 @@ impl HealthEvent {
             self,
             HealthEvent::Drifted { .. }
                 | HealthEvent::RefusedTool { .. }
+                | HealthEvent::SandboxDenied { .. }
                 | HealthEvent::Warning { .. }
         )
     }

@@ -49,7 +49,89 @@ pub struct Sandboxed {
     pub workspace: Option<PathBuf>,
     /// What its approval grants beyond the default profile.
     pub grants: crate::manifest::SandboxGrants,
+    /// The name `yep grant` knows it by: what its egress proxy's refusals name.
+    pub name: String,
+    /// Told of each refusal the host sees (a host name its grants do not name, asked of its
+    /// egress proxy).
+    pub on_denied: Option<DeniedSink>,
 }
+
+/// Where the sandbox's refusals go ([`Sandboxed::on_denied`]).
+#[derive(Clone)]
+pub struct DeniedSink(pub Arc<dyn Fn(crate::sandbox::Denial) + Send + Sync>);
+
+impl std::fmt::Debug for DeniedSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeniedSink")
+    }
+}
+
+/// A package's proxy for the host names it was granted, where this build has one.
+#[cfg(feature = "egress")]
+type Egress = crate::egress::EgressProxy;
+#[cfg(not(feature = "egress"))]
+type Egress = ();
+
+/// Start the egress proxy for `profile`'s host names: its port joins the ports the sandbox
+/// lets it reach. `Ok(None)` where this build has no proxy (the caller says so).
+#[cfg(feature = "egress")]
+fn start_egress(
+    profile: &mut crate::sandbox::Profile,
+    sandboxed: &Sandboxed,
+) -> std::io::Result<Option<Egress>> {
+    let on_denied = sandboxed.on_denied.clone();
+    let name = sandboxed.name.clone();
+    let report = Arc::new(move |refused: crate::egress::Refusal| {
+        if let Some(sink) = &on_denied {
+            (sink.0)(crate::sandbox::Denial {
+                target: format!("{}:{}", refused.host, refused.port),
+                message: format!(
+                    "{refused}: `yep grant {} {}`",
+                    crate::text::escape(&name),
+                    crate::text::escape(&refused.grant)
+                ),
+                grant: refused.grant,
+            })
+        }
+    });
+    let allowed = crate::egress::Allowed::from_grants(profile.egress.iter().map(String::as_str));
+    let proxy = crate::egress::EgressProxy::start(&sandboxed.name, allowed, report)?;
+    match &mut profile.net {
+        crate::sandbox::Net::Ports(ports) => ports.push(proxy.port()),
+        net @ crate::sandbox::Net::None => *net = crate::sandbox::Net::Ports(vec![proxy.port()]),
+        crate::sandbox::Net::Any => {}
+    }
+    Ok(Some(proxy))
+}
+
+#[cfg(not(feature = "egress"))]
+fn start_egress(
+    _profile: &mut crate::sandbox::Profile,
+    _sandboxed: &Sandboxed,
+) -> std::io::Result<Option<Egress>> {
+    Ok(None)
+}
+
+/// The environment that sends a sandboxed process's HTTP through its proxy: loopback stays
+/// direct (its ports are grants of their own).
+#[cfg(feature = "egress")]
+fn egress_env(proxy: &Egress) -> Vec<(String, String)> {
+    let mut env = proxy.env();
+    for (k, v) in env.iter_mut() {
+        if k.eq_ignore_ascii_case("no_proxy") {
+            *v = "localhost,127.0.0.1,::1".into();
+        }
+    }
+    env
+}
+
+#[cfg(not(feature = "egress"))]
+fn egress_env(_proxy: &Egress) -> Vec<(String, String)> {
+    Vec::new()
+}
+
+/// What is missing where this build has no egress proxy.
+const NO_EGRESS: &str = "network by host name (this build has no egress proxy)";
 
 /// Env values can be secrets: Debug shows their names only.
 impl std::fmt::Debug for SpawnSpec {
@@ -110,6 +192,8 @@ pub struct ServerProcess {
     pub sandbox: Option<Containment>,
     /// Its private temp dir, removed with it.
     _tmp: Option<crate::sandbox::TmpDir>,
+    /// Its egress proxy, stopped with it.
+    _egress: Option<Egress>,
     /// Its pids cgroup (v1), removed with it.
     _pids: Option<crate::sandbox::PidsLimit>,
 }
@@ -164,6 +248,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     }
     let program = resolve_program(spec);
     // The sandbox is built here, before the fork: the child only applies it.
+    let mut egress_gap = false;
     let contained = match &spec.sandbox {
         Some(sandboxed) if sandboxed.mode != crate::sandbox::Mode::Off => {
             let stem = spec
@@ -181,10 +266,27 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
                 workspace: sandboxed.workspace.as_deref(),
                 tmp_dir: tmp.path(),
             });
-            let profile = profile.granted(&sandboxed.grants, sandboxed.workspace.as_deref());
+            let mut profile = profile.granted(&sandboxed.grants, sandboxed.workspace.as_deref());
+            // Host names are reached through a proxy of its own, or not at all.
+            let egress = match profile.egress.is_empty() {
+                true => None,
+                false => match start_egress(&mut profile, sandboxed).map_err(err)? {
+                    Some(proxy) => Some(proxy),
+                    None if sandboxed.mode == crate::sandbox::Mode::Required => {
+                        let refused = crate::sandbox::SandboxError::Unsupported {
+                            missing: vec![NO_EGRESS],
+                        };
+                        return Err(err(std::io::Error::other(refused)));
+                    }
+                    None => {
+                        egress_gap = true;
+                        None
+                    }
+                },
+            };
             crate::sandbox::prepare(&profile, sandboxed.mode)
                 .map_err(|e| err(std::io::Error::other(e)))?
-                .map(|prepared| (Arc::new(prepared), tmp, profile))
+                .map(|prepared| (Arc::new(prepared), tmp, profile, egress))
         }
         _ => None,
     };
@@ -196,7 +298,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if let Some((_, tmp, _)) = &contained {
+    if let Some((_, tmp, _, _)) = &contained {
         // Nothing of the user's own environment (tokens, keys, the agent's variables): what
         // programs need, then the package's own config and secrets (`spec.env`).
         cmd.env_clear();
@@ -210,6 +312,10 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     // (a drift); a server's own env can still say otherwise.
     cmd.env("PYTHONDONTWRITEBYTECODE", "1");
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    // After the package's own env: its proxy is the one way out by name.
+    if let Some(proxy) = contained.as_ref().and_then(|c| c.3.as_ref()) {
+        cmd.envs(egress_env(proxy));
+    }
     #[cfg(unix)]
     cmd.process_group(0);
     // Its own cgroup, joined before exec: a grandchild that leaves the process group with
@@ -218,10 +324,13 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     let procs = cgroup.as_ref().and_then(|c| c.procs_fd());
     // A sandboxed server's processes are bounded: in its own cgroup (v2), else in a pids
     // cgroup of its own (v1).
-    let mut missing = contained.as_ref().map(|(p, _, _)| p.missing.clone());
+    let mut missing = contained.as_ref().map(|(p, _, _, _)| p.missing.clone());
+    if let Some(m) = missing.as_mut().filter(|_| egress_gap) {
+        m.push(NO_EGRESS);
+    }
     let pids = match (&contained, &cgroup) {
-        (Some((p, _, _)), Some(c)) if c.limit_pids(p.limits().processes) => None,
-        (Some((p, _, _)), _) => {
+        (Some((p, _, _, _)), Some(c)) if c.limit_pids(p.limits().processes) => None,
+        (Some((p, _, _, _)), _) => {
             let limit = crate::sandbox::PidsLimit::create(p.limits().processes);
             if limit.is_none() {
                 let what = "the process limit (no pids cgroup it may write)";
@@ -262,7 +371,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         }
     }
     // After joining the cgroup (which the sandbox would refuse): the sandbox, last.
-    if let Some((prepared, _, _)) = &contained {
+    if let Some((prepared, _, _, _)) = &contained {
         let prepared = Arc::clone(prepared);
         // SAFETY: `apply` makes system calls on what was built before the fork, and
         // allocates nothing.
@@ -291,6 +400,18 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         }
         let _ = exit_tx.send(status);
     });
+    let (sandbox, tmp, egress) = match contained {
+        Some((_, tmp, profile, egress)) => (
+            Some(Containment {
+                profile,
+                workspace: spec.sandbox.as_ref().and_then(|s| s.workspace.clone()),
+                missing: missing.unwrap_or_default(),
+            }),
+            Some(tmp),
+            egress,
+        ),
+        None => (None, None, None),
+    };
     Ok(Spawned {
         process: ServerProcess {
             pid,
@@ -299,12 +420,9 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
             exit,
             stderr: tail,
             log_path: spec.log_path.clone(),
-            sandbox: contained.as_ref().map(|(_, _, profile)| Containment {
-                profile: profile.clone(),
-                workspace: spec.sandbox.as_ref().and_then(|s| s.workspace.clone()),
-                missing: missing.unwrap_or_default(),
-            }),
-            _tmp: contained.map(|(_, tmp, _)| tmp),
+            sandbox,
+            _egress: egress,
+            _tmp: tmp,
             _pids: pids,
         },
         stdin,

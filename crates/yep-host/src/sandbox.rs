@@ -409,6 +409,18 @@ fn join(ports: &[u16]) -> String {
         .join(", ")
 }
 
+/// Something the sandbox refused a server that the host saw (a host name asked of its egress
+/// proxy): told as [`crate::HealthEvent::SandboxDenied`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denial {
+    /// What it reached for (`host:port`).
+    pub target: String,
+    /// The grant that would allow it, as `yep grant` takes it.
+    pub grant: String,
+    /// The sentence to tell, naming the server, the target and the command that grants it.
+    pub message: String,
+}
+
 /// Whether `dir` is the root, the user's home, or a directory that holds the home: a rule on
 /// it would open everything the profile keeps out.
 fn holds_home(dir: &Path) -> bool {

@@ -615,6 +615,20 @@ impl Extension {
         Ok(self.live().await?.offer().clone())
     }
 
+    /// Where its sandbox's refusals go: the health stream, naming it.
+    fn denied_sink(&self) -> crate::process::DeniedSink {
+        let events = Arc::clone(&self.events);
+        let extension = self.spec.name.clone();
+        crate::process::DeniedSink(Arc::new(move |denial: crate::sandbox::Denial| {
+            events.health(HealthEvent::SandboxDenied {
+                extension: extension.clone(),
+                target: denial.target,
+                grant: denial.grant,
+                message: denial.message,
+            })
+        }))
+    }
+
     fn spawn_error(&self, error: std::io::Error) -> ExtensionError {
         ExtensionError::Spawn {
             extension: self.spec.name.clone(),
@@ -652,6 +666,8 @@ impl Extension {
                         data_dir: spec.data_dir.clone(),
                         workspace: Some(workspace.clone()),
                         grants: spec.sandbox_grants.clone(),
+                        name: spec.grant_name.clone().unwrap_or_else(|| spec.name.clone()),
+                        on_denied: Some(self.denied_sink()),
                     }),
                 })
                 .map_err(|e| self.spawn_error(e.source))?;
