@@ -58,7 +58,7 @@ fn servers_added_to_the_home_are_listed_without_their_secrets_and_reached_in_a_s
         json!([
             {"name": "files", "source": "home", "type": "stdio", "command": server,
              "args": ["--pipes"], "env": {}, "headers": {}, "approval": "approved",
-             "state": "configured", "log": home.join("logs/mcp.files.log")},
+             "state": "configured", "log": home.join("logs/mcp.files.log"), "sandbox": []},
             {"name": "remote", "source": "home", "type": "http", "args": [], "env": {},
              "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "(secret)"},
              "approval": "MCP server `remote` has no approved tool list, so it does not start; approve it with `yep trust remote`",

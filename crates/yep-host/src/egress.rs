@@ -541,7 +541,7 @@ async fn answer(
     let connect = request.method() == Method::CONNECT;
     let (host, port) = match requested(&request, connect) {
         Ok(target) => target,
-        Err(why) => return text(StatusCode::BAD_REQUEST, why),
+        Err(why) => return text(StatusCode::BAD_REQUEST, why.to_string()),
     };
     if !shared.allowed.allows_normalized(&host, port) {
         let refusal = Refusal::new(&shared.package, &host, port);
@@ -578,33 +578,40 @@ async fn answer(
     }
 }
 
+/// Why a request cannot be served: its text is the answer's body.
+#[derive(Debug, thiserror::Error)]
+enum BadRequest {
+    #[error("CONNECT needs host:port")]
+    ConnectTarget,
+    #[error(
+        "this is yep's egress proxy: ask for an absolute URI (http://host/path), or CONNECT host:port"
+    )]
+    NotAbsolute,
+    #[error("yep's egress proxy forwards http:// URIs; for {0} use CONNECT")]
+    Scheme(String),
+    #[error("{0:?} is not a host name")]
+    Host(String),
+}
+
 /// The normalized host and the port a request asks for, or why it cannot be served.
-fn requested(request: &Request<Incoming>, connect: bool) -> Result<(String, u16), String> {
+fn requested(request: &Request<Incoming>, connect: bool) -> Result<(String, u16), BadRequest> {
     let uri = request.uri();
     let Some(authority) = uri.authority() else {
-        return Err(if connect {
-            "CONNECT needs host:port".to_string()
-        } else {
-            "this is yep's egress proxy: ask for an absolute URI (http://host/path), or CONNECT host:port".to_string()
+        return Err(match connect {
+            true => BadRequest::ConnectTarget,
+            false => BadRequest::NotAbsolute,
         });
     };
     let port = if connect {
-        authority
-            .port_u16()
-            .ok_or_else(|| "CONNECT needs host:port".to_string())?
+        authority.port_u16().ok_or(BadRequest::ConnectTarget)?
     } else {
         match uri.scheme_str() {
             Some("http") => authority.port_u16().unwrap_or(80),
-            _ => {
-                return Err(format!(
-                    "yep's egress proxy forwards http:// URIs; for {} use CONNECT",
-                    shown(uri.scheme_str().unwrap_or(""))
-                ));
-            }
+            _ => return Err(BadRequest::Scheme(shown(uri.scheme_str().unwrap_or("")))),
         }
     };
     let host = normalize_host(authority.host())
-        .ok_or_else(|| format!("{:?} is not a host name", shown(authority.host())))?;
+        .ok_or_else(|| BadRequest::Host(shown(authority.host())))?;
     Ok((host, port))
 }
 

@@ -79,9 +79,10 @@ pub fn set_default_mode(mode: Mode) {
 
 static DEFAULT_MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(2);
 
-/// The mode when neither the home nor `$YEP_SANDBOX` names one. `off` until packages can
-/// declare what they need beyond the default profile (grants) and users can approve it:
-/// until then `best-effort` and `required` are opted into, per home or per run.
+/// The mode when neither the home nor `$YEP_SANDBOX` names one. `off` for now: every kind
+/// of server can be granted what it needs, and `best-effort` becomes the default next
+/// (docs/sandbox.md); until then `best-effort` and `required` are opted into, per home or
+/// per run.
 pub const UNSET_MODE: Mode = Mode::Off;
 
 /// The mode for `home`: `$YEP_SANDBOX` when set, else its `sandbox` setting, else
