@@ -237,7 +237,14 @@ fn a_workspace_server_waits_for_yep_trust_and_a_changed_one_is_withheld_until_tr
         !marker.exists(),
         "`yep trust` ran the server before it was approved"
     );
-    let trusting = common::yep_in(&ws, &home, &["trust", "sdk", "--yes", "--json"], "");
+    // Its state and marker files are outside its sandbox's default profile: granted with it.
+    let grant = format!("write:{}", tmp.path().display());
+    let trusting = common::yep_in(
+        &ws,
+        &home,
+        &["trust", "sdk", "--yes", "--json", "--grant", &grant],
+        "",
+    );
     let trusted: Value = serde_json::from_str(&ok(&trusting)).unwrap();
     assert_eq!(trusted["approved"], true);
     // Running it and approving its tools are two questions, one `--yes`: said once.
@@ -587,7 +594,13 @@ fn a_workspace_server_named_like_a_home_server_never_shadows_it_and_logs_are_its
         "{logs:?}"
     );
     // Run `docs` in `a` (approved, it starts and fails): its words are in its log alone.
-    let _ = common::yep_in(&a, &home, &["trust", "docs", "--yes"], "");
+    // Its `ran.txt` goes into the workspace: granted with the approval.
+    let _ = common::yep_in(
+        &a,
+        &home,
+        &["trust", "docs", "--yes", "--grant", "workspace:write"],
+        "",
+    );
     assert!(a.join("ran.txt").exists(), "docs ran once approved");
     let docs = std::fs::read_to_string(&logs[1]).unwrap();
     assert!(
@@ -618,11 +631,18 @@ fn a_pulled_change_to_an_approved_workspace_servers_code_asks_again_before_it_ru
     );
     let runs = || std::fs::read_to_string(clone.join("runs.log")).unwrap_or_default();
 
-    // Approved as it is: it runs.
+    // Approved as it is (granted the workspace it logs its runs to): it runs.
     let trusted: Value = serde_json::from_str(&ok(&common::yep_in(
         &clone,
         &home,
-        &["trust", "tools", "--yes", "--json"],
+        &[
+            "trust",
+            "tools",
+            "--yes",
+            "--json",
+            "--grant",
+            "workspace:write",
+        ],
         "",
     )))
     .unwrap();
@@ -795,6 +815,9 @@ fn a_huge_tool_list_is_refused_at_add_naming_the_cap_and_read_no_further() {
             "mcp",
             "add",
             "huge",
+            // It counts what it served in a file beside the home: granted.
+            "--grant",
+            &format!("write:{}", tmp.path().display()),
             "--",
             "python3",
             server.to_str().unwrap(),

@@ -739,3 +739,25 @@ fn a_granted_host_name_is_reached_through_the_proxy_and_any_other_is_refused_and
         "{said}"
     );
 }
+
+#[test]
+fn with_no_setting_a_server_runs_sandboxed_best_effort() {
+    let fake = FakeHome::new();
+    let escape = fixture("sandbox-escape");
+    ok(&fake.yep(&["install", escape.to_str().unwrap(), "--yes"], ""));
+    ok(&fake.yep(&["enable", "sandbox-escape"], ""));
+    let targets = json!({"ssh_key": fake.home().join(".ssh/id_ed25519")});
+    // `$YEP_SANDBOX` empty and no `sandbox` in settings.toml: the default.
+    let out = fake.yep_with(
+        &["session", "--json"],
+        &format!("call attempt {}\nquit\n", json!({ "targets": targets })),
+        &[("YEP_SANDBOX", "")],
+    );
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("\"read ssh_key\":\"denied: EACCES\""),
+        "{said}"
+    );
+    let listed = ok(&fake.yep_with(&["list"], "", &[("YEP_SANDBOX", "")]));
+    assert!(listed.contains("  sandbox: default profile\n"), "{listed}");
+}

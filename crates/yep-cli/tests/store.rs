@@ -1479,6 +1479,16 @@ server.serve()
 fn install_configured_reporter(env: &Env) {
     let pkg = reporting_package(env);
     env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    // Its server imports the SDK from this repository, outside its sandbox's default
+    // profile: granted, as a user would.
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk/python");
+    let sdk = sdk.canonicalize().unwrap();
+    env.ok(&[
+        "grant",
+        "reporter",
+        &format!("read:{}", sdk.display()),
+        "--yes",
+    ]);
     env.ok(&["config", "set", "reporter", "region", "eu"]);
     let stored = yep_with_stdin(
         &env.home(),

@@ -42,9 +42,15 @@ impl Env {
         self.yep_env(args, "", &[])
     }
 
-    /// The CLI with `stdin` as its input and `env` added (the extension inherits it).
+    /// The CLI with `stdin` as its input and `env` added (the extension inherits it). A
+    /// sandboxed extension inherits none of the user's environment, so a fixture steered by
+    /// `env` runs unsandboxed; containment has its own tests (tests/sandbox.rs).
     fn yep_env(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-        common::yep_with_env(&self.home(), args, stdin, env)
+        let mut env = env.to_vec();
+        if !env.is_empty() {
+            env.push(("YEP_SANDBOX", "off"));
+        }
+        common::yep_with_env(&self.home(), args, stdin, &env)
     }
 
     /// `yep session --json` fed `script`: one JSON value per command (warnings apart).
@@ -857,7 +863,21 @@ fn a_first_install_asks_before_it_runs_the_extension_and_refuses_one_that_rewrit
         ),
     )
     .unwrap();
+    // Under the sandbox the OS refuses the write, and says so.
     let out = env.yep(&["install", src.to_str().unwrap(), "--yes"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("Permission denied: 'stamp.txt'") && err.contains("it ran in the sandbox"),
+        "{err}"
+    );
+    assert!(!env.home().join("extensions/todo-panel").exists());
+    // Without it, the store sees its files changed.
+    let out = env.yep_env(
+        &["install", src.to_str().unwrap(), "--yes"],
+        "",
+        &[("YEP_SANDBOX", "off")],
+    );
     assert!(!out.status.success());
     let err = text(&out.stderr);
     assert!(err.contains("it changed its own files when run"), "{err}");

@@ -77,13 +77,11 @@ pub fn set_default_mode(mode: Mode) {
     DEFAULT_MODE.store(n, std::sync::atomic::Ordering::Relaxed);
 }
 
-static DEFAULT_MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(2);
+static DEFAULT_MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
 
-/// The mode when neither the home nor `$YEP_SANDBOX` names one. `off` for now: every kind
-/// of server can be granted what it needs, and `best-effort` becomes the default next
-/// (docs/sandbox.md); until then `best-effort` and `required` are opted into, per home or
-/// per run.
-pub const UNSET_MODE: Mode = Mode::Off;
+/// The mode when neither the home nor `$YEP_SANDBOX` names one: everything the kernel can
+/// enforce, and a warning for what it cannot.
+pub const UNSET_MODE: Mode = Mode::BestEffort;
 
 /// The mode for `home`: `$YEP_SANDBOX` when set, else its `sandbox` setting, else
 /// [`UNSET_MODE`].
@@ -364,11 +362,19 @@ impl Profile {
             {
                 return Some(format!("net:{addr}"));
             }
-            let path = line.split_whitespace().find_map(|word| {
-                let word = word.trim_end_matches([':', ',', ';', ')']);
-                let word = word.trim_matches(['\'', '"', '`']);
-                word.starts_with('/').then(|| PathBuf::from(word))
+            // A quoted path is the one denied (`python3: can't open file '/x'`); else the
+            // first bare one (`sh: 1: cannot create /x: Permission denied`).
+            let words: Vec<&str> = line
+                .split_whitespace()
+                .map(|w| w.trim_end_matches([':', ',', ';', ')']))
+                .collect();
+            let quoted = words.iter().find_map(|w| {
+                let bare = w.trim_matches(['\'', '"', '`']);
+                (bare.len() < w.len() && bare.starts_with('/')).then_some(bare)
             });
+            let path = quoted
+                .or_else(|| words.iter().copied().find(|w| w.starts_with('/')))
+                .map(PathBuf::from);
             if let Some(path) = path {
                 return self.grant_for(workspace, &path);
             }
@@ -509,6 +515,13 @@ fn toolchain(program: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
             }
         }
     }
+    // Where the user told the interpreters to look for modules (an SDK checked out, say):
+    // each directory by itself.
+    for var in ["PYTHONPATH", "NODE_PATH"] {
+        if let Some(paths) = std::env::var_os(var) {
+            read.extend(std::env::split_paths(&paths).filter(|d| d.is_absolute() && d.is_dir()));
+        }
+    }
     // cargo's and rustc's proxies in `~/.cargo/bin` run the toolchains of rustup's home.
     if let Some(h) = &home {
         // A pip `--user` install (the MCP SDK, say) lives in `~/.local/lib/pythonX.Y`.
@@ -570,6 +583,9 @@ pub const ENV_ALLOWED: &[&str] = &[
     "RUSTUP_TOOLCHAIN",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
+    // Where the interpreters find modules: their directories are read as the toolchain's.
+    "PYTHONPATH",
+    "NODE_PATH",
 ];
 
 /// The host environment, scrubbed to [`ENV_ALLOWED`] and the locale's `LC_*`.

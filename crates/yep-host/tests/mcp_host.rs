@@ -60,8 +60,19 @@ impl World {
             .unwrap()
     }
 
-    /// Approve `name` as it is now, as `yep mcp add` and `yep trust` do.
+    /// Approve `name` as it is now, as `yep mcp add` and `yep trust` do. Its scripts write
+    /// markers beside the workspace and run this crate's test servers: granted first, as
+    /// `yep trust --grant` does.
     async fn approve(&self, name: &str) -> Vec<String> {
+        let granted = yep_host::store::grants::SandboxGrants {
+            write: vec![self.dir.path().display().to_string()],
+            read: vec![concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp").to_string()],
+            ..Default::default()
+        };
+        let workspace = self.source(name).origin.workspace();
+        self.home
+            .set_granted(name, workspace.as_deref(), granted)
+            .unwrap();
         let tools = approve(
             &self.home,
             &self.source(name),

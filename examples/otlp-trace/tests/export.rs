@@ -40,6 +40,11 @@ async fn lifecycle_events_become_otlp_spans_with_the_secret_as_a_bearer_token() 
     )
     .unwrap();
     home.set_enabled("otlp-trace", true).unwrap();
+    // Its collector is the user's to choose, and the user grants it (`yep grant otlp-trace
+    // net:127.0.0.1:PORT`): the sandbox lets it reach nothing else.
+    let port = url.rsplit(':').next().unwrap().trim_end_matches('/');
+    let net = yep_host::store::grants::SandboxGrants::parse(&format!("net:127.0.0.1:{port}"));
+    home.set_granted("otlp-trace", None, net.unwrap()).unwrap();
     let m = Manifest::load(&home.package_dir("otlp-trace")).unwrap();
     config::set_plain(&home, &m, "endpoint", json!(url)).unwrap();
     config::set_plain(&home, &m, "service_name", json!("agent-under-test")).unwrap();

@@ -117,7 +117,8 @@ pub fn parse_all(tokens: &[String]) -> anyhow::Result<SandboxGrants> {
 
 pub fn grant(args: GrantArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let who = grantee(home, &args.name)?;
-    let (new, after) = widen(home, &args.name, &who, &args.grants, args.yes)?;
+    let mut consent = super::install::Consent::new(args.yes);
+    let (new, after) = widen(home, &args.name, &who, &args.grants, &mut consent)?;
     let said = match new.is_empty() {
         true => "nothing new: it has all of that already",
         false => "granted; it runs with it from its next start",
@@ -125,17 +126,16 @@ pub fn grant(args: GrantArgs, home: &Home) -> anyhow::Result<ExitCode> {
     report(&args.name, &who, new, &after, args.json, said)
 }
 
-/// Grant `name` what `tokens` name, with consent (`--yes`, or a `y` at the terminal) when it
-/// widens what it runs with: the lines granted (none when it had them all), and everything
-/// the user has granted it now.
+/// Grant `name` what `tokens` name, with `consent` (`--yes`, or a `y` at the terminal) when
+/// it widens what it runs with: the lines granted (none when it had them all).
 pub fn grant_with_consent(
     home: &Home,
     name: &str,
     tokens: &[String],
-    yes: bool,
+    consent: &mut super::install::Consent,
 ) -> anyhow::Result<Vec<String>> {
     let who = grantee(home, name)?;
-    Ok(widen(home, name, &who, tokens, yes)?.0)
+    Ok(widen(home, name, &who, tokens, consent)?.0)
 }
 
 fn widen(
@@ -143,7 +143,7 @@ fn widen(
     name: &str,
     who: &Grantee,
     tokens: &[String],
-    yes: bool,
+    consent: &mut super::install::Consent,
 ) -> anyhow::Result<(Vec<String>, SandboxGrants)> {
     let asked = parse_all(tokens)?;
     let before = home.lockfile()?.granted(name, who.workspace.as_deref());
@@ -162,7 +162,6 @@ fn widen(
     for line in &new {
         let _ = writeln!(err, "  + {}", escape(line));
     }
-    let mut consent = super::install::Consent::new(yes);
     if !consent.ask(&mut err, "grant it?") {
         let hint = if consent.asked {
             "no terminal to ask at: review the grants above and re-run with --yes to grant them"

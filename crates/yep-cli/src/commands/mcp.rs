@@ -492,8 +492,9 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         .as_ref()
         .is_none_or(|s| matches!(s.origin, Origin::Workspace(_)));
     // Grants named with the approval are asked for first: its run to list tools has them.
+    let mut consent = super::install::Consent::new(args.yes);
     if !args.grants.is_empty() && (source.is_some() || zot) {
-        super::grant::grant_with_consent(home, &args.name, &args.grants, args.yes)?;
+        super::grant::grant_with_consent(home, &args.name, &args.grants, &mut consent)?;
     }
     if zot && workspace_named {
         let update = super::install::UpdateArgs::only(&args.name, args.yes, args.json);
@@ -524,7 +525,6 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
             )],
         ));
     }
-    let mut consent = super::install::Consent::new(args.yes);
     let refused = |consent: &super::install::Consent, what: &str| {
         let hint = if consent.asked {
             format!("no terminal to ask at: review {what} above and re-run with --yes to approve")

@@ -249,7 +249,9 @@ pub fn zot_dir(
     log_dir: &Path,
     supervisor: &SupervisorOptions,
 ) -> Option<(ServerSpec, SupervisorOptions)> {
-    let spec = crate::dialect::zot::probe::dir_spec(extension, dir, workspace_root, log_dir)?;
+    let mut spec = crate::dialect::zot::probe::dir_spec(extension, dir, workspace_root, log_dir)?;
+    // As under zot, its directory is its data dir: an author's work in progress writes there.
+    spec.data_dir = Some(dir.to_path_buf());
     let mut supervisor = supervisor.clone();
     zot_wire(&mut supervisor);
     Some((spec, supervisor))

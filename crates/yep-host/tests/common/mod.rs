@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use yep_host::capability::{Answer, LogLevel, Question, Status};
 use yep_host::rpc::BoxFuture;
+use yep_host::store::grants::SandboxGrants;
 use yep_host::{Events, Extension, Grants, ServerSpec, SupervisorOptions};
 
 /// `target/<profile>`, found from this test binary (`target/<profile>/deps/<test>`).
@@ -80,7 +81,13 @@ impl Fixture {
             grants: Grants::ALL,
             // Unchecked: these tests drive servers with whatever arguments they like.
             tool_schemas: Default::default(),
-            sandbox_grants: Default::default(),
+            // The scripts these tests run write pid files and markers beside them and exec
+            // the workspace's built servers: granted, as an embedder grants its servers.
+            sandbox_grants: SandboxGrants {
+                write: vec![self.dir.path().display().to_string()],
+                read: vec![target_dir().display().to_string()],
+                ..SandboxGrants::default()
+            },
             grant_name: None,
         }
     }
@@ -199,7 +206,9 @@ pub fn install_fixture(
     config["name"] = serde_json::json!(name);
     facet["capabilityServer"] =
         serde_json::json!({"command": fixture_bin(), "args": [config.to_string()]});
-    let manifest = serde_json::json!({"name": name, "version": "1.0.0", "description": format!("{name} fixture"), "yolop": facet});
+    // What the fixture logs (hook fires, markers) goes beside `src`: granted.
+    let beside = src.parent().unwrap_or(src).display().to_string();
+    let manifest = serde_json::json!({"name": name, "version": "1.0.0", "description": format!("{name} fixture"), "yolop": facet, "sandbox": {"write": [beside]}});
     install_manifest(home, src, manifest);
 }
 
