@@ -192,6 +192,9 @@ pub struct SupervisorOptions {
     pub interactive_ui: bool,
     /// The OS sandbox a spawned server runs in ([`crate::sandbox`]).
     pub sandbox: crate::sandbox::Mode,
+    /// Run it outside the sandbox under `strace`, to learn what it needs
+    /// ([`crate::learn`]; `yep doctor --sandbox-learn`).
+    pub learn: Option<Arc<crate::learn::Learning>>,
 }
 
 impl Default for SupervisorOptions {
@@ -212,6 +215,7 @@ impl Default for SupervisorOptions {
             tap: None,
             interactive_ui: false,
             sandbox: crate::sandbox::default_mode(),
+            learn: None,
         }
     }
 }
@@ -668,6 +672,7 @@ impl Extension {
                         grants: spec.sandbox_grants.clone(),
                         name: spec.grant_name.clone().unwrap_or_else(|| spec.name.clone()),
                         on_denied: Some(self.denied_sink()),
+                        learn: self.opts.learn.clone(),
                     }),
                 })
                 .map_err(|e| self.spawn_error(e.source))?;
