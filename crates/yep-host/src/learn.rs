@@ -203,9 +203,7 @@ fn parse_trace(reader: impl BufRead, cwd: &Path) -> Touches {
             }
             None => rest,
         };
-        if let Some(touch) = parse_call(call, cwd) {
-            out.touches.insert(touch);
-        }
+        out.touches.extend(parse_call(call, cwd));
     }
     out
 }
@@ -220,8 +218,13 @@ struct Arg {
     decoration: Option<String>,
 }
 
-/// `name(args) = result`, as far as this module needs it.
-fn parse_call(line: &str, cwd: &Path) -> Option<Touch> {
+/// `name(args) = result`, as far as this module needs it: what it touched (a rename, both
+/// directories).
+fn parse_call(line: &str, cwd: &Path) -> Vec<Touch> {
+    parse_call_in(line, cwd).unwrap_or_default()
+}
+
+fn parse_call_in(line: &str, cwd: &Path) -> Option<Vec<Touch>> {
     let open = line.find('(')?;
     let name = &line[..open];
     if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
@@ -269,7 +272,7 @@ fn parse_call(line: &str, cwd: &Path) -> Option<Touch> {
             Touch::Read(path)
         })
     };
-    match name {
+    let one = match name {
         "connect" => {
             // Only TCP: Landlock's network rules cover nothing else.
             let fd = args.first()?.decoration.as_deref()?;
@@ -280,18 +283,32 @@ fn parse_call(line: &str, cwd: &Path) -> Option<Touch> {
             connect_target(&args.get(1)?.text)
         }
         _ if !tried => None,
+        // Both directories change: the source's loses an entry, the target's gains one.
+        "rename" => {
+            return Some(
+                [args.first(), args.get(1)]
+                    .into_iter()
+                    .filter_map(|a| file(path_at(None, a), true))
+                    .collect(),
+            );
+        }
+        "renameat" | "renameat2" => {
+            return Some(
+                [(args.first(), args.get(1)), (args.get(2), args.get(3))]
+                    .into_iter()
+                    .filter_map(|(d, a)| file(path_at(d, a), true))
+                    .collect(),
+            );
+        }
         "open" => file(path_at(None, args.first()), writes(args.get(1))),
         "creat" => file(path_at(None, args.first()), true),
         "openat" | "openat2" => file(path_at(args.first(), args.get(1)), writes(args.get(2))),
         "execve" => file(path_at(None, args.first()), false),
         "mkdir" | "unlink" => file(path_at(None, args.first()), true),
         "mkdirat" | "unlinkat" => file(path_at(args.first(), args.get(1)), true),
-        // The source's directory loses an entry too: the target's is enough to tell it here,
-        // and the source's is seen when it was made.
-        "rename" => file(path_at(None, args.get(1)), true),
-        "renameat" | "renameat2" => file(path_at(args.get(2), args.get(3)), true),
         _ => None,
-    }
+    };
+    Some(one.into_iter().collect())
 }
 
 /// The arguments up to the call's closing parenthesis, and what follows it.
@@ -574,6 +591,7 @@ mod tests {
 100 openat(AT_FDCWD</srv/ws>, "/proc/100/status", O_RDONLY) = 5</proc/100/status>
 100 connect(3<TCP:[1]>, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("127.0.0.1")}, 16) = -1 ECONNREFUSED (Connection refused)
 100 connect(4<TCPv6:[2]>, {sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "::1", &sin6_addr), sin6_scope_id=0}, 28) = 0
+101 rename("/opt/old/a", "/var/new/a") = 0
 100 connect(5<UDP:[3]>, {sa_family=AF_INET, sin_port=htons(53), sin_addr=inet_addr("127.0.0.53")}, 16) = 0
 "#;
 
@@ -586,6 +604,8 @@ mod tests {
             Touch::Write("/srv/state/a.txt".into()),
             Touch::Write("/srv/cache-x".into()),
             Touch::Write("/srv/ws/out.txt".into()),
+            Touch::Write("/opt/old/a".into()),
+            Touch::Write("/var/new/a".into()),
             Touch::Read("/proc/100/status".into()),
             Touch::Connect("127.0.0.1".parse().unwrap(), 8080),
             Touch::Connect("::1".parse().unwrap(), 443),
@@ -601,6 +621,7 @@ mod tests {
         let t = parse_trace(TRACE.as_bytes(), Path::new("/nowhere"));
         let profile = Profile {
             read: vec!["/usr".into(), "/etc".into()],
+            write: vec!["/opt".into(), "/var".into()],
             net: Net::Ports(vec![443]),
             ..Profile::default()
         };
