@@ -761,3 +761,166 @@ fn with_no_setting_a_server_runs_sandboxed_best_effort() {
     let listed = ok(&fake.yep_with(&["list"], "", &[("YEP_SANDBOX", "")]));
     assert!(listed.contains("  sandbox: default profile\n"), "{listed}");
 }
+
+/// `tests/fixtures/needs-grants` copied to `dir`, told to write into `state` and connect to
+/// `port` as it starts, its plugin.json's `sandbox` key `grants` (when given).
+fn needs_grants(dir: &Path, state: &Path, port: u16, grants: Option<Value>) -> PathBuf {
+    let pkg = dir.join("needs-grants");
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/needs-grants");
+    for file in ["server.py", "bin/server"] {
+        std::fs::copy(from.join(file), pkg.join(file)).unwrap();
+    }
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(from.join("plugin.json")).unwrap()).unwrap();
+    manifest["yolop"]["capabilityServer"]["args"] =
+        json!(["--state-dir", state, "--port", port.to_string()]);
+    if let Some(grants) = grants {
+        manifest["sandbox"] = grants;
+    }
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    pkg
+}
+
+/// `yep doctor args --json`, read.
+fn doctor_json(fake: &FakeHome, args: &[&str]) -> Value {
+    let mut all = vec!["doctor"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = fake.yep(&all, "");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)))
+}
+
+#[test]
+fn sandbox_learn_proposes_the_grants_a_server_needs_and_none_the_default_profile_allows() {
+    let fake = FakeHome::new();
+    let state = fake.tmp.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let pkg = needs_grants(fake.tmp.path(), &state, port, None);
+    let wanted = vec![
+        format!("write:{}", state.display()),
+        format!("net:127.0.0.1:{port}"),
+    ];
+
+    // A package directory: the grants, and the plugin.json key that asks for them.
+    let report = doctor_json(&fake, &[pkg.to_str().unwrap(), "--sandbox-learn"]);
+    assert_eq!(
+        report["sandbox_learn"]["grants"],
+        json!(wanted),
+        "{report:#}"
+    );
+    assert_eq!(
+        report["sandbox_learn"]["plugin_json"],
+        json!({"write": [state], "net": [format!("127.0.0.1:{port}")]})
+    );
+    let row = common::doctor_check(&report, "sandbox_learn");
+    assert_eq!(row["status"], "warn", "{row}");
+    assert_eq!(common::doctor_check(&report, "sandbox")["status"], "skip");
+    // It really ran: what it writes as it starts is there.
+    assert_eq!(
+        std::fs::read_to_string(state.join("state.txt")).unwrap(),
+        "state"
+    );
+    std::fs::remove_file(state.join("state.txt")).unwrap();
+
+    // Asked for in plugin.json, they are what it needs: it runs contained, and a second
+    // learning run proposes nothing.
+    let granted_dir = fake.tmp.path().join("granted");
+    let granted = needs_grants(
+        &granted_dir,
+        &state,
+        port,
+        Some(report["sandbox_learn"]["plugin_json"].clone()),
+    );
+    let contained = doctor_json(&fake, &[granted.to_str().unwrap()]);
+    assert_eq!(contained["ok"], true, "{contained:#}");
+    assert!(state.join("state.txt").is_file());
+    let again = doctor_json(&fake, &[granted.to_str().unwrap(), "--sandbox-learn"]);
+    assert_eq!(again["sandbox_learn"]["grants"], json!([]), "{again:#}");
+    assert_eq!(
+        common::doctor_check(&again, "sandbox_learn")["detail"],
+        "the default profile suffices: it touched nothing beyond it"
+    );
+
+    // Installed: the text names the `yep grant` that gives them.
+    ok(&fake.yep(&["install", pkg.to_str().unwrap(), "--yes"], ""));
+    let said = text(
+        &fake
+            .yep(&["doctor", "needs-grants", "--sandbox-learn"], "")
+            .stdout,
+    );
+    let command = format!("yep grant needs-grants {}", wanted.join(" "));
+    assert!(said.contains(&format!("`{command}` gives them")), "{said}");
+    let report = doctor_json(&fake, &["needs-grants", "--sandbox-learn"]);
+    assert_eq!(report["sandbox_learn"]["command"], command, "{report:#}");
+    drop(listener);
+}
+
+/// The official filesystem MCP server, as `.ci/run` puts it in npx's cache.
+const FS_SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+
+#[test]
+fn the_official_filesystem_server_runs_contained_and_writes_the_workspace_once_granted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, ws) = (tmp.path().join("home"), tmp.path().join("ws"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("seed.txt"), "seeded").unwrap();
+    let ws_text = ws.to_str().unwrap();
+    // The user's own HOME, where npx keeps its cache; nothing may reach the network.
+    let run = |args: &[&str], stdin: &str| {
+        common::yep_at(
+            Some(&ws),
+            &home,
+            args,
+            stdin,
+            &[("YEP_SANDBOX", "required")],
+        )
+    };
+    let added = run(
+        &[
+            "mcp",
+            "add",
+            "fs",
+            "--",
+            "npx",
+            "--offline",
+            "-y",
+            FS_SERVER,
+            ws_text,
+        ],
+        "",
+    );
+    assert!(
+        ok(&added).contains("tools pinned"),
+        "is {FS_SERVER} in npx's cache? `npx -y {FS_SERVER} /tmp </dev/null` (README: Prerequisites)\n{}",
+        text(&added.stderr)
+    );
+    let target = ws.join("written.txt");
+    let script = format!(
+        "call mcp__fs__read_text_file {}\ncall mcp__fs__write_file {}\nquit\n",
+        json!({"path": ws.join("seed.txt")}),
+        json!({"path": target, "content": "by the server"})
+    );
+    // It reads the workspace; writing it is denied, and the error names the grant.
+    let said = text(&run(&["session", "--json"], &script).stdout);
+    let lines: Vec<Value> = said
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["result"]["content"][0]["text"], "seeded", "{said}");
+    let denied = lines[1]["error"].as_str().unwrap_or_default();
+    assert!(
+        denied.contains("EACCES")
+            && denied.contains("it ran in the sandbox")
+            && denied.contains("`yep grant fs workspace:write` allows it"),
+        "{said}"
+    );
+    assert!(!target.exists());
+    // Granted the workspace, it writes there.
+    ok(&run(&["grant", "fs", "workspace:write", "--yes"], ""));
+    let said = text(&run(&["session", "--json"], &script).stdout);
+    assert!(said.contains("Successfully wrote"), "{said}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "by the server");
+}

@@ -54,6 +54,10 @@ pub struct Sandboxed {
     /// Told of each refusal the host sees (a host name its grants do not name, asked of its
     /// egress proxy).
     pub on_denied: Option<DeniedSink>,
+    /// Learn what it needs instead of containing it (`yep doctor --sandbox-learn`): its
+    /// profile is built, its environment scrubbed and its `TMPDIR` private as for a contained
+    /// run, but nothing is applied, and it runs under `strace`, whatever the mode.
+    pub learn: Option<Arc<crate::learn::Learning>>,
 }
 
 /// Where the sandbox's refusals go ([`Sandboxed::on_denied`]).
@@ -246,11 +250,13 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         // do not own (a shared one an embedder chose) stays as it is.
         let _ = crate::store::fsutil::make_private(parent);
     }
-    let program = resolve_program(spec);
+    let mut program = resolve_program(spec);
+    let mut args = spec.args.clone();
     // The sandbox is built here, before the fork: the child only applies it.
     let mut egress_gap = false;
+    let learn = spec.sandbox.as_ref().and_then(|s| s.learn.clone());
     let contained = match &spec.sandbox {
-        Some(sandboxed) if sandboxed.mode != crate::sandbox::Mode::Off => {
+        Some(sandboxed) if sandboxed.mode != crate::sandbox::Mode::Off || learn.is_some() => {
             let stem = spec
                 .log_path
                 .file_stem()
@@ -267,6 +273,12 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
                 tmp_dir: tmp.path(),
             });
             let mut profile = profile.granted(&sandboxed.grants, sandboxed.workspace.as_deref());
+            if let Some(learning) = &learn {
+                // The profile it would run in, to tell what it touched beyond; nothing applied.
+                learning.record(&profile, sandboxed.workspace.as_deref(), &spec.cwd);
+                (program, args) = learning.wrap(&program, &args);
+                return spawn_built(spec, program, args, Some((None, tmp, profile, None)), false);
+            }
             // Host names are reached through a proxy of its own, or not at all.
             let egress = match profile.egress.is_empty() {
                 true => None,
@@ -286,13 +298,37 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
             };
             crate::sandbox::prepare(&profile, sandboxed.mode)
                 .map_err(|e| err(std::io::Error::other(e)))?
-                .map(|prepared| (Arc::new(prepared), tmp, profile, egress))
+                .map(|prepared| (Some(Arc::new(prepared)), tmp, profile, egress))
         }
         _ => None,
     };
+    spawn_built(spec, program, args, contained, egress_gap)
+}
+
+/// What [`spawn`] built before the fork: the sandbox to apply (`None` for a learning run),
+/// its private temp dir, its profile and its egress proxy.
+type Contained = (
+    Option<Arc<crate::sandbox::Prepared>>,
+    crate::sandbox::TmpDir,
+    crate::sandbox::Profile,
+    Option<Egress>,
+);
+
+/// Fork and exec `program args` as `spec` says, contained as `contained` says.
+fn spawn_built(
+    spec: &SpawnSpec,
+    program: PathBuf,
+    args: Vec<String>,
+    contained: Option<Contained>,
+    egress_gap: bool,
+) -> Result<Spawned, SpawnError> {
+    let err = |source| SpawnError {
+        program: spec.program.clone(),
+        source,
+    };
     #[allow(clippy::disallowed_methods)] // the one spawn wrapper
     let mut cmd = Command::new(&program);
-    cmd.args(&spec.args)
+    cmd.args(&args)
         .current_dir(&spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -324,13 +360,17 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     let procs = cgroup.as_ref().and_then(|c| c.procs_fd());
     // A sandboxed server's processes are bounded: in its own cgroup (v2), else in a pids
     // cgroup of its own (v1).
-    let mut missing = contained.as_ref().map(|(p, _, _, _)| p.missing.clone());
+    let mut missing = contained
+        .as_ref()
+        .and_then(|(p, _, _, _)| p.as_ref())
+        .map(|p| p.missing.clone());
     if let Some(m) = missing.as_mut().filter(|_| egress_gap) {
         m.push(NO_EGRESS);
     }
-    let pids = match (&contained, &cgroup) {
-        (Some((p, _, _, _)), Some(c)) if c.limit_pids(p.limits().processes) => None,
-        (Some((p, _, _, _)), _) => {
+    let prepared = contained.as_ref().and_then(|(p, _, _, _)| p.as_ref());
+    let pids = match (prepared, &cgroup) {
+        (Some(p), Some(c)) if c.limit_pids(p.limits().processes) => None,
+        (Some(p), _) => {
             let limit = crate::sandbox::PidsLimit::create(p.limits().processes);
             if limit.is_none() {
                 let what = "the process limit (no pids cgroup it may write)";
@@ -371,7 +411,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         }
     }
     // After joining the cgroup (which the sandbox would refuse): the sandbox, last.
-    if let Some((prepared, _, _, _)) = &contained {
+    if let Some(prepared) = prepared {
         let prepared = Arc::clone(prepared);
         // SAFETY: `apply` makes system calls on what was built before the fork, and
         // allocates nothing.
@@ -401,6 +441,8 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         let _ = exit_tx.send(status);
     });
     let (sandbox, tmp, egress) = match contained {
+        // A learning run was not contained: it says so by having no containment.
+        Some((None, tmp, _, _)) => (None, Some(tmp), None),
         Some((_, tmp, profile, egress)) => (
             Some(Containment {
                 profile,

@@ -430,7 +430,7 @@ pub struct Denial {
 
 /// Whether `dir` is the root, the user's home, or a directory that holds the home: a rule on
 /// it would open everything the profile keeps out.
-fn holds_home(dir: &Path) -> bool {
+pub(crate) fn holds_home(dir: &Path) -> bool {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     dir == Path::new("/")
         || std::env::var_os("HOME")

@@ -192,6 +192,9 @@ pub struct SupervisorOptions {
     pub interactive_ui: bool,
     /// The OS sandbox a spawned server runs in ([`crate::sandbox`]).
     pub sandbox: crate::sandbox::Mode,
+    /// Run it outside the sandbox under `strace`, to learn what it needs
+    /// ([`crate::learn`]; `yep doctor --sandbox-learn`).
+    pub learn: Option<Arc<crate::learn::Learning>>,
 }
 
 impl Default for SupervisorOptions {
@@ -212,6 +215,7 @@ impl Default for SupervisorOptions {
             tap: None,
             interactive_ui: false,
             sandbox: crate::sandbox::default_mode(),
+            learn: None,
         }
     }
 }
@@ -668,6 +672,7 @@ impl Extension {
                         grants: spec.sandbox_grants.clone(),
                         name: spec.grant_name.clone().unwrap_or_else(|| spec.name.clone()),
                         on_denied: Some(self.denied_sink()),
+                        learn: self.opts.learn.clone(),
                     }),
                 })
                 .map_err(|e| self.spawn_error(e.source))?;
@@ -804,11 +809,22 @@ impl Extension {
             }
         };
         match err {
-            CallError::Remote(error) => ExtensionError::Remote {
-                extension,
-                method,
-                error,
-            },
+            CallError::Remote(mut error) => {
+                // A denial it answers with (`EACCES: permission denied, open '/x'`) may be the
+                // sandbox's: said so, with the grant that lets it through.
+                if let Some(process) = &live.process {
+                    let name = self.spec.grant_name.as_ref().unwrap_or(&self.spec.name);
+                    let note = sandbox_note(name, process, std::slice::from_ref(&error.message));
+                    if let Some(note) = note.strip_prefix("; ") {
+                        error.message = format!("{} ({note})", error.message);
+                    }
+                }
+                ExtensionError::Remote {
+                    extension,
+                    method,
+                    error,
+                }
+            }
             CallError::Cancelled => ExtensionError::Cancelled { extension, method },
             CallError::Timeout { after, .. } => ExtensionError::Timeout {
                 extension,
@@ -1175,7 +1191,7 @@ fn sandbox_note(name: &str, process: &ServerProcess, tail: &[String]) -> String 
     let name = crate::text::escape(name);
     let next = match contained.profile.suggest_grant(workspace, tail) {
         Some(grant) => format!(
-            "if the denial below is the sandbox's, `yep grant {name} {}` allows it",
+            "if the denial is the sandbox's, `yep grant {name} {}` allows it",
             crate::text::escape(&grant)
         ),
         None => {

@@ -1,4 +1,5 @@
-//! `yep doctor <name|dir> [--json]`: spawn a server as the runtime does and grade it.
+//! `yep doctor <name|dir> [--json] [--sandbox-learn]`: spawn a server as the runtime does
+//! and grade it; with `--sandbox-learn`, also propose the grants it needs.
 
 use super::{PackageKind, Target};
 use crate::output::{Colour, stdout_line, stdout_line_painted};
@@ -6,6 +7,7 @@ use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use yep_host::doctor::{self, Check, Report, Status};
+use yep_host::learn::Learning;
 use yep_host::runtime::launch::{self, LaunchError};
 use yep_host::store::Home;
 use yep_host::store::lockfile::LockEntry;
@@ -19,15 +21,24 @@ pub struct Args {
     /// Print the report (every check, its status and detail) as JSON.
     #[arg(long)]
     json: bool,
+    /// Run it once outside the sandbox, under strace, and propose the grants (as `yep grant`
+    /// takes them) for what it touched beyond the default profile.
+    #[arg(long)]
+    sandbox_learn: bool,
 }
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let learn = match args.sandbox_learn {
+        true => Some(Learning::new()?),
+        false => None,
+    };
     let report = match super::resolve_target(home, &args.target)? {
-        Target::Installed(entry) => installed(home, &entry, cwd).await?,
+        Target::Installed(entry) => installed(home, &entry, cwd, learn).await?,
         Target::Dir(dir) => {
             let (package, kind) = super::package_dir(&dir)?;
             match kind {
+                PackageKind::Zot if learn.is_some() => return Err(zot_learn()),
                 PackageKind::Zot => doctor::zot::run_dir(&package, cwd, &home.logs_dir())
                     .await?
                     .ok_or_else(|| no_server(&args.target))?,
@@ -36,7 +47,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                     let manifest = Manifest::load(&package)?;
                     let spec = ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
                         .ok_or_else(|| no_server(&manifest.name))?;
-                    doctor::run(&manifest, spec).await
+                    doctor::run_learning(&manifest, spec, doctor::Against::Package, learn).await
                 }
             }
         }
@@ -89,7 +100,12 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
 /// (`launch::installed`), so against its approved manifest, with its config, its secrets as
 /// env and its log in the home. A copied package that drifted is refused by a session, so it
 /// is reported and not started.
-async fn installed(home: &Home, entry: &LockEntry, cwd: PathBuf) -> anyhow::Result<Report> {
+async fn installed(
+    home: &Home,
+    entry: &LockEntry,
+    cwd: PathBuf,
+    learn: Option<Learning>,
+) -> anyhow::Result<Report> {
     let name = &entry.name;
     // Drift since approval is a finding like any other: a WARN row, not a plain `ok`.
     let drift = home.drift_of(entry).map(|why| Check {
@@ -106,6 +122,7 @@ async fn installed(home: &Home, entry: &LockEntry, cwd: PathBuf) -> anyhow::Resu
     let launched = launch::installed(home, name, cwd, "doctor", &SupervisorOptions::default());
     let mut report = match launched {
         Ok(launch) if launch.spec.command.is_empty() => return Err(no_server(name)),
+        Ok(_) if entry.zot.is_some() && learn.is_some() => return Err(zot_learn()),
         Ok(launch) if entry.zot.is_some() => {
             let extension = yep_host::store::zot::ZotManifest::load(&home.package_dir(name))?;
             doctor::zot::run(&extension, launch.spec, Some(&launch.manifest)).await
@@ -115,7 +132,7 @@ async fn installed(home: &Home, entry: &LockEntry, cwd: PathBuf) -> anyhow::Resu
             let against = doctor::Against::Approved {
                 on_disk: on_disk.as_ref(),
             };
-            doctor::run_against(&launch.manifest, launch.spec, against).await
+            doctor::run_learning(&launch.manifest, launch.spec, against, learn).await
         }
         Err(LaunchError::Drifted { .. }) => Report {
             ok: false,
@@ -125,6 +142,7 @@ async fn installed(home: &Home, entry: &LockEntry, cwd: PathBuf) -> anyhow::Resu
                 detail: "not started: a session refuses a package that changed since approval"
                     .into(),
             }],
+            sandbox_learn: None,
         },
         Err(err) => return Err(err.into()),
     };
@@ -132,6 +150,10 @@ async fn installed(home: &Home, entry: &LockEntry, cwd: PathBuf) -> anyhow::Resu
         report.checks.insert(0, row);
     }
     Ok(report)
+}
+
+fn zot_learn() -> anyhow::Error {
+    anyhow::anyhow!("--sandbox-learn runs YEP servers only for now (not zot extensions)")
 }
 
 fn no_server(name: &str) -> anyhow::Error {

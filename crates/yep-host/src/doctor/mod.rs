@@ -40,6 +40,24 @@ pub struct Check {
 pub struct Report {
     pub ok: bool,
     pub checks: Vec<Check>,
+    /// What `--sandbox-learn` proposes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_learn: Option<Learned>,
+}
+
+/// The grants a `--sandbox-learn` run proposes, and how to give them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Learned {
+    /// As `yep grant` takes them, escaped.
+    pub grants: Vec<String>,
+    /// How many more there were past [`crate::learn::MAX_PROPOSALS`].
+    pub more: usize,
+    /// For an installed extension: the `yep grant` that gives them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// For a package directory: its plugin.json's `sandbox` key that asks for them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin_json: Option<Value>,
 }
 
 #[derive(Default)]
@@ -60,6 +78,7 @@ impl Grader {
         Report {
             ok: self.checks.iter().all(|c| c.status != Status::Fail),
             checks: self.checks,
+            sandbox_learn: None,
         }
     }
 }
@@ -101,10 +120,15 @@ fn probe_tool(glob: &str) -> String {
 
 /// The server of `spec` as doctor runs it: session `doctor`, 10 s to answer, `tap` seeing
 /// every line.
-fn doctor_extension(mut spec: ServerSpec, tap: Option<Tap>) -> Extension {
+fn doctor_extension(
+    mut spec: ServerSpec,
+    tap: Option<Tap>,
+    learn: Option<Arc<crate::learn::Learning>>,
+) -> Extension {
     spec.session_id = "doctor".into();
     let opts = SupervisorOptions {
         tap,
+        learn,
         request_timeout: Duration::from_secs(10),
         handshake_timeout: Duration::from_secs(10),
         grace: Duration::from_secs(2),
@@ -116,7 +140,7 @@ fn doctor_extension(mut spec: ServerSpec, tap: Option<Tap>) -> Extension {
 /// Start the server of `spec` as doctor does, and stop it once it has said what it serves:
 /// its handshake, for `yep manifest sync`.
 pub async fn offer(spec: ServerSpec) -> Result<crate::capability::Offer, ExtensionError> {
-    let ext = doctor_extension(spec, None);
+    let ext = doctor_extension(spec, None, None);
     let offer = ext.handshake().await;
     ext.stop().await;
     offer
@@ -184,7 +208,136 @@ pub async fn run(manifest: &Manifest, spec: ServerSpec) -> Report {
 /// is. For an installed extension both come from `runtime::launch::installed`: the approved
 /// manifest, and the spec a session would spawn (its config, its secrets as env, its log).
 pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against<'_>) -> Report {
+    run_learning(manifest, spec, against, None).await
+}
+
+/// [`run_against`], and with `learn` the run is a learning one ([`crate::learn`]): outside
+/// the sandbox, under `strace`, and a `sandbox_learn` row proposes the grants it needs.
+pub async fn run_learning(
+    manifest: &Manifest,
+    spec: ServerSpec,
+    against: Against<'_>,
+    learn: Option<crate::learn::Learning>,
+) -> Report {
+    let learn = learn.map(Arc::new);
+    let name = spec.grant_name.clone().unwrap_or_else(|| spec.name.clone());
     let mut r = Grader::default();
+    grade(&mut r, manifest, spec, against, learn.clone()).await;
+    let learned = learn.map(|l| learned_row(&mut r, &l, &name, against));
+    let mut report = r.done();
+    report.sandbox_learn = learned.flatten();
+    report
+}
+
+/// The `sandbox` row of a learning run.
+fn learning_sandbox_row() -> (Status, String) {
+    (
+        Status::Skip,
+        "off for this run: --sandbox-learn runs it outside the sandbox, under strace, to see what it needs".into(),
+    )
+}
+
+/// The `sandbox_learn` row: what the run touched beyond its default profile, as grants.
+pub(crate) fn learned_row(
+    r: &mut Grader,
+    learn: &crate::learn::Learning,
+    name: &str,
+    against: Against<'_>,
+) -> Option<Learned> {
+    let proposal = match learn.proposal() {
+        Ok(p) => p,
+        Err(e) => {
+            r.add("sandbox_learn", Status::Fail, e.to_string());
+            return None;
+        }
+    };
+    if proposal.grants.is_empty() {
+        r.add(
+            "sandbox_learn",
+            Status::Pass,
+            "the default profile suffices: it touched nothing beyond it",
+        );
+        return Some(Learned {
+            grants: Vec::new(),
+            more: 0,
+            command: None,
+            plugin_json: None,
+        });
+    }
+    let more = match proposal.more {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let listed = proposal.grants.join(", ");
+    let (command, plugin_json, how) = match against {
+        Against::Approved { .. } => {
+            let mut words = vec!["yep".to_string(), "grant".into(), shell_word(name)];
+            words.extend(proposal.grants.iter().map(|g| shell_word(g)));
+            let command = words.join(" ");
+            let how = format!("`{command}` gives them");
+            (Some(command), None, how)
+        }
+        Against::Package => {
+            let key = sandbox_key(&proposal.grants);
+            let how = format!("put them in plugin.json's `sandbox` key: {key}");
+            (None, Some(key), how)
+        }
+    };
+    r.add(
+        "sandbox_learn",
+        Status::Warn,
+        format!("it touched what the default profile keeps out: {listed}{more}; {how}"),
+    );
+    Some(Learned {
+        grants: proposal.grants,
+        more: proposal.more,
+        command,
+        plugin_json,
+    })
+}
+
+/// `word` as a shell reads it back: quoted unless it is plain.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._:~@+-=,[]".contains(&b));
+    match plain {
+        true => word.to_string(),
+        false => format!("'{}'", word.replace('\'', "'\\''")),
+    }
+}
+
+/// A plugin.json `sandbox` value asking for `grants` (as `yep grant` takes them).
+fn sandbox_key(grants: &[String]) -> Value {
+    let mut key = serde_json::Map::new();
+    for g in grants {
+        let Some((kind, value)) = g.split_once(':') else {
+            continue;
+        };
+        match kind {
+            "workspace" => {
+                key.insert("workspace".into(), json!(value));
+            }
+            "read" | "write" | "net" => {
+                if let Value::Array(list) = key.entry(kind).or_insert_with(|| json!([])) {
+                    list.push(json!(value));
+                }
+            }
+            _ => {}
+        }
+    }
+    Value::Object(key)
+}
+
+/// Every check of the server of `manifest`, into `r`.
+async fn grade(
+    r: &mut Grader,
+    manifest: &Manifest,
+    spec: ServerSpec,
+    against: Against<'_>,
+    learn: Option<Arc<crate::learn::Learning>>,
+) {
     let recording = Arc::new(Mutex::new(Recording::default()));
     let rec = Arc::clone(&recording);
     let tap: Tap = Arc::new(move |sent: bool, line: &[u8]| {
@@ -197,8 +350,11 @@ pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against
             rec.keep(line);
         }
     });
-    let (sandbox_status, sandbox_detail) = sandbox_row(&spec.sandbox_grants);
-    let ext = doctor_extension(spec, Some(tap));
+    let (sandbox_status, sandbox_detail) = match learn {
+        Some(_) => learning_sandbox_row(),
+        None => sandbox_row(&spec.sandbox_grants),
+    };
+    let ext = doctor_extension(spec, Some(tap), learn);
 
     let started = Instant::now();
     let init = match ext.handshake().await {
@@ -206,15 +362,15 @@ pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against
         Err(err @ ExtensionError::Spawn { .. }) => {
             r.add("spawn", Status::Fail, err.to_string());
             r.add("sandbox", sandbox_status, sandbox_detail);
-            return r.done();
+            return;
         }
         Err(err) => {
             r.add("spawn", Status::Pass, "started");
             r.add("sandbox", sandbox_status, sandbox_detail);
             r.add("handshake", Status::Fail, err.to_string());
             ext.stop().await;
-            check_stream(&mut r, &recording);
-            return r.done();
+            check_stream(r, &recording);
+            return;
         }
     };
     let startup = started.elapsed();
@@ -286,7 +442,7 @@ pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against
     }
 
     // What the handlers say of their tools must be what the manifest declares.
-    schema_sync(&mut r, manifest, &init.tools, against);
+    schema_sync(r, manifest, &init.tools, against);
 
     // Argument schemas: a tool whose schema does not compile is refused at every call.
     let broken = crate::tool_args::ToolSchemas::from_manifest(manifest).invalid();
@@ -412,7 +568,7 @@ pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against
     }
 
     ext.stop().await;
-    check_stream(&mut r, &recording);
+    check_stream(r, &recording);
     let ms = startup.as_secs_f64() * 1000.0;
     let status = if startup > Duration::from_secs(2) {
         Status::Warn
@@ -424,7 +580,6 @@ pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against
         status,
         format!("spawn + handshake in {ms:.1} ms"),
     );
-    r.done()
 }
 
 /// The `schema_sync` row: the served schemas and descriptions against the manifest's.
