@@ -85,8 +85,33 @@ fn neighbour(dir: &Path) -> PathBuf {
 
 #[test]
 fn a_hostile_server_is_refused_by_the_os_and_the_host_and_its_neighbours_go_on() {
+    every_attack_is_refused(&fixture("sandbox-escape"));
+}
+
+#[test]
+fn a_hostile_compiled_server_is_refused_as_an_interpreted_one_is() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-sandbox-escape");
+    assert!(
+        bin.is_file(),
+        "run `cargo test --workspace` (it builds yep-fixture)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("sandbox-escape");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let mut manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("sandbox-escape").join("plugin.json")).unwrap(),
+    )
+    .unwrap();
+    manifest["yolop"]["capabilityServer"] = json!({"command": bin});
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    every_attack_is_refused(&pkg);
+}
+
+/// Install `escape` (a sandbox-escape server) beside a neighbour with a secret, in a fake
+/// home with planted keys, and have it try every attack: each is refused by the OS, what it
+/// may do it does, and the neighbour and the host go on.
+fn every_attack_is_refused(escape: &Path) {
     let fake = FakeHome::new();
-    let escape = fixture("sandbox-escape");
     ok(&fake.yep(&["install", escape.to_str().unwrap(), "--yes"], ""));
     let keeper = neighbour(fake.tmp.path());
     ok(&fake.yep(&["install", keeper.to_str().unwrap(), "--yes"], ""));
@@ -106,7 +131,11 @@ fn a_hostile_server_is_refused_by_the_os_and_the_host_and_its_neighbours_go_on()
     // What it aims at from outside: a loopback port and an abstract unix socket of the test's.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let abstract_name = format!("yep-sandbox-test-{}", std::process::id());
+    let abstract_name = format!(
+        "yep-sandbox-test-{}-{}",
+        std::process::id(),
+        escape.display().to_string().len()
+    );
     let addr =
         <std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(
             abstract_name.as_bytes(),
@@ -166,6 +195,7 @@ fn a_hostile_server_is_refused_by_the_os_and_the_host_and_its_neighbours_go_on()
     assert_eq!(result["write tmpdir"], "ALLOWED", "{result:#}");
     assert_eq!(result["read own package"], "ALLOWED", "{result:#}");
     assert_eq!(result["read own proc"], "ALLOWED", "{result:#}");
+    assert_eq!(result["write data dir"], "ALLOWED", "{result:#}");
     // Nothing of the user's environment but what programs need; its own secrets it has.
     let env: Vec<&str> = result["environment"]
         .as_array()

@@ -184,6 +184,8 @@ pub fn installed(
         }
     });
     spec.session_id = session_id.to_string();
+    // Its data dir (`YEP_DATA_DIR`, zot's `data_dir`) is the one place of its own it writes.
+    spec.data_dir = Some(home.data_dir(name));
     // What the user granted beyond the manifest (`yep grant`) widens it too.
     spec.sandbox_grants = spec.sandbox_grants.merged(&lock.granted(name, None));
     // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.
