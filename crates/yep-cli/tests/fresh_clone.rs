@@ -66,6 +66,13 @@ fn run_readme_test_command(clone: &Path, path: &str, mcp_python: &str, log: &Pat
         .current_dir(clone)
         .env("PATH", path)
         .env("YEP_MCP_PYTHON", mcp_python)
+        // The interop corpora sit beside this checkout, not beside the clone.
+        .env(
+            "YEP_ZOT_INTEROP",
+            std::env::var_os("YEP_ZOT_INTEROP")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo().join("../shared/interop/zot")),
+        )
         .env_remove("CARGO_TARGET_DIR")
         .env(INNER, "1")
         // CI runs with no `$SHELL`; tests that reach a shell must not depend on the caller's.

@@ -954,3 +954,144 @@ fn the_official_filesystem_server_runs_contained_and_writes_the_workspace_once_g
     assert!(said.contains("Successfully wrote"), "{said}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "by the server");
 }
+
+/// zot's own examples (`../shared/interop/zot`, or `$YEP_ZOT_INTEROP`), copied to `dir` with
+/// its files writable and the `go.mod` the corpus's README says a copy needs.
+fn zot_corpus(dir: &Path) -> PathBuf {
+    let from = std::env::var_os("YEP_ZOT_INTEROP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/interop/zot")
+        });
+    assert!(
+        from.join("examples/extensions").is_dir(),
+        "zot's examples are not at {} (set YEP_ZOT_INTEROP to a checkout)",
+        from.display()
+    );
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap().flatten() {
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                std::fs::write(&target, std::fs::read(entry.path()).unwrap()).unwrap();
+            }
+        }
+    }
+    let root = dir.join("zot");
+    copy(&from, &root);
+    std::fs::write(
+        root.join("go.mod"),
+        "module github.com/patriceckhart/zot\n\ngo 1.19\n",
+    )
+    .unwrap();
+    root
+}
+
+/// `go` with `args` in `dir`, offline; panics naming the prerequisite when Go is missing.
+#[allow(clippy::disallowed_methods)] // building the corpus, not running yep
+fn go(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("go")
+        .args(args)
+        .current_dir(dir)
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOPROXY", "off")
+        .output()
+        .unwrap_or_else(|e| panic!("go {args:?}: {e} (install Go: apt-get install golang-go)"));
+    assert!(out.status.success(), "go {args:?}: {}", text(&out.stderr));
+}
+
+#[test]
+fn zots_own_examples_run_contained_go_run_included() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = zot_corpus(tmp.path());
+    let examples = root.join("examples/extensions");
+    for built in ["hello", "weather"] {
+        let out = examples.join(built).join(built);
+        go(
+            &root,
+            &[
+                "build",
+                "-o",
+                out.to_str().unwrap(),
+                &format!("./examples/extensions/{built}"),
+            ],
+        );
+    }
+    // `todo` runs `go run .` in its own module, pointed at this copy.
+    let replace = format!("github.com/patriceckhart/zot={}", root.display());
+    go(
+        &examples.join("todo"),
+        &["mod", "edit", "-replace", &replace],
+    );
+    let (home, ws) = (tmp.path().join("home"), tmp.path().join("ws"));
+    std::fs::create_dir_all(&ws).unwrap();
+    let run = |args: &[&str], stdin: &str| {
+        common::yep_at(
+            Some(&ws),
+            &home,
+            args,
+            stdin,
+            &[("YEP_SANDBOX", "required")],
+        )
+    };
+    for name in ["hello", "weather", "clock"] {
+        let dir = examples.join(name);
+        ok(&run(&["install", dir.to_str().unwrap(), "--yes"], ""));
+        ok(&run(&["enable", name], ""));
+    }
+    // `go run .` reads the module it replaces with the copy: without that grant its first run
+    // is denied, naming it; with `--grant` it installs.
+    let todo = examples.join("todo");
+    let denied = run(&["install", todo.to_str().unwrap(), "--yes"], "");
+    assert_eq!(denied.status.code(), Some(1));
+    let said = text(&denied.stderr);
+    assert!(
+        said.contains("it ran in the sandbox") && said.contains("permission denied"),
+        "{said}"
+    );
+    let grant = format!("read:{}", root.display());
+    ok(&run(
+        &[
+            "install",
+            todo.to_str().unwrap(),
+            "--yes",
+            "--grant",
+            &grant,
+        ],
+        "",
+    ));
+    ok(&run(&["enable", "todo-panel"], ""));
+    let listed = ok(&run(&["list"], ""));
+    assert!(
+        listed.contains(&format!(
+            "  sandbox: default profile + read {}",
+            root.display()
+        )),
+        "{listed}"
+    );
+    let script = "call weather {\"city\": \"Berlin\"}\ncommand hello:hello yep\ncommand clock:now\ncall todo_manage {\"action\": \"add\", \"title\": \"contained\"}\ncall todo_manage {\"action\": \"list\"}\nquit\n";
+    let out = run(&["session", "--json"], script);
+    let said = text(&out.stdout);
+    let lines: Vec<Value> = said
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &Value| l.get("warning").is_none())
+        .collect();
+    assert!(
+        lines[0]["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Berlin:")),
+        "{said}\n{}",
+        text(&out.stderr)
+    );
+    assert_eq!(lines[1]["success"], true, "{said}");
+    assert_eq!(lines[2]["success"], true, "{said}");
+    assert!(
+        lines[4]["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("contained")),
+        "{said}"
+    );
+}

@@ -27,6 +27,10 @@ pub struct InstallArgs {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    /// Let it reach more than the sandbox's default profile (repeatable, as `yep grant`
+    /// takes them): its first run (a zot extension's) has them, and they are pinned with it.
+    #[arg(long = "grant", value_name = "GRANT")]
+    grants: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -248,15 +252,32 @@ fn zot_runner(home: &Home) -> yep_store::ZotRunner {
 
 pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let mut consent = Consent::new(args.yes);
+    let granting = super::grant::parse_all(&args.grants)?;
+    if !granting.is_empty() {
+        // Shown before the summary it is approved with.
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "sandbox grants you give it (docs/sandbox.md):");
+        for line in granting.lines() {
+            let _ = writeln!(err, "  + {}", escape(&line));
+        }
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    let zot = yep_host::dialect::zot::probe::ZotProbe::new(home, cwd)
+        .granting(granting.clone())
+        .runner();
     let opts = InstallOptions {
         link: args.link,
         replace: args.replace,
         progress: crate::progress::bars(),
-        zot: Some(zot_runner(home)),
+        zot: Some(zot),
     };
     let result = home
         .install(&args.source, &opts, &mut consent)
         .map_err(|e| declined(e, &consent))?;
+    if !granting.is_empty() {
+        let before = home.lockfile()?.granted(&result.name, None);
+        home.set_granted(&result.name, None, before.merged(&granting))?;
+    }
     report(std::slice::from_ref(&result), args.json, home)?;
     super::mcp::pin_contributed(home, &[result], args.json).await;
     Ok(ExitCode::SUCCESS)

@@ -45,6 +45,9 @@ pub enum ZotProbeError {
 pub struct ZotProbe {
     log_dir: PathBuf,
     workspace: PathBuf,
+    home: Home,
+    /// Sandbox grants beyond what the user already granted it (`yep install --grant`).
+    extra: crate::store::grants::SandboxGrants,
 }
 
 impl ZotProbe {
@@ -52,7 +55,15 @@ impl ZotProbe {
         ZotProbe {
             log_dir: home.logs_dir(),
             workspace,
+            home: home.clone(),
+            extra: Default::default(),
         }
+    }
+
+    /// Run it with `extra` granted too, beyond what the lock grants it.
+    pub fn granting(mut self, extra: crate::store::grants::SandboxGrants) -> ZotProbe {
+        self.extra = extra;
+        self
     }
 
     /// As the store takes it in `InstallOptions::zot` and `UpdateOptions::zot`.
@@ -75,6 +86,13 @@ impl ZotProbe {
         };
         spec.data_dir = Some(data_dir.to_path_buf());
         spec.session_id = "install".into();
+        // As a session runs it: with what the user granted it (and is granting now).
+        let granted = self
+            .home
+            .lockfile()
+            .map(|l| l.granted(&manifest.name, None))
+            .unwrap_or_default();
+        spec.sandbox_grants = granted.merged(&self.extra);
         let capture = Arc::new(Capture::default());
         let opts = SupervisorOptions {
             dialect: Arc::clone(&capture) as Arc<dyn Dialect>,
