@@ -90,21 +90,8 @@ fn a_hostile_server_is_refused_by_the_os_and_the_host_and_its_neighbours_go_on()
 
 #[test]
 fn a_hostile_compiled_server_is_refused_as_an_interpreted_one_is() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-sandbox-escape");
-    assert!(
-        bin.is_file(),
-        "run `cargo test --workspace` (it builds yep-fixture)"
-    );
     let dir = tempfile::tempdir().unwrap();
-    let pkg = dir.path().join("sandbox-escape");
-    std::fs::create_dir_all(&pkg).unwrap();
-    let mut manifest: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture("sandbox-escape").join("plugin.json")).unwrap(),
-    )
-    .unwrap();
-    manifest["yolop"]["capabilityServer"] = json!({"command": bin});
-    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
-    every_attack_is_refused(&pkg);
+    every_attack_is_refused(&compiled_copy(dir.path(), Value::Null));
 }
 
 /// Install `escape` (a sandbox-escape server) beside a neighbour with a secret, in a fake
@@ -712,9 +699,42 @@ fn http_server(body: &'static str) -> u16 {
 
 #[test]
 fn a_granted_host_name_is_reached_through_the_proxy_and_any_other_is_refused_and_told() {
+    names_go_through_the_proxy(granted_copy);
+}
+
+#[test]
+fn a_compiled_server_reaches_names_only_through_the_proxy_too() {
+    names_go_through_the_proxy(compiled_copy);
+}
+
+/// The Rust sandbox-escape server as a package in `dir`, its plugin.json granted `grants`
+/// (none when null).
+fn compiled_copy(dir: &Path, grants: Value) -> PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-sandbox-escape");
+    assert!(
+        bin.is_file(),
+        "run `cargo test --workspace` (it builds yep-fixture)"
+    );
+    let pkg = dir.join("sandbox-escape");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let mut manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("sandbox-escape").join("plugin.json")).unwrap(),
+    )
+    .unwrap();
+    manifest["yolop"]["capabilityServer"] = json!({"command": bin});
+    if !grants.is_null() {
+        manifest["sandbox"] = grants;
+    }
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    pkg
+}
+
+/// A package (made by `package` with a net grant) fetches a granted name, one not granted, and
+/// the address itself: only the first gets through, and the refusal is told.
+fn names_go_through_the_proxy(package: fn(&Path, Value) -> PathBuf) {
     let fake = FakeHome::new();
     let port = http_server("hello from granted.test");
-    let pkg = granted_copy(
+    let pkg = package(
         fake.tmp.path(),
         json!({"net": [format!("granted.test:{port}")]}),
     );
@@ -730,6 +750,7 @@ fn a_granted_host_name_is_reached_through_the_proxy_and_any_other_is_refused_and
         "url_granted": format!("http://granted.test:{port}/"),
         "url_refused": format!("http://other.test:{port}/"),
         "url_direct": format!("http://127.0.0.1:{port}/"),
+        "tcp_port": port,
     });
     let out = fake.yep_with(
         &["session", "--json"],
@@ -762,7 +783,10 @@ fn a_granted_host_name_is_reached_through_the_proxy_and_any_other_is_refused_and
         "{refused}"
     );
     // Past the proxy, straight to the address: the kernel refuses it.
-    assert_eq!(result["fetch url_direct"], "denied: EACCES", "{result:#}");
+    assert_eq!(result["connect tcp_port"], "denied: EACCES", "{result:#}");
+    if !result["fetch url_direct"].is_null() {
+        assert_eq!(result["fetch url_direct"], "denied: EACCES", "{result:#}");
+    }
     // The refusal is told, naming the package, the host and the grant to add.
     assert!(
         said.contains(&format!("`yep grant sandbox-escape net:other.test:{port}`")),
@@ -1007,7 +1031,7 @@ fn zots_own_examples_run_contained_go_run_included() {
     let tmp = tempfile::tempdir().unwrap();
     let root = zot_corpus(tmp.path());
     let examples = root.join("examples/extensions");
-    for built in ["hello", "weather"] {
+    for built in ["hello", "weather", "guard"] {
         let out = examples.join(built).join(built);
         go(
             &root,
@@ -1036,7 +1060,7 @@ fn zots_own_examples_run_contained_go_run_included() {
             &[("YEP_SANDBOX", "required")],
         )
     };
-    for name in ["hello", "weather", "clock"] {
+    for name in ["hello", "weather", "guard", "clock"] {
         let dir = examples.join(name);
         ok(&run(&["install", dir.to_str().unwrap(), "--yes"], ""));
         ok(&run(&["enable", name], ""));
@@ -1074,10 +1098,11 @@ fn zots_own_examples_run_contained_go_run_included() {
     let script = "call weather {\"city\": \"Berlin\"}\ncommand hello:hello yep\ncommand clock:now\ncall todo_manage {\"action\": \"add\", \"title\": \"contained\"}\ncall todo_manage {\"action\": \"list\"}\nquit\n";
     let out = run(&["session", "--json"], script);
     let said = text(&out.stdout);
+    // Every one of them started (zot starts them all with the session): none failed.
+    assert!(!said.contains("\"warning\""), "{said}");
     let lines: Vec<Value> = said
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|l: &Value| l.get("warning").is_none())
         .collect();
     assert!(
         lines[0]["result"]["content"][0]["text"]

@@ -633,6 +633,45 @@ impl Extension {
         }))
     }
 
+    /// When a sandboxed server's last words hold a denial, what to say after its exit status:
+    /// it ran in the sandbox, what that allowed, and the grant that likely lets it through (or
+    /// how to find out).
+    fn sandbox_note(&self, process: &ServerProcess, tail: &[String]) -> String {
+        let denied = tail.iter().any(|l| {
+            [
+                "Permission denied",
+                "permission denied",
+                "Operation not permitted",
+                "EACCES",
+                "EPERM",
+            ]
+            .iter()
+            .any(|d| l.contains(d))
+        });
+        let Some(contained) = process.sandbox.as_ref().filter(|_| denied) else {
+            return String::new();
+        };
+        let workspace = contained.workspace.as_deref();
+        let allowed = contained.profile.said(workspace);
+        let name = crate::text::escape(self.spec.grant_name.as_ref().unwrap_or(&self.spec.name));
+        // `--sandbox-learn` runs YEP servers; an MCP server (named for `yep grant`) and a zot
+        // extension (which says its language) are told where their denial is written.
+        let learnable = self.spec.grant_name.is_none() && self.spec.language.is_none();
+        let next = match contained.profile.suggest_grant(workspace, tail) {
+            Some(grant) => format!(
+                "if the denial is the sandbox's, `yep grant {name} {}` allows it",
+                crate::text::escape(&grant)
+            ),
+            None if learnable => {
+                format!("`yep doctor {name} --sandbox-learn` shows what it reaches for beyond that")
+            }
+            None => "its log says what it was denied; `yep grant` gives it more".to_string(),
+        };
+        format!(
+            "; it ran in the sandbox, which {allowed} (docs/sandbox.md): {next}, and `YEP_SANDBOX=off` runs it without"
+        )
+    }
+
     fn spawn_error(&self, error: std::io::Error) -> ExtensionError {
         ExtensionError::Spawn {
             extension: self.spec.name.clone(),
@@ -770,12 +809,7 @@ impl Extension {
                         };
                         proc_.stderr.drained(Duration::from_millis(500)).await;
                         let tail = proc_.stderr.lines();
-                        let status = status
-                            + &sandbox_note(
-                                self.spec.grant_name.as_ref().unwrap_or(&self.spec.name),
-                                proc_,
-                                &tail,
-                            );
+                        let status = status + &self.sandbox_note(proc_, &tail);
                         (status, tail, proc_.log_path.clone())
                     }
                     None => ("not a process".into(), Vec::new(), spec.log_path()),
@@ -813,8 +847,7 @@ impl Extension {
                 // A denial it answers with (`EACCES: permission denied, open '/x'`) may be the
                 // sandbox's: said so, with the grant that lets it through.
                 if let Some(process) = &live.process {
-                    let name = self.spec.grant_name.as_ref().unwrap_or(&self.spec.name);
-                    let note = sandbox_note(name, process, std::slice::from_ref(&error.message));
+                    let note = self.sandbox_note(process, std::slice::from_ref(&error.message));
                     if let Some(note) = note.strip_prefix("; ") {
                         error.message = format!("{} ({note})", error.message);
                     }
@@ -888,12 +921,7 @@ impl Extension {
                 proc_.stderr.drained(Duration::from_millis(500)).await;
                 let tail = proc_.stderr.lines();
                 (
-                    describe_status(status)
-                        + &sandbox_note(
-                            self.spec.grant_name.as_ref().unwrap_or(&self.spec.name),
-                            proc_,
-                            &tail,
-                        ),
+                    describe_status(status) + &self.sandbox_note(proc_, &tail),
                     tail,
                     proc_.log_path.clone(),
                 )
@@ -1166,41 +1194,6 @@ impl Extension {
         }
         Some(describe_status(status))
     }
-}
-
-/// When a sandboxed server's last words hold a denial, what to say after its exit status: it
-/// ran in the sandbox, what that allowed, and the grant that likely lets it through (or how to
-/// find out).
-fn sandbox_note(name: &str, process: &ServerProcess, tail: &[String]) -> String {
-    let denied = tail.iter().any(|l| {
-        [
-            "Permission denied",
-            "permission denied",
-            "Operation not permitted",
-            "EACCES",
-            "EPERM",
-        ]
-        .iter()
-        .any(|d| l.contains(d))
-    });
-    let Some(contained) = process.sandbox.as_ref().filter(|_| denied) else {
-        return String::new();
-    };
-    let workspace = contained.workspace.as_deref();
-    let allowed = contained.profile.said(workspace);
-    let name = crate::text::escape(name);
-    let next = match contained.profile.suggest_grant(workspace, tail) {
-        Some(grant) => format!(
-            "if the denial is the sandbox's, `yep grant {name} {}` allows it",
-            crate::text::escape(&grant)
-        ),
-        None => {
-            format!("`yep doctor {name} --sandbox-learn` shows what it reaches for beyond that")
-        }
-    };
-    format!(
-        "; it ran in the sandbox, which {allowed} (docs/sandbox.md): {next}, and `YEP_SANDBOX=off` runs it without"
-    )
 }
 
 #[cfg(test)]
