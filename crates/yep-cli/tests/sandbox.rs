@@ -14,6 +14,20 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A server on the official MCP Python SDK, the tests' third-party MCP peer.
+const SDK_SERVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../yep-host/tests/mcp/sdk_server.py"
+);
+
+/// The Python that has the official MCP SDK (`$YEP_MCP_PYTHON`, else `python3`).
+fn mcp_python() -> String {
+    std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into())
+}
+
 /// A fake `$HOME` with planted keys and a yep home in it, as an attacker would find one.
 struct FakeHome {
     tmp: tempfile::TempDir,
@@ -210,14 +224,7 @@ fn every_attack_is_refused(escape: &Path) {
 #[test]
 fn a_server_on_the_official_mcp_sdk_runs_contained_with_the_default_profile() {
     let fake = FakeHome::new();
-    let python = std::env::var("YEP_MCP_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "python3".into());
-    let server = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../yep-host/tests/mcp/sdk_server.py"
-    );
+    let (python, server) = (mcp_python(), SDK_SERVER);
     ok(&fake.yep(&["mcp", "add", "sdk", "--", &python, server], ""));
     let out = fake.yep(
         &["session", "--json"],
@@ -465,14 +472,7 @@ fn doctor_says_how_a_server_runs_contained_and_what_it_was_granted() {
 /// The official-SDK MCP server, run from a workspace's `.mcp.json` with `MCP_MARKER` set to a
 /// file in `out`: it writes there as it starts.
 fn marker_server(fake: &FakeHome, out: &Path) {
-    let python = std::env::var("YEP_MCP_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "python3".into());
-    let server = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../yep-host/tests/mcp/sdk_server.py"
-    );
+    let (python, server) = (mcp_python(), SDK_SERVER);
     std::fs::create_dir_all(out).unwrap();
     let config = json!({"mcpServers": {"marker": {
         "command": python,
@@ -639,14 +639,7 @@ fn yep_mcp_add_takes_grants_with_the_server_and_refuses_one_that_is_not() {
         text(&bad.stderr)
     );
     assert!(!ok(&fake.yep(&["mcp", "list"], "")).contains("python3"));
-    let python = std::env::var("YEP_MCP_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "python3".into());
-    let server = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../yep-host/tests/mcp/sdk_server.py"
-    );
+    let (python, server) = (mcp_python(), SDK_SERVER);
     ok(&fake.yep(
         &[
             "mcp",
