@@ -905,6 +905,12 @@ fn sandbox_learn_proposes_the_grants_a_server_needs_and_none_the_default_profile
     drop(listener);
 }
 
+/// The CLI in workspace `ws` and yep home `home` under `sandbox = "required"`, with the user's
+/// own `HOME` (where npx and Go keep their caches).
+fn required_in<'a>(ws: &'a Path, home: &'a Path) -> impl Fn(&[&str], &str) -> Output + 'a {
+    move |args, stdin| common::yep_at(Some(ws), home, args, stdin, &[("YEP_SANDBOX", "required")])
+}
+
 /// The official filesystem MCP server, as `.ci/run` puts it in npx's cache.
 const FS_SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
 
@@ -916,15 +922,7 @@ fn the_official_filesystem_server_runs_contained_and_writes_the_workspace_once_g
     std::fs::write(ws.join("seed.txt"), "seeded").unwrap();
     let ws_text = ws.to_str().unwrap();
     // The user's own HOME, where npx keeps its cache; nothing may reach the network.
-    let run = |args: &[&str], stdin: &str| {
-        common::yep_at(
-            Some(&ws),
-            &home,
-            args,
-            stdin,
-            &[("YEP_SANDBOX", "required")],
-        )
-    };
+    let run = required_in(&ws, &home);
     let added = run(
         &[
             "mcp",
@@ -1044,15 +1042,7 @@ fn zots_own_examples_run_contained_go_run_included() {
     );
     let (home, ws) = (tmp.path().join("home"), tmp.path().join("ws"));
     std::fs::create_dir_all(&ws).unwrap();
-    let run = |args: &[&str], stdin: &str| {
-        common::yep_at(
-            Some(&ws),
-            &home,
-            args,
-            stdin,
-            &[("YEP_SANDBOX", "required")],
-        )
-    };
+    let run = required_in(&ws, &home);
     for name in ["hello", "weather", "guard", "clock"] {
         let dir = examples.join(name);
         ok(&run(&["install", dir.to_str().unwrap(), "--yes"], ""));
