@@ -132,6 +132,7 @@ fn every_attack_is_refused(escape: &Path) {
     // What it aims at from outside: a loopback port and an abstract unix socket of the test's.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let abstract_name = format!(
         "yep-sandbox-test-{}-{}",
         std::process::id(),
@@ -154,6 +155,7 @@ fn every_attack_is_refused(escape: &Path) {
         "workspace_file": fake.workspace().join("planted"),
         "own_package_file": fake.yep_home().join("extensions/sandbox-escape/plugin.json"),
         "tcp_port": port,
+        "udp_port": udp.local_addr().unwrap().port(),
         "abstract_socket": abstract_name,
         "host": true,
         "fork_bomb": true,
@@ -180,6 +182,7 @@ fn every_attack_is_refused(escape: &Path) {
         ("write workspace_file", "EACCES"),
         ("write own_package_file", "EACCES"),
         ("connect tcp_port", "EACCES"),
+        ("send udp_port", "EPERM"),
         ("connect abstract_socket", "EPERM"),
         ("ptrace host", "EPERM"),
         ("signal host", "EPERM"),
@@ -210,6 +213,8 @@ fn every_attack_is_refused(escape: &Path) {
     assert!(!fake.home().join("planted").exists());
     assert!(!fake.workspace().join("planted").exists());
     assert!(!planted_outside.exists());
+    udp.set_nonblocking(true).unwrap();
+    assert!(udp.recv(&mut [0u8; 64]).is_err(), "a datagram got out");
     assert_eq!(lines[1]["result"]["echoed"], "still here", "{lines:?}");
     assert!(
         std::fs::read_to_string(

@@ -613,7 +613,7 @@ impl Support {
         static SUPPORT: OnceLock<Support> = OnceLock::new();
         *SUPPORT.get_or_init(|| Support {
             landlock_abi: landlock_abi(),
-            seccomp: seccomp_filter().is_some(),
+            seccomp: seccomp_filter(false).is_some(),
         })
     }
 
@@ -728,15 +728,45 @@ const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_open_tree,
 ];
 
-/// The compiled filter, built once.
+/// The compiled filter, built once each way: with `no_datagrams`, it also refuses UDP and raw
+/// IP sockets, and packet sockets (Landlock's network rules cover TCP only), for a profile
+/// that does not grant any network.
 #[cfg(target_os = "linux")]
-fn seccomp_filter() -> Option<&'static seccompiler::BpfProgram> {
-    static FILTER: OnceLock<Option<seccompiler::BpfProgram>> = OnceLock::new();
-    FILTER
+fn seccomp_filter(no_datagrams: bool) -> Option<&'static seccompiler::BpfProgram> {
+    static FILTERS: [OnceLock<Option<seccompiler::BpfProgram>>; 2] =
+        [OnceLock::new(), OnceLock::new()];
+    FILTERS[usize::from(no_datagrams)]
         .get_or_init(|| {
-            use seccompiler::{SeccompAction, SeccompFilter};
+            use seccompiler::{
+                SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+                SeccompRule,
+            };
             let arch = std::env::consts::ARCH.try_into().ok()?;
-            let rules = DENIED_SYSCALLS.iter().map(|&n| (n, Vec::new())).collect();
+            let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
+                DENIED_SYSCALLS.iter().map(|&n| (n, Vec::new())).collect();
+            if no_datagrams {
+                let arg = |index, op, value: i32| {
+                    SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64)
+                };
+                // `socket(domain, type, …)`: the type's low bits, past SOCK_CLOEXEC and
+                // SOCK_NONBLOCK.
+                let mut socket = Vec::new();
+                for domain in [libc::AF_INET, libc::AF_INET6] {
+                    for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW] {
+                        socket.push(
+                            SeccompRule::new(vec![
+                                arg(0, SeccompCmpOp::Eq, domain).ok()?,
+                                arg(1, SeccompCmpOp::MaskedEq(0xf), kind).ok()?,
+                            ])
+                            .ok()?,
+                        );
+                    }
+                }
+                socket.push(
+                    SeccompRule::new(vec![arg(0, SeccompCmpOp::Eq, libc::AF_PACKET).ok()?]).ok()?,
+                );
+                rules.insert(libc::SYS_socket, socket);
+            }
             let filter = SeccompFilter::new(
                 rules,
                 SeccompAction::Allow,
@@ -750,7 +780,7 @@ fn seccomp_filter() -> Option<&'static seccompiler::BpfProgram> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn seccomp_filter() -> Option<&'static ()> {
+fn seccomp_filter(_no_datagrams: bool) -> Option<&'static ()> {
     None
 }
 
@@ -806,7 +836,7 @@ pub fn prepare(profile: &Profile, mode: Mode) -> Result<Option<Prepared>, Sandbo
         #[cfg(target_os = "linux")]
         ruleset: Mutex::new(ruleset(profile, support)?),
         #[cfg(target_os = "linux")]
-        filter: seccomp_filter(),
+        filter: seccomp_filter(profile.net != Net::Any),
         #[cfg(target_os = "linux")]
         own_proc: landlock::AccessFs::from_read(abi_of(support.landlock_abi)),
         limits: profile.limits,
