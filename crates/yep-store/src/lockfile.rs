@@ -367,4 +367,28 @@ mod tests {
             Lockfile::default()
         );
     }
+
+    #[test]
+    fn grants_round_trip_and_a_hand_edited_bad_one_refuses_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("extensions.lock");
+        let mut lock = Lockfile::default();
+        let grant = crate::grants::SandboxGrants::parse("write:/var/tmp/x").unwrap();
+        lock.set_granted("fs", None, grant.clone());
+        lock.set_granted("notes", Some("/ws"), grant.clone());
+        lock.save(&path).unwrap();
+        let read = Lockfile::load(&path).unwrap();
+        assert_eq!(read.granted("fs", None), grant);
+        assert_eq!(read.granted("notes", Some("/ws")), grant);
+        assert!(read.granted("notes", None).is_empty());
+        // A grant no `yep grant` would write (a path that climbs out) refuses the whole lock.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("/var/tmp/x", "/var/../root")).unwrap();
+        let err = Lockfile::load(&path).unwrap_err().to_string();
+        assert!(err.contains("the grants of fs are refused"), "{err}");
+        // Setting none removes the entry.
+        let mut lock = read;
+        lock.set_granted("fs", None, Default::default());
+        assert_eq!(lock.grants.len(), 1);
+    }
 }
