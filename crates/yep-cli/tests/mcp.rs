@@ -1017,6 +1017,10 @@ fn check_bridge_report(report: &Value) {
             .any(|s| s["extension"] == "echo" && s["status"] == "echo ready"),
         "{report}"
     );
+    // `logging/setLevel` answered; below `info` the status was not sent, at it again it was.
+    assert_eq!(report["set_level"], "ok", "{report}");
+    assert_eq!(report["statuses_while_warning"], 0, "{report}");
+    assert!(report["statuses_at_info"].as_u64() > Some(0), "{report}");
     assert_eq!(report["prompts"], json!(["echo:ping"]));
     assert_eq!(report["prompt_text"], "pong");
     assert_eq!(report["resources"], json!(["skill://lazy/notes"]));

@@ -210,6 +210,18 @@ impl ServerHandler for Bridge {
         info
     }
 
+    /// `logging/setLevel`: what it advertises (`logging`), it answers. Statuses go out at
+    /// `info`; a client that asks for less hears none until it asks for `info` again.
+    #[allow(deprecated)] // logging: see `StatusToClients`
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.clients.set_level(self.client, request.level);
+        Ok(())
+    }
+
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
         self.clients.add(self.client, context.peer);
     }

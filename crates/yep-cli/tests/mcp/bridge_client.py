@@ -142,6 +142,30 @@ async def main():
             if resources.resources:
                 read = await session.read_resource(resources.resources[0].uri)
                 report["skill_text"] = read.contents[0].text
+
+            # `logging/setLevel` is answered (the Inspector gives up on a -32601). Statuses go
+            # out at info: asked for warning and up, the client hears none as echo restarts;
+            # asked for info again, it does.
+            await session.set_logging_level("warning")
+            report["set_level"] = "ok"
+            before = len(statuses)
+            yep("disable", "echo")
+            await anyio.sleep(1.0)
+            yep("enable", "echo")
+            await anyio.sleep(2.0)
+            report["statuses_while_warning"] = len(statuses) - before
+            await session.set_logging_level("info")
+            before = len(statuses)
+            yep("disable", "echo")
+            await anyio.sleep(1.0)
+            yep("enable", "echo")
+            # Its start says `echo ready` again (its stop, a clear, may come first).
+            with anyio.move_on_after(15):
+                while not any(s.get("status") == "echo ready" for s in statuses[before:]):
+                    await anyio.sleep(0.05)
+            report["statuses_at_info"] = len(statuses) - before
+            # Echo is back: the next client's instructions hold its prompt.
+            await anyio.sleep(0.5)
     # A new client after the echo extension was enabled gets its prompt as instructions.
     async with connected() as (read, write):
         async with ClientSession(read, write) as session:

@@ -126,6 +126,20 @@ impl Clients {
         connected.clients.push(Client { id, peer, status });
     }
 
+    /// Client `id` asked for `notifications/message` of `level` and more severe
+    /// (`logging/setLevel`): statuses, sent at `info`, stop below it and resume at it.
+    // MCP's logging is deprecated in its next version, but is what clients use today.
+    #[allow(deprecated)]
+    pub(crate) fn set_level(&self, id: ClientId, level: rmcp::model::LoggingLevel) {
+        use rmcp::model::LoggingLevel;
+        let quiet = !matches!(level, LoggingLevel::Debug | LoggingLevel::Info);
+        let mut connected = self.lock();
+        connected.prune();
+        if let Some(client) = connected.peer(id) {
+            client.status.quiet.store(quiet, Ordering::Release);
+        }
+    }
+
     fn all(&self) -> Vec<Peer<RoleServer>> {
         let mut connected = self.lock();
         connected.prune();
@@ -194,6 +208,9 @@ struct StatusQueue {
     latest: Mutex<BTreeMap<String, Option<String>>>,
     wake: tokio::sync::Notify,
     closed: AtomicBool,
+    /// The client asked (`logging/setLevel`) only for messages more severe than `info`, the
+    /// level statuses are sent at.
+    quiet: AtomicBool,
 }
 
 impl StatusQueue {
@@ -202,6 +219,7 @@ impl StatusQueue {
             latest: Mutex::new(BTreeMap::new()),
             wake: tokio::sync::Notify::new(),
             closed: AtomicBool::new(false),
+            quiet: AtomicBool::new(false),
         });
         let draining = Arc::clone(&queue);
         tokio::spawn(async move { draining.drain(peer).await });
@@ -230,6 +248,9 @@ impl StatusQueue {
                 return;
             }
             let batch = std::mem::take(&mut *self.latest.lock().unwrap_or_else(|p| p.into_inner()));
+            if self.quiet.load(Ordering::Acquire) {
+                continue;
+            }
             for (extension, status) in batch {
                 let data = json!({"extension": extension, "status": status});
                 let params = json!({"level": "info", "logger": extension, "data": data});
