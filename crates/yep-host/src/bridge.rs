@@ -430,6 +430,25 @@ impl ServerHandler for Bridge {
         from_json("resources/list", json!({ "resources": resources }))
     }
 
+    /// One template: every skill is `skill://<extension>/<name>`, read as `resources/read`
+    /// reads it.
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        let template = json!({
+            "uriTemplate": format!("{SKILL_SCHEME}{{extension}}/{{name}}"),
+            "name": "skill",
+            "description": "A skill of an enabled extension (its SKILL.md)",
+            "mimeType": "text/markdown",
+        });
+        from_json(
+            "resources/templates/list",
+            json!({ "resourceTemplates": [template] }),
+        )
+    }
+
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,

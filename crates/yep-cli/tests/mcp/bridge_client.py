@@ -71,6 +71,8 @@ async def main():
                                  elicitation_callback=on_elicit) as session:
             init = await session.initialize()
             report["instructions"] = init.instructions
+            # What it advertises, it answers: no `completions`, since it has none to give.
+            report["completions_advertised"] = init.capabilities.completions is not None
             tools = await session.list_tools()
             report["tools_before"] = sorted(t.name for t in tools.tools)
             listed = json.loads(yep("list", "--json")) + json.loads(yep("mcp", "list", "--json"))
@@ -142,6 +144,8 @@ async def main():
             if resources.resources:
                 read = await session.read_resource(resources.resources[0].uri)
                 report["skill_text"] = read.contents[0].text
+            templates = await session.list_resource_templates()
+            report["templates"] = [t.uri_template for t in templates.resource_templates]
 
             # `logging/setLevel` is answered (the Inspector gives up on a -32601). Statuses go
             # out at info: asked for warning and up, the client hears none as echo restarts;
