@@ -962,11 +962,13 @@ pub struct TmpDir {
     path: PathBuf,
 }
 
+/// The count that tells this process's temp dirs apart.
+static TMP_NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl TmpDir {
     pub fn new(stem: &str) -> Result<TmpDir, SandboxError> {
         use std::os::unix::fs::DirBuilderExt;
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = TMP_NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: getuid cannot fail and touches no memory.
         let uid = unsafe { libc::getuid() };
         let base = std::env::temp_dir().join(format!("yep-{uid}"));
@@ -981,25 +983,39 @@ impl TmpDir {
             })
             .take(64)
             .collect();
-        let path = base.join(format!("{stem}-{}-{n}", std::process::id()));
-        let err = |source| SandboxError::Tmp {
-            path: path.clone(),
-            source,
+        // The pid and a count make it unique in this run; a process that was killed leaves its
+        // dir behind, and pids come round again, so a name taken is passed over.
+        let name = |n: u64| format!("{stem}-{}-{n}", std::process::id());
+        let mut path = base.join(name(n));
+        let err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| SandboxError::Tmp { path, source }
         };
         let mut builder = std::fs::DirBuilder::new();
         builder.mode(0o700).recursive(true);
-        builder.create(&base).map_err(err)?;
+        builder.create(&base).map_err(err(&path))?;
         // The base must be ours alone: a planted one (another user's, a link) is refused.
-        let meta = std::fs::symlink_metadata(&base).map_err(err)?;
+        let meta = std::fs::symlink_metadata(&base).map_err(err(&path))?;
         use std::os::unix::fs::MetadataExt;
         if !meta.is_dir() || meta.uid() != uid {
-            return Err(err(std::io::Error::other(format!(
+            return Err(err(&path)(std::io::Error::other(format!(
                 "{} is not a directory of this user's",
                 base.display()
             ))));
         }
-        builder.recursive(false).create(&path).map_err(err)?;
-        Ok(TmpDir { path })
+        builder.recursive(false);
+        let mut tries = 0;
+        loop {
+            match builder.create(&path) {
+                Ok(()) => return Ok(TmpDir { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 64 => {
+                    tries += 1;
+                    let n = TMP_NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    path = base.join(name(n));
+                }
+                Err(e) => return Err(err(&path)(e)),
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -1125,6 +1141,25 @@ impl Drop for PidsLimit {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_temp_dir_left_by_a_killed_process_with_this_pid_is_passed_over() {
+        // What a killed process of an earlier run with this pid left behind: the next names.
+        // SAFETY: getuid cannot fail and touches no memory.
+        let base = std::env::temp_dir().join(format!("yep-{}", unsafe { libc::getuid() }));
+        let next = TMP_NEXT.load(std::sync::atomic::Ordering::Relaxed);
+        let stale: Vec<PathBuf> = (next..next + 8)
+            .map(|n| base.join(format!("left-over-{}-{n}", std::process::id())))
+            .collect();
+        for dir in &stale {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let tmp = TmpDir::new("left-over").unwrap();
+        assert!(tmp.path().is_dir() && !stale.contains(&tmp.path().to_path_buf()));
+        for dir in &stale {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+
     use super::*;
 
     fn place<'a>(args: &'a [String], tmp: &'a Path) -> Place<'a> {
