@@ -5,8 +5,8 @@
 //! on 127.0.0.1 ([`EgressProxy`], one listener per sandboxed process, so the port says whose
 //! request it is); the sandbox may connect to that port, and the process finds it in
 //! `HTTP_PROXY`, `HTTPS_PROXY` and their lowercase forms ([`EgressProxy::env`]). `NO_PROXY`
-//! is empty: nothing bypasses the proxy, loopback included, and the proxy never reaches a
-//! loopback address (loopback ports are separate grants, kept by Landlock).
+//! names loopback only: a loopback port is a grant of its own, kept by Landlock, and the
+//! proxy never reaches a loopback address.
 //!
 //! The proxy speaks `CONNECT host:port` (what HTTPS clients send: the bytes are relayed, the
 //! TLS stays end to end) and plain HTTP in absolute form (`GET http://host/path`, forwarded
@@ -397,6 +397,9 @@ impl std::fmt::Debug for EgressProxy {
     }
 }
 
+/// What bypasses the proxy: loopback, whose ports the sandbox grants on their own.
+const LOOPBACK: &str = "localhost,127.0.0.1,::1";
+
 impl EgressProxy {
     /// Bind 127.0.0.1 on a free port and serve `allowed` for `package` on the current tokio
     /// runtime (an error outside one), looking names up with [`Resolver::from_env`].
@@ -447,7 +450,7 @@ impl EgressProxy {
     }
 
     /// The environment the sandboxed process gets: the proxy for HTTP and HTTPS, in upper
-    /// and lower case, and an empty `NO_PROXY` (nothing bypasses it).
+    /// and lower case, and `NO_PROXY` naming loopback only (its ports are grants of their own).
     pub fn env(&self) -> Vec<(String, String)> {
         let url = format!("http://127.0.0.1:{}", self.port);
         let mut env: Vec<(String, String)> =
@@ -455,8 +458,9 @@ impl EgressProxy {
                 .into_iter()
                 .map(|name| (name.to_string(), url.clone()))
                 .collect();
-        env.push(("NO_PROXY".to_string(), String::new()));
-        env.push(("no_proxy".to_string(), String::new()));
+        for name in ["NO_PROXY", "no_proxy"] {
+            env.push((name.to_string(), LOOPBACK.to_string()));
+        }
         env
     }
 }
@@ -1101,8 +1105,8 @@ mod tests {
         for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
             assert_eq!(env[name], url, "{name}");
         }
-        assert_eq!(env["NO_PROXY"], "");
-        assert_eq!(env["no_proxy"], "");
+        assert_eq!(env["NO_PROXY"], "localhost,127.0.0.1,::1");
+        assert_eq!(env["no_proxy"], "localhost,127.0.0.1,::1");
     }
 
     #[test]

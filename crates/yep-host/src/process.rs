@@ -116,17 +116,10 @@ fn start_egress(
     Ok(None)
 }
 
-/// The environment that sends a sandboxed process's HTTP through its proxy: loopback stays
-/// direct (its ports are grants of their own).
+/// The environment that sends a sandboxed process's HTTP through its proxy.
 #[cfg(feature = "egress")]
 fn egress_env(proxy: &Egress) -> Vec<(String, String)> {
-    let mut env = proxy.env();
-    for (k, v) in env.iter_mut() {
-        if k.eq_ignore_ascii_case("no_proxy") {
-            *v = "localhost,127.0.0.1,::1".into();
-        }
-    }
-    env
+    proxy.env()
 }
 
 #[cfg(not(feature = "egress"))]
