@@ -194,20 +194,29 @@ fn calls_of_a_tool_that_was_quick_run_on_the_readers_thread_one_after_another() 
     // Its first run is unknown, so counted slow: that call gets a thread of its own.
     peer.send(json!({"id": 1, "method": "tool/call", "params": {"name": "where"}}));
     assert!(peer.recv()["result"].is_string());
-    // Fifty arriving together: waking a thread for each would cost more than the runs.
-    let threads = burst(&mut peer, 100..150, json!({}));
-    let mut counts = std::collections::HashMap::new();
-    for t in &threads {
-        *counts.entry(t.to_string()).or_insert(0usize) += 1;
+    // Fifty arriving together: waking a thread for each would cost more than the runs, so
+    // they run one after another on the reader's thread. A run preempted past the hand-off
+    // delay (a loaded host) lets the standby read on and splits a round, so the best of a few
+    // rounds is what counts; handing each call on at once would change threads at every call.
+    let mut fewest = usize::MAX;
+    for round in 0..5u64 {
+        let first = 100 + 100 * round;
+        let threads = burst(&mut peer, first..first + 50, json!({}));
+        let switches = threads.windows(2).filter(|w| w[0] != w[1]).count();
+        fewest = fewest.min(switches);
+        if fewest <= 2 {
+            break;
+        }
     }
-    let most = counts.values().max().copied().unwrap_or(0);
-    // A run preempted past the hand-off delay lets the standby read on, so not all fifty.
-    assert!(most >= 40, "the calls ran spread over threads: {counts:?}");
+    assert!(
+        fewest <= 2,
+        "every round changed threads {fewest} times or more in 50 calls"
+    );
 
     // The same tool turning slow (each call waits for eight at once) still runs them at once:
     // the standby takes the reader role from the blocked run, and a running handler counts
     // as slow, so the rest are handed on at once.
-    let met = burst(&mut peer, 200..208, json!({"meet": true}));
+    let met = burst(&mut peer, 1000..1008, json!({"meet": true}));
     assert!(met.iter().all(Value::is_string), "{met:?}");
     peer.finish().unwrap();
 }
