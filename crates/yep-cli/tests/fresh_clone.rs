@@ -1,6 +1,8 @@
 //! The README's test command on a fresh machine: the committed repository is cloned into a temp
-//! dir and `cargo test --workspace` runs there, with a cold target dir (the clone's own) and a Python that has no
-//! `wheel` (a fresh venv's, first on PATH). Every test must run and pass.
+//! dir and `scripts/test` runs there, with a cold target dir (the clone's own) and a Python that
+//! has no `wheel` (a fresh venv's, first on PATH). Every test must run and pass. The pinned peers
+//! are this checkout's (`$YEP_PEERS`, which `scripts/test` sets), so the inner run reaches no
+//! registry.
 //!
 //! The inner run sets `YEP_FRESH_CLONE`, so this test does not clone itself again there.
 
@@ -59,13 +61,12 @@ fn tally_reads_cargo_test_summaries() {
 }
 
 #[allow(clippy::disallowed_methods)] // the README's command, run as a newcomer would
-fn run_readme_test_command(clone: &Path, path: &str, mcp_python: &str, log: &Path) -> bool {
+fn run_readme_test_command(clone: &Path, path: &str, log: &Path) -> bool {
     let file = std::fs::File::create(log).unwrap();
-    let mut child = Command::new("cargo")
-        .args(["test", "--workspace"])
+    let mut child = Command::new(clone.join("scripts/test"))
         .current_dir(clone)
         .env("PATH", path)
-        .env("YEP_MCP_PYTHON", mcp_python)
+        .env_remove("YEP_MCP_PYTHON")
         // The interop corpora sit beside this checkout, not beside the clone.
         .env(
             "YEP_ZOT_INTEROP",
@@ -130,23 +131,15 @@ fn the_readme_test_command_passes_in_a_fresh_clone_without_wheel() {
         std::env::var("PATH").unwrap_or_default()
     );
 
-    // The MCP tests' peer is on the official MCP Python SDK, which the venv lacks: they run
-    // it with the interpreter that has it (`.ci/run` installs it), named here.
-    let outer = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    let mcp_python = String::from_utf8_lossy(&outer.stdout).trim().to_string();
-
     let log = tmp.path().join("cargo-test.log");
-    let ok = run_readme_test_command(&clone, &path, &mcp_python, &log);
+    let ok = run_readme_test_command(&clone, &path, &log);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let (binaries, passed, failed) = tally(&text);
     let tail: Vec<&str> = text.lines().rev().take(60).collect();
     let tail: Vec<&str> = tail.into_iter().rev().collect();
     assert!(
         ok && failed == 0,
-        "`cargo test --workspace` failed in a fresh clone ({passed} passed, {failed} failed):\n{}",
+        "`scripts/test` failed in a fresh clone ({passed} passed, {failed} failed):\n{}",
         tail.join("\n")
     );
     // Every test binary ran: cargo stops at the first failing one, so a short count means some

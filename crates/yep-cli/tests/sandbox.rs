@@ -916,8 +916,9 @@ fn required_in<'a>(ws: &'a Path, home: &'a Path) -> impl Fn(&[&str], &str) -> Ou
     move |args, stdin| common::yep_at(Some(ws), home, args, stdin, &[("YEP_SANDBOX", "required")])
 }
 
-/// The official filesystem MCP server, as `.ci/run` puts it in npx's cache.
-const FS_SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+/// The official filesystem MCP server's program, which `scripts/test` installs (pinned) into
+/// the npm prefix it puts on `PATH`.
+const FS_SERVER: &str = "mcp-server-filesystem";
 
 #[test]
 fn the_official_filesystem_server_runs_contained_and_writes_the_workspace_once_granted() {
@@ -926,25 +927,12 @@ fn the_official_filesystem_server_runs_contained_and_writes_the_workspace_once_g
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("seed.txt"), "seeded").unwrap();
     let ws_text = ws.to_str().unwrap();
-    // The user's own HOME, where npx keeps its cache; nothing may reach the network.
+    // Nothing may reach the network.
     let run = required_in(&ws, &home);
-    let added = run(
-        &[
-            "mcp",
-            "add",
-            "fs",
-            "--",
-            "npx",
-            "--offline",
-            "-y",
-            FS_SERVER,
-            ws_text,
-        ],
-        "",
-    );
+    let added = run(&["mcp", "add", "fs", "--", FS_SERVER, ws_text], "");
     assert!(
         ok(&added).contains("tools pinned"),
-        "is {FS_SERVER} in npx's cache? `npx -y {FS_SERVER} /tmp </dev/null` (README: Prerequisites)\n{}",
+        "is {FS_SERVER} on PATH? `scripts/test` installs it (README: Quick start)\n{}",
         text(&added.stderr)
     );
     let target = ws.join("written.txt");

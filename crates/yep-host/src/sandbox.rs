@@ -515,9 +515,14 @@ fn toolchain(program: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
             }
         }
     }
-    // Where the user told the interpreters to look for modules (an SDK checked out, say):
-    // each directory by itself.
-    for var in ["PYTHONPATH", "NODE_PATH"] {
+    // Where the user told the interpreters and npm to look for modules (an SDK checked out, a
+    // global npm prefix): each directory by itself.
+    for var in [
+        "PYTHONPATH",
+        "NODE_PATH",
+        "npm_config_prefix",
+        "NPM_CONFIG_PREFIX",
+    ] {
         if let Some(paths) = std::env::var_os(var) {
             read.extend(std::env::split_paths(&paths).filter(|d| d.is_absolute() && d.is_dir()));
         }
@@ -586,6 +591,12 @@ pub const ENV_ALLOWED: &[&str] = &[
     // Where the interpreters find modules: their directories are read as the toolchain's.
     "PYTHONPATH",
     "NODE_PATH",
+    // Where npm and npx find packages installed globally (read likewise), and whether they
+    // may reach the registry: never the config files that can hold a token.
+    "npm_config_prefix",
+    "NPM_CONFIG_PREFIX",
+    "npm_config_offline",
+    "NPM_CONFIG_OFFLINE",
 ];
 
 /// The host environment, scrubbed to [`ENV_ALLOWED`] and the locale's `LC_*`.
