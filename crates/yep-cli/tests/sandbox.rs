@@ -3,6 +3,7 @@
 //! time, while the host and the other extensions keep working.
 
 mod common;
+use common::zot::built_zot_corpus;
 use common::{ok, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -963,76 +964,11 @@ fn the_official_filesystem_server_runs_contained_and_writes_the_workspace_once_g
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "by the server");
 }
 
-/// zot's own examples (`../shared/interop/zot`, or `$YEP_ZOT_INTEROP`), copied to `dir` with
-/// its files writable and the `go.mod` the corpus's README says a copy needs.
-fn zot_corpus(dir: &Path) -> PathBuf {
-    let from = std::env::var_os("YEP_ZOT_INTEROP")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/interop/zot")
-        });
-    assert!(
-        from.join("examples/extensions").is_dir(),
-        "zot's examples are not at {} (set YEP_ZOT_INTEROP to a checkout)",
-        from.display()
-    );
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap().flatten() {
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy(&entry.path(), &target);
-            } else {
-                std::fs::write(&target, std::fs::read(entry.path()).unwrap()).unwrap();
-            }
-        }
-    }
-    let root = dir.join("zot");
-    copy(&from, &root);
-    std::fs::write(
-        root.join("go.mod"),
-        "module github.com/patriceckhart/zot\n\ngo 1.19\n",
-    )
-    .unwrap();
-    root
-}
-
-/// `go` with `args` in `dir`, offline; panics naming the prerequisite when Go is missing.
-#[allow(clippy::disallowed_methods)] // building the corpus, not running yep
-fn go(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("go")
-        .args(args)
-        .current_dir(dir)
-        .env("GOFLAGS", "-mod=mod")
-        .env("GOPROXY", "off")
-        .output()
-        .unwrap_or_else(|e| panic!("go {args:?}: {e} (install Go: apt-get install golang-go)"));
-    assert!(out.status.success(), "go {args:?}: {}", text(&out.stderr));
-}
-
 #[test]
 fn zots_own_examples_run_contained_go_run_included() {
     let tmp = tempfile::tempdir().unwrap();
-    let root = zot_corpus(tmp.path());
+    let root = built_zot_corpus(tmp.path());
     let examples = root.join("examples/extensions");
-    for built in ["hello", "weather", "guard"] {
-        let out = examples.join(built).join(built);
-        go(
-            &root,
-            &[
-                "build",
-                "-o",
-                out.to_str().unwrap(),
-                &format!("./examples/extensions/{built}"),
-            ],
-        );
-    }
-    // `todo` runs `go run .` in its own module, pointed at this copy.
-    let replace = format!("github.com/patriceckhart/zot={}", root.display());
-    go(
-        &examples.join("todo"),
-        &["mod", "edit", "-replace", &replace],
-    );
     let (home, ws) = (tmp.path().join("home"), tmp.path().join("ws"));
     std::fs::create_dir_all(&ws).unwrap();
     let run = required_in(&ws, &home);

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod zot;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
