@@ -1,6 +1,6 @@
-//! Programs other people wrote, run unmodified through the real binary: zot's own example
+//! Programs other people wrote, run unmodified against the real binary: zot's own example
 //! extensions (`../shared/interop/zot`, or `$YEP_ZOT_INTEROP`), each checked for what its
-//! README says it does.
+//! README says it does, and the MCP Inspector's CLI against `yep mcp serve`.
 
 mod common;
 use common::zot::built_zot_corpus;
@@ -244,4 +244,161 @@ fn guard_audits_the_events_yep_sends_and_each_carries_a_growing_sequence() {
         assert_eq!(event["session_id"], session, "{event}");
         assert_eq!(Path::new(event["cwd"].as_str().unwrap()), ws, "{event}");
     }
+}
+
+/// A home with `lazy` (the fixture's tool `t1` and a skill `notes`) and the echo example
+/// (tools, and the prompt `echo:ping`), both enabled.
+fn inspector_home(tmp: &Path) -> std::path::PathBuf {
+    let home = tmp.join("home");
+    let bin = |name: &str| Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name(name);
+    let lazy = tmp.join("src/lazy");
+    std::fs::create_dir_all(lazy.join("skills/notes")).unwrap();
+    let manifest = json!({"name": "lazy", "version": "1.0.0", "description": "lazy", "yolop": {
+        "capabilityServer": {"command": bin("yep-fixture"), "args": [json!({"name": "lazy", "tools": ["t1"]}).to_string()]},
+        "tools": [{"name": "t1", "description": "echoes its arguments"}],
+        "skills": true}});
+    std::fs::write(lazy.join("plugin.json"), manifest.to_string()).unwrap();
+    std::fs::write(
+        lazy.join("skills/notes/SKILL.md"),
+        "---\nname: notes\ndescription: how to take notes\n---\nWrite them down.\n",
+    )
+    .unwrap();
+    let echo = tmp.join("src/echo");
+    std::fs::create_dir_all(&echo).unwrap();
+    let mut manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/echo/plugin.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    manifest["yolop"]["capabilityServer"]["command"] = json!(bin("yep-example-echo"));
+    std::fs::write(echo.join("plugin.json"), manifest.to_string()).unwrap();
+    for (name, dir) in [("lazy", &lazy), ("echo", &echo)] {
+        ok(&common::yep_with_stdin(
+            &home,
+            &["install", dir.to_str().unwrap(), "--yes"],
+            "",
+        ));
+        ok(&common::yep_with_stdin(&home, &["enable", name], ""));
+    }
+    home
+}
+
+/// `mcp-inspector --cli` (the MCP Inspector, which `scripts/test` installs pinned) with
+/// `args`, its own `HOME` in `tmp`: what it printed, as JSON, or its error.
+#[allow(clippy::disallowed_methods)] // the Inspector is the client under which yep runs
+fn inspect(tmp: &Path, args: &[&str]) -> Result<Value, String> {
+    let out = std::process::Command::new("mcp-inspector")
+        .arg("--cli")
+        .args(args)
+        .env("HOME", tmp)
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("mcp-inspector: {e} (`scripts/test` installs it into target/peers)")
+        });
+    let said = text(&out.stdout);
+    match serde_json::from_str::<Value>(&said) {
+        Ok(v) if out.status.success() && v.get("error").is_none() => Ok(v),
+        _ => Err(format!("{said}{}", text(&out.stderr))),
+    }
+}
+
+/// What the Inspector is used for first, through `yep mcp serve` reached by `target`: tools,
+/// a call, prompts, a prompt, resources and one read.
+fn inspector_sees_the_extensions(tmp: &Path, target: &[&str]) {
+    let run = |method: &[&str]| {
+        let mut args: Vec<&str> = method.to_vec();
+        args.extend(target);
+        inspect(tmp, &args).unwrap_or_else(|e| panic!("{method:?}: {e}"))
+    };
+    let names = |v: &Value, list: &str, key: &str| -> Vec<String> {
+        v[list]
+            .as_array()
+            .unwrap_or_else(|| panic!("{v}"))
+            .iter()
+            .map(|t| t[key].as_str().unwrap().to_string())
+            .collect()
+    };
+    let tools = run(&["--method", "tools/list"]);
+    assert_eq!(
+        names(&tools, "tools", "name"),
+        ["t1", "echo", "count", "ask"],
+        "{tools}"
+    );
+    let called = run(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "text=hi",
+    ]);
+    assert_eq!(called["structuredContent"]["echoed"], "hi", "{called}");
+    assert_eq!(called["isError"], false);
+    let prompts = run(&["--method", "prompts/list"]);
+    assert_eq!(names(&prompts, "prompts", "name"), ["echo:ping"]);
+    let prompt = run(&["--method", "prompts/get", "--prompt-name", "echo:ping"]);
+    assert_eq!(prompt["messages"][0]["content"]["text"], "pong", "{prompt}");
+    let resources = run(&["--method", "resources/list"]);
+    assert_eq!(
+        names(&resources, "resources", "uri"),
+        ["skill://lazy/notes"]
+    );
+    let read = run(&["--method", "resources/read", "--uri", "skill://lazy/notes"]);
+    assert!(
+        read["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Write them down.")),
+        "{read}"
+    );
+}
+
+#[test]
+fn the_mcp_inspector_cli_lists_calls_gets_and_reads_through_yep_mcp_serve_over_stdio() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = inspector_home(tmp.path());
+    // The Inspector passes a server only the environment it names.
+    let home_env = format!("YEP_HOME={}", home.display());
+    let yep = env!("CARGO_BIN_EXE_yep");
+    inspector_sees_the_extensions(tmp.path(), &["-e", &home_env, "--", yep, "mcp", "serve"]);
+}
+
+#[test]
+fn the_mcp_inspector_cli_works_over_http_with_the_bearer_token_and_not_without() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = inspector_home(tmp.path());
+    let (server, url, _) = common::serve_http(&home, "127.0.0.1:0", &[]);
+    let token = std::fs::read_to_string(home.join("mcp-serve.token")).unwrap();
+    let bearer = format!("Authorization: Bearer {}", token.trim());
+    // Options, not the positional URL, which a variadic `--tool-arg` before it would take.
+    let target = [
+        "--server-url",
+        url.as_str(),
+        "--transport",
+        "http",
+        "--header",
+        &bearer,
+    ];
+    inspector_sees_the_extensions(tmp.path(), &target);
+    let wrong = [
+        "--method",
+        "tools/list",
+        "--server-url",
+        &url,
+        "--transport",
+        "http",
+        "--header",
+        "Authorization: Bearer not-the-token",
+    ];
+    let refused = inspect(tmp.path(), &wrong).unwrap_err();
+    // Refused at the door: the Inspector takes the 401 for a server that wants a login.
+    assert!(
+        refused.contains("auth") && !refused.contains("\"t1\""),
+        "{refused}"
+    );
+    drop(server);
 }
