@@ -1025,7 +1025,8 @@ fn check_bridge_report(report: &Value) {
     assert_eq!(report["prompt_text"], "pong");
     assert_eq!(report["resources"], json!(["skill://lazy/notes"]));
     assert_eq!(report["templates"], json!(["skill://{extension}/{name}"]));
-    assert_eq!(report["completions_advertised"], false, "{report}");
+    assert_eq!(report["completions_advertised"], true, "{report}");
+    assert_eq!(report["completions"], json!([]), "{report}");
     assert!(
         report["skill_text"]
             .as_str()

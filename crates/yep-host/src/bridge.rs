@@ -20,8 +20,8 @@ pub use clients::{
     SECRET_REFUSED, StatusToClients,
 };
 pub use http::{
-    DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpLimits, bearer_token,
-    default_max_connections, serve_http, serve_http_with, token_path,
+    Access, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpLimits,
+    bearer_token, default_max_connections, serve_http, serve_http_with, token_path,
 };
 
 use crate::capability::ToolResult;
@@ -190,6 +190,9 @@ impl ServerHandler for Bridge {
             .enable_logging()
             .build();
         let mut capabilities = capabilities;
+        // `completion/complete` is answered (rmcp's default, once advertised) with no
+        // suggestions: a command's argument is free text.
+        capabilities.completions = Some(rmcp::model::JsonObject::new());
         // Said so a yep host meeting this server as one of its own knows it and skips it.
         capabilities.experimental = Some(
             [(

@@ -71,6 +71,11 @@ pub enum McpCommand {
         /// Let `--http` listen on an address other than loopback.
         #[arg(long)]
         allow_remote: bool,
+        /// Testing only: serve `--http` with no bearer token, so any local process can run
+        /// your extensions' tools. For test suites that cannot send a token (the MCP
+        /// conformance suite). Refused on any address but loopback.
+        #[arg(long, requires = "http", conflicts_with = "allow_remote")]
+        insecure_no_token_for_testing: bool,
         /// With `--http`: the most connections open at once [default: half the open-file
         /// limit beyond 64, between 8 and 1024]. At the cap a new connection takes the slot of
         /// the oldest one that has not sent an authorized request.
@@ -290,6 +295,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             deferred,
             http,
             allow_remote,
+            insecure_no_token_for_testing,
             max_connections,
             max_sessions,
             header_timeout,
@@ -304,7 +310,11 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             if let Some(t) = header_timeout {
                 limits.header_timeout = t;
             }
-            return serve(home, deferred, http, allow_remote, limits).await;
+            let access = Access {
+                allow_remote,
+                no_token: insecure_no_token_for_testing,
+            };
+            return serve(home, deferred, http, access, limits).await;
         }
         McpCommand::Config { agent } => {
             let (snippet, hint) = config_snippet(agent, home)?;
@@ -641,24 +651,40 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Who `yep mcp serve --http` lets in, as asked on the command line.
+struct Access {
+    /// `--allow-remote`: any address, any `Host`, still behind the token.
+    allow_remote: bool,
+    /// `--insecure-no-token-for-testing`: loopback only, no token.
+    no_token: bool,
+}
+
 /// `yep mcp serve`: the host of the enabled packages as one MCP server, on stdio until the
 /// client goes, or over HTTP until interrupted.
 async fn serve(
     home: &Home,
     deferred: bool,
     http: Option<std::net::SocketAddr>,
-    allow_remote: bool,
+    access: Access,
     limits: yep_host::bridge::HttpLimits,
 ) -> anyhow::Result<ExitCode> {
     use anyhow::Context;
     use std::sync::Arc;
-    if let Some(addr) = http.filter(|a| !a.ip().is_loopback() && !allow_remote) {
-        return Err(hinted(
-            format!("refusing to serve on {addr}: not a loopback address"),
-            &[
-                "any host that reaches it could run your extensions' tools; pass --allow-remote if that is what you want",
-            ],
-        ));
+    if let Some(addr) = http.filter(|a| !a.ip().is_loopback()) {
+        if access.no_token {
+            return Err(hinted(
+                format!("refusing to serve on {addr} without a token: not a loopback address"),
+                &["--insecure-no-token-for-testing is for test suites on this machine only"],
+            ));
+        }
+        if !access.allow_remote {
+            return Err(hinted(
+                format!("refusing to serve on {addr}: not a loopback address"),
+                &[
+                    "any host that reaches it could run your extensions' tools; pass --allow-remote if that is what you want",
+                ],
+            ));
+        }
     }
     let listener = match http {
         Some(addr) => Some(
@@ -693,19 +719,28 @@ async fn serve(
             .await
             .map_err(|e| e.to_string()),
         Some(listener) => {
-            let (token, made) =
-                yep_host::bridge::bearer_token(home).context("failed to make the bearer token")?;
-            let path = yep_host::bridge::token_path(home);
             let addr = listener.local_addr()?;
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "serving MCP at http://{addr}/mcp (Ctrl-C stops it)");
-            let _ = match made {
-                true => writeln!(
+            let served = if access.no_token {
+                let _ = writeln!(
                     err,
-                    "bearer token, shown this once (kept in {}, owner-only): {token}",
-                    path.display()
-                ),
-                false => writeln!(err, "bearer token: in {}", path.display()),
+                    "WARNING: no bearer token (--insecure-no-token-for-testing): any process on this machine can run your extensions' tools"
+                );
+                yep_host::bridge::Access::NoTokenLoopbackTestingOnly
+            } else {
+                let (token, made) = yep_host::bridge::bearer_token(home)
+                    .context("failed to make the bearer token")?;
+                let path = yep_host::bridge::token_path(home);
+                let _ = match made {
+                    true => writeln!(
+                        err,
+                        "bearer token, shown this once (kept in {}, owner-only): {token}",
+                        path.display()
+                    ),
+                    false => writeln!(err, "bearer token: in {}", path.display()),
+                };
+                yep_host::bridge::Access::Token(token)
             };
             drop(err);
             let stop = tokio_util::sync::CancellationToken::new();
@@ -714,9 +749,16 @@ async fn serve(
                 let _ = tokio::signal::ctrl_c().await;
                 interrupted.cancel();
             });
-            yep_host::bridge::serve_http_with(bridge, listener, token, allow_remote, limits, stop)
-                .await;
-            Ok(())
+            yep_host::bridge::serve_http_with(
+                bridge,
+                listener,
+                served,
+                access.allow_remote,
+                limits,
+                stop,
+            )
+            .await
+            .map_err(|e| e.to_string())
         }
     };
     watch.abort();

@@ -19,7 +19,7 @@ import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import ElicitResult
+from mcp.types import ElicitResult, PromptReference
 
 YEP, HOME = sys.argv[1], sys.argv[2]
 URL, TOKEN = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else (None, None)
@@ -71,7 +71,7 @@ async def main():
                                  elicitation_callback=on_elicit) as session:
             init = await session.initialize()
             report["instructions"] = init.instructions
-            # What it advertises, it answers: no `completions`, since it has none to give.
+            # What it advertises, it answers: `completions`, with no suggestions to give.
             report["completions_advertised"] = init.capabilities.completions is not None
             tools = await session.list_tools()
             report["tools_before"] = sorted(t.name for t in tools.tools)
@@ -137,6 +137,9 @@ async def main():
 
             prompts = await session.list_prompts()
             report["prompts"] = sorted(p.name for p in prompts.prompts)
+            done = await session.complete(PromptReference(type="ref/prompt", name="echo:ping"),
+                                          {"name": "arguments", "value": "p"})
+            report["completions"] = done.completion.values
             got = await session.get_prompt("echo:ping", {"arguments": "x"})
             report["prompt_text"] = got.messages[0].content.text
             resources = await session.list_resources()

@@ -120,7 +120,18 @@ fn authorized<B>(request: &http::Request<B>, token: &str) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// [`serve_http_with`] under the default [`HttpLimits`].
+/// Who may use the HTTP endpoint.
+#[derive(Clone, Debug)]
+pub enum Access {
+    /// Clients that send this bearer token.
+    Token(String),
+    /// Any client, without a token: only for test suites that cannot send one (the MCP
+    /// conformance suite). Served only on a loopback listener, to loopback `Host`s, never
+    /// with `remote`.
+    NoTokenLoopbackTestingOnly,
+}
+
+/// [`serve_http_with`] under the default [`HttpLimits`], to clients that send `token`.
 pub async fn serve_http(
     bridge: Bridge,
     listener: tokio::net::TcpListener,
@@ -128,22 +139,50 @@ pub async fn serve_http(
     remote: bool,
     stop: CancellationToken,
 ) {
-    serve_http_with(bridge, listener, token, remote, HttpLimits::default(), stop).await
+    let access = Access::Token(token);
+    // With a token every listener is served: this cannot fail.
+    let _ = serve_http_with(
+        bridge,
+        listener,
+        access,
+        remote,
+        HttpLimits::default(),
+        stop,
+    )
+    .await;
 }
 
 /// Serve `bridge` (one per client session, sharing its host) over streamable HTTP on
-/// `listener` at `/mcp`, to clients that send `token`, under `limits`, until `stop` is
+/// `listener` at `/mcp`, to the clients `access` lets in, under `limits`, until `stop` is
 /// cancelled. Only loopback `Host`s are served (against DNS rebinding) unless `remote`:
 /// then any, still behind the token. Nothing a client does ends it (see the module docs).
+///
+/// Fails at once, serving nothing, when `access` has no token and the listener is not on
+/// loopback or `remote` is asked.
 pub async fn serve_http_with(
     bridge: Bridge,
     listener: tokio::net::TcpListener,
-    token: String,
+    access: Access,
     remote: bool,
     limits: HttpLimits,
     stop: CancellationToken,
-) {
+) -> std::io::Result<()> {
     use http_body_util::BodyExt;
+    let token: Option<Arc<str>> = match access {
+        Access::Token(token) => Some(token.into()),
+        Access::NoTokenLoopbackTestingOnly => {
+            let local = listener.local_addr()?;
+            if remote || !local.ip().is_loopback() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "refusing to serve {local} without a token: that is for testing, on loopback only"
+                    ),
+                ));
+            }
+            None
+        }
+    };
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
@@ -157,7 +196,6 @@ pub async fn serve_http_with(
     let sessions = CappedSessions::new(&limits);
     let service =
         StreamableHttpService::new(move || Ok(bridge.for_client()), Arc::new(sessions), config);
-    let token: Arc<str> = token.into();
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1
         .timer(hyper_util::rt::TokioTimer::new())
@@ -166,7 +204,7 @@ pub async fn serve_http_with(
     let mut backoff = ACCEPT_BACKOFF_FIRST;
     loop {
         let stream = tokio::select! {
-            () = stop.cancelled() => return,
+            () = stop.cancelled() => return Ok(()),
             accepted = listener.accept() => accepted,
         };
         let stream = match stream {
@@ -191,7 +229,7 @@ pub async fn serve_http_with(
                     }
                 );
                 tokio::select! {
-                    () = stop.cancelled() => return,
+                    () = stop.cancelled() => return Ok(()),
                     () = tokio::time::sleep(backoff) => {}
                 }
                 backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
@@ -202,12 +240,12 @@ pub async fn serve_http_with(
             drop(stream);
             continue;
         };
-        let (service, token) = (service.clone(), Arc::clone(&token));
+        let (service, token) = (service.clone(), token.clone());
         let proven = Arc::clone(&slot.proven);
         let handler =
             hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
                 let mut service = service.clone();
-                let allowed = authorized(&request, &token);
+                let allowed = token.as_ref().is_none_or(|t| authorized(&request, t));
                 if allowed {
                     proven.store(true, Ordering::Relaxed);
                 }
