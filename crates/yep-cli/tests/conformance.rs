@@ -3,7 +3,8 @@
 //! scenarios against `yep mcp serve --http` with `examples/conformance` enabled, so each one
 //! crosses the whole bridge (MCP client → yep → a YEP server → back). What fails is listed,
 //! with the reason, in `conformance/expected-failures.yml`; the suite fails on a listed
-//! scenario that passes.
+//! scenario that passes. Its client scenarios run `yep-conformance-client` (examples/conformance),
+//! which connects, approves, calls and answers questions through yep-host's MCP dialect.
 
 mod common;
 use common::{ok, text, yep_with_stdin};
@@ -40,19 +41,33 @@ fn conformance_home(tmp: &Path) -> PathBuf {
     home
 }
 
-/// Each scenario's checks as the suite wrote them under `out` (`<mode>-<scenario>-<time>/
-/// checks.json`): the scenario, and whether every check passed (SUCCESS or INFO).
+/// Each scenario's checks as the suite wrote them under `out` (`server-<scenario>-<time>/`,
+/// `<scenario>-<time>/` or `auth/<scenario>-<time>/`, each with a `checks.json`): the scenario,
+/// and whether every check passed (SUCCESS or INFO).
 fn scenarios(out: &Path) -> Vec<(String, bool)> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(out).unwrap().flatten() {
+    let dirs = std::fs::read_dir(out).unwrap().flatten().chain(
+        std::fs::read_dir(out.join("auth"))
+            .into_iter()
+            .flatten()
+            .flatten(),
+    );
+    for entry in dirs {
         let checks: Vec<Value> = match std::fs::read(entry.path().join("checks.json")) {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap(),
             Err(_) => continue,
         };
         let name = entry.file_name().to_string_lossy().to_string();
-        // `server-tools-call-image-2026-12-02T13-17-45-713Z`: the time is the last six parts.
+        // `tools-call-image-2026-12-02T13-17-45-713Z`: the time is the last six parts.
         let parts: Vec<&str> = name.split('-').collect();
-        let scenario = parts[1..parts.len() - 6].join("-");
+        let scenario = parts[..parts.len() - 6].join("-");
+        let scenario = match entry.path().parent() == Some(&out.join("auth")) {
+            true => format!("auth/{scenario}"),
+            false => scenario
+                .strip_prefix("server-")
+                .unwrap_or(&scenario)
+                .to_string(),
+        };
         let passed = checks
             .iter()
             .all(|c| matches!(c["status"].as_str(), Some("SUCCESS" | "INFO")));
@@ -79,7 +94,6 @@ fn expected_failures(mode: &str) -> Vec<String> {
 }
 
 #[test]
-#[allow(clippy::disallowed_methods)] // the suite is the client under which yep runs
 fn the_conformance_suites_server_scenarios_pass_through_yep_mcp_serve_or_are_listed() {
     let tmp = tempfile::tempdir().unwrap();
     let home = conformance_home(tmp.path());
@@ -87,40 +101,64 @@ fn the_conformance_suites_server_scenarios_pass_through_yep_mcp_serve_or_are_lis
         common::serve_http(&home, "127.0.0.1:0", &["--insecure-no-token-for-testing"]);
     assert!(warned.starts_with("WARNING: no bearer token"), "{warned}");
     assert!(!home.join("mcp-serve.token").exists());
-    let out = tmp.path().join("out");
+    let said = run_suite(&["server", "--url", &url], tmp.path());
+    drop(server);
+    check_counts("server", 32, &tmp.path().join("out"), &said);
+}
+
+/// `conformance <args> --suite all` with the expected failures, its results under
+/// `<tmp>/out`: what it said; it must pass.
+#[allow(clippy::disallowed_methods)] // the suite is the peer under which yep runs
+fn run_suite(args: &[&str], tmp: &Path) -> String {
     let baseline = repo().join("conformance/expected-failures.yml");
     let ran = std::process::Command::new("conformance")
-        .args([
-            "server",
-            "--url",
-            &url,
-            "--suite",
-            "all",
-            "--expected-failures",
-        ])
+        .args(args)
+        .args(["--suite", "all", "--expected-failures"])
         .arg(&baseline)
         .arg("-o")
-        .arg(&out)
-        .env("HOME", tmp.path())
+        .arg(tmp.join("out"))
+        .env("HOME", tmp)
+        .env_remove("RUST_LOG")
+        .env_remove("RUST_BACKTRACE")
         .output()
         .unwrap_or_else(|e| {
             panic!("conformance: {e} (`scripts/test` installs it into target/peers)")
         });
-    drop(server);
     let said = format!("{}{}", text(&ran.stdout), text(&ran.stderr));
     assert!(ran.status.success(), "{said}");
-    let scenarios = scenarios(&out);
-    let expected = expected_failures("server");
+    said
+}
+
+/// The suite ran `total` scenarios of `mode` into `out`, and what failed is exactly what the
+/// expected failures list.
+fn check_counts(mode: &str, total: usize, out: &Path, said: &str) {
+    let scenarios = scenarios(out);
     let passed: Vec<&String> = scenarios.iter().filter(|s| s.1).map(|s| &s.0).collect();
     let failed: Vec<&String> = scenarios.iter().filter(|s| !s.1).map(|s| &s.0).collect();
-    // The suite ran every scenario, and what failed is exactly what is listed.
-    assert_eq!(scenarios.len(), 32, "{scenarios:?}");
+    assert_eq!(scenarios.len(), total, "{scenarios:?}");
+    let expected = expected_failures(mode);
     assert_eq!(failed, expected.iter().collect::<Vec<_>>(), "{said}");
     eprintln!(
-        "conformance, server: {} passed, {} expected failures, 0 skipped",
+        "conformance, {mode}: {} passed, {} expected failures, 0 skipped",
         passed.len(),
         failed.len()
     );
+}
+
+#[test]
+fn the_conformance_suites_client_scenarios_pass_through_yep_hosts_mcp_dialect_or_are_listed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let client = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-conformance-client");
+    assert!(
+        client.is_file(),
+        "{} is missing: run scripts/test",
+        client.display()
+    );
+    let said = run_suite(
+        &["client", "--command", client.to_str().unwrap()],
+        tmp.path(),
+    );
+    check_counts("client", 23, &tmp.path().join("out"), &said);
 }
 
 #[test]

@@ -381,10 +381,13 @@ impl ClientHandler for Client {
                 .with_form(rmcp::model::FormElicitationCapability::new())
                 .with_url(rmcp::model::UrlElicitationCapability::new()),
         );
+        // The newest revision with an `initialize` handshake, which every server in the field
+        // answers: one that speaks only 2025-06-18 answers with that, and is spoken to in it.
         rmcp::model::ClientConfig::new(
             capabilities,
             rmcp::model::Implementation::new("yep", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
     }
 
     /// A question from the server goes to the host's questions (held to the grants): a form
@@ -395,12 +398,16 @@ impl ClientHandler for Client {
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
         use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-        let ask = |prompt: String, options: Vec<String>| {
+        // A field's default is shown as the placeholder: an empty answer takes it.
+        let ask = |prompt: String, options: Vec<String>, default: Option<&Value>| {
             self.events.ask(
                 &self.extension,
                 crate::capability::Question {
                     prompt,
-                    placeholder: None,
+                    placeholder: default.map(|d| match d {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    }),
                     secret: false,
                     options,
                 },
@@ -411,6 +418,7 @@ impl ClientHandler for Client {
                 let answer = ask(
                     format!("{message} (open it yourself: {url})"),
                     vec!["done".into(), "decline".into()],
+                    None,
                 )
                 .await;
                 let action = match (answer.cancelled, answer.answer.as_str()) {
@@ -441,11 +449,12 @@ impl ClientHandler for Client {
                         })
                         .unwrap_or_default();
                     let about = spec["description"].as_str().unwrap_or(&field);
-                    let answer = ask(format!("{message} ({about})"), options).await;
+                    let default = spec.get("default").filter(|d| !d.is_null());
+                    let answer = ask(format!("{message} ({about})"), options, default).await;
                     if answer.cancelled {
                         return Ok(ElicitResult::new(ElicitationAction::Cancel));
                     }
-                    content.insert(field, typed(&spec, answer.answer));
+                    content.insert(field, field_value(&spec, answer.answer));
                 }
                 Ok(ElicitResult::new(ElicitationAction::Accept)
                     .with_content(Value::Object(content)))
@@ -533,6 +542,15 @@ impl ClientHandler for Client {
 }
 
 /// An answer as the field's type wants it: a number, a boolean, or the text.
+/// What the answer to one field of a form gives: the field's `default` when nothing was typed
+/// (the user took the default shown), else the answer as the field's type reads it.
+fn field_value(spec: &Value, answer: String) -> Value {
+    match spec.get("default").filter(|d| !d.is_null()) {
+        Some(default) if answer.trim().is_empty() => default.clone(),
+        _ => typed(spec, answer),
+    }
+}
+
 fn typed(spec: &Value, answer: String) -> Value {
     match spec["type"].as_str() {
         Some("integer") => answer
@@ -783,5 +801,29 @@ impl Peer for McpPeer {
                 Err(_) => CloseReason::Eof,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field_value;
+    use serde_json::json;
+
+    #[test]
+    fn an_empty_answer_takes_the_fields_default_and_any_other_is_typed() {
+        let age = json!({"type": "integer", "default": 30});
+        assert_eq!(field_value(&age, String::new()), json!(30));
+        assert_eq!(field_value(&age, " ".into()), json!(30));
+        assert_eq!(field_value(&age, "41".into()), json!(41));
+        let verified = json!({"type": "boolean", "default": true});
+        assert_eq!(field_value(&verified, String::new()), json!(true));
+        assert_eq!(field_value(&verified, "no".into()), json!(false));
+        // No default: the answer as typed, empty included.
+        let name = json!({"type": "string"});
+        assert_eq!(field_value(&name, String::new()), json!(""));
+        assert_eq!(
+            field_value(&json!({"type": "number", "default": null}), "".into()),
+            json!("")
+        );
     }
 }
