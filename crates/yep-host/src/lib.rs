@@ -32,6 +32,8 @@ pub mod error;
 pub mod fuzzing;
 pub mod health;
 pub mod learn;
+#[cfg(feature = "mcp-http")]
+pub mod oauth;
 pub mod process;
 pub mod rpc;
 pub mod runtime;

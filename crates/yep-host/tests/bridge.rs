@@ -449,6 +449,7 @@ async fn connect_http(
         headers: vec![("Authorization".into(), format!("Bearer {token}"))],
         shown: url.into(),
         host_home: None,
+        login: None,
     };
     let streams = Streams::Other {
         reader: Box::new(tokio::io::empty()),

@@ -124,10 +124,90 @@ pub fn remove(home: &Home, name: &str) -> Result<bool, StoreError> {
         settings::store(&path, &doc, MODE_DEFAULT)?;
     }
     settings::remove_table(&home.connections_path(), &secrets_key(name))?;
+    settings::remove_table(&home.connections_path(), &oauth_key(name))?;
     drop(lock);
     // Its approval goes with it: a server added again under the name is asked about again.
     forget(home, name, &Origin::Home)?;
     Ok(removed)
+}
+
+fn oauth_key(name: &str) -> String {
+    format!("mcp-oauth:{name}")
+}
+
+/// Mark user-level MCP server `name` as one that takes an OAuth login (`yep mcp add
+/// --oauth`, or a server that answered `401`), or not.
+pub fn set_oauth(home: &Home, name: &str, on: bool) -> Result<(), StoreError> {
+    let _lock = home.lock()?;
+    let path = home.settings_path();
+    let mut doc = settings::load(&path)?;
+    let Some(entry) = doc
+        .get_mut(TABLE)
+        .and_then(Item::as_table_mut)
+        .and_then(|t| t.get_mut(name))
+        .and_then(Item::as_table_mut)
+    else {
+        return Err(invalid(format!(
+            "no MCP server named `{}` was added to this home",
+            crate::text::escape(name)
+        )));
+    };
+    match on {
+        true => entry.insert("oauth", value(true)),
+        false => entry.remove("oauth"),
+    };
+    settings::store(&path, &doc, MODE_DEFAULT)
+}
+
+/// Whether user-level MCP server `name` takes an OAuth login ([`set_oauth`]).
+pub fn oauth_wanted(home: &Home, name: &str) -> bool {
+    settings::load(&home.settings_path())
+        .ok()
+        .and_then(|doc| {
+            doc.get(TABLE)?
+                .get(name)?
+                .get("oauth")
+                .and_then(Item::as_bool)
+        })
+        .unwrap_or(false)
+}
+
+/// The OAuth credentials kept for MCP server `name` (in `connections.toml`, owner-only, under
+/// `["mcp-oauth:<name>"]`): the URL they were got for, and them as JSON. Never used for another
+/// URL: a workspace's server of the same name gets none of them.
+pub fn oauth_credentials(home: &Home, name: &str) -> Result<Option<(String, String)>, StoreError> {
+    let path = home.connections_path();
+    guard_mode(&path)?;
+    let doc = settings::load(&path)?;
+    let Some(table) = doc.get(&oauth_key(name)) else {
+        return Ok(None);
+    };
+    let get = |k: &str| table.get(k).and_then(Item::as_str).map(String::from);
+    Ok(get("url").zip(get("credentials")))
+}
+
+/// Keep `credentials` (JSON) for MCP server `name` at `url`, replacing what was kept.
+pub fn set_oauth_credentials(
+    home: &Home,
+    name: &str,
+    url: &str,
+    credentials: &str,
+) -> Result<(), StoreError> {
+    let _lock = home.lock()?;
+    let path = home.connections_path();
+    guard_mode(&path)?;
+    let mut doc = settings::load(&path)?;
+    let mut table = Table::new();
+    table.insert("url", value(url));
+    table.insert("credentials", value(credentials));
+    doc.insert(&oauth_key(name), Item::Table(table));
+    settings::store(&path, &doc, MODE_PRIVATE)
+}
+
+/// Forget MCP server `name`'s OAuth credentials. Whether there were any.
+pub fn clear_oauth_credentials(home: &Home, name: &str) -> Result<bool, StoreError> {
+    let _lock = home.lock()?;
+    settings::remove_table(&home.connections_path(), &oauth_key(name))
 }
 
 /// The user-level MCP servers, headers shown as [`HIDDEN`].

@@ -245,14 +245,19 @@ pub fn serve_http_limited(
             .unwrap(),
     );
     let mut lines = std::io::BufReader::new(server.0.stderr.take().unwrap()).lines();
+    let mut said = Vec::new();
     let url = loop {
-        let line = lines
-            .next()
-            .expect("yep mcp serve said where it listens")
-            .unwrap();
+        let Some(Ok(line)) = lines.next() else {
+            let status = server.0.wait();
+            panic!(
+                "yep mcp serve ended ({status:?}) before saying where it listens:\n{}",
+                said.join("\n")
+            );
+        };
         if let Some(rest) = line.strip_prefix("serving MCP at ") {
             break rest.split_whitespace().next().unwrap().to_string();
         }
+        said.push(line);
     };
     let next = lines.next().unwrap().unwrap();
     // Keep reading its stderr, so the server never blocks on a full pipe.

@@ -81,6 +81,9 @@ pub struct McpHttp {
     pub shown: String,
     /// As [`Mcp::host_home`].
     pub host_home: Option<String>,
+    /// The home and the server's name its OAuth login is kept under (`yep mcp login`): its
+    /// tokens go with every request when one is kept for this `url`.
+    pub login: Option<(crate::store::Home, String)>,
 }
 
 #[cfg(feature = "mcp-http")]
@@ -101,6 +104,7 @@ impl Dialect for McpHttp {
         let (url, headers) = (self.url.clone(), self.headers.clone());
         let url_shown = self.shown.clone();
         let host_home = self.host_home.clone();
+        let login = self.login.clone();
         Box::pin(async move {
             let mut custom = HashMap::new();
             for (name, value) in headers {
@@ -115,27 +119,75 @@ impl Dialect for McpHttp {
             // process (an embedder's own choice, installed first, stands).
             let _ = rustls::crypto::ring::default_provider().install_default();
             // The host's frame cap holds here too: no answer or event longer than it.
-            let config = StreamableHttpClientTransportConfig::with_uri(url)
+            let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
                 .custom_headers(custom)
                 .max_sse_event_size(opts.max_frame_bytes)
                 .max_json_response_size(opts.max_frame_bytes);
-            let transport = StreamableHttpClientTransport::from_config(config);
             let client = Client::new(&hello, events);
-            let served = tokio::time::timeout(hello.timeout, client.clone().serve(transport)).await;
+            let manager = match &login {
+                Some((home, name)) => {
+                    crate::oauth::manager(home, name, &url).await.map_err(|e| {
+                        HandshakeError::Io(std::io::Error::other(format!(
+                            "its login could not be used ({}); `yep mcp login {}` logs in again",
+                            crate::text::escape(&e.to_string()),
+                            crate::text::escape(name)
+                        )))
+                    })?
+                }
+                None => None,
+            };
+            let served = match manager {
+                // Logged in: the tokens go with every request, refreshed as they run out.
+                Some(manager) => {
+                    let http = reqwest::Client::builder()
+                        .redirect(reqwest::redirect::Policy::none())
+                        .build()
+                        .map_err(|e| HandshakeError::Io(std::io::Error::other(e)))?;
+                    let auth = rmcp::transport::AuthClient::new(http, manager);
+                    let transport = StreamableHttpClientTransport::with_client(auth, config);
+                    tokio::time::timeout(hello.timeout, client.clone().serve(transport))
+                        .await
+                        .map(|r| r.map_err(|e| reach_error(&e, &url_shown, login.as_ref())))
+                }
+                None => {
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    tokio::time::timeout(hello.timeout, client.clone().serve(transport))
+                        .await
+                        .map(|r| r.map_err(|e| reach_error(&e, &url_shown, login.as_ref())))
+                }
+            };
             // Not reaching the server is not a malformed answer: say so, with the cause.
             let served = match served {
-                Ok(Err(e)) => {
-                    return Err(HandshakeError::Io(std::io::Error::other(format!(
-                        "could not reach {}: {}",
-                        crate::text::escape(&url_shown),
-                        root_cause(&e)
-                    ))));
-                }
+                Ok(Err(e)) => return Err(e),
                 other => other,
             };
             finish(served, client, &hello, host_home).await
         })
     }
+}
+
+/// Why `initialize` over HTTP failed: the server wants a login (and the command that logs
+/// in), or it could not be reached, with the cause.
+#[cfg(feature = "mcp-http")]
+fn reach_error(
+    error: &rmcp::service::ClientInitializeError,
+    shown: &str,
+    login: Option<&(crate::store::Home, String)>,
+) -> HandshakeError {
+    let said = match (error.auth_challenge(), login) {
+        (Some(_), Some((_, name))) => format!(
+            "{} wants a login: `yep mcp login {}`",
+            crate::text::escape(shown),
+            crate::text::escape(name)
+        ),
+        (Some(_), None) => format!("{} wants a login", crate::text::escape(shown)),
+        (None, _) => format!(
+            "could not reach {}: {}",
+            crate::text::escape(shown),
+            root_cause(error)
+        ),
+    };
+    HandshakeError::Io(std::io::Error::other(said))
 }
 
 /// The innermost cause of `error`: what went wrong, without the layers that carried it.
@@ -199,6 +251,19 @@ async fn finish<E: std::fmt::Display>(
         .map_err(|_| HandshakeError::Malformed("tools/list did not answer".into()))?
         .map_err(|e| match e {
             ListError::Cap(cap) => HandshakeError::ToolList(cap),
+            // Open to `initialize`, closed after it: a login (or more access) is wanted.
+            ListError::Service(e) if e.auth_challenge().is_some() => {
+                HandshakeError::Io(std::io::Error::other(format!(
+                    "tools/list was refused: it wants a login{}: `yep mcp login`",
+                    match e
+                        .auth_challenge()
+                        .is_some_and(|c| c.contains("insufficient_scope"))
+                    {
+                        true => " with more access",
+                        false => "",
+                    }
+                )))
+            }
             service => HandshakeError::Malformed(service.to_string()),
         })?;
     let name = peer
@@ -727,6 +792,24 @@ impl Peer for McpPeer {
                 }
                 Err(rmcp::ServiceError::McpError(e)) => {
                     return Err(failed("tools/call", e.message));
+                }
+                // The server wants a login, or more access than the one kept: said, with its
+                // challenge as data (what `yep mcp login` asks for with it).
+                Err(e) if e.auth_challenge().is_some() => {
+                    let challenge = e.auth_challenge().unwrap_or_default().to_string();
+                    let more = challenge.contains("insufficient_scope");
+                    return Err(PeerError::call(
+                        "tools/call",
+                        CallError::Remote(RemoteError {
+                            code: 0,
+                            message: match more {
+                                true => "the server wants more access than the login gave: `yep mcp login` asks for it".into(),
+                                false => "the server wants a login: `yep mcp login`".into(),
+                            },
+                            retryable: false,
+                            data: json!({ "www_authenticate": challenge }),
+                        }),
+                    ));
                 }
                 Err(e) => {
                     return Err(PeerError::call(

@@ -678,6 +678,7 @@ pub fn launch(
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
                 host_home: Some(crate::dialect::mcp::home_id(home)),
+                login: Some((home.clone(), source.name.clone())),
             });
             opts.transport = Some(Arc::new(Remote));
         }

@@ -4,6 +4,11 @@
 //! it to a scratch home and approves it (the first connection lists its tools), starts a host,
 //! calls each tool with arguments built from its schema, and answers the server's questions
 //! as a user who takes every default shown (an empty answer).
+//!
+//! A server that wants a login is logged into as `yep mcp login` does (`yep_host::oauth`),
+//! with a "browser" that follows the authorization page's redirects to the loopback
+//! callback; a call refused for want of scope logs in again with the server's challenge and
+//! is tried once more (three logins at most).
 #![allow(clippy::print_stdout)] // a test client reporting what it did
 
 use serde_json::json;
@@ -26,7 +31,8 @@ impl AskSink for TakesDefaults {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let url = std::env::args()
-        .nth(1)
+        .next_back()
+        .filter(|u| u.starts_with("http"))
         .ok_or_else(|| anyhow::anyhow!("usage: yep-conformance-client <url>"))?;
     let scratch = tempfile::tempdir()?;
     let home = Home {
@@ -38,7 +44,7 @@ async fn main() -> anyhow::Result<()> {
         command: None,
         args: Vec::new(),
         env: Default::default(),
-        url: Some(url),
+        url: Some(url.clone()),
         headers: Default::default(),
     };
     yep_host::store::mcp::add(&home, "server", &server)?;
@@ -46,7 +52,18 @@ async fn main() -> anyhow::Result<()> {
         .into_iter()
         .find(|s| s.name == "server")
         .ok_or_else(|| anyhow::anyhow!("the server just added is not among the sources"))?;
-    let pinned = approve(&home, &source, &workspace, &SupervisorOptions::default()).await?;
+    let mut logins = 0;
+    let pinned = match approve(&home, &source, &workspace, &SupervisorOptions::default()).await {
+        Ok(pinned) => pinned,
+        Err(first) => {
+            // It may want a login: its challenge says, and where to look.
+            let Some(challenge) = yep_host::oauth::challenge(&url).await else {
+                return Err(first.into());
+            };
+            log_in(&home, &url, Some(challenge), &mut logins).await?;
+            approve(&home, &source, &workspace, &SupervisorOptions::default()).await?
+        }
+    };
     println!("{}", json!({"approved": pinned.len()}));
 
     let session = Session {
@@ -57,10 +74,18 @@ async fn main() -> anyhow::Result<()> {
         ask_sink: Some(Arc::new(TakesDefaults)),
         ..HostOptions::default()
     };
+    let host_home = home.clone();
     let host = ExtensionHost::start(home, session, opts).await?;
     for tool in host.tools() {
         let args = yep_host::tool_args::probe_args(&tool.schema).unwrap_or_else(|_| json!({}));
-        let result = host.call_tool(&tool.name, args.clone(), None, None).await;
+        let mut result = host.call_tool(&tool.name, args.clone(), None, None).await;
+        // Refused for want of access: log in again with the server's challenge, try again.
+        while let Some(challenge) = wants_login(&result)
+            && logins < MAX_LOGINS
+        {
+            log_in(&host_home, &url, Some(challenge), &mut logins).await?;
+            result = host.call_tool(&tool.name, args.clone(), None, None).await;
+        }
         let outcome = match result {
             Ok(result) => json!({"tool": tool.name, "args": args, "result": result.into_value()}),
             Err(e) => json!({"tool": tool.name, "args": args, "error": e.to_string()}),
@@ -68,5 +93,63 @@ async fn main() -> anyhow::Result<()> {
         println!("{outcome}");
     }
     host.shutdown().await;
+    Ok(())
+}
+
+/// The most logins one run makes (the first, and step-ups).
+const MAX_LOGINS: usize = 3;
+
+/// The server's challenge, when `result` is a call refused for want of a login or of scope.
+fn wants_login(result: &Result<yep_host::capability::ToolResult, HostError>) -> Option<String> {
+    let Err(HostError::Extension(error)) = result else {
+        return None;
+    };
+    error.remote()?.data["www_authenticate"]
+        .as_str()
+        .map(String::from)
+}
+
+/// A page opened by fetching it, following its redirects (to the loopback callback).
+struct Fetch;
+
+impl yep_host::oauth::Browser for Fetch {
+    fn open<'a>(
+        &'a self,
+        url: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async move {
+            let client = reqwest::Client::builder()
+                .build()
+                .map_err(|e| e.to_string())?;
+            client.get(url).send().await.map_err(|e| e.to_string())?;
+            Ok(())
+        })
+    }
+}
+
+/// Log in to the server as `yep mcp login` does; a client registered beforehand comes from
+/// the suite's `MCP_CONFORMANCE_CONTEXT`.
+async fn log_in(
+    home: &Home,
+    url: &str,
+    challenge: Option<String>,
+    logins: &mut usize,
+) -> anyhow::Result<()> {
+    *logins += 1;
+    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    let text = |k: &str| context[k].as_str().map(String::from);
+    let opts = yep_host::oauth::LoginOptions {
+        challenge,
+        client_id: text("client_id"),
+        client_secret: text("client_secret"),
+        client_metadata_url: Some("https://conformance-test.local/client-metadata.json".into()),
+        wait: std::time::Duration::from_secs(20),
+        ..Default::default()
+    };
+    let granted = yep_host::oauth::login(home, "server", url, &Fetch, opts).await?;
+    println!("{}", json!({"logged_in": granted}));
     Ok(())
 }

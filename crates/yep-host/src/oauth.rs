@@ -1,0 +1,326 @@
+//! OAuth for remote MCP servers (`yep mcp login`), on rmcp's auth support: discovery
+//! through protected-resource and authorization-server metadata, client registration
+//! (pre-registered, a client metadata document, or dynamic), the authorization code with
+//! PKCE and a loopback redirect, refresh, and scope step-up.
+//!
+//! The tokens are secrets: they live in `connections.toml` (owner-only) beside the URL they
+//! were got for, and are used for that URL only, never shown, logged or sent elsewhere.
+
+use crate::store::Home;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationRequest, CredentialStore, OAuthState,
+    StoredCredentials,
+};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// Why a login failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoginError {
+    #[error("{0}")]
+    Auth(String),
+    #[error("the authorization server said no: {0}")]
+    Denied(String),
+    #[error("no answer came back to {redirect} within {} s (was the page opened and approved?)", .waited.as_secs())]
+    NoCallback { redirect: String, waited: Duration },
+    #[error("could not open the page: {0}")]
+    Browser(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<AuthError> for LoginError {
+    fn from(e: AuthError) -> Self {
+        LoginError::Auth(crate::text::escape(&e.to_string()).into_owned())
+    }
+}
+
+/// How a login page is opened: the user's browser (`yep mcp login`), or a test's client.
+pub trait Browser: Send + Sync {
+    /// Open `url`, whose answer comes back to the loopback redirect.
+    fn open<'a>(
+        &'a self,
+        url: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+}
+
+/// What a login asks for beyond what discovery finds.
+#[derive(Debug, Clone, Default)]
+pub struct LoginOptions {
+    /// Scopes to ask for; none: as the server's challenge or metadata suggest.
+    pub scopes: Vec<String>,
+    /// The server's `WWW-Authenticate` challenge, when one was heard (it names the scope and
+    /// where the metadata is).
+    pub challenge: Option<String>,
+    /// A client registered beforehand with the authorization server, and its secret.
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// A client metadata document URL (used when the server supports them).
+    pub client_metadata_url: Option<String>,
+    /// How long to wait for the page's answer.
+    pub wait: Duration,
+}
+
+/// The credentials of MCP server `name` at `url`, kept in the home's `connections.toml`.
+#[derive(Clone)]
+pub struct Credentials {
+    home: Home,
+    name: String,
+    url: String,
+}
+
+impl Credentials {
+    pub fn new(home: &Home, name: &str, url: &str) -> Credentials {
+        Credentials {
+            home: home.clone(),
+            name: name.to_string(),
+            url: url.to_string(),
+        }
+    }
+
+    /// Those kept for this server at this URL.
+    pub fn stored(&self) -> Option<StoredCredentials> {
+        let (url, json) = crate::store::mcp::oauth_credentials(&self.home, &self.name).ok()??;
+        (url == self.url)
+            .then(|| serde_json::from_str(&json).ok())
+            .flatten()
+    }
+
+    /// Whether a login is kept for this server at this URL.
+    pub fn logged_in(&self) -> bool {
+        self.stored().is_some_and(|c| c.token_response.is_some())
+    }
+}
+
+fn store_error(e: impl std::fmt::Display) -> AuthError {
+    AuthError::InternalError(format!("the credential store failed: {e}"))
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for Credentials {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.stored())
+            .await
+            .map_err(store_error)
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let json = serde_json::to_string(&credentials).map_err(store_error)?;
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::store::mcp::set_oauth_credentials(&this.home, &this.name, &this.url, &json)
+        })
+        .await
+        .map_err(store_error)?
+        .map_err(store_error)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::store::mcp::clear_oauth_credentials(&this.home, &this.name)
+        })
+        .await
+        .map_err(store_error)?
+        .map(|_| ())
+        .map_err(store_error)
+    }
+}
+
+/// reqwest is built without a TLS provider of its own: ring, installed once for the process
+/// (an embedder's own choice, installed first, stands).
+fn tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The `WWW-Authenticate` challenge `url` answers without a token, if it wants a login: to
+/// `initialize`, or, where only that is open to all, to `tools/list`.
+pub async fn challenge(url: &str) -> Option<String> {
+    tls();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .ok()?;
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "yep", "version": env!("CARGO_PKG_VERSION")}}});
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    for request in [initialize, list] {
+        let answer = client
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(request.to_string())
+            .send()
+            .await
+            .ok()?;
+        if answer.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return answer
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(String::from);
+        }
+    }
+    None
+}
+
+/// Log in to MCP server `name` at `url`: discover its authorization server, register or
+/// name the client, open the authorization page through `browser`, take the code at a
+/// loopback redirect and exchange it (PKCE). The credentials are kept in the home. The
+/// scopes granted.
+pub async fn login(
+    home: &Home,
+    name: &str,
+    url: &str,
+    browser: &dyn Browser,
+    opts: LoginOptions,
+) -> Result<Vec<String>, LoginError> {
+    tls();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let port = listener.local_addr()?.port();
+    let redirect = format!("http://127.0.0.1:{port}/callback");
+    let credentials = Credentials::new(home, name, url);
+    // Scopes asked for before and still wanted (a step-up asks for them and more).
+    let mut scopes = credentials
+        .stored()
+        .map(|c| c.granted_scopes)
+        .unwrap_or_default();
+    // And what the server's challenge names (a step-up's `insufficient_scope`).
+    let challenged = opts.challenge.as_deref().and_then(|c| {
+        let base = reqwest::Url::parse(url).ok()?;
+        rmcp::transport::auth::WWWAuthenticateParams::parse(c, &base).scope
+    });
+    let wanted = challenged
+        .iter()
+        .flat_map(|s| s.split_whitespace().map(String::from))
+        .chain(opts.scopes.iter().cloned());
+    for scope in wanted {
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    let mut manager = AuthorizationManager::new(url).await?;
+    manager.set_credential_store(credentials);
+    let mut state = OAuthState::Unauthorized(manager);
+    let mut request = AuthorizationRequest::new(&redirect).with_client_name("yep");
+    request = match scopes.is_empty() {
+        true => request.with_initial_scope_selection(),
+        false => request.with_scopes(scopes.iter().map(String::as_str)),
+    };
+    if let Some(challenge) = &opts.challenge {
+        request = request.with_challenge(challenge.as_str());
+    }
+    if let Some(id) = &opts.client_id {
+        request = request.with_preregistered_client(id.as_str());
+        if let Some(secret) = &opts.client_secret {
+            request = request.with_client_secret(secret.as_str());
+        }
+    }
+    if let Some(document) = &opts.client_metadata_url {
+        request = request.with_client_metadata_url(document.as_str());
+    }
+    state.start_authorization(request).await?;
+    let page = state.get_authorization_url().await?;
+    // The page is opened while the redirect is awaited: its answer may come before `open`
+    // returns (a client that follows the redirect itself).
+    let (opened, answered) = tokio::join!(browser.open(&page), async {
+        tokio::time::timeout(opts.wait, callback(&listener)).await
+    });
+    opened.map_err(LoginError::Browser)?;
+    let query = match answered {
+        Ok(query) => query?,
+        Err(_) => {
+            return Err(LoginError::NoCallback {
+                redirect,
+                waited: opts.wait,
+            });
+        }
+    };
+    let params: Vec<(String, String)> = url_query(&query);
+    if let Some((_, error)) = params.iter().find(|(k, _)| k == "error") {
+        let about = params
+            .iter()
+            .find(|(k, _)| k == "error_description")
+            .map(|(_, v)| format!(": {v}"))
+            .unwrap_or_default();
+        return Err(LoginError::Denied(
+            crate::text::escape(&format!("{error}{about}")).into_owned(),
+        ));
+    }
+    state
+        .handle_callback_url(&format!("{redirect}?{query}"))
+        .await?;
+    let granted = Credentials::new(home, name, url)
+        .stored()
+        .map(|c| c.granted_scopes)
+        .unwrap_or_default();
+    Ok(granted)
+}
+
+/// The query of the first request to come to `listener`'s `/callback`, answered with a page
+/// that says the login can be closed.
+async fn callback(listener: &tokio::net::TcpListener) -> Result<String, LoginError> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        // A request line is short; a peer that sends more is not the browser.
+        let read = (&mut reader).take(8192).read_line(&mut line).await?;
+        let target = line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        let mut stream = reader.into_inner();
+        let Some(query) = target.strip_prefix("/callback?").filter(|_| read > 0) else {
+            let _ = stream
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await;
+            continue;
+        };
+        let body = "yep: the login is done; this page can be closed.\n";
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = stream.write_all(answer.as_bytes()).await;
+        return Ok(query.to_string());
+    }
+}
+
+/// `k=v&…`, percent-decoded.
+fn url_query(query: &str) -> Vec<(String, String)> {
+    reqwest::Url::parse(&format!("http://127.0.0.1/?{query}"))
+        .map(|u| {
+            u.query_pairs()
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// An authorization manager over the credentials kept for `name` at `url`, ready to give
+/// tokens (refreshing them as they run out); `None` when no login is kept.
+pub async fn manager(
+    home: &Home,
+    name: &str,
+    url: &str,
+) -> Result<Option<AuthorizationManager>, AuthError> {
+    let credentials = Credentials::new(home, name, url);
+    if !credentials.logged_in() {
+        return Ok(None);
+    }
+    tls();
+    let mut manager = AuthorizationManager::new(url).await?;
+    manager.set_credential_store(credentials);
+    Ok(manager.initialize_from_store().await?.then_some(manager))
+}
