@@ -123,6 +123,7 @@ fn an_embedder_matches_on_why_an_mcp_server_cannot_run() {
         server: server.clone(),
         shown: server,
         code: None,
+        needs_login: false,
     };
     match launch(&home, &source, dir.path(), &Default::default()) {
         Err(McpLaunchError::Transport { server, transport }) => {

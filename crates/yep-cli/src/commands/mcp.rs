@@ -30,6 +30,10 @@ pub enum McpCommand {
         /// An HTTP header, `K=V`; its value is kept in connections.toml (owner-only).
         #[arg(long = "header", value_name = "K=V")]
         headers: Vec<String>,
+        /// The server takes an OAuth login (`yep mcp login <name>` next); its tools are
+        /// pinned once logged in.
+        #[arg(long, requires = "url")]
+        oauth: bool,
         /// Let it reach more than the sandbox's default profile (repeatable): workspace:write,
         /// read:<path>, write:<path>, net:<* | address:port | host name>, processes:<n>…
         /// (as `yep grant` takes them).
@@ -41,6 +45,35 @@ pub enum McpCommand {
         /// The command and its arguments, after `--`.
         #[arg(last = true)]
         command: Vec<String>,
+    },
+    /// Log in to an MCP server over HTTP with OAuth: its authorization page opens in the
+    /// browser (`$BROWSER`, else the system's opener; the URL is printed too), the answer
+    /// comes back to a loopback address, and the tokens are kept in connections.toml
+    /// (owner-only). Again, it asks for what the server's last refusal named (a step-up).
+    Login {
+        /// The server's name, as `yep mcp list` shows it.
+        name: String,
+        /// A scope to ask for beyond what the server suggests (repeatable).
+        #[arg(long = "scope", value_name = "SCOPE")]
+        scopes: Vec<String>,
+        /// A client registered beforehand with the authorization server (else yep registers
+        /// itself where the server allows it).
+        #[arg(long, value_name = "ID")]
+        client_id: Option<String>,
+        /// How long to wait for the page's answer.
+        #[arg(long, value_name = "TIME", default_value = "5m", value_parser = humantime::parse_duration)]
+        wait: std::time::Duration,
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget an MCP server's OAuth login (its tokens, kept in connections.toml).
+    Logout {
+        /// The server's name.
+        name: String,
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Remove an MCP server added with `yep mcp add` (and its header secrets).
     Remove {
@@ -148,6 +181,9 @@ struct Row {
     /// it); none for a server reached over HTTP, which yep does not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<Vec<String>>,
+    /// An HTTP server's OAuth login: `logged in`, or `needs login` (never the tokens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    login: Option<&'static str>,
 }
 
 /// Where `yep` runs: the workspace whose `.mcp.json` it reads.
@@ -189,6 +225,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             name,
             url,
             headers,
+            oauth,
             grants,
             json,
             command,
@@ -236,6 +273,23 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                 let before = home.lockfile()?.granted(&name, None);
                 home.set_granted(&name, None, before.merged(&granted))?;
             }
+            if oauth {
+                yep_store::mcp::set_oauth(home, &name, true)?;
+                let next = format!("next: yep mcp login {}", escape(&name));
+                if json {
+                    stdout_line(
+                        &serde_json::json!({ "added": name, "pinned": [], "login": "needs login" })
+                            .to_string(),
+                    );
+                } else {
+                    stdout_line(&format!(
+                        "added MCP server {} (needs login; its tools are pinned once logged in)",
+                        escape(&name)
+                    ));
+                    crate::output::stderr_line(&next);
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             // Adding it is approving it: its tools as they are now are pinned.
             let source = here(home)?
                 .into_iter()
@@ -255,7 +309,18 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     Err(why) => Err(why.to_string()),
                 },
             };
-            if let Err(why) = &pinned {
+            let wants_login = pinned
+                .as_ref()
+                .is_err_and(|why| why.contains("wants a login"));
+            if wants_login {
+                yep_store::mcp::set_oauth(home, &name, true)?;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "MCP server {} wants a login: `yep mcp login {}` logs in and pins its tools",
+                    escape(&name),
+                    escape(&name)
+                );
+            } else if let Err(why) = &pinned {
                 let _ = writeln!(
                     std::io::stderr(),
                     "warning: could not list the tools of MCP server {} ({}); none are offered until `yep trust {}`",
@@ -273,9 +338,33 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             } else {
                 let pinned = match &pinned {
                     Ok(_) => format!("{} pinned", tools_count(tools.len())),
+                    Err(_) if wants_login => "needs login".into(),
                     Err(_) => "not approved yet".into(),
                 };
                 stdout_line(&format!("added MCP server {} ({pinned})", escape(&name)));
+            }
+        }
+        McpCommand::Login {
+            name,
+            scopes,
+            client_id,
+            wait,
+            json,
+        } => return login(home, &name, scopes, client_id, wait, json).await,
+        McpCommand::Logout { name, json } => {
+            let source = http_source(home, &name)?;
+            let forgot = yep_store::mcp::clear_oauth_credentials(home, &source.name)?;
+            if json {
+                stdout_line(
+                    &serde_json::json!({ "logged_out": name, "had_login": forgot }).to_string(),
+                );
+            } else if forgot {
+                stdout_line(&format!("logged out of MCP server {}", escape(&name)));
+            } else {
+                stdout_line(&format!(
+                    "no login was kept for MCP server {}",
+                    escape(&name)
+                ));
             }
         }
         McpCommand::Remove { name, json } => {
@@ -328,7 +417,9 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                 let pin = yep_store::mcp::pin_in(&lock, &s.name, &s.origin);
                 let stem = log_stem(&s.name, &s.origin);
                 let (state, failure) = yep_store::state::run_state(home, &stem);
+                let login = login_state(home, &s);
                 rows.push(Row {
+                    login,
                     sandbox: match s.server.transport.as_str() {
                         "stdio" => Some(
                             lock.granted(&s.name, s.origin.workspace().as_deref())
@@ -363,6 +454,13 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                         escape(&command_line(&r.server)),
                         escape(&r.source)
                     ));
+                    if let Some(login) = r.login {
+                        let next = match login {
+                            "needs login" => format!(" (`yep mcp login {}`)", escape(&r.name)),
+                            _ => String::new(),
+                        };
+                        stdout_line(&format!("  login: {login}{next}"));
+                    }
                     if let Some(failure) = &r.failure {
                         stdout_line(&format!("  last failure: {}", escape(failure)));
                     }
@@ -385,6 +483,147 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An HTTP server's OAuth login as `list` shows it: `logged in` when one is kept for its URL,
+/// `needs login` when it takes one and none is kept, nothing otherwise.
+fn login_state(home: &Home, source: &McpSource) -> Option<&'static str> {
+    let url = source
+        .server
+        .url
+        .as_deref()
+        .filter(|_| source.server.transport == "http")?;
+    if yep_host::oauth::Credentials::new(home, &source.name, url).logged_in() {
+        Some("logged in")
+    } else if source.origin == Origin::Home && yep_store::mcp::oauth_wanted(home, &source.name) {
+        Some("needs login")
+    } else {
+        None
+    }
+}
+
+/// The MCP server over HTTP a session here sees as `name`.
+fn http_source(home: &Home, name: &str) -> anyhow::Result<McpSource> {
+    let source = here(home)?
+        .into_iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| {
+            hinted(
+                format!("no MCP server named `{}` here", escape(name)),
+                &["`yep mcp list` shows the servers a session here sees"],
+            )
+        })?;
+    if source.server.transport != "http" {
+        return Err(hinted(
+            format!("MCP server `{}` is not reached over HTTP", escape(name)),
+            &["a login is for a server at a URL (`yep mcp add <name> --url <url> --oauth`)"],
+        ));
+    }
+    Ok(source)
+}
+
+/// A login page opened in the user's browser: `$BROWSER`, else the system's opener. The URL
+/// is printed first, so a machine without a browser can have it opened elsewhere.
+struct UserBrowser;
+
+impl yep_host::oauth::Browser for UserBrowser {
+    fn open<'a>(
+        &'a self,
+        url: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async move {
+            crate::output::stderr_line(&format!(
+                "open this page to log in (yep waits for its answer): {}",
+                escape_controls(url)
+            ));
+            let opener = std::env::var("BROWSER")
+                .ok()
+                .filter(|b| !b.trim().is_empty());
+            let (program, args): (String, Vec<String>) = match opener {
+                // `$BROWSER` is a command line; the URL goes last.
+                Some(line) => (
+                    "sh".into(),
+                    vec![
+                        "-c".into(),
+                        format!("{line} \"$1\""),
+                        "sh".into(),
+                        url.into(),
+                    ],
+                ),
+                None if cfg!(target_os = "macos") => ("open".into(), vec![url.into()]),
+                None => ("xdg-open".into(), vec![url.into()]),
+            };
+            // The page is open in the browser once the opener is done; one that cannot run
+            // leaves the printed URL.
+            #[allow(clippy::disallowed_methods)] // the user's own browser, not a server
+            let opened = tokio::process::Command::new(&program)
+                .args(&args)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .await;
+            if !opened.is_ok_and(|s| s.success()) {
+                crate::output::stderr_line(
+                    "(no browser could be opened here: open the page yourself)",
+                );
+            }
+            Ok(())
+        })
+    }
+}
+
+/// `yep mcp login <name>`: log in, then pin the tools the login lets it list.
+async fn login(
+    home: &Home,
+    name: &str,
+    scopes: Vec<String>,
+    client_id: Option<String>,
+    wait: std::time::Duration,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let source = http_source(home, name)?;
+    let url = source.server.url.clone().unwrap_or_default();
+    let opts = yep_host::oauth::LoginOptions {
+        scopes,
+        challenge: yep_host::oauth::challenge(&url).await,
+        client_id,
+        wait,
+        ..Default::default()
+    };
+    let granted = yep_host::oauth::login(home, &source.name, &url, &UserBrowser, opts)
+        .await
+        .map_err(|e| anyhow::anyhow!("could not log in to MCP server {}: {e}", escape(name)))?;
+    if source.origin == Origin::Home {
+        yep_store::mcp::set_oauth(home, &source.name, true)?;
+    }
+    // Logged in, it can be listed: its tools as they are now are pinned.
+    let pinned = pin_now(home, &source, &workspace()?).await;
+    if json {
+        stdout_line(
+            &serde_json::json!({
+                "logged_in": name,
+                "scopes": granted,
+                "pinned": pinned.as_ref().map(|t| t.iter().map(|t| t.name.clone()).collect::<Vec<_>>()).unwrap_or_default(),
+                "error": pinned.as_ref().err().map(|e| e.to_string()),
+            })
+            .to_string(),
+        );
+    } else {
+        let scopes = match granted.is_empty() {
+            true => String::new(),
+            false => format!(" (scopes: {})", escape_controls(&granted.join(" "))),
+        };
+        stdout_line(&format!("logged in to MCP server {}{scopes}", escape(name)));
+        match &pinned {
+            Ok(tools) => stdout_line(&format!("  {} pinned", tools_count(tools.len()))),
+            Err(why) => stdout_line(&format!(
+                "  its tools could not be listed yet: {}",
+                escape_controls(&why.to_string())
+            )),
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -47,6 +47,9 @@ pub struct McpSource {
     /// cannot be): an approval holds for this code only.
     #[serde(skip)]
     pub code: Option<Result<WorkspaceCode, CodeError>>,
+    /// A home's server over HTTP that takes an OAuth login and has none kept for its URL.
+    #[serde(skip)]
+    pub needs_login: bool,
 }
 
 /// Why an MCP server may not start.
@@ -156,6 +159,9 @@ impl McpSource {
         let name = crate::text::escape(&self.name);
         let why = self.blocked(pin)?;
         Some(match &why {
+            Unapproved::Never if self.needs_login => format!(
+                "MCP server `{name}` wants a login first: `yep mcp login {name}` logs in and approves its tools"
+            ),
             Unapproved::Never => match &self.origin {
                 Origin::Workspace(root) => format!(
                     "MCP server `{name}` from {} is not approved, so it does not start; approve it with `yep trust {name}`",
@@ -296,6 +302,7 @@ pub fn sources(
                     shown: spec.clone(),
                     // Its code is the package's, pinned by the package's content hash.
                     code: None,
+                    needs_login: false,
                 },
             );
         }
@@ -308,6 +315,11 @@ pub fn sources(
         (Ok(run), Ok(shown)) => {
             for (name, shown) in shown {
                 let server = run.get(&name).cloned().unwrap_or_else(|| shown.clone());
+                let logged_in = crate::store::mcp::oauth_credentials(home, &name)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|(url, _)| server.url.as_deref() == Some(url.as_str()));
+                let needs_login = crate::store::mcp::oauth_wanted(home, &name) && !logged_in;
                 put(
                     &mut out,
                     McpSource {
@@ -317,6 +329,7 @@ pub fn sources(
                         shown,
                         // The user's own command line, run from wherever they are.
                         code: None,
+                        needs_login,
                     },
                 );
             }
@@ -390,6 +403,7 @@ pub fn sources(
                                     server,
                                     shown,
                                     code,
+                                    needs_login: false,
                                 },
                             );
                         }

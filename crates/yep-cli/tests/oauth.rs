@@ -1,0 +1,243 @@
+//! `yep mcp login` against a remote MCP server behind OAuth, on loopback
+//! (`tests/mcp/oauth_server.py`: an authorization server and the protected server in one):
+//! the login with PKCE through a loopback redirect, the tokens kept as secrets, a refresh when
+//! the access token runs out, and a revocation that ends in "log in again".
+
+mod common;
+use common::{ok, text, yep_with_env};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// The server, running until dropped (its stdin closes).
+struct OAuthServer {
+    child: Child,
+    url: String,
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[allow(clippy::disallowed_methods)] // the remote server the tests log in to
+fn oauth_server() -> OAuthServer {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/oauth_server.py");
+    let mut child = Command::new("python3")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let said: Value = serde_json::from_str(&line).unwrap();
+    OAuthServer {
+        url: said["url"].as_str().unwrap().to_string(),
+        child,
+    }
+}
+
+/// `POST <path>` on the server's origin (a test hook); its body.
+fn post(server: &OAuthServer, path: &str) -> String {
+    let host = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A "browser" that fetches the page and follows its redirects to yep's loopback callback.
+fn browser(dir: &Path) -> String {
+    let script = dir.join("fetch.py");
+    std::fs::write(
+        &script,
+        "import sys, urllib.request\nurllib.request.urlopen(sys.argv[1]).read()\n",
+    )
+    .unwrap();
+    format!("python3 {}", script.display())
+}
+
+/// Every file under `dir`, as text.
+fn all_text(dir: &Path) -> String {
+    let mut out = String::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.push_str(&all_text(&path));
+        } else {
+            out.push_str(&String::from_utf8_lossy(
+                &std::fs::read(&path).unwrap_or_default(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn login_keeps_the_tokens_as_secrets_refreshes_them_and_a_revoked_login_says_log_in_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let server = oauth_server();
+    let opener = browser(tmp.path());
+    let env = [("BROWSER", opener.as_str())];
+    let run = |args: &[&str], stdin: &str| yep_with_env(&home, args, stdin, &env);
+
+    // Added as one that takes a login: nothing is pinned yet, and the list says what to do.
+    let added = ok(&run(
+        &["mcp", "add", "remote", "--url", &server.url, "--oauth"],
+        "",
+    ));
+    assert!(added.contains("needs login"), "{added}");
+    let listed = ok(&run(&["mcp", "list"], ""));
+    assert!(
+        listed.contains("login: needs login (`yep mcp login remote`)"),
+        "{listed}"
+    );
+    // A session that reaches for it is told which command logs in.
+    let said = text(&run(&["session", "--json"], "mcp list-tools remote\nquit\n").stdout);
+    assert!(said.contains("`yep mcp login remote`"), "{said}");
+
+    // The login: the page opens (through $BROWSER), approves, and comes back to yep.
+    let login = run(&["mcp", "login", "remote"], "");
+    let said = ok(&login);
+    assert!(
+        said.contains("logged in to MCP server remote (scopes: tools)"),
+        "{said}"
+    );
+    assert!(said.contains("1 tool pinned"), "{said}");
+    assert!(
+        text(&login.stderr).contains("open this page to log in"),
+        "{}",
+        text(&login.stderr)
+    );
+    let listed = ok(&run(&["mcp", "list"], ""));
+    assert!(listed.contains("login: logged in"), "{listed}");
+    let json: Value = serde_json::from_str(&ok(&run(&["mcp", "list", "--json"], ""))).unwrap();
+    assert_eq!(json[0]["login"], "logged in", "{json}");
+
+    // The tokens are secrets: in connections.toml (owner-only), nowhere else in the home.
+    let secrets = std::fs::read_to_string(home.join("connections.toml")).unwrap();
+    assert!(secrets.contains("access-1-"), "{secrets}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(home.join("connections.toml"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let call = "call mcp__remote__whoami {}\nquit\n";
+    let said = text(&run(&["session", "--json"], call).stdout);
+    assert!(said.contains("token 1"), "{said}");
+
+    // The access token ends: the next request is refused, the refresh token gets a new one,
+    // and the call goes through with it.
+    post(&server, "/test/expire");
+    let said = text(&run(&["session", "--json"], call).stdout);
+    assert!(said.contains("token 2"), "{said}");
+    let stats: Value = serde_json::from_str(&post_get(&server, "/test/stats")).unwrap();
+    assert_eq!(stats["refreshes"], 1, "{stats}");
+    assert_eq!(stats["authorizations"], 1, "{stats}");
+
+    // Every token revoked: no refresh helps, and the session says to log in again.
+    post(&server, "/test/revoke");
+    let out = run(&["session", "--json"], call);
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(said.contains("`yep mcp login remote`"), "{said}");
+
+    // Nothing yep wrote outside connections.toml holds a token: settings, logs, lock, caches.
+    let mut rest = String::new();
+    for entry in std::fs::read_dir(&home).unwrap().flatten() {
+        if entry.file_name() == "connections.toml" {
+            continue;
+        }
+        let path = entry.path();
+        rest.push_str(&match path.is_dir() {
+            true => all_text(&path),
+            false => String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned(),
+        });
+    }
+    assert!(
+        !rest.contains("access-") && !rest.contains("refresh-"),
+        "{rest}"
+    );
+    assert!(!listed.contains("access-"));
+
+    // Logging out forgets the tokens.
+    ok(&run(&["mcp", "logout", "remote"], ""));
+    let secrets = std::fs::read_to_string(home.join("connections.toml")).unwrap();
+    assert!(!secrets.contains("access-"), "{secrets}");
+    let listed = ok(&run(&["mcp", "list"], ""));
+    assert!(listed.contains("login: needs login"), "{listed}");
+}
+
+/// `GET <path>` on the server's origin; its body.
+fn post_get(server: &OAuthServer, path: &str) -> String {
+    let host = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_login_the_page_refuses_says_why_and_keeps_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let server = oauth_server();
+    // A "browser" that answers the callback with the authorization server's refusal.
+    let script = tmp.path().join("deny.py");
+    std::fs::write(
+        &script,
+        "import sys, urllib.parse, urllib.request\n\
+         q = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(sys.argv[1]).query))\n\
+         urllib.request.urlopen(q['redirect_uri'] + '?error=access_denied&error_description=the+user+said+no&state=' + q['state']).read()\n",
+    )
+    .unwrap();
+    let opener = format!("python3 {}", script.display());
+    let env = [("BROWSER", opener.as_str())];
+    ok(&yep_with_env(
+        &home,
+        &["mcp", "add", "remote", "--url", &server.url, "--oauth"],
+        "",
+        &env,
+    ));
+    let refused = yep_with_env(&home, &["mcp", "login", "remote"], "", &env);
+    assert_eq!(refused.status.code(), Some(1));
+    let said = text(&refused.stderr);
+    assert!(
+        said.contains("the authorization server said no: access_denied: the user said no"),
+        "{said}"
+    );
+    let secrets = std::fs::read_to_string(home.join("connections.toml")).unwrap_or_default();
+    assert!(!secrets.contains("access-"), "{secrets}");
+}
