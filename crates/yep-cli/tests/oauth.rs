@@ -122,7 +122,7 @@ fn login_keeps_the_tokens_as_secrets_refreshes_them_and_a_revoked_login_says_log
         said.contains("logged in to MCP server remote (scopes: tools)"),
         "{said}"
     );
-    assert!(said.contains("1 tool pinned"), "{said}");
+    assert!(said.contains("2 tools pinned"), "{said}");
     assert!(
         text(&login.stderr).contains("open this page to log in"),
         "{}",
@@ -145,16 +145,29 @@ fn login_keeps_the_tokens_as_secrets_refreshes_them_and_a_revoked_login_says_log
 
     let call = "call mcp__remote__whoami {}\nquit\n";
     let said = text(&run(&["session", "--json"], call).stdout);
-    assert!(said.contains("token 1"), "{said}");
+    assert!(said.contains("token 1 (tools)"), "{said}");
+
+    // A tool that wants more access than the login gave: refused, saying so; the next login
+    // asks for what the server named, and the call goes through.
+    let admin = "call mcp__remote__admin {}\nquit\n";
+    let said = text(&run(&["session", "--json"], admin).stdout);
+    assert!(
+        said.contains("wants more access than the login gave: `yep mcp login` asks for it"),
+        "{said}"
+    );
+    let said = ok(&run(&["mcp", "login", "remote"], ""));
+    assert!(said.contains("(scopes: tools admin)"), "{said}");
+    let said = text(&run(&["session", "--json"], admin).stdout);
+    assert!(said.contains("token 2 (tools admin)"), "{said}");
 
     // The access token ends: the next request is refused, the refresh token gets a new one,
     // and the call goes through with it.
     post(&server, "/test/expire");
     let said = text(&run(&["session", "--json"], call).stdout);
-    assert!(said.contains("token 2"), "{said}");
+    assert!(said.contains("token 3 (tools admin)"), "{said}");
     let stats: Value = serde_json::from_str(&post_get(&server, "/test/stats")).unwrap();
     assert_eq!(stats["refreshes"], 1, "{stats}");
-    assert_eq!(stats["authorizations"], 1, "{stats}");
+    assert_eq!(stats["authorizations"], 2, "{stats}");
 
     // Every token revoked: no refresh helps, and the session says to log in again.
     post(&server, "/test/revoke");

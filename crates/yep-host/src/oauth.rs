@@ -191,11 +191,17 @@ pub async fn login(
         .stored()
         .map(|c| c.granted_scopes)
         .unwrap_or_default();
-    // And what the server's challenge names (a step-up's `insufficient_scope`).
-    let challenged = opts.challenge.as_deref().and_then(|c| {
-        let base = reqwest::Url::parse(url).ok()?;
-        rmcp::transport::auth::WWWAuthenticateParams::parse(c, &base).scope
-    });
+    // And what the server's challenges name: this one, and the last refusal for want of
+    // scope (a step-up's `insufficient_scope`).
+    let refused = crate::store::mcp::oauth_challenge(home, name);
+    let challenged: Vec<String> = [opts.challenge.as_deref(), refused.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let base = reqwest::Url::parse(url).ok()?;
+            rmcp::transport::auth::WWWAuthenticateParams::parse(c, &base).scope
+        })
+        .collect();
     let wanted = challenged
         .iter()
         .flat_map(|s| s.split_whitespace().map(String::from))

@@ -204,6 +204,29 @@ pub fn set_oauth_credentials(
     settings::store(&path, &doc, MODE_PRIVATE)
 }
 
+/// Note the challenge MCP server `name` refused a call with for want of scope, beside its
+/// credentials, for the next login to ask for what it names. Nothing when no login is kept.
+pub fn note_oauth_challenge(home: &Home, name: &str, challenge: &str) -> Result<(), StoreError> {
+    let _lock = home.lock()?;
+    let path = home.connections_path();
+    guard_mode(&path)?;
+    let mut doc = settings::load(&path)?;
+    let Some(table) = doc.get_mut(&oauth_key(name)).and_then(Item::as_table_mut) else {
+        return Ok(());
+    };
+    table.insert("challenge", value(challenge));
+    settings::store(&path, &doc, MODE_PRIVATE)
+}
+
+/// The challenge [`note_oauth_challenge`] kept for MCP server `name`.
+pub fn oauth_challenge(home: &Home, name: &str) -> Option<String> {
+    let doc = settings::load(&home.connections_path()).ok()?;
+    doc.get(&oauth_key(name))?
+        .get("challenge")?
+        .as_str()
+        .map(String::from)
+}
+
 /// Forget MCP server `name`'s OAuth credentials. Whether there were any.
 pub fn clear_oauth_credentials(home: &Home, name: &str) -> Result<bool, StoreError> {
     let _lock = home.lock()?;

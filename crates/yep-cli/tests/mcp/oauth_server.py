@@ -5,8 +5,9 @@ One origin serves both:
     approves at once and redirects with a code), /token (authorization code with PKCE S256,
     and refresh, which rotates the refresh token);
   - the protected MCP resource at /mcp (its metadata per RFC 9728), stateless, JSON answers:
-    initialize, tools/list (one tool, `whoami`) and tools/call `whoami`, which answers with
-    the access token's serial, so a test sees a refresh happen.
+    initialize, tools/list and tools/call of `whoami`, which answers with the access token's
+    serial (so a test sees a refresh happen), and of `admin`, which wants the scope `admin`
+    beyond `tools` (403 `insufficient_scope` without it: a step-up).
 
 Test hooks: POST /test/expire ends every access token (the refresh tokens stay good), POST
 /test/revoke ends every token, GET /test/stats counts authorizations and refreshes.
@@ -25,8 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 state = {
     "codes": {},  # code -> (challenge, scope)
-    "access": {},  # token -> serial
-    "refresh": set(),
+    "access": {},  # token -> (serial, scope)
+    "refresh": {},  # token -> scope
     "serial": 0,
     "authorizations": 0,
     "refreshes": 0,
@@ -100,8 +101,8 @@ class Handler(BaseHTTPRequestHandler):
             state["serial"] += 1
             access = "access-%d-%s" % (state["serial"], secrets.token_hex(6))
             refresh = "refresh-%s" % secrets.token_hex(8)
-            state["access"][access] = state["serial"]
-            state["refresh"].add(refresh)
+            state["access"][access] = (state["serial"], scope)
+            state["refresh"][refresh] = scope
         return {"access_token": access, "refresh_token": refresh, "token_type": "Bearer",
                 "expires_in": 3600, "scope": scope}
 
@@ -128,13 +129,12 @@ class Handler(BaseHTTPRequestHandler):
                 return self.answer(200, self.token(scope))
             if form.get("grant_type") == "refresh_token":
                 with lock:
-                    known = form.get("refresh_token") in state["refresh"]
-                    if known:
-                        state["refresh"].discard(form["refresh_token"])
+                    scope = state["refresh"].pop(form.get("refresh_token"), None)
+                    if scope is not None:
                         state["refreshes"] += 1
-                if not known:
+                if scope is None:
                     return self.answer(400, {"error": "invalid_grant"})
-                return self.answer(200, self.token("tools"))
+                return self.answer(200, self.token(scope))
             return self.answer(400, {"error": "unsupported_grant_type"})
         if url.path == "/test/expire":
             with lock:
@@ -149,7 +149,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(404)
         bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ")
         with lock:
-            serial = state["access"].get(bearer)
+            serial, scope = state["access"].get(bearer, (None, ""))
         if serial is None:
             challenge = 'Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp"' % self.base
             return self.answer(401, {"error": "invalid_token"}, [("www-authenticate", challenge)])
@@ -162,10 +162,19 @@ class Handler(BaseHTTPRequestHandler):
                       "capabilities": {"tools": {}},
                       "serverInfo": {"name": "oauth-test", "version": "1.0.0"}}
         elif method == "tools/list":
+            empty = {"type": "object", "properties": {}}
             result = {"tools": [{"name": "whoami", "description": "Which token called",
-                                 "inputSchema": {"type": "object", "properties": {}}}]}
+                                 "inputSchema": empty},
+                                {"name": "admin", "description": "Wants the scope admin",
+                                 "inputSchema": empty}]}
+        elif method == "tools/call" and message["params"]["name"] == "admin" \
+                and "admin" not in scope.split():
+            challenge = ('Bearer error="insufficient_scope", scope="tools admin", '
+                         'resource_metadata="%s/.well-known/oauth-protected-resource/mcp"' % self.base)
+            return self.answer(403, {"error": "insufficient_scope"},
+                               [("www-authenticate", challenge)])
         elif method == "tools/call":
-            result = {"content": [{"type": "text", "text": "token %d" % serial}]}
+            result = {"content": [{"type": "text", "text": "token %d (%s)" % (serial, scope)}]}
         else:
             return self.answer(200, {"jsonrpc": "2.0", "id": rid,
                                      "error": {"code": -32601, "message": "no " + method}})

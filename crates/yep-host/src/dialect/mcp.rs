@@ -123,7 +123,8 @@ impl Dialect for McpHttp {
                 .custom_headers(custom)
                 .max_sse_event_size(opts.max_frame_bytes)
                 .max_json_response_size(opts.max_frame_bytes);
-            let client = Client::new(&hello, events);
+            let mut client = Client::new(&hello, events);
+            client.login = login.clone();
             let manager = match &login {
                 Some((home, name)) => {
                     crate::oauth::manager(home, name, &url).await.map_err(|e| {
@@ -294,6 +295,7 @@ async fn finish<E: std::fmt::Display>(
         listed: client.listed,
         stop: Mutex::new(Some(stop)),
         closed,
+        login: client.login,
     }) as Arc<dyn Peer>)
 }
 
@@ -421,6 +423,8 @@ struct Client {
     progress: ProgressSinks,
     listed: Listed,
     relist: Arc<Relist>,
+    /// Where an HTTP server's OAuth login is kept (home, server name).
+    login: Option<(crate::store::Home, String)>,
 }
 
 impl Client {
@@ -431,6 +435,7 @@ impl Client {
             progress: Arc::default(),
             listed: Arc::default(),
             relist: Arc::default(),
+            login: None,
         }
     }
 }
@@ -644,6 +649,9 @@ pub struct McpPeer {
     /// Taken by the first close or shutdown.
     stop: Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
     closed: watch::Receiver<Option<CloseReason>>,
+    /// Where its OAuth login is kept: a refusal for want of scope is noted there, so the
+    /// next `yep mcp login` asks for it.
+    login: Option<(crate::store::Home, String)>,
 }
 
 impl McpPeer {
@@ -798,6 +806,12 @@ impl Peer for McpPeer {
                 Err(e) if e.auth_challenge().is_some() => {
                     let challenge = e.auth_challenge().unwrap_or_default().to_string();
                     let more = challenge.contains("insufficient_scope");
+                    if let Some((home, name)) = self.login.clone().filter(|_| more) {
+                        let noted = challenge.clone();
+                        tokio::task::spawn_blocking(move || {
+                            crate::store::mcp::note_oauth_challenge(&home, &name, &noted)
+                        });
+                    }
                     return Err(PeerError::call(
                         "tools/call",
                         CallError::Remote(RemoteError {
