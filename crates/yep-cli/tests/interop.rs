@@ -402,3 +402,56 @@ fn the_mcp_inspector_cli_works_over_http_with_the_bearer_token_and_not_without()
     );
     drop(server);
 }
+
+/// The official TypeScript client (`tests/mcp/ts_revisions.mjs`) at `revision`, against
+/// `yep mcp serve` reached as `target`: its report.
+#[allow(clippy::disallowed_methods)] // the official SDK's client, under which yep runs
+fn ts_client(revision: &str, target: &[&str]) -> Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/ts_revisions.mjs");
+    assert!(
+        std::env::var_os("npm_config_prefix").is_some(),
+        "run through scripts/test, which installs the TypeScript client and says where"
+    );
+    let out = std::process::Command::new("node")
+        .arg(script)
+        .arg(revision)
+        .args(target)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+}
+
+#[test]
+fn yep_mcp_serve_speaks_each_mcp_revision_to_the_official_typescript_client() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = inspector_home(tmp.path());
+    let yep = env!("CARGO_BIN_EXE_yep");
+    let (server, url, _) = common::serve_http(&home, "127.0.0.1:0", &[]);
+    let token = std::fs::read_to_string(home.join("mcp-serve.token")).unwrap();
+    let stdio = ["stdio", yep, home.to_str().unwrap()];
+    let http = ["http", url.as_str(), token.trim()];
+    let mut orders = Vec::new();
+    for revision in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        for target in [&stdio, &http] {
+            let report = ts_client(revision, target);
+            let about = format!("{revision} over {}: {report}", target[0]);
+            assert!(report.get("error").is_none(), "{about}");
+            assert_eq!(report["negotiated"], revision, "{about}");
+            assert_eq!(report["call"], json!({"echoed": "hi"}), "{about}");
+            assert_eq!(report["prompts"], json!(["echo:ping"]), "{about}");
+            assert_eq!(
+                report["resources"],
+                json!(["skill://lazy/notes"]),
+                "{about}"
+            );
+            // The same tools in the same order: listed twice, and at every revision.
+            assert_eq!(report["tools"], report["tools_again"], "{about}");
+            orders.push(report["tools"].clone());
+        }
+    }
+    assert!(orders.windows(2).all(|w| w[0] == w[1]), "{orders:?}");
+    assert_eq!(orders[0], json!(["t1", "echo", "count", "ask"]));
+    drop(server);
+}

@@ -101,8 +101,15 @@ fn trace_span() -> String {
     format!("yep-mcp-serve-{}-{n}", std::process::id())
 }
 
-/// `value` as the rmcp type it deserializes into, or an internal error naming `what`.
-fn from_json<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, McpError> {
+/// `value` as the rmcp type it deserializes into, or an internal error naming `what`. A
+/// result says it is whole (`resultType: complete`), as revision 2026-07-28 requires; rmcp
+/// takes that out again for a client on an earlier revision.
+fn from_json<T: serde::de::DeserializeOwned>(what: &str, mut value: Value) -> Result<T, McpError> {
+    if let Value::Object(fields) = &mut value {
+        fields
+            .entry("resultType")
+            .or_insert_with(|| Value::String("complete".into()));
+    }
     serde_json::from_value(value)
         .map_err(|e| McpError::internal_error(format!("{what}: {e}"), None))
 }
