@@ -26,7 +26,7 @@ pub enum LoginError {
     #[error("no answer came back to {redirect} within {} s (was the page opened and approved?)", .waited.as_secs())]
     NoCallback { redirect: String, waited: Duration },
     #[error("could not open the page: {0}")]
-    Browser(String),
+    Browser(std::io::Error),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -43,7 +43,7 @@ pub trait Browser: Send + Sync {
     fn open<'a>(
         &'a self,
         url: &'a str,
-    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<()>> + Send + 'a>>;
 }
 
 /// What a login asks for beyond what discovery finds.

@@ -533,7 +533,7 @@ impl yep_host::oauth::Browser for UserBrowser {
     fn open<'a>(
         &'a self,
         url: &'a str,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send + 'a>> {
         Box::pin(async move {
             crate::output::stderr_line(&format!(
                 "open this page to log in (yep waits for its answer): {}",

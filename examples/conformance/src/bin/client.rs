@@ -116,12 +116,16 @@ impl yep_host::oauth::Browser for Fetch {
     fn open<'a>(
         &'a self,
         url: &'a str,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send + 'a>> {
         Box::pin(async move {
             let client = reqwest::Client::builder()
                 .build()
-                .map_err(|e| e.to_string())?;
-            client.get(url).send().await.map_err(|e| e.to_string())?;
+                .map_err(std::io::Error::other)?;
+            client
+                .get(url)
+                .send()
+                .await
+                .map_err(std::io::Error::other)?;
             Ok(())
         })
     }
