@@ -286,6 +286,48 @@ fn a_zot_name_yep_cannot_use_is_refused_clearly() {
     assert!(err.contains("extension.json"), "{err}");
 }
 
+/// Keys zot does not read install as zot installs them, and are said: in the summary (escaped)
+/// and in `--json`. Keys zot reads match in any case, as Go's decoder matches them.
+#[test]
+fn manifest_keys_nothing_reads_are_shown_at_install_and_any_case_is_read() {
+    let env = Env::new();
+    let src = env.source();
+    std::fs::write(
+        src.join("extension.json"),
+        r#"{"Name": "todo-panel", "EXEC": "python3", "Args": ["todo.py"], "version": null,
+            "permissions": ["fs", "net"], "env": {"TOKEN": "x"}, "evil\u001b[2J": 1}"#,
+    )
+    .unwrap();
+    let out = env.yep(&["install", src.to_str().unwrap(), "--yes", "--json"]);
+    let summary = ok(&out);
+    common::assert_nothing_hidden(&summary);
+    assert!(
+        summary
+            .lines()
+            .any(|l| l == "  ignored   env, evil\\x1b[2J, permissions (zot ignores them too)"),
+        "{summary}"
+    );
+    let installed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        installed[0]["ignored"],
+        json!(["env", "evil\\x1b[2J", "permissions"]),
+        "{installed}"
+    );
+    assert!(
+        installed[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("ignored   env"),
+        "{installed}"
+    );
+    // Without such keys, neither says anything.
+    let plain = env.fixture("clock");
+    let out = env.yep(&["install", plain.to_str().unwrap(), "--yes", "--json"]);
+    assert!(!ok(&out).contains("ignored"));
+    let installed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(installed[0].get("ignored").is_none(), "{installed}");
+}
+
 impl Env {
     /// A fixture from `tests/zot/<name>`, installed.
     fn install_fixture(&self, name: &str) {

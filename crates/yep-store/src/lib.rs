@@ -278,7 +278,7 @@ enum Package {
     Yep(Box<Manifest>),
     /// A zot extension; `shown` is its `extension.json` as the user knows it.
     Zot {
-        extension: zot::ZotManifest,
+        extension: Box<zot::ZotManifest>,
         shown: PathBuf,
     },
 }
@@ -315,7 +315,10 @@ fn read_package(
         )));
     }
     let extension = zot::ZotManifest::load(root).map_err(|e| e.relabel(shown.clone()))?;
-    Ok(Package::Zot { extension, shown })
+    Ok(Package::Zot {
+        extension: Box::new(extension),
+        shown,
+    })
 }
 
 /// Approve everything (`--yes`).
@@ -376,6 +379,9 @@ pub struct Installed {
     /// The prebuilt binary step, when the manifest names one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub binary: Option<String>,
+    /// The keys of a zot extension's `extension.json` that zot and yep ignore (escaped).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -751,8 +757,8 @@ impl Home {
         // Only now, with the cheap refusals behind it, may a zot extension run; a first install
         // asks first. What is approved is the bytes hashed above: a run that rewrites them is
         // refused.
-        let (manifest, zot_pin, zot_notes) = match package {
-            Package::Yep(manifest) => (*manifest, None, Vec::new()),
+        let (manifest, zot_pin, zot_notes, zot_ext) = match package {
+            Package::Yep(manifest) => (*manifest, None, Vec::new(), None),
             Package::Zot { extension, shown } => {
                 let first = update_of.is_none() && (previous.is_none() || replacing);
                 let ask: Option<&mut dyn Approver> = match first {
@@ -766,15 +772,24 @@ impl Home {
                 if after != hash {
                     return Err(StoreError::ZotRewrote { name });
                 }
-                (manifest, Some(pin), notes)
+                (manifest, Some(pin), notes, Some(extension))
             }
         };
         let dest = self.package_dir(&manifest.name);
         let mut summary = summary::summary(&manifest);
-        if let Some(pin) = &zot_pin {
+        if let (Some(pin), Some(ext)) = (&zot_pin, &zot_ext) {
             summary.push('\n');
-            summary.push_str(&summary::zot_summary(pin, &zot_notes));
+            summary.push_str(&summary::zot_summary(ext, pin, &zot_notes));
         }
+        let ignored: Vec<String> = zot_ext
+            .as_ref()
+            .map(|ext| {
+                ext.ignored_keys()
+                    .into_iter()
+                    .map(|k| crate::text::escape(k).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
         summary.push_str(&format!(
             "\n  source    {}",
             crate::text::escape(&lock_source.to_string())
@@ -804,6 +819,7 @@ impl Home {
             summary: summary.clone(),
             diff,
             binary,
+            ignored: ignored.clone(),
         };
         // Same approved bytes from the same source: nothing to do.
         // (The installed copy counts too: one rewritten in place is restored from the source.)

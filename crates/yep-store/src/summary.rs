@@ -364,9 +364,17 @@ pub fn summary(manifest: &Manifest) -> String {
     out
 }
 
+/// The most ignored keys of an `extension.json` the summary names; the rest are counted.
+const MAX_IGNORED_SHOWN: usize = 16;
+
 /// The summary lines for what only a zot extension has: that installing ran it, what its
-/// pin holds beyond tools, commands and hooks, and registrations yep left out (`notes`).
-pub fn zot_summary(pin: &crate::zot::ZotPin, notes: &[String]) -> String {
+/// pin holds beyond tools, commands and hooks, registrations yep left out (`notes`), and the
+/// keys of its manifest that nothing reads.
+pub fn zot_summary(
+    ext: &crate::zot::ZotManifest,
+    pin: &crate::zot::ZotPin,
+    notes: &[String],
+) -> String {
     let mut out = String::new();
     block(
         &mut out,
@@ -400,6 +408,20 @@ pub fn zot_summary(pin: &crate::zot::ZotPin, notes: &[String]) -> String {
     }
     for note in notes {
         block(&mut out, "note", &wrap(note, FIELD_CHARS + 8));
+    }
+    let ignored = ext.ignored_keys();
+    if !ignored.is_empty() {
+        let mut keys: Vec<String> = ignored
+            .iter()
+            .take(MAX_IGNORED_SHOWN)
+            .map(|k| field(k, 24))
+            .collect();
+        if ignored.len() > MAX_IGNORED_SHOWN {
+            keys.push(format!("and {} more", ignored.len() - MAX_IGNORED_SHOWN));
+        }
+        let last = keys.len() - 1;
+        keys[last].push_str(" (zot ignores them too)");
+        block(&mut out, "ignored", &list(&keys));
     }
     out.truncate(out.trim_end().len());
     out
