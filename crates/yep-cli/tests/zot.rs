@@ -286,6 +286,45 @@ fn a_zot_name_yep_cannot_use_is_refused_clearly() {
     assert!(err.contains("extension.json"), "{err}");
 }
 
+/// An `exec` that is a whole command line runs nowhere, under zot as under yep (no shell,
+/// nothing split): `yep install` refuses it before anything runs, and a start from the
+/// directory (`yep call <dir>`) fails; both say how to write it.
+#[test]
+fn an_exec_that_is_a_whole_command_line_is_refused_with_the_fix() {
+    let env = Env::new();
+    let src = env.source();
+    std::fs::write(
+        src.join("extension.json"),
+        r#"{"name": "todo-panel", "exec": "python3 todo.py", "language": "python"}"#,
+    )
+    .unwrap();
+    let fix = r#""exec": "python3", "args": ["todo.py"]"#;
+    let out = env.yep(&["install", src.to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    for part in [
+        "extension.json",
+        "`exec` is a whole command line (\"python3 todo.py\")",
+        "no shell",
+        fix,
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    assert!(
+        !err.contains("approved (--yes)"),
+        "refused before consent: {err}"
+    );
+    assert!(!env.home().join("extensions.lock").exists());
+
+    let parent = src.parent().unwrap();
+    let out = common::yep_in(parent, &env.home(), &["call", "./todo", "todo_manage"], "");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    for part in ["cannot spawn `python3 todo.py`", "whole command line", fix] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+}
+
 /// Keys zot does not read install as zot installs them, and are said: in the summary (escaped)
 /// and in `--json`. Keys zot reads match in any case, as Go's decoder matches them.
 #[test]

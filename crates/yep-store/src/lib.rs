@@ -315,6 +315,12 @@ fn read_package(
         )));
     }
     let extension = zot::ZotManifest::load(root).map_err(|e| e.relabel(shown.clone()))?;
+    extension
+        .check_exec(root)
+        .map_err(|message| ManifestError::Invalid {
+            path: shown.clone(),
+            message,
+        })?;
     Ok(Package::Zot {
         extension: Box::new(extension),
         shown,

@@ -219,6 +219,35 @@ impl ZotManifest {
     pub fn exec_in(&self, dir: &Path) -> Option<Exec> {
         self.exec.as_deref().map(|exec| resolve_exec(exec, dir))
     }
+
+    /// Refuse an `exec` that is a whole command line (`"go run ."`) naming no program, with
+    /// the fix: zot runs `exec` as one program name, through no shell and unsplit, so it would
+    /// never start. One that names a real file, spaces and all, is that file.
+    pub fn check_exec(&self, dir: &Path) -> Result<(), String> {
+        let Some(exec) = self.exec.as_deref() else {
+            return Ok(());
+        };
+        let Some(fix) = crate::manifest::command_line_fix("exec", exec, &self.args) else {
+            return Ok(());
+        };
+        let found = match resolve_exec(exec, dir) {
+            Exec::Path(path) => path.is_file(),
+            // As a session looks for it: the package's `bin/`, then `$PATH`.
+            Exec::OnPath(name) => {
+                dir.join("bin").join(&name).is_file()
+                    || std::env::var_os("PATH").is_some_and(|paths| {
+                        std::env::split_paths(&paths).any(|d| d.join(&name).is_file())
+                    })
+            }
+        };
+        if found {
+            return Ok(());
+        }
+        Err(format!(
+            "`exec` is a whole command line (\"{}\"), and no program has that name: zot runs `exec` as one program, with no shell and nothing split, so put the program alone in `exec` and the rest in `args`: {fix}",
+            crate::text::escape(exec)
+        ))
+    }
 }
 
 /// The intercepts zot defines, in the order they are shown.
@@ -578,6 +607,37 @@ mod tests {
             );
         }
         assert!(parse("[]").unwrap_err().contains("expected an object"));
+    }
+
+    #[test]
+    fn an_exec_that_is_a_whole_command_line_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let check = |json: &str| parse(json).unwrap().check_exec(dir.path());
+        let err = check(r#"{"name": "x", "exec": "go run ."}"#).unwrap_err();
+        assert!(
+            err.contains("whole command line (\"go run .\")")
+                && err.ends_with(r#""exec": "go", "args": ["run", "."]"#),
+            "{err}"
+        );
+        // Arguments already in `args` come after the ones split off.
+        let err =
+            check(r#"{"name": "x", "exec": "python3  -u", "args": ["main.py"]}"#).unwrap_err();
+        assert!(
+            err.ends_with(r#""exec": "python3", "args": ["-u", "main.py"]"#),
+            "{err}"
+        );
+        let err = check(r#"{"name": "x", "exec": "node ./index.js"}"#).unwrap_err();
+        assert!(
+            err.ends_with(r#""exec": "node", "args": ["./index.js"]"#),
+            "{err}"
+        );
+        let err = check(r#"{"name": "x", "exec": "run\u001b[2J now"}"#).unwrap_err();
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+        // A file whose name has a space in it is that file; a plain name is never refused here.
+        std::fs::write(dir.path().join("my tool"), "").unwrap();
+        assert!(check(r#"{"name": "x", "exec": "./my tool"}"#).is_ok());
+        assert!(check(r#"{"name": "x", "exec": "no-such-program"}"#).is_ok());
+        assert!(check(r#"{"name": "x", "skills": ["s"]}"#).is_ok());
     }
 
     #[test]
