@@ -286,6 +286,58 @@ fn a_zot_name_yep_cannot_use_is_refused_clearly() {
     assert!(err.contains("extension.json"), "{err}");
 }
 
+/// A launcher that builds first (`go run .`) is given minutes to say hello, and the user is
+/// told why while it waits; any other start keeps the ordinary deadline. The deadline is
+/// shortened here (`YEP_ZOT_HELLO_WAIT_MS`) and the `go` is the package's own `bin/go`, which
+/// takes longer than that before it runs the extension.
+#[test]
+fn a_launcher_that_builds_first_is_waited_for_and_said_and_any_other_keeps_the_deadline() {
+    let env = Env::new();
+    let short = [("YEP_ZOT_HELLO_WAIT_MS", "300")];
+    let dir = env.fixture("greeter");
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name": "greeter", "exec": "go", "args": ["run", "."]}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let go = dir.join("bin/go");
+    std::fs::write(&go, "#!/bin/sh\nsleep 1\nexec python3 greeter.py\n").unwrap();
+    let exe = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&go, exe).unwrap();
+    let out = common::yep_with_env(
+        &env.home(),
+        &["install", dir.to_str().unwrap(), "--yes"],
+        "",
+        &short,
+    );
+    let err = ok(&out);
+    assert!(
+        err.contains(
+            "waiting for greeter's hello: `go run .` builds on its first start (up to 10 min)"
+        ),
+        "{err}"
+    );
+    assert!(env.lock().contains("name = \"greeter\""));
+
+    // The same wait before an extension started as it is: past the deadline, it fails.
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name": "slowpoke", "exec": "sh", "args": ["bin/go"]}"#,
+    )
+    .unwrap();
+    let out = common::yep_with_env(
+        &env.home(),
+        &["install", dir.to_str().unwrap(), "--yes"],
+        "",
+        &short,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(err.contains("no hello within 300 ms"), "{err}");
+    assert!(!err.contains("waiting for"), "{err}");
+}
+
 /// An `exec` that is a whole command line runs nowhere, under zot as under yep (no shell,
 /// nothing split): `yep install` refuses it before anything runs, and a start from the
 /// directory (`yep call <dir>`) fails; both say how to write it.

@@ -31,6 +31,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod health;
+pub mod launcher;
 pub mod learn;
 pub mod process;
 pub mod rpc;

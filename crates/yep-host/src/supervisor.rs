@@ -782,6 +782,7 @@ impl Extension {
                 .into_owned(),
             pin: spec.pin.clone(),
             interactive_ui: self.opts.interactive_ui,
+            slow_start: crate::launcher::slow_start(&spec.command, &spec.args),
         };
         let conn_opts = ConnectionOptions {
             label: spec.name.clone(),
