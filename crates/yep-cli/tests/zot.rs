@@ -338,6 +338,59 @@ fn a_launcher_that_builds_first_is_waited_for_and_said_and_any_other_keeps_the_d
     assert!(!err.contains("waiting for"), "{err}");
 }
 
+/// `go run`'s caches are the ones the sandbox lets it write: a `go` launcher sees `GOCACHE`
+/// and `GOMODCACHE` (made when missing), so the install-time run fills the caches every later
+/// start reuses, and a credential-carrying `GOPROXY` never reaches it. The `go` is the
+/// package's own `bin/go`, which writes where the variables point, then runs the extension.
+#[test]
+fn a_go_launcher_sees_and_may_write_the_caches_go_would_use() {
+    let env = Env::new();
+    let dir = env.fixture("greeter");
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name": "greeter", "exec": "go", "args": ["run", "."]}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let go = dir.join("bin/go");
+    std::fs::write(
+        &go,
+        concat!(
+            "#!/bin/sh\nset -e\n",
+            "echo built > \"$GOCACHE/warm\"\necho fetched > \"$GOMODCACHE/warm\"\n",
+            "echo \"proxy=$GOPROXY\" >&2\n",
+            "exec python3 greeter.py\n"
+        ),
+    )
+    .unwrap();
+    let exe = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&go, exe).unwrap();
+    let caches = env.tmp.path().join("caches");
+    let (build, modules) = (caches.join("go-build"), caches.join("mod"));
+    let out = common::yep_with_env(
+        &env.home(),
+        &["install", dir.to_str().unwrap(), "--yes"],
+        "",
+        &[
+            ("YEP_SANDBOX", "required"),
+            ("GOCACHE", build.to_str().unwrap()),
+            ("GOMODCACHE", modules.to_str().unwrap()),
+            ("GOPROXY", "https://user:secret@proxy.example"),
+        ],
+    );
+    ok(&out);
+    assert_eq!(
+        std::fs::read_to_string(build.join("warm")).unwrap(),
+        "built\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(modules.join("warm")).unwrap(),
+        "fetched\n"
+    );
+    let log = std::fs::read_to_string(env.home().join("logs/greeter.log")).unwrap();
+    assert!(log.contains("proxy=\n") && !log.contains("secret"), "{log}");
+}
+
 /// An `exec` that is a whole command line runs nowhere, under zot as under yep (no shell,
 /// nothing split): `yep install` refuses it before anything runs, and a start from the
 /// directory (`yep call <dir>`) fails; both say how to write it.
