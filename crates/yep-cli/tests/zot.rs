@@ -391,6 +391,102 @@ fn a_go_launcher_sees_and_may_write_the_caches_go_would_use() {
     assert!(log.contains("proxy=\n") && !log.contains("secret"), "{log}");
 }
 
+/// `"enabled": false` is zot's off switch, and zot never starts such an extension: yep
+/// installs it without running it, says so, refuses to enable it, and never starts it; making
+/// it true and updating runs it for the first time, asking first as an install does.
+#[test]
+fn a_zot_extension_its_manifest_turns_off_is_installed_but_never_started() {
+    let env = Env::new();
+    let dir = env.fixture("greeter");
+    let arg = dir.to_str().unwrap();
+    let manifest = |enabled: &str| {
+        std::fs::write(
+            dir.join("extension.json"),
+            format!(r#"{{"name": "greeter", "exec": "python3", "args": ["greeter.py"]{enabled}}}"#),
+        )
+        .unwrap()
+    };
+    let log = env.home().join("logs/greeter.log");
+    manifest(r#", "Enabled": false"#);
+    let out = env.yep(&["install", arg, "--yes"]);
+    let err = ok(&out);
+    assert!(
+        !err.contains("installing runs"),
+        "not asked to run it: {err}"
+    );
+    assert!(err.contains("turned off: installing did not"), "{err}");
+    assert!(
+        err.contains("  off       its extension.json says \"enabled\": false, so zot"),
+        "{err}"
+    );
+    assert!(
+        text(&out.stdout).contains("  off: its extension.json says \"enabled\": false"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!log.exists(), "it ran");
+    let installed: Value =
+        serde_json::from_slice(&env.yep(&["update", "greeter", "--json"]).stdout).unwrap();
+    assert_eq!(installed[0]["disabled_in_manifest"], true, "{installed}");
+
+    let out = env.yep(&["enable", "greeter"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`greeter` is off in its extension.json (\"enabled\": false)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: set \"enabled\": true in its extension.json"),
+        "{err}"
+    );
+
+    // Turned on in its manifest, the update is its first run: asked first, as an install.
+    manifest("");
+    let out = env.yep(&["update", "greeter"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("installing runs `python3 greeter.py`"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!log.exists(), "it ran before it was approved");
+    ok(&env.yep(&["update", "greeter", "--yes"]));
+    assert!(log.exists());
+    ok(&env.yep(&["enable", "greeter"]));
+    let greet = ["call", "greeter", "greet", r#"{"who": "zot", "times": 1}"#];
+    assert!(text(&ok_out(&env.yep(&greet))).contains("hello zot"));
+
+    // Turned off again while enabled: never started, and said.
+    manifest(r#", "enabled": false"#);
+    let out = env.yep(&["update", "greeter", "--yes"]);
+    assert!(
+        text(&out.stdout).contains("  off: "),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = env.yep(&greet);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("extension `greeter` is off in its extension.json"),
+        "{}",
+        text(&out.stderr)
+    );
+    let lines = env.session_lines("quit\n", &[]);
+    assert!(
+        lines.iter().any(|l| l["warning"].as_str().is_some_and(
+            |w| w.contains("skipping extension `greeter`: extension `greeter` is off")
+        )),
+        "{lines:?}"
+    );
+}
+
+/// Its output, having checked that it succeeded (else both streams are shown).
+fn ok_out(out: &Output) -> Vec<u8> {
+    ok(out);
+    out.stdout.clone()
+}
+
 /// An `exec` that is a whole command line runs nowhere, under zot as under yep (no shell,
 /// nothing split): `yep install` refuses it before anything runs, and a start from the
 /// directory (`yep call <dir>`) fails; both say how to write it.

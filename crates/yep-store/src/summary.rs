@@ -376,14 +376,27 @@ pub fn zot_summary(
     notes: &[String],
 ) -> String {
     let mut out = String::new();
-    block(
-        &mut out,
-        "zot",
-        &wrap(
-            "extension.json (zot protocol v1). Installing ran it once to read what it registers (npx or go run may download or compile); that is what is pinned.",
-            FIELD_CHARS + 8,
-        ),
-    );
+    let ran = if !ext.spawns() {
+        "extension.json (zot protocol v1), with nothing to run."
+    } else if ext.enabled {
+        "extension.json (zot protocol v1). Installing ran it once to read what it registers (npx or go run may download or compile); that is what is pinned."
+    } else {
+        "extension.json (zot protocol v1), turned off: installing did not run it, so nothing it registers is approved yet."
+    };
+    block(&mut out, "zot", &wrap(ran, FIELD_CHARS + 8));
+    if !ext.enabled {
+        block(
+            &mut out,
+            "off",
+            &wrap(
+                &format!(
+                    "its extension.json says \"enabled\": false, so zot does not start it. yep enable refuses it until that says true and yep update {} has read it again.",
+                    escape(&ext.name)
+                ),
+                FIELD_CHARS + 8,
+            ),
+        );
+    }
     let names = |items: &[String]| {
         items
             .iter()

@@ -34,7 +34,9 @@ pub struct ZotManifest {
     pub language: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
-    /// zot's own switch (`zot ext enable/disable`); yep's enable state lives in its settings.
+    /// zot's own switch (`zot ext enable/disable` rewrite it): false, and zot never starts it.
+    /// yep neither runs it at install nor enables nor starts it (yep's own enable state, for
+    /// the rest, lives in its settings).
     #[serde(default = "enabled_by_default")]
     pub enabled: bool,
     /// Directories or `SKILL.md` paths, relative to the manifest and inside its directory.
