@@ -164,10 +164,11 @@ fn main() -> ExitCode {
 
 fn init_tracing(verbose: u8, shows_warnings: bool) {
     use std::io::IsTerminal;
+    // What the host says while a start takes long (a `go run .` building) is shown too.
     let default = match verbose {
-        0 if shows_warnings => "warn,rmcp=off,yep_host::health=error",
+        0 if shows_warnings => "warn,rmcp=off,yep_host::health=error,yep_host::progress=info",
         // rmcp logs what it meets at error level; the host reports each as its own error.
-        0 => "warn,rmcp=off",
+        0 => "warn,rmcp=off,yep_host::progress=info",
         1 => "debug",
         _ => "trace",
     };

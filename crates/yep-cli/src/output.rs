@@ -113,6 +113,14 @@ impl Kind {
     }
 }
 
+/// How a zot extension its manifest turns off is turned on: as `zot ext enable` does it, in
+/// the manifest.
+fn zot_off(name: &str) -> String {
+    format!(
+        "set \"enabled\": true in its extension.json (or take the key out), then `yep update {name}` runs it and asks"
+    )
+}
+
 /// The next steps for an error, by what went wrong: its own hints, then those its kind has.
 pub fn hints(err: &anyhow::Error) -> Vec<String> {
     use yep_host::ExtensionError;
@@ -123,10 +131,10 @@ pub fn hints(err: &anyhow::Error) -> Vec<String> {
         if let Some(h) = cause.downcast_ref::<Hinted>() {
             out.extend(h.hints.iter().cloned());
         }
-        if let Some(e) = cause.downcast_ref::<StoreError>()
-            && let StoreError::NotInstalled(..) = e
-        {
-            out.push(NOT_INSTALLED.into());
+        match cause.downcast_ref::<StoreError>() {
+            Some(StoreError::NotInstalled(..)) => out.push(NOT_INSTALLED.into()),
+            Some(StoreError::ZotDisabled { name }) => out.push(zot_off(name)),
+            _ => {}
         }
         if let Some(e) = cause.downcast_ref::<LaunchError>() {
             let name = e.extension();
@@ -135,6 +143,10 @@ pub fn hints(err: &anyhow::Error) -> Vec<String> {
                 LaunchError::Drifted { .. } => out.push(format!(
                     "`yep update {name}` reviews the change; `yep update --locked {name}` restores what was approved"
                 )),
+                LaunchError::ZotDisabled { .. } => {
+                    out.push(zot_off(name));
+                    out.push(format!("`yep disable {name}` stops trying to start it"));
+                }
                 LaunchError::InvalidConfig { .. } => out.push(format!(
                     "`yep config show {name}` shows it; `yep config set {name} <field> <value>` changes a field"
                 )),

@@ -286,6 +286,288 @@ fn a_zot_name_yep_cannot_use_is_refused_clearly() {
     assert!(err.contains("extension.json"), "{err}");
 }
 
+/// A launcher that builds first (`go run .`) is given minutes to say hello, and the user is
+/// told why while it waits; any other start keeps the ordinary deadline. The deadline is
+/// shortened here (`YEP_ZOT_HELLO_WAIT_MS`) and the `go` is the package's own `bin/go`, which
+/// takes longer than that before it runs the extension.
+#[test]
+fn a_launcher_that_builds_first_is_waited_for_and_said_and_any_other_keeps_the_deadline() {
+    let env = Env::new();
+    let short = [("YEP_ZOT_HELLO_WAIT_MS", "300")];
+    let dir = env.fixture("greeter");
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name": "greeter", "exec": "go", "args": ["run", "."]}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let go = dir.join("bin/go");
+    std::fs::write(&go, "#!/bin/sh\nsleep 1\nexec python3 greeter.py\n").unwrap();
+    let exe = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&go, exe).unwrap();
+    let out = common::yep_with_env(
+        &env.home(),
+        &["install", dir.to_str().unwrap(), "--yes"],
+        "",
+        &short,
+    );
+    let err = ok(&out);
+    assert!(
+        err.contains(
+            "waiting for greeter's hello: `go run .` builds on its first start (up to 10 min)"
+        ),
+        "{err}"
+    );
+    assert!(env.lock().contains("name = \"greeter\""));
+
+    // The same wait before an extension started as it is: past the deadline, it fails.
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name": "slowpoke", "exec": "sh", "args": ["bin/go"]}"#,
+    )
+    .unwrap();
+    let out = common::yep_with_env(
+        &env.home(),
+        &["install", dir.to_str().unwrap(), "--yes"],
+        "",
+        &short,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(err.contains("no hello within 300 ms"), "{err}");
+    assert!(!err.contains("waiting for"), "{err}");
+}
+
+/// `go run`'s caches are the ones the sandbox lets it write: a `go` launcher sees `GOCACHE`
+/// and `GOMODCACHE` (made when missing), so the install-time run fills the caches every later
+/// start reuses, and a credential-carrying `GOPROXY` never reaches it. The `go` is the
+/// package's own `bin/go`, which writes where the variables point, then runs the extension.
+#[test]
+fn a_go_launcher_sees_and_may_write_the_caches_go_would_use() {
+    let env = Env::new();
+    let dir = env.fixture("greeter");
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name": "greeter", "exec": "go", "args": ["run", "."]}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let go = dir.join("bin/go");
+    std::fs::write(
+        &go,
+        concat!(
+            "#!/bin/sh\nset -e\n",
+            "echo built > \"$GOCACHE/warm\"\necho fetched > \"$GOMODCACHE/warm\"\n",
+            "echo \"proxy=$GOPROXY\" >&2\n",
+            "exec python3 greeter.py\n"
+        ),
+    )
+    .unwrap();
+    let exe = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&go, exe).unwrap();
+    let caches = env.tmp.path().join("caches");
+    let (build, modules) = (caches.join("go-build"), caches.join("mod"));
+    let out = common::yep_with_env(
+        &env.home(),
+        &["install", dir.to_str().unwrap(), "--yes"],
+        "",
+        &[
+            ("YEP_SANDBOX", "required"),
+            ("GOCACHE", build.to_str().unwrap()),
+            ("GOMODCACHE", modules.to_str().unwrap()),
+            ("GOPROXY", "https://user:secret@proxy.example"),
+        ],
+    );
+    ok(&out);
+    assert_eq!(
+        std::fs::read_to_string(build.join("warm")).unwrap(),
+        "built\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(modules.join("warm")).unwrap(),
+        "fetched\n"
+    );
+    let log = std::fs::read_to_string(env.home().join("logs/greeter.log")).unwrap();
+    assert!(log.contains("proxy=\n") && !log.contains("secret"), "{log}");
+}
+
+/// `"enabled": false` is zot's off switch, and zot never starts such an extension: yep
+/// installs it without running it, says so, refuses to enable it, and never starts it; making
+/// it true and updating runs it for the first time, asking first as an install does.
+#[test]
+fn a_zot_extension_its_manifest_turns_off_is_installed_but_never_started() {
+    let env = Env::new();
+    let dir = env.fixture("greeter");
+    let arg = dir.to_str().unwrap();
+    let manifest = |enabled: &str| {
+        std::fs::write(
+            dir.join("extension.json"),
+            format!(r#"{{"name": "greeter", "exec": "python3", "args": ["greeter.py"]{enabled}}}"#),
+        )
+        .unwrap()
+    };
+    let log = env.home().join("logs/greeter.log");
+    manifest(r#", "Enabled": false"#);
+    let out = env.yep(&["install", arg, "--yes"]);
+    let err = ok(&out);
+    assert!(
+        !err.contains("installing runs"),
+        "not asked to run it: {err}"
+    );
+    assert!(err.contains("turned off: installing did not"), "{err}");
+    assert!(
+        err.contains("  off       its extension.json says \"enabled\": false, so zot"),
+        "{err}"
+    );
+    assert!(
+        text(&out.stdout).contains("  off: its extension.json says \"enabled\": false"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!log.exists(), "it ran");
+    let installed: Value =
+        serde_json::from_slice(&env.yep(&["update", "greeter", "--json"]).stdout).unwrap();
+    assert_eq!(installed[0]["disabled_in_manifest"], true, "{installed}");
+
+    let out = env.yep(&["enable", "greeter"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`greeter` is off in its extension.json (\"enabled\": false)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: set \"enabled\": true in its extension.json"),
+        "{err}"
+    );
+
+    // Turned on in its manifest, the update is its first run: asked first, as an install.
+    manifest("");
+    let out = env.yep(&["update", "greeter"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("installing runs `python3 greeter.py`"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!log.exists(), "it ran before it was approved");
+    ok(&env.yep(&["update", "greeter", "--yes"]));
+    assert!(log.exists());
+    ok(&env.yep(&["enable", "greeter"]));
+    let greet = ["call", "greeter", "greet", r#"{"who": "zot", "times": 1}"#];
+    assert!(text(&ok_out(&env.yep(&greet))).contains("hello zot"));
+
+    // Turned off again while enabled: never started, and said.
+    manifest(r#", "enabled": false"#);
+    let out = env.yep(&["update", "greeter", "--yes"]);
+    assert!(
+        text(&out.stdout).contains("  off: "),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = env.yep(&greet);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("extension `greeter` is off in its extension.json"),
+        "{}",
+        text(&out.stderr)
+    );
+    let lines = env.session_lines("quit\n", &[]);
+    assert!(
+        lines.iter().any(|l| l["warning"].as_str().is_some_and(
+            |w| w.contains("skipping extension `greeter`: extension `greeter` is off")
+        )),
+        "{lines:?}"
+    );
+}
+
+/// Its output, having checked that it succeeded (else both streams are shown).
+fn ok_out(out: &Output) -> Vec<u8> {
+    ok(out);
+    out.stdout.clone()
+}
+
+/// An `exec` that is a whole command line runs nowhere, under zot as under yep (no shell,
+/// nothing split): `yep install` refuses it before anything runs, and a start from the
+/// directory (`yep call <dir>`) fails; both say how to write it.
+#[test]
+fn an_exec_that_is_a_whole_command_line_is_refused_with_the_fix() {
+    let env = Env::new();
+    let src = env.source();
+    std::fs::write(
+        src.join("extension.json"),
+        r#"{"name": "todo-panel", "exec": "python3 todo.py", "language": "python"}"#,
+    )
+    .unwrap();
+    let fix = r#""exec": "python3", "args": ["todo.py"]"#;
+    let out = env.yep(&["install", src.to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    for part in [
+        "extension.json",
+        "`exec` is a whole command line (\"python3 todo.py\")",
+        "no shell",
+        fix,
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    assert!(
+        !err.contains("approved (--yes)"),
+        "refused before consent: {err}"
+    );
+    assert!(!env.home().join("extensions.lock").exists());
+
+    let parent = src.parent().unwrap();
+    let out = common::yep_in(parent, &env.home(), &["call", "./todo", "todo_manage"], "");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    for part in ["cannot spawn `python3 todo.py`", "whole command line", fix] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+}
+
+/// Keys zot does not read install as zot installs them, and are said: in the summary (escaped)
+/// and in `--json`. Keys zot reads match in any case, as Go's decoder matches them.
+#[test]
+fn manifest_keys_nothing_reads_are_shown_at_install_and_any_case_is_read() {
+    let env = Env::new();
+    let src = env.source();
+    std::fs::write(
+        src.join("extension.json"),
+        r#"{"Name": "todo-panel", "EXEC": "python3", "Args": ["todo.py"], "version": null,
+            "permissions": ["fs", "net"], "env": {"TOKEN": "x"}, "evil\u001b[2J": 1}"#,
+    )
+    .unwrap();
+    let out = env.yep(&["install", src.to_str().unwrap(), "--yes", "--json"]);
+    let summary = ok(&out);
+    common::assert_nothing_hidden(&summary);
+    assert!(
+        summary
+            .lines()
+            .any(|l| l == "  ignored   env, evil\\x1b[2J, permissions (zot ignores them too)"),
+        "{summary}"
+    );
+    let installed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        installed[0]["ignored"],
+        json!(["env", "evil\\x1b[2J", "permissions"]),
+        "{installed}"
+    );
+    assert!(
+        installed[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("ignored   env"),
+        "{installed}"
+    );
+    // Without such keys, neither says anything.
+    let plain = env.fixture("clock");
+    let out = env.yep(&["install", plain.to_str().unwrap(), "--yes", "--json"]);
+    assert!(!ok(&out).contains("ignored"));
+    let installed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(installed[0].get("ignored").is_none(), "{installed}");
+}
+
 impl Env {
     /// A fixture from `tests/zot/<name>`, installed.
     fn install_fixture(&self, name: &str) {

@@ -26,6 +26,7 @@ pub use unpack::unpack;
 pub const TARGETS: &[(&str, Body)] = &[
     ("wire", wire),
     ("manifest", manifest),
+    ("zot_manifest", zot_manifest),
     ("cargo_manifest", cargo_manifest),
     ("lockfile", lockfile),
     ("settings", settings),
@@ -154,6 +155,28 @@ pub fn manifest(data: &[u8]) {
     if let Ok(m) = Manifest::parse(text, Path::new("plugin.json")) {
         accepted(&m);
     }
+}
+
+/// A zot `extension.json`, read as zot's Go decoder reads it: what is shown of a valid one is
+/// escaped, and it reads the same once written.
+pub fn zot_manifest(data: &[u8]) {
+    use crate::store::zot::{Registrations, ZotManifest, ZotPin};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(m) = ZotManifest::parse(text, Path::new("extension.json")) else {
+        return;
+    };
+    let shown = summary::zot_summary(&m, &ZotPin::default(), &[]);
+    assert!(
+        !shown.chars().any(|c| c.is_control() && c != '\n'),
+        "a control character in the summary: {shown:?}"
+    );
+    let _ = m.approved(&Registrations::default());
+    let text = serde_json::to_string(&m).expect("a zot manifest serializes");
+    let again = ZotManifest::parse(&text, Path::new("extension.json"))
+        .unwrap_or_else(|e| panic!("a valid zot manifest no longer validates once written: {e}"));
+    assert_eq!(m, again, "a zot manifest changed once written");
 }
 
 /// The `[package.metadata.yolop]` facet of a crate's `Cargo.toml`, read from a real file.

@@ -31,6 +31,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod health;
+pub mod launcher;
 pub mod learn;
 #[cfg(feature = "mcp-http")]
 pub mod oauth;

@@ -541,22 +541,44 @@ fn toolchain(program: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         if matches!(launcher, "npx" | "npm" | "pnpm" | "pnpx" | "yarn" | "bunx") {
             write.push(h.join(".npm"));
         }
-        if launcher == "go" {
-            let gopath = std::env::var_os("GOPATH")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| h.join("go"));
-            write.push(gopath.join("pkg/mod"));
-            write.push(
-                std::env::var_os("GOCACHE")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| h.join(".cache/go-build")),
-            );
-        }
+    }
+    if program.file_name().and_then(|n| n.to_str()) == Some("go") {
+        write.extend(go_caches(home.as_deref()));
     }
     read.sort();
     read.dedup();
     read.retain(|r| !holds_home(r));
     (read, write)
+}
+
+/// Where `go` keeps what `go run` builds and downloads, as it finds them itself (which the
+/// child sees too: [`ENV_ALLOWED`] passes the variables): `$GOCACHE`, else
+/// `~/.cache/go-build`; `$GOMODCACHE`, else the first `$GOPATH` entry's `pkg/mod`, else
+/// `~/go/pkg/mod`. Each is made when missing, as `go` would make it: a rule on a path that
+/// does not exist lets nothing be written there.
+fn go_caches(home: Option<&Path>) -> Vec<PathBuf> {
+    let set = |var| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let build = set("GOCACHE").or_else(|| home.map(|h| h.join(".cache/go-build")));
+    let modules = set("GOMODCACHE").or_else(|| {
+        let gopath = std::env::var_os("GOPATH")
+            .and_then(|p| std::env::split_paths(&p).find(|d| !d.as_os_str().is_empty()))
+            .or_else(|| home.map(|h| h.join("go")))?;
+        Some(gopath.join("pkg/mod"))
+    });
+    let caches: Vec<PathBuf> = [build, modules]
+        .into_iter()
+        .flatten()
+        // go refuses a relative cache itself; never the home or what holds it.
+        .filter(|d| d.is_absolute() && !holds_home(d))
+        .collect();
+    for dir in &caches {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    caches
 }
 
 /// The host environment a sandboxed process gets, by name: what programs need to run, and
@@ -583,6 +605,12 @@ pub const ENV_ALLOWED: &[&str] = &[
     "GOROOT",
     "GOPATH",
     "GOFLAGS",
+    // Where `go run` builds and downloads: the very directories the sandbox lets it write
+    // (`go_caches`), so what the install-time run fills is what every later start reuses.
+    // Never `GOPROXY` (its URL may carry a user and password) nor `GOENV`'s file.
+    "GOCACHE",
+    "GOMODCACHE",
+    "GOTOOLCHAIN",
     "CARGO_HOME",
     "RUSTUP_HOME",
     "RUSTUP_TOOLCHAIN",

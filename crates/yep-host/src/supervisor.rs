@@ -225,7 +225,9 @@ impl Default for SupervisorOptions {
 #[non_exhaustive]
 pub enum ExtensionError {
     #[error(
-        "extension `{extension}`: cannot spawn `{command}`: {error} (install it, or fix the manifest's command); log: {}",
+        "extension `{extension}`: cannot spawn `{}`: {error} ({}); log: {}",
+        crate::text::escape(command),
+        fix.as_deref().unwrap_or("install it, or fix the manifest's command"),
         log_path.display()
     )]
     Spawn {
@@ -233,6 +235,9 @@ pub enum ExtensionError {
         command: String,
         /// Printed in the message, so not chained as a source (a cause is told once).
         error: std::io::Error,
+        /// How to write the command when it is a whole command line (`go run .`) that names
+        /// no program (escaped).
+        fix: Option<String>,
         log_path: PathBuf,
     },
     #[error(
@@ -673,10 +678,32 @@ impl Extension {
     }
 
     fn spawn_error(&self, error: std::io::Error) -> ExtensionError {
+        // A whole command line (`go run .`) names no program: nothing splits it and no shell
+        // runs it, so say how it is written. A zot `exec` relative to the package was joined
+        // to it: the fix names it as the manifest does.
+        let fix = (error.kind() == std::io::ErrorKind::NotFound)
+            .then(|| {
+                let written = std::path::Path::new(&self.spec.command)
+                    .strip_prefix(&self.spec.package_dir)
+                    .map_or_else(
+                        |_| self.spec.command.clone(),
+                        |rel| rel.to_string_lossy().into_owned(),
+                    );
+                let key = match self.opts.dialect.name() {
+                    "zot" => "exec",
+                    _ => "command",
+                };
+                let fix = crate::store::manifest::command_line_fix(key, &written, &self.spec.args)?;
+                Some(format!(
+                    "it is a whole command line, and a command is one program, run with no shell and never split: put the program alone in `{key}` and the rest in `args`: {fix}"
+                ))
+            })
+            .flatten();
         ExtensionError::Spawn {
             extension: self.spec.name.clone(),
             command: self.spec.command.clone(),
             error,
+            fix,
             log_path: self.spec.log_path(),
         }
     }
@@ -755,6 +782,7 @@ impl Extension {
                 .into_owned(),
             pin: spec.pin.clone(),
             interactive_ui: self.opts.interactive_ui,
+            slow_start: crate::launcher::slow_start(&spec.command, &spec.args),
         };
         let conn_opts = ConnectionOptions {
             label: spec.name.clone(),

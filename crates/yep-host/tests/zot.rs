@@ -47,6 +47,7 @@ async fn open(mode: &str, dir: &std::path::Path, notes: Arc<Notes>) -> Result<Op
         data_dir: "/data/pyzot".into(),
         pin: None,
         interactive_ui: false,
+        slow_start: None,
     };
     let streams = Streams::Pipe {
         stdout: spawned.stdout,

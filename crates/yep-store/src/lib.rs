@@ -113,6 +113,12 @@ pub enum StoreError {
         "`{0}` is a zot extension (extension.json): installing one runs it once to read what it registers, and this program has no runner for that"
     )]
     NoZotRunner(String),
+    /// A zot extension whose `extension.json` turns it off (`"enabled": false`), which zot
+    /// never starts: it cannot be enabled until that says true.
+    #[error(
+        "`{name}` is off in its extension.json (\"enabled\": false): zot does not start it, and yep does not enable it"
+    )]
+    ZotDisabled { name: String },
     /// An update's manifest names another extension than the one installed.
     #[error("the update of `{name}` now calls itself `{now}`")]
     Renamed { name: String, now: String },
@@ -278,7 +284,7 @@ enum Package {
     Yep(Box<Manifest>),
     /// A zot extension; `shown` is its `extension.json` as the user knows it.
     Zot {
-        extension: zot::ZotManifest,
+        extension: Box<zot::ZotManifest>,
         shown: PathBuf,
     },
 }
@@ -315,7 +321,16 @@ fn read_package(
         )));
     }
     let extension = zot::ZotManifest::load(root).map_err(|e| e.relabel(shown.clone()))?;
-    Ok(Package::Zot { extension, shown })
+    extension
+        .check_exec(root)
+        .map_err(|message| ManifestError::Invalid {
+            path: shown.clone(),
+            message,
+        })?;
+    Ok(Package::Zot {
+        extension: Box::new(extension),
+        shown,
+    })
 }
 
 /// Approve everything (`--yes`).
@@ -376,6 +391,13 @@ pub struct Installed {
     /// The prebuilt binary step, when the manifest names one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub binary: Option<String>,
+    /// The keys of a zot extension's `extension.json` that zot and yep ignore (escaped).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored: Vec<String>,
+    /// A zot extension whose `extension.json` says `"enabled": false`: not run, and not
+    /// enabled until it says true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disabled_in_manifest: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -751,10 +773,15 @@ impl Home {
         // Only now, with the cheap refusals behind it, may a zot extension run; a first install
         // asks first. What is approved is the bytes hashed above: a run that rewrites them is
         // refused.
-        let (manifest, zot_pin, zot_notes) = match package {
-            Package::Yep(manifest) => (*manifest, None, Vec::new()),
+        let (manifest, zot_pin, zot_notes, zot_ext) = match package {
+            Package::Yep(manifest) => (*manifest, None, Vec::new(), None),
             Package::Zot { extension, shown } => {
-                let first = update_of.is_none() && (previous.is_none() || replacing);
+                // An installed one that never ran (its manifest turned it off) asks as a
+                // first install does, whatever the verb.
+                let never_ran = previous.as_ref().is_some_and(|p| p.zot.is_some())
+                    && zot::ZotManifest::load(&self.package_dir(&name))
+                        .is_ok_and(|m| !m.enabled && m.spawns());
+                let first = (update_of.is_none() && (previous.is_none() || replacing)) || never_ran;
                 let ask: Option<&mut dyn Approver> = match first {
                     true => Some(&mut *approver),
                     false => None,
@@ -766,15 +793,24 @@ impl Home {
                 if after != hash {
                     return Err(StoreError::ZotRewrote { name });
                 }
-                (manifest, Some(pin), notes)
+                (manifest, Some(pin), notes, Some(extension))
             }
         };
         let dest = self.package_dir(&manifest.name);
         let mut summary = summary::summary(&manifest);
-        if let Some(pin) = &zot_pin {
+        if let (Some(pin), Some(ext)) = (&zot_pin, &zot_ext) {
             summary.push('\n');
-            summary.push_str(&summary::zot_summary(pin, &zot_notes));
+            summary.push_str(&summary::zot_summary(ext, pin, &zot_notes));
         }
+        let ignored: Vec<String> = zot_ext
+            .as_ref()
+            .map(|ext| {
+                ext.ignored_keys()
+                    .into_iter()
+                    .map(|k| crate::text::escape(k).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
         summary.push_str(&format!(
             "\n  source    {}",
             crate::text::escape(&lock_source.to_string())
@@ -804,6 +840,8 @@ impl Home {
             summary: summary.clone(),
             diff,
             binary,
+            ignored: ignored.clone(),
+            disabled_in_manifest: zot_ext.as_ref().is_some_and(|ext| !ext.enabled),
         };
         // Same approved bytes from the same source: nothing to do.
         // (The installed copy counts too: one rewritten in place is restored from the source.)
@@ -932,7 +970,9 @@ impl Home {
         scratch: &Path,
         ask: Option<&mut dyn Approver>,
     ) -> Result<(Manifest, zot::ZotPin, Vec<String>), StoreError> {
-        let registrations = if ext.spawns() {
+        // One its manifest turns off (`"enabled": false`) is never started by zot, and is not
+        // run here either: installed with nothing registered, until it says true.
+        let registrations = if ext.spawns() && ext.enabled {
             let runner = opts
                 .zot
                 .as_ref()
@@ -1249,9 +1289,20 @@ impl Home {
             return Err(self.not_installed(name));
         }
         let _lock = self.lock()?;
+        let lock = self.lockfile()?;
         // Disabling a name that is enabled but no longer installed still cleans it up.
-        if self.lockfile()?.get(name).is_none() && (on || !listed()) {
+        let entry = lock.get(name);
+        if entry.is_none() && (on || !listed()) {
             return Err(self.not_installed(name));
+        }
+        // zot's own switch, in the package: zot never starts one that says false.
+        if on
+            && entry.is_some_and(|e| e.zot.is_some())
+            && zot::ZotManifest::load(&self.package_dir(name)).is_ok_and(|m| !m.enabled)
+        {
+            return Err(StoreError::ZotDisabled {
+                name: name.to_string(),
+            });
         }
         settings::set_enabled(&self.settings_path(), name, on)
     }

@@ -484,6 +484,34 @@ fn valid_glob(glob: &str) -> bool {
 /// serde_json appends " at line L column C"; the error carries those as fields.
 /// JSON `text` read from `path` as a `T`, then held to `validate`: a syntax error names the
 /// line and column, a refusal says why.
+/// A server's command that is a whole command line (`go run .`, `python3 main.py`) written the
+/// way it runs: nothing splits a command and no shell runs it, so the program goes alone in
+/// `key` (`exec` for a zot extension, `command` elsewhere) and the rest in `args`, before the
+/// arguments already there: `"exec": "go", "args": ["run", "."]`, escaped for a terminal.
+/// `None` when the command has no white space in it.
+pub fn command_line_fix(key: &str, command: &str, args: &[String]) -> Option<String> {
+    let mut words = command.split_whitespace();
+    let program = words.next()?;
+    if program == command {
+        return None;
+    }
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let args: Vec<String> = words
+        .chain(args.iter().map(String::as_str))
+        .map(quote)
+        .collect();
+    let fix = if args.is_empty() {
+        format!("\"{key}\": {}", quote(program))
+    } else {
+        format!(
+            "\"{key}\": {}, \"args\": [{}]",
+            quote(program),
+            args.join(", ")
+        )
+    };
+    Some(crate::text::escape(&fix).into_owned())
+}
+
 pub(crate) fn parse_checked<T: serde::de::DeserializeOwned>(
     text: &str,
     path: &Path,

@@ -364,18 +364,39 @@ pub fn summary(manifest: &Manifest) -> String {
     out
 }
 
+/// The most ignored keys of an `extension.json` the summary names; the rest are counted.
+const MAX_IGNORED_SHOWN: usize = 16;
+
 /// The summary lines for what only a zot extension has: that installing ran it, what its
-/// pin holds beyond tools, commands and hooks, and registrations yep left out (`notes`).
-pub fn zot_summary(pin: &crate::zot::ZotPin, notes: &[String]) -> String {
+/// pin holds beyond tools, commands and hooks, registrations yep left out (`notes`), and the
+/// keys of its manifest that nothing reads.
+pub fn zot_summary(
+    ext: &crate::zot::ZotManifest,
+    pin: &crate::zot::ZotPin,
+    notes: &[String],
+) -> String {
     let mut out = String::new();
-    block(
-        &mut out,
-        "zot",
-        &wrap(
-            "extension.json (zot protocol v1). Installing ran it once to read what it registers (npx or go run may download or compile); that is what is pinned.",
-            FIELD_CHARS + 8,
-        ),
-    );
+    let ran = if !ext.spawns() {
+        "extension.json (zot protocol v1), with nothing to run."
+    } else if ext.enabled {
+        "extension.json (zot protocol v1). Installing ran it once to read what it registers (npx or go run may download or compile); that is what is pinned."
+    } else {
+        "extension.json (zot protocol v1), turned off: installing did not run it, so nothing it registers is approved yet."
+    };
+    block(&mut out, "zot", &wrap(ran, FIELD_CHARS + 8));
+    if !ext.enabled {
+        block(
+            &mut out,
+            "off",
+            &wrap(
+                &format!(
+                    "its extension.json says \"enabled\": false, so zot does not start it. yep enable refuses it until that says true and yep update {} has read it again.",
+                    escape(&ext.name)
+                ),
+                FIELD_CHARS + 8,
+            ),
+        );
+    }
     let names = |items: &[String]| {
         items
             .iter()
@@ -400,6 +421,20 @@ pub fn zot_summary(pin: &crate::zot::ZotPin, notes: &[String]) -> String {
     }
     for note in notes {
         block(&mut out, "note", &wrap(note, FIELD_CHARS + 8));
+    }
+    let ignored = ext.ignored_keys();
+    if !ignored.is_empty() {
+        let mut keys: Vec<String> = ignored
+            .iter()
+            .take(MAX_IGNORED_SHOWN)
+            .map(|k| field(k, 24))
+            .collect();
+        if ignored.len() > MAX_IGNORED_SHOWN {
+            keys.push(format!("and {} more", ignored.len() - MAX_IGNORED_SHOWN));
+        }
+        let last = keys.len() - 1;
+        keys[last].push_str(" (zot ignores them too)");
+        block(&mut out, "ignored", &list(&keys));
     }
     out.truncate(out.trim_end().len());
     out

@@ -8,16 +8,19 @@ use crate::manifest::{
 };
 use crate::text::escape;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 /// The file every zot extension directory has.
 pub const ZOT_MANIFEST_FILE: &str = "extension.json";
 
-/// A zot `extension.json`. Unknown fields are ignored, as zot ignores them.
+/// A zot `extension.json`, read as zot's Go decoder reads it (see [`ZotManifest::parse`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ZotManifest {
     /// The identity (logs, notes, the panel owner), whatever the directory is called and
-    /// whatever the extension's `hello` says.
+    /// whatever the extension's `hello` says. Required (missing is empty, and refused).
+    #[serde(default)]
     pub name: String,
     #[serde(default)]
     pub version: String,
@@ -31,16 +34,103 @@ pub struct ZotManifest {
     pub language: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
-    /// zot's own switch (`zot ext enable/disable`); yep's enable state lives in its settings.
+    /// zot's own switch (`zot ext enable/disable` rewrite it): false, and zot never starts it.
+    /// yep neither runs it at install nor enables nor starts it (yep's own enable state, for
+    /// the rest, lives in its settings).
     #[serde(default = "enabled_by_default")]
     pub enabled: bool,
     /// Directories or `SKILL.md` paths, relative to the manifest and inside its directory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<String>,
+    /// Every other key (`permissions`, `env`…), as written: zot reads none of them and
+    /// neither does yep, but they are kept so the install summary can say so.
+    #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ignored: BTreeMap<String, Value>,
 }
 
 fn enabled_by_default() -> bool {
     true
+}
+
+/// The keys zot's `Manifest` struct reads (and `skills`, which its current host reads).
+const KNOWN_KEYS: [&str; 8] = [
+    "name",
+    "version",
+    "exec",
+    "args",
+    "language",
+    "description",
+    "enabled",
+    "skills",
+];
+
+/// Whether a JSON key names `known` (ASCII lowercase) as Go's `encoding/json` matches struct
+/// fields: case-insensitively, with Unicode simple folding (so `ſ` is an `s` and the Kelvin
+/// sign a `k`).
+fn folds_to(key: &str, known: &str) -> bool {
+    let mut key = key.chars();
+    for k in known.chars() {
+        let folded = match key.next() {
+            Some('\u{17f}') => 's',
+            Some('\u{212a}') => 'k',
+            Some(c) => c.to_ascii_lowercase(),
+            None => return false,
+        };
+        if folded != k {
+            return false;
+        }
+    }
+    key.next().is_none()
+}
+
+/// A JSON object's members in the order they are written, duplicates kept.
+struct Members(Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Members, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, Value>()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// The members of an `extension.json` object as zot's decoder sees them: each known key (in
+/// any case) under its own name, the last one written winning; `null` the default for `args`,
+/// `skills` and `enabled` (nil in Go) and no change for a string, as Go leaves it; unknown
+/// keys as they are.
+fn normalise(members: Vec<(String, Value)>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (key, value) in members {
+        match KNOWN_KEYS.iter().find(|k| folds_to(&key, k)) {
+            None => {
+                out.insert(key, value);
+            }
+            Some(&known) if value.is_null() => {
+                if matches!(known, "args" | "skills" | "enabled") {
+                    out.remove(known);
+                }
+            }
+            Some(&known) => {
+                out.insert(known.to_string(), value);
+            }
+        }
+    }
+    out
 }
 
 /// Where a zot `exec` points.
@@ -70,9 +160,28 @@ impl ZotManifest {
         ZotManifest::parse(&text, &path)
     }
 
-    /// Parse and check an `extension.json` read from `path`.
+    /// Parse and check an `extension.json` read from `path`, as leniently as zot's Go decoder
+    /// reads it: keys in any case, the last of a duplicate winning, `null` for the default,
+    /// unknown keys kept (in [`ZotManifest::ignored`]). A value of the wrong type is an error,
+    /// as it is in zot.
     pub fn parse(text: &str, path: &Path) -> Result<ZotManifest, ManifestError> {
-        crate::manifest::parse_checked(text, path, ZotManifest::validate)
+        let invalid = |message| ManifestError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let Members(members) = crate::manifest::parse_checked(text, path, |_| Ok(()))?;
+        let manifest: ZotManifest =
+            serde_path_to_error::deserialize(Value::Object(normalise(members))).map_err(|e| {
+                let at = e.path().to_string();
+                invalid(format!("`{}`: {}", crate::text::escape(&at), e.inner()))
+            })?;
+        manifest.validate().map_err(invalid)?;
+        Ok(manifest)
+    }
+
+    /// The keys zot and yep ignore, as written (escape them before they are shown).
+    pub fn ignored_keys(&self) -> Vec<&str> {
+        self.ignored.keys().map(String::as_str).collect()
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -111,6 +220,35 @@ impl ZotManifest {
     /// Where `exec` points, for an extension installed in `dir`.
     pub fn exec_in(&self, dir: &Path) -> Option<Exec> {
         self.exec.as_deref().map(|exec| resolve_exec(exec, dir))
+    }
+
+    /// Refuse an `exec` that is a whole command line (`"go run ."`) naming no program, with
+    /// the fix: zot runs `exec` as one program name, through no shell and unsplit, so it would
+    /// never start. One that names a real file, spaces and all, is that file.
+    pub fn check_exec(&self, dir: &Path) -> Result<(), String> {
+        let Some(exec) = self.exec.as_deref() else {
+            return Ok(());
+        };
+        let Some(fix) = crate::manifest::command_line_fix("exec", exec, &self.args) else {
+            return Ok(());
+        };
+        let found = match resolve_exec(exec, dir) {
+            Exec::Path(path) => path.is_file(),
+            // As a session looks for it: the package's `bin/`, then `$PATH`.
+            Exec::OnPath(name) => {
+                dir.join("bin").join(&name).is_file()
+                    || std::env::var_os("PATH").is_some_and(|paths| {
+                        std::env::split_paths(&paths).any(|d| d.join(&name).is_file())
+                    })
+            }
+        };
+        if found {
+            return Ok(());
+        }
+        Err(format!(
+            "`exec` is a whole command line (\"{}\"), and no program has that name: zot runs `exec` as one program, with no shell and nothing split, so put the program alone in `exec` and the rest in `args`: {fix}",
+            crate::text::escape(exec)
+        ))
     }
 }
 
@@ -370,6 +508,138 @@ mod tests {
         let bundle = parse(r#"{"name": "skills", "skills": ["skills/review"]}"#).unwrap();
         assert!(!bundle.spawns(), "a skills-only bundle is not spawned");
         assert_eq!(bundle.exec_in(Path::new("/e")), None);
+    }
+
+    #[test]
+    fn unknown_keys_are_kept_as_written_and_never_read() {
+        let m = parse(
+            r#"{"name": "x", "exec": "node", "permissions": ["fs", "net"], "env": {"A": "1"},
+                "Timeout": null, "future_field": {"x": 1}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            m.ignored_keys(),
+            ["Timeout", "env", "future_field", "permissions"]
+        );
+        assert_eq!(m.ignored["permissions"], serde_json::json!(["fs", "net"]));
+        assert_eq!(m.exec.as_deref(), Some("node"));
+        assert!(
+            parse(r#"{"name": "x", "exec": "node"}"#)
+                .unwrap()
+                .ignored
+                .is_empty()
+        );
+    }
+
+    /// Go's `encoding/json`, which zot decodes `extension.json` with: keys match in any case
+    /// (Unicode simple folding), the last duplicate wins, `null` is nil for a slice or a
+    /// pointer (so `enabled` is true again) and no change for a string.
+    #[test]
+    fn a_manifest_reads_as_gos_decoder_reads_it() {
+        let m = parse(
+            r#"{"NAME": "x", "Exec": "python3", "ARGS": ["a.py"], "Language": "python",
+                "Version": "1", "DESCRIPTION": "d", "Enabled": false, "\u017fkills": ["s"]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (m.name.as_str(), m.exec.as_deref(), m.args.as_slice()),
+            ("x", Some("python3"), ["a.py".to_string()].as_slice())
+        );
+        assert_eq!((m.language.as_str(), m.version.as_str()), ("python", "1"));
+        assert_eq!((m.description.as_str(), m.enabled), ("d", false));
+        assert_eq!(m.skills, ["s"]);
+        assert!(m.ignored.is_empty(), "{:?}", m.ignored);
+        // The Kelvin sign is a `k` to Go, too.
+        assert_eq!(
+            parse(r#"{"name": "x", "exec": "n", "s\u212aills": ["s"]}"#)
+                .unwrap()
+                .skills,
+            ["s"]
+        );
+
+        // The last of a duplicate wins, whatever its case.
+        let m = parse(
+            r#"{"name": "x", "exec": "node", "EXEC": "deno", "args": ["a"], "Args": ["b"],
+                "enabled": true, "enabled": false}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (m.exec.as_deref(), m.args.as_slice()),
+            (Some("deno"), ["b".to_string()].as_slice())
+        );
+        assert!(!m.enabled);
+
+        // null: the default for a list and for `enabled`; a string keeps what it had.
+        let m = parse(
+            r#"{"name": "x", "exec": "node", "exec": null, "version": null, "args": ["a"],
+                "args": null, "enabled": false, "enabled": null, "language": null,
+                "description": null, "skills": null}"#,
+        )
+        .unwrap();
+        assert_eq!(m.exec.as_deref(), Some("node"));
+        assert!(m.args.is_empty() && m.skills.is_empty() && m.enabled);
+        assert_eq!((m.version.as_str(), m.language.as_str()), ("", ""));
+        // null for the name is no name at all.
+        assert!(
+            parse(r#"{"name": null, "exec": "node"}"#)
+                .unwrap_err()
+                .contains("missing or empty")
+        );
+
+        // A value of the wrong type is an error, as in Go, naming where it is.
+        for (json, at) in [
+            (r#"{"name": "x", "exec": "node", "args": "a.py"}"#, "`args`"),
+            (
+                r#"{"name": "x", "exec": "node", "Version": 1}"#,
+                "`version`",
+            ),
+            (
+                r#"{"name": "x", "exec": "node", "args": ["a", 2]}"#,
+                "`args[1]`",
+            ),
+            (
+                r#"{"name": "x", "exec": "node", "enabled": "no"}"#,
+                "`enabled`",
+            ),
+        ] {
+            let err = parse(json).unwrap_err();
+            assert!(
+                err.contains(at) && err.contains("invalid type"),
+                "{json}: {err}"
+            );
+        }
+        assert!(parse("[]").unwrap_err().contains("expected an object"));
+    }
+
+    #[test]
+    fn an_exec_that_is_a_whole_command_line_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let check = |json: &str| parse(json).unwrap().check_exec(dir.path());
+        let err = check(r#"{"name": "x", "exec": "go run ."}"#).unwrap_err();
+        assert!(
+            err.contains("whole command line (\"go run .\")")
+                && err.ends_with(r#""exec": "go", "args": ["run", "."]"#),
+            "{err}"
+        );
+        // Arguments already in `args` come after the ones split off.
+        let err =
+            check(r#"{"name": "x", "exec": "python3  -u", "args": ["main.py"]}"#).unwrap_err();
+        assert!(
+            err.ends_with(r#""exec": "python3", "args": ["-u", "main.py"]"#),
+            "{err}"
+        );
+        let err = check(r#"{"name": "x", "exec": "node ./index.js"}"#).unwrap_err();
+        assert!(
+            err.ends_with(r#""exec": "node", "args": ["./index.js"]"#),
+            "{err}"
+        );
+        let err = check(r#"{"name": "x", "exec": "run\u001b[2J now"}"#).unwrap_err();
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+        // A file whose name has a space in it is that file; a plain name is never refused here.
+        std::fs::write(dir.path().join("my tool"), "").unwrap();
+        assert!(check(r#"{"name": "x", "exec": "./my tool"}"#).is_ok());
+        assert!(check(r#"{"name": "x", "exec": "no-such-program"}"#).is_ok());
+        assert!(check(r#"{"name": "x", "skills": ["s"]}"#).is_ok());
     }
 
     #[test]

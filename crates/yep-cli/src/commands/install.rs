@@ -224,7 +224,12 @@ fn report(results: &[Installed], json: bool, home: &Home) -> anyhow::Result<()> 
         if let Some(binary) = &r.binary {
             stdout_line(&format!("  binary: {binary}"));
         }
-        if matches!(r.outcome, Outcome::Installed | Outcome::Replaced) {
+        if r.disabled_in_manifest {
+            stdout_line(&format!(
+                "  off: its extension.json says \"enabled\": false, so zot does not start it and yep enable refuses it; to use it, make that true and run `yep update {}`",
+                r.name
+            ));
+        } else if matches!(r.outcome, Outcome::Installed | Outcome::Replaced) {
             stdout_line(&format!("  not enabled yet: yep enable {}", r.name));
         }
     }

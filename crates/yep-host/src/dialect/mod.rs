@@ -82,6 +82,10 @@ pub struct Hello {
     pub pin: Option<crate::store::zot::ZotPin>,
     /// A user is at an interactive UI: tools that wait on one may run.
     pub interactive_ui: bool,
+    /// Its command builds or fetches the program first (`go run .`, `npx -y tsx`), so its
+    /// first start may take minutes: a dialect that waits for a first frame waits longer for
+    /// it, and says why (zot's `hello`).
+    pub slow_start: Option<crate::launcher::SlowStart>,
 }
 
 /// One wire.

@@ -46,6 +46,11 @@ pub enum LaunchError {
         extension: String,
         manifest_name: String,
     },
+    /// A zot extension whose `extension.json` says `"enabled": false`: zot never starts it.
+    #[error(
+        "extension `{extension}` is off in its extension.json (\"enabled\": false): zot does not start it, and neither does yep"
+    )]
+    ZotDisabled { extension: String },
     #[error("failed to read the config of extension `{extension}`")]
     Config {
         extension: String,
@@ -69,6 +74,7 @@ impl LaunchError {
             | LaunchError::Drifted { extension, .. }
             | LaunchError::Manifest { extension, .. }
             | LaunchError::Renamed { extension, .. }
+            | LaunchError::ZotDisabled { extension }
             | LaunchError::Config { extension, .. }
             | LaunchError::InvalidConfig { extension, .. } => extension,
         }
@@ -209,9 +215,14 @@ pub fn installed(
         if !spec.command.is_empty() {
             spec.command = resolve_exec(&spec.command, &dir).program();
         }
-        spec.language = crate::store::zot::ZotManifest::load(&dir)
-            .ok()
-            .map(|m| m.language);
+        let extension_json = crate::store::zot::ZotManifest::load(&dir).ok();
+        // zot's own switch: one its manifest turns off never starts.
+        if extension_json.as_ref().is_some_and(|m| !m.enabled) {
+            return Err(LaunchError::ZotDisabled {
+                extension: extension(),
+            });
+        }
+        spec.language = extension_json.map(|m| m.language);
         spec.cwd = Some(dir);
         spec.pin = entry.zot.clone();
         // Running the host's tools is pinned like the rest of what it registered.

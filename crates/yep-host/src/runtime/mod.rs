@@ -801,6 +801,11 @@ impl Core {
                             launch::LaunchError::Drifted { .. } => {
                                 HealthEvent::Drifted { extension, message }
                             }
+                            // Not a failure: its manifest says so.
+                            launch::LaunchError::ZotDisabled { .. } => HealthEvent::Warning {
+                                extension: Some(extension),
+                                message,
+                            },
                             _ => HealthEvent::Failed {
                                 extension,
                                 message,

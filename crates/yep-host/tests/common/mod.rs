@@ -242,6 +242,7 @@ pub fn hello(extension: &str, dir: &std::path::Path) -> yep_host::dialect::Hello
         data_dir: dir.display().to_string(),
         pin: None,
         interactive_ui: false,
+        slow_start: None,
     }
 }
 

@@ -2,7 +2,8 @@
 //! extension's frames ([`frames`]) adapted to the host's capability model.
 //!
 //! The handshake is the extension's: its `hello` is its first line (no deadline in zot; here
-//! at least [`HELLO_WAIT`]), the host's `hello_ack` is the host's first frame, registrations
+//! at least [`HELLO_WAIT`], and [`SLOW_START_HELLO_WAIT`] for a launcher that builds or
+//! fetches first), the host's `hello_ack` is the host's first frame, registrations
 //! are taken whenever they come (before the ack, after it, after `ready`), and an extension
 //! that never says `ready` is ready after [`AUTO_READY_IDLE`] without a frame, at most
 //! [`READY_WAIT`] after its hello. Its registered tools and commands are the offer.
@@ -32,9 +33,20 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// The least time an extension gets to say `hello`: `npx -y tsx` downloads on a cold start,
-/// `go run .` compiles first.
+/// The least time an extension gets to say `hello` (zot waits for ever; a start that hangs
+/// must end somewhere). `$YEP_ZOT_HELLO_WAIT_MS` sets it instead ([`HELLO_WAIT_ENV`]).
 pub const HELLO_WAIT: Duration = Duration::from_secs(60);
+/// The time an extension started by a launcher that builds or fetches first
+/// ([`crate::launcher::slow_start`]: `go run .`, `npx -y tsx`) gets to say `hello`: a cold
+/// build cache or a slow network takes minutes, and zot waits for ever.
+pub const SLOW_START_HELLO_WAIT: Duration = Duration::from_secs(600);
+/// How long such an extension is waited for before the user is told why (at most the
+/// ordinary wait): a `yep_host::progress` info line.
+pub const SLOW_START_NOTICE: Duration = Duration::from_secs(3);
+/// The variable that sets the ordinary hello wait, in milliseconds (the tests shorten it).
+pub const HELLO_WAIT_ENV: &str = "YEP_ZOT_HELLO_WAIT_MS";
+/// The `tracing` target of what the host says while a start takes long; the CLI shows it.
+pub const PROGRESS_TARGET: &str = "yep_host::progress";
 /// An extension that never says `ready` is ready once this passes without a frame.
 pub const AUTO_READY_IDLE: Duration = Duration::from_millis(250);
 /// The longest the host waits for `ready` after `hello`.
@@ -153,18 +165,41 @@ async fn handshake(
     heard: oneshot::Receiver<Result<Greeting, NotHello>>,
     hello: &Hello,
 ) -> Result<Offer, HandshakeError> {
-    let wait = hello.timeout.max(HELLO_WAIT);
+    let waits = HelloWaits::new(
+        hello.timeout,
+        hello.slow_start.is_some(),
+        std::env::var(HELLO_WAIT_ENV).ok().as_deref(),
+    );
+    // A launcher that builds first is waited for longer, and the user told why.
+    let notice = async {
+        if let (Some(slow), Some(after)) = (&hello.slow_start, waits.notice) {
+            tokio::time::sleep(after).await;
+            tracing::info!(
+                target: PROGRESS_TARGET,
+                "waiting for {}'s hello: {slow} (up to {})",
+                crate::text::escape(&hello.extension),
+                said(waits.hello)
+            );
+        }
+        std::future::pending::<std::convert::Infallible>().await
+    };
     // An extension that exits (or closes its stdout) before its hello fails at once.
     let heard = tokio::select! {
         biased;
-        heard = tokio::time::timeout(wait, heard) => heard,
+        heard = tokio::time::timeout(waits.hello, heard) => heard,
         reason = conn.closed() => return Err(HandshakeError::Call(CallError::Closed(reason))),
+        never = notice => match never {},
     };
     let greeting = match heard {
         Err(_) => {
+            let why = hello
+                .slow_start
+                .as_ref()
+                .map(|slow| format!(" ({slow})"))
+                .unwrap_or_default();
             return Err(HandshakeError::Malformed(format!(
-                "no hello within {} s",
-                wait.as_secs()
+                "no hello within {}{why}",
+                said(waits.hello)
             )));
         }
         Ok(Err(_)) => {
@@ -239,6 +274,48 @@ async fn handshake(
         commands: state.commands.clone(),
         ..Offer::default()
     })
+}
+
+/// How long the host waits for an extension's `hello`, and when it says why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HelloWaits {
+    hello: Duration,
+    /// When to tell the user why it takes long (a slow start only).
+    notice: Option<Duration>,
+}
+
+impl HelloWaits {
+    /// For a handshake timeout of `timeout`, a `slow` start or not, and `env`, the value of
+    /// [`HELLO_WAIT_ENV`] (milliseconds; anything else is ignored): the ordinary wait is that,
+    /// else the longer of [`HELLO_WAIT`] and `timeout`; a slow start gets the longer of
+    /// [`SLOW_START_HELLO_WAIT`] and the ordinary wait, and is told after [`SLOW_START_NOTICE`]
+    /// or the ordinary wait, whichever comes first (past the ordinary wait, it would have
+    /// failed).
+    fn new(timeout: Duration, slow: bool, env: Option<&str>) -> HelloWaits {
+        let ordinary = env
+            .and_then(|ms| ms.trim().parse().ok())
+            .map(Duration::from_millis)
+            .unwrap_or_else(|| timeout.max(HELLO_WAIT));
+        match slow {
+            true => HelloWaits {
+                hello: SLOW_START_HELLO_WAIT.max(ordinary),
+                notice: Some(SLOW_START_NOTICE.min(ordinary)),
+            },
+            false => HelloWaits {
+                hello: ordinary,
+                notice: None,
+            },
+        }
+    }
+}
+
+/// A wait as a person reads it: `300 ms`, `60 s`, `10 min`.
+fn said(wait: Duration) -> String {
+    match wait.as_millis() {
+        ms if ms < 1000 => format!("{ms} ms"),
+        ms if ms < 120_000 || ms % 60_000 != 0 => format!("{} s", wait.as_secs()),
+        ms => format!("{} min", ms / 60_000),
+    }
 }
 
 /// What an extension registered, and where the handshake stands.
@@ -1529,5 +1606,67 @@ fn id_text(id: &Id) -> String {
     match id {
         Id::Str(s) => s.to_string(),
         Id::Num(n) => n.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launcher_that_builds_first_is_waited_for_longer_and_told_of_early() {
+        let ten = Duration::from_secs(10);
+        let ordinary = HelloWaits::new(ten, false, None);
+        assert_eq!(
+            ordinary,
+            HelloWaits {
+                hello: HELLO_WAIT,
+                notice: None
+            }
+        );
+        let slow = HelloWaits::new(ten, true, None);
+        assert_eq!(slow.hello, SLOW_START_HELLO_WAIT);
+        assert_eq!(slow.notice, Some(SLOW_START_NOTICE));
+        // A longer handshake timeout (an embedder's) is never cut short.
+        let hour = Duration::from_secs(3600);
+        assert_eq!(HelloWaits::new(hour, false, None).hello, hour);
+        assert_eq!(HelloWaits::new(hour, true, None).hello, hour);
+    }
+
+    #[test]
+    fn the_ordinary_hello_wait_is_set_by_its_variable_and_a_slow_start_keeps_its_own() {
+        let ten = Duration::from_secs(10);
+        let short = Duration::from_millis(300);
+        assert_eq!(
+            HelloWaits::new(ten, false, Some("300")),
+            HelloWaits {
+                hello: short,
+                notice: None
+            }
+        );
+        // Told of once the ordinary wait is past, where it would otherwise have failed.
+        assert_eq!(
+            HelloWaits::new(ten, true, Some("300")),
+            HelloWaits {
+                hello: SLOW_START_HELLO_WAIT,
+                notice: Some(short)
+            }
+        );
+        for junk in ["", "soon", "-1", "1.5"] {
+            assert_eq!(
+                HelloWaits::new(ten, false, Some(junk)).hello,
+                HELLO_WAIT,
+                "{junk:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn waits_read_as_people_say_them() {
+        assert_eq!(said(Duration::from_millis(300)), "300 ms");
+        assert_eq!(said(HELLO_WAIT), "60 s");
+        assert_eq!(said(Duration::from_secs(90)), "90 s");
+        assert_eq!(said(SLOW_START_HELLO_WAIT), "10 min");
+        assert_eq!(said(Duration::from_secs(3600)), "60 min");
     }
 }
