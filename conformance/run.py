@@ -473,7 +473,14 @@ def run_host(path, opts):
     if opts["report"]:
         with open(opts["report"], "w", encoding="utf-8") as f:
             f.write(verdict)
-    return status
+    # Out at once: the reader thread may still be blocked on stdin, which an orderly
+    # interpreter shutdown would wait on.
+    for stream in (stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            pass
+    os._exit(status)
 
 
 def selftest(path):

@@ -284,9 +284,9 @@ impl Transcript {
 
 const STEP_KINDS: [&str; 5] = ["send", "send_raw", "expect", "close", "expect_eof"];
 
-fn parse_step(step: &Value) -> Result<Step, String> {
+fn parse_step(step: &Value) -> Result<Step, TranscriptError> {
     let Value::Object(step) = step else {
-        return Err("a step is an object".into());
+        return Err(invalid("a step is an object"));
     };
     let kinds: Vec<&str> = STEP_KINDS
         .iter()
@@ -294,21 +294,25 @@ fn parse_step(step: &Value) -> Result<Step, String> {
         .filter(|k| step.contains_key(*k))
         .collect();
     let [kind] = kinds[..] else {
-        return Err(format!(
+        return Err(invalid(format!(
             "must have exactly one of {}",
             STEP_KINDS.join(", ")
-        ));
+        )));
     };
     let body = &step[kind];
     Ok(match kind {
         "send" => {
             if !body.is_object() {
-                return Err("sends a frame (an object)".into());
+                return Err(invalid("sends a frame (an object)"));
             }
-            check_template(body, "$").map_err(|e| e.0)?;
+            check_template(body, "$")?;
             Step::Send(body.clone())
         }
-        "send_raw" => Step::SendRaw(body.as_str().ok_or("send_raw takes a string")?.to_string()),
+        "send_raw" => Step::SendRaw(
+            body.as_str()
+                .ok_or_else(|| invalid("send_raw takes a string"))?
+                .to_string(),
+        ),
         "expect" => {
             let frames = match body {
                 Value::Array(frames) => frames.clone(),
@@ -316,9 +320,9 @@ fn parse_step(step: &Value) -> Result<Step, String> {
             };
             for frame in &frames {
                 if !frame.is_object() {
-                    return Err("expects a frame (an object)".into());
+                    return Err(invalid("expects a frame (an object)"));
                 }
-                check_pattern(frame).map_err(|e| e.0)?;
+                check_pattern(frame)?;
             }
             let unordered = step
                 .get("unordered")
@@ -657,6 +661,23 @@ fn preview(text: &str) -> String {
     }
 }
 
+/// What went wrong on the peer's streams.
+#[derive(Debug, thiserror::Error)]
+enum StreamError {
+    #[error("the peer wrote a {0}-byte line, over the {MAX_FRAME_BYTES}-byte cap")]
+    TooLong(usize),
+    #[error("the peer wrote a line that is not JSON: {0}")]
+    NotJson(String),
+    #[error("the peer wrote a line that is not a JSON object: {0}")]
+    NotObject(String),
+    #[error("failed to read from the peer: {0}")]
+    Read(std::io::Error),
+    #[error("failed to write to the peer: {0}")]
+    Write(std::io::Error),
+    #[error("the peer's input is closed already")]
+    Closed,
+}
+
 /// Frames read from the peer, a line each.
 struct Frames<R> {
     reader: R,
@@ -671,7 +692,7 @@ enum Next {
 
 impl<R: AsyncRead + Unpin> Frames<R> {
     /// The next frame, or the end of the peer's output; a line that is no JSON object fails.
-    async fn next(&mut self) -> Result<Next, String> {
+    async fn next(&mut self) -> Result<Next, StreamError> {
         // A line as owned bytes, or the length of one over the cap.
         fn owned(line: Line<'_>) -> Result<Vec<u8>, usize> {
             match line {
@@ -687,23 +708,15 @@ impl<R: AsyncRead + Unpin> Frames<R> {
             };
             match line {
                 Some(Err(n)) => {
-                    return Err(format!(
-                        "the peer wrote a {n}-byte line, over the {MAX_FRAME_BYTES}-byte cap"
-                    ));
+                    return Err(StreamError::TooLong(n));
                 }
                 Some(Ok(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => {}
                 Some(Ok(bytes)) => {
                     let text = String::from_utf8_lossy(&bytes);
                     return match serde_json::from_str::<Value>(&text) {
                         Ok(frame @ Value::Object(_)) => Ok(Next::Frame(frame)),
-                        Ok(_) => Err(format!(
-                            "the peer wrote a line that is not a JSON object: {}",
-                            preview(&text)
-                        )),
-                        Err(_) => Err(format!(
-                            "the peer wrote a line that is not JSON: {}",
-                            preview(&text)
-                        )),
+                        Ok(_) => Err(StreamError::NotObject(preview(&text))),
+                        Err(_) => Err(StreamError::NotJson(preview(&text))),
                     };
                 }
                 None if self.eof => return Ok(Next::Eof),
@@ -712,7 +725,7 @@ impl<R: AsyncRead + Unpin> Frames<R> {
                     match read {
                         Ok(0) => self.eof = true,
                         Ok(_) => {}
-                        Err(e) => return Err(format!("failed to read from the peer: {e}")),
+                        Err(e) => return Err(StreamError::Read(e)),
                     }
                 }
             }
@@ -760,11 +773,11 @@ where
                 let frame = substitute(template, &vars).map_err(|e| fail("send", e.0))?;
                 write_line(&mut writer, &frame.to_string())
                     .await
-                    .map_err(|e| fail("send", e))?;
+                    .map_err(|e| fail("send", e.to_string()))?;
             }
             Step::SendRaw(text) => write_line(&mut writer, text)
                 .await
-                .map_err(|e| fail("send_raw", e))?,
+                .map_err(|e| fail("send_raw", e.to_string()))?,
             Step::Close => {
                 if let Some(mut w) = writer.take() {
                     let _ = w.shutdown().await;
@@ -782,7 +795,7 @@ where
                             ),
                         )
                     })?
-                    .map_err(|e| fail("expect_eof", e))?;
+                    .map_err(|e| fail("expect_eof", e.to_string()))?;
                 match next {
                     Next::Eof => break,
                     Next::Frame(f) if skippable(&f, &t.allow) => {}
@@ -831,7 +844,7 @@ where
                                     expected()
                                 )));
                             }
-                            Ok(next) => next.map_err(&fail)?,
+                            Ok(next) => next.map_err(|e| fail(e.to_string()))?,
                         };
                         let frame = match next {
                             Next::Eof => {
@@ -880,9 +893,9 @@ where
 async fn write_line<W: AsyncWrite + Unpin>(
     writer: &mut Option<W>,
     text: &str,
-) -> Result<(), String> {
+) -> Result<(), StreamError> {
     let Some(w) = writer.as_mut() else {
-        return Err("the peer's input is closed already".into());
+        return Err(StreamError::Closed);
     };
     let mut line = Vec::with_capacity(text.len() + 1);
     line.extend_from_slice(text.as_bytes());
@@ -891,9 +904,7 @@ async fn write_line<W: AsyncWrite + Unpin>(
         w.write_all(&line).await?;
         w.flush().await
     };
-    written
-        .await
-        .map_err(|e| format!("failed to write to the peer: {e}"))
+    written.await.map_err(StreamError::Write)
 }
 
 /// The variables every replay starts with: the workspace and the config the server is
