@@ -783,33 +783,37 @@ where
                     let _ = w.shutdown().await;
                 }
             }
-            Step::ExpectEof => loop {
-                let next = tokio::time::timeout(timeout, frames.next())
-                    .await
-                    .map_err(|_| {
-                        fail(
-                            "expect_eof",
-                            format!(
-                                "the peer's output did not end within {} ms",
-                                timeout.as_millis()
-                            ),
-                        )
-                    })?
-                    .map_err(|e| fail("expect_eof", e.to_string()))?;
-                match next {
-                    Next::Eof => break,
-                    Next::Frame(f) if skippable(&f, &t.allow) => {}
-                    Next::Frame(f) => {
-                        return Err(fail(
-                            "expect_eof",
-                            format!(
-                                "expected the end of its output, got {}",
-                                preview(&f.to_string())
-                            ),
-                        ));
+            Step::ExpectEof => {
+                // One deadline for the step: frames it may skip do not push it out.
+                let deadline = tokio::time::Instant::now() + timeout;
+                loop {
+                    let next = tokio::time::timeout_at(deadline, frames.next())
+                        .await
+                        .map_err(|_| {
+                            fail(
+                                "expect_eof",
+                                format!(
+                                    "the peer's output did not end within {} ms",
+                                    timeout.as_millis()
+                                ),
+                            )
+                        })?
+                        .map_err(|e| fail("expect_eof", e.to_string()))?;
+                    match next {
+                        Next::Eof => break,
+                        Next::Frame(f) if skippable(&f, &t.allow) => {}
+                        Next::Frame(f) => {
+                            return Err(fail(
+                                "expect_eof",
+                                format!(
+                                    "expected the end of its output, got {}",
+                                    preview(&f.to_string())
+                                ),
+                            ));
+                        }
                     }
                 }
-            },
+            }
             Step::Expect {
                 frames: wanted,
                 unordered,
@@ -835,8 +839,9 @@ where
                         at: at.clone(),
                         message,
                     };
+                    let deadline = tokio::time::Instant::now() + timeout;
                     loop {
-                        let next = match tokio::time::timeout(timeout, frames.next()).await {
+                        let next = match tokio::time::timeout_at(deadline, frames.next()).await {
                             Err(_) => {
                                 return Err(fail(format!(
                                     "nothing within {} ms; expected {}",
@@ -1122,6 +1127,31 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(sent, b"{\"id\":7,\"result\":{}}\n");
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_floods_frames_it_may_skip_still_fails_at_the_timeout() {
+        let t = Transcript::parse(
+            "t",
+            r#"{"wire": "yep", "peer": "server", "allow": ["log"], "steps": [{"expect": {"id": 1}}]}"#,
+        )
+        .unwrap();
+        let (mut flood, out) = tokio::io::duplex(1024);
+        tokio::spawn(async move {
+            while flood.write_all(b"{\"method\":\"log\"}\n").await.is_ok() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        let err = replay(
+            &t,
+            out,
+            tokio::io::sink(),
+            Bindings::new(),
+            Some(Duration::from_millis(100)),
+        )
+        .await
+        .unwrap_err();
+        assert!(err.message.starts_with("nothing within 100 ms"), "{err}");
     }
 
     #[tokio::test]
