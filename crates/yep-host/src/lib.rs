@@ -17,12 +17,14 @@
 //! Re-exported from the `yep_store` crate (synchronous, no runtime needed): [`store`] (the
 //! home: install, lock, update, enable, remove, list, config), [`manifest`] (the `plugin.json`
 //! a user approves, and its [`Grants`]) and [`text`] (escaping what servers and packages say).
-//! [`doctor`] checks a server against the YEP wire. `egress` (feature `egress`) is the HTTP
+//! [`doctor`] checks a server against the YEP wire; [`conformance`] replays the golden
+//! transcripts of `conformance/` (its matching language and replay). `egress` (feature `egress`) is the HTTP
 //! proxy through which a sandboxed server reaches the host names its `net` grants name.
 
 #[cfg(feature = "mcp-serve")]
 pub mod bridge;
 pub mod capability;
+pub mod conformance;
 pub mod dialect;
 pub mod doctor;
 #[cfg(feature = "egress")]

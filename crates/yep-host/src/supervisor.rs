@@ -139,6 +139,35 @@ impl ServerSpec {
         self.log_dir.join(format!("{}.log", self.name))
     }
 
+    /// How the supervisor spawns it in `workspace` with `env`: the one recipe, also for
+    /// tools that talk to a server's raw stdio (`yep doctor --conformance`).
+    pub fn spawn_spec(
+        &self,
+        workspace: &std::path::Path,
+        env: Vec<(String, String)>,
+        opts: &SupervisorOptions,
+        on_denied: Option<process::DeniedSink>,
+    ) -> SpawnSpec {
+        SpawnSpec {
+            program: self.command.clone(),
+            args: self.args.clone(),
+            cwd: self.cwd.clone().unwrap_or_else(|| workspace.to_path_buf()),
+            bin_dir: Some(self.package_dir.join("bin")),
+            env,
+            log_path: self.log_path(),
+            sandbox: Some(crate::process::Sandboxed {
+                mode: opts.sandbox,
+                package_dir: Some(self.package_dir.clone()),
+                data_dir: self.data_dir.clone(),
+                workspace: Some(workspace.to_path_buf()),
+                grants: self.sandbox_grants.clone(),
+                name: self.grant_name.clone().unwrap_or_else(|| self.name.clone()),
+                on_denied,
+                learn: opts.learn.clone(),
+            }),
+        }
+    }
+
     /// What runs and where, as startup errors say it: `` `cmd args` in DIR (language) ``.
     pub fn ran(&self, workspace: &std::path::Path) -> String {
         let line = std::iter::once(self.command.as_str())
@@ -723,24 +752,12 @@ impl Extension {
         let (streams, process) = match &self.opts.transport {
             Some(transport) => (transport.open(spec).map_err(|e| self.spawn_error(e))?, None),
             None => {
-                let spawned = process::spawn(&SpawnSpec {
-                    program: spec.command.clone(),
-                    args: spec.args.clone(),
-                    cwd: spec.cwd.clone().unwrap_or_else(|| workspace.clone()),
-                    bin_dir: Some(spec.package_dir.join("bin")),
+                let spawned = process::spawn(&spec.spawn_spec(
+                    &workspace,
                     env,
-                    log_path: spec.log_path(),
-                    sandbox: Some(crate::process::Sandboxed {
-                        mode: self.opts.sandbox,
-                        package_dir: Some(spec.package_dir.clone()),
-                        data_dir: spec.data_dir.clone(),
-                        workspace: Some(workspace.clone()),
-                        grants: spec.sandbox_grants.clone(),
-                        name: spec.grant_name.clone().unwrap_or_else(|| spec.name.clone()),
-                        on_denied: Some(self.denied_sink()),
-                        learn: self.opts.learn.clone(),
-                    }),
-                })
+                    &self.opts,
+                    Some(self.denied_sink()),
+                ))
                 .map_err(|e| self.spawn_error(e.source))?;
                 let streams = Streams::Pipe {
                     stdout: spawned.stdout,

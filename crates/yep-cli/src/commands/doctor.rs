@@ -1,5 +1,6 @@
-//! `yep doctor <name|dir> [--json] [--sandbox-learn]`: spawn a server as the runtime does
-//! and grade it; with `--sandbox-learn`, also propose the grants it needs.
+//! `yep doctor <name|dir> [--json] [--sandbox-learn] [--conformance]`: spawn a server as the
+//! runtime does and grade it; with `--sandbox-learn`, also propose the grants it needs; with
+//! `--conformance`, also replay the conformance corpus's YEP server-side transcripts.
 
 use super::{PackageKind, Target};
 use crate::output::{Colour, stdout_line, stdout_line_painted};
@@ -25,6 +26,10 @@ pub struct Args {
     /// takes them) for what it touched beyond the default profile.
     #[arg(long)]
     sandbox_learn: bool,
+    /// Also replay the YEP server-side transcripts of the conformance corpus that apply to
+    /// it (conformance/README.md), a row each: pass, FAIL, or skip with what it lacks.
+    #[arg(long, conflicts_with = "sandbox_learn")]
+    conformance: bool,
 }
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
@@ -33,25 +38,39 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         true => Some(Learning::new()?),
         false => None,
     };
-    let report = match super::resolve_target(home, &args.target)? {
-        Target::Installed(entry) => installed(home, &entry, cwd, learn).await?,
+    let mut report = match super::resolve_target(home, &args.target)? {
+        Target::Installed(entry) => installed(home, &entry, cwd, learn, args.conformance).await?,
         Target::Dir(dir) => {
             let (package, kind) = super::package_dir(&dir)?;
             match kind {
                 PackageKind::Zot if learn.is_some() => return Err(zot_learn()),
-                PackageKind::Zot => doctor::zot::run_dir(&package, cwd, &home.logs_dir())
-                    .await?
-                    .ok_or_else(|| no_server(&args.target))?,
+                PackageKind::Zot => {
+                    let mut report = doctor::zot::run_dir(&package, cwd, &home.logs_dir())
+                        .await?
+                        .ok_or_else(|| no_server(&args.target))?;
+                    if args.conformance {
+                        report.checks.push(zot_conformance());
+                    }
+                    report
+                }
                 PackageKind::Yep => {
                     // An author's work in progress: its own manifest, no config, no secrets.
                     let manifest = Manifest::load(&package)?;
                     let spec = ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
                         .ok_or_else(|| no_server(&manifest.name))?;
-                    doctor::run_learning(&manifest, spec, doctor::Against::Package, learn).await
+                    let replay = args.conformance.then(|| spec.clone());
+                    let mut report =
+                        doctor::run_learning(&manifest, spec, doctor::Against::Package, learn)
+                            .await;
+                    if let Some(spec) = replay {
+                        conformance(&mut report, &manifest, &spec).await;
+                    }
+                    report
                 }
             }
         }
     };
+    report.ok = report.checks.iter().all(|c| c.status != Status::Fail);
     if args.json {
         stdout_line(&serde_json::to_string_pretty(&report)?);
     } else {
@@ -105,6 +124,7 @@ async fn installed(
     entry: &LockEntry,
     cwd: PathBuf,
     learn: Option<Learning>,
+    replay: bool,
 ) -> anyhow::Result<Report> {
     let name = &entry.name;
     // Drift since approval is a finding like any other: a WARN row, not a plain `ok`.
@@ -125,14 +145,25 @@ async fn installed(
         Ok(_) if entry.zot.is_some() && learn.is_some() => return Err(zot_learn()),
         Ok(launch) if entry.zot.is_some() => {
             let extension = yep_host::store::zot::ZotManifest::load(&home.package_dir(name))?;
-            doctor::zot::run(&extension, launch.spec, Some(&launch.manifest)).await
+            let mut report =
+                doctor::zot::run(&extension, launch.spec, Some(&launch.manifest)).await;
+            if replay {
+                report.checks.push(zot_conformance());
+            }
+            report
         }
         Ok(launch) => {
             let on_disk = home.package_manifest(entry).ok();
             let against = doctor::Against::Approved {
                 on_disk: on_disk.as_ref(),
             };
-            doctor::run_learning(&launch.manifest, launch.spec, against, learn).await
+            let spec = replay.then(|| launch.spec.clone());
+            let mut report =
+                doctor::run_learning(&launch.manifest, launch.spec, against, learn).await;
+            if let Some(spec) = spec {
+                conformance(&mut report, &launch.manifest, &spec).await;
+            }
+            report
         }
         Err(LaunchError::Drifted { .. }) => Report {
             ok: false,
@@ -150,6 +181,35 @@ async fn installed(
         report.checks.insert(0, row);
     }
     Ok(report)
+}
+
+/// The corpus's rows, after doctor's own: unless the server did not even start (doctor's
+/// rows say why), when every transcript would fail the same way.
+async fn conformance(report: &mut Report, manifest: &Manifest, spec: &ServerSpec) {
+    let started = !report
+        .checks
+        .iter()
+        .any(|c| matches!(c.name.as_str(), "spawn" | "handshake") && c.status == Status::Fail);
+    if started {
+        report
+            .checks
+            .extend(doctor::conformance(manifest, spec).await);
+    } else {
+        report.checks.push(Check {
+            name: "conformance".into(),
+            status: Status::Skip,
+            detail: "not replayed: the server did not start (see above)".into(),
+        });
+    }
+}
+
+/// `--conformance` for a zot extension: its corpus holds to one example, not to any package.
+fn zot_conformance() -> Check {
+    Check {
+        name: "conformance".into(),
+        status: Status::Skip,
+        detail: "the corpus replays YEP servers; its zot server-side transcripts hold to the wordcount example of docs/zot.md (`python3 conformance/run.py server conformance/zot/server -- …` replays them)".into(),
+    }
 }
 
 fn zot_learn() -> anyhow::Error {

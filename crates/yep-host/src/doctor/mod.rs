@@ -1,5 +1,6 @@
 //! `yep doctor`: spawn a server as the runtime would and grade it against its manifest and the
-//! protocol, including validating every message it sent against `schema/yep/v1/schema.json`.
+//! protocol, including validating every message it sent against `schema/yep/v1/schema.json`;
+//! with `--conformance`, replay the corpus's YEP server-side transcripts against it.
 
 use crate::capability::{HookFiring, NoEvents};
 use crate::manifest::{HookEvent, Manifest};
@@ -188,6 +189,54 @@ pub fn sandbox_row(grants: &crate::manifest::SandboxGrants) -> (Status, String) 
         ),
     }
 }
+
+/// `yep doctor --conformance`: the YEP server-side transcripts of the conformance corpus
+/// ([`crate::conformance::YEP_SERVER`]) replayed against fresh servers of `spec`, spawned
+/// as a session spawns it; a row each, `conformance/<name>`. A transcript whose `requires`
+/// the manifest does not declare is skipped, saying what it lacks; one the server does not
+/// follow fails with the step, the path and both frames.
+pub async fn conformance(manifest: &Manifest, spec: &ServerSpec) -> Vec<Check> {
+    let transcripts = match crate::conformance::yep_server() {
+        Ok(t) => t,
+        Err(e) => {
+            return vec![Check {
+                name: "conformance".into(),
+                status: Status::Fail,
+                detail: format!("the compiled-in corpus does not parse: {e}"),
+            }];
+        }
+    };
+    let opts = SupervisorOptions::default();
+    let mut rows = Vec::with_capacity(transcripts.len());
+    for t in &transcripts {
+        let name = format!("conformance/{}", t.name);
+        let lacks = t.requires.unmet(manifest);
+        let (status, detail) = if !lacks.is_empty() {
+            (
+                Status::Skip,
+                format!(
+                    "the manifest does not declare {} ({})",
+                    lacks.join(", "),
+                    t.description
+                ),
+            )
+        } else {
+            match crate::conformance::replay_server(t, spec, &opts, Some(CONFORMANCE_WAIT)).await {
+                Ok(()) => (Status::Pass, t.description.clone()),
+                Err(failure) => (Status::Fail, failure.to_string()),
+            }
+        };
+        rows.push(Check {
+            name,
+            status,
+            detail,
+        });
+    }
+    rows
+}
+
+/// How long a conformance replay waits for each frame: doctor's request timeout.
+const CONFORMANCE_WAIT: Duration = Duration::from_secs(10);
 
 /// What doctor grades a server against.
 #[derive(Debug, Clone, Copy)]

@@ -113,6 +113,10 @@ pub trait Codec: Send + Sync + 'static {
 /// The default cap on one incoming line.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
 
+/// How long a call cancelled through its token waits for its cancel to be written before it
+/// resolves anyway (a server that stopped reading holds the write up; it goes on alone).
+const CANCEL_WRITE_WAIT: Duration = Duration::from_millis(100);
+
 /// What the server sends besides responses and progress.
 pub trait Handler: Send + Sync + 'static {
     /// A notification. Runs on the reader task, in arrival order: keep it cheap.
@@ -604,6 +608,13 @@ impl Connection {
                     return res.unwrap_or(Err(CallError::Closed(CloseReason::Shutdown)));
                 }
                 () = cancel.cancelled() => {
+                    // Resolved once the wire's cancel is out (within a bound), so whatever
+                    // the caller sends next cannot overtake it, nor a stop close the pipe
+                    // before it.
+                    guard.armed = false;
+                    if let Some(sent) = self.abandon(guard.id.clone()) {
+                        let _ = tokio::time::timeout(CANCEL_WRITE_WAIT, sent).await;
+                    }
                     return Err(CallError::Cancelled);
                 }
                 () = sleep => {
@@ -666,13 +677,15 @@ impl Connection {
     }
 
     /// Forget a pending call and send the wire's cancel for it (its answer is dropped as late).
-    fn abandon(&self, id: Id) {
+    /// The send runs on its own task, so a write that blocks never tears a line; its handle
+    /// resolves once the cancel is written (or could not be).
+    fn abandon(&self, id: Id) -> Option<tokio::task::JoinHandle<()>> {
         let had = self.lock_pending().slots.remove(&id).is_some();
         if !had {
-            return;
+            return None;
         }
         let conn = self.clone();
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        tokio::runtime::Handle::try_current().ok().map(|rt| {
             rt.spawn(async move {
                 let fresh = conn
                     .inner
@@ -684,8 +697,8 @@ impl Connection {
                 if let Err(err) = conn.write_line(line).await {
                     tracing::debug!(extension = %conn.inner.label, "could not send cancel for request {id}: {err}");
                 }
-            });
-        }
+            })
+        })
     }
 
     async fn read_loop<R: AsyncBufRead + Unpin>(&self, reader: &mut R, cap: usize) -> CloseReason {
@@ -867,7 +880,8 @@ struct PendingGuard<'a> {
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.conn.abandon(self.id.clone());
+            // Dropped, not awaited: the cancel goes out on its own.
+            let _ = self.conn.abandon(self.id.clone());
         }
     }
 }
