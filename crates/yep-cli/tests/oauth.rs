@@ -43,8 +43,8 @@ fn oauth_server() -> OAuthServer {
     }
 }
 
-/// `POST <path>` on the server's origin (a test hook); its body.
-fn post(server: &OAuthServer, path: &str) -> String {
+/// `<method> <path>` on the server's origin (a test hook); its body.
+fn hook(server: &OAuthServer, method: &str, path: &str) -> String {
     let host = server
         .url
         .trim_start_matches("http://")
@@ -52,7 +52,7 @@ fn post(server: &OAuthServer, path: &str) -> String {
     let mut stream = std::net::TcpStream::connect(host).unwrap();
     write!(
         stream,
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut answer = String::new();
@@ -162,15 +162,15 @@ fn login_keeps_the_tokens_as_secrets_refreshes_them_and_a_revoked_login_says_log
 
     // The access token ends: the next request is refused, the refresh token gets a new one,
     // and the call goes through with it.
-    post(&server, "/test/expire");
+    hook(&server, "POST", "/test/expire");
     let said = text(&run(&["session", "--json"], call).stdout);
     assert!(said.contains("token 3 (tools admin)"), "{said}");
-    let stats: Value = serde_json::from_str(&post_get(&server, "/test/stats")).unwrap();
+    let stats: Value = serde_json::from_str(&hook(&server, "GET", "/test/stats")).unwrap();
     assert_eq!(stats["refreshes"], 1, "{stats}");
     assert_eq!(stats["authorizations"], 2, "{stats}");
 
     // Every token revoked: no refresh helps, and the session says to log in again.
-    post(&server, "/test/revoke");
+    hook(&server, "POST", "/test/revoke");
     let out = run(&["session", "--json"], call);
     let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(said.contains("`yep mcp login remote`"), "{said}");
@@ -199,27 +199,6 @@ fn login_keeps_the_tokens_as_secrets_refreshes_them_and_a_revoked_login_says_log
     assert!(!secrets.contains("access-"), "{secrets}");
     let listed = ok(&run(&["mcp", "list"], ""));
     assert!(listed.contains("login: needs login"), "{listed}");
-}
-
-/// `GET <path>` on the server's origin; its body.
-fn post_get(server: &OAuthServer, path: &str) -> String {
-    let host = server
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp");
-    let mut stream = std::net::TcpStream::connect(host).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_string()
 }
 
 #[test]

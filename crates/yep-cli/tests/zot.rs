@@ -294,17 +294,7 @@ fn a_zot_name_yep_cannot_use_is_refused_clearly() {
 fn a_launcher_that_builds_first_is_waited_for_and_said_and_any_other_keeps_the_deadline() {
     let env = Env::new();
     let short = [("YEP_ZOT_HELLO_WAIT_MS", "300")];
-    let dir = env.fixture("greeter");
-    std::fs::write(
-        dir.join("extension.json"),
-        r#"{"name": "greeter", "exec": "go", "args": ["run", "."]}"#,
-    )
-    .unwrap();
-    std::fs::create_dir_all(dir.join("bin")).unwrap();
-    let go = dir.join("bin/go");
-    std::fs::write(&go, "#!/bin/sh\nsleep 1\nexec python3 greeter.py\n").unwrap();
-    let exe = std::os::unix::fs::PermissionsExt::from_mode(0o755);
-    std::fs::set_permissions(&go, exe).unwrap();
+    let dir = started_by_go(&env, "#!/bin/sh\nsleep 1\nexec python3 greeter.py\n");
     let out = common::yep_with_env(
         &env.home(),
         &["install", dir.to_str().unwrap(), "--yes"],
@@ -338,13 +328,9 @@ fn a_launcher_that_builds_first_is_waited_for_and_said_and_any_other_keeps_the_d
     assert!(!err.contains("waiting for"), "{err}");
 }
 
-/// `go run`'s caches are the ones the sandbox lets it write: a `go` launcher sees `GOCACHE`
-/// and `GOMODCACHE` (made when missing), so the install-time run fills the caches every later
-/// start reuses, and a credential-carrying `GOPROXY` never reaches it. The `go` is the
-/// package's own `bin/go`, which writes where the variables point, then runs the extension.
-#[test]
-fn a_go_launcher_sees_and_may_write_the_caches_go_would_use() {
-    let env = Env::new();
+/// The greeter fixture as a zot extension started by `go run .`, whose `go` is the package's
+/// own `bin/go`: `script`.
+fn started_by_go(env: &Env, script: &str) -> std::path::PathBuf {
     let dir = env.fixture("greeter");
     std::fs::write(
         dir.join("extension.json"),
@@ -353,18 +339,28 @@ fn a_go_launcher_sees_and_may_write_the_caches_go_would_use() {
     .unwrap();
     std::fs::create_dir_all(dir.join("bin")).unwrap();
     let go = dir.join("bin/go");
-    std::fs::write(
-        &go,
+    std::fs::write(&go, script).unwrap();
+    let exe = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&go, exe).unwrap();
+    dir
+}
+
+/// `go run`'s caches are the ones the sandbox lets it write: a `go` launcher sees `GOCACHE`
+/// and `GOMODCACHE` (made when missing), so the install-time run fills the caches every later
+/// start reuses, and a credential-carrying `GOPROXY` never reaches it. The `go` is the
+/// package's own `bin/go`, which writes where the variables point, then runs the extension.
+#[test]
+fn a_go_launcher_sees_and_may_write_the_caches_go_would_use() {
+    let env = Env::new();
+    let dir = started_by_go(
+        &env,
         concat!(
             "#!/bin/sh\nset -e\n",
             "echo built > \"$GOCACHE/warm\"\necho fetched > \"$GOMODCACHE/warm\"\n",
             "echo \"proxy=$GOPROXY\" >&2\n",
             "exec python3 greeter.py\n"
         ),
-    )
-    .unwrap();
-    let exe = std::os::unix::fs::PermissionsExt::from_mode(0o755);
-    std::fs::set_permissions(&go, exe).unwrap();
+    );
     let caches = env.tmp.path().join("caches");
     let (build, modules) = (caches.join("go-build"), caches.join("mod"));
     let out = common::yep_with_env(
