@@ -535,6 +535,14 @@ impl yep_host::oauth::Browser for UserBrowser {
         url: &'a str,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send + 'a>> {
         Box::pin(async move {
+            // The page's address comes from the authorization server's metadata: only a web
+            // page is opened, never a file or another scheme's handler.
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(std::io::Error::other(format!(
+                    "the authorization page is not a web address: {}",
+                    escape_controls(url)
+                )));
+            }
             crate::output::stderr_line(&format!(
                 "open this page to log in (yep waits for its answer): {}",
                 escape_controls(url)
