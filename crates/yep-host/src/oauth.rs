@@ -47,7 +47,7 @@ pub trait Browser: Send + Sync {
 }
 
 /// What a login asks for beyond what discovery finds.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LoginOptions {
     /// Scopes to ask for; none: as the server's challenge or metadata suggest.
     pub scopes: Vec<String>,
@@ -59,8 +59,21 @@ pub struct LoginOptions {
     pub client_secret: Option<String>,
     /// A client metadata document URL (used when the server supports them).
     pub client_metadata_url: Option<String>,
-    /// How long to wait for the page's answer.
+    /// How long to wait for the page's answer (5 minutes unless set).
     pub wait: Duration,
+}
+
+impl Default for LoginOptions {
+    fn default() -> Self {
+        LoginOptions {
+            scopes: Vec::new(),
+            challenge: None,
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            wait: Duration::from_secs(300),
+        }
+    }
 }
 
 /// The credentials of MCP server `name` at `url`, kept in the home's `connections.toml`.
