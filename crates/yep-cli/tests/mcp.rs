@@ -1270,3 +1270,41 @@ fn yep_skips_itself_as_an_mcp_server_by_its_command_line_or_its_initialize() {
     let trust = common::yep_in(&ws, &home, &["trust", "wrapped", "--yes"], "");
     assert!(trust.status.success(), "{}", text(&trust.stderr));
 }
+
+/// `npx -y <server>` may download first on a cold cache, past the ordinary 10 s handshake
+/// wait: yep waits longer for a launcher that builds or downloads first, and says why. The
+/// `npx` here is a script that takes 11 s before it runs the official SDK's server.
+#[test]
+fn an_mcp_server_started_through_npx_is_waited_for_past_the_ordinary_deadline_and_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let npx = tmp.path().join("bin/npx");
+    std::fs::create_dir_all(npx.parent().unwrap()).unwrap();
+    std::fs::write(&npx, "#!/bin/sh\nsleep 11\nexec \"$@\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&npx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../yep-host/tests/mcp/sdk_server.py"
+    );
+    let python = mcp_python();
+    let added = yep(
+        &home,
+        &[
+            "mcp",
+            "add",
+            "slow",
+            "--",
+            npx.to_str().unwrap(),
+            &python,
+            script,
+        ],
+    );
+    let said = text(&added.stderr);
+    assert!(ok(&added).contains("tools pinned"), "{said}");
+    assert!(
+        said.contains("waiting for mcp.slow's initialize answer: `npx ")
+            && said.contains("may download on its first start (up to 10 min)"),
+        "{said}"
+    );
+}

@@ -38,6 +38,55 @@ impl std::fmt::Display for SlowStart {
     }
 }
 
+/// How long a server started by a launcher that builds or fetches first may take to answer
+/// its handshake: a cold build cache or a slow network takes minutes.
+pub const SLOW_START_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// How long such a server is waited for before the user is told why (at most the ordinary
+/// wait): a [`PROGRESS_TARGET`] info line.
+pub const SLOW_START_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The `tracing` target of what the host says while a start takes long; the CLI shows it.
+pub const PROGRESS_TARGET: &str = "yep_host::progress";
+
+/// How long to wait for the handshake of a server whose ordinary wait is `timeout`: that, or
+/// for a [`SlowStart`] the longer of it and [`SLOW_START_WAIT`].
+pub fn patience(slow: Option<&SlowStart>, timeout: std::time::Duration) -> std::time::Duration {
+    match slow {
+        Some(_) => timeout.max(SLOW_START_WAIT),
+        None => timeout,
+    }
+}
+
+/// `handshake`, with the user told why after [`SLOW_START_NOTICE`] (or `timeout`, the
+/// ordinary wait, if sooner) when `slow`: "waiting for <extension>'s <answer>: `npx …` may
+/// download on its first start (up to 10 min)".
+pub async fn told_while<F: std::future::Future>(
+    extension: &str,
+    answer: &str,
+    slow: Option<&SlowStart>,
+    timeout: std::time::Duration,
+    handshake: F,
+) -> F::Output {
+    let notice = async {
+        if let Some(slow) = slow {
+            tokio::time::sleep(SLOW_START_NOTICE.min(timeout)).await;
+            tracing::info!(
+                target: PROGRESS_TARGET,
+                "waiting for {}'s {answer}: {slow} (up to {} min)",
+                crate::text::escape(extension),
+                patience(Some(slow), timeout).as_secs() / 60
+            );
+        }
+        std::future::pending::<std::convert::Infallible>().await
+    };
+    tokio::select! {
+        biased;
+        done = handshake => done,
+        never = notice => match never {},
+    }
+}
+
 /// The most of a command [`SlowStart::command`] shows.
 const SHOWN_CHARS: usize = 60;
 

@@ -64,8 +64,20 @@ impl Dialect for Mcp {
                 run: 0,
             };
             let client = Client::new(&hello, events);
-            let served =
-                tokio::time::timeout(hello.timeout, client.clone().serve((reader, writer))).await;
+            // `npx -y <server>` or `uvx <server>` may download first: waited for longer, and
+            // the user told why.
+            let mut hello = hello;
+            let slow = hello.slow_start.clone();
+            let ordinary = hello.timeout;
+            hello.timeout = crate::launcher::patience(slow.as_ref(), ordinary);
+            let served = crate::launcher::told_while(
+                &hello.extension,
+                "initialize answer",
+                slow.as_ref(),
+                ordinary,
+                tokio::time::timeout(hello.timeout, client.clone().serve((reader, writer))),
+            )
+            .await;
             finish(served, client, &hello, host_home).await
         })
     }

@@ -64,7 +64,18 @@ impl Dialect for Yep {
                 hello.config.clone(),
                 hello.grants,
             );
-            match handshake(&conn, &params, hello.timeout).await {
+            // A server run through `go run` or `npx` may build or download first: waited for
+            // longer, and the user told why.
+            let slow = hello.slow_start.as_ref();
+            let patience = crate::launcher::patience(slow, hello.timeout);
+            let answered = crate::launcher::told_while(
+                &hello.extension,
+                "initialize answer",
+                slow,
+                hello.timeout,
+                handshake(&conn, &params, patience),
+            );
+            match answered.await {
                 Ok(init) => Ok(Arc::new(YepPeer::new(conn, init, hello)) as Arc<dyn Peer>),
                 Err(err) => {
                     // A server that ended before it read the request: what it wrote is read

@@ -39,14 +39,14 @@ pub const HELLO_WAIT: Duration = Duration::from_secs(60);
 /// The time an extension started by a launcher that builds or fetches first
 /// ([`crate::launcher::slow_start`]: `go run .`, `npx -y tsx`) gets to say `hello`: a cold
 /// build cache or a slow network takes minutes, and zot waits for ever.
-pub const SLOW_START_HELLO_WAIT: Duration = Duration::from_secs(600);
+pub const SLOW_START_HELLO_WAIT: Duration = crate::launcher::SLOW_START_WAIT;
 /// How long such an extension is waited for before the user is told why (at most the
 /// ordinary wait): a `yep_host::progress` info line.
-pub const SLOW_START_NOTICE: Duration = Duration::from_secs(3);
+pub const SLOW_START_NOTICE: Duration = crate::launcher::SLOW_START_NOTICE;
 /// The variable that sets the ordinary hello wait, in milliseconds (the tests shorten it).
 pub const HELLO_WAIT_ENV: &str = "YEP_ZOT_HELLO_WAIT_MS";
 /// The `tracing` target of what the host says while a start takes long; the CLI shows it.
-pub const PROGRESS_TARGET: &str = "yep_host::progress";
+pub const PROGRESS_TARGET: &str = crate::launcher::PROGRESS_TARGET;
 /// An extension that never says `ready` is ready once this passes without a frame.
 pub const AUTO_READY_IDLE: Duration = Duration::from_millis(250);
 /// The longest the host waits for `ready` after `hello`.
