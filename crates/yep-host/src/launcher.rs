@@ -73,9 +73,9 @@ pub async fn told_while<F: std::future::Future>(
             tokio::time::sleep(SLOW_START_NOTICE.min(timeout)).await;
             tracing::info!(
                 target: PROGRESS_TARGET,
-                "waiting for {}'s {answer}: {slow} (up to {} min)",
+                "waiting for {}'s {answer}: {slow} (up to {})",
                 crate::text::escape(extension),
-                patience(Some(slow), timeout).as_secs() / 60
+                said(patience(Some(slow), timeout))
             );
         }
         std::future::pending::<std::convert::Infallible>().await
@@ -84,6 +84,15 @@ pub async fn told_while<F: std::future::Future>(
         biased;
         done = handshake => done,
         never = notice => match never {},
+    }
+}
+
+/// A wait as a person reads it: `300 ms`, `90 s`, `10 min`.
+pub(crate) fn said(wait: std::time::Duration) -> String {
+    match wait.as_millis() {
+        ms if ms < 1000 => format!("{ms} ms"),
+        ms if ms < 120_000 || ms % 60_000 != 0 => format!("{} s", wait.as_secs()),
+        ms => format!("{} min", ms / 60_000),
     }
 }
 

@@ -18,6 +18,7 @@ use crate::capability::{
     Panel, PanelInput, PanelUpdate, RemoteError, Status, StatusLevel, ToolCall, ToolResult,
     TraceEvent,
 };
+use crate::launcher::said;
 use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
     Handler, Id, Malformed, RawValue, WeakConnection,
@@ -306,15 +307,6 @@ impl HelloWaits {
                 notice: None,
             },
         }
-    }
-}
-
-/// A wait as a person reads it: `300 ms`, `60 s`, `10 min`.
-fn said(wait: Duration) -> String {
-    match wait.as_millis() {
-        ms if ms < 1000 => format!("{ms} ms"),
-        ms if ms < 120_000 || ms % 60_000 != 0 => format!("{} s", wait.as_secs()),
-        ms => format!("{} min", ms / 60_000),
     }
 }
 
