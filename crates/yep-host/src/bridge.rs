@@ -14,6 +14,7 @@
 
 mod clients;
 mod http;
+mod rounds;
 
 pub use clients::{
     AMBIGUOUS_CALLER, AskClients, Clients, NO_CALLER, NO_ELICITATION, NO_ELICITATION_CALLER,
@@ -53,6 +54,8 @@ pub struct Bridge {
     instructions: Arc<Mutex<String>>,
     /// List only the always-loaded tools and `search_tools`.
     deferred: bool,
+    /// 2026-07-28 clients' calls waiting for the answer to a question.
+    rounds: rounds::Rounds,
 }
 
 impl Bridge {
@@ -65,6 +68,7 @@ impl Bridge {
             client: clients::next_client(),
             instructions: Arc::new(Mutex::new(instructions)),
             deferred,
+            rounds: rounds::Rounds::default(),
         }
     }
 
@@ -185,78 +189,25 @@ fn error_result(message: &str) -> CallToolResult {
     CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)])
 }
 
-impl ServerHandler for Bridge {
-    #[allow(deprecated)] // logging: see `StatusToClients`
-    fn get_info(&self) -> rmcp::model::ServerConfig {
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .enable_prompts()
-            .enable_prompts_list_changed()
-            .enable_resources()
-            .enable_logging()
-            .build();
-        let mut capabilities = capabilities;
-        // `completion/complete` is answered (rmcp's default, once advertised) with no
-        // suggestions: a command's argument is free text.
-        capabilities.completions = Some(rmcp::model::JsonObject::new());
-        // Said so a yep host meeting this server as one of its own knows it and skips it.
-        capabilities.experimental = Some(
-            [(
-                crate::dialect::mcp::SERVE_MARKER.to_string(),
-                serde_json::Map::from_iter([(
-                    "home".to_string(),
-                    Value::String(crate::dialect::mcp::home_id(self.host.home())),
-                )]),
-            )]
-            .into(),
-        );
-        let mut info = rmcp::model::ServerConfig::new(capabilities);
-        info.server_info = rmcp::model::Implementation::new("yep", env!("CARGO_PKG_VERSION"));
-        let instructions = self.instructions();
-        if !instructions.is_empty() {
-            info.instructions = Some(instructions);
-        }
-        info
-    }
-
-    /// `logging/setLevel`: what it advertises (`logging`), it answers. Statuses go out at
-    /// `info`; a client that asks for less hears none until it asks for `info` again.
-    #[allow(deprecated)] // logging: see `StatusToClients`
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        self.clients.set_level(self.client, request.level);
-        Ok(())
-    }
-
-    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        self.clients.add(self.client, context.peer);
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let tools: Vec<Value> = self.listed().iter().map(tool_json).collect();
-        from_json("tools/list", json!({ "tools": tools }))
-    }
-
-    async fn call_tool(
-        &self,
+impl Bridge {
+    /// One call through the host, to its result: progress to `peer` under `progress`, a
+    /// cancel of `ct` cancels it, and its questions go to `questions` when they ride its
+    /// answer (a 2026-07-28 client's).
+    async fn run(
+        self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
+        ct: tokio_util::sync::CancellationToken,
+        peer: rmcp::service::Peer<RoleServer>,
+        progress: Option<rmcp::model::ProgressToken>,
+        questions: Option<clients::Questions>,
+    ) -> Result<CallToolResult, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
         // The meta-tool is the bridge's only when it lists it (the host then keeps the name
         // from every extension: [`SEARCH_TOOLS`] is a builtin under `--deferred`).
         if self.deferred && request.name == SEARCH_TOOLS {
             let found = self.host.dispatch_search_tools(&args);
             let result: CallToolResult = from_json("tools/call", result_json(found.into()))?;
-            return Ok(CallToolResponse::Complete(result));
+            return Ok(result);
         }
         // A question the tool's extension asks meanwhile goes to this client.
         let extension = self
@@ -267,7 +218,7 @@ impl ServerHandler for Bridge {
             .find(|t| t.name == request.name)
             .map(|t| t.extension.clone())
             .unwrap_or_default();
-        let _in_flight = self.clients.calling(extension, self.client);
+        let _in_flight = self.clients.calling(extension, self.client, questions);
         // Trace extensions see the agent's tool use through the bridge.
         let span = trace_span();
         let traced = |event_type: &str, data: Value| crate::capability::TraceEvent {
@@ -279,19 +230,15 @@ impl ServerHandler for Bridge {
         };
         self.host
             .emit(traced("tool.started", json!({ "tool": request.name })));
-        let mut call = self
-            .host
-            .run_tool(&request.name, args)
-            .cancel_on(context.ct.clone());
+        let mut call = self.host.run_tool(&request.name, args).cancel_on(ct);
         // Progress goes out in order, off the tool's thread, through one bounded forwarding
         // task per call; the result waits until it has sent all of it, so a client that
         // drops progress arriving after the result (the MCP SDKs do) loses none.
         let mut forwarding = None;
-        if let Some(token) = context.meta.get_progress_token() {
+        if let Some(token) = progress {
             let (tx, mut rx) = tokio::sync::mpsc::channel::<ProgressNotificationParam>(
                 crate::runtime::PROGRESS_BUFFER,
             );
-            let peer = context.peer.clone();
             let task = tokio::spawn(async move {
                 while let Some(p) = rx.recv().await {
                     let _ = peer.notify_progress(p).await;
@@ -356,7 +303,117 @@ impl ServerHandler for Bridge {
             )),
             CallOutcome::Failed { error, .. } => error_result(&crate::error::report(&error)),
         };
-        Ok(CallToolResponse::Complete(result))
+        Ok(result)
+    }
+}
+
+impl ServerHandler for Bridge {
+    #[allow(deprecated)] // logging: see `StatusToClients`
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_logging()
+            .build();
+        let mut capabilities = capabilities;
+        // `completion/complete` is answered (rmcp's default, once advertised) with no
+        // suggestions: a command's argument is free text.
+        capabilities.completions = Some(rmcp::model::JsonObject::new());
+        // Said so a yep host meeting this server as one of its own knows it and skips it.
+        capabilities.experimental = Some(
+            [(
+                crate::dialect::mcp::SERVE_MARKER.to_string(),
+                serde_json::Map::from_iter([(
+                    "home".to_string(),
+                    Value::String(crate::dialect::mcp::home_id(self.host.home())),
+                )]),
+            )]
+            .into(),
+        );
+        let mut info = rmcp::model::ServerConfig::new(capabilities);
+        info.server_info = rmcp::model::Implementation::new("yep", env!("CARGO_PKG_VERSION"));
+        let instructions = self.instructions();
+        if !instructions.is_empty() {
+            info.instructions = Some(instructions);
+        }
+        info
+    }
+
+    /// `logging/setLevel`: what it advertises (`logging`), it answers. Statuses go out at
+    /// `info`; a client that asks for less hears none until it asks for `info` again.
+    #[allow(deprecated)] // logging: see `StatusToClients`
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.clients.set_level(self.client, request.level);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        self.clients.add(self.client, context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools: Vec<Value> = self.listed().iter().map(tool_json).collect();
+        from_json("tools/list", json!({ "tools": tools }))
+    }
+
+    /// Before 2026-07-28 a call is answered when it ends. A 2026-07-28 client's call runs in
+    /// a task of its own, so that a question it asks can go out in its answer and the call
+    /// wait for the client to come back with the reply ([`rounds`]).
+    async fn call_tool(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+        let (ct, peer) = (context.ct.clone(), context.peer.clone());
+        let progress = context.meta.get_progress_token();
+        if !modern {
+            let result = self.clone().run(request, ct, peer, progress, None).await?;
+            return Ok(CallToolResponse::Complete(result));
+        }
+        let running = match request.request_state.take() {
+            Some(state) => self
+                .rounds
+                .resume(&state, request.input_responses.as_ref())
+                .ok_or_else(|| McpError::invalid_params(rounds::UNKNOWN_STATE, None))?,
+            None => {
+                let asks = context
+                    .client_capabilities()
+                    .is_some_and(|c| c.elicitation.is_some());
+                let (sender, questions) = tokio::sync::mpsc::channel(1);
+                let cancel = tokio_util::sync::CancellationToken::new();
+                let run = self.clone().run(
+                    request,
+                    cancel.clone(),
+                    peer,
+                    progress,
+                    asks.then_some(sender),
+                );
+                let task =
+                    tokio::spawn(
+                        async move { run.await.unwrap_or_else(|e| error_result(&e.message)) },
+                    );
+                rounds::Running {
+                    task,
+                    questions,
+                    cancel,
+                }
+            }
+        };
+        Ok(self.rounds.next(running, &context.ct).await)
     }
 
     async fn list_prompts(
@@ -395,7 +452,7 @@ impl ServerHandler for Bridge {
         let extension = request.name.split_once(':').map(|(e, _)| e.to_string());
         let _in_flight = self
             .clients
-            .calling(extension.unwrap_or_default(), self.client);
+            .calling(extension.unwrap_or_default(), self.client, None);
         let ran = self
             .host
             .execute_command(&request.name, &arguments)

@@ -841,6 +841,17 @@ impl Extension {
                     crash_counted: AtomicBool::new(false),
                 }))
             }
+            // An MCP server that left rather than answer `server/discover` is started again,
+            // once: its dialect now speaks to it with `initialize` only.
+            Err(HandshakeError::EndedOnProbe) => {
+                if let Some(proc_) = &process
+                    && proc_.wait_for_exit(Duration::from_secs(1)).await.is_none()
+                {
+                    let _ = proc_.terminate(Duration::from_millis(100)).await;
+                }
+                tracing::debug!(extension = %spec.name, "ended on server/discover; started again for initialize");
+                Box::pin(self.start()).await
+            }
             Err(error) => {
                 let (status, stderr_tail, log_path) = match &process {
                     Some(proc_) => {

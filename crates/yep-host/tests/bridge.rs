@@ -42,12 +42,25 @@ async fn connect(host: &ExtensionHost, dir: &std::path::Path, deferred: bool) ->
 }
 
 /// [`connect`], the bridge sharing `clients`, the client answering questions through `user`.
+/// The two speak 2026-07-28, as yep's client and server do by default.
 async fn connect_with(
     host: &ExtensionHost,
     dir: &std::path::Path,
     deferred: bool,
     clients: Clients,
     user: Arc<dyn yep_host::capability::Events>,
+) -> Arc<dyn Peer> {
+    connect_at(host, dir, deferred, clients, user, Mcp::default()).await
+}
+
+/// [`connect_with`], the client being `client`.
+async fn connect_at(
+    host: &ExtensionHost,
+    dir: &std::path::Path,
+    deferred: bool,
+    clients: Clients,
+    user: Arc<dyn yep_host::capability::Events>,
+    client: Mcp,
 ) -> Arc<dyn Peer> {
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
     let bridge = Bridge::new(host.clone(), clients, deferred).await;
@@ -63,7 +76,7 @@ async fn connect_with(
         writer: Box::new(writer),
     };
     let hello = hello("yep", dir);
-    Mcp::default()
+    client
         .open(streams, hello, user, ConnectionOptions::default())
         .await
         .unwrap()
@@ -263,7 +276,22 @@ async fn a_secret_is_never_asked_through_the_client_and_a_plain_question_is() {
         .await
         .unwrap();
     let user = Arc::new(User::default());
-    let _client = connect_with(&host, dir.path(), false, clients, user.clone()).await;
+    // A question outside any call goes out only to a client with a session: one that shook
+    // hands (2025-11-25). A 2026-07-28 client can be asked only in a call's answer.
+    let handshake_only = Mcp {
+        handshake_only: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        ..Mcp::default()
+    };
+    let client = connect_at(
+        &host,
+        dir.path(),
+        false,
+        clients,
+        user.clone(),
+        handshake_only,
+    )
+    .await;
+    assert_eq!(client.offer().wire, "MCP 2025-11-25");
     // Setup asks for both required fields: the plain one through the client, the secret
     // one never (it is left unset, to `yep secret set`).
     let missing = host.activate("conf").await.unwrap();
@@ -387,6 +415,8 @@ async fn each_clients_questions_and_cancels_stay_its_own() {
     // `a` takes questions; `b`, rmcp's bare client, declares no elicitation and connects last.
     let user = Arc::new(User::default());
     let a = connect_with(&host, dir.path(), false, clients.clone(), user.clone()).await;
+    // Its questions ride its calls' answers, and it answers them in the next call.
+    assert_eq!(a.offer().wire, "MCP 2026-07-28");
     let bridge = Bridge::new(host.clone(), clients, false).await;
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {

@@ -66,7 +66,8 @@ async fn tools_are_listed_and_called_with_errors_structured_content_and_question
     let user = Arc::new(User::default());
     let (peer, _process) = open(dir.path(), Arc::clone(&user) as Arc<dyn Events>).await;
     let offer = peer.offer();
-    assert_eq!(offer.wire, "MCP");
+    // It knows no `server/discover`: spoken to with `initialize`, in its revision.
+    assert_eq!(offer.wire, "MCP 2025-06-18");
     assert_eq!(offer.name, "pymcp");
     let names: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(

@@ -466,13 +466,47 @@ async fn sdk_session(host: &ExtensionHost, sink: &Blue, server: &str) {
     assert!(host.tools().iter().all(|t| t.name != name("grown")));
 }
 
-#[tokio::test]
-async fn a_server_on_the_official_sdk_over_stdio() {
-    require_sdk();
+/// The Python whose SDK speaks `revision` at most: 2.x (`sdk_python`) for 2026-07-28, else
+/// the venv `scripts/test` pins for it (`$YEP_PEERS/venv-<revision>`: mcp 1.30.0, 1.23.0).
+fn sdk_python_at(revision: &str) -> String {
+    if revision == "2026-07-28" {
+        return sdk_python();
+    }
+    let peers = std::env::var("YEP_PEERS")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/peers").to_string());
+    let python = format!("{peers}/venv-{revision}/bin/python3");
+    assert!(
+        std::path::Path::new(&python).exists(),
+        "no MCP Python SDK of {revision} at {python}: `scripts/test` installs it"
+    );
+    python
+}
+
+/// The wires the servers started with, as their health events say: (extension, wire).
+fn started_wires(health: &mut yep_host::health::HealthStream) -> Vec<(String, String)> {
+    let mut wires = Vec::new();
+    while let Some(event) = health.try_recv() {
+        if let HealthEvent::Started {
+            extension, wire, ..
+        }
+        | HealthEvent::Restarted {
+            extension, wire, ..
+        } = event
+        {
+            wires.push((extension, wire));
+        }
+    }
+    wires
+}
+
+/// A session with a server on the official SDK of `revision` over stdio, spoken to in that
+/// revision: 2026-07-28 through `server/discover` (its question inside the answer, its list
+/// change through `subscriptions/listen`), the older through `initialize`.
+async fn sdk_over_stdio(revision: &str) {
     let w = World::new();
     let marker = w.dir.path().join("marker");
     let mcp_json = json!({"mcpServers": {"sdk": {
-        "command": sdk_python(), "args": [sdk_server_py()],
+        "command": sdk_python_at(revision), "args": [sdk_server_py()],
         "env": {"MCP_MARKER": marker.display().to_string()}}}});
     std::fs::write(w.workspace().join(".mcp.json"), mcp_json.to_string()).unwrap();
     let approved = w.approve("sdk").await;
@@ -480,14 +514,72 @@ async fn a_server_on_the_official_sdk_over_stdio() {
     std::fs::remove_file(&marker).unwrap();
     let sink = std::sync::Arc::new(Blue::default());
     let host = w.host_asking(Some(sink.clone())).await;
+    let mut health = host.health();
     assert!(!marker.exists(), "started before anything needed it");
     sdk_session(&host, &sink, "sdk").await;
+    let wires = started_wires(&mut health);
+    // A workspace's server is named for its workspace too (`mcp.sdk@…`).
+    assert!(
+        matches!(&wires[..], [(name, wire)] if name.starts_with("mcp.sdk") && *wire == format!("MCP {revision}")),
+        "{wires:?}"
+    );
     host.shutdown().await;
 }
 
 #[tokio::test]
-async fn a_server_on_the_official_sdk_over_streamable_http() {
+async fn a_server_on_the_official_sdk_over_stdio_at_2026_07_28() {
     require_sdk();
+    sdk_over_stdio("2026-07-28").await;
+}
+
+#[tokio::test]
+async fn a_server_on_the_official_sdk_over_stdio_at_2025_11_25() {
+    sdk_over_stdio("2025-11-25").await;
+}
+
+#[tokio::test]
+async fn a_server_on_the_official_sdk_over_stdio_at_2025_06_18() {
+    sdk_over_stdio("2025-06-18").await;
+}
+
+/// A server that knows no `server/discover` and ignores it, or ends on it, is spoken to
+/// with `initialize`: the one after yep stops waiting for the answer ([`PROBE_WAIT`]), the
+/// other after one more start, and only `initialize` from then on.
+///
+/// [`PROBE_WAIT`]: yep_host::dialect::mcp::revision::PROBE_WAIT
+#[tokio::test]
+async fn a_server_that_ignores_or_ends_on_server_discover_is_spoken_to_with_initialize() {
+    for (unknown, starts) in [("ignore", 1), ("exit", 2)] {
+        let w = World::new();
+        let marker = w.dir.path().join("marker");
+        let mcp_json = json!({"mcpServers": {"old": {
+            "command": "python3", "args": [server_py()],
+            "env": {"MCP_UNKNOWN": unknown, "MCP_MARKER": marker.display().to_string()}}}});
+        std::fs::write(w.workspace().join(".mcp.json"), mcp_json.to_string()).unwrap();
+        w.approve("old").await;
+        std::fs::remove_file(&marker).unwrap();
+        let host = w.host().await;
+        let mut health = host.health();
+        for text in ["one", "two"] {
+            let said = host
+                .call_tool("mcp__old__echo", json!({"text": text}), None, None)
+                .await
+                .unwrap();
+            assert_eq!(first_text(&said), text, "{unknown}");
+        }
+        let started = std::fs::read_to_string(&marker).unwrap();
+        assert_eq!(started.lines().count(), starts, "{unknown}: {started}");
+        let wires = started_wires(&mut health);
+        assert!(
+            matches!(&wires[..], [(_, wire)] if wire == "MCP 2025-06-18"),
+            "{unknown}: {wires:?}"
+        );
+        host.shutdown().await;
+    }
+}
+
+/// As [`sdk_over_stdio`], with the server on its own over streamable HTTP.
+async fn sdk_over_http(revision: &str) {
     let w = World::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -496,7 +588,7 @@ async fn a_server_on_the_official_sdk_over_streamable_http() {
         .port();
     // Started as its user would start it, apart from the host: the host only connects.
     #[allow(clippy::disallowed_methods)]
-    let mut child = tokio::process::Command::new(sdk_python())
+    let mut child = tokio::process::Command::new(sdk_python_at(revision))
         .args([sdk_server_py(), "--http".into(), port.to_string()])
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -514,6 +606,8 @@ async fn a_server_on_the_official_sdk_over_streamable_http() {
     })
     .await;
     assert_eq!(ready.ok(), Some(true), "the SDK server did not start");
+    // Its log goes on being read, so that it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let server = McpServer {
         transport: "http".into(),
         command: None,
@@ -526,9 +620,23 @@ async fn a_server_on_the_official_sdk_over_streamable_http() {
     assert!(w.approve("web").await.contains(&"slow".to_string()));
     let sink = std::sync::Arc::new(Blue::default());
     let host = w.host_asking(Some(sink.clone())).await;
+    let mut health = host.health();
     sdk_session(&host, &sink, "web").await;
+    let wires = started_wires(&mut health);
+    assert_eq!(wires, [("mcp.web".into(), format!("MCP {revision}"))]);
     host.shutdown().await;
     let _ = child.kill().await;
+}
+
+#[tokio::test]
+async fn a_server_on_the_official_sdk_over_streamable_http_at_2026_07_28() {
+    require_sdk();
+    sdk_over_http("2026-07-28").await;
+}
+
+#[tokio::test]
+async fn a_server_on_the_official_sdk_over_streamable_http_at_2025_11_25() {
+    sdk_over_http("2025-11-25").await;
 }
 
 /// Answers `approve`, and keeps what was asked.

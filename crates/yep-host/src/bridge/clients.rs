@@ -9,7 +9,7 @@
 use crate::capability::{Answer, Question};
 use crate::runtime::{AskSink, StatusEntry, StatusSink};
 use rmcp::service::{Peer, RoleServer};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,10 +32,14 @@ struct Connected {
     /// In the order they connected.
     clients: Vec<Client>,
     /// Calls in flight: their number, the extension (or MCP server) whose tool or command
-    /// runs, and the client that made it.
-    calls: Vec<(u64, String, ClientId)>,
+    /// runs, the client that made it, and, for a 2026-07-28 client, where its questions go
+    /// (into the call's answer: [`super::rounds`]).
+    calls: Vec<(u64, String, ClientId, Option<Questions>)>,
     next_call: u64,
 }
+
+/// Where the questions of a 2026-07-28 client's call go.
+pub(crate) type Questions = tokio::sync::mpsc::Sender<super::rounds::Asked>;
 
 struct Client {
     id: ClientId,
@@ -62,12 +66,22 @@ impl Connected {
     /// The distinct clients with a call in flight, of `extension` only when given.
     fn callers(&self, extension: Option<&str>) -> Vec<ClientId> {
         let mut ids: Vec<ClientId> = Vec::new();
-        for (_, e, id) in &self.calls {
+        for (_, e, id, _) in &self.calls {
             if extension.is_none_or(|x| x == e) && !ids.contains(id) {
                 ids.push(*id);
             }
         }
         ids
+    }
+
+    /// Where client `id`'s questions of `extension` go when they ride its calls' answers:
+    /// its call of that extension's, else any call of its that takes them.
+    fn asking(&self, id: ClientId, extension: &str) -> Option<Questions> {
+        let calls = || self.calls.iter().filter(|c| c.2 == id && c.3.is_some());
+        let call = calls()
+            .find(|c| c.1 == extension)
+            .or_else(|| calls().next())?;
+        call.3.clone()
     }
 }
 
@@ -159,12 +173,17 @@ impl Clients {
     }
 
     /// Note that client `id` is calling a tool (or running a command) of `extension`, until
-    /// the guard drops.
-    pub(crate) fn calling(&self, extension: String, id: ClientId) -> InFlight {
+    /// the guard drops. `questions`: where the call's questions go, when they ride its answer.
+    pub(crate) fn calling(
+        &self,
+        extension: String,
+        id: ClientId,
+        questions: Option<Questions>,
+    ) -> InFlight {
         let mut connected = self.lock();
         connected.next_call += 1;
         let call = connected.next_call;
-        connected.calls.push((call, extension, id));
+        connected.calls.push((call, extension, id, questions));
         InFlight {
             clients: self.clone(),
             call,
@@ -300,18 +319,6 @@ impl AskSink for AskClients {
                 return Answer::refused(why);
             }
         };
-        let peer = self.0.lock().peer(id).map(|c| c.peer.clone()).filter(|p| {
-            p.peer_info()
-                .is_some_and(|info| info.capabilities.elicitation.is_some())
-        });
-        let Some(peer) = peer else {
-            let why = match during_a_call {
-                true => NO_ELICITATION_CALLER,
-                false => NO_ELICITATION,
-            };
-            tracing::warn!(extension, "{why}; cancelling: {}", question.prompt);
-            return Answer::refused(why);
-        };
         let mut answer = json!({"type": "string", "description": question.prompt});
         if !question.options.is_empty() {
             answer["enum"] = json!(question.options);
@@ -325,19 +332,34 @@ impl AskSink for AskClients {
                 "required": ["answer"],
             },
         });
+        // A 2026-07-28 client is asked in its call's answer.
+        let asking = self.0.lock().asking(id, extension);
+        if let Some(questions) = asking.filter(|_| during_a_call) {
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            let asked = super::rounds::Asked { params, answer };
+            if questions.send(asked).await.is_err() {
+                return Answer::cancelled();
+            }
+            return answered.await.unwrap_or_else(|_| Answer::cancelled());
+        }
+        let peer = self.0.lock().peer(id).map(|c| c.peer.clone()).filter(|p| {
+            p.peer_info()
+                .is_some_and(|info| info.capabilities.elicitation.is_some())
+        });
+        let Some(peer) = peer else {
+            let why = match during_a_call {
+                true => NO_ELICITATION_CALLER,
+                false => NO_ELICITATION,
+            };
+            tracing::warn!(extension, "{why}; cancelling: {}", question.prompt);
+            return Answer::refused(why);
+        };
         let Ok(params) = serde_json::from_value(params) else {
             return Answer::cancelled();
         };
         match peer.create_elicitation(params).await {
             Ok(result) => {
-                let result = serde_json::to_value(&result).unwrap_or_default();
-                match (result["action"].as_str(), &result["content"]["answer"]) {
-                    (Some("accept"), Value::String(text)) => Answer::answered(text.clone()),
-                    (Some("accept"), other) if !other.is_null() => {
-                        Answer::answered(other.to_string())
-                    }
-                    _ => Answer::cancelled(),
-                }
+                super::rounds::answer_of(&serde_json::to_value(&result).unwrap_or_default())
             }
             Err(e) => {
                 tracing::warn!(extension, "the question could not be asked: {e}");

@@ -326,6 +326,11 @@ pub enum HandshakeError {
     Io(std::io::Error),
     /// The MCP server is `yep mcp serve` (the `yep/serve` capability in its `initialize`): yep
     /// itself, whose tools a session has already.
+    /// The MCP server ended on `server/discover` instead of answering it (older MCP servers
+    /// take an unknown first request for an error): the host starts it again and speaks to
+    /// it with `initialize` only.
+    #[error("it ended on `server/discover`, which MCP servers before 2026-07-28 may not know")]
+    EndedOnProbe,
     #[error(
         "skipped: it is yep itself (`yep mcp serve`), and a session has everything that serves already"
     )]

@@ -671,6 +671,7 @@ pub fn launch(
         "stdio" => {
             opts.dialect = Arc::new(crate::dialect::mcp::Mcp {
                 host_home: Some(crate::dialect::mcp::home_id(home)),
+                ..Default::default()
             })
         }
         #[cfg(feature = "mcp-http")]

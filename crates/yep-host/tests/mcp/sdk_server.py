@@ -1,5 +1,7 @@
-"""An MCP server built on the official MCP Python SDK (`mcp` 2.x, `MCPServer`), used by the
-host's tests as a real third-party peer.
+"""An MCP server built on the official MCP Python SDK, used by the host's tests as a real
+third-party peer. It runs on either line of the SDK, as it was published: `mcp` 2.x
+(`MCPServer`, which speaks 2026-07-28 too) and 1.x (`FastMCP`: 1.23.0 speaks up to 2025-06-18,
+1.30.0 up to 2025-11-25).
 
     python3 sdk_server.py              serve on stdio
     python3 sdk_server.py --http PORT  serve streamable HTTP on 127.0.0.1:PORT at /mcp,
@@ -24,14 +26,25 @@ import functools
 import json
 import os
 import sys
-from typing import TypedDict
+from typing import Annotated, TypedDict
 
 import anyio
 from pydantic import BaseModel
 
 from mcp.server.lowlevel.server import NotificationOptions
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations, ToolListChangedNotification
+from mcp.types import CallToolResult, ServerNotification, TextContent, ToolAnnotations, ToolListChangedNotification
+
+try:  # 2.x
+    from mcp.server.elicitation import ElicitationResult
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.resolve import Elicit, Resolve
+
+    V2 = True
+except ImportError:  # 1.x
+    from mcp.server.fastmcp import Context
+    from mcp.server.fastmcp import FastMCP as MCPServer
+
+    V2 = False
 
 
 def load_state():
@@ -60,17 +73,23 @@ class Colour(BaseModel):
 def build(state):
     # Only `structured` has structured output: MCPServer would otherwise wrap every `-> str`
     # result as structuredContent {"result": ...} and publish an outputSchema for it.
-    server = MCPServer("yep-sdk-test-server", version="1.0.0", log_level="WARNING")
+    if V2:
+        server = MCPServer("yep-sdk-test-server", version="1.0.0", log_level="WARNING")
+        low = server._lowlevel_server
+    else:
+        server = MCPServer("yep-sdk-test-server", log_level="WARNING")
+        low = server._mcp_server
     # The server does send tools/list_changed (see `grow`), so say so in the handshake's
-    # capabilities; MCPServer's defaults leave listChanged off for handshake-era versions.
-    low = server._lowlevel_server
+    # capabilities; the defaults leave listChanged off for handshake-era versions.
     low.create_initialization_options = functools.partial(
         low.create_initialization_options, NotificationOptions(tools_changed=True)
     )
+    # The field names of 1.x are the wire's; 2.x has Python's.
+    read_only = ToolAnnotations(read_only_hint=True) if V2 else ToolAnnotations(readOnlyHint=True)
 
     @server.tool(
         description=state.get("echo_description") or "Echo the text back",
-        annotations=ToolAnnotations(read_only_hint=True),
+        annotations=read_only,
         structured_output=False,
     )
     def echo(text: str) -> str:
@@ -85,12 +104,26 @@ def build(state):
             await anyio.sleep(0.05)
         return "done"
 
-    @server.tool(description="Ask the user for a colour", structured_output=False)
-    async def ask(ctx: Context) -> str:
-        result = await ctx.elicit("What is your favourite colour?", Colour)
+    def answered(result) -> str:
         if result.action == "accept":
             return f"color: {result.data.color}"
         return "declined" if result.action == "decline" else "cancelled"
+
+    if V2:
+        # Asked through a resolver: at 2026-07-28 the question rides an InputRequiredResult
+        # and the call comes again with the answer; at older revisions it is elicitation/create.
+        def colour() -> Elicit[Colour]:
+            return Elicit("What is your favourite colour?", Colour)
+
+        @server.tool(description="Ask the user for a colour", structured_output=False)
+        async def ask(result: Annotated[ElicitationResult[Colour], Resolve(colour)]) -> str:
+            return answered(result)
+
+    else:
+
+        @server.tool(description="Ask the user for a colour", structured_output=False)
+        async def ask(ctx: Context) -> str:
+            return answered(await ctx.elicit("What is your favourite colour?", Colour))
 
     @server.tool(description="Exit the process at once without answering", structured_output=False)
     def crash() -> str:
@@ -104,7 +137,8 @@ def build(state):
     def fail() -> CallToolResult:
         # Raising ToolError("it failed") also gives isError, but the SDK prefixes the text with
         # "Error executing tool fail: "; a returned CallToolResult is sent as is.
-        return CallToolResult(content=[TextContent(type="text", text="it failed")], is_error=True)
+        content = [TextContent(type="text", text="it failed")]
+        return CallToolResult(content=content, is_error=True) if V2 else CallToolResult(content=content, isError=True)
 
     def grown() -> str:
         return "grown"
@@ -113,8 +147,16 @@ def build(state):
     async def grow(ctx: Context) -> str:
         if server._tool_manager.get_tool("grown") is None:
             server.add_tool(grown, name="grown", description="Added at run time by grow", structured_output=False)
-        # Request-scoped so that on streamable HTTP it rides this call's response stream.
-        await ctx.session.send_notification(ToolListChangedNotification(), related_request_id=ctx.request_id)
+        if V2:
+            # To the clients listening at 2026-07-28 (`subscriptions/listen`).
+            await ctx.notify_tools_changed()
+        # To the others: request-scoped, so that on streamable HTTP it rides this call's
+        # response stream. (A 2026-07-28 request has no session to send it on.)
+        notice = ToolListChangedNotification() if V2 else ServerNotification(ToolListChangedNotification())
+        try:
+            await ctx.session.send_notification(notice, related_request_id=ctx.request_id)
+        except Exception:
+            pass
         return "grew"
 
     if state.get("extra_tool"):
@@ -129,7 +171,8 @@ def build(state):
 async def serve_http(server, port):
     import uvicorn
 
-    app = server.streamable_http_app(host="127.0.0.1")
+    # 2.x takes the host it serves (for its DNS-rebinding guard); 1.x has it in its settings.
+    app = server.streamable_http_app(host="127.0.0.1") if V2 else server.streamable_http_app()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
 

@@ -11,6 +11,11 @@ MCP specification for the MCP dialect's tests. Tools:
   crash         -> the process exits (status 3) without answering
   flood {n}     -> n notifications/tools/list_changed, then "flooded"
   lists         -> how many tools/list requests it answered
+
+It knows no `server/discover` (2026-07-28): it answers an unknown request with -32601, as
+JSON-RPC wants. MCP_UNKNOWN=ignore leaves it unanswered instead; MCP_UNKNOWN=exit ends the
+process (as servers on older rmcp do with a first request that is not `initialize`).
+MCP_MARKER: a file `started` is appended to at each start.
 """
 import json
 import os
@@ -44,6 +49,10 @@ TOOLS = [
      "inputSchema": {"type": "object"}},
     {"name": "lists", "description": "counts tools/list", "inputSchema": {"type": "object"}},
 ]
+
+if os.environ.get("MCP_MARKER"):
+    with open(os.environ["MCP_MARKER"], "a", encoding="utf-8") as f:
+        f.write("started\n")
 
 cancelled = []
 asking = {}
@@ -98,6 +107,11 @@ for line in sys.stdin:
                   "params": {"message": "favourite colour?", "requestedSchema": {
                       "type": "object",
                       "properties": {"color": {"type": "string", "description": "colour"}}}}})
+    elif method and "id" in message and os.environ.get("MCP_UNKNOWN") == "exit":
+        sys.exit(1)
+    elif method and "id" in message and os.environ.get("MCP_UNKNOWN") != "ignore":
+        send({"jsonrpc": "2.0", "id": message["id"],
+              "error": {"code": -32601, "message": "Method not found: %s" % method}})
     elif "id" in message and message["id"] in asking:
         call_id = asking.pop(message["id"])
         result = message.get("result") or {}

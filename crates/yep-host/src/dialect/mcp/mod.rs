@@ -6,15 +6,17 @@
 //! the pipes; MCP has no hooks, prompt text, commands, config push or traces, so those are the
 //! `Peer` defaults, as for any server without them.
 
+pub mod revision;
+
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::capability::{Events, Offer, OfferedTool, Progress, RemoteError, ToolCall, ToolResult};
 use crate::rpc::{CallError, CloseReason, ConnectionOptions, UpdateSink};
+use rmcp::ClientHandler;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
     ClientRequest, ProgressNotificationParam, ProgressToken, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer as RmcpPeer, PeerRequestOptions, RoleClient};
-use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -34,6 +36,18 @@ pub struct Mcp {
     /// The home a host runs this server for ([`home_id`]): a server that says it is `yep mcp
     /// serve` of that same home ([`SERVE_MARKER`]) is refused as yep itself.
     pub host_home: Option<String>,
+    /// Set once the server ended on the `server/discover` probe ([`revision::Probed::Ended`]):
+    /// from then on it is spoken to with `initialize` only.
+    pub handshake_only: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// The lifecycle every MCP client here offers first: 2026-07-28, falling back to the
+/// handshake of 2025-11-25 (a server of 2025-06-18 answers that with its own).
+fn auto_lifecycle() -> rmcp::service::ClientLifecycleMode {
+    rmcp::service::ClientLifecycleMode::Auto {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(rmcp::model::ProtocolVersion::V_2025_11_25),
+    }
 }
 
 impl Dialect for Mcp {
@@ -49,8 +63,11 @@ impl Dialect for Mcp {
         opts: ConnectionOptions,
     ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
         let host_home = self.host_home.clone();
+        let handshake_only = Arc::clone(&self.handshake_only);
         Box::pin(async move {
-            let (reader, writer): (
+            use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+            use std::sync::atomic::Ordering::SeqCst;
+            let (reader, mut writer): (
                 Box<dyn AsyncRead + Send + Unpin>,
                 Box<dyn AsyncWrite + Send + Unpin>,
             ) = match streams {
@@ -58,7 +75,7 @@ impl Dialect for Mcp {
                 Streams::Other { reader, writer } => (reader, writer),
             };
             // The host's frame cap holds on this wire too: a longer line ends the connection.
-            let reader = LineCap {
+            let mut reader = LineCap {
                 inner: reader,
                 cap: opts.max_frame_bytes,
                 run: 0,
@@ -70,14 +87,44 @@ impl Dialect for Mcp {
             let slow = hello.slow_start.clone();
             let ordinary = hello.timeout;
             hello.timeout = crate::launcher::patience(slow.as_ref(), ordinary);
+            let deadline = tokio::time::Instant::now() + hello.timeout;
             let served = crate::launcher::told_while(
                 &hello.extension,
                 "initialize answer",
                 slow.as_ref(),
                 ordinary,
-                tokio::time::timeout(hello.timeout, client.clone().serve((reader, writer))),
+                async {
+                    // Which revision it speaks ([`revision`]); one that left on the probe
+                    // before is not asked again.
+                    let (probed, rest) = match handshake_only.load(SeqCst) {
+                        true => (revision::Probed::Legacy, Vec::new()),
+                        false => {
+                            let wait = match &slow {
+                                Some(_) => hello.timeout,
+                                None => revision::PROBE_WAIT,
+                            };
+                            let config = client.get_info();
+                            revision::probe(&mut reader, &mut writer, &config, wait).await?
+                        }
+                    };
+                    if probed == revision::Probed::Ended {
+                        handshake_only.store(true, SeqCst);
+                        return Err(HandshakeError::EndedOnProbe);
+                    }
+                    let lifecycle = match probed {
+                        revision::Probed::Modern => ClientLifecycleMode::Discover {
+                            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+                        },
+                        _ => ClientLifecycleMode::Initialize,
+                    };
+                    let reader = revision::Handover::new(reader, probed, rest);
+                    let started = client
+                        .clone()
+                        .serve_with_lifecycle((reader, writer), lifecycle);
+                    Ok(tokio::time::timeout_at(deadline, started).await)
+                },
             )
-            .await;
+            .await?;
             finish(served, client, &hello, host_home).await
         })
     }
@@ -111,6 +158,7 @@ impl Dialect for McpHttp {
         events: Arc<dyn Events>,
         opts: ConnectionOptions,
     ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
+        use rmcp::service::ClientServiceExt;
         use rmcp::transport::StreamableHttpClientTransport;
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let (url, headers) = (self.url.clone(), self.headers.clone());
@@ -158,15 +206,25 @@ impl Dialect for McpHttp {
                         .map_err(|e| HandshakeError::Io(std::io::Error::other(e)))?;
                     let auth = rmcp::transport::AuthClient::new(http, manager);
                     let transport = StreamableHttpClientTransport::with_client(auth, config);
-                    tokio::time::timeout(hello.timeout, client.clone().serve(transport))
-                        .await
-                        .map(|r| r.map_err(|e| reach_error(&e, &url_shown, login.as_ref())))
+                    tokio::time::timeout(
+                        hello.timeout,
+                        client
+                            .clone()
+                            .serve_with_lifecycle(transport, auto_lifecycle()),
+                    )
+                    .await
+                    .map(|r| r.map_err(|e| reach_error(&e, &url_shown, login.as_ref())))
                 }
                 None => {
                     let transport = StreamableHttpClientTransport::from_config(config);
-                    tokio::time::timeout(hello.timeout, client.clone().serve(transport))
-                        .await
-                        .map(|r| r.map_err(|e| reach_error(&e, &url_shown, login.as_ref())))
+                    tokio::time::timeout(
+                        hello.timeout,
+                        client
+                            .clone()
+                            .serve_with_lifecycle(transport, auto_lifecycle()),
+                    )
+                    .await
+                    .map(|r| r.map_err(|e| reach_error(&e, &url_shown, login.as_ref())))
                 }
             };
             // Not reaching the server is not a malformed answer: say so, with the cause.
@@ -284,9 +342,25 @@ async fn finish<E: std::fmt::Display>(
         .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
         .unwrap_or_default();
     *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = tools.clone();
+    let version = peer
+        .peer_info()
+        .map(|info| info.protocol_version.to_string())
+        .unwrap_or_default();
+    // At 2026-07-28 a changed list is heard of only through a subscription.
+    let changes = peer
+        .peer_info()
+        .and_then(|info| info.capabilities.tools.as_ref()?.list_changed)
+        == Some(true);
+    if changes
+        && !peer
+            .peer_info()
+            .is_some_and(|i| i.protocol_version.has_initialize())
+    {
+        tokio::spawn(listen(peer.clone(), client.clone()));
+    }
     let offer = Offer {
         name,
-        wire: "MCP".into(),
+        wire: format!("MCP {version}").trim_end().to_string(),
         tools,
         ..Offer::default()
     };
@@ -303,12 +377,40 @@ async fn finish<E: std::fmt::Display>(
     Ok(Arc::new(McpPeer {
         peer,
         offer,
-        progress: client.progress,
-        listed: client.listed,
+        progress: Arc::clone(&client.progress),
+        listed: Arc::clone(&client.listed),
         stop: Mutex::new(Some(stop)),
         closed,
-        login: client.login,
+        login: client.login.clone(),
+        client,
     }) as Arc<dyn Peer>)
+}
+
+/// A 2026-07-28 server's tool list changes, heard through `subscriptions/listen` (which takes
+/// the place of the unsolicited notice): each is listed again as the notice was. A listener
+/// that fell behind lists once and listens anew; one the server ends, ends.
+async fn listen(peer: RmcpPeer<RoleClient>, client: Client) {
+    use rmcp::model::{ServerNotification, SubscriptionFilter};
+    use rmcp::service::SubscriptionEnd;
+    loop {
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let mut subscription = match peer.listen(filter).await {
+            Ok(subscription) => subscription,
+            Err(e) => {
+                tracing::debug!(extension = %client.extension, "subscriptions/listen: {e}");
+                return;
+            }
+        };
+        while let Ok(Some(notice)) = subscription.next().await {
+            if let ServerNotification::ToolListChangedNotification(_) = notice {
+                client.relist(peer.clone());
+            }
+        }
+        match subscription.end() {
+            Some(SubscriptionEnd::Lagged { .. }) => client.relist(peer.clone()),
+            _ => return,
+        }
+    }
 }
 
 /// The most `tools/list` pages read; a server that pages on and on is cut there.
@@ -452,6 +554,9 @@ impl Client {
     }
 }
 
+/// The most rounds of questions one 2026-07-28 tool call may ask before it answers.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
 /// The most fields one elicitation may ask for.
 pub const MAX_ELICIT_FIELDS: usize = 16;
 
@@ -472,13 +577,47 @@ impl ClientHandler for Client {
         .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
     }
 
-    /// A question from the server goes to the host's questions (held to the grants): a form
-    /// is asked field by field; a URL is shown, never opened.
+    /// A question from the server ([`Client::elicit`]).
     async fn create_elicitation(
         &self,
         request: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(self.elicit(request).await)
+    }
+
+    /// Listed again ([`Client::relist`]).
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.relist(context.peer);
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        match sink {
+            Some(sink) => sink(&Progress {
+                message: params.message.unwrap_or_default(),
+                progress: Some(params.progress),
+                total: params.total,
+            }),
+            None => tracing::debug!(extension = %self.extension, "progress for no call in flight"),
+        }
+    }
+}
+
+impl Client {
+    /// A question from the server goes to the host's questions (held to the grants): a form
+    /// is asked field by field; a URL is shown, never opened. Asked as `elicitation/create`
+    /// before 2026-07-28, inside an `InputRequiredResult` since.
+    async fn elicit(&self, request: rmcp::model::ElicitRequestParams) -> rmcp::model::ElicitResult {
         use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
         // A field's default is shown as the placeholder: an empty answer takes it.
         let ask = |prompt: String, options: Vec<String>, default: Option<&Value>| {
@@ -508,7 +647,7 @@ impl ClientHandler for Client {
                     (false, "decline") => ElicitationAction::Decline,
                     _ => ElicitationAction::Accept,
                 };
-                Ok(ElicitResult::new(action))
+                ElicitResult::new(action)
             }
             ElicitRequestParams::FormElicitationParams {
                 message,
@@ -534,23 +673,47 @@ impl ClientHandler for Client {
                     let default = spec.get("default").filter(|d| !d.is_null());
                     let answer = ask(format!("{message} ({about})"), options, default).await;
                     if answer.cancelled {
-                        return Ok(ElicitResult::new(ElicitationAction::Cancel));
+                        return ElicitResult::new(ElicitationAction::Cancel);
                     }
                     content.insert(field, field_value(&spec, answer.answer));
                 }
-                Ok(ElicitResult::new(ElicitationAction::Accept)
-                    .with_content(Value::Object(content)))
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
             }
             // A kind of question this host does not know: declined, not guessed at.
-            _ => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            _ => ElicitResult::new(ElicitationAction::Decline),
         }
     }
 
-    /// The list is read again off the notification's task (its answer comes through the same
+    /// What a 2026-07-28 server asks in an `input_required` answer, asked one after another:
+    /// its questions as `elicitation/create` would have been. yep offers no sampling and no
+    /// roots, so a server asking for them is told so, and the call fails with that.
+    async fn fulfil(
+        &self,
+        requests: Option<rmcp::model::InputRequests>,
+    ) -> Result<Option<rmcp::model::InputResponses>, String> {
+        use rmcp::model::InputRequest;
+        let mut answers = rmcp::model::InputResponses::new();
+        for (key, request) in requests.unwrap_or_default() {
+            let answer = match request {
+                InputRequest::Elicitation(asked) => self.elicit(asked.params).await,
+                InputRequest::CreateMessage(_) => {
+                    return Err("it asked to sample the model, which yep does not offer".into());
+                }
+                InputRequest::ListRoots(_) => {
+                    return Err("it asked for the roots, which yep does not offer".into());
+                }
+                _ => return Err("it asked for input of a kind yep does not know".into()),
+            };
+            answers.insert(key, serde_json::to_value(answer).unwrap_or_default());
+        }
+        Ok((!answers.is_empty()).then_some(answers))
+    }
+
+    /// The list is read again off the caller's task (its answer comes through the same
     /// service loop), then the host hears of it. One listing runs at a time, at most one per
     /// [`RELIST_SPACING`]: notices that come meanwhile are answered by one more listing after
     /// it, so a server that sends them without pause costs little.
-    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+    fn relist(&self, peer: RmcpPeer<RoleClient>) {
         use std::sync::atomic::Ordering::SeqCst;
         let relist = &self.relist;
         relist.stale.store(true, SeqCst);
@@ -562,11 +725,8 @@ impl ClientHandler for Client {
             let relist = &client.relist;
             loop {
                 while relist.stale.swap(false, SeqCst) {
-                    let listed = tokio::time::timeout(
-                        RELIST_TIMEOUT,
-                        list(&context.peer, &client.extension),
-                    )
-                    .await;
+                    let listed =
+                        tokio::time::timeout(RELIST_TIMEOUT, list(&peer, &client.extension)).await;
                     match listed {
                         Ok(Ok(tools)) => {
                             *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = tools;
@@ -599,27 +759,6 @@ impl ClientHandler for Client {
                 }
             }
         });
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let sink = self
-            .progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&params.progress_token)
-            .cloned();
-        match sink {
-            Some(sink) => sink(&Progress {
-                message: params.message.unwrap_or_default(),
-                progress: Some(params.progress),
-                total: params.total,
-            }),
-            None => tracing::debug!(extension = %self.extension, "progress for no call in flight"),
-        }
     }
 }
 
@@ -664,6 +803,8 @@ pub struct McpPeer {
     /// Where its OAuth login is kept: a refusal for want of scope is noted there, so the
     /// next `yep mcp login` asks for it.
     login: Option<(crate::store::Home, String)>,
+    /// Its client side: what a 2026-07-28 server asks inside a result is asked through it.
+    client: Client,
 }
 
 impl McpPeer {
@@ -673,6 +814,117 @@ impl McpPeer {
             stop.cancel();
         }
     }
+
+    /// One `tools/call` on the wire: its progress to `updates`, a cancel or a drop before its
+    /// answer cancelled there too. Its answer as rmcp read it, whatever kind.
+    async fn call_once(
+        &self,
+        params: CallToolRequestParams,
+        updates: Option<UpdateSink>,
+        cancel: &tokio_util::sync::CancellationToken,
+        timeout: Duration,
+    ) -> Result<ServerResult, PeerError> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(timeout);
+        options.reset_timeout_on_progress = true;
+        let handle = self
+            .peer
+            .send_cancellable_request(request, options)
+            .await
+            .map_err(|e| failed("tools/call", e))?;
+        let mut flight = InFlight {
+            peer: self,
+            token: handle.progress_token.clone(),
+            id: handle.id.clone(),
+            answered: false,
+        };
+        if let Some(sink) = updates {
+            self.progress
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(flight.token.clone(), sink);
+        }
+        let answer = tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                flight.answered = true;
+                cancel_on_wire(&self.peer, flight.id.clone(), "cancelled by the user").await;
+                return Err(PeerError::call("tools/call", CallError::Cancelled));
+            }
+            answer = handle.await_response() => answer,
+        };
+        // Answered, or timed out (rmcp sent the cancel then).
+        flight.answered = true;
+        match answer {
+            Ok(answer) => Ok(answer),
+            Err(rmcp::ServiceError::Timeout { timeout }) => Err(PeerError::call(
+                "tools/call",
+                CallError::Timeout {
+                    method: "tools/call".into(),
+                    after: timeout,
+                },
+            )),
+            Err(rmcp::ServiceError::McpError(e)) => Err(failed("tools/call", e.message)),
+            // The server wants a login, or more access than the one kept: said, with its
+            // challenge as data (what `yep mcp login` asks for with it).
+            Err(e) if e.auth_challenge().is_some() => {
+                let challenge = e.auth_challenge().unwrap_or_default().to_string();
+                let more = challenge.contains("insufficient_scope");
+                if let Some((home, name)) = self.login.clone().filter(|_| more) {
+                    let noted = challenge.clone();
+                    tokio::task::spawn_blocking(move || {
+                        crate::store::mcp::note_oauth_challenge(&home, &name, &noted)
+                    });
+                }
+                Err(PeerError::call(
+                    "tools/call",
+                    CallError::Remote(RemoteError {
+                        code: 0,
+                        message: match more {
+                            true => "the server wants more access than the login gave: `yep mcp login` asks for it".into(),
+                            false => "the server wants a login: `yep mcp login`".into(),
+                        },
+                        retryable: false,
+                        data: json!({ "www_authenticate": challenge }),
+                    }),
+                ))
+            }
+            Err(e) => Err(PeerError::call(
+                "tools/call",
+                CallError::Closed(match e {
+                    rmcp::ServiceError::TransportClosed => CloseReason::Eof,
+                    other => CloseReason::Io(other.to_string()),
+                }),
+            )),
+        }
+    }
+}
+
+/// A `tools/call` result as the host takes one: `isError` is a tool error, as every wire
+/// reports one (its text, with the whole result).
+fn tool_result(result: rmcp::model::CallToolResult) -> Result<ToolResult, PeerError> {
+    let value = serde_json::to_value(&result).unwrap_or_default();
+    if result.is_error == Some(true) {
+        // A tool error, as every wire reports one: its text, with the whole result.
+        let message = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(PeerError::call(
+            "tools/call",
+            CallError::Remote(RemoteError {
+                code: 0,
+                message,
+                retryable: false,
+                data: value,
+            }),
+        ));
+    }
+    // rmcp hands the answer over parsed: it stays a value.
+    Ok(ToolResult::from_value(value))
 }
 
 /// A call in flight: its progress sink is removed, and a call dropped before its answer is
@@ -759,115 +1011,39 @@ impl Peer for McpPeer {
             };
             let mut params = CallToolRequestParams::new(call.tool.clone());
             params.arguments = arguments;
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-            let mut options = PeerRequestOptions::no_options();
-            options.timeout = Some(timeout);
-            options.reset_timeout_on_progress = true;
-            let handle = self
-                .peer
-                .send_cancellable_request(request, options)
-                .await
-                .map_err(|e| failed("tools/call", e))?;
-            let mut flight = InFlight {
-                peer: self,
-                token: handle.progress_token.clone(),
-                id: handle.id.clone(),
-                answered: false,
-            };
-            if let Some(sink) = call.updates {
-                self.progress
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(flight.token.clone(), sink);
-            }
             let cancel = call.cancel.unwrap_or_default();
-            let answer = tokio::select! {
-                biased;
-                () = cancel.cancelled() => {
-                    flight.answered = true;
-                    cancel_on_wire(&self.peer, flight.id.clone(), "cancelled by the user").await;
-                    return Err(PeerError::call("tools/call", CallError::Cancelled));
-                }
-                answer = handle.await_response() => answer,
-            };
-            // Answered, or timed out (rmcp sent the cancel then).
-            flight.answered = true;
-            let result = match answer {
-                Ok(ServerResult::CallToolResult(result)) => result,
-                Ok(other) => {
-                    return Err(PeerError::malformed(
-                        "tools/call",
-                        "not a tools/call result",
-                        &serde_json::to_value(&other).unwrap_or_default(),
-                    ));
-                }
-                Err(rmcp::ServiceError::Timeout { timeout }) => {
-                    return Err(PeerError::call(
-                        "tools/call",
-                        CallError::Timeout {
-                            method: "tools/call".into(),
-                            after: timeout,
-                        },
-                    ));
-                }
-                Err(rmcp::ServiceError::McpError(e)) => {
-                    return Err(failed("tools/call", e.message));
-                }
-                // The server wants a login, or more access than the one kept: said, with its
-                // challenge as data (what `yep mcp login` asks for with it).
-                Err(e) if e.auth_challenge().is_some() => {
-                    let challenge = e.auth_challenge().unwrap_or_default().to_string();
-                    let more = challenge.contains("insufficient_scope");
-                    if let Some((home, name)) = self.login.clone().filter(|_| more) {
-                        let noted = challenge.clone();
-                        tokio::task::spawn_blocking(move || {
-                            crate::store::mcp::note_oauth_challenge(&home, &name, &noted)
-                        });
+            // A 2026-07-28 server asks its questions in its answer (`input_required`): they
+            // are asked, and the call sent again with the answers, for a few rounds at most.
+            for _ in 0..MAX_INPUT_ROUNDS {
+                match self
+                    .call_once(params.clone(), call.updates.clone(), &cancel, timeout)
+                    .await?
+                {
+                    ServerResult::CallToolResult(result) => return tool_result(result),
+                    ServerResult::InputRequiredResult(asked) => {
+                        let answers = tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => {
+                                return Err(PeerError::call("tools/call", CallError::Cancelled));
+                            }
+                            answers = self.client.fulfil(asked.input_requests) => answers,
+                        };
+                        params.input_responses = answers.map_err(|e| failed("tools/call", e))?;
+                        params.request_state = asked.request_state;
                     }
-                    return Err(PeerError::call(
-                        "tools/call",
-                        CallError::Remote(RemoteError {
-                            code: 0,
-                            message: match more {
-                                true => "the server wants more access than the login gave: `yep mcp login` asks for it".into(),
-                                false => "the server wants a login: `yep mcp login`".into(),
-                            },
-                            retryable: false,
-                            data: json!({ "www_authenticate": challenge }),
-                        }),
-                    ));
+                    other => {
+                        return Err(PeerError::malformed(
+                            "tools/call",
+                            "not a tools/call result",
+                            &serde_json::to_value(&other).unwrap_or_default(),
+                        ));
+                    }
                 }
-                Err(e) => {
-                    return Err(PeerError::call(
-                        "tools/call",
-                        CallError::Closed(match e {
-                            rmcp::ServiceError::TransportClosed => CloseReason::Eof,
-                            other => CloseReason::Io(other.to_string()),
-                        }),
-                    ));
-                }
-            };
-            let value = serde_json::to_value(&result).unwrap_or_default();
-            if result.is_error == Some(true) {
-                // A tool error, as every wire reports one: its text, with the whole result.
-                let message = result
-                    .content
-                    .iter()
-                    .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                return Err(PeerError::call(
-                    "tools/call",
-                    CallError::Remote(RemoteError {
-                        code: 0,
-                        message,
-                        retryable: false,
-                        data: value,
-                    }),
-                ));
             }
-            // rmcp hands the answer over parsed: it stays a value.
-            Ok(ToolResult::from_value(value))
+            Err(failed(
+                "tools/call",
+                format!("it still wanted input after {MAX_INPUT_ROUNDS} rounds of answers"),
+            ))
         })
     }
 
