@@ -480,6 +480,7 @@ async fn connect_http(
         shown: url.into(),
         host_home: None,
         login: None,
+        handshake_only: Default::default(),
     };
     let streams = Streams::Other {
         reader: Box::new(tokio::io::empty()),

@@ -694,6 +694,7 @@ pub fn launch(
                     .collect(),
                 host_home: Some(crate::dialect::mcp::home_id(home)),
                 login: Some((home.clone(), source.name.clone())),
+                handshake_only: Default::default(),
             });
             opts.transport = Some(Arc::new(Remote));
         }

@@ -76,8 +76,18 @@ async fn main() -> anyhow::Result<()> {
     };
     let host_home = home.clone();
     let host = ExtensionHost::start(home, session, opts).await?;
-    for tool in host.tools() {
-        let args = yep_host::tool_args::probe_args(&tool.schema).unwrap_or_else(|_| json!({}));
+    let tools = host.tools();
+    for tool in &tools {
+        let mut args = yep_host::tool_args::probe_args(&tool.schema).unwrap_or_else(|_| json!({}));
+        // The schema-preservation scenario asks for its other tool's inputSchema, as the
+        // host's table holds it, to be echoed back: what a model would be shown.
+        if tool.name.ends_with("__json_schema_echo")
+            && let Some(focal) = tools
+                .iter()
+                .find(|t| t.name.ends_with("__json_schema_2020_12_tool"))
+        {
+            args = json!({"schema": focal.schema});
+        }
         let mut result = host.call_tool(&tool.name, args.clone(), None, None).await;
         // Refused for want of access: log in again with the server's challenge, try again.
         while let Some(challenge) = wants_login(&result)

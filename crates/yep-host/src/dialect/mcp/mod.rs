@@ -143,6 +143,9 @@ pub struct McpHttp {
     /// The home and the server's name its OAuth login is kept under (`yep mcp login`): its
     /// tokens go with every request when one is kept for this `url`.
     pub login: Option<(crate::store::Home, String)>,
+    /// As [`Mcp::handshake_only`]: set once the server answered `server/discover` with
+    /// something else than that revision's answer or an error.
+    pub handshake_only: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[cfg(feature = "mcp-http")]
@@ -165,6 +168,7 @@ impl Dialect for McpHttp {
         let url_shown = self.shown.clone();
         let host_home = self.host_home.clone();
         let login = self.login.clone();
+        let handshake_only = Arc::clone(&self.handshake_only);
         Box::pin(async move {
             let mut custom = HashMap::new();
             for (name, value) in headers {
@@ -185,47 +189,70 @@ impl Dialect for McpHttp {
                 .max_json_response_size(opts.max_frame_bytes);
             let mut client = Client::new(&hello, events);
             client.login = login.clone();
-            let manager = match &login {
-                Some((home, name)) => {
-                    crate::oauth::manager(home, name, &url).await.map_err(|e| {
-                        HandshakeError::Io(std::io::Error::other(format!(
-                            "its login could not be used ({}); `yep mcp login {}` logs in again",
-                            crate::text::escape(&e.to_string()),
-                            crate::text::escape(name)
-                        )))
-                    })?
+            // 2026-07-28 first, then the handshake (rmcp's `Auto`); a server whose answer to
+            // `server/discover` is neither that revision's nor an error (some answer every
+            // request with `{}`) is connected to again with `initialize` alone, and so it
+            // is from then on.
+            let mut served = None;
+            for modern in [true, false] {
+                if modern && handshake_only.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue;
                 }
-                None => None,
-            };
-            let served = match manager {
-                // Logged in: the tokens go with every request, refreshed as they run out.
-                Some(manager) => {
-                    let http = reqwest::Client::builder()
-                        .redirect(reqwest::redirect::Policy::none())
-                        .build()
-                        .map_err(|e| HandshakeError::Io(std::io::Error::other(e)))?;
-                    let auth = rmcp::transport::AuthClient::new(http, manager);
-                    let transport = StreamableHttpClientTransport::with_client(auth, config);
-                    tokio::time::timeout(
-                        hello.timeout,
-                        client
-                            .clone()
-                            .serve_with_lifecycle(transport, auto_lifecycle()),
-                    )
-                    .await
-                    .map(|r| r.map_err(|e| reach_error(&e, &url_shown, login.as_ref())))
+                let lifecycle = match modern {
+                    true => auto_lifecycle(),
+                    false => rmcp::service::ClientLifecycleMode::Initialize,
+                };
+                let manager = match &login {
+                    Some((home, name)) => {
+                        crate::oauth::manager(home, name, &url).await.map_err(|e| {
+                            HandshakeError::Io(std::io::Error::other(format!(
+                                "its login could not be used ({}); `yep mcp login {}` logs in again",
+                                crate::text::escape(&e.to_string()),
+                                crate::text::escape(name)
+                            )))
+                        })?
+                    }
+                    None => None,
+                };
+                let started = match manager {
+                    // Logged in: the tokens go with every request, refreshed as they run out.
+                    Some(manager) => {
+                        let http = reqwest::Client::builder()
+                            .redirect(reqwest::redirect::Policy::none())
+                            .build()
+                            .map_err(|e| HandshakeError::Io(std::io::Error::other(e)))?;
+                        let auth = rmcp::transport::AuthClient::new(http, manager);
+                        let transport =
+                            StreamableHttpClientTransport::with_client(auth, config.clone());
+                        let serving = client.clone().serve_with_lifecycle(transport, lifecycle);
+                        tokio::time::timeout(hello.timeout, serving).await
+                    }
+                    None => {
+                        let transport = StreamableHttpClientTransport::from_config(config.clone());
+                        let serving = client.clone().serve_with_lifecycle(transport, lifecycle);
+                        tokio::time::timeout(hello.timeout, serving).await
+                    }
+                };
+                let again = modern
+                    && matches!(
+                        &started,
+                        Ok(Err(
+                            rmcp::service::ClientInitializeError::ExpectedInitResult(_)
+                        ))
+                    );
+                if again {
+                    handshake_only.store(true, std::sync::atomic::Ordering::SeqCst);
+                    continue;
                 }
-                None => {
-                    let transport = StreamableHttpClientTransport::from_config(config);
-                    tokio::time::timeout(
-                        hello.timeout,
-                        client
-                            .clone()
-                            .serve_with_lifecycle(transport, auto_lifecycle()),
-                    )
-                    .await
-                    .map(|r| r.map_err(|e| reach_error(&e, &url_shown, login.as_ref())))
-                }
+                served = Some(
+                    started.map(|r| r.map_err(|e| reach_error(&e, &url_shown, login.as_ref()))),
+                );
+                break;
+            }
+            let Some(served) = served else {
+                return Err(HandshakeError::Malformed(
+                    "no answer to server/discover or initialize".into(),
+                ));
             };
             // Not reaching the server is not a malformed answer: say so, with the cause.
             let served = match served {
@@ -690,19 +717,20 @@ impl Client {
     async fn fulfil(
         &self,
         requests: Option<rmcp::model::InputRequests>,
-    ) -> Result<Option<rmcp::model::InputResponses>, String> {
+    ) -> Result<Option<rmcp::model::InputResponses>, PeerError> {
         use rmcp::model::InputRequest;
+        let refused = |why: &str| Err(failed("tools/call", why));
         let mut answers = rmcp::model::InputResponses::new();
         for (key, request) in requests.unwrap_or_default() {
             let answer = match request {
                 InputRequest::Elicitation(asked) => self.elicit(asked.params).await,
                 InputRequest::CreateMessage(_) => {
-                    return Err("it asked to sample the model, which yep does not offer".into());
+                    return refused("it asked to sample the model, which yep does not offer");
                 }
                 InputRequest::ListRoots(_) => {
-                    return Err("it asked for the roots, which yep does not offer".into());
+                    return refused("it asked for the roots, which yep does not offer");
                 }
-                _ => return Err("it asked for input of a kind yep does not know".into()),
+                _ => return refused("it asked for input of a kind yep does not know"),
             };
             answers.insert(key, serde_json::to_value(answer).unwrap_or_default());
         }
@@ -1028,7 +1056,7 @@ impl Peer for McpPeer {
                             }
                             answers = self.client.fulfil(asked.input_requests) => answers,
                         };
-                        params.input_responses = answers.map_err(|e| failed("tools/call", e))?;
+                        params.input_responses = answers?;
                         params.request_state = asked.request_state;
                     }
                     other => {
