@@ -1057,6 +1057,46 @@ fn yep_mcp_serve_gives_an_mcp_client_the_extensions_hooks_prompts_and_skills() {
     check_bridge_report(&report);
 }
 
+/// `run` in `yep session` runs a tool as an agent does, through the hooks, and decides as
+/// `tools/call` through `yep mcp serve` does ([`check_bridge_report`]); `call` is the direct
+/// call, past them.
+#[test]
+fn session_run_goes_through_the_hooks_as_tools_call_through_the_bridge_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = bridge_home(tmp.path());
+    ok(&yep(&home, &["enable", "guard"]));
+    let said = session_in(
+        tmp.path(),
+        &home,
+        "run t1 {\"path\": \"/etc/forbidden\"}\nrun t1 {\"path\": \"notes\"}\ncall t1 {\"path\": \"notes\"}\nrun nope {}\nquit\n",
+    );
+    assert_eq!(said.len(), 4, "{said:?}");
+    assert_eq!(said[0]["blocked"]["extension"], "guard", "{said:?}");
+    assert!(
+        said[0]["blocked"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("guard refuses /etc/forbidden")),
+        "{said:?}"
+    );
+    // The same rewrite the bridge's client got back.
+    assert_eq!(
+        said[1]["result"],
+        json!({"tool": "t1", "args": {"path": "notes-ok"}}),
+        "{said:?}"
+    );
+    assert_eq!(
+        said[2]["result"],
+        json!({"tool": "t1", "args": {"path": "notes"}}),
+        "{said:?}"
+    );
+    assert!(
+        said[3]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no tool named `nope`")),
+        "{said:?}"
+    );
+}
+
 #[test]
 fn yep_mcp_serve_over_http_serves_two_clients_and_refuses_a_wrong_token() {
     let tmp = tempfile::tempdir().unwrap();

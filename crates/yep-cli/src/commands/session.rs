@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, Question};
 use yep_host::runtime::{AskSink, DynAskSink, TraceEvent};
-use yep_host::{ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink};
+use yep_host::{
+    CallOutcome, ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink,
+};
 use yep_store::Home;
 use yep_store::text::{escape, escape_multiline};
 
@@ -36,7 +38,7 @@ impl AskSink for Scripted {
     }
 }
 
-const HELP: &str = "commands: help | tools | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | emit <event> [json] | panel | key <name> [text] | commands | command <ext:name> [args] | status | skills | mcp | mcp status | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
+const HELP: &str = "commands: help | tools | run <tool> <json> | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | emit <event> [json] | panel | key <name> [text] | commands | command <ext:name> [args] | status | skills | mcp | mcp status | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
@@ -278,6 +280,13 @@ impl Shell {
                 };
                 self.call(first, args).await
             }
+            "run" => {
+                let args = match parse_json(tail) {
+                    Ok(a) => a,
+                    Err(e) => return Reply::Error(e),
+                };
+                self.run(first, args).await
+            }
             "pre" => {
                 let args = match parse_json(tail) {
                     Ok(a) => a,
@@ -410,38 +419,52 @@ impl Shell {
         }
     }
 
-    /// Call a tool; at a terminal, Ctrl-C while it runs cancels it on the wire.
-    async fn call(&self, tool: &str, args: Value) -> Reply {
-        let sink: UpdateSink = if self.interactive() {
+    /// Where a call's progress goes: a line each, at a terminal or as JSON.
+    fn progress_sink(&self) -> UpdateSink {
+        if self.interactive() {
             Arc::new(|p: &yep_host::capability::Progress| eline!("  … {}", escape(&p.message)))
         } else {
             Arc::new(|p: &yep_host::capability::Progress| {
                 stdout_line(&json!({ "update": p.message }).to_string())
             })
-        };
-        let cancel = CancellationToken::new();
-        let call = self
-            .host
-            .call_tool(tool, args, Some(sink), Some(cancel.clone()));
-        let result = if self.interactive() {
-            tokio::pin!(call);
-            tokio::select! {
-                r = &mut call => r,
-                _ = tokio::signal::ctrl_c() => {
-                    // The terminal echoed `^C` mid-line.
-                    eline!("");
-                    cancel.cancel();
-                    // A question it asked is not waiting at the terminal any more.
-                    if let Some(terminal) = &self.terminal {
-                        terminal.abandon();
-                    }
-                    call.await
+        }
+    }
+
+    /// Await `call`; at a terminal, Ctrl-C meanwhile cancels `cancel` (and so the call, on
+    /// the wire) and still waits for its end.
+    async fn interruptible<F: std::future::IntoFuture>(
+        &self,
+        call: F,
+        cancel: &CancellationToken,
+    ) -> F::Output {
+        let call = call.into_future();
+        if !self.interactive() {
+            return call.await;
+        }
+        tokio::pin!(call);
+        tokio::select! {
+            r = &mut call => r,
+            _ = tokio::signal::ctrl_c() => {
+                // The terminal echoed `^C` mid-line.
+                eline!("");
+                cancel.cancel();
+                // A question it asked is not waiting at the terminal any more.
+                if let Some(terminal) = &self.terminal {
+                    terminal.abandon();
                 }
+                call.await
             }
-        } else {
-            call.await
-        };
-        match result {
+        }
+    }
+
+    /// Call a tool directly, without the hooks; at a terminal, Ctrl-C while it runs cancels
+    /// it on the wire.
+    async fn call(&self, tool: &str, args: Value) -> Reply {
+        let cancel = CancellationToken::new();
+        let call =
+            self.host
+                .call_tool(tool, args, Some(self.progress_sink()), Some(cancel.clone()));
+        match self.interruptible(call, &cancel).await {
             Ok(v) => Reply::Value(json!({ "result": v })),
             Err(e) if is_cancelled(&e) => Reply::Said {
                 json: json!({ "error": e.to_string() }),
@@ -452,6 +475,46 @@ impl Shell {
                 sentence: ext.to_string(),
             },
             Err(e) => Reply::Error(self.session_error(&e)),
+        }
+    }
+
+    /// Run a tool as an agent does: the pre hooks (a block ends it there, a rewrite is what
+    /// runs), the call, then the post hooks.
+    async fn run(&self, tool: &str, args: Value) -> Reply {
+        let cancel = CancellationToken::new();
+        let sink = self.progress_sink();
+        let call = self
+            .host
+            .run_tool(tool, args)
+            .on_progress(move |p| sink(p))
+            .cancel_on(cancel.clone());
+        match self.interruptible(call, &cancel).await {
+            CallOutcome::Ok(v) => Reply::Value(json!({ "result": v })),
+            CallOutcome::Blocked {
+                extension,
+                reason,
+                user_message,
+            } => Reply::Said {
+                json: json!({ "blocked": {"extension": extension, "reason": reason, "user_message": user_message} }),
+                text: format!(
+                    "blocked by `{}`: {}",
+                    escape(&extension),
+                    escape(user_message.as_deref().unwrap_or(&reason))
+                ),
+            },
+            CallOutcome::ToolError { extension, message } => Reply::ToolError {
+                sentence: format!("`{extension}` answered `{tool}` with an error: {message}"),
+                message,
+            },
+            CallOutcome::Cancelled => Reply::Said {
+                json: json!({ "error": "cancelled" }),
+                text: format!("cancelled `{tool}`"),
+            },
+            CallOutcome::TimedOut { after } => {
+                Reply::Error(format!("`{tool}` timed out after {} ms", after.as_millis()))
+            }
+            CallOutcome::Failed { error, .. } => Reply::Error(self.session_error(&error)),
+            other => Reply::Value(json!({ "error": other.for_model() })),
         }
     }
 
