@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use std::sync::Arc;
 use std::time::Duration;
-use yep_host::process::{self, SpawnSpec, describe_status};
+use yep_host::process::{self, RunLimits, SpawnSpec, describe_status};
 
 /// Alive and not a zombie.
 fn running(pid: i32) -> bool {
@@ -241,4 +241,122 @@ async fn a_failed_spawn_chains_its_cause_instead_of_repeating_it() {
     assert_eq!(err.to_string(), "cannot spawn `no-such-yep-program`");
     let source = std::error::Error::source(&err).expect("the I/O error is chained");
     assert!(source.to_string().contains("No such file"), "{source}");
+}
+
+/// `sh -c script`, run in `dir` without a sandbox.
+fn shell(dir: &std::path::Path, script: &str) -> SpawnSpec {
+    SpawnSpec {
+        program: "sh".into(),
+        args: vec!["-c".into(), script.into()],
+        cwd: dir.into(),
+        bin_dir: None,
+        env: vec![],
+        log_path: dir.join("hook.log"),
+        sandbox: None,
+    }
+}
+
+const QUICK: RunLimits = RunLimits {
+    timeout: Duration::from_secs(10),
+    max_stdout: 10_000,
+};
+
+#[tokio::test]
+async fn a_one_shot_command_gets_its_stdin_and_gives_its_stdout_and_exit_status() {
+    let fx = Fixture::new();
+    let spec = shell(
+        fx.dir.path(),
+        "read line; echo \"got $line\"; echo oops >&2; exit 2",
+    );
+    let ran = process::run_to_end(&spec, b"{\"tool\":\"Bash\"}\n", QUICK)
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        "got {\"tool\":\"Bash\"}\n"
+    );
+    assert_eq!(ran.status.and_then(|s| s.code()), Some(2));
+    assert_eq!(ran.stderr_tail, ["oops"]);
+    assert!(!ran.timed_out());
+    // One that reads none of a large input still ends, and is not held by the write.
+    let big = vec![b'x'; 4 << 20];
+    let ran = process::run_to_end(&shell(fx.dir.path(), "echo done"), &big, QUICK)
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "done\n");
+}
+
+#[tokio::test]
+async fn a_one_shot_command_past_its_timeout_is_killed_with_its_whole_group() {
+    let fx = Fixture::new();
+    let pidfile = fx.dir.path().join("sleeper.pid");
+    let script = format!("sleep 300 & echo $! > '{}'; wait", pidfile.display());
+    let limits = RunLimits {
+        timeout: Duration::from_millis(500),
+        ..QUICK
+    };
+    let started = std::time::Instant::now();
+    let ran = process::run_to_end(&shell(fx.dir.path(), &script), b"", limits)
+        .await
+        .unwrap();
+    assert!(ran.timed_out(), "{ran:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let sleeper: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        eventually(|| !running(sleeper)).await,
+        "the command's child {sleeper} outlived its timeout"
+    );
+}
+
+#[tokio::test]
+async fn stdout_past_the_cap_is_cut_and_said_and_never_blocks_the_command() {
+    let fx = Fixture::new();
+    // 10 MB, more than any pipe holds: the command ends only if it is read to the end.
+    let spec = shell(
+        fx.dir.path(),
+        "head -c 10000000 /dev/zero | tr '\\0' a; echo; exit 0",
+    );
+    let ran = process::run_to_end(&spec, b"", QUICK).await.unwrap();
+    assert_eq!(ran.status.and_then(|s| s.code()), Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.len(), 10_000);
+    assert_eq!(ran.dropped, 10_000_001 - 10_000);
+}
+
+#[tokio::test]
+async fn a_one_shot_command_runs_in_the_sandbox() {
+    let fx = Fixture::new();
+    let workspace = fx.dir.path().join("ws");
+    let data = fx.dir.path().join("data");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let mut spec = shell(
+        &workspace,
+        "echo inside > \"$0\"/ok && echo outside > ./planted; echo ran",
+    );
+    spec.args.push(data.display().to_string());
+    spec.sandbox = Some(process::Sandboxed {
+        mode: yep_host::sandbox::Mode::Required,
+        package_dir: None,
+        data_dir: Some(data.clone()),
+        workspace: Some(workspace.clone()),
+        grants: Default::default(),
+        name: "hook".into(),
+        on_denied: None,
+        learn: None,
+    });
+    let ran = process::run_to_end(&spec, b"", QUICK).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "ran\n", "{ran:?}");
+    assert!(data.join("ok").exists(), "its data dir is its to write");
+    assert!(
+        !workspace.join("planted").exists(),
+        "the workspace is read-only to it"
+    );
 }
