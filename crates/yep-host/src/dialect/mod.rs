@@ -5,8 +5,10 @@
 //! [`Peer`]: the live server in capability terms. The supervisor starts and stops processes;
 //! the runtime calls a `Peer` and never asks which dialect it holds. YEP 1.0 is
 //! [`yep::Yep`]; zot's extension protocol v1 is [`zot::Zot`] (chosen per package by the launch
-//! recipe); MCP is `mcp::Mcp` (the default `mcp` feature).
+//! recipe); MCP is `mcp::Mcp` (the default `mcp` feature). Claude Code plugins' command hooks
+//! are [`claude`]'s.
 
+pub mod claude;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod yep;

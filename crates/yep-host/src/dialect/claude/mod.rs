@@ -1,0 +1,5 @@
+//! Claude Code plugins: no server, but command hooks, each a short-lived process run
+//! contained ([`crate::process::run_to_end`]), with Claude Code's contract on stdin and
+//! stdout ([`io`]).
+
+pub mod io;
