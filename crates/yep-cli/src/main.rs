@@ -65,6 +65,9 @@ enum Command {
     /// MCP servers: add one to the home, remove it, list every one a session sees.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
+    /// Plugin marketplaces (Claude Code's catalogues): add one, list what it offers, remove it.
+    #[command(subcommand)]
+    Marketplace(commands::marketplace::MarketplaceCommand),
     /// Approve an MCP server's tools as they are now (a workspace's `.mcp.json` server, or
     /// tools new or changed since approval), or a zot extension's widened registrations:
     /// shows the diff and asks.
@@ -146,6 +149,7 @@ fn main() -> ExitCode {
             Command::New(args) => commands::new::run(args),
             Command::Secret(cmd) => commands::config::secret(cmd, &home),
             Command::Mcp(cmd) => commands::mcp::run(cmd, &home).await,
+            Command::Marketplace(cmd) => commands::marketplace::run(cmd, &home),
             Command::Trust(args) => commands::mcp::trust(args, &home).await,
             Command::Grant(args) => commands::grant::grant(args, &home),
             Command::Revoke(args) => commands::grant::revoke(args, &home),

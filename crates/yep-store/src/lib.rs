@@ -18,6 +18,7 @@ pub mod grants;
 pub mod hash;
 pub mod lockfile;
 pub mod manifest;
+pub mod marketplace;
 pub mod mcp;
 pub mod progress;
 pub mod settings;
@@ -159,6 +160,9 @@ pub enum StoreError {
     /// A user-level MCP server that cannot be added as given.
     #[error("{0}")]
     McpServer(String),
+    /// A plugin marketplace that cannot be added or read.
+    #[error("{0}")]
+    Marketplace(String),
     /// An MCP server's tool list past a cap on what may be approved.
     #[error(
         "MCP server `{}`: its tool list cannot be approved: {cap}",

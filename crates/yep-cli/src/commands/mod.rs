@@ -8,6 +8,7 @@ pub mod grant;
 pub mod install;
 pub mod manage;
 pub mod manifest;
+pub mod marketplace;
 pub mod mcp;
 pub mod new;
 mod prompt;

@@ -1,6 +1,7 @@
 //! Helpers shared by the CLI's test files (each file uses some of them).
 #![allow(dead_code)]
 
+pub mod claude;
 pub mod http;
 pub mod zot;
 
