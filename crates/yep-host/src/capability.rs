@@ -134,6 +134,9 @@ pub enum HookOutcome {
         reason: String,
         user_message: Option<String>,
     },
+    /// Ask the user first (a Claude Code hook's `permissionDecision: "ask"`): the host puts
+    /// `reason` to them with `allow` and `deny`, and only `allow` lets the call go on.
+    Ask { reason: String },
 }
 
 /// One tool call: its arguments, where its streamed output goes and how it is cancelled.

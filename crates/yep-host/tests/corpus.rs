@@ -181,6 +181,7 @@ async fn act(ext: &Extension, user: &User, action: &Value) -> Result<Value, Stri
                 HookOutcome::Allow => json!({ "block": false }),
                 HookOutcome::Rewrite(args) => json!({ "block": false, "args": args }),
                 HookOutcome::Block { reason, .. } => json!({ "block": true, "reason": reason }),
+                HookOutcome::Ask { reason } => json!({ "block": false, "ask": reason }),
             })
         }
         Some("command") => {

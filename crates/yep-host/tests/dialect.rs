@@ -258,6 +258,10 @@ impl Peer for MemPeer {
                 }
             } else if let Some(args) = v.get("rewrite") {
                 HookOutcome::Rewrite(args.clone())
+            } else if let Some(reason) = v["ask"].as_str() {
+                HookOutcome::Ask {
+                    reason: reason.into(),
+                }
             } else {
                 HookOutcome::Allow
             })
@@ -423,6 +427,8 @@ async fn serve(stream: DuplexStream, name: String) {
                     json!({"block": "no rm here"})
                 } else if msg["tool"] == "write" {
                     json!({"rewrite": {"path": "/safe/place"}})
+                } else if msg["tool"] == "deploy" {
+                    json!({"ask": format!("{} it", msg["args"]["how"].as_str().unwrap_or(""))})
                 } else {
                     json!({})
                 };
@@ -440,9 +446,17 @@ async fn serve(stream: DuplexStream, name: String) {
 
 // ---- the runtime, driven through it ------------------------------------------------------------
 
+/// Answers the server's colour question `blue`; allows a hook's ask about shipping, and
+/// denies any other.
 struct Blue;
 impl AskSink for Blue {
     async fn ask(&self, _: &str, q: Question) -> Answer {
+        if q.options == ["allow", "deny"] {
+            return Answer::answered(match q.prompt.contains("ships it") {
+                true => "allow",
+                false => "deny",
+            });
+        }
         assert_eq!(q.prompt, "colour?");
         Answer::answered("blue")
     }
@@ -559,6 +573,24 @@ async fn a_dialect_of_the_tests_own_drives_the_whole_runtime() {
             unavailable: vec![],
         }
     );
+    // A hook that asks: the user decides, through the embedder's questions.
+    assert!(
+        host.pre_tool_use("deploy", json!({"how": "ships"}))
+            .await
+            .is_allowed()
+    );
+    match host.pre_tool_use("deploy", json!({"how": "wipes"})).await {
+        PreDecision::Block {
+            extension, reason, ..
+        } => assert_eq!(
+            (extension.as_str(), reason.as_str()),
+            (
+                "mem",
+                "extension `mem` asked before `deploy` runs (wipes it), and the user denied it"
+            )
+        ),
+        other => panic!("{other:?}"),
+    }
 
     // Prompt: the dynamic text per turn (it replaces the static one, as for any wire).
     let prompt = host.prompt(1).await;

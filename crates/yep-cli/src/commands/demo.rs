@@ -232,6 +232,7 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         HookOutcome::Block { reason, .. } => json!({"block": true, "reason": reason}),
         HookOutcome::Rewrite(args) => json!({"block": false, "modified_args": args}),
         HookOutcome::Allow => json!({"block": false}),
+        HookOutcome::Ask { reason } => json!({"block": false, "ask": reason}),
     };
     let t = Instant::now();
     let blocked = ext

@@ -226,6 +226,48 @@ fn hook_error(
     }
 }
 
+/// What the user answers a hook that asks before a call, to let the call go on.
+pub const ALLOW: &str = "allow";
+
+/// What the user answers a hook that asks before a call, to stop it.
+pub const DENY: &str = "deny";
+
+impl ExtensionHost {
+    /// A hook of `extension` asks before `tool` runs, saying `reason`: the user is asked
+    /// through the host's questions, and anything but [`ALLOW`] (a deny, a dismissal, no one
+    /// to ask) blocks the call, saying which.
+    async fn asked(&self, extension: &str, tool: &str, reason: &str) -> Option<PreDecision> {
+        use crate::capability::{Events as _, Question};
+        let question = Question {
+            prompt: format!(
+                "{} asks before `{}` runs: {}",
+                crate::text::escape(extension),
+                crate::text::escape(tool),
+                crate::text::escape(reason)
+            ),
+            placeholder: None,
+            secret: false,
+            options: vec![ALLOW.into(), DENY.into()],
+        };
+        let answer = self.core.events.ask(extension, question).await;
+        if !answer.cancelled && answer.answer == ALLOW {
+            return None;
+        }
+        let why = match (&answer.reason, answer.cancelled) {
+            (Some(why), _) => format!("it could not be asked: {why}"),
+            (None, true) => "the question was dismissed".to_string(),
+            (None, false) => "the user denied it".to_string(),
+        };
+        Some(PreDecision::Block {
+            extension: extension.to_string(),
+            reason: format!(
+                "extension `{extension}` asked before `{tool}` runs ({reason}), and {why}"
+            ),
+            user_message: None,
+        })
+    }
+}
+
 impl ExtensionHost {
     /// The most one extension's subscriptions may hold one tool call, together.
     fn hook_budget(&self) -> Duration {
@@ -326,6 +368,11 @@ impl ExtensionHost {
                         rewritten_by.push(loaded.name.clone());
                     }
                     Ok(HookOutcome::Allow) => {}
+                    Ok(HookOutcome::Ask { reason }) => {
+                        if let Some(refused) = self.asked(&loaded.name, tool, &reason).await {
+                            return refused;
+                        }
+                    }
                     Err(err) if on_error == OnError::Block => {
                         self.core.report(hook_error(
                             &loaded.name,
