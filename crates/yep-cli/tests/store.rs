@@ -240,6 +240,40 @@ fn install_from_a_local_git_repo_at_a_rev_records_the_commit() {
     assert!(env.lock().contains("version = \"0.2.0\""));
 }
 
+/// A package in a directory of a repository (a monorepo's, a marketplace entry's
+/// `git-subdir`): only that directory is installed, the lock keeps where it was, and an update
+/// takes it from there again.
+#[test]
+fn install_from_a_git_subdirectory_keeps_only_it_and_updates_from_it() {
+    let env = Env::new();
+    let repo = env.tmp.path().join("mono");
+    env.package("mono/packages/inner", "inner", "0.1.0", facet());
+    std::fs::write(repo.join("README.md"), "the monorepo").unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "v0.1.0"]);
+    let url = format!("file://{}", repo.display());
+    env.ok(&["install", &url, "--subdir", "packages/inner", "--yes"]);
+    let lock = env.lock();
+    assert!(lock.contains("subdir = \"packages/inner\""), "{lock}");
+    let installed = env.home().join("extensions/inner");
+    assert!(installed.join("plugin.json").is_file());
+    assert!(!installed.join("README.md").exists() && !installed.join("packages").exists());
+    env.package("mono/packages/inner", "inner", "0.2.0", facet());
+    git(&repo, &["commit", "-qam", "v0.2.0"]);
+    env.ok(&["update", "inner", "--yes"]);
+    assert!(env.lock().contains("version = \"0.2.0\""), "{}", env.lock());
+    // One that leaves the repository, or is not there, is refused; nothing is installed.
+    for (subdir, said) in [
+        ("../mono", "leaves the repository"),
+        ("packages/none", "was not found"),
+    ] {
+        let out = env.yep(&["install", &url, "--subdir", subdir, "--yes"]);
+        assert!(!out.status.success());
+        assert!(text(&out.stderr).contains(said), "{}", text(&out.stderr));
+    }
+}
+
 #[test]
 fn an_update_that_widens_the_grant_shows_the_diff_and_needs_consent() {
     let env = Env::new();

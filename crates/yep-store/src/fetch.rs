@@ -47,6 +47,9 @@ pub enum FetchError {
     Version(String),
     #[error("git {args} failed: {message}")]
     Git { args: String, message: String },
+    /// A package directory inside a repository that leads out of it.
+    #[error("subdirectory {0:?} leaves the repository")]
+    SubdirLeaves(String),
     /// A source that needs a download or an archive, in a build without the `fetch` feature.
     #[error(
         "cannot fetch {0}: this build of yep-store has no `fetch` feature (downloads and .tar.gz archives); install from a directory or a git URL instead"
@@ -202,6 +205,44 @@ pub fn fetch_git(url: &str, rev: Option<&str>, dest: &Path) -> Result<String, Fe
     super::fsutil::remove_tree(&dest.join(".git"))
         .map_err(io("failed to drop the clone's .git"))?;
     super::fsutil::check_links(dest).map_err(io(format!("failed to use the checkout of {url}")))?;
+    Ok(commit)
+}
+
+/// [`fetch_git`], keeping only the directory `subdir` of the repository at `dest`: the
+/// package a monorepo or a marketplace entry (`git-subdir`) names. `subdir` must stay inside
+/// the repository and be a directory there, not a link. The commit.
+pub fn fetch_git_subdir(
+    url: &str,
+    rev: Option<&str>,
+    subdir: &str,
+    dest: &Path,
+) -> Result<String, FetchError> {
+    let inside = !subdir.is_empty()
+        && Path::new(subdir).components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        });
+    if !inside {
+        return Err(FetchError::SubdirLeaves(
+            crate::text::escape(subdir).into_owned(),
+        ));
+    }
+    let clone = dest.with_file_name(".clone");
+    super::fsutil::remove_tree(&clone).map_err(io("failed to clear the clone's place"))?;
+    let commit = fetch_git(url, rev, &clone)?;
+    let from = clone.join(subdir);
+    let is_dir = from.symlink_metadata().is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        let _ = super::fsutil::remove_tree(&clone);
+        return Err(FetchError::NotFound(format!(
+            "directory {} in {url}",
+            crate::text::escape(subdir)
+        )));
+    }
+    std::fs::rename(&from, dest).map_err(io(format!("failed to take {subdir} from the clone")))?;
+    super::fsutil::remove_tree(&clone).map_err(io("failed to drop the clone"))?;
     Ok(commit)
 }
 

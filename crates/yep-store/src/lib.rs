@@ -367,6 +367,8 @@ pub struct InstallOptions {
     pub progress: Progress,
     /// How a zot extension is run to read its registrations; without it, one is refused.
     pub zot: Option<ZotRunner>,
+    /// The package's directory inside a git repository (a git source only).
+    pub subdir: Option<String>,
 }
 
 /// Update options.
@@ -1088,6 +1090,9 @@ impl Home {
         opts: &InstallOptions,
         staged: &Path,
     ) -> Result<(LockSource, PathBuf), StoreError> {
+        if opts.subdir.is_some() && !matches!(source, SourceSpec::Git { .. }) {
+            return Err(StoreError::Source(source::SourceError::SubdirNotGit));
+        }
         match source {
             SourceSpec::Path(path) => {
                 let abs = std::fs::canonicalize(path)
@@ -1112,12 +1117,18 @@ impl Home {
             SourceSpec::Git { url, rev } => {
                 let commit = {
                     let _clone = opts.progress.step(format!("cloning {url}"));
-                    fetch::fetch_git(url, rev.as_deref(), staged)?
+                    match &opts.subdir {
+                        Some(subdir) => {
+                            fetch::fetch_git_subdir(url, rev.as_deref(), subdir, staged)?
+                        }
+                        None => fetch::fetch_git(url, rev.as_deref(), staged)?,
+                    }
                 };
                 Ok((
                     LockSource::Git {
                         url: url.clone(),
                         rev: commit,
+                        subdir: opts.subdir.clone(),
                     },
                     staged.to_path_buf(),
                 ))
@@ -1257,10 +1268,13 @@ impl Home {
                     install.link = *link;
                     SourceSpec::Path(PathBuf::from(path))
                 }
-                LockSource::Git { url, .. } => SourceSpec::Git {
-                    url: url.clone(),
-                    rev: None,
-                },
+                LockSource::Git { url, subdir, .. } => {
+                    install.subdir = subdir.clone();
+                    SourceSpec::Git {
+                        url: url.clone(),
+                        rev: None,
+                    }
+                }
                 LockSource::Crate { crate_name, .. } => SourceSpec::Crate {
                     name: crate_name.clone(),
                     version: None,

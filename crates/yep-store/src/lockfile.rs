@@ -12,6 +12,9 @@ pub enum LockSource {
         url: String,
         /// The resolved commit.
         rev: String,
+        /// The package's directory in the repository, when it is not the root.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subdir: Option<String>,
     },
     Path {
         path: String,
@@ -34,9 +37,14 @@ impl LockSource {
     pub fn same_origin(&self, other: &LockSource) -> bool {
         match (self, other) {
             (LockSource::Path { path: a, .. }, LockSource::Path { path: b, .. }) => a == b,
-            (LockSource::Git { url: a, .. }, LockSource::Git { url: b, .. }) => {
-                a.trim_end_matches('/') == b.trim_end_matches('/')
-            }
+            (
+                LockSource::Git {
+                    url: a, subdir: x, ..
+                },
+                LockSource::Git {
+                    url: b, subdir: y, ..
+                },
+            ) => a.trim_end_matches('/') == b.trim_end_matches('/') && x == y,
             (LockSource::Crate { crate_name: a, .. }, LockSource::Crate { crate_name: b, .. }) => {
                 crate_key(a) == crate_key(b)
             }
@@ -54,8 +62,12 @@ impl std::fmt::Display for LockSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             // A lock may be corrupt or planted: cut by characters, never inside one.
-            LockSource::Git { url, rev } => {
-                write!(f, "git {url}@{}", rev.chars().take(12).collect::<String>())
+            LockSource::Git { url, rev, subdir } => {
+                write!(f, "git {url}@{}", rev.chars().take(12).collect::<String>())?;
+                match subdir {
+                    Some(subdir) => write!(f, " ({subdir})"),
+                    None => Ok(()),
+                }
             }
             LockSource::Path { path, link: true } => write!(f, "link {path}"),
             LockSource::Path { path, .. } => write!(f, "path {path}"),
@@ -289,6 +301,7 @@ mod tests {
             source: LockSource::Git {
                 url: "file:///r".into(),
                 rev: "deadbeef".into(),
+                subdir: None,
             },
             content_hash: "sha256:11".into(),
             version: None,
@@ -329,6 +342,7 @@ mod tests {
         let source = LockSource::Git {
             url: "file:///r".into(),
             rev: "ééééééééééééé".into(),
+            subdir: None,
         };
         assert_eq!(source.to_string(), "git file:///r@éééééééééééé");
     }

@@ -11,6 +11,9 @@ pub enum SourceError {
     /// Never passed on, where `git` (or anything else) would read it as an option.
     #[error("{0:?} is not a source: it starts with `-`")]
     Option(String),
+    /// `--subdir` names a directory inside a repository: a git source only.
+    #[error("a subdirectory is taken only from a git source (`<git-url>[@rev] --subdir <path>`)")]
+    SubdirNotGit,
     #[error(
         "{0:?} is not a directory, a git URL (`https://…[@rev]`, `file://…`), `crates.io:<crate>[@version]` or an extension name"
     )]

@@ -20,6 +20,9 @@ pub struct InstallArgs {
     /// Reference a local directory in place (for authors); its hash is re-checked later.
     #[arg(long)]
     link: bool,
+    /// The package's directory inside a git repository (a monorepo's), from its root.
+    #[arg(long, value_name = "PATH")]
+    subdir: Option<String>,
     /// Let a package from another source take the name of an installed one. It is approved
     /// afresh; the old one's secrets, config and data are dropped and it is left disabled.
     #[arg(long)]
@@ -272,6 +275,7 @@ pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode>
         .runner();
     let opts = InstallOptions {
         link: args.link,
+        subdir: args.subdir.clone(),
         replace: args.replace,
         progress: crate::progress::bars(),
         zot: Some(zot),
