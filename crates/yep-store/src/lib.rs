@@ -928,6 +928,7 @@ impl Home {
             approved_manifest: Some(serde_json::to_string(&manifest).unwrap_or_default()),
             binary: pinned,
             zot: zot_pin,
+            claude: None,
         });
         let trash = scratch.join("previous");
         let mut renames = Vec::new();

@@ -17,6 +17,11 @@ pub const MAX_PLUGIN_HOOKS: usize = 64;
 /// Claude Code's default per-hook timeout, in seconds.
 pub const DEFAULT_TIMEOUT_S: u64 = 60;
 
+/// The longest yep lets a hook outside a tool call (SessionStart, Stop, …) run, in seconds,
+/// whatever it asks: the consent screen shows the clamp, so the runtime must keep to it. A
+/// tool hook's bound is [`crate::manifest::MAX_HOOK_TIMEOUT_MS`].
+pub const MAX_LIFECYCLE_TIMEOUT_S: u64 = 60;
+
 /// One command hook as the lock pins it. A plugin's hooks keep their file order within an
 /// event (the order Claude Code merges their answers in); events are in name order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +51,22 @@ impl CommandHook {
     /// The timeout Claude Code gives it, in seconds.
     pub fn timeout(&self) -> u64 {
         self.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S)
+    }
+
+    /// Whether it runs inside a tool call (PreToolUse, PostToolUse), so holds the call.
+    pub fn on_tool_call(&self) -> bool {
+        matches!(self.event.as_str(), "PreToolUse" | "PostToolUse")
+    }
+
+    /// The timeout yep gives it, in seconds: its own, clamped to 30 s for a tool hook and to
+    /// [`MAX_LIFECYCLE_TIMEOUT_S`] for any other.
+    pub fn effective_timeout(&self) -> u64 {
+        let max = if self.on_tool_call() {
+            crate::manifest::MAX_HOOK_TIMEOUT_MS / 1000
+        } else {
+            MAX_LIFECYCLE_TIMEOUT_S
+        };
+        self.timeout().min(max)
     }
 
     /// Its matcher, compiled.
@@ -155,8 +176,11 @@ pub(crate) fn read(value: &Value, from: &str, out: &mut Read) {
             if let Some(m) = &matcher
                 && let Err(e) = Matcher::parse(m)
             {
-                out.notes
-                    .push(format!("{} hooks{on} left out: {e}", escape(event)));
+                out.notes.push(format!(
+                    "{} hooks{on} left out: {}",
+                    escape(event),
+                    escape(&e.to_string())
+                ));
                 continue;
             }
             let handlers = group.get("hooks").and_then(Value::as_array);

@@ -1,12 +1,16 @@
 //! Claude Code, Codex and Agent Plugins packages: which of them a directory holds, and its
 //! manifest and parts (commands, skills, agents, hooks, MCP and LSP servers, user config),
 //! read leniently as those hosts read them and without running anything.
+//!
+//! What yep approves from them, and pins, is [`approve`].
 
+pub mod approve;
 pub mod frontmatter;
 pub mod hooks;
 mod mcp_json;
 pub mod rules;
 
+pub use approve::{Approval, ApproveError, ClaudePin, PinnedAgent, PinnedCommand};
 pub use hooks::{CommandHook, Matcher, MatcherError};
 pub use rules::PermissionRule;
 
