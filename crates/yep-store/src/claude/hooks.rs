@@ -69,6 +69,33 @@ impl CommandHook {
         self.timeout().min(max)
     }
 
+    /// Whether it fires for a call of `tool` (its Bash `command`, for the Bash tool), by
+    /// Claude Code's rules: the matcher must match the tool's name; an `if` rule must name the
+    /// tool, and for Bash allow the command. A rule on another tool's argument (`Edit(*.ts)`)
+    /// is not judged here and lets the hook run, as Claude Code's filter fails open. A hook
+    /// with an `if` never fires outside a tool call.
+    pub fn fires_for(&self, tool: &str, command: Option<&str>) -> bool {
+        if !self.compiled_matcher().is_ok_and(|m| m.matches(tool)) {
+            return false;
+        }
+        let Some(rule) = &self.if_rule else {
+            return true;
+        };
+        if !self.on_tool_call() {
+            return false;
+        }
+        let Some(rule) = PermissionRule::parse(rule) else {
+            return true;
+        };
+        if !rule.names_tool(tool) {
+            return false;
+        }
+        match (tool, command) {
+            ("Bash", Some(command)) => rule.allows_command(command),
+            _ => true,
+        }
+    }
+
     /// Its matcher, compiled.
     pub fn compiled_matcher(&self) -> Result<Matcher, MatcherError> {
         Matcher::parse(self.matcher.as_deref().unwrap_or(""))
@@ -299,6 +326,34 @@ mod tests {
         ));
         // A regex whose compiled form is over the size limit is refused, not built.
         assert!(Matcher::parse(".{1000}{1000}").is_err());
+    }
+
+    #[test]
+    fn a_hook_fires_when_its_matcher_and_its_if_rule_both_match() {
+        let hook = |event: &str, matcher: Option<&str>, if_rule: Option<&str>| CommandHook {
+            event: event.into(),
+            matcher: matcher.map(str::to_string),
+            command: "h".into(),
+            args: Vec::new(),
+            timeout_s: None,
+            if_rule: if_rule.map(str::to_string),
+            is_async: false,
+        };
+        let commit = hook("PostToolUse", Some("Bash"), Some("Bash(git commit:*)"));
+        assert!(commit.fires_for("Bash", Some("git commit -m x")));
+        assert!(!commit.fires_for("Bash", Some("git push")));
+        assert!(!commit.fires_for("Write", None));
+        let edits = hook("PreToolUse", Some("Edit|Write"), Some("Edit(*.ts)"));
+        assert!(
+            edits.fires_for("Edit", None),
+            "a path rule is not judged here"
+        );
+        assert!(
+            !edits.fires_for("Write", None),
+            "the rule names another tool"
+        );
+        assert!(hook("PreToolUse", None, None).fires_for("Anything", None));
+        assert!(!hook("SessionStart", None, Some("Bash")).fires_for("startup", None));
     }
 
     #[test]
