@@ -1,7 +1,7 @@
 //! The YAML frontmatter of a command, skill or agent file, read as far as yep needs it: a
 //! `key: value` per line, lists written `[a, b]` or as `- item` lines, quotes taken off.
-//! Anything fancier (nested maps, block scalars) is kept as its first line or skipped: the
-//! fields yep reads are all scalars or lists.
+//! A block scalar (`description: >`) is its lines joined; anything fancier (nested maps) is
+//! skipped: the fields yep reads are all scalars or lists.
 
 use std::collections::BTreeMap;
 
@@ -94,7 +94,21 @@ fn fields(block: &[&str]) -> BTreeMap<String, Value> {
         };
         let key = key.trim().to_string();
         let value = value.trim();
-        if value.is_empty() {
+        if matches!(value, "|" | ">" | "|-" | ">-" | "|+" | ">+") {
+            // A block scalar: its indented lines, joined (folded or not, one line is enough
+            // for what yep shows).
+            let mut lines = Vec::new();
+            while i < block.len() && (block[i].starts_with([' ', '\t']) || block[i].is_empty()) {
+                lines.push(block[i].trim());
+                i += 1;
+            }
+            let text = lines
+                .into_iter()
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.insert(key, Value::Scalar(text));
+        } else if value.is_empty() {
             // A block list, `- item` lines below; anything else indented is skipped.
             let mut items = Vec::new();
             while i < block.len() && block[i].starts_with([' ', '\t', '-']) {
@@ -176,6 +190,14 @@ mod tests {
             comma.rules("allowed-tools"),
             ["Bash(git add:*)", "Bash(gh pr create:*)"]
         );
+        let folded = Frontmatter::parse(
+            "---\ndescription: >\n  Reviews a change\n  line by line\nname: r\n---\n",
+        );
+        assert_eq!(
+            folded.scalar("description"),
+            Some("Reviews a change line by line")
+        );
+        assert_eq!(folded.scalar("name"), Some("r"));
         let spaces = Frontmatter::parse("---\nallowed-tools: Bash(git add *) Read\n---\n");
         assert_eq!(spaces.rules("allowed-tools"), ["Bash(git add *)", "Read"]);
     }
