@@ -452,12 +452,16 @@ const MAX_CLAUDE_ROWS: usize = 32;
 /// [`MAX_COMMAND_CHARS`], wrapped under its label.
 fn command_lines(command: &str) -> Vec<String> {
     let line = format!("`{}`", field(command, MAX_COMMAND_CHARS));
-    let width = FIELD_CHARS + 8;
-    let chars: Vec<char> = line.chars().collect();
-    chars
-        .chunks(width)
-        .map(|c| c.iter().collect::<String>())
-        .collect()
+    let width = FIELD_CHARS + 6;
+    // At spaces where it can; a word longer than a line is cut into lines of its own.
+    let pieces = line.split(' ').flat_map(|word| {
+        let chars: Vec<char> = word.chars().collect();
+        chars
+            .chunks(width)
+            .map(|c| c.iter().collect::<String>())
+            .collect::<Vec<_>>()
+    });
+    fill(pieces, width)
 }
 
 /// "N things", with "and N more" when the list was cut.
@@ -616,15 +620,32 @@ pub fn claude_summary(
     if !config.is_empty() {
         block(&mut out, "config", &list(&config));
     }
+    // The same note twice (five hooks left out alike) is one row, counted.
+    let mut seen: Vec<(&String, usize)> = Vec::new();
     for note in notes {
-        block(&mut out, "note", &wrap(&field(note, 400), width));
+        match seen.iter_mut().find(|(n, _)| *n == note) {
+            Some((_, count)) => *count += 1,
+            None => seen.push((note, 1)),
+        }
+    }
+    for (note, count) in seen {
+        let times = if count > 1 {
+            format!(" (×{count})")
+        } else {
+            String::new()
+        };
+        block(
+            &mut out,
+            "note",
+            &wrap(&format!("{}{times}", field(note, 400)), width),
+        );
     }
     if !pin.ignored.is_empty() {
         let (shown, more) = cut(&pin.ignored);
         let mut keys: Vec<String> = shown.iter().map(|k| field(k, 24)).collect();
         keys.extend(more);
         let last = keys.len() - 1;
-        keys[last].push_str(" (yep ignores them)");
+        keys[last].push_str(" (yep reads no such key)");
         block(&mut out, "ignored", &list(&keys));
     }
     let counts = format!(

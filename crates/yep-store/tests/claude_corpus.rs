@@ -142,7 +142,7 @@ fn every_corpus_plugin_is_read_with_the_parts_its_files_hold() {
         "{notes}"
     );
     assert!(
-        notes.contains("PostToolUse on Bash: a hook left out"),
+        notes.contains("PostToolUse on Bash if Bash(git commit:*): a hook left out"),
         "{notes}"
     );
     assert!(notes.contains("Stop: a hook left out"), "{notes}");
@@ -452,8 +452,8 @@ fn security_guidance_is_summarised_hook_by_hook() {
         "UserPromptSubmit:\n              timeout 60 s, fails open\n",
         "ensure_agent_sdk.py",
         "hooks run shell commands with your files on every matching call",
-        "PostToolUse on Bash: a hook left out",
-        "homepage (yep ignores them)",
+        "PostToolUse on Bash if Bash(git commit:*): a hook left out",
+        "homepage (yep reads no such key)",
         "3 hooks, 0 commands, 0 inline commands, 0 skills, 0 agents",
     ] {
         assert!(summary.contains(row), "{row:?} in\n{summary}");
@@ -462,6 +462,7 @@ fn security_guidance_is_summarised_hook_by_hook() {
         summary.lines().all(|l| l.chars().count() <= 80),
         "every line fits 80 columns:\n{summary}"
     );
+    insta::assert_snapshot!("claude__security_guidance_summary", summary);
 }
 
 #[test]

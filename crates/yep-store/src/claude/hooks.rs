@@ -219,7 +219,10 @@ pub(crate) fn read(value: &Value, from: &str, out: &mut Read) {
 }
 
 fn handle(event: &str, matcher: &Option<String>, on: &str, handler: &Value, out: &mut Read) {
-    let event_on = format!("{}{on}", escape(event));
+    let mut event_on = format!("{}{on}", escape(event));
+    if let Some(rule) = handler.get("if").and_then(Value::as_str) {
+        event_on.push_str(&format!(" if {}", escape(rule)));
+    }
     let kind = handler.get("type").and_then(Value::as_str).unwrap_or("");
     if kind != "command" {
         out.notes.push(format!(
