@@ -330,6 +330,12 @@ fn a_claude_plugin_reads_inline_hooks_user_config_and_lsp_servers() {
         "agents/reviewer.md",
         "---\nname: reviewer\ndescription: reviews\n---\n",
     );
+    write(
+        dir,
+        ".mcp.json",
+        r#"{"mcpServers": {"gh": {"type": "http", "url": "https://api.example.com/mcp",
+            "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}}}"#,
+    );
     let p = ClaudePlugin::load(dir, &Overrides::default()).unwrap();
     let hooks: Vec<(&str, &str)> = p
         .hooks
@@ -344,6 +350,35 @@ fn a_claude_plugin_reads_inline_hooks_user_config_and_lsp_servers() {
     assert_eq!(lsp, ["go", "ts"]);
     assert_eq!(p.agents[0].name, "reviewer");
     assert!(p.mcp_servers.contains_key("w"));
+
+    // userConfig and the MCP servers' ${VAR}s are config fields; sensitive ones are secrets.
+    let approval = p.approved().unwrap();
+    let fields = yep_store::summary::config_fields(&approval.manifest);
+    let fields: Vec<(&str, bool, Option<&str>)> = fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.secret, f.env.as_deref()))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("GITHUB_TOKEN", true, None),
+            ("api_token", true, Some("CLAUDE_PLUGIN_OPTION_API_TOKEN"))
+        ]
+    );
+    let y = &approval.manifest.yolop;
+    assert!(y.ui_ask && y.trace && !y.dynamic_prompt);
+    assert_eq!(y.hooks.len(), 1);
+    assert_eq!(y.hooks[0].timeout_ms, 10_000);
+    assert_eq!(approval.pin.lsp_servers, ["go", "ts"]);
+    assert_eq!(approval.pin.agents[0].name, "reviewer");
+    assert!(
+        approval
+            .notes
+            .iter()
+            .any(|n| n == "LSP servers left out (go, ts): yep has no LSP client"),
+        "{:?}",
+        approval.notes
+    );
 }
 
 #[test]

@@ -187,7 +187,7 @@ impl ClaudePlugin {
             .any(|h| !["PreToolUse", "PostToolUse", "SessionStart"].contains(&h.event.as_str()));
 
         let facet = Facet {
-            config_schema: self.config_schema(&mut notes),
+            config_schema: self.config_schema(&mcp_servers, &mut notes),
             commands,
             mcp_servers,
             hooks,
@@ -267,7 +267,15 @@ impl ClaudePlugin {
 
     /// `userConfig` as yep's `config_schema`: each option a property, a sensitive one a secret,
     /// each given to hooks as `CLAUDE_PLUGIN_OPTION_<KEY>`. An option yep cannot name is noted.
-    fn config_schema(&self, notes: &mut Vec<String>) -> Option<Value> {
+    ///
+    /// A `${VAR}` an MCP server's env or headers expand becomes a secret field of that name,
+    /// not required (it may come from the environment, as in Claude Code), so `yep secret set`
+    /// can hold it; the package's own paths (`${CLAUDE_PLUGIN_ROOT}` and the like) are not.
+    fn config_schema(
+        &self,
+        mcp_servers: &BTreeMap<String, crate::manifest::McpServer>,
+        notes: &mut Vec<String>,
+    ) -> Option<Value> {
         let mut properties = Map::new();
         let mut required = Vec::new();
         for option in &self.user_config {
@@ -297,6 +305,13 @@ impl ClaudePlugin {
                 required.push(Value::String(option.key.clone()));
             }
             properties.insert(option.key.clone(), property);
+        }
+        for server in mcp_servers.values() {
+            for var in expanded_vars(server.env.values().chain(server.headers.values())) {
+                properties
+                    .entry(var)
+                    .or_insert_with(|| json!({"type": "string", "secret": true}));
+            }
         }
         if properties.is_empty() {
             return None;
@@ -341,6 +356,41 @@ impl ClaudePlugin {
         }
         parts.join(" and ")
     }
+}
+
+/// Variables a package's own paths fill in, never secrets.
+const PACKAGE_VARS: [&str; 5] = [
+    "CLAUDE_PLUGIN_ROOT",
+    "CLAUDE_PLUGIN_DATA",
+    "CLAUDE_PROJECT_DIR",
+    "PLUGIN_ROOT",
+    "PLUGIN_DATA",
+];
+
+/// The `${VAR}` and `${VAR:-default}` names `texts` expand, in order of first use: names of
+/// environment variables only, the package's own paths left out.
+fn expanded_vars<'a>(texts: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut vars: Vec<String> = Vec::new();
+    for text in texts {
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("${") {
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else { break };
+            let inner = &after[..end];
+            let name = inner.split_once(":-").map_or(inner, |(name, _)| name);
+            let env_name = name.len() <= crate::manifest::MAX_NAME_LEN
+                && name
+                    .bytes()
+                    .next()
+                    .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if env_name && !PACKAGE_VARS.contains(&name) && !vars.iter().any(|v| v == name) {
+                vars.push(name.to_string());
+            }
+            rest = &after[end + 1..];
+        }
+    }
+    vars
 }
 
 /// A hook as the user approves it: a change in any part reads as another hook.
@@ -527,6 +577,16 @@ mod tests {
         let (lines, widened) = old.diff(&fewer);
         assert!(!widened);
         assert_eq!(lines, ["- hook SessionStart: `start.sh` (timeout 60 s)"]);
+    }
+
+    #[test]
+    fn an_mcp_servers_expanded_variables_become_secret_fields_and_its_own_paths_do_not() {
+        let texts = [
+            "Bearer ${GITHUB_TOKEN}".to_string(),
+            "${CLAUDE_PLUGIN_ROOT}/bin ${REGION:-us} ${user_config.key} ${GITHUB_TOKEN}".into(),
+            "${unclosed".into(),
+        ];
+        assert_eq!(expanded_vars(texts.iter()), ["GITHUB_TOKEN", "REGION"]);
     }
 
     #[test]
