@@ -233,9 +233,48 @@ fn a_root_plugin_json_with_a_yolop_facet_stays_a_yep_package() {
         r#"{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "both"}"#,
     );
     assert_eq!(plugin_kind(dir), Some(PluginKind::AgentPlugin));
-    // A root plugin.json that is neither is left to the YEP reader, which names the facet.
+    // A root plugin.json that is neither is left to the YEP reader; read as a plugin, the
+    // error names both.
     write(dir, "plugin.json", r#"{"name": "both"}"#);
     assert_eq!(plugin_kind(dir), None);
+    let err = ClaudePlugin::load(dir, &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "has no `yolop` object, so it is not a YEP package, and no agent-plugins.org `$schema`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_marketplace_entry_names_the_plugin_and_fills_in_what_its_manifest_leaves_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    write(
+        &dir,
+        ".claude-plugin/plugin.json",
+        r#"{"name": "own-name", "version": "2.0.0"}"#,
+    );
+    write(&dir, "commands/go.md", "go");
+    let entry = serde_json::json!({
+        "name": "listed-name", "version": "1.0.0", "source": "./p", "category": "x",
+        "lspServers": {"ra": {"command": "ra"}}
+    });
+    let p = ClaudePlugin::load(&dir, &Overrides::from_marketplace_entry(&entry)).unwrap();
+    assert_eq!(p.name, "listed-name");
+    assert_eq!(
+        p.version.as_deref(),
+        Some("2.0.0"),
+        "the plugin's own version wins"
+    );
+    assert_eq!(p.lsp_servers.len(), 1);
+    assert!(
+        p.ignored.is_empty(),
+        "source and category are the marketplace's: {:?}",
+        p.ignored
+    );
 }
 
 #[test]

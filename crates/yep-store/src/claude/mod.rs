@@ -117,9 +117,9 @@ pub fn plugin_kind(dir: &Path) -> Option<PluginKind> {
         .then_some(PluginKind::Claude)
 }
 
-/// What a marketplace entry adds to a plugin's own manifest: its name, and the fields it
-/// declares for a `strict: false` plugin (`lspServers`, `commands`, `mcpServers`, …). The
-/// plugin's own manifest wins where both say something.
+/// What a marketplace entry adds to a plugin's own manifest: its name (which wins, as it is
+/// the name users know), and the fields it declares for a `strict: false` plugin
+/// (`lspServers`, `commands`, `mcpServers`, …), where the plugin's own manifest wins.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
     pub fields: Map<String, Value>,
@@ -243,6 +243,11 @@ pub enum ClaudeError {
         dir.display()
     )]
     NotAPlugin { dir: PathBuf },
+    #[error(
+        "{} has no `yolop` object, so it is not a YEP package, and no agent-plugins.org `$schema`, so it is not an Agent Plugin either (a Claude Code plugin keeps its manifest in .claude-plugin/plugin.json)",
+        path.display()
+    )]
+    NeitherYepNorAgentPlugin { path: PathBuf },
     #[error(transparent)]
     Manifest(#[from] ManifestError),
 }
@@ -259,11 +264,20 @@ impl ClaudePlugin {
                 && !crate::zot::is_zot_package(dir);
             described.then_some(PluginKind::Claude)
         };
-        let kind = plugin_kind(dir)
-            .or_else(from_entry)
-            .ok_or_else(|| ClaudeError::NotAPlugin {
-                dir: dir.to_path_buf(),
-            })?;
+        let kind = plugin_kind(dir).or_else(from_entry).ok_or_else(|| {
+            let root = dir.join(MANIFEST_FILE);
+            let yep = crate::manifest::read_manifest_text(&root)
+                .ok()
+                .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+                .is_none_or(|m| m.get("yolop").is_some());
+            if root.is_file() && !yep {
+                ClaudeError::NeitherYepNorAgentPlugin { path: root }
+            } else {
+                ClaudeError::NotAPlugin {
+                    dir: dir.to_path_buf(),
+                }
+            }
+        })?;
         let manifest_file = match kind {
             PluginKind::Claude => Some(CLAUDE_MANIFEST_FILE).filter(|f| dir.join(f).is_file()),
             PluginKind::Codex => Some(CODEX_MANIFEST_FILE),
@@ -274,7 +288,13 @@ impl ClaudePlugin {
             None => Map::new(),
         };
         for (key, value) in &overrides.fields {
-            fields.entry(key.clone()).or_insert_with(|| value.clone());
+            // The marketplace's name is the one users know the plugin by; for the rest the
+            // plugin's own manifest wins.
+            if key == "name" {
+                fields.insert(key.clone(), value.clone());
+            } else {
+                fields.entry(key.clone()).or_insert_with(|| value.clone());
+            }
         }
         let reader = Reader {
             dir,
