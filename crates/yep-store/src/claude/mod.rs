@@ -693,30 +693,35 @@ impl Reader<'_> {
         roots: &[String],
         single: bool,
     ) -> Result<(), ClaudeError> {
-        let mut dirs = Vec::new();
-        for root in roots {
+        // A root as a package-relative directory, `.` for the package itself.
+        let norm = |root: &str| {
             let rel = root.trim_start_matches("./").trim_end_matches('/');
-            let rel = if rel.is_empty() { "." } else { rel };
-            if rel != "." && self.dir.join(rel).join("SKILL.md").is_file() {
-                dirs.push(rel.to_string());
+            if rel.is_empty() { "." } else { rel }.to_string()
+        };
+        let mut dirs: Vec<String> = Vec::new();
+        let mut add = |dir: String| {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        };
+        for root in roots.iter().map(|r| norm(r)) {
+            if root == "." {
+                // The package root as a skill root: its own SKILL.md, below.
                 continue;
             }
-            if rel == "." {
+            if self.dir.join(&root).join("SKILL.md").is_file() {
+                add(root);
                 continue;
             }
-            for (name, is_dir) in self.entries(rel, &mut plugin.notes) {
-                if is_dir && self.dir.join(rel).join(&name).join("SKILL.md").is_file() {
-                    dirs.push(format!("{rel}/{name}"));
+            for (name, is_dir) in self.entries(&root, &mut plugin.notes) {
+                if is_dir && self.dir.join(&root).join(&name).join("SKILL.md").is_file() {
+                    add(format!("{root}/{name}"));
                 }
             }
         }
-        if (single
-            || roots
-                .iter()
-                .any(|r| r.trim_start_matches("./").trim_end_matches('/').is_empty() || r == "."))
-            && self.dir.join("SKILL.md").is_file()
-        {
-            dirs.push(".".into());
+        let root_named = roots.iter().any(|r| norm(r) == ".");
+        if (single || root_named) && self.dir.join("SKILL.md").is_file() {
+            add(".".into());
         }
         plugin.skill_roots = roots.to_vec();
         for dir in dirs {
@@ -841,6 +846,50 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("big.md") && err.contains("limit"), "{err}");
+    }
+
+    #[test]
+    fn skills_are_read_from_skills_the_manifests_roots_and_a_lone_root_skill_md() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("solo");
+        write(
+            &dir,
+            "SKILL.md",
+            "---\ndescription: the whole plugin\n---\n",
+        );
+        write(&dir, "agents/a.md", "a");
+        let p = ClaudePlugin::load(&dir, &Overrides::default()).unwrap();
+        let names: Vec<(&str, &str)> = p
+            .skills
+            .iter()
+            .map(|s| (s.name.as_str(), s.dir.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [("solo", ".")],
+            "no skills/ and no key: the root SKILL.md"
+        );
+
+        write(
+            &dir,
+            CLAUDE_MANIFEST_FILE,
+            r#"{"name": "solo", "skills": ["./skills", "skills/", "./more", "./one"]}"#,
+        );
+        write(&dir, "skills/a/SKILL.md", "---\nname: alpha\n---\n");
+        write(&dir, "skills/not-a-skill/README.md", "x");
+        write(&dir, "more/b/SKILL.md", "b");
+        write(&dir, "one/SKILL.md", "c");
+        let p = ClaudePlugin::load(&dir, &Overrides::default()).unwrap();
+        let names: Vec<(&str, &str)> = p
+            .skills
+            .iter()
+            .map(|s| (s.name.as_str(), s.dir.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [("alpha", "skills/a"), ("b", "more/b"), ("one", "one")],
+            "each skill once; the root SKILL.md only when asked for"
+        );
     }
 
     #[test]
