@@ -558,8 +558,26 @@ impl Reader<'_> {
         Ok(out)
     }
 
+    /// `dir/rel`, refused when a directory on the way to it is a symbolic link: a path that
+    /// stays inside as written could otherwise leave through one (the file itself is opened
+    /// without following a link).
+    fn inside(&self, rel: &str) -> Result<PathBuf, ClaudeError> {
+        let mut path = self.dir.to_path_buf();
+        let parts: Vec<_> = Path::new(rel).components().collect();
+        for part in parts.iter().take(parts.len().saturating_sub(1)) {
+            path.push(part);
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(self.invalid(format!(
+                    "\"{}\" passes through a symbolic link, which yep does not follow in a plugin",
+                    escape(rel)
+                )));
+            }
+        }
+        Ok(self.dir.join(rel))
+    }
+
     fn read_json(&self, rel: &str) -> Result<Value, ClaudeError> {
-        let path = self.dir.join(rel);
+        let path = self.inside(rel)?;
         let text =
             read_regular_string(&path, MAX_MANIFEST_BYTES, Links::Refuse).map_err(|error| {
                 ManifestError::Read {
@@ -582,7 +600,7 @@ impl Reader<'_> {
     }
 
     fn read_part(&self, rel: &str) -> Result<Frontmatter, ClaudeError> {
-        let path = self.dir.join(rel);
+        let path = self.inside(rel)?;
         let text = read_regular_string(&path, MAX_PART_BYTES, Links::Refuse)
             .map_err(|error| ManifestError::Read { path, error })?;
         Ok(Frontmatter::parse(&text))
@@ -591,7 +609,13 @@ impl Reader<'_> {
     /// The entries of a package directory, sorted, at most [`MAX_PARTS`] (a note says how many
     /// more); none when it is missing or not a real directory (a link is not followed).
     fn entries(&self, rel: &str, notes: &mut Vec<String>) -> Vec<(String, bool)> {
-        let path = self.dir.join(rel);
+        let Ok(path) = self.inside(rel) else {
+            notes.push(format!(
+                "{} left out: it passes through a symbolic link",
+                escape(rel)
+            ));
+            return Vec::new();
+        };
         let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
         if !is_dir {
             return Vec::new();
@@ -831,6 +855,40 @@ mod tests {
                 "{key}: {err}"
             );
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_manifest_path_through_a_symbolic_link_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        write(&outside, "evil.md", "---\ndescription: from outside\n---\n");
+        write(&outside, "hooks.json", "{}");
+        let dir = tmp.path().join("p");
+        write(
+            &dir,
+            CLAUDE_MANIFEST_FILE,
+            r#"{"name": "p", "commands": "./out/evil.md"}"#,
+        );
+        std::os::unix::fs::symlink(&outside, dir.join("out")).unwrap();
+        let err = ClaudePlugin::load(&dir, &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("\"out/evil.md\" passes through a symbolic link"),
+            "{err}"
+        );
+        write(
+            &dir,
+            CLAUDE_MANIFEST_FILE,
+            r#"{"name": "p", "hooks": "./out/hooks.json"}"#,
+        );
+        assert!(ClaudePlugin::load(&dir, &Overrides::default()).is_err());
+        // A linked default directory is not listed: nothing in it is read.
+        write(&dir, CLAUDE_MANIFEST_FILE, r#"{"name": "p"}"#);
+        std::os::unix::fs::symlink(&outside, dir.join("commands")).unwrap();
+        let p = ClaudePlugin::load(&dir, &Overrides::default()).unwrap();
+        assert!(p.commands.is_empty());
     }
 
     #[test]
