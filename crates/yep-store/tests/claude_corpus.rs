@@ -218,6 +218,8 @@ fn a_root_plugin_json_with_a_yolop_facet_stays_a_yep_package() {
     // Even beside Claude Code parts, and an agent-plugins $schema, `yolop` decides.
     write(dir, "commands/hello.md", "hi");
     write(dir, "skills/s/SKILL.md", "---\nname: s\n---\n");
+    write(dir, ".claude-plugin/plugin.json", r#"{"name": "both"}"#);
+    write(dir, ".codex-plugin/plugin.json", r#"{"name": "both"}"#);
     assert_eq!(plugin_kind(dir), None);
     write(
         dir,
@@ -226,7 +228,16 @@ fn a_root_plugin_json_with_a_yolop_facet_stays_a_yep_package() {
     );
     assert_eq!(plugin_kind(dir), None);
     assert!(ClaudePlugin::load(dir, &Overrides::default()).is_err());
-    // Without the facet, the same root manifest is an Agent Plugin.
+    // Without the facet, Claude Code's manifest is read first; without that, the root one is
+    // an Agent Plugin.
+    write(
+        dir,
+        "plugin.json",
+        r#"{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "both"}"#,
+    );
+    assert_eq!(plugin_kind(dir), Some(PluginKind::Claude));
+    std::fs::remove_dir_all(dir.join(".claude-plugin")).unwrap();
+    std::fs::remove_dir_all(dir.join(".codex-plugin")).unwrap();
     write(
         dir,
         "plugin.json",
