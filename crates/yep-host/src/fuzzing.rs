@@ -27,6 +27,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("wire", wire),
     ("manifest", manifest),
     ("zot_manifest", zot_manifest),
+    ("claude_plugin", claude_plugin),
     ("cargo_manifest", cargo_manifest),
     ("lockfile", lockfile),
     ("settings", settings),
@@ -177,6 +178,64 @@ pub fn zot_manifest(data: &[u8]) {
     let again = ZotManifest::parse(&text, Path::new("extension.json"))
         .unwrap_or_else(|e| panic!("a valid zot manifest no longer validates once written: {e}"));
     assert_eq!(m, again, "a zot manifest changed once written");
+}
+
+/// The files of a Claude Code plugin, NUL-separated in this order, written to a scratch
+/// package (an empty part is no file).
+const CLAUDE_PARTS: [&str; 5] = [
+    ".claude-plugin/plugin.json",
+    "hooks/hooks.json",
+    "commands/c.md",
+    ".mcp.json",
+    "skills/s/SKILL.md",
+];
+
+/// A Claude Code plugin (manifest, hooks, a command, MCP servers, a skill), read, approved and
+/// summarised: its approved manifest reads again, its pin is its own diff's empty side and
+/// reads back as written, and nothing in its summary can move the cursor. Each part is also a
+/// hook matcher and a permission rule.
+pub fn claude_plugin(data: &[u8]) {
+    use crate::store::claude::{ClaudePin, ClaudePlugin, Matcher, Overrides, PermissionRule};
+    let dir = Scratch::new();
+    for (rel, part) in CLAUDE_PARTS.iter().zip(data.split(|b| *b == 0)) {
+        if part.is_empty() {
+            continue;
+        }
+        let path = dir.0.join(rel);
+        std::fs::create_dir_all(path.parent().expect("a part has a parent"))
+            .expect("create a scratch part dir");
+        std::fs::write(&path, part).expect("write a scratch part");
+        if let Ok(text) = std::str::from_utf8(part) {
+            if let Ok(m) = Matcher::parse(text) {
+                let _ = m.matches("Bash");
+            }
+            if let Some(rule) = PermissionRule::parse(text) {
+                let _ = rule.allows_command("git status");
+            }
+        }
+    }
+    let Ok(plugin) = ClaudePlugin::load(&dir.0, &Overrides::default()) else {
+        return;
+    };
+    let Ok(approval) = plugin.approved() else {
+        return;
+    };
+    accepted(&approval.manifest);
+    let shown = summary::claude_summary(&approval.manifest, &approval.pin, &approval.notes);
+    assert!(
+        !shown
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c)),
+        "a control character in the summary: {shown:?}"
+    );
+    assert_eq!(
+        approval.pin.diff(&approval.pin),
+        (Vec::new(), false),
+        "a pin differs from itself"
+    );
+    let text = serde_json::to_string(&approval.pin).expect("a pin serializes");
+    let again: ClaudePin = serde_json::from_str(&text).expect("a pin reads back");
+    assert_eq!(approval.pin, again, "a pin changed once written");
 }
 
 /// The `[package.metadata.yolop]` facet of a crate's `Cargo.toml`, read from a real file.

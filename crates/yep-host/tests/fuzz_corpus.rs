@@ -75,6 +75,7 @@ replays! {
     the_wire_corpus_and_crashes_replay_clean: wire,
     the_manifest_corpus_and_crashes_replay_clean: manifest,
     the_zot_manifest_corpus_and_crashes_replay_clean: zot_manifest,
+    the_claude_plugin_corpus_and_crashes_replay_clean: claude_plugin,
     the_cargo_manifest_corpus_and_crashes_replay_clean: cargo_manifest,
     the_lockfile_corpus_and_crashes_replay_clean: lockfile,
     the_settings_corpus_and_crashes_replay_clean: settings,

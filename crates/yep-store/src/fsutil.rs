@@ -423,6 +423,18 @@ pub fn remove_tree(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// A relative path with no `..`, root or prefix: it cannot leave the directory it is read in
+/// (a package path a manifest names: zot's skills, a Claude plugin's components).
+pub fn stays_inside(path: &str) -> bool {
+    !path.is_empty()
+        && Path::new(path).components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@
 //! user approves, and [`text`], the escaping of anything a package says before a terminal
 //! sees it.
 
+pub mod claude;
 pub mod code;
 pub mod config;
 pub mod fetch;
@@ -933,6 +934,7 @@ impl Home {
             approved_manifest: Some(serde_json::to_string(&manifest).unwrap_or_default()),
             binary: pinned,
             zot: zot_pin,
+            claude: None,
         });
         let trash = scratch.join("previous");
         let mut renames = Vec::new();

@@ -98,6 +98,10 @@ pub struct LockEntry {
     /// and commands. Its presence is what says the package speaks zot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zot: Option<crate::zot::ZotPin>,
+    /// A Claude Code, Codex or Agent Plugins package: its hooks, commands and the rest of
+    /// what was approved beyond its manifest. Its presence is what says the package is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claude: Option<crate::claude::ClaudePin>,
 }
 
 /// A file added to a package after its content was hashed (the prebuilt server binary).
@@ -115,11 +119,20 @@ impl LockEntry {
         matches!(self.source, LockSource::Path { link: true, .. })
     }
 
-    /// The file its manifest is: a zot extension's `extension.json`, else `plugin.json`.
+    /// The file its manifest is: a zot extension's `extension.json`, a Claude Code or Codex
+    /// plugin's `.claude-plugin/plugin.json` or `.codex-plugin/plugin.json` (a Claude Code
+    /// plugin with none has its directory layout), else `plugin.json`.
     pub fn manifest_file(&self) -> &'static str {
-        match self.zot {
-            Some(_) => crate::zot::ZOT_MANIFEST_FILE,
-            None => crate::manifest::MANIFEST_FILE,
+        if self.zot.is_some() {
+            return crate::zot::ZOT_MANIFEST_FILE;
+        }
+        match self.claude.as_ref().map(|c| c.kind) {
+            Some(crate::claude::PluginKind::Claude) => match self.claude.as_ref() {
+                Some(pin) if pin.manifest_less => "its directory layout",
+                _ => crate::claude::CLAUDE_MANIFEST_FILE,
+            },
+            Some(crate::claude::PluginKind::Codex) => crate::claude::CODEX_MANIFEST_FILE,
+            Some(crate::claude::PluginKind::AgentPlugin) | None => crate::manifest::MANIFEST_FILE,
         }
     }
 
@@ -295,6 +308,7 @@ mod tests {
             approved_manifest: None,
             binary: None,
             zot: None,
+            claude: None,
         });
         lock.upsert(LockEntry {
             name: "alpha".into(),
@@ -314,6 +328,7 @@ mod tests {
                 capabilities: vec!["call_tool".into()],
                 interactive: vec!["pick".into()],
             }),
+            claude: None,
         });
         lock.upsert(LockEntry {
             name: "beta".into(),
@@ -326,6 +341,7 @@ mod tests {
             approved_manifest: None,
             binary: None,
             zot: Some(crate::zot::ZotPin::default()),
+            claude: None,
         });
         let text = lock.render();
         assert!(
@@ -404,5 +420,63 @@ mod tests {
         let mut lock = read;
         lock.set_granted("fs", None, Default::default());
         assert_eq!(lock.grants.len(), 1);
+    }
+
+    #[test]
+    fn a_claude_pin_round_trips_and_a_lock_without_one_reads_unchanged() {
+        let pin = crate::claude::ClaudePin {
+            kind: crate::claude::PluginKind::Claude,
+            manifest_less: false,
+            hooks: vec![crate::claude::CommandHook {
+                event: "PostToolUse".into(),
+                matcher: Some("Edit|Write".into()),
+                command: "bash \"${CLAUDE_PLUGIN_ROOT}/h.sh\"".into(),
+                args: Vec::new(),
+                timeout_s: Some(180),
+                if_rule: Some("Bash(git commit:*)".into()),
+                is_async: false,
+            }],
+            commands: vec![crate::claude::PinnedCommand {
+                name: "commit".into(),
+                file: "commands/commit.md".into(),
+                allowed_tools: vec!["Bash(git status:*)".into()],
+                inline: vec!["git status".into()],
+            }],
+            skill_roots: vec!["skills".into()],
+            skills: vec!["review".into()],
+            agents: Vec::new(),
+            lsp_servers: Vec::new(),
+            ignored: vec!["homepage".into()],
+        };
+        let entry = |claude| LockEntry {
+            name: "cc".into(),
+            source: LockSource::Path {
+                path: "/p".into(),
+                link: false,
+            },
+            content_hash: "sha256:33".into(),
+            version: None,
+            approved_manifest: None,
+            binary: None,
+            zot: None,
+            claude,
+        };
+        let mut lock = Lockfile::default();
+        lock.upsert(entry(Some(pin.clone())));
+        let text = lock.render();
+        let read: Lockfile = toml::from_str(&text).unwrap();
+        assert_eq!(read.extensions[0].claude.as_ref(), Some(&pin), "{text}");
+        assert_eq!(
+            read.extensions[0].manifest_file(),
+            ".claude-plugin/plugin.json"
+        );
+        // Without a pin nothing about Claude is written, and such a lock reads as before.
+        let mut plain = Lockfile::default();
+        plain.upsert(entry(None));
+        let text = plain.render();
+        assert!(!text.contains("claude"), "{text}");
+        let read: Lockfile = toml::from_str(&text).unwrap();
+        assert_eq!(read.extensions[0].claude, None);
+        assert_eq!(read.extensions[0].manifest_file(), "plugin.json");
     }
 }

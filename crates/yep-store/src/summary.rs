@@ -440,6 +440,228 @@ pub fn zot_summary(
     out
 }
 
+/// The most of one hook's or inline command's command line the summary shows; past it, an
+/// ellipsis (the whole line is pinned in the lock).
+const MAX_COMMAND_CHARS: usize = 400;
+
+/// The most hooks, inline commands, agents or ignored keys listed one by one in a Claude
+/// summary; the rest are counted.
+const MAX_CLAUDE_ROWS: usize = 32;
+
+/// A command line as Claude summary lines: escaped, white space folded, at most
+/// [`MAX_COMMAND_CHARS`], wrapped under its label.
+fn command_lines(command: &str) -> Vec<String> {
+    let line = format!("`{}`", field(command, MAX_COMMAND_CHARS));
+    let width = FIELD_CHARS + 6;
+    // At spaces where it can; a word longer than a line is cut into lines of its own.
+    let pieces = line.split(' ').flat_map(|word| {
+        let chars: Vec<char> = word.chars().collect();
+        chars
+            .chunks(width)
+            .map(|c| c.iter().collect::<String>())
+            .collect::<Vec<_>>()
+    });
+    fill(pieces, width)
+}
+
+/// "N things", with "and N more" when the list was cut.
+fn cut<T>(items: &[T]) -> (&[T], Option<String>) {
+    if items.len() > MAX_CLAUDE_ROWS {
+        (
+            &items[..MAX_CLAUDE_ROWS],
+            Some(format!("and {} more", items.len() - MAX_CLAUDE_ROWS)),
+        )
+    } else {
+        (items, None)
+    }
+}
+
+/// The consent summary of a Claude Code, Codex or Agent Plugins package: what it is and that
+/// installing ran nothing; every hook (event, matcher, rule, its command line, its timeout
+/// and yep's clamp, and that it fails open); every inline command its slash commands run, and
+/// those their `allowed-tools` do not permit; its commands, skills, agents and MCP servers;
+/// its config; `notes` on what was left out; the keys yep ignores; and the counts. Everything
+/// from the package is escaped and folded, so nothing in it can draw a row of its own.
+pub fn claude_summary(
+    manifest: &Manifest,
+    pin: &crate::claude::ClaudePin,
+    notes: &[String],
+) -> String {
+    use crate::claude::{CLAUDE_MANIFEST_FILE, CODEX_MANIFEST_FILE, PluginKind};
+    let f = &manifest.yolop;
+    let width = FIELD_CHARS + 8;
+    let mut out = String::new();
+    let version = manifest
+        .version
+        .as_deref()
+        .map(|v| format!(" {}", field(v, 14)))
+        .unwrap_or_default();
+    let _ = writeln!(out, "{}{version}", escape(&manifest.name));
+    let about = field(&manifest.description, MAX_DESCRIPTION_CHARS);
+    if !about.is_empty() {
+        block(&mut out, "about", &wrap(&about, width));
+    }
+    let file = match pin.kind {
+        PluginKind::Claude if pin.manifest_less => "no manifest: its directory layout",
+        PluginKind::Claude => CLAUDE_MANIFEST_FILE,
+        PluginKind::Codex => CODEX_MANIFEST_FILE,
+        PluginKind::AgentPlugin => "plugin.json",
+    };
+    block(
+        &mut out,
+        "kind",
+        &[
+            format!("{} ({file})", pin.kind.label()),
+            "installing ran nothing".into(),
+        ],
+    );
+
+    let mut hooks = Vec::new();
+    let (shown, more) = cut(&pin.hooks);
+    for h in shown {
+        let mut head = escape(&h.event).into_owned();
+        if let Some(m) = h.matcher.as_deref().filter(|m| !m.is_empty() && *m != "*") {
+            head.push_str(&format!(" on {}", field(m, FIELD_CHARS)));
+        }
+        if let Some(rule) = &h.if_rule {
+            head.push_str(&format!(" if {}", field(rule, FIELD_CHARS)));
+        }
+        let mut timeout = format!("timeout {} s", h.timeout());
+        if h.effective_timeout() < h.timeout() {
+            timeout.push_str(&format!(" → {} s", h.effective_timeout()));
+        }
+        let async_ = if h.is_async {
+            ", in the background"
+        } else {
+            ""
+        };
+        hooks.extend(wrap(&format!("{head}:"), width));
+        hooks.push(format!("  {timeout}, fails open{async_}"));
+        let command = std::iter::once(h.command.as_str())
+            .chain(h.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        hooks.extend(
+            command_lines(&command)
+                .into_iter()
+                .map(|l| format!("  {l}")),
+        );
+    }
+    hooks.extend(more);
+    if !pin.hooks.is_empty() {
+        hooks.extend(wrap(
+            "hooks run shell commands with your files on every matching call",
+            width,
+        ));
+    }
+    block(&mut out, "hooks", &hooks);
+
+    let mut inline = Vec::new();
+    let plugin = escape(&manifest.name);
+    let runs: Vec<(&crate::claude::PinnedCommand, &String)> = pin
+        .commands
+        .iter()
+        .flat_map(|c| c.inline.iter().map(move |i| (c, i)))
+        .collect();
+    let (shown, more) = cut(&runs);
+    for (c, command) in shown {
+        inline.push(format!("/{plugin}:{} runs", escape(&c.name)));
+        inline.extend(command_lines(command).into_iter().map(|l| format!("  {l}")));
+    }
+    inline.extend(more);
+    for c in &pin.commands {
+        let outside = c.not_permitted();
+        if !outside.is_empty() {
+            let list: Vec<String> = outside
+                .iter()
+                .map(|o| format!("`{}`", field(o, FIELD_CHARS)))
+                .collect();
+            inline.extend(wrap(
+                &format!(
+                    "note: /{plugin}:{} runs what its allowed-tools do not permit: {}",
+                    escape(&c.name),
+                    list.join(", ")
+                ),
+                width,
+            ));
+        }
+    }
+    block(&mut out, "inline", &inline);
+
+    let commands: Vec<String> = f
+        .commands
+        .iter()
+        .map(|c| format!("/{plugin}:{}", escape(&c.name)))
+        .collect();
+    block(&mut out, "commands", &list(&commands));
+    let skills: Vec<String> = pin.skills.iter().map(|s| field(s, 40)).collect();
+    block(&mut out, "skills", &list(&skills));
+    let (shown, more) = cut(&pin.agents);
+    let mut agents: Vec<String> = shown.iter().map(|a| field(&a.name, 40)).collect();
+    agents.extend(more);
+    if !agents.is_empty() {
+        let last = agents.len() - 1;
+        agents[last].push_str(" (listed: yep runs no agents)");
+    }
+    block(&mut out, "agents", &list(&agents));
+    let mcp: Vec<String> = f
+        .mcp_servers
+        .iter()
+        .flat_map(|(n, m)| mcp_lines(n, m))
+        .collect();
+    block(&mut out, "mcp", &mcp);
+    let config: Vec<String> = config_fields(manifest)
+        .iter()
+        .map(|c| {
+            let secret = if c.secret { " (secret)" } else { "" };
+            format!("{}{secret}", escape(&c.name))
+        })
+        .collect();
+    if !config.is_empty() {
+        block(&mut out, "config", &list(&config));
+    }
+    // The same note twice (five hooks left out alike) is one row, counted.
+    let mut seen: Vec<(&String, usize)> = Vec::new();
+    for note in notes {
+        match seen.iter_mut().find(|(n, _)| *n == note) {
+            Some((_, count)) => *count += 1,
+            None => seen.push((note, 1)),
+        }
+    }
+    for (note, count) in seen {
+        let times = if count > 1 {
+            format!(" (×{count})")
+        } else {
+            String::new()
+        };
+        block(
+            &mut out,
+            "note",
+            &wrap(&format!("{}{times}", field(note, 400)), width),
+        );
+    }
+    if !pin.ignored.is_empty() {
+        let (shown, more) = cut(&pin.ignored);
+        let mut keys: Vec<String> = shown.iter().map(|k| field(k, 24)).collect();
+        keys.extend(more);
+        let last = keys.len() - 1;
+        keys[last].push_str(" (yep reads no such key)");
+        block(&mut out, "ignored", &list(&keys));
+    }
+    let counts = format!(
+        "{} hooks, {} commands, {} inline commands, {} skills, {} agents, {} MCP servers",
+        pin.hooks.len(),
+        f.commands.len(),
+        runs.len(),
+        pin.skills.len(),
+        pin.agents.len(),
+        f.mcp_servers.len()
+    );
+    block(&mut out, "counts", &wrap(&counts, width));
+    out.truncate(out.trim_end().len());
+    out
+}
+
 /// How a new manifest differs from the approved one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ContributionDiff {

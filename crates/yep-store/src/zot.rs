@@ -10,7 +10,7 @@ use crate::text::escape;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// The file every zot extension directory has.
 pub const ZOT_MANIFEST_FILE: &str = "extension.json";
@@ -202,7 +202,7 @@ impl ZotManifest {
             );
         }
         for skill in &self.skills {
-            if !stays_inside(skill) {
+            if !crate::fsutil::stays_inside(skill) {
                 return Err(format!(
                     "skill path \"{}\" must be relative and stay inside the extension directory",
                     crate::text::escape(skill)
@@ -448,14 +448,6 @@ pub fn resolve_exec(exec: &str, dir: &Path) -> Exec {
         return Exec::Path(dir.join(path));
     }
     Exec::OnPath(exec.to_string())
-}
-
-/// A relative path with no `..`, root or prefix: it cannot leave the directory it is read in.
-fn stays_inside(path: &str) -> bool {
-    !path.is_empty()
-        && Path::new(path)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
 
 #[cfg(test)]
