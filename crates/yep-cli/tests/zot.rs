@@ -1256,7 +1256,7 @@ fn yep_call_and_doctor_of_a_directory_that_is_no_package_say_so() {
         assert_eq!(
             err,
             format!(
-                "error: {} has no plugin.json (nor a zot extension.json)\n",
+                "error: {} has no plugin.json (nor a zot extension.json, nor a Claude Code, Codex or Agent Plugins plugin)\n",
                 dir.display()
             ),
             "{verb:?}"

@@ -96,7 +96,10 @@ pub enum StoreError {
     #[error("{0:?} is not an extension name (A-Z a-z 0-9 _ -)")]
     BadName(String),
     /// A directory given as a package has no manifest.
-    #[error("{} has no {MANIFEST_FILE} (nor a zot extension.json)", dir.display())]
+    #[error(
+        "{} has no {MANIFEST_FILE} (nor a zot extension.json, nor a Claude Code, Codex or Agent Plugins plugin)",
+        dir.display()
+    )]
     NoManifest { dir: PathBuf },
     /// A zot extension could not be run to read what it registers: `source` is the runner's
     /// error (the host's `ZotProbeError`).
@@ -164,6 +167,11 @@ pub enum StoreError {
     /// A plugin marketplace that cannot be added or read.
     #[error("{0}")]
     Marketplace(String),
+    /// A Claude Code, Codex or Agent Plugins package: installed and pinned, not yet run.
+    #[error(
+        "`{name}` is a {kind}: this yep installs and pins it, with its hooks, commands and skills on the consent screen, but does not run them yet, so it stays disabled"
+    )]
+    PluginNotRunYet { name: String, kind: &'static str },
     /// An MCP server's tool list past a cap on what may be approved.
     #[error(
         "MCP server `{}`: its tool list cannot be approved: {cap}",
@@ -292,6 +300,8 @@ enum Package {
         extension: Box<zot::ZotManifest>,
         shown: PathBuf,
     },
+    /// A Claude Code, Codex or Agent Plugins package, approved as it reads (nothing runs).
+    Claude(Box<claude::approve::Approval>),
 }
 
 impl Package {
@@ -299,6 +309,7 @@ impl Package {
         match self {
             Package::Yep(m) => &m.name,
             Package::Zot { extension, .. } => &extension.name,
+            Package::Claude(approval) => &approval.manifest.name,
         }
     }
 }
@@ -311,6 +322,35 @@ fn read_package(
     root: &Path,
 ) -> Result<Package, StoreError> {
     let zot = zot::is_zot_package(root);
+    if !zot && let Some(kind) = claude::plugin_kind(root) {
+        let shown = match source {
+            SourceSpec::Path(p) => p.clone(),
+            _ => PathBuf::from(lock_source.to_string()),
+        };
+        let invalid = |message: String| ManifestError::Invalid {
+            path: shown.clone(),
+            message: format!("{}: {message}", kind.label()),
+        };
+        // A plugin that names itself nowhere takes its directory's name as the user knows it.
+        let known_as = match lock_source {
+            LockSource::Git { url, subdir, .. } => subdir
+                .as_deref()
+                .unwrap_or(url)
+                .trim_end_matches('/')
+                .rsplit(['/', ':'])
+                .next()
+                .map(|n| n.trim_end_matches(".git").to_string()),
+            _ => shown.file_name().map(|n| n.to_string_lossy().into_owned()),
+        };
+        let overrides = claude::Overrides {
+            fallback_name: known_as,
+            ..claude::Overrides::default()
+        };
+        let plugin =
+            claude::ClaudePlugin::load(root, &overrides).map_err(|e| invalid(e.to_string()))?;
+        let approval = plugin.approved().map_err(|e| invalid(e.to_string()))?;
+        return Ok(Package::Claude(Box::new(approval)));
+    }
     let file = if zot {
         zot::ZOT_MANIFEST_FILE
     } else {
@@ -780,8 +820,20 @@ impl Home {
         // Only now, with the cheap refusals behind it, may a zot extension run; a first install
         // asks first. What is approved is the bytes hashed above: a run that rewrites them is
         // refused.
+        let mut claude_pin = None;
+        let mut claude_notes = Vec::new();
         let (manifest, zot_pin, zot_notes, zot_ext) = match package {
             Package::Yep(manifest) => (*manifest, None, Vec::new(), None),
+            Package::Claude(approval) => {
+                let claude::approve::Approval {
+                    manifest,
+                    pin,
+                    notes,
+                } = *approval;
+                claude_pin = Some(pin);
+                claude_notes = notes;
+                (manifest, None, Vec::new(), None)
+            }
             Package::Zot { extension, shown } => {
                 // An installed one that never ran (its manifest turned it off) asks as a
                 // first install does, whatever the verb.
@@ -804,7 +856,11 @@ impl Home {
             }
         };
         let dest = self.package_dir(&manifest.name);
-        let mut summary = summary::summary(&manifest);
+        let mut summary = match &claude_pin {
+            // Its own screen: each hook's command line, not the `*` its manifest declares.
+            Some(pin) => summary::claude_summary(&manifest, pin, &claude_notes),
+            None => summary::summary(&manifest),
+        };
         if let (Some(pin), Some(ext)) = (&zot_pin, &zot_ext) {
             summary.push('\n');
             summary.push_str(&summary::zot_summary(ext, pin, &zot_notes));
@@ -854,14 +910,16 @@ impl Home {
         // (The installed copy counts too: one rewritten in place is restored from the source.)
         // A zot extension's registrations can change with the same bytes (a fetched
         // dependency, the environment): the same pin too.
-        let same_pin = zot_pin.is_none()
-            || (prev_pin(&previous) == zot_pin.as_ref()
-                && previous
-                    .as_ref()
-                    .and_then(LockEntry::approved)
-                    .is_some_and(|m| {
-                        serde_json::to_value(m).ok() == serde_json::to_value(&manifest).ok()
-                    }));
+        let same_claude = previous.as_ref().and_then(|p| p.claude.as_ref()) == claude_pin.as_ref();
+        let same_pin = same_claude
+            && (zot_pin.is_none()
+                || (prev_pin(&previous) == zot_pin.as_ref()
+                    && previous
+                        .as_ref()
+                        .and_then(LockEntry::approved)
+                        .is_some_and(|m| {
+                            serde_json::to_value(m).ok() == serde_json::to_value(&manifest).ok()
+                        })));
         if let Some(prev) = &previous
             && prev.content_hash == hash
             && prev.source == lock_source
@@ -882,6 +940,16 @@ impl Home {
                     // What only a zot pin holds (intercepts, events, capabilities).
                     if let Some(new) = &zot_pin {
                         let (lines, widened) = prev.zot.clone().unwrap_or_default().diff(new);
+                        d.lines.extend(lines);
+                        d.widened |= widened;
+                    }
+                    // What only a Claude plugin's pin holds (hook command lines, inline
+                    // commands, allowed-tools rules).
+                    if let Some(new) = &claude_pin {
+                        let (lines, widened) = match &prev.claude {
+                            Some(old) => old.diff(new),
+                            None => (vec![format!("+ {} parts", new.kind.label())], true),
+                        };
                         d.lines.extend(lines);
                         d.widened |= widened;
                     }
@@ -934,7 +1002,7 @@ impl Home {
             approved_manifest: Some(serde_json::to_string(&manifest).unwrap_or_default()),
             binary: pinned,
             zot: zot_pin,
-            claude: None,
+            claude: claude_pin,
         });
         let trash = scratch.join("previous");
         let mut renames = Vec::new();
@@ -1031,6 +1099,19 @@ impl Home {
     /// it).
     pub fn package_manifest(&self, entry: &LockEntry) -> Result<Manifest, ManifestError> {
         let dir = self.package_dir(&entry.name);
+        // A Claude plugin's, read from its files as at install.
+        if entry.claude.is_some() {
+            let invalid = |message: String| ManifestError::Invalid {
+                path: dir.clone(),
+                message,
+            };
+            let plugin = claude::ClaudePlugin::load(&dir, &claude::Overrides::default())
+                .map_err(|e| invalid(e.to_string()))?;
+            return plugin
+                .approved()
+                .map(|approval| approval.manifest)
+                .map_err(|e| invalid(e.to_string()));
+        }
         let Some(pin) = &entry.zot else {
             return Manifest::load(&dir);
         };
@@ -1099,7 +1180,10 @@ impl Home {
             SourceSpec::Path(path) => {
                 let abs = std::fs::canonicalize(path)
                     .map_err(io(format!("failed to resolve {}", path.display())))?;
-                if !abs.join(MANIFEST_FILE).is_file() && !zot::is_zot_package(&abs) {
+                if !abs.join(MANIFEST_FILE).is_file()
+                    && !zot::is_zot_package(&abs)
+                    && claude::plugin_kind(&abs).is_none()
+                {
                     return Err(StoreError::NoManifest { dir: abs });
                 }
                 let lock_source = LockSource::Path {
@@ -1314,6 +1398,14 @@ impl Home {
         let entry = lock.get(name);
         if entry.is_none() && (on || !listed()) {
             return Err(self.not_installed(name));
+        }
+        // A Claude Code plugin's hooks and commands need their runner in the host: until a
+        // host has it, enabling one would leave every tool call with an unavailable hook.
+        if on && let Some(pin) = entry.and_then(|e| e.claude.as_ref()) {
+            return Err(StoreError::PluginNotRunYet {
+                name: name.to_string(),
+                kind: pin.kind.label(),
+            });
         }
         // zot's own switch, in the package: zot never starts one that says false.
         if on

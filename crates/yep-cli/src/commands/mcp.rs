@@ -668,10 +668,14 @@ pub async fn pin_contributed(home: &Home, results: &[yep_store::Installed], json
     let Ok(here) = workspace() else {
         return;
     };
+    let lock = home.lockfile().unwrap_or_default();
     for r in results {
         let Ok(manifest) = home.installed_manifest(&r.name) else {
             continue;
         };
+        // A Claude Code plugin's servers are listed, not started: installing one runs
+        // nothing (a remote one is not even reached) until the user trusts it.
+        let plugin = lock.get(&r.name).is_some_and(|e| e.claude.is_some());
         let extensions = [(r.name.clone(), manifest)];
         for source in sources(home, &extensions, &here, &mut |_| {}) {
             if !matches!(&source.origin, Origin::Extension(e) if *e == r.name) {
@@ -681,6 +685,20 @@ pub async fn pin_contributed(home: &Home, results: &[yep_store::Installed], json
                 .ok()
                 .flatten();
             if source.unapproved(pin.as_ref()).is_none() {
+                continue;
+            }
+            if plugin {
+                let line = format!(
+                    "  MCP server {}: not started (installing a plugin runs nothing); `yep trust {}` lists and pins its tools",
+                    escape(&source.name),
+                    escape(&source.name)
+                );
+                match json {
+                    true => {
+                        let _ = writeln!(std::io::stderr(), "{line}");
+                    }
+                    false => stdout_line(&line),
+                }
                 continue;
             }
             let line = match pin_now(home, &source, &here).await {

@@ -59,6 +59,16 @@ pub fn package_dir(dir: &Path) -> anyhow::Result<(PathBuf, PackageKind)> {
             dir.display()
         )
     })?;
+    if !zot::is_zot_package(&package)
+        && let Some(kind) = yep_store::claude::plugin_kind(&package)
+    {
+        anyhow::bail!(
+            "{} is a {}: it has no server of its own to call or grade; `yep install {}` shows and pins its hooks, commands and skills",
+            package.display(),
+            kind.label(),
+            dir.display()
+        );
+    }
     let kind = package_kind(&package)?;
     Ok((package, kind))
 }

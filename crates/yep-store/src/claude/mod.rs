@@ -123,6 +123,10 @@ pub fn plugin_kind(dir: &Path) -> Option<PluginKind> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
     pub fields: Map<String, Value>,
+    /// The name of a plugin whose files give none (no manifest, or one without `name`) and
+    /// no entry does: its directory's as the user knows it (a git URL's last segment), not
+    /// the copy's yep fetched it into.
+    pub fallback_name: Option<String>,
 }
 
 impl Overrides {
@@ -137,7 +141,10 @@ impl Overrides {
                     .collect()
             })
             .unwrap_or_default();
-        Overrides { fields }
+        Overrides {
+            fields,
+            fallback_name: None,
+        }
     }
 }
 
@@ -287,6 +294,11 @@ impl ClaudePlugin {
             Some(file) => read_object(dir, file)?,
             None => Map::new(),
         };
+        if let Some(name) = &overrides.fallback_name {
+            fields
+                .entry("name")
+                .or_insert_with(|| Value::String(name.clone()));
+        }
         for (key, value) in &overrides.fields {
             // The marketplace's name is the one users know the plugin by; for the rest the
             // plugin's own manifest wins.
