@@ -23,11 +23,15 @@ pub enum MarketplaceCommand {
     List {
         /// A marketplace: its plugins, with their sources.
         name: Option<String>,
+        /// Print them as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Remove a marketplace (and a git one's checkout). What was installed from it stays.
-    Remove { name: String },
+    Remove {
+        /// The marketplace, by the name `yep marketplace list` shows.
+        name: String,
+    },
 }
 
 /// An entry as `list` shows it in JSON.
