@@ -440,18 +440,8 @@ pub fn remove(home: &Home, name: &str) -> Result<bool, StoreError> {
         return Err(StoreError::BadName(name.to_string()));
     }
     let _lock = home.lock()?;
-    let path = home.settings_path();
-    if !path.exists() {
-        return Ok(false);
-    }
-    let mut doc = settings::load(&path)?;
-    let removed = doc
-        .get_mut(TABLE)
-        .and_then(Item::as_table_mut)
-        .and_then(|t| t.remove(name))
-        .is_some();
+    let removed = settings::remove_entry(&home.settings_path(), TABLE, name)?;
     if removed {
-        settings::store(&path, &doc, MODE_DEFAULT)?;
         let dest = checkout_dir(home, name);
         crate::fsutil::remove_tree(&dest).map_err(|error| StoreError::Write {
             path: dest.clone(),

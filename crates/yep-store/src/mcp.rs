@@ -114,15 +114,7 @@ pub fn remove(home: &Home, name: &str) -> Result<bool, StoreError> {
     if !path.exists() {
         return Ok(false);
     }
-    let mut doc = settings::load(&path)?;
-    let removed = doc
-        .get_mut(TABLE)
-        .and_then(Item::as_table_mut)
-        .and_then(|t| t.remove(name))
-        .is_some();
-    if removed {
-        settings::store(&path, &doc, MODE_DEFAULT)?;
-    }
+    let removed = settings::remove_entry(&path, TABLE, name)?;
     settings::remove_table(&home.connections_path(), &secrets_key(name))?;
     settings::remove_table(&home.connections_path(), &oauth_key(name))?;
     drop(lock);

@@ -230,6 +230,24 @@ pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, StoreError> {
 }
 
 /// Remove top-level table `key` of a secrets file (kept owner-only). Whether it was there.
+/// Remove entry `name` of table `table` of the settings file at `path` (kept as it was
+/// otherwise). Whether it was there.
+pub(crate) fn remove_entry(path: &Path, table: &str, name: &str) -> Result<bool, StoreError> {
+    if !path.exists() {
+        return Ok(false);
+    }
+    let mut doc = load(path)?;
+    let removed = doc
+        .get_mut(table)
+        .and_then(toml_edit::Item::as_table_mut)
+        .and_then(|t| t.remove(name))
+        .is_some();
+    if removed {
+        store(path, &doc, crate::fsutil::MODE_DEFAULT)?;
+    }
+    Ok(removed)
+}
+
 pub(crate) fn remove_table(path: &Path, key: &str) -> Result<bool, StoreError> {
     if !path.exists() {
         return Ok(false);

@@ -15,18 +15,7 @@ pub fn claude_corpus(dir: &Path) -> PathBuf {
         "Claude Code's plugins are not at {} (set YEP_CLAUDE_INTEROP to a checkout of github.com/anthropics/claude-plugins-official)",
         from.display()
     );
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap().flatten() {
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy(&entry.path(), &target);
-            } else {
-                std::fs::write(&target, std::fs::read(entry.path()).unwrap()).unwrap();
-            }
-        }
-    }
     let root = dir.join("claude-plugins");
-    copy(&from, &root);
+    super::copy_tree(&from, &root);
     root
 }

@@ -84,6 +84,20 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// `from`'s tree copied to `to`, its files writable whatever they were (a corpus from the
+/// read-only shared/).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::write(&target, std::fs::read(entry.path()).unwrap()).unwrap();
+        }
+    }
+}
+
 /// `git args` in `dir`, with a throwaway identity and no signing; its trimmed stdout.
 #[allow(clippy::disallowed_methods)] // git, to make repositories to install from
 pub fn git(dir: &Path, args: &[&str]) -> String {

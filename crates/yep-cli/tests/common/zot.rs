@@ -17,19 +17,8 @@ fn zot_corpus(dir: &Path) -> PathBuf {
         "zot's examples are not at {} (set YEP_ZOT_INTEROP to a checkout)",
         from.display()
     );
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap().flatten() {
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy(&entry.path(), &target);
-            } else {
-                std::fs::write(&target, std::fs::read(entry.path()).unwrap()).unwrap();
-            }
-        }
-    }
     let root = dir.join("zot");
-    copy(&from, &root);
+    super::copy_tree(&from, &root);
     std::fs::write(
         root.join("go.mod"),
         "module github.com/patriceckhart/zot\n\ngo 1.19\n",
