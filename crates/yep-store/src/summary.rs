@@ -564,28 +564,16 @@ pub fn claude_summary(
         .flat_map(|c| c.inline.iter().map(move |i| (c, i)))
         .collect();
     let (shown, more) = cut(&runs);
+    // Only what a command's allowed-tools permit runs; the rest stays in its text, not run.
     for (c, command) in shown {
-        inline.push(format!("/{plugin}:{} runs", escape(&c.name)));
+        let verb = match c.not_permitted().contains(&command.as_str()) {
+            true => "does not run (its allowed-tools do not permit it)",
+            false => "runs",
+        };
+        inline.push(format!("/{plugin}:{} {verb}", escape(&c.name)));
         inline.extend(command_lines(command).into_iter().map(|l| format!("  {l}")));
     }
     inline.extend(more);
-    for c in &pin.commands {
-        let outside = c.not_permitted();
-        if !outside.is_empty() {
-            let list: Vec<String> = outside
-                .iter()
-                .map(|o| format!("`{}`", field(o, FIELD_CHARS)))
-                .collect();
-            inline.extend(wrap(
-                &format!(
-                    "note: /{plugin}:{} runs what its allowed-tools do not permit: {}",
-                    escape(&c.name),
-                    list.join(", ")
-                ),
-                width,
-            ));
-        }
-    }
     block(&mut out, "inline", &inline);
 
     let commands: Vec<String> = f

@@ -485,8 +485,11 @@ fn every_corpus_plugin_approves_to_a_manifest_yep_accepts() {
         "{summary}"
     );
     assert!(summary.contains("`git log --oneline -10`"), "{summary}");
+    // What its allowed-tools do not permit is said not to run.
     assert!(
-        summary.contains("note: /commit-commands:commit runs what its allowed-tools do not"),
+        summary.contains(
+            "/commit-commands:commit does not run (its allowed-tools do not permit it)\n              `git log --oneline -10`"
+        ),
         "{summary}"
     );
 
