@@ -263,6 +263,29 @@ fn install_from_a_git_subdirectory_keeps_only_it_and_updates_from_it() {
     git(&repo, &["commit", "-qam", "v0.2.0"]);
     env.ok(&["update", "inner", "--yes"]);
     assert!(env.lock().contains("version = \"0.2.0\""), "{}", env.lock());
+    // A subdirectory reached through a link out of the repository moves nothing of what is
+    // out there: the clone is refused.
+    let outside = env.tmp.path().join("outside/pkg");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("keep"), "mine").unwrap();
+    std::os::unix::fs::symlink(env.tmp.path().join("outside"), repo.join("away")).unwrap();
+    git(&repo, &["add", "away"]);
+    git(&repo, &["commit", "-qm", "a link out"]);
+    let out = env.yep(&[
+        "install",
+        &url,
+        "--subdir",
+        "away/pkg",
+        "--yes",
+        "--replace",
+    ]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert_eq!(
+        std::fs::read_to_string(outside.join("keep")).unwrap(),
+        "mine"
+    );
+    git(&repo, &["rm", "-q", "away"]);
+    git(&repo, &["commit", "-qm", "no link"]);
     // One that leaves the repository, or is not there, is refused; nothing is installed.
     for (subdir, said) in [
         ("../mono", "leaves the repository"),

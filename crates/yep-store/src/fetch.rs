@@ -233,7 +233,13 @@ pub fn fetch_git_subdir(
     super::fsutil::remove_tree(&clone).map_err(io("failed to clear the clone's place"))?;
     let commit = fetch_git(url, rev, &clone)?;
     let from = clone.join(subdir);
-    let is_dir = from.symlink_metadata().is_ok_and(|m| m.is_dir());
+    // `fetch_git` refused a link that leaves the clone; a link inside it on the way is
+    // followed, and where it leads must still be inside.
+    let inside_clone = match (from.canonicalize(), clone.canonicalize()) {
+        (Ok(from), Ok(clone)) => from.starts_with(&clone),
+        _ => false,
+    };
+    let is_dir = inside_clone && from.symlink_metadata().is_ok_and(|m| m.is_dir());
     if !is_dir {
         let _ = super::fsutil::remove_tree(&clone);
         return Err(FetchError::NotFound(format!(
