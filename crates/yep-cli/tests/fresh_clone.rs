@@ -74,6 +74,12 @@ fn run_readme_test_command(clone: &Path, path: &str, log: &Path) -> bool {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| repo().join("../shared/interop/zot")),
         )
+        .env(
+            "YEP_CLAUDE_INTEROP",
+            std::env::var_os("YEP_CLAUDE_INTEROP")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo().join("../shared/interop/claude-plugins")),
+        )
         .env_remove("CARGO_TARGET_DIR")
         .env(INNER, "1")
         // CI runs with no `$SHELL`; tests that reach a shell must not depend on the caller's.
