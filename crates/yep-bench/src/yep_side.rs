@@ -291,7 +291,7 @@ pub async fn warm_hook(
         let t = Instant::now();
         let decision = ext.fire_hook(&event, Duration::from_secs(5)).await?;
         anyhow::ensure!(
-            !matches!(decision, HookOutcome::Block { .. }),
+            !matches!(decision.outcome, HookOutcome::Block { .. }),
             "the warm hook blocked an allowed call"
         );
         if i >= warmup {

@@ -37,7 +37,7 @@ enum Command {
     /// Fetch installed extensions again; a change that asks for more needs consent.
     Update(commands::install::UpdateArgs),
     /// Enable an installed extension (settings.toml).
-    Enable(commands::manage::NameArgs),
+    Enable(commands::manage::EnableArgs),
     /// Disable an extension (settings.toml).
     Disable(commands::manage::NameArgs),
     /// Delete an extension: package, lock entry, enable entry, config, stored secrets, data.
@@ -137,7 +137,7 @@ fn main() -> ExitCode {
             Command::Demo(args) => commands::demo::run(args).await,
             Command::Install(args) => commands::install::install(args, &home).await,
             Command::Update(args) => commands::install::update(args, &home).await,
-            Command::Enable(args) => commands::manage::enable(args, &home, true).await,
+            Command::Enable(args) => commands::manage::enable_with(args, &home).await,
             Command::Disable(args) => commands::manage::enable(args, &home, false).await,
             Command::Remove(args) => commands::manage::remove(args, &home),
             Command::List(args) => commands::manage::list(args, &home),

@@ -1,7 +1,8 @@
 //! Claude Code, Codex and Agent Plugins packages in the store: Anthropic's official plugins
 //! (the corpus, `common::claude`) install from their directories and from git, running
 //! nothing, pinned in the lock, their hooks and commands on the consent screen; a widening
-//! update asks again. (Running them is the host's, and comes with it.)
+//! update asks again; enabled, their hooks keep Claude Code's contract in `yep session` and
+//! through `yep mcp serve` alike.
 
 mod common;
 
@@ -84,14 +85,8 @@ fn each_corpus_plugin_installs_from_its_directory_pinned_and_shown_running_nothi
                 .next()
                 .is_none()
     );
-    // It is installed, and stays disabled until the host runs plugins.
-    let enabled = yep(&home, &["enable", "security-guidance"]);
-    assert_eq!(enabled.status.code(), Some(1));
-    assert!(
-        text(&enabled.stderr).contains("is a Claude Code plugin: this yep installs and pins it"),
-        "{}",
-        text(&enabled.stderr)
-    );
+    // Installed, it is enabled as any package is.
+    ok(&yep(&home, &["enable", "security-guidance"]));
     // A directory of only a marketplace entry (an LSP server) is no package on its own.
     let lsp = yep(
         &home,
@@ -168,4 +163,255 @@ fn a_manifestless_plugin_from_git_is_named_for_its_directory_and_a_new_hook_asks
     let updated = ok(&yep(&home, &["update", "tidy", "--yes"]));
     assert!(updated.contains("updated tidy"), "{updated}");
     assert!(!marker.exists() && !home.join("extensions/tidy/started").exists());
+}
+
+/// The tools a contract plugin's hooks are tried on (`Bash` and `Write`, echoing their
+/// arguments), a YEP extension that rewrites `Bash`'s `path` first, and `contract`, a plugin
+/// whose hooks answer each way Claude Code's contract allows (`hooks/pre.py` decides by the
+/// call's `command`). Enabled in that order.
+fn contract_home(tmp: &Path) -> std::path::PathBuf {
+    let home = tmp.join("home");
+    let fixture = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-fixture");
+    let yep_package = |name: &str, config: Value, hooks: Value, tools: &[&str]| {
+        let dir = tmp.join("src").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|t| serde_json::json!({"name": t, "description": "echoes its arguments"}))
+            .collect();
+        let manifest = serde_json::json!({"name": name, "version": "1.0.0", "description": name,
+            "yolop": {"capabilityServer": {"command": fixture, "args": [config.to_string()]},
+                "tools": tools, "hooks": hooks}});
+        std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+        ok(&yep(&home, &["install", dir.to_str().unwrap(), "--yes"]));
+        ok(&yep(&home, &["enable", name]));
+    };
+    yep_package(
+        "tools",
+        serde_json::json!({"name": "tools", "tools": ["Bash", "Write"]}),
+        serde_json::json!([]),
+        &["Bash", "Write"],
+    );
+    yep_package(
+        "rewriter",
+        serde_json::json!({"name": "rewriter", "rewrite": "-yep"}),
+        serde_json::json!([{"event": "pre_tool_use", "tool_name_glob": "Bash"}]),
+        &[],
+    );
+    let plugin = tmp.join("src/contract");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(plugin.join("hooks")).unwrap();
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "contract", "version": "1.0.0", "description": "every answer a hook can give"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        plugin.join("hooks/pre.py"),
+        r#"import json, sys, time
+event = json.load(sys.stdin)
+command = event["tool_input"].get("command", "")
+def say(fields):
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": event["hook_event_name"], **fields}}))
+if event["hook_event_name"] == "PostToolUse":
+    if command == "post":
+        print(json.dumps({"decision": "block", "reason": "the tool wrote to the wrong place",
+            "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "check the path"}}))
+elif command == "exit2":
+    sys.stderr.write("\x1b[2J\x1b[31mno exit 2 here\x1b[0m\n")
+    sys.exit(2)
+elif command == "deny":
+    say({"permissionDecision": "deny", "permissionDecisionReason": "denied by contract"})
+elif command == "ask":
+    say({"permissionDecision": "ask", "permissionDecisionReason": "is this wise?"})
+elif command == "rewrite":
+    say({"permissionDecision": "allow", "updatedInput": {"command": "rewritten", "path": event["tool_input"]["path"] + "-claude"}})
+elif command == "context":
+    say({"additionalContext": "remember the tests"})
+elif command == "crash":
+    raise RuntimeError("the hook crashed")
+elif command == "hang":
+    time.sleep(60)
+elif command == "flood":
+    sys.stdout.write("x" * (10 * 1024 * 1024))
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        plugin.join("hooks/hooks.json"),
+        serde_json::json!({"hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 \"${CLAUDE_PLUGIN_ROOT}/hooks/pre.py\"", "timeout": 3}]},
+                {"matcher": "Write", "hooks": [{"type": "command", "command": "\"${CLAUDE_PLUGIN_ROOT}/hooks/gone.sh\""}]}
+            ],
+            "PostToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 \"${CLAUDE_PLUGIN_ROOT}/hooks/pre.py\""}]}
+            ]
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    ok(&yep(&home, &["install", plugin.to_str().unwrap(), "--yes"]));
+    ok(&yep(&home, &["enable", "contract"]));
+    home
+}
+
+/// `yep session --json`'s answers to `input` (warnings apart), and its warnings.
+fn session(cwd: &Path, home: &Path, input: &str) -> (Vec<Value>, Vec<String>) {
+    let out = common::yep_in(cwd, home, &["session", "--json"], input);
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    let warnings = lines
+        .iter()
+        .filter_map(|l| l["warning"].as_str().map(String::from))
+        .collect();
+    let answers = lines
+        .into_iter()
+        .filter(|l| l.get("warning").is_none())
+        .collect();
+    (answers, warnings)
+}
+
+/// What a call decided, as both surfaces say it: `blocked: <reason>`, or the arguments the tool
+/// ran with and the texts beside them.
+fn decided_in_session(answer: &Value) -> String {
+    if let Some(blocked) = answer.get("blocked") {
+        return format!("blocked: {}", blocked["reason"].as_str().unwrap());
+    }
+    let mut said = answer["result"]["args"].to_string();
+    for note in answer["context"].as_array().into_iter().flatten() {
+        said.push_str(&format!(" | context: {}", note["text"].as_str().unwrap()));
+    }
+    for note in answer["feedback"].as_array().into_iter().flatten() {
+        said.push_str(&format!(" | feedback: {}", note["text"].as_str().unwrap()));
+    }
+    said
+}
+
+fn decided_over_mcp(seen: &Value) -> String {
+    let texts: Vec<&str> = seen["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    if seen["error"] == true {
+        let reason = texts[0]
+            .split_once(": ")
+            .map_or(texts[0], |(_, reason)| reason);
+        return format!("blocked: {reason}");
+    }
+    let result: Value = serde_json::from_str(texts[0]).unwrap();
+    let mut said = result["args"].to_string();
+    for note in &texts[1..] {
+        let (what, text) = note.split_once("] ").unwrap();
+        let what = what.trim_start_matches('[').split(' ').next().unwrap();
+        said.push_str(&format!(" | {what}: {text}"));
+    }
+    said
+}
+
+#[test]
+fn command_hooks_keep_claude_codes_contract_alike_in_yep_session_and_through_yep_mcp_serve() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = contract_home(tmp.path());
+    let calls: Vec<(&str, Value)> = [
+        "exit2", "deny", "ask", "rewrite", "context", "post", "crash", "hang", "flood",
+    ]
+    .iter()
+    .map(|c| ("Bash", serde_json::json!({"command": c, "path": "p"})))
+    .chain([("Write", serde_json::json!({"file_path": "a.txt"}))])
+    .collect();
+    let input: String = calls
+        .iter()
+        .map(|(tool, args)| format!("run {tool} {args}\n"))
+        .collect::<String>()
+        + "quit\n";
+    let (answers, warnings) = session(tmp.path(), &home, &input);
+    assert_eq!(answers.len(), calls.len(), "{answers:?}");
+    let in_session: Vec<String> = answers.iter().map(decided_in_session).collect();
+    let expected = [
+        // Exit 2 blocks with stderr as the reason (JSON carries it as written).
+        "blocked: \u{1b}[2J\u{1b}[31mno exit 2 here\u{1b}[0m",
+        "blocked: denied by contract",
+        // Nobody answered the question: the call does not run.
+        "blocked: extension `contract` asked before `Bash` runs (is this wise?), and the question was dismissed",
+        // The YEP extension rewrote `path` first; the hook's updatedInput is what ran.
+        r#"{"command":"rewritten","path":"p-yep-claude"}"#,
+        r#"{"command":"context","path":"p-yep"} | context: remember the tests"#,
+        // A post hook's block is feedback, beside its context: the call already ran.
+        r#"{"command":"post","path":"p-yep"} | context: check the path | feedback: the tool wrote to the wrong place"#,
+        // A crash, a hang past the timeout, a flood and a missing script fail open, told.
+        r#"{"command":"crash","path":"p-yep"}"#,
+        r#"{"command":"hang","path":"p-yep"}"#,
+        r#"{"command":"flood","path":"p-yep"}"#,
+        r#"{"file_path":"a.txt"}"#,
+    ];
+    assert_eq!(in_session, expected, "{answers:?}");
+    let told = warnings.join("\n");
+    for failure in [
+        "RuntimeError: the hook crashed",
+        "ran past its timeout",
+        "exit 127",
+        "only the first 1048576 were read",
+    ] {
+        assert!(told.contains(failure), "{failure}: {told}");
+    }
+
+    // The same calls through `yep mcp serve`, by the official SDK's client.
+    let script = format!("{}/tests/mcp/claude_client.py", env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let calls_json = serde_json::to_string(
+        &calls
+            .iter()
+            .map(|(tool, args)| serde_json::json!([tool, args]))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    #[allow(clippy::disallowed_methods)] // the official SDK's client, driving the CLI under test
+    let out = std::process::Command::new(python)
+        .args([
+            &script,
+            env!("CARGO_BIN_EXE_yep"),
+            home.to_str().unwrap(),
+            &calls_json,
+        ])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let seen: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let over_mcp: Vec<String> = seen.iter().map(decided_over_mcp).collect();
+    assert_eq!(over_mcp, in_session, "{seen:?}");
+
+    // A person reading the session sees the reason escaped: no escape sequence reaches them.
+    let out = common::yep_in(
+        tmp.path(),
+        &home,
+        &["session"],
+        "run Bash {\"command\": \"exit2\", \"path\": \"p\"}\nquit\n",
+    );
+    let shown = text(&out.stdout);
+    assert!(shown.contains("no exit 2 here"), "{shown}");
+    common::assert_nothing_hidden(&shown);
+
+    // Set to fail closed, a hook that crashes blocks the call.
+    ok(&yep(&home, &["enable", "contract", "--fail-closed"]));
+    let (answers, _) = session(
+        tmp.path(),
+        &home,
+        "run Bash {\"command\": \"crash\", \"path\": \"p\"}\nrun Write {\"file_path\": \"a\"}\nquit\n",
+    );
+    for answer in &answers {
+        let reason = answer["blocked"]["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("it is set to block on error"),
+            "{answers:?}"
+        );
+    }
 }

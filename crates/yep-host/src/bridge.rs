@@ -268,7 +268,8 @@ impl Bridge {
                 }
             });
         }
-        let outcome = call.await;
+        let report = call.report().await;
+        let outcome = report.outcome;
         if let Some((task, sender)) = forwarding {
             sender.lock().unwrap_or_else(|e| e.into_inner()).take();
             let _ = task.await;
@@ -278,7 +279,7 @@ impl Bridge {
             "tool.completed",
             json!({ "tool": request.name, "ok": ok }),
         ));
-        let result = match outcome {
+        let mut result = match outcome {
             CallOutcome::Ok(value) => from_json("tools/call", result_json(value))?,
             CallOutcome::ToolError { message, .. } => error_result(&message),
             CallOutcome::Blocked {
@@ -303,6 +304,15 @@ impl Bridge {
             )),
             CallOutcome::Failed { error, .. } => error_result(&crate::error::report(&error)),
         };
+        // What hooks said for the model beside the outcome (a Claude Code hook's
+        // `additionalContext`, a post hook's feedback) is more text for it.
+        let notes = report.context.iter().map(|n| ("context", n));
+        for (what, note) in notes.chain(report.feedback.iter().map(|n| ("feedback", n))) {
+            result.content.push(rmcp::model::ContentBlock::text(format!(
+                "[{what} from extension `{}`] {}",
+                note.extension, note.text
+            )));
+        }
         Ok(result)
     }
 }

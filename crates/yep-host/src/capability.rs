@@ -139,6 +139,24 @@ pub enum HookOutcome {
     Ask { reason: String },
 }
 
+/// A hook's whole answer: its decision, and text for the model beside it (a Claude Code
+/// hook's `additionalContext`). On a post hook, [`HookOutcome::Block`] is feedback for the
+/// model on what the tool did (the call already ran).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookAnswer {
+    pub outcome: HookOutcome,
+    pub context: Option<String>,
+}
+
+impl From<HookOutcome> for HookAnswer {
+    fn from(outcome: HookOutcome) -> HookAnswer {
+        HookAnswer {
+            outcome,
+            context: None,
+        }
+    }
+}
+
 /// One tool call: its arguments, where its streamed output goes and how it is cancelled.
 #[derive(Clone, Default)]
 pub struct ToolCall {

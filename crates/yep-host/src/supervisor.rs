@@ -6,7 +6,7 @@
 //! lines and the log file's path.
 
 use crate::capability::{
-    CommandResult, ConfigOutcome, Events, Granted, HookFiring, HookOutcome, Intercept,
+    CommandResult, ConfigOutcome, Events, Granted, HookAnswer, HookFiring, Intercept,
     InterceptOutcome, Offer, PanelInput, RemoteError, ToolCall, ToolResult, TraceEvent,
 };
 use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFailure, Streams};
@@ -224,6 +224,9 @@ pub struct SupervisorOptions {
     /// Run it outside the sandbox under `strace`, to learn what it needs
     /// ([`crate::learn`]; `yep doctor --sandbox-learn`).
     pub learn: Option<Arc<crate::learn::Learning>>,
+    /// The agent's tools as Claude Code's hooks know them (set from
+    /// [`crate::runtime::HostOptions::claude_tool_names`]).
+    pub claude_tool_names: crate::dialect::claude::ToolNames,
 }
 
 impl Default for SupervisorOptions {
@@ -245,6 +248,7 @@ impl Default for SupervisorOptions {
             interactive_ui: false,
             sandbox: crate::sandbox::default_mode(),
             learn: None,
+            claude_tool_names: Default::default(),
         }
     }
 }
@@ -518,6 +522,11 @@ impl Extension {
 
     pub fn spec(&self) -> &ServerSpec {
         &self.spec
+    }
+
+    /// Whether its post hooks answer ([`Dialect::post_hooks_answer`]).
+    pub fn post_hooks_answer(&self) -> bool {
+        self.opts.dialect.post_hooks_answer()
     }
 
     pub fn log_path(&self) -> PathBuf {
@@ -1077,7 +1086,7 @@ impl Extension {
         &self,
         firing: &HookFiring,
         timeout: Duration,
-    ) -> Result<HookOutcome, ExtensionError> {
+    ) -> Result<HookAnswer, ExtensionError> {
         let timeout = timeout.min(Duration::from_millis(crate::runtime::MAX_HOOK_TIMEOUT_MS));
         let live = self.live().await?;
         let res = live.peer.fire_hook(firing, timeout).await;

@@ -177,7 +177,7 @@ async fn act(ext: &Extension, user: &User, action: &Value) -> Result<Value, Stri
                 .fire_hook(&firing, Duration::from_secs(5))
                 .await
                 .map_err(|e| e.to_string())?;
-            Ok(match outcome {
+            Ok(match outcome.outcome {
                 HookOutcome::Allow => json!({ "block": false }),
                 HookOutcome::Rewrite(args) => json!({ "block": false, "args": args }),
                 HookOutcome::Block { reason, .. } => json!({ "block": true, "reason": reason }),

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use yep_host::capability::{
-    Answer, CommandResult, ConfigOutcome, Events, HookEvent, HookFiring, HookOutcome, Offer,
-    OfferedTool, Question, RemoteError, ToolCall, ToolResult, TraceEvent,
+    Answer, CommandResult, ConfigOutcome, Events, HookAnswer, HookEvent, HookFiring, HookOutcome,
+    Offer, OfferedTool, Question, RemoteError, ToolCall, ToolResult, TraceEvent,
 };
 use yep_host::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use yep_host::rpc::{
@@ -241,7 +241,7 @@ impl Peer for MemPeer {
         &self,
         firing: &HookFiring,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>> {
+    ) -> PeerFuture<'_, Result<HookAnswer, PeerError>> {
         let body = json!({
             "pre": firing.event == HookEvent::PreToolUse,
             "tool": firing.tool,
@@ -264,7 +264,8 @@ impl Peer for MemPeer {
                 }
             } else {
                 HookOutcome::Allow
-            })
+            }
+            .into())
         })
     }
 
@@ -563,6 +564,7 @@ async fn a_dialect_of_the_tests_own_drives_the_whole_runtime() {
             args: json!({"path": "/safe/place"}),
             rewritten_by: vec!["mem".into()],
             unavailable: vec![],
+            context: vec![],
         }
     );
     assert_eq!(
@@ -571,6 +573,7 @@ async fn a_dialect_of_the_tests_own_drives_the_whole_runtime() {
             args: json!({}),
             rewritten_by: vec![],
             unavailable: vec![],
+            context: vec![],
         }
     );
     // A hook that asks: the user decides, through the embedder's questions.

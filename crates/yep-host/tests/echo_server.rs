@@ -290,7 +290,8 @@ async fn hook_prompt_and_command_answer() {
     let blocked = ext
         .fire_hook(&fire(true), Duration::from_secs(5))
         .await
-        .unwrap();
+        .unwrap()
+        .outcome;
     assert!(
         matches!(&blocked, HookOutcome::Block { reason, .. } if reason.contains("forbidden")),
         "{blocked:?}"
@@ -298,7 +299,8 @@ async fn hook_prompt_and_command_answer() {
     assert_eq!(
         ext.fire_hook(&fire(false), Duration::from_secs(5))
             .await
-            .unwrap(),
+            .unwrap()
+            .outcome,
         HookOutcome::Allow
     );
     assert_eq!(ext.prompt().await.unwrap(), "echo dynamic prompt, turn 1");

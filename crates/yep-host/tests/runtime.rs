@@ -625,7 +625,8 @@ async fn rewrites_chain_in_enable_order_and_the_first_block_wins() {
         PreDecision::Allow {
             args: json!({"path": "p"}),
             rewritten_by: vec![],
-            unavailable: vec![]
+            unavailable: vec![],
+            context: vec![],
         }
     );
     // `second` sees `first`'s rewrite ("p-one") and blocks on it.
@@ -656,7 +657,8 @@ async fn rewrites_chain_in_enable_order_and_the_first_block_wins() {
         PreDecision::Allow {
             args: json!({"path": "p-one-two"}),
             rewritten_by: vec!["first".into(), "second".into()],
-            unavailable: vec![]
+            unavailable: vec![],
+            context: vec![],
         }
     );
     host.shutdown().await;

@@ -124,7 +124,8 @@ async fn offer_tools_commands_hooks_and_notes(mode: &str) {
     let blocked = peer
         .fire_hook(&firing(json!({"cmd": "rm -rf /"})), Duration::from_secs(5))
         .await
-        .unwrap();
+        .unwrap()
+        .outcome;
     assert_eq!(
         blocked,
         HookOutcome::Block {
@@ -135,7 +136,8 @@ async fn offer_tools_commands_hooks_and_notes(mode: &str) {
     let allowed = peer
         .fire_hook(&firing(json!({"cmd": "ls"})), Duration::from_secs(5))
         .await
-        .unwrap();
+        .unwrap()
+        .outcome;
     assert_eq!(allowed, HookOutcome::Allow);
     // A malformed answer is an error the host reports (it then goes ahead unchanged).
     let garbled = peer

@@ -167,11 +167,6 @@ pub enum StoreError {
     /// A plugin marketplace that cannot be added or read.
     #[error("{0}")]
     Marketplace(String),
-    /// A Claude Code, Codex or Agent Plugins package: installed and pinned, not yet run.
-    #[error(
-        "`{name}` is a {kind}: this yep installs and pins it, with its hooks, commands and skills on the consent screen, but does not run them yet, so it stays disabled"
-    )]
-    PluginNotRunYet { name: String, kind: &'static str },
     /// An MCP server's tool list past a cap on what may be approved.
     #[error(
         "MCP server `{}`: its tool list cannot be approved: {cap}",
@@ -1398,14 +1393,6 @@ impl Home {
         let entry = lock.get(name);
         if entry.is_none() && (on || !listed()) {
             return Err(self.not_installed(name));
-        }
-        // A Claude Code plugin's hooks and commands need their runner in the host: until a
-        // host has it, enabling one would leave every tool call with an unavailable hook.
-        if on && let Some(pin) = entry.and_then(|e| e.claude.as_ref()) {
-            return Err(StoreError::PluginNotRunYet {
-                name: name.to_string(),
-                kind: pin.kind.label(),
-            });
         }
         // zot's own switch, in the package: zot never starts one that says false.
         if on

@@ -101,6 +101,52 @@ pub fn set_enabled(path: &Path, name: &str, on: bool) -> Result<bool, StoreError
     Ok(true)
 }
 
+/// Whether extension `name`'s hooks fail closed: `hooks_fail = "closed"` in its
+/// `[[capabilities]]` entry, set by `yep enable <name> --fail-closed`. A hook that crashes,
+/// hangs or cannot start then blocks the call, whatever its manifest says.
+pub fn fails_closed(path: &Path, name: &str) -> Result<bool, StoreError> {
+    let doc = load(path)?;
+    let want = capability_ref(name);
+    Ok(doc
+        .get("capabilities")
+        .and_then(Item::as_array_of_tables)
+        .is_some_and(|tables| {
+            tables.iter().any(|t| {
+                t.get("ref").and_then(|r| r.as_str()) == Some(want.as_str())
+                    && t.get("hooks_fail").and_then(|v| v.as_str()) == Some("closed")
+            })
+        }))
+}
+
+/// Set whether enabled extension `name`'s hooks fail closed ([`fails_closed`]). Returns
+/// whether anything changed; an extension that is not enabled has no entry to mark.
+pub fn set_fails_closed(path: &Path, name: &str, closed: bool) -> Result<bool, StoreError> {
+    let mut doc = load(path)?;
+    let want = capability_ref(name);
+    let Some(entry) = doc
+        .get_mut("capabilities")
+        .and_then(Item::as_array_of_tables_mut)
+        .and_then(|tables| {
+            tables
+                .iter_mut()
+                .find(|t| t.get("ref").and_then(|r| r.as_str()) == Some(want.as_str()))
+        })
+    else {
+        return Ok(false);
+    };
+    let was = entry.get("hooks_fail").and_then(|v| v.as_str()) == Some("closed");
+    if was == closed {
+        return Ok(false);
+    }
+    if closed {
+        entry.insert("hooks_fail", value("closed"));
+    } else {
+        entry.remove("hooks_fail");
+    }
+    store(path, &doc, MODE_DEFAULT)?;
+    Ok(true)
+}
+
 /// An extension's plain (non-secret) config: the `[config."ext:<name>"]` table of
 /// `settings.toml`, as JSON. `null` when there is none.
 pub fn config(path: &Path, name: &str) -> Result<serde_json::Value, StoreError> {

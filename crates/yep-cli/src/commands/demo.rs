@@ -237,10 +237,12 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     let t = Instant::now();
     let blocked = ext
         .fire_hook(&fire(true), Duration::from_millis(hook.timeout_ms))
-        .await?;
+        .await?
+        .outcome;
     let allowed = ext
         .fire_hook(&fire(false), Duration::from_millis(hook.timeout_ms))
-        .await?;
+        .await?
+        .outcome;
     report.step(
         "hook/fire pre_tool_use",
         t.elapsed(),

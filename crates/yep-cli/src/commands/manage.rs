@@ -17,6 +17,20 @@ pub struct NameArgs {
     json: bool,
 }
 
+/// `yep enable`: the name, and how its hooks fail.
+#[derive(clap::Args)]
+pub struct EnableArgs {
+    #[command(flatten)]
+    name: NameArgs,
+    /// A hook of it that crashes, hangs, is missing or cannot start blocks the call (by
+    /// default a Claude Code plugin's hooks, like Claude Code's, let it go on, and say so).
+    #[arg(long, conflicts_with = "fail_open")]
+    fail_closed: bool,
+    /// Undo --fail-closed: its hooks fail as its manifest says.
+    #[arg(long)]
+    fail_open: bool,
+}
+
 #[derive(clap::Args)]
 pub struct ListArgs {
     /// Print every extension as JSON (config as set/unset, never values).
@@ -33,8 +47,41 @@ pub struct LogsArgs {
     follow: bool,
 }
 
+/// `yep enable`, with how its hooks fail when asked.
+pub async fn enable_with(args: EnableArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    let name = args.name.name.clone();
+    // Enabled first: the entry is what carries the choice.
+    let enabled = home.set_enabled(&name, true)?;
+    let path = home.settings_path();
+    let mode = match (args.fail_closed, args.fail_open) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
+    if let Some(closed) = mode
+        && yep_store::settings::set_fails_closed(&path, &name, closed)?
+        && !args.name.json
+    {
+        stdout_line(&if closed {
+            format!("{name}: a hook that cannot answer now blocks the call")
+        } else {
+            format!("{name}: its hooks fail as its manifest says")
+        });
+    }
+    enable_done(args.name, home, true, enabled).await
+}
+
 pub async fn enable(args: NameArgs, home: &Home, on: bool) -> anyhow::Result<ExitCode> {
     let changed = home.set_enabled(&args.name, on)?;
+    enable_done(args, home, on, changed).await
+}
+
+async fn enable_done(
+    args: NameArgs,
+    home: &Home,
+    on: bool,
+    changed: bool,
+) -> anyhow::Result<ExitCode> {
     let state = if on { "enabled" } else { "disabled" };
     // Setup asks at a terminal; with --json nothing but the object goes to stdout.
     let missing = if on {

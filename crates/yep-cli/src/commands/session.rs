@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, Question};
-use yep_host::runtime::{AskSink, DynAskSink, TraceEvent};
+use yep_host::runtime::{AskSink, DynAskSink, HookNote, TraceEvent};
 use yep_host::{
     CallOutcome, ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink,
 };
@@ -297,9 +297,14 @@ impl Shell {
                         args: after,
                         rewritten_by,
                         unavailable,
+                        context,
                     } => {
                         let modified = (!rewritten_by.is_empty()).then_some(after);
-                        json!({ "decision": "allow", "reason": null, "modified_args": modified, "rewritten_by": rewritten_by, "unavailable_hooks": unavailable })
+                        let mut decision = json!({ "decision": "allow", "reason": null, "modified_args": modified, "rewritten_by": rewritten_by, "unavailable_hooks": unavailable });
+                        if !context.is_empty() {
+                            decision["context"] = json!(context);
+                        }
+                        decision
                     }
                     PreDecision::Block {
                         extension,
@@ -487,8 +492,16 @@ impl Shell {
             .host
             .run_tool(tool, args)
             .on_progress(move |p| sink(p))
-            .cancel_on(cancel.clone());
-        match self.interruptible(call, &cancel).await {
+            .cancel_on(cancel.clone())
+            .report();
+        let report = self.interruptible(call, &cancel).await;
+        let reply = self.ran(tool, report.outcome);
+        with_notes(reply, &report.context, &report.feedback)
+    }
+
+    /// A `run`'s outcome as this session says it.
+    fn ran(&self, tool: &str, outcome: CallOutcome) -> Reply {
+        match outcome {
             CallOutcome::Ok(v) => Reply::Value(json!({ "result": v })),
             CallOutcome::Blocked {
                 extension,
@@ -605,4 +618,47 @@ fn parse_json(text: &str) -> Result<Value, String> {
         return Ok(json!({}));
     }
     serde_json::from_str(text).map_err(|e| format!("arguments are not JSON: {e}"))
+}
+
+/// `reply` with what the hooks said for the model beside it (`context`) and what post hooks
+/// found wrong with what the tool did (`feedback`): fields of the JSON, and lines a person
+/// reads after the outcome, escaped.
+fn with_notes(reply: Reply, context: &[HookNote], feedback: &[HookNote]) -> Reply {
+    if context.is_empty() && feedback.is_empty() {
+        return reply;
+    }
+    let (mut json, mut text) = match reply {
+        Reply::Value(value) => {
+            let text = value
+                .as_object()
+                .and_then(|o| o.values().next())
+                .map(|v| serde_json::to_string_pretty(v).unwrap_or_default())
+                .unwrap_or_default();
+            (value, text)
+        }
+        Reply::Said { json, text } => (json, text),
+        Reply::ToolError { message, sentence } => (json!({ "error": message }), sentence),
+        other => return other,
+    };
+    let lines = |label: &str, notes: &[HookNote]| {
+        notes
+            .iter()
+            .map(|n| {
+                format!(
+                    "\n{label} from `{}`: {}",
+                    escape(&n.extension),
+                    escape_multiline(&n.text)
+                )
+            })
+            .collect::<String>()
+    };
+    text.push_str(&lines("context", context));
+    text.push_str(&lines("feedback", feedback));
+    if !context.is_empty() {
+        json["context"] = json!(context);
+    }
+    if !feedback.is_empty() {
+        json["feedback"] = json!(feedback);
+    }
+    Reply::Said { json, text }
 }

@@ -15,7 +15,7 @@ pub mod yep;
 pub mod zot;
 
 use crate::capability::{
-    CommandResult, ConfigOutcome, Events, Grants, HookFiring, HookOutcome, Intercept,
+    CommandResult, ConfigOutcome, Events, Grants, HookAnswer, HookFiring, HookOutcome, Intercept,
     InterceptOutcome, Offer, PanelInput, ToolCall, ToolResult, TraceEvent,
 };
 use crate::rpc::{CallError, CloseReason, ConnectionOptions};
@@ -95,6 +95,14 @@ pub trait Dialect: Send + Sync + 'static {
     /// The wire's name, for logs.
     fn name(&self) -> &'static str;
 
+    /// Whether its post hooks answer (a Claude Code hook's `additionalContext`, or a `block`
+    /// that is feedback for the model): a caller that reads answers
+    /// ([`crate::runtime::Call::report`]) awaits them. Other wires' post hooks only observe,
+    /// and nothing waits for them (the default).
+    fn post_hooks_answer(&self) -> bool {
+        false
+    }
+
     /// Connect over a started server's `streams` and shake hands. What the server pushes goes
     /// to `events` (already clamped to the manifest's grants).
     fn open(
@@ -141,9 +149,9 @@ pub trait Peer: Send + Sync + 'static {
         &self,
         firing: &HookFiring,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>> {
+    ) -> PeerFuture<'_, Result<HookAnswer, PeerError>> {
         let _ = (firing, timeout);
-        Box::pin(async { Ok(HookOutcome::Allow) })
+        Box::pin(async { Ok(HookOutcome::Allow.into()) })
     }
 
     /// Ask at an [`Intercept`] point; a wire without intercepts goes ahead (the default).

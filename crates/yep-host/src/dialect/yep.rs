@@ -5,9 +5,9 @@
 
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::capability::{
-    Answer, CommandResult, ConfigOutcome, Events, Grants, HookEvent, HookFiring, HookOutcome,
-    LogLevel, Offer, OfferedTool, Progress, Question, RemoteError, Status, StatusLevel, ToolCall,
-    ToolResult, TraceEvent,
+    Answer, CommandResult, ConfigOutcome, Events, Grants, HookAnswer, HookEvent, HookFiring,
+    HookOutcome, LogLevel, Offer, OfferedTool, Progress, Question, RemoteError, Status,
+    StatusLevel, ToolCall, ToolResult, TraceEvent,
 };
 use crate::rpc::{
     BoxFuture, CallError, CallOptions, CloseReason, Codec, Connection, ConnectionOptions, Frame,
@@ -310,7 +310,7 @@ impl Peer for YepPeer {
         &self,
         firing: &HookFiring,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>> {
+    ) -> PeerFuture<'_, Result<HookAnswer, PeerError>> {
         let params = HookFireParams {
             event: match firing.event {
                 HookEvent::PreToolUse => "pre_tool_use",
@@ -339,7 +339,8 @@ impl Peer for YepPeer {
                     Some(args) => HookOutcome::Rewrite(args),
                     None => HookOutcome::Allow,
                 }
-            })
+            }
+            .into())
         })
     }
 

@@ -2,7 +2,7 @@
 //! [`Call`] with progress, cancellation and a timeout, and it ends in one [`CallOutcome`] that
 //! tells every way a call can end apart.
 
-use super::{BuiltinError, ExtensionHost, HostError, PreDecision};
+use super::{BuiltinError, ExtensionHost, HookNote, HostError, PreDecision};
 use crate::capability::{HostToolError, Progress, ToolResult, UpdateSink};
 use crate::supervisor::ExtensionError;
 use crate::text::escape;
@@ -15,6 +15,27 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+/// A call's outcome with what its hooks said for the model beside it ([`Call::report`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Report {
+    pub outcome: CallOutcome,
+    /// Text for the model, from the pre hooks then the post hooks, in the order they ran.
+    pub context: Vec<HookNote>,
+    /// What post hooks found wrong with what the tool did: feedback for the model.
+    pub feedback: Vec<HookNote>,
+}
+
+impl Report {
+    fn of(outcome: CallOutcome) -> Report {
+        Report {
+            outcome,
+            context: Vec::new(),
+            feedback: Vec::new(),
+        }
+    }
+}
 
 /// Progress updates a [`ProgressStream`] holds before it drops new ones (and counts them).
 pub const PROGRESS_BUFFER: usize = 256;
@@ -238,11 +259,23 @@ impl Call {
 
     /// Run it.
     pub async fn run(self) -> CallOutcome {
+        self.run_reporting(false).await.outcome
+    }
+
+    /// Run it, and hear what the hooks said for the model beside their decisions: the pre
+    /// hooks' context, and the answers of post hooks that answer (a Claude Code hook's
+    /// `additionalContext`, or its `block` after the call, which is feedback), awaited within
+    /// their budget. Give the model these with the outcome.
+    pub async fn report(self) -> Report {
+        self.run_reporting(true).await
+    }
+
+    async fn run_reporting(self, answers: bool) -> Report {
         if self.host.core.is_shut() {
-            return CallOutcome::Failed {
+            return Report::of(CallOutcome::Failed {
                 error: HostError::ShutDown,
                 log: None,
-            };
+            });
         }
         let cancel = self.cancel.clone();
         let cancelled = async {
@@ -251,28 +284,44 @@ impl Call {
                 None => std::future::pending().await,
             }
         };
-        // The arguments the tool was sent, once the pre hooks let it run (with hooks only).
+        // The arguments the tool was sent, once the pre hooks let it run (with hooks only),
+        // and what the pre hooks said beside their decision.
         let sent: Mutex<Option<Value>> = Mutex::default();
+        let pre_context: Mutex<Vec<HookNote>> = Mutex::default();
         let (host, name, hooks) = (self.host.clone(), self.name.clone(), self.hooks);
         // The caller's cancel holds through the pre hooks too, and a token that already fired
         // wins before anything is sent. Dropping the call cancels it on the wire.
         let outcome = tokio::select! {
             biased;
             () = cancelled => CallOutcome::Cancelled,
-            outcome = self.hooks_and_call(&sent) => outcome,
+            outcome = self.hooks_and_call(&sent, &pre_context) => outcome,
         };
         let sent = sent.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut report = Report::of(outcome);
+        report.context = pre_context.into_inner().unwrap_or_else(|p| p.into_inner());
         if hooks && let Some(args) = sent {
-            match &outcome {
-                CallOutcome::Ok(value) => host.post_tool_use(&name, &args, Ok(value)),
-                other => host.post_tool_use(&name, &args, Err(&other.to_string())),
+            let result = match &report.outcome {
+                CallOutcome::Ok(value) => Ok(value),
+                other => Err(other.to_string()),
+            };
+            let result = result.as_ref().map_err(String::as_str).copied();
+            if answers {
+                let post = host.post_tool_use_answered(&name, &args, result).await;
+                report.context.extend(post.context);
+                report.feedback = post.feedback;
+            } else {
+                host.post_tool_use(&name, &args, result);
             }
         }
-        outcome
+        report
     }
 
     /// The pre hooks (when asked for), then the call within its timeout.
-    async fn hooks_and_call(self, sent: &Mutex<Option<Value>>) -> CallOutcome {
+    async fn hooks_and_call(
+        self,
+        sent: &Mutex<Option<Value>>,
+        pre_context: &Mutex<Vec<HookNote>>,
+    ) -> CallOutcome {
         let Call {
             host,
             name,
@@ -287,7 +336,10 @@ impl Call {
         let args = match hooks {
             false => args,
             true => match host.pre_tool_use(&name, args).await {
-                PreDecision::Allow { args, .. } => args,
+                PreDecision::Allow { args, context, .. } => {
+                    *pre_context.lock().unwrap_or_else(|p| p.into_inner()) = context;
+                    args
+                }
                 PreDecision::Block {
                     extension,
                     reason,

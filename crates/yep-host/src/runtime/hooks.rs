@@ -2,7 +2,7 @@
 //! manifests approved.
 
 use super::{ExtensionHost, HostError, Loaded};
-use crate::capability::{HookFiring, HookOutcome, ToolResult};
+use crate::capability::{HookAnswer, HookFiring, HookOutcome, ToolResult};
 use crate::health::HealthEvent;
 use crate::manifest::{HookEvent, OnError};
 use serde::Serialize;
@@ -40,11 +40,15 @@ pub enum PreDecision {
     /// `unavailable`: hooks that should have had a say but could not run (their server did
     /// not start, they failed or timed out) and whose `on_error` is `warn`. The call is
     /// allowed without them: show it, or refuse the call yourself.
+    /// `context`: text the hooks gave for the model beside their decision (a Claude Code
+    /// hook's `additionalContext`), in the order they ran: put it where the model reads it.
     Allow {
         args: Value,
         rewritten_by: Vec<String>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         unavailable: Vec<UnavailableHook>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        context: Vec<HookNote>,
     },
     /// Do not run the tool.
     Block {
@@ -52,6 +56,28 @@ pub enum PreDecision {
         reason: String,
         user_message: Option<String>,
     },
+}
+
+/// Text a hook gave for the model (unescaped: it goes to the model, and is escaped before a
+/// terminal sees it), and which extension's hook gave it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookNote {
+    pub extension: String,
+    pub text: String,
+}
+
+/// What the post hooks that answer said of a call that ran ([`Dialect::post_hooks_answer`]).
+///
+/// [`Dialect::post_hooks_answer`]: crate::dialect::Dialect::post_hooks_answer
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PostAnswers {
+    /// Text for the model beside the tool's answer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<HookNote>,
+    /// What a hook found wrong with what the tool did (Claude Code's `decision: "block"` after
+    /// a call): feedback for the model, since the call already ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<HookNote>,
 }
 
 /// A hook that could not run for a decision: which extension's, and why.
@@ -184,7 +210,7 @@ async fn fire_within(
     timeout: Duration,
     deadline: Instant,
     budget: Duration,
-) -> Result<HookOutcome, HookFailure> {
+) -> Result<HookAnswer, HookFailure> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(HookFailure::OverBudget { budget });
@@ -304,6 +330,7 @@ impl ExtensionHost {
         let mut args = args;
         let mut rewritten_by = Vec::new();
         let mut unavailable = Vec::new();
+        let mut context = Vec::new();
         // Enabled packages that could not be loaded: their approved hooks still count. One set
         // to block on error blocks; the others are named as unavailable.
         for gone in self.snapshot().unloaded.iter() {
@@ -347,7 +374,17 @@ impl ExtensionHost {
                     args: args.clone(),
                     result: None,
                 };
-                match fire_within(&loaded, &firing, timeout, deadline, budget).await {
+                let answer = fire_within(&loaded, &firing, timeout, deadline, budget).await;
+                let answer = answer.map(|a| {
+                    if let Some(text) = a.context {
+                        context.push(HookNote {
+                            extension: loaded.name.clone(),
+                            text,
+                        });
+                    }
+                    a.outcome
+                });
+                match answer {
                     Ok(HookOutcome::Block {
                         reason,
                         user_message,
@@ -410,6 +447,7 @@ impl ExtensionHost {
             args,
             rewritten_by,
             unavailable,
+            context,
         }
     }
 
@@ -418,9 +456,49 @@ impl ExtensionHost {
     /// subscriptions in turn within the same per-extension budget as pre hooks, so no task
     /// outlives it.
     pub fn post_tool_use(&self, tool: &str, args: &Value, result: Result<&ToolResult, &str>) {
+        drop(self.post_hooks(tool, args, result));
+    }
+
+    /// Fire `post_tool_use` as [`ExtensionHost::post_tool_use`] does, and await the answers of
+    /// the extensions whose post hooks answer ([`Dialect::post_hooks_answer`]), each within
+    /// its budget; the others observe in the background, not awaited.
+    ///
+    /// [`Dialect::post_hooks_answer`]: crate::dialect::Dialect::post_hooks_answer
+    pub async fn post_tool_use_answered(
+        &self,
+        tool: &str,
+        args: &Value,
+        result: Result<&ToolResult, &str>,
+    ) -> PostAnswers {
+        let mut answers = PostAnswers::default();
+        for (extension, task) in self.post_hooks(tool, args, result) {
+            for answer in task.await.unwrap_or_default() {
+                let note = |text| HookNote {
+                    extension: extension.clone(),
+                    text,
+                };
+                if let HookOutcome::Block { reason, .. } = answer.outcome {
+                    answers.feedback.push(note(reason));
+                }
+                if let Some(text) = answer.context {
+                    answers.context.push(note(text));
+                }
+            }
+        }
+        answers
+    }
+
+    /// One task per subscribed extension; those whose post hooks answer are handed back.
+    fn post_hooks(
+        &self,
+        tool: &str,
+        args: &Value,
+        result: Result<&ToolResult, &str>,
+    ) -> Vec<(String, tokio::task::JoinHandle<Vec<HookAnswer>>)> {
         // The answer is read (parsed, copied) only for a hook that subscribed.
         let mut shown: Option<Value> = None;
         let budget = self.hook_budget();
+        let mut answering = Vec::new();
         for loaded in self.loaded() {
             let subscribed = subscriptions(&loaded, HookEvent::PostToolUse, tool);
             if subscribed.is_empty() {
@@ -438,16 +516,26 @@ impl ExtensionHost {
             };
             let deadline = Instant::now() + budget;
             let core = Arc::clone(&self.core);
-            tokio::spawn(async move {
+            let name = loaded.name.clone();
+            let answers = loaded.ext.post_hooks_answer();
+            let task = tokio::spawn(async move {
+                let mut said = Vec::new();
                 for (timeout, _) in subscribed {
-                    if let Err(err) = fire_within(&loaded, &firing, timeout, deadline, budget).await
-                    {
-                        let event = HookEvent::PostToolUse;
-                        core.report(hook_error(&loaded.name, &firing.tool, event, false, &err));
+                    match fire_within(&loaded, &firing, timeout, deadline, budget).await {
+                        Ok(answer) => said.push(answer),
+                        Err(err) => {
+                            let event = HookEvent::PostToolUse;
+                            core.report(hook_error(&loaded.name, &firing.tool, event, false, &err));
+                        }
                     }
                 }
+                said
             });
+            if answers {
+                answering.push((name, task));
+            }
         }
+        answering
     }
 }
 

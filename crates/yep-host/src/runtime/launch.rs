@@ -154,6 +154,12 @@ pub fn installed(
             message: why,
         });
     }
+    // The user's choice, stricter than any manifest: a hook that cannot answer blocks.
+    if crate::store::settings::fails_closed(&home.settings_path(), name).unwrap_or(false) {
+        for hook in &mut manifest.yolop.hooks {
+            hook.on_error = crate::manifest::OnError::Block;
+        }
+    }
     if manifest.name != name {
         return Err(LaunchError::Renamed {
             extension: extension(),
@@ -242,6 +248,17 @@ pub fn installed(
     }
     spec.config = plain;
     spec.env = env;
+    if let Some(pin) = &entry.claude {
+        // A plugin has no server: its dialect runs its pinned hooks and commands, each a
+        // short-lived process contained as a server would be, with state in its data dir.
+        let data = home.data_dir(name);
+        let _ = std::fs::create_dir_all(&data);
+        spec.data_dir = Some(data);
+        let dialect =
+            crate::dialect::claude::ClaudeCode::new(pin.clone(), spec.clone(), &supervisor);
+        supervisor.dialect = Arc::new(dialect);
+        supervisor.transport = Some(Arc::new(crate::dialect::claude::NoStreams));
+    }
     Ok(Launch {
         eager: entry.zot.is_some(),
         manifest,

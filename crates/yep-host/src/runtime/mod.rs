@@ -13,13 +13,16 @@ mod panel;
 mod prompt;
 mod trace;
 
-pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream};
+pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream, Report};
 pub use contrib::{MAX_SKILL_BYTES, Skill, expand};
 pub use events::{
     AskSink, BuiltinError, Denied, DynAskSink, MAX_QUEUED_QUESTIONS, ServerTools, StatusEntry,
     StatusSink,
 };
-pub use hooks::{MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook, glob_matches, hook_timeout};
+pub use hooks::{
+    HookNote, MAX_HOOK_TIMEOUT_MS, PostAnswers, PreDecision, UnavailableHook, glob_matches,
+    hook_timeout,
+};
 pub use intercept::{INTERCEPT_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, TurnDecision};
 pub use mcp::{MCP_PREFIX, McpSource, McpState};
 pub use panel::{ActivePanel, PANEL_KEYS, PANEL_RENDER_WAIT};
@@ -80,6 +83,10 @@ pub struct HostOptions {
     /// permission policy and its built-in tools. Without one they run extension tools only,
     /// through the hooks.
     pub server_tools: Option<Arc<dyn ServerTools>>,
+    /// The agent's tools as Claude Code plugins' hooks know them (`Bash`, `Edit`, `Write`, …),
+    /// and their argument names: a hook's matcher, `if` rule and `tool_name` see these. The
+    /// default maps the usual lowercase names; see docs/plugins.md.
+    pub claude_tool_names: crate::dialect::claude::ToolNames,
 }
 
 impl Default for HostOptions {
@@ -94,6 +101,7 @@ impl Default for HostOptions {
             status_sink: None,
             ask_sink: None,
             server_tools: None,
+            claude_tool_names: Default::default(),
         }
     }
 }
@@ -1207,6 +1215,8 @@ impl ExtensionHost {
             opts.status_sink.clone(),
             opts.ask_sink.clone(),
         ));
+        let mut opts = opts;
+        opts.supervisor.claude_tool_names = opts.claude_tool_names.clone();
         let core = Arc::new(Core {
             home,
             session_id: session.id,

@@ -1,6 +1,720 @@
-//! Claude Code plugins: no server, but command hooks, each a short-lived process run
-//! contained ([`crate::process::run_to_end`]), with Claude Code's contract on stdin and
-//! stdout ([`io`]), and slash commands expanded as Claude Code expands them ([`command`]).
+//! Claude Code plugins (and Codex and Agent Plugins packages, which share their shape): no
+//! server, but command hooks, each a short-lived process run contained
+//! ([`crate::process::run_to_end`]), with Claude Code's contract on stdin and stdout ([`io`]),
+//! and slash commands expanded as Claude Code expands them ([`command`]).
+//!
+//! [`ClaudeCode`] is the dialect and [`NoStreams`] the transport that gives it nothing to
+//! read: the supervisor "starts" a plugin as it starts any server, so hooks, budgets,
+//! `on_error`, health events and ordering are the runtime's, unchanged. The peer runs only
+//! what the lock pinned ([`ClaudePin`]): each hook's command line and each command's inline
+//! commands, never what the files say now.
 
 pub mod command;
 pub mod io;
+mod names;
+
+pub use names::{ClaudeTool, Seen, ToolNames};
+
+use crate::capability::{
+    CommandResult, Events, HookAnswer, HookEvent, HookFiring, HookOutcome, Offer, RemoteError,
+    ToolCall, ToolResult, TraceEvent,
+};
+use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
+use crate::health::HealthEvent;
+use crate::process::{RunLimits, RunOutput, SpawnSpec};
+use crate::rpc::{CallError, CloseReason, ConnectionOptions};
+use crate::store::claude::{ClaudePin, CommandHook};
+use crate::supervisor::{ServerSpec, SupervisorOptions, Transport};
+use crate::text::escape;
+use io::{About, Event, Said};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+/// The most stdout a hook's answer is read from; the rest is dropped, and the user told.
+pub const MAX_HOOK_STDOUT: usize = 1024 * 1024;
+
+/// How long one inline command of a slash command may run.
+pub const INLINE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most output of one inline command put into a command's text.
+pub const MAX_INLINE_OUTPUT: usize = 64 * 1024;
+
+/// The longest a hook that answered `{"async": true}` runs on in the background.
+pub const MAX_BACKGROUND: Duration = Duration::from_secs(600);
+
+/// What the runtime asks a [`ClaudeCode`] peer by, for its name in logs and `yep list`.
+pub const WIRE: &str = "Claude Code hooks";
+
+/// The Claude Code dialect for one installed plugin: what its lock pinned, and how its
+/// commands run (its server spec's sandbox, package, data dir and env).
+pub struct ClaudeCode {
+    plan: Arc<Plan>,
+}
+
+struct Plan {
+    pin: ClaudePin,
+    spec: ServerSpec,
+    opts: SupervisorOptions,
+}
+
+impl ClaudeCode {
+    /// The dialect that runs `pin` with `spec`'s package, data dir, env and sandbox grants,
+    /// in `opts`'s sandbox mode, naming tools by `opts.claude_tool_names`. A hook that fails
+    /// (crashes, hangs, is missing) is an error, never an allow: the approved hook's
+    /// `on_error` decides whether the call goes on.
+    pub fn new(pin: ClaudePin, spec: ServerSpec, opts: &SupervisorOptions) -> ClaudeCode {
+        ClaudeCode {
+            plan: Arc::new(Plan {
+                pin,
+                spec,
+                opts: opts.clone(),
+            }),
+        }
+    }
+}
+
+/// The streams of a plugin, which has no server: nothing to read, nothing to write.
+pub struct NoStreams;
+
+impl Transport for NoStreams {
+    fn open(&self, _: &ServerSpec) -> std::io::Result<Streams> {
+        Ok(Streams::Other {
+            reader: Box::new(tokio::io::empty()),
+            writer: Box::new(tokio::io::sink()),
+        })
+    }
+}
+
+impl Dialect for ClaudeCode {
+    fn name(&self) -> &'static str {
+        "claude"
+    }
+
+    fn post_hooks_answer(&self) -> bool {
+        true
+    }
+
+    fn open(
+        &self,
+        _streams: Streams,
+        hello: Hello,
+        events: Arc<dyn Events>,
+        _opts: ConnectionOptions,
+    ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
+        let plan = Arc::clone(&self.plan);
+        Box::pin(async move {
+            let data_dir = PathBuf::from(&hello.data_dir);
+            // Claude Code's own state (`~/.claude`) lives in the data dir: $HOME is not
+            // reachable from the sandbox. Best effort: a hook that needs it says so itself.
+            let _ = std::fs::create_dir_all(data_dir.join("claude"));
+            let transcript = data_dir.join("transcript.jsonl");
+            if !transcript.exists() {
+                let _ = std::fs::write(&transcript, b"");
+            }
+            let peer = Arc::new(ClaudePeer {
+                offer: Offer {
+                    name: hello.extension.clone(),
+                    wire: WIRE.into(),
+                    dynamic_prompt: plan.pin.hooks.iter().any(|h| h.event == "SessionStart"),
+                    ..Offer::default()
+                },
+                extension: hello.extension,
+                session_id: hello.session_id,
+                workspace: Mutex::new(PathBuf::from(hello.workspace_root)),
+                transcript,
+                data_dir,
+                plan,
+                events,
+                closed: CancellationToken::new(),
+                reason: Mutex::new(None),
+                calls: AtomicU64::new(0),
+                session_context: OnceCell::new(),
+            });
+            // SessionStart runs once, as the plugin starts: its context is prompt text.
+            let starting = Arc::clone(&peer);
+            tokio::spawn(async move {
+                let _ = starting.session_context().await;
+            });
+            Ok(peer as Arc<dyn Peer>)
+        })
+    }
+}
+
+/// One plugin, started: it runs pinned commands on demand.
+struct ClaudePeer {
+    offer: Offer,
+    extension: String,
+    session_id: String,
+    workspace: Mutex<PathBuf>,
+    transcript: PathBuf,
+    data_dir: PathBuf,
+    plan: Arc<Plan>,
+    events: Arc<dyn Events>,
+    closed: CancellationToken,
+    reason: Mutex<Option<CloseReason>>,
+    /// Numbers the tool calls its hooks see (`tool_use_id`).
+    calls: AtomicU64,
+    /// What its SessionStart hooks said, once they have run.
+    session_context: OnceCell<String>,
+}
+
+/// Why a hook said nothing: its command, and how it failed (escaped, with its log).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct HookFailed(String);
+
+/// How one hook went: what it said, or why it said nothing.
+type Ran = Result<Said, HookFailed>;
+
+impl ClaudePeer {
+    fn workspace(&self) -> PathBuf {
+        self.workspace
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The environment a hook or inline command gets: the package's env-mapped config and
+    /// secrets, and Claude Code's variables.
+    fn env(&self, workspace: &Path) -> Vec<(String, String)> {
+        let root = self.plan.spec.package_dir.to_string_lossy().into_owned();
+        let data = self.data_dir.to_string_lossy().into_owned();
+        let mut env = self.plan.spec.env.clone();
+        env.extend([
+            ("CLAUDE_PLUGIN_ROOT".into(), root.clone()),
+            ("CLAUDE_PLUGIN_DATA".into(), data.clone()),
+            ("PLUGIN_ROOT".into(), root),
+            ("PLUGIN_DATA".into(), data),
+            (
+                "CLAUDE_PROJECT_DIR".into(),
+                workspace.to_string_lossy().into_owned(),
+            ),
+            (
+                "CLAUDE_CONFIG_DIR".into(),
+                self.data_dir.join("claude").to_string_lossy().into_owned(),
+            ),
+            // `git status` in a hook or an inline command never takes the index lock.
+            ("GIT_OPTIONAL_LOCKS".into(), "0".into()),
+        ]);
+        env
+    }
+
+    /// How `hook` runs: its command line through `sh -c`, or (exec form) its program with
+    /// its arguments, the package's own variables filled in; in the workspace, contained as
+    /// the package's server would be.
+    fn spawn_spec(&self, program: String, args: Vec<String>) -> SpawnSpec {
+        let workspace = self.workspace();
+        let env = self.env(&workspace);
+        let mut spec = self
+            .plan
+            .spec
+            .spawn_spec(&workspace, env, &self.plan.opts, None);
+        spec.program = program;
+        spec.args = args;
+        spec.cwd = workspace;
+        spec
+    }
+
+    fn hook_spec(&self, hook: &CommandHook) -> SpawnSpec {
+        if hook.args.is_empty() {
+            return self.spawn_spec("/bin/sh".into(), vec!["-c".into(), hook.command.clone()]);
+        }
+        let fill = |s: &str| {
+            let root = self.plan.spec.package_dir.to_string_lossy();
+            let data = self.data_dir.to_string_lossy();
+            s.replace("${CLAUDE_PLUGIN_ROOT}", &root)
+                .replace("${PLUGIN_ROOT}", &root)
+                .replace("${CLAUDE_PLUGIN_DATA}", &data)
+                .replace("${PLUGIN_DATA}", &data)
+        };
+        self.spawn_spec(
+            fill(&hook.command),
+            hook.args.iter().map(|a| fill(a)).collect(),
+        )
+    }
+
+    /// The stdin of a hook of `event` about `about`.
+    fn input(&self, event: Event, about: &About<'_>) -> Vec<u8> {
+        let workspace = self.workspace().to_string_lossy().into_owned();
+        let transcript = self.transcript.to_string_lossy();
+        let context = io::Context {
+            session_id: &self.session_id,
+            cwd: &workspace,
+            transcript_path: &transcript,
+        };
+        io::input(event, &context, about).to_string().into_bytes()
+    }
+
+    /// Run `hooks` of `event` at once, each with `input` within its own timeout (at most
+    /// `bound`), and hear each one. An `async` hook is started in the background and says
+    /// nothing.
+    async fn run_hooks(
+        &self,
+        event: Event,
+        hooks: Vec<CommandHook>,
+        input: Vec<u8>,
+        bound: Duration,
+    ) -> Vec<(CommandHook, Ran)> {
+        let input = Arc::new(input);
+        let mut running = tokio::task::JoinSet::new();
+        for (i, hook) in hooks.into_iter().enumerate() {
+            let spec = self.hook_spec(&hook);
+            let limits = RunLimits {
+                timeout: Duration::from_secs(hook.effective_timeout()).min(bound),
+                max_stdout: MAX_HOOK_STDOUT,
+            };
+            if hook.is_async {
+                self.in_background(event, hook, spec, Arc::clone(&input));
+                continue;
+            }
+            let input = Arc::clone(&input);
+            running.spawn(async move {
+                let ran = crate::process::run_to_end(&spec, &input, limits).await;
+                (i, hook, ran)
+            });
+        }
+        let mut heard = Vec::new();
+        while let Some(joined) = running.join_next().await {
+            let Ok((i, hook, ran)) = joined else { continue };
+            let said = match ran {
+                Err(e) => Err(HookFailed(format!(
+                    "hook `{}` could not start: {}",
+                    escape(&hook.command),
+                    e.source
+                ))),
+                Ok(out) => self.heard(event, &hook, out),
+            };
+            heard.push((i, hook, said));
+        }
+        // Answers merge in file order, as Claude Code merges them.
+        heard.sort_by_key(|(i, ..)| *i);
+        heard.into_iter().map(|(_, h, s)| (h, s)).collect()
+    }
+
+    /// What a hook that ran said; a `{"async": true}` first line hands the rest of its run to
+    /// the background.
+    fn heard(&self, event: Event, hook: &CommandHook, out: RunOutput) -> Ran {
+        use std::os::unix::process::ExitStatusExt;
+        if out.dropped > 0 {
+            self.warn(format!(
+                "hook `{}` wrote {} bytes to stdout; only the first {MAX_HOOK_STDOUT} were read",
+                escape(&hook.command),
+                out.stdout.len() as u64 + out.dropped
+            ));
+        }
+        let code = out.status.and_then(|s| s.code());
+        let signal = out
+            .status
+            .filter(|s| s.signal().is_some())
+            .map(|s| crate::process::describe_status(Some(s)));
+        let said = io::read(event, code, signal, &out.stdout, &out.stderr_tail).map_err(|e| {
+            HookFailed(format!(
+                "hook `{}` failed: {} (log: {})",
+                escape(&hook.command),
+                escape(&e.to_string()),
+                out.log_path.display()
+            ))
+        })?;
+        if let Some(message) = &said.system_message {
+            self.warn(format!(
+                "hook `{}`: {}",
+                escape(&hook.command),
+                escape(message)
+            ));
+        }
+        Ok(said)
+    }
+
+    /// Run a hook that holds nothing: bounded by [`MAX_BACKGROUND`], and a failure is told.
+    fn in_background(&self, event: Event, hook: CommandHook, spec: SpawnSpec, input: Arc<Vec<u8>>) {
+        let limits = RunLimits {
+            timeout: MAX_BACKGROUND,
+            max_stdout: MAX_HOOK_STDOUT,
+        };
+        let (events, extension) = (Arc::clone(&self.events), self.extension.clone());
+        let closed = self.closed.clone();
+        tokio::spawn(async move {
+            let ran = tokio::select! {
+                ran = crate::process::run_to_end(&spec, &input, limits) => ran,
+                () = closed.cancelled() => return,
+            };
+            let failed = match ran {
+                Err(e) => Some(format!("it could not start: {}", e.source)),
+                Ok(out) if out.status.is_some_and(|s| s.success()) => None,
+                Ok(out) => Some(format!(
+                    "{} (log: {})",
+                    failure_of(event, &out),
+                    out.log_path.display()
+                )),
+            };
+            if let Some(why) = failed {
+                events.health(HealthEvent::Warning {
+                    extension: Some(extension.clone()),
+                    message: format!(
+                        "plugin `{extension}`: {} hook `{}`, run in the background, failed: {}",
+                        event.name(),
+                        escape(&hook.command),
+                        escape(&why)
+                    ),
+                });
+            }
+        });
+    }
+
+    fn warn(&self, message: String) {
+        self.events.health(HealthEvent::Warning {
+            extension: Some(self.extension.clone()),
+            message: format!("plugin `{}`: {message}", self.extension),
+        });
+    }
+
+    /// The pinned hooks of `event` that fire for this tool call (all of them outside one).
+    fn hooks_for(&self, event: Event, tool: Option<(&str, &Value)>) -> Vec<CommandHook> {
+        self.plan
+            .pin
+            .hooks
+            .iter()
+            .filter(|h| h.event == event.name())
+            .filter(|h| match tool {
+                Some((name, input)) => {
+                    let command = (name == "Bash")
+                        .then(|| input["command"].as_str())
+                        .flatten();
+                    h.fires_for(name, command)
+                }
+                None => h.if_rule.is_none(),
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// What SessionStart's hooks gave for the model, run once.
+    async fn session_context(&self) -> &str {
+        self.session_context
+            .get_or_init(|| async {
+                let hooks = self.hooks_for(Event::SessionStart, None);
+                if hooks.is_empty() {
+                    return String::new();
+                }
+                let input = self.input(Event::SessionStart, &About::Start("startup"));
+                let bound =
+                    Duration::from_secs(crate::store::claude::hooks::MAX_LIFECYCLE_TIMEOUT_S);
+                let mut said = Vec::new();
+                for (hook, ran) in self
+                    .run_hooks(Event::SessionStart, hooks, input, bound)
+                    .await
+                {
+                    match ran {
+                        Ok(s) => said.push(s),
+                        // SessionStart cannot block: a failure is told, and the session goes on.
+                        Err(why) => self.warn(format!(
+                            "SessionStart hook `{}` gave the model nothing: {why}",
+                            escape(&hook.command)
+                        )),
+                    }
+                }
+                io::merge(said).context.unwrap_or_default()
+            })
+            .await
+    }
+
+    fn failure(&self, event: Event, why: Vec<String>) -> PeerError {
+        PeerError::call(
+            event.name(),
+            CallError::Remote(RemoteError::new(0, why.join("; "))),
+        )
+    }
+}
+
+/// Why a hook's run is a failure, in words.
+fn failure_of(event: Event, out: &RunOutput) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let code = out.status.and_then(|s| s.code());
+    let signal = out
+        .status
+        .filter(|s| s.signal().is_some())
+        .map(|s| crate::process::describe_status(Some(s)));
+    match io::read(event, code, signal, b"", &out.stderr_tail) {
+        Err(e) => e.to_string(),
+        Ok(_) => crate::process::describe_status(out.status),
+    }
+}
+
+impl Peer for ClaudePeer {
+    fn offer(&self) -> &Offer {
+        &self.offer
+    }
+
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        _timeout: Duration,
+    ) -> PeerFuture<'_, Result<ToolResult, PeerError>> {
+        let message = format!(
+            "plugin `{}` has no tools (no tool `{}`)",
+            self.extension, call.tool
+        );
+        Box::pin(async move {
+            Err(PeerError::call(
+                "tools/call",
+                CallError::Remote(RemoteError::new(RemoteError::METHOD_NOT_FOUND, message)),
+            ))
+        })
+    }
+
+    fn fire_hook(
+        &self,
+        firing: &HookFiring,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<HookAnswer, PeerError>> {
+        let event = match firing.event {
+            HookEvent::PreToolUse => Event::PreToolUse,
+            HookEvent::PostToolUse => Event::PostToolUse,
+        };
+        let tool = self
+            .plan
+            .opts
+            .claude_tool_names
+            .claude(&firing.tool, &firing.args);
+        let hooks = self.hooks_for(event, Some((&tool.name, &tool.input)));
+        let id = format!("yep-{}", self.calls.fetch_add(1, Ordering::Relaxed) + 1);
+        let input = match (event, &firing.result) {
+            (Event::PostToolUse, Some(response)) => self.input(
+                event,
+                &About::ToolDone {
+                    name: &tool.name,
+                    input: &tool.input,
+                    id: &id,
+                    response,
+                },
+            ),
+            _ => self.input(
+                event,
+                &About::Tool {
+                    name: &tool.name,
+                    input: &tool.input,
+                    id: &id,
+                },
+            ),
+        };
+        Box::pin(async move {
+            if hooks.is_empty() {
+                return Ok(HookOutcome::Allow.into());
+            }
+            let mut said = Vec::new();
+            let mut failed = Vec::new();
+            for (_, ran) in self.run_hooks(event, hooks, input, timeout).await {
+                match ran {
+                    Ok(s) => said.push(s),
+                    Err(why) => failed.push(why.0),
+                }
+            }
+            let said = io::merge(said);
+            let context = said.context.clone();
+            let blocked = match event {
+                Event::PreToolUse => said
+                    .stop
+                    .clone()
+                    .map(|stop| {
+                        (
+                            said.reason.clone().unwrap_or_else(|| stop.clone()),
+                            Some(stop),
+                        )
+                    })
+                    .or_else(|| {
+                        (said.permission == Some(io::Permission::Deny)).then(|| {
+                            (
+                                said.reason.clone().unwrap_or_default(),
+                                said.system_message.clone(),
+                            )
+                        })
+                    }),
+                _ => said
+                    .block
+                    .clone()
+                    .or(said.stop.clone())
+                    .map(|why| (why, None)),
+            };
+            // A deny stands whatever else failed; otherwise a failed hook is never an allow:
+            // the runtime reports it, and the plugin's failure mode decides.
+            if let Some((reason, user_message)) = blocked {
+                return Ok(HookAnswer {
+                    outcome: HookOutcome::Block {
+                        reason,
+                        user_message,
+                    },
+                    context,
+                });
+            }
+            if !failed.is_empty() {
+                return Err(self.failure(event, failed));
+            }
+            let outcome = match (said.permission, said.updated_input) {
+                (Some(io::Permission::Ask), _) => HookOutcome::Ask {
+                    reason: said.reason.unwrap_or_default(),
+                },
+                (_, Some(input)) if event == Event::PreToolUse => {
+                    HookOutcome::Rewrite(tool.host_input(input))
+                }
+                _ => HookOutcome::Allow,
+            };
+            Ok(HookAnswer { outcome, context })
+        })
+    }
+
+    fn prompt(&self, _timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>> {
+        Box::pin(async move { Ok(self.session_context().await.to_string()) })
+    }
+
+    fn command(
+        &self,
+        name: &str,
+        arguments: &str,
+        _timeout: Duration,
+    ) -> PeerFuture<'_, Result<CommandResult, PeerError>> {
+        let pinned = self
+            .plan
+            .pin
+            .commands
+            .iter()
+            .find(|c| c.name == name)
+            .cloned();
+        let arguments = arguments.to_string();
+        let name = name.to_string();
+        Box::pin(async move {
+            let Some(pinned) = pinned else {
+                return Ok(CommandResult {
+                    success: false,
+                    message: format!("plugin `{}` has no command `{name}`", self.extension),
+                });
+            };
+            let file = self.plan.spec.package_dir.join(&pinned.file);
+            let text = crate::store::fsutil::read_regular_string(
+                &file,
+                crate::store::claude::MAX_PART_BYTES,
+                crate::store::fsutil::Links::Refuse,
+            );
+            let text = match text {
+                Ok(text) => text,
+                Err(e) => {
+                    return Ok(CommandResult {
+                        success: false,
+                        message: format!(
+                            "plugin `{}`: command `{name}` cannot be read from {}: {e}",
+                            self.extension, pinned.file
+                        ),
+                    });
+                }
+            };
+            let body = crate::store::claude::frontmatter::Frontmatter::parse(&text).body;
+            let not_permitted = pinned.not_permitted();
+            // Only what was pinned runs, and of that only what its rules permit.
+            let permits = |command: &str| {
+                pinned.inline.iter().any(|c| c == command) && !not_permitted.contains(&command)
+            };
+            let expanded =
+                command::expand(&body, &arguments, permits, |line| self.inline(line)).await;
+            let message = command::attach_files(&expanded, &self.workspace());
+            Ok(CommandResult {
+                success: true,
+                message,
+            })
+        })
+    }
+
+    fn workspace_changed(&self, root: &str) -> PeerFuture<'_, Result<(), PeerError>> {
+        *self.workspace.lock().unwrap_or_else(|p| p.into_inner()) = PathBuf::from(root);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn trace(&self, event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>> {
+        let _ = event;
+        Box::pin(async { Ok(()) })
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        _params: Option<Value>,
+        _timeout: Duration,
+    ) -> PeerFuture<'_, Result<Value, PeerError>> {
+        let error = PeerError::call(
+            method,
+            CallError::Remote(RemoteError::new(
+                RemoteError::METHOD_NOT_FOUND,
+                format!("a Claude Code plugin answers no `{method}`: it has no server"),
+            )),
+        );
+        Box::pin(async move { Err(error) })
+    }
+
+    fn shutdown(&self, _grace: Duration) -> PeerFuture<'_, ()> {
+        self.close(CloseReason::Shutdown);
+        Box::pin(async {})
+    }
+
+    fn close(&self, reason: CloseReason) {
+        let mut held = self.reason.lock().unwrap_or_else(|p| p.into_inner());
+        if held.is_none() {
+            *held = Some(reason);
+        }
+        self.closed.cancel();
+    }
+
+    fn close_reason(&self) -> Option<CloseReason> {
+        self.reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn closed(&self) -> PeerFuture<'_, CloseReason> {
+        Box::pin(async move {
+            self.closed.cancelled().await;
+            self.close_reason().unwrap_or(CloseReason::Shutdown)
+        })
+    }
+}
+
+impl ClaudePeer {
+    /// Run one inline command of a slash command in the workspace, contained, its stderr
+    /// with its stdout, bounded in time and output.
+    async fn inline(&self, line: String) -> command::Ran {
+        let spec = self.spawn_spec(
+            "/bin/sh".into(),
+            vec!["-c".into(), format!("exec 2>&1\n{line}")],
+        );
+        let limits = RunLimits {
+            timeout: INLINE_TIMEOUT,
+            max_stdout: MAX_INLINE_OUTPUT,
+        };
+        match crate::process::run_to_end(&spec, b"", limits).await {
+            Err(e) => command::Ran::Failed(format!("it could not start: {}", e.source)),
+            Ok(out) if out.timed_out() => command::Ran::Failed(format!(
+                "it ran past {} s and was stopped",
+                INLINE_TIMEOUT.as_secs()
+            )),
+            Ok(out) => {
+                let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+                if out.dropped > 0 {
+                    text.push_str(&format!(
+                        "\n[output cut at {MAX_INLINE_OUTPUT} bytes: {} more not shown]",
+                        out.dropped
+                    ));
+                }
+                match out.status.is_some_and(|s| s.success()) {
+                    true => command::Ran::Output(text),
+                    false => command::Ran::Output(format!(
+                        "{text}\n[{}]",
+                        crate::process::describe_status(out.status)
+                    )),
+                }
+            }
+        }
+    }
+}

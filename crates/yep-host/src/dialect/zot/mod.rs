@@ -13,10 +13,10 @@ pub mod probe;
 
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::capability::{
-    CommandResult, ConfigOutcome, Events, HookEvent, HookFiring, HookOutcome, HostToolCall,
-    HostToolError, Intercept, InterceptOutcome, LogLevel, Offer, OfferedCommand, OfferedTool,
-    Panel, PanelInput, PanelUpdate, RemoteError, Status, StatusLevel, ToolCall, ToolResult,
-    TraceEvent,
+    CommandResult, ConfigOutcome, Events, HookAnswer, HookEvent, HookFiring, HookOutcome,
+    HostToolCall, HostToolError, Intercept, InterceptOutcome, LogLevel, Offer, OfferedCommand,
+    OfferedTool, Panel, PanelInput, PanelUpdate, RemoteError, Status, StatusLevel, ToolCall,
+    ToolResult, TraceEvent,
 };
 use crate::launcher::said;
 use crate::rpc::{
@@ -1146,7 +1146,7 @@ impl Peer for ZotPeer {
         &self,
         firing: &HookFiring,
         timeout: Duration,
-    ) -> PeerFuture<'_, Result<HookOutcome, PeerError>> {
+    ) -> PeerFuture<'_, Result<HookAnswer, PeerError>> {
         // zot intercepts tool calls before they run; it has no hook after them.
         let wanted = firing.event == HookEvent::PreToolUse && self.router.intercepts("tool_call");
         let mut fields = serde_json::Map::new();
@@ -1154,10 +1154,10 @@ impl Peer for ZotPeer {
         fields.insert("tool_args".into(), firing.args.clone());
         Box::pin(async move {
             if !wanted {
-                return Ok(HookOutcome::Allow);
+                return Ok(HookOutcome::Allow.into());
             }
             let answer = self.ask_intercept("tool_call", fields, timeout).await?;
-            Ok(match serde_json::from_str::<FromExtension>(answer.get()) {
+            let outcome = match serde_json::from_str::<FromExtension>(answer.get()) {
                 Ok(FromExtension::EventInterceptResponse {
                     block: true,
                     reason,
@@ -1182,7 +1182,8 @@ impl Peer for ZotPeer {
                         answer.get(),
                     ));
                 }
-            })
+            };
+            Ok(outcome.into())
         })
     }
 
