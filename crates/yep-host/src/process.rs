@@ -54,6 +54,10 @@ pub struct Sandboxed {
     /// Told of each refusal the host sees (a host name its grants do not name, asked of its
     /// egress proxy).
     pub on_denied: Option<DeniedSink>,
+    /// With no network granted, still give it an egress proxy that refuses every host, so
+    /// each host it reaches for (a hook's `pip install`) is told to `on_denied` rather than
+    /// failing where nobody sees it. Off for servers, whose refusals show in their log.
+    pub tell_refused_hosts: bool,
     /// Learn what it needs instead of containing it (`yep doctor --sandbox-learn`): its
     /// profile is built, its environment scrubbed and its `TMPDIR` private as for a contained
     /// run, but nothing is applied, and it runs under `strace`, whatever the mode.
@@ -371,7 +375,10 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
                 return spawn_built(spec, program, args, Some((None, tmp, profile, None)), false);
             }
             // Host names are reached through a proxy of its own, or not at all.
-            let egress = match profile.egress.is_empty() {
+            let quiet = !(sandboxed.tell_refused_hosts
+                && sandboxed.on_denied.is_some()
+                && matches!(profile.net, crate::sandbox::Net::None));
+            let egress = match profile.egress.is_empty() && quiet {
                 true => None,
                 false => match start_egress(&mut profile, sandboxed).map_err(err)? {
                     Some(proxy) => Some(proxy),

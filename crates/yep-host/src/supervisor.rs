@@ -163,6 +163,7 @@ impl ServerSpec {
                 grants: self.sandbox_grants.clone(),
                 name: self.grant_name.clone().unwrap_or_else(|| self.name.clone()),
                 on_denied,
+                tell_refused_hosts: false,
                 learn: opts.learn.clone(),
             }),
         }

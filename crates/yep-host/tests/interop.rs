@@ -47,7 +47,11 @@ async fn yep_host_drives_a_yolop_yep_server() {
         args: json!({"forbidden": true}),
         result: None,
     };
-    let decision = ext.fire_hook(&fire, Duration::from_secs(5)).await.unwrap().outcome;
+    let decision = ext
+        .fire_hook(&fire, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .outcome;
     assert_eq!(
         decision,
         HookOutcome::Block {

@@ -350,6 +350,7 @@ async fn a_one_shot_command_runs_in_the_sandbox() {
         grants: Default::default(),
         name: "hook".into(),
         on_denied: None,
+        tell_refused_hosts: false,
         learn: None,
     });
     let ran = process::run_to_end(&spec, b"", QUICK).await.unwrap();

@@ -227,10 +227,21 @@ pub fn read(
     stderr_tail: &[String],
 ) -> Result<Said, Failed> {
     let stdout = String::from_utf8_lossy(stdout);
-    // `{"async": true}` first: the rest is its business.
+    // `{"async": true}` first: it ran on in the background, and decides nothing; its answer
+    // is the first JSON object line after (as Claude Code reads it once it has exited), and
+    // what that tells the user or the model still counts.
     let first = stdout.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     if serde_json::from_str::<Value>(first).is_ok_and(|v| v["async"] == true) {
+        let answer = stdout
+            .lines()
+            .skip_while(|l| *l != first)
+            .skip(1)
+            .find(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v.is_object()))
+            .unwrap_or("");
+        let said = read(event, code, signal, answer.as_bytes(), stderr_tail)?;
         return Ok(Said {
+            context: said.context,
+            system_message: said.system_message,
             background: true,
             ..Said::default()
         });
@@ -331,7 +342,13 @@ pub fn merge(all: Vec<Said>) -> Said {
     let mut merged = Said::default();
     let mut contexts = Vec::new();
     let mut messages = Vec::new();
-    for said in all.into_iter().filter(|s| !s.background) {
+    for said in all {
+        if said.background {
+            // It decides nothing; what it tells is kept.
+            contexts.extend(said.context);
+            messages.extend(said.system_message);
+            continue;
+        }
         if said.permission > merged.permission {
             merged.permission = said.permission.clone();
             merged.reason = said.reason.clone();
@@ -530,7 +547,26 @@ mod tests {
         )
         .unwrap();
         assert!(said.background);
-        assert_eq!(said.context, None);
+        // Its answer is the JSON line after: it tells, and decides nothing.
+        assert_eq!(said.context.as_deref(), Some("x"));
+        let said = ran(
+            Event::SessionStart,
+            0,
+            "{\"async\": true}\nbuilding\n{\"systemMessage\": \"the reviewer is unavailable\", \"decision\": \"block\"}\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            (said.system_message.as_deref(), said.block),
+            (Some("the reviewer is unavailable"), None)
+        );
+        let failed = ran(
+            Event::SessionStart,
+            1,
+            "{\"async\": true}\n",
+            &["Traceback"],
+        );
+        assert!(matches!(failed, Err(Failed::Exit { .. })), "{failed:?}");
         let long = "é".repeat(TEXT_CAP + 5);
         let said = ran(Event::SessionStart, 0, &long, &[]).unwrap();
         let context = said.context.unwrap();
@@ -570,7 +606,14 @@ mod tests {
             reason: Some("no".into()),
             ..Said::default()
         };
-        let merged = merge(vec![allow(json!({"n": 1})), deny, ask]);
+        let background = Said {
+            permission: Some(Permission::Allow),
+            context: Some("later".into()),
+            background: true,
+            ..Said::default()
+        };
+        let merged = merge(vec![allow(json!({"n": 1})), deny, ask, background]);
+        assert_eq!(merged.context.as_deref(), Some("a\n\nb\n\nlater"));
         assert_eq!(merged.permission, Some(Permission::Deny));
         assert_eq!(merged.reason.as_deref(), Some("no"));
         assert_eq!(merged.updated_input, None);

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::OnceCell;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// The most stdout a hook's answer is read from; the rest is dropped, and the user told.
@@ -133,12 +133,19 @@ impl Dialect for ClaudeCode {
                 closed: CancellationToken::new(),
                 reason: Mutex::new(None),
                 calls: AtomicU64::new(0),
-                session_context: OnceCell::new(),
+                session_context: watch::channel(None).0,
             });
-            // SessionStart runs once, as the plugin starts: its context is prompt text.
+            // SessionStart runs once, as the plugin starts, on its own task (a prompt that
+            // stops waiting for it never stops it): its context is prompt text.
             let starting = Arc::clone(&peer);
             tokio::spawn(async move {
-                let _ = starting.session_context().await;
+                let closed = starting.closed.clone();
+                tokio::select! {
+                    text = starting.run_session_start() => {
+                        starting.session_context.send_replace(Some(Arc::from(text)));
+                    }
+                    () = closed.cancelled() => {}
+                }
             });
             Ok(peer as Arc<dyn Peer>)
         })
@@ -160,7 +167,7 @@ struct ClaudePeer {
     /// Numbers the tool calls its hooks see (`tool_use_id`).
     calls: AtomicU64,
     /// What its SessionStart hooks said, once they have run.
-    session_context: OnceCell<String>,
+    session_context: watch::Sender<Option<Arc<str>>>,
 }
 
 /// Why a hook said nothing: its command, and how it failed (escaped, with its log).
@@ -198,8 +205,10 @@ impl ClaudePeer {
                 "CLAUDE_CONFIG_DIR".into(),
                 self.data_dir.join("claude").to_string_lossy().into_owned(),
             ),
-            // `git status` in a hook or an inline command never takes the index lock.
+            // `git status` in a hook or an inline command never takes the index lock, and
+            // reads no config from the home, which the sandbox hides.
             ("GIT_OPTIONAL_LOCKS".into(), "0".into()),
+            ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
         ]);
         env
     }
@@ -210,10 +219,25 @@ impl ClaudePeer {
     fn spawn_spec(&self, program: String, args: Vec<String>) -> SpawnSpec {
         let workspace = self.workspace();
         let env = self.env(&workspace);
+        let events = Arc::clone(&self.events);
+        let extension = self.extension.clone();
+        // Each host a hook or inline command reaches for without a grant is told, naming the
+        // grant: a hook that wants the network fails where the user sees it.
+        let denied = crate::process::DeniedSink(Arc::new(move |denial: crate::sandbox::Denial| {
+            events.health(HealthEvent::SandboxDenied {
+                extension: extension.clone(),
+                target: denial.target,
+                grant: denial.grant,
+                message: denial.message,
+            })
+        }));
         let mut spec = self
             .plan
             .spec
-            .spawn_spec(&workspace, env, &self.plan.opts, None);
+            .spawn_spec(&workspace, env, &self.plan.opts, Some(denied));
+        if let Some(sandboxed) = spec.sandbox.as_mut() {
+            sandboxed.tell_refused_hosts = true;
+        }
         spec.program = program;
         spec.args = args;
         spec.cwd = workspace;
@@ -393,34 +417,38 @@ impl ClaudePeer {
             .collect()
     }
 
-    /// What SessionStart's hooks gave for the model, run once.
-    async fn session_context(&self) -> &str {
-        self.session_context
-            .get_or_init(|| async {
-                let hooks = self.hooks_for(Event::SessionStart, None);
-                if hooks.is_empty() {
-                    return String::new();
-                }
-                let input = self.input(Event::SessionStart, &About::Start("startup"));
-                let bound =
-                    Duration::from_secs(crate::store::claude::hooks::MAX_LIFECYCLE_TIMEOUT_S);
-                let mut said = Vec::new();
-                for (hook, ran) in self
-                    .run_hooks(Event::SessionStart, hooks, input, bound)
-                    .await
-                {
-                    match ran {
-                        Ok(s) => said.push(s),
-                        // SessionStart cannot block: a failure is told, and the session goes on.
-                        Err(why) => self.warn(format!(
-                            "SessionStart hook `{}` gave the model nothing: {why}",
-                            escape(&hook.command)
-                        )),
-                    }
-                }
-                io::merge(said).context.unwrap_or_default()
-            })
+    /// What SessionStart's hooks gave for the model, once they have run.
+    async fn session_context(&self) -> Arc<str> {
+        let mut said = self.session_context.subscribe();
+        match said.wait_for(Option::is_some).await {
+            Ok(text) => text.clone().unwrap_or_else(|| Arc::from("")),
+            Err(_) => Arc::from(""),
+        }
+    }
+
+    /// Run the SessionStart hooks: what they gave for the model.
+    async fn run_session_start(&self) -> String {
+        let hooks = self.hooks_for(Event::SessionStart, None);
+        if hooks.is_empty() {
+            return String::new();
+        }
+        let input = self.input(Event::SessionStart, &About::Start("startup"));
+        let bound = Duration::from_secs(crate::store::claude::hooks::MAX_LIFECYCLE_TIMEOUT_S);
+        let mut said = Vec::new();
+        for (hook, ran) in self
+            .run_hooks(Event::SessionStart, hooks, input, bound)
             .await
+        {
+            match ran {
+                Ok(s) => said.push(s),
+                // SessionStart cannot block: a failure is told, and the session goes on.
+                Err(why) => self.warn(format!(
+                    "SessionStart hook `{}` gave the model nothing: {why}",
+                    escape(&hook.command)
+                )),
+            }
+        }
+        io::merge(said).context.unwrap_or_default()
     }
 
     fn failure(&self, event: Event, why: Vec<String>) -> PeerError {
