@@ -165,38 +165,50 @@ fn a_manifestless_plugin_from_git_is_named_for_its_directory_and_a_new_hook_asks
     assert!(!marker.exists() && !home.join("extensions/tidy/started").exists());
 }
 
+/// A YEP package `name` served by `yep-fixture`, installed and enabled: `tools` (each echoes
+/// its arguments), and in `extra` the fixture's config (`rewrite`, `block_on`) and the
+/// manifest's `hooks`.
+fn tool_package(home: &Path, tmp: &Path, name: &str, tools: &[&str], extra: Value) {
+    let fixture = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-fixture");
+    let dir = tmp.join("src").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = serde_json::json!({"name": name, "tools": tools});
+    for key in ["rewrite", "block_on"] {
+        if let Some(v) = extra.get(key) {
+            config[key] = v.clone();
+        }
+    }
+    let tools: Vec<Value> = tools
+        .iter()
+        .map(|t| serde_json::json!({"name": t, "description": "echoes its arguments"}))
+        .collect();
+    let manifest = serde_json::json!({"name": name, "version": "1.0.0", "description": name,
+        "yolop": {"capabilityServer": {"command": fixture, "args": [config.to_string()]},
+            "tools": tools, "hooks": extra.get("hooks").cloned().unwrap_or(serde_json::json!([]))}});
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    ok(&yep(home, &["install", dir.to_str().unwrap(), "--yes"]));
+    ok(&yep(home, &["enable", name]));
+}
+
 /// The tools a contract plugin's hooks are tried on (`Bash` and `Write`, echoing their
 /// arguments), a YEP extension that rewrites `Bash`'s `path` first, and `contract`, a plugin
 /// whose hooks answer each way Claude Code's contract allows (`hooks/pre.py` decides by the
 /// call's `command`). Enabled in that order.
 fn contract_home(tmp: &Path) -> std::path::PathBuf {
     let home = tmp.join("home");
-    let fixture = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-fixture");
-    let yep_package = |name: &str, config: Value, hooks: Value, tools: &[&str]| {
-        let dir = tmp.join("src").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        let tools: Vec<Value> = tools
-            .iter()
-            .map(|t| serde_json::json!({"name": t, "description": "echoes its arguments"}))
-            .collect();
-        let manifest = serde_json::json!({"name": name, "version": "1.0.0", "description": name,
-            "yolop": {"capabilityServer": {"command": fixture, "args": [config.to_string()]},
-                "tools": tools, "hooks": hooks}});
-        std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
-        ok(&yep(&home, &["install", dir.to_str().unwrap(), "--yes"]));
-        ok(&yep(&home, &["enable", name]));
-    };
-    yep_package(
+    tool_package(
+        &home,
+        tmp,
         "tools",
-        serde_json::json!({"name": "tools", "tools": ["Bash", "Write"]}),
-        serde_json::json!([]),
         &["Bash", "Write"],
+        serde_json::json!({}),
     );
-    yep_package(
+    tool_package(
+        &home,
+        tmp,
         "rewriter",
-        serde_json::json!({"name": "rewriter", "rewrite": "-yep"}),
-        serde_json::json!([{"event": "pre_tool_use", "tool_name_glob": "Bash"}]),
         &[],
+        serde_json::json!({"rewrite": "-yep", "hooks": [{"event": "pre_tool_use", "tool_name_glob": "Bash"}]}),
     );
     let plugin = tmp.join("src/contract");
     std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
@@ -414,4 +426,232 @@ fn command_hooks_keep_claude_codes_contract_alike_in_yep_session_and_through_yep
             "{answers:?}"
         );
     }
+}
+
+#[test]
+fn anthropics_plugins_run_unmodified_their_prompt_commands_skills_and_hooks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let plugins = claude_corpus(tmp.path()).join("plugins");
+    // An agent's file tools, for security-guidance's hooks to watch.
+    tool_package(
+        &home,
+        tmp.path(),
+        "tools",
+        &["Edit", "Write"],
+        serde_json::json!({}),
+    );
+    for name in [
+        "explanatory-output-style",
+        "commit-commands",
+        "example-plugin",
+        "security-guidance",
+        "code-review",
+    ] {
+        install(&home, &plugins.join(name));
+        ok(&yep(&home, &["enable", name]));
+    }
+    // A scratch repository: one commit, one file not yet added.
+    let ws = tmp.path().join("repo");
+    std::fs::create_dir_all(&ws).unwrap();
+    git(&ws, &["init", "-q"]);
+    std::fs::write(ws.join("committed.txt"), "one\n").unwrap();
+    git(&ws, &["add", "."]);
+    git(&ws, &["commit", "-qm", "one"]);
+    std::fs::write(ws.join("brand-new.txt"), "two\n").unwrap();
+    let (answers, warnings) = session(
+        &ws,
+        &home,
+        concat!(
+            "prompt\n",
+            "commands\n",
+            "command commit-commands:commit\n",
+            "command example-plugin:example-command hello world\n",
+            "skills\n",
+            "agents\n",
+            "run Edit {\"file_path\": \"app.py\", \"old_string\": \"x = 1\", \"new_string\": \"x = eval(input())\"}\n",
+            "run Write {\"file_path\": \"notes.md\", \"content\": \"plain\"}\n",
+            "mcp\n",
+            "quit\n"
+        ),
+    );
+    assert_eq!(answers.len(), 9, "{answers:?}");
+    // explanatory-output-style's SessionStart text is its part of the system prompt.
+    let prompt = answers[0]["prompt"].as_str().unwrap();
+    assert!(
+        prompt.contains(
+            "<capability id=\"ext:explanatory-output-style\">\nYou are in 'explanatory' output style mode"
+        ),
+        "{prompt}"
+    );
+    // Every command is listed, code-review's too.
+    let commands: Vec<&str> = answers[1]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for command in [
+        "commit-commands:commit",
+        "commit-commands:commit-push-pr",
+        "commit-commands:clean_gone",
+        "example-plugin:example-command",
+        "code-review:code-review",
+    ] {
+        assert!(commands.contains(&command), "{command}: {commands:?}");
+    }
+    // /commit-commands:commit holds the repository's real `git status`, run in the sandbox;
+    // what its allowed-tools do not permit is said, not run.
+    let commit = answers[2]["message"].as_str().unwrap();
+    assert!(
+        commit.contains("Untracked files:") && commit.contains("brand-new.txt"),
+        "{commit}"
+    );
+    assert!(
+        commit.contains("[not run: this command's allowed-tools do not permit `git diff HEAD`]"),
+        "{commit}"
+    );
+    // $ARGUMENTS is the argument text.
+    let example = answers[3]["message"].as_str().unwrap();
+    assert!(
+        example.contains("The user invoked this command with: hello world"),
+        "{example}"
+    );
+    let skills: Vec<&str> = answers[4]["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(skills, ["example-command", "example-skill"], "{answers:?}");
+    // None of these ships an agent definition (code-review's README names agents its copy
+    // here does not hold).
+    assert_eq!(answers[5]["agents"], serde_json::json!([]), "{answers:?}");
+    // security-guidance's PostToolUse hook warns of the eval( an Edit adds, and says
+    // nothing of a plain Write.
+    let edit = &answers[6];
+    assert_eq!(edit["result"]["tool"], "Edit", "{edit}");
+    let context = edit["context"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(
+        edit["context"][0]["extension"], "security-guidance",
+        "{edit}"
+    );
+    assert!(context.contains("eval() executes arbitrary code"), "{edit}");
+    assert!(answers[7].get("context").is_none(), "{:?}", answers[7]);
+    // example-plugin's flat .mcp.json server is listed, and never started: it was never
+    // approved.
+    assert!(
+        answers[8]
+            .to_string()
+            .contains("example-plugin__example-server"),
+        "{:?}",
+        answers[8]
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "`example-plugin__example-server` has no approved tool list, so it does not start"
+        )),
+        "{warnings:?}"
+    );
+}
+
+/// security-guidance's SessionStart step installs an SDK with pip: under the default sandbox
+/// it has no network, and the host the step reached for is told, with the grant that would
+/// let it, rather than the step failing where nobody sees it.
+#[test]
+fn security_guidances_session_start_is_refused_the_network_where_the_user_sees_it() {
+    use std::io::{BufRead, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let plugins = claude_corpus(tmp.path()).join("plugins");
+    install(&home, &plugins.join("security-guidance"));
+    ok(&yep(&home, &["enable", "security-guidance"]));
+    #[allow(clippy::disallowed_methods)] // the CLI under test, fed over time
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["--home", home.to_str().unwrap(), "session", "--json"])
+        .current_dir(tmp.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "prompt").unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // The warnings print as the session answers: ask for the prompt until the refusal shows.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(150);
+    let mut seen = Vec::new();
+    let refused = loop {
+        match rx.recv_timeout(std::time::Duration::from_secs(3)) {
+            Ok(line) if line.contains("refused") => break Some(line),
+            Ok(line) => seen.push(line),
+            Err(_) if std::time::Instant::now() > deadline => break None,
+            Err(_) => {
+                let _ = writeln!(stdin, "prompt");
+            }
+        }
+    };
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let refused = refused.unwrap_or_else(|| panic!("no refusal told: {seen:?}"));
+    assert!(
+        refused.contains("security-guidance")
+            && refused.contains(":443")
+            && refused.contains("yep grant security-guidance net:"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_plugins_agents_are_listed_and_never_run_and_the_skill_roots_it_names_are_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let kit = tmp.path().join("kit");
+    let marker = tmp.path().join("agent-ran");
+    for (path, body) in [
+        (
+            ".claude-plugin/plugin.json",
+            r#"{"name": "kit", "version": "1.0.0", "skills": ["./more-skills"]}"#.to_string(),
+        ),
+        (
+            "agents/reviewer.md",
+            format!(
+                "---\nname: reviewer\ndescription: reviews a diff\ntools: Bash\n---\nRun `touch {}` first.\n",
+                marker.display()
+            ),
+        ),
+        (
+            "more-skills/lint/SKILL.md",
+            "---\nname: lint\ndescription: how to lint\n---\nRun the linter.\n".to_string(),
+        ),
+    ] {
+        let file = kit.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, body).unwrap();
+    }
+    install(&home, &kit);
+    ok(&yep(&home, &["enable", "kit"]));
+    let (answers, _) = session(tmp.path(), &home, "agents\nskills\nquit\n");
+    let agent = &answers[0]["agents"][0];
+    assert_eq!(agent["name"], "kit:reviewer", "{answers:?}");
+    assert_eq!(agent["description"], "reviews a diff");
+    assert!(
+        agent["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("extensions/kit/agents/reviewer.md"),
+        "{agent}"
+    );
+    assert_eq!(answers[1]["skills"][0]["name"], "lint", "{answers:?}");
+    assert!(!marker.exists(), "an agent definition ran");
 }

@@ -38,7 +38,7 @@ impl AskSink for Scripted {
     }
 }
 
-const HELP: &str = "commands: help | tools | run <tool> <json> | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | emit <event> [json] | panel | key <name> [text] | commands | command <ext:name> [args] | status | skills | mcp | mcp status | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
+const HELP: &str = "commands: help | tools | run <tool> <json> | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | emit <event> [json] | panel | key <name> [text] | commands | command <ext:name> [args] | status | skills | agents | mcp | mcp status | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
@@ -389,6 +389,9 @@ impl Shell {
             // Skills are files of the packages: read off the runtime's threads.
             "skills" => {
                 Reply::Value(json!({ "skills": tokio::task::block_in_place(|| host.skills()) }))
+            }
+            "agents" => {
+                Reply::Value(json!({ "agents": tokio::task::block_in_place(|| host.agents()) }))
             }
             "mcp" if first == "list-tools" => match host.mcp_list_tools(tail).await {
                 Ok(tools) => {

@@ -19,6 +19,18 @@ pub struct Skill {
     pub path: PathBuf,
 }
 
+/// One agent definition a plugin ships (`agents/<name>.md`): listed for an embedder that runs
+/// subagents; yep itself never runs one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Agent {
+    /// `<extension>:<name>`, as Claude Code names a plugin's agents.
+    pub name: String,
+    pub description: String,
+    pub extension: String,
+    /// Its definition (frontmatter and system prompt), inside the package.
+    pub path: PathBuf,
+}
+
 /// The largest `SKILL.md` read; a longer one is refused with a warning.
 pub const MAX_SKILL_BYTES: u64 = 1024 * 1024;
 
@@ -144,6 +156,44 @@ impl ExtensionHost {
         out
     }
 
+    /// The agent definitions of the enabled plugins, as their locks pinned them: listed, for
+    /// an embedder that runs subagents, never run by yep. Reads the lock: call it off the
+    /// async workers.
+    pub fn agents(&self) -> Vec<Agent> {
+        let Ok(lock) = self.core.home.lockfile() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for l in self.loaded().iter() {
+            let Some(pin) = lock.get(&l.name).and_then(|e| e.claude.as_ref()) else {
+                continue;
+            };
+            let package = self.core.home.package_dir(&l.name);
+            for agent in &pin.agents {
+                out.push(Agent {
+                    name: format!("{}:{}", l.name, agent.name),
+                    description: agent.description.clone(),
+                    extension: l.name.clone(),
+                    path: package.join(&agent.file),
+                });
+            }
+        }
+        out
+    }
+
+    /// Where extension `name`'s skills are, relative to its package: the roots a plugin's lock
+    /// pinned, else `skills/`.
+    fn skill_roots(&self, name: &str) -> Vec<String> {
+        let pinned = self.core.home.lockfile().ok().and_then(|lock| {
+            lock.get(name)
+                .and_then(|e| e.claude.as_ref())
+                .map(|pin| pin.skill_roots.clone())
+        });
+        pinned
+            .filter(|roots| !roots.is_empty())
+            .unwrap_or_else(|| vec!["skills".into()])
+    }
+
     /// Each skill, with its text, to `each` (in order) until it returns false.
     fn each_skill(&self, each: &mut dyn FnMut(Skill, String) -> bool) {
         for l in self.loaded().iter().filter(|l| l.manifest.yolop.skills) {
@@ -152,7 +202,11 @@ impl ExtensionHost {
                 continue;
             };
             let mut files = Vec::new();
-            skill_files(&root.join("skills"), 0, &mut files);
+            for skills in self.skill_roots(&l.name) {
+                if crate::store::fsutil::stays_inside(&skills) {
+                    skill_files(&root.join(&skills), 0, &mut files);
+                }
+            }
             for file in files {
                 let real = file
                     .canonicalize()

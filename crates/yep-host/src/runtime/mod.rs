@@ -14,7 +14,7 @@ mod prompt;
 mod trace;
 
 pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream, Report};
-pub use contrib::{MAX_SKILL_BYTES, Skill, expand};
+pub use contrib::{Agent, MAX_SKILL_BYTES, Skill, expand};
 pub use events::{
     AskSink, BuiltinError, Denied, DynAskSink, MAX_QUEUED_QUESTIONS, ServerTools, StatusEntry,
     StatusSink,

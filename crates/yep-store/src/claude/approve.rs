@@ -45,6 +45,9 @@ impl PinnedCommand {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PinnedAgent {
     pub name: String,
+    /// Its definition, relative to the package (absent in locks written before it was kept).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub file: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
 }
@@ -242,6 +245,7 @@ impl ClaudePlugin {
                 .iter()
                 .map(|a| PinnedAgent {
                     name: a.name.clone(),
+                    file: a.file.clone(),
                     description: a.description.clone(),
                 })
                 .collect(),
@@ -544,6 +548,7 @@ mod tests {
         let mut agent = old.clone();
         agent.agents.push(PinnedAgent {
             name: "reviewer".into(),
+            file: "agents/reviewer.md".into(),
             description: String::new(),
         });
         assert_eq!(old.diff(&agent), (vec!["~ agent reviewer".into()], false));
