@@ -167,6 +167,55 @@ pub enum StoreError {
     /// A plugin marketplace that cannot be added or read.
     #[error("{0}")]
     Marketplace(String),
+    /// `<plugin>@<marketplace>`: the catalogue's renames say the plugin is gone (renamed to
+    /// nothing).
+    #[error(
+        "plugin `{}` is gone from marketplace `{}`: its catalogue renames it to nothing",
+        text::escape(plugin),
+        text::escape(marketplace)
+    )]
+    PluginGone { plugin: String, marketplace: String },
+    /// `<plugin>@<marketplace>`: the catalogue has no such plugin, or skips its entry (why).
+    #[error(
+        "{}; `yep marketplace list {}` lists what it offers",
+        match skipped {
+            Some(why) => format!(
+                "marketplace `{}` lists `{}`, but yep cannot install it: {why}",
+                text::escape(marketplace),
+                text::escape(plugin)
+            ),
+            None => format!(
+                "marketplace `{}` has no plugin `{}`",
+                text::escape(marketplace),
+                text::escape(plugin)
+            ),
+        },
+        text::escape(marketplace)
+    )]
+    NotInMarketplace {
+        plugin: String,
+        marketplace: String,
+        /// Why the entry was skipped when the catalogue was read (escaped).
+        skipped: Option<String>,
+    },
+    /// A marketplace entry's relative source leads out of the marketplace (through a link).
+    #[error(
+        "the source of `{}` in marketplace `{}`, \"{}\", leaves the marketplace",
+        text::escape(plugin),
+        text::escape(marketplace),
+        text::escape(path)
+    )]
+    OutsideMarketplace {
+        plugin: String,
+        marketplace: String,
+        path: String,
+    },
+    /// A package whose approval runs nothing (a Claude Code plugin of LSP servers): enabling
+    /// it would start nothing.
+    #[error(
+        "`{name}` offers only {offers}, which yep does not run: enabling it would run nothing, so it stays disabled (installed and pinned)"
+    )]
+    RunsNothing { name: String, offers: String },
     /// An MCP server's tool list past a cap on what may be approved.
     #[error(
         "MCP server `{}`: its tool list cannot be approved: {cap}",
@@ -311,20 +360,36 @@ impl Package {
 
 /// Read the manifest of a fetched package in `root`; errors name it as the user knows it,
 /// not the scratch copy.
+///
+/// Through a marketplace (`via`), it is a plugin, read with what its entry adds, which may
+/// be all of it.
 fn read_package(
     source: &SourceSpec,
     lock_source: &LockSource,
     root: &Path,
+    via: Option<&marketplace::Resolved>,
 ) -> Result<Package, StoreError> {
     let zot = zot::is_zot_package(root);
-    if !zot && let Some(kind) = claude::plugin_kind(root) {
+    let kind = claude::plugin_kind(root).filter(|_| !zot);
+    if kind.is_some() || via.is_some() {
         let shown = match source {
             SourceSpec::Path(p) => p.clone(),
             _ => PathBuf::from(lock_source.to_string()),
         };
+        let what = match via {
+            Some(found) => format!(
+                "plugin `{}` of marketplace `{}`",
+                text::escape(&found.pin.entry),
+                text::escape(&found.pin.name)
+            ),
+            None => kind
+                .unwrap_or(claude::PluginKind::Claude)
+                .label()
+                .to_string(),
+        };
         let invalid = |message: String| ManifestError::Invalid {
             path: shown.clone(),
-            message: format!("{}: {message}", kind.label()),
+            message: format!("{what}: {message}"),
         };
         // A plugin that names itself nowhere takes its directory's name as the user knows it.
         let known_as = match lock_source {
@@ -339,11 +404,12 @@ fn read_package(
         };
         let overrides = claude::Overrides {
             fallback_name: known_as,
-            ..claude::Overrides::default()
+            fields: via.map(|f| f.overrides.fields.clone()).unwrap_or_default(),
         };
         let plugin =
             claude::ClaudePlugin::load(root, &overrides).map_err(|e| invalid(e.to_string()))?;
-        let approval = plugin.approved().map_err(|e| invalid(e.to_string()))?;
+        let mut approval = plugin.approved().map_err(|e| invalid(e.to_string()))?;
+        approval.pin.marketplace = via.map(|f| f.pin.clone());
         return Ok(Package::Claude(Box::new(approval)));
     }
     let file = if zot {
@@ -471,6 +537,13 @@ pub struct Listed {
     pub server_resolves: bool,
     pub tools: Vec<String>,
     pub contributes: Vec<String>,
+    /// The LSP servers a Claude Code plugin declares, recorded and not run (yep has no LSP
+    /// client).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lsp_servers: Vec<String>,
+    /// The marketplace it was installed through, and its entry there (`entry@marketplace`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub marketplace: Option<String>,
     /// What its approval grants beyond the sandbox's default profile (`workspace write`,
     /// `net port 8080`); empty for none.
     pub sandbox: Vec<String>,
@@ -765,8 +838,29 @@ impl Home {
     ) -> Result<Installed, StoreError> {
         let source = SourceSpec::parse(spec)?;
         let _lock = self.lock()?;
+        // `<plugin>@<marketplace>` when a marketplace of that name is added; else the
+        // crates.io `<name>@<version>` it always was.
+        let via = match &source {
+            SourceSpec::Bare {
+                name,
+                version: Some(market),
+            } => marketplace::resolve(self, name, market)?,
+            _ => None,
+        };
+        if via.is_some() && opts.subdir.is_some() {
+            return Err(StoreError::Source(source::SourceError::SubdirNotGit));
+        }
         let scratch = self.scratch()?;
-        let result = self.install_locked(&source, opts, approver, &scratch, None);
+        let result = match &via {
+            Some(found) => {
+                let opts = InstallOptions {
+                    subdir: found.subdir.clone(),
+                    ..opts.clone()
+                };
+                self.install_locked(&found.source, &opts, approver, &scratch, None, via.as_ref())
+            }
+            None => self.install_locked(&source, opts, approver, &scratch, None, None),
+        };
         self.discard(&scratch);
         result
     }
@@ -779,10 +873,11 @@ impl Home {
         approver: &mut dyn Approver,
         scratch: &Path,
         update_of: Option<(&LockEntry, bool)>,
+        via: Option<&marketplace::Resolved>,
     ) -> Result<Installed, StoreError> {
         let staged = scratch.join("package");
-        let (lock_source, package_root) = self.fetch(source, opts, &staged)?;
-        let package = read_package(source, &lock_source, &package_root)?;
+        let (lock_source, package_root) = self.fetch(source, opts, &staged, via.is_some())?;
+        let package = read_package(source, &lock_source, &package_root, via)?;
         let name = package.name().to_string();
         if let Some((entry, _)) = update_of
             && name != entry.name
@@ -790,6 +885,17 @@ impl Home {
             return Err(StoreError::Renamed {
                 name: entry.name.clone(),
                 now: name,
+            });
+        }
+        // A marketplace may point an entry elsewhere: another origin is another package,
+        // installed (with --replace) rather than updated.
+        if let Some((entry, _)) = update_of
+            && !entry.source.same_origin(&lock_source)
+        {
+            return Err(StoreError::SourceChanged {
+                name,
+                installed: entry.source.to_string(),
+                offered: lock_source.to_string(),
             });
         }
         let mut lock = self.lockfile()?;
@@ -873,6 +979,21 @@ impl Home {
             "\n  source    {}",
             crate::text::escape(&lock_source.to_string())
         ));
+        if let Some(found) = via {
+            summary.push_str(&format!(
+                "\n  listed    in marketplace {} as {}",
+                crate::text::escape(&found.pin.name),
+                crate::text::escape(&found.pin.entry)
+            ));
+            if let Some(old) = &found.renamed_from {
+                summary.push_str(&format!(
+                    "\n            note: `{}` is called `{}` there now, so it installs as `{}`",
+                    crate::text::escape(old),
+                    crate::text::escape(&found.pin.entry),
+                    manifest.name
+                ));
+            }
+        }
         if let LockSource::Crate { crate_name, .. } = &lock_source
             && source::implied_name(crate_name) != manifest.name
         {
@@ -1100,8 +1221,15 @@ impl Home {
                 path: dir.clone(),
                 message,
             };
-            let plugin = claude::ClaudePlugin::load(&dir, &claude::Overrides::default())
-                .map_err(|e| invalid(e.to_string()))?;
+            // With what its marketplace entry added, as recorded.
+            let overrides = entry
+                .claude
+                .as_ref()
+                .and_then(|pin| pin.marketplace.as_ref())
+                .map(claude::MarketplacePin::overrides)
+                .unwrap_or_default();
+            let plugin =
+                claude::ClaudePlugin::load(&dir, &overrides).map_err(|e| invalid(e.to_string()))?;
             return plugin
                 .approved()
                 .map(|approval| approval.manifest)
@@ -1161,12 +1289,14 @@ impl Home {
             .collect()
     }
 
-    /// Fetch into `staged`; returns the lock source and where the package content is.
+    /// Fetch into `staged`; returns the lock source and where the package content is. A
+    /// directory a marketplace `listed` may hold nothing of its own (its entry describes it).
     fn fetch(
         &self,
         source: &SourceSpec,
         opts: &InstallOptions,
         staged: &Path,
+        listed: bool,
     ) -> Result<(LockSource, PathBuf), StoreError> {
         if opts.subdir.is_some() && !matches!(source, SourceSpec::Git { .. }) {
             return Err(StoreError::Source(source::SourceError::SubdirNotGit));
@@ -1175,7 +1305,8 @@ impl Home {
             SourceSpec::Path(path) => {
                 let abs = std::fs::canonicalize(path)
                     .map_err(io(format!("failed to resolve {}", path.display())))?;
-                if !abs.join(MANIFEST_FILE).is_file()
+                if !listed
+                    && !abs.join(MANIFEST_FILE).is_file()
                     && !zot::is_zot_package(&abs)
                     && claude::plugin_kind(&abs).is_none()
                 {
@@ -1338,28 +1469,26 @@ impl Home {
             None => lock.extensions.clone(),
         };
         let mut out = Vec::new();
+        // Each git marketplace is brought up to date once, before its first plugin.
+        let mut refreshed = Vec::new();
         for entry in entries {
-            let mut install = InstallOptions {
+            let (mut source, link, mut subdir) = taken_again(&entry.source);
+            let via = match entry.claude.as_ref().and_then(|c| c.marketplace.as_ref()) {
+                Some(from) => {
+                    Some(self.listed_again(&entry, from, &mut refreshed, &opts.progress)?)
+                }
+                None => None,
+            };
+            if let Some(found) = &via {
+                source = found.source.clone();
+                subdir = found.subdir.clone();
+            }
+            let install = InstallOptions {
                 progress: opts.progress.clone(),
                 zot: opts.zot.clone(),
+                link,
+                subdir,
                 ..InstallOptions::default()
-            };
-            let source = match &entry.source {
-                LockSource::Path { path, link } => {
-                    install.link = *link;
-                    SourceSpec::Path(PathBuf::from(path))
-                }
-                LockSource::Git { url, subdir, .. } => {
-                    install.subdir = subdir.clone();
-                    SourceSpec::Git {
-                        url: url.clone(),
-                        rev: None,
-                    }
-                }
-                LockSource::Crate { crate_name, .. } => SourceSpec::Crate {
-                    name: crate_name.clone(),
-                    version: None,
-                },
             };
             let scratch = self.scratch()?;
             let result = self.install_locked(
@@ -1368,11 +1497,44 @@ impl Home {
                 approver,
                 &scratch,
                 Some((&entry, locked)),
+                via.as_ref(),
             );
             self.discard(&scratch);
             out.push(result?);
         }
         Ok(out)
+    }
+
+    /// Where the plugin `entry`, installed through marketplace `from.name`, is listed now:
+    /// the marketplace refreshed (once per run, in `refreshed`) and its entry resolved again.
+    /// One whose marketplace was removed since is taken again from where it was installed,
+    /// with what its entry added then.
+    fn listed_again(
+        &self,
+        entry: &LockEntry,
+        from: &claude::MarketplacePin,
+        refreshed: &mut Vec<String>,
+        progress: &Progress,
+    ) -> Result<marketplace::Resolved, StoreError> {
+        let Some(mut registered) = marketplace::registered(self)?
+            .into_iter()
+            .find(|r| r.name == from.name)
+        else {
+            let (source, _, subdir) = taken_again(&entry.source);
+            return Ok(marketplace::Resolved {
+                source,
+                subdir,
+                overrides: from.overrides(),
+                pin: from.clone(),
+                renamed_from: None,
+            });
+        };
+        if registered.rev.is_some() && !refreshed.contains(&registered.name) {
+            let _refresh = progress.step(format!("refreshing marketplace {}", registered.name));
+            registered = marketplace::refresh(self, &registered)?;
+            refreshed.push(registered.name.clone());
+        }
+        marketplace::resolve_in(&registered, &from.entry)
     }
 
     /// Enable or disable an installed extension. Returns whether anything changed.
@@ -1393,6 +1555,17 @@ impl Home {
         let entry = lock.get(name);
         if entry.is_none() && (on || !listed()) {
             return Err(self.not_installed(name));
+        }
+        // A plugin of LSP servers only: nothing of it would run.
+        if on
+            && let Some(entry) = entry
+            && let Some(pin) = &entry.claude
+            && entry.approved().is_some_and(|m| !m.yolop.contributes())
+        {
+            return Err(StoreError::RunsNothing {
+                name: name.to_string(),
+                offers: pin.not_run(),
+            });
         }
         // zot's own switch, in the package: zot never starts one that says false.
         if on
@@ -1489,6 +1662,16 @@ impl Home {
                     server_resolves: false,
                     tools: Vec::new(),
                     contributes: Vec::new(),
+                    lsp_servers: entry
+                        .claude
+                        .as_ref()
+                        .map(|pin| pin.lsp_servers.clone())
+                        .unwrap_or_default(),
+                    marketplace: entry
+                        .claude
+                        .as_ref()
+                        .and_then(|pin| pin.marketplace.as_ref())
+                        .map(|m| format!("{}@{}", m.entry, m.name)),
                     sandbox: Vec::new(),
                     config: Vec::new(),
                     trace_dropped: state::trace_dropped(self, &entry.name),
@@ -1510,6 +1693,11 @@ impl Home {
                             .is_some_and(|c| command_resolves(c, &dir));
                         row.tools = m.yolop.tools.iter().map(|t| t.name.clone()).collect();
                         row.contributes = contributions(&m);
+                        match row.lsp_servers.len() {
+                            0 => {}
+                            1 => row.contributes.push("1 LSP server (not run)".into()),
+                            n => row.contributes.push(format!("{n} LSP servers (not run)")),
+                        }
                         // The approved grants and the user's: what a session runs it with.
                         row.sandbox = entry
                             .approved()
@@ -1550,6 +1738,31 @@ impl Home {
         let lock = self.lockfile()?;
         let entry = lock.get(name).ok_or_else(|| self.not_installed(name))?;
         Ok(self.drift_of(entry))
+    }
+}
+
+/// How an installed package's source is fetched again: the spec, whether it is linked, and
+/// its directory in a git repository. A git one follows its default branch, a crate its
+/// newest version.
+fn taken_again(source: &LockSource) -> (SourceSpec, bool, Option<String>) {
+    match source {
+        LockSource::Path { path, link } => (SourceSpec::Path(PathBuf::from(path)), *link, None),
+        LockSource::Git { url, subdir, .. } => (
+            SourceSpec::Git {
+                url: url.clone(),
+                rev: None,
+            },
+            false,
+            subdir.clone(),
+        ),
+        LockSource::Crate { crate_name, .. } => (
+            SourceSpec::Crate {
+                name: crate_name.clone(),
+                version: None,
+            },
+            false,
+            None,
+        ),
     }
 }
 

@@ -128,6 +128,9 @@ impl LockEntry {
         }
         match self.claude.as_ref().map(|c| c.kind) {
             Some(crate::claude::PluginKind::Claude) => match self.claude.as_ref() {
+                Some(pin) if pin.manifest_less && pin.marketplace.is_some() => {
+                    "its marketplace entry"
+                }
                 Some(pin) if pin.manifest_less => "its directory layout",
                 _ => crate::claude::CLAUDE_MANIFEST_FILE,
             },
@@ -139,7 +142,8 @@ impl LockEntry {
     /// The approved manifest, if recorded.
     pub fn approved(&self) -> Option<crate::manifest::Manifest> {
         let text = self.approved_manifest.as_deref()?;
-        crate::manifest::Manifest::parse(text, std::path::Path::new("extensions.lock")).ok()
+        crate::manifest::Manifest::parse_approval(text, std::path::Path::new("extensions.lock"))
+            .ok()
     }
 }
 
@@ -445,8 +449,20 @@ mod tests {
             skill_roots: vec!["skills".into()],
             skills: vec!["review".into()],
             agents: Vec::new(),
-            lsp_servers: Vec::new(),
+            lsp_servers: vec!["rust-analyzer".into()],
             ignored: vec!["homepage".into()],
+            // What a marketplace entry adds may hold a null, which TOML cannot.
+            marketplace: Some(crate::claude::MarketplacePin::new(
+                "official",
+                "cc",
+                &crate::claude::Overrides {
+                    fields: serde_json::json!({"lspServers": {"rust-analyzer": {"command": "rust-analyzer"}}, "hooks": null})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                    fallback_name: None,
+                },
+            )),
         };
         let entry = |claude| LockEntry {
             name: "cc".into(),
@@ -466,6 +482,8 @@ mod tests {
         let text = lock.render();
         let read: Lockfile = toml::from_str(&text).unwrap();
         assert_eq!(read.extensions[0].claude.as_ref(), Some(&pin), "{text}");
+        let added = pin.marketplace.as_ref().unwrap().overrides();
+        assert!(added.fields["hooks"].is_null() && added.fields.contains_key("lspServers"));
         assert_eq!(
             read.extensions[0].manifest_file(),
             ".claude-plugin/plugin.json"

@@ -76,6 +76,22 @@ pub struct Facet {
     pub trace: bool,
 }
 
+impl Facet {
+    /// Whether it contributes anything a session runs or shows (a manifest an author writes
+    /// must).
+    pub fn contributes(&self) -> bool {
+        !self.tools.is_empty()
+            || self.prompt
+            || self.dynamic_prompt
+            || !self.mcp_servers.is_empty()
+            || !self.hooks.is_empty()
+            || !self.commands.is_empty()
+            || self.status
+            || self.skills
+            || self.trace
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CapabilityServer {
     pub command: String,
@@ -289,6 +305,20 @@ impl Manifest {
 
     /// Parse and validate manifest text; `path` is only used in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+        parse_checked(text, path, |m: &Manifest| {
+            m.validate()?;
+            match m.yolop.contributes() {
+                true => Ok(()),
+                false => Err("extension declares no contributions; nothing to contribute".into()),
+            }
+        })
+    }
+
+    /// [`Manifest::parse`] for a manifest yep made and approved (the lock's, a plugin's)
+    /// rather than one an author wrote: every check holds but the one that it contributes
+    /// something, since a package whose only parts yep does not run (a Claude Code plugin
+    /// of LSP servers) is installed, and pinned, with a facet that runs nothing.
+    pub fn parse_approval(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
         parse_checked(text, path, Manifest::validate)
     }
 
@@ -370,18 +400,6 @@ impl Manifest {
                     crate::text::escape(&h.tool_name_glob)
                 ));
             }
-        }
-        let contributes = !f.tools.is_empty()
-            || f.prompt
-            || f.dynamic_prompt
-            || !f.mcp_servers.is_empty()
-            || !f.hooks.is_empty()
-            || !f.commands.is_empty()
-            || f.status
-            || f.skills
-            || f.trace;
-        if !contributes {
-            return Err("extension declares no contributions; nothing to contribute".into());
         }
         Ok(())
     }

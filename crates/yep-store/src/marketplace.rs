@@ -9,6 +9,7 @@
 //! package name, or whose source it cannot fetch, is listed as skipped with the reason, never
 //! silently dropped.
 
+use crate::claude::{MarketplacePin, Overrides};
 use crate::fsutil::MODE_DEFAULT;
 use crate::settings;
 use crate::source::SourceSpec;
@@ -70,6 +71,25 @@ pub struct Entry {
     pub strict: bool,
     /// Its inline components ([`COMPONENTS`]), as written.
     pub components: serde_json::Map<String, Value>,
+}
+
+impl Entry {
+    /// What the entry says of its plugin, for [`crate::claude::ClaudePlugin::load`]: its
+    /// name (which wins over the plugin's own), version, description and components.
+    pub fn overrides(&self) -> Overrides {
+        let mut entry = serde_json::Map::new();
+        entry.insert("name".into(), Value::String(self.name.clone()));
+        for (key, value) in [
+            ("version", &self.version),
+            ("description", &self.description),
+        ] {
+            if let Some(value) = value {
+                entry.insert(key.into(), Value::String(value.clone()));
+            }
+        }
+        entry.extend(self.components.clone());
+        Overrides::from_marketplace_entry(&Value::Object(entry))
+    }
 }
 
 /// Where an entry's plugin is.
@@ -433,6 +453,198 @@ pub fn registered(home: &Home) -> Result<Vec<Registered>, StoreError> {
     Ok(all)
 }
 
+/// The longest chain of renames followed (`a` → `b` → `c`); a loop ends there too.
+const MAX_RENAMES: usize = 8;
+
+/// A plugin of an added marketplace, resolved to what `yep install` fetches.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// Where its files are: a directory, or a git repository (and `subdir` in it).
+    pub source: SourceSpec,
+    pub subdir: Option<String>,
+    /// What its entry adds to its files.
+    pub overrides: Overrides,
+    /// What the lock records of where it was listed.
+    pub pin: MarketplacePin,
+    /// The name asked for, when the catalogue says the plugin is now called otherwise.
+    pub renamed_from: Option<String>,
+}
+
+/// `plugin` as the added marketplace `market` lists it, or `None` when no marketplace of that
+/// name is added.
+pub fn resolve(home: &Home, plugin: &str, market: &str) -> Result<Option<Resolved>, StoreError> {
+    match registered(home)?.into_iter().find(|r| r.name == market) {
+        Some(registered) => resolve_in(&registered, plugin).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// `plugin` as `registered`'s catalogue lists it, following its renames: a relative source
+/// is a directory of the marketplace (of a git one, its repository at its commit) that must
+/// stay inside it; a git source is that repository, at its `sha` (else its `ref`).
+pub fn resolve_in(registered: &Registered, plugin: &str) -> Result<Resolved, StoreError> {
+    let market = read(&registered.root)?;
+    let marketplace = registered.name.clone();
+    let mut name = plugin.to_string();
+    for _ in 0..MAX_RENAMES {
+        if market.entries.iter().any(|e| e.name == name) {
+            break;
+        }
+        match market.renames.get(&name) {
+            None => break,
+            Some(None) => {
+                return Err(StoreError::PluginGone {
+                    plugin: name,
+                    marketplace,
+                });
+            }
+            Some(Some(new)) => name = new.clone(),
+        }
+    }
+    let Some(entry) = market.entries.iter().find(|e| e.name == name) else {
+        let prefix = format!("{}: ", text::escape(&name));
+        let skipped = market
+            .skipped
+            .iter()
+            .find(|why| why.starts_with(&prefix))
+            .cloned();
+        return Err(StoreError::NotInMarketplace {
+            plugin: name,
+            marketplace,
+            skipped,
+        });
+    };
+    let subdir_of = |path: &str| (path != ".").then(|| path.to_string());
+    let (source, subdir) = match &entry.source {
+        EntrySource::Path(path) => match (&registered.rev, SourceSpec::parse(&registered.source)) {
+            // The marketplace's own repository, at the commit its checkout holds.
+            (Some(rev), Ok(SourceSpec::Git { url, .. })) => (
+                SourceSpec::Git {
+                    url,
+                    rev: Some(rev.clone()),
+                },
+                subdir_of(path),
+            ),
+            _ => (
+                SourceSpec::Path(inside_root(registered, &entry.name, path)?),
+                None,
+            ),
+        },
+        EntrySource::Git { url, rev, subdir } => (
+            SourceSpec::Git {
+                url: url.clone(),
+                rev: rev.clone(),
+            },
+            subdir.as_deref().and_then(subdir_of),
+        ),
+    };
+    let overrides = entry.overrides();
+    Ok(Resolved {
+        source,
+        subdir,
+        pin: MarketplacePin::new(&marketplace, &entry.name, &overrides),
+        overrides,
+        renamed_from: (name != plugin).then(|| plugin.to_string()),
+    })
+}
+
+/// The directory `path` of a local marketplace, refused when it leads out of it (through a
+/// link: `..` never reaches here). One that is missing is left for the copy to say so.
+fn inside_root(registered: &Registered, plugin: &str, path: &str) -> Result<PathBuf, StoreError> {
+    let dir = registered.root.join(path);
+    let Ok(real) = dir.canonicalize() else {
+        return Ok(dir);
+    };
+    let root = registered
+        .root
+        .canonicalize()
+        .map_err(|error| StoreError::Read {
+            path: registered.root.clone(),
+            error,
+        })?;
+    if !real.starts_with(&root) {
+        return Err(StoreError::OutsideMarketplace {
+            plugin: plugin.to_string(),
+            marketplace: registered.name.clone(),
+            path: path.to_string(),
+        });
+    }
+    Ok(real)
+}
+
+/// Bring a git marketplace's checkout to the newest commit of what it was added from (the
+/// ref it was added at, else the default branch); a local one is read in place, so it is as
+/// it is. The caller holds the home's lock.
+pub(crate) fn refresh(home: &Home, registered: &Registered) -> Result<Registered, StoreError> {
+    let (Some(old), Ok(SourceSpec::Git { url, rev })) =
+        (&registered.rev, SourceSpec::parse(&registered.source))
+    else {
+        return Ok(registered.clone());
+    };
+    // Its checkout is moved aside and replaced: never for a name that leads out of the home
+    // (settings.toml may be planted).
+    if !usable_name(&registered.name) {
+        return Err(StoreError::BadName(registered.name.clone()));
+    }
+    let dir = home.root.join("marketplaces");
+    let staged = dir.join(".adding");
+    let write = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| StoreError::Write { path, error }
+    };
+    crate::fsutil::remove_tree(&staged).map_err(write(&staged))?;
+    std::fs::create_dir_all(&staged).map_err(write(&staged))?;
+    let checkout = staged.join("checkout");
+    let swap = || -> Result<Registered, StoreError> {
+        let commit = crate::fetch::fetch_git(&url, rev.as_deref(), &checkout)?;
+        if &commit == old {
+            return Ok(registered.clone());
+        }
+        let market = read(&checkout)?;
+        if market.name != registered.name {
+            return Err(invalid(format!(
+                "marketplace `{}` now calls itself `{}` at {url}; `yep marketplace remove {}` and add it again to take it",
+                registered.name, market.name, registered.name
+            )));
+        }
+        let dest = checkout_dir(home, &registered.name);
+        let previous = dir.join(".previous");
+        crate::fsutil::remove_tree(&previous).map_err(write(&previous))?;
+        if dest.symlink_metadata().is_ok() {
+            std::fs::rename(&dest, &previous).map_err(write(&dest))?;
+        }
+        std::fs::rename(&checkout, &dest).map_err(write(&dest))?;
+        set_rev(home, &registered.name, &commit)?;
+        let _ = crate::fsutil::remove_tree(&previous);
+        Ok(Registered {
+            rev: Some(commit),
+            root: dest,
+            ..registered.clone()
+        })
+    };
+    let refreshed = swap();
+    let _ = crate::fsutil::remove_tree(&staged);
+    refreshed
+}
+
+/// Record the commit marketplace `name`'s checkout now holds.
+fn set_rev(home: &Home, name: &str, rev: &str) -> Result<(), StoreError> {
+    let path = home.settings_path();
+    let mut doc = settings::load(&path)?;
+    let Some(entry) = doc
+        .get_mut(TABLE)
+        .and_then(|t| t.get_mut(name))
+        .and_then(Item::as_table_mut)
+    else {
+        return Err(StoreError::NotATable {
+            path,
+            key: format!("{TABLE}.{name}"),
+        });
+    };
+    entry.insert("rev", value(rev));
+    settings::store(&path, &doc, MODE_DEFAULT)
+}
+
 /// Remove marketplace `name` (and a git one's checkout). Whether it was there. What was
 /// installed from it stays installed.
 pub fn remove(home: &Home, name: &str) -> Result<bool, StoreError> {
@@ -508,6 +720,68 @@ mod tests {
         assert!(market.skipped[1].contains("`npm`"), "{:?}", market.skipped);
         assert_eq!(market.renames["gone"], None);
         assert_eq!(market.renames["old"].as_deref(), Some("new"));
+    }
+
+    #[test]
+    fn an_entry_resolves_to_its_source_with_what_it_adds_and_a_rename_is_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join(".claude-plugin")).unwrap();
+        let catalogue = json!({"name": "m", "renames": {"old": "lsp", "gone": null}, "plugins": [
+            {"name": "lsp", "source": "./plugins/lsp", "version": "1.0.0", "strict": false,
+                "lspServers": {"ra": {"command": "rust-analyzer"}}, "homepage": "x"},
+            {"name": "sub", "source": {"source": "git-subdir", "url": "o/r", "path": "p/sub",
+                "ref": "main", "sha": "abc"}},
+        ]});
+        std::fs::write(tmp.path().join(CATALOGUES[0]), catalogue.to_string()).unwrap();
+        let from_git = Registered {
+            name: "m".into(),
+            source: "https://example.com/m.git@v1".into(),
+            rev: Some("c0ffee".into()),
+            root: tmp.path().to_path_buf(),
+        };
+        // Of a git marketplace: its own repository, at the commit its checkout holds.
+        let lsp = resolve_in(&from_git, "old").unwrap();
+        assert_eq!(
+            lsp.source,
+            SourceSpec::Git {
+                url: "https://example.com/m.git".into(),
+                rev: Some("c0ffee".into())
+            }
+        );
+        assert_eq!(lsp.subdir.as_deref(), Some("plugins/lsp"));
+        assert_eq!(lsp.renamed_from.as_deref(), Some("old"));
+        assert_eq!(lsp.pin.entry, "lsp");
+        let mut added: Vec<&str> = lsp.overrides.fields.keys().map(String::as_str).collect();
+        added.sort();
+        assert_eq!(added, ["lspServers", "name", "version"]);
+        assert_eq!(lsp.pin.overrides(), lsp.overrides);
+        // A git-subdir source: the commit wins over the ref.
+        let sub = resolve_in(&from_git, "sub").unwrap();
+        assert_eq!(
+            sub.source,
+            SourceSpec::Git {
+                url: "https://github.com/o/r.git".into(),
+                rev: Some("abc".into())
+            }
+        );
+        assert_eq!(sub.subdir.as_deref(), Some("p/sub"));
+        assert!(matches!(
+            resolve_in(&from_git, "gone"),
+            Err(StoreError::PluginGone { .. })
+        ));
+        assert!(matches!(
+            resolve_in(&from_git, "none"),
+            Err(StoreError::NotInMarketplace { skipped: None, .. })
+        ));
+        // Of a local one: the directory itself.
+        let local = Registered {
+            rev: None,
+            source: tmp.path().display().to_string(),
+            ..from_git
+        };
+        let lsp = resolve_in(&local, "lsp").unwrap();
+        assert_eq!(lsp.source, SourceSpec::Path(tmp.path().join("plugins/lsp")));
+        assert_eq!(lsp.subdir, None);
     }
 
     #[test]

@@ -502,6 +502,9 @@ pub fn claude_summary(
         block(&mut out, "about", &wrap(&about, width));
     }
     let file = match pin.kind {
+        PluginKind::Claude if pin.manifest_less && pin.marketplace.is_some() => {
+            "no manifest: its marketplace entry"
+        }
         PluginKind::Claude if pin.manifest_less => "no manifest: its directory layout",
         PluginKind::Claude => CLAUDE_MANIFEST_FILE,
         PluginKind::Codex => CODEX_MANIFEST_FILE,
@@ -636,7 +639,7 @@ pub fn claude_summary(
         keys[last].push_str(" (yep reads no such key)");
         block(&mut out, "ignored", &list(&keys));
     }
-    let counts = format!(
+    let mut counts = format!(
         "{} hooks, {} commands, {} inline commands, {} skills, {} agents, {} MCP servers",
         pin.hooks.len(),
         f.commands.len(),
@@ -645,6 +648,12 @@ pub fn claude_summary(
         pin.agents.len(),
         f.mcp_servers.len()
     );
+    if !pin.lsp_servers.is_empty() {
+        counts.push_str(&format!(
+            ", {} LSP servers (not run)",
+            pin.lsp_servers.len()
+        ));
+    }
     block(&mut out, "counts", &wrap(&counts, width));
     out.truncate(out.trim_end().len());
     out

@@ -554,16 +554,19 @@ fn security_guidance_is_summarised_hook_by_hook() {
 }
 
 #[test]
-fn an_lsp_only_plugin_is_refused_naming_what_yep_does_not_run() {
-    let err = load("rust-analyzer-lsp")
-        .approved()
-        .unwrap_err()
-        .to_string();
-    assert_eq!(
-        err,
-        "rust-analyzer-lsp offers only an LSP server (rust-analyzer), which yep does not run"
+fn an_lsp_only_plugin_is_approved_running_nothing_and_agents_alone_are_refused() {
+    let approval = load("rust-analyzer-lsp").approved().unwrap();
+    // Nothing for yep to run; its server pinned and said not to run.
+    assert!(!approval.manifest.yolop.contributes());
+    assert_eq!(approval.pin.lsp_servers, ["rust-analyzer"]);
+    let summary =
+        yep_store::summary::claude_summary(&approval.manifest, &approval.pin, &approval.notes);
+    assert!(
+        summary.contains("LSP servers left out (rust-analyzer): yep has no LSP client")
+            && summary.contains("1 LSP servers (not run)"),
+        "{summary}"
     );
-    // Agents alone are refused the same way.
+    // Agents alone are refused, naming them.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("agents-only");
     write(&dir, "agents/reviewer.md", "---\nname: reviewer\n---\n");

@@ -3,6 +3,8 @@
 use crate::output::{hinted, stdout_line};
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
+use yep_store::marketplace;
+use yep_store::source::SourceSpec;
 use yep_store::summary::ContributionDiff;
 use yep_store::text::{escape, escape_controls};
 use yep_store::{
@@ -11,8 +13,9 @@ use yep_store::{
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
-    /// A package directory, `<git-url>[@rev]`, `crates.io:<crate>[@version]`, or a name
-    /// (`yep-extension-<name>`, then `yolop-extension-<name>` on crates.io).
+    /// A package directory, `<git-url>[@rev]`, `crates.io:<crate>[@version]`, a name
+    /// (`yep-extension-<name>`, then `yolop-extension-<name>` on crates.io), or
+    /// `<plugin>@<marketplace>` (a marketplace `yep marketplace add` added).
     source: String,
     /// Approve the contributions without asking.
     #[arg(long, short = 'y')]
@@ -157,6 +160,28 @@ fn declined(err: StoreError, consent: &Consent) -> anyhow::Error {
     }
 }
 
+/// For `<name>@<word>` that crates.io could not give, when no marketplace `<word>` is added:
+/// the marketplace it may have meant.
+fn marketplace_hint(home: &Home, source: &str, err: &StoreError) -> Option<String> {
+    if !matches!(err, StoreError::NotOnRegistry { .. } | StoreError::Fetch(_)) {
+        return None;
+    }
+    let Ok(SourceSpec::Bare {
+        name,
+        version: Some(market),
+    }) = SourceSpec::parse(source)
+    else {
+        return None;
+    };
+    let added = marketplace::registered(home).unwrap_or_default();
+    if !yep_store::manifest::valid_name(&market) || added.iter().any(|m| m.name == market) {
+        return None;
+    }
+    Some(format!(
+        "`{name}@{market}` means version {market} of `{name}` on crates.io, as no marketplace named `{market}` is added: `yep marketplace add <dir | git-url>` adds one, and `yep install <plugin>@<marketplace>` installs from it"
+    ))
+}
+
 fn report(results: &[Installed], json: bool, home: &Home) -> anyhow::Result<()> {
     for r in results {
         warn_unresolved(home, &r.name);
@@ -280,9 +305,12 @@ pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode>
         progress: crate::progress::bars(),
         zot: Some(zot),
     };
-    let result = home
-        .install(&args.source, &opts, &mut consent)
-        .map_err(|e| declined(e, &consent))?;
+    let result =
+        home.install(&args.source, &opts, &mut consent)
+            .map_err(|e| match marketplace_hint(home, &args.source, &e) {
+                Some(hint) => hinted(e.to_string(), &[&hint]),
+                None => declined(e, &consent),
+            })?;
     if !granting.is_empty() {
         let before = home.lockfile()?.granted(&result.name, None);
         home.set_granted(&result.name, None, before.merged(&granting))?;

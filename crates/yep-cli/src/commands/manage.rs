@@ -174,6 +174,9 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
             continue;
         }
         stdout_line(&format!("  contributes {}", r.contributes.join(", ")));
+        if let Some(listed) = &r.marketplace {
+            stdout_line(&format!("  from marketplace: {}", escape(listed)));
+        }
         if r.server_command.is_some() {
             stdout_line(&format!(
                 "  sandbox: {}",

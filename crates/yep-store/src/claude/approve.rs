@@ -3,7 +3,7 @@
 //! and a [`ClaudePin`] for what only this kind has (each hook's command line, each command's
 //! inline commands and rules), pinned in the lock and diffed on update.
 
-use super::{ClaudePlugin, CommandHook, PluginKind};
+use super::{ClaudePlugin, CommandHook, Overrides, PluginKind};
 use crate::manifest::{
     CommandDef, Facet, HookDef, HookEvent, MAX_HOOK_TIMEOUT_MS, Manifest, ManifestError, OnError,
     valid_item_name, valid_name,
@@ -80,6 +80,55 @@ pub struct ClaudePin {
     /// Manifest keys yep does not read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<String>,
+    /// The marketplace it was installed through: `yep update` resolves it there again, and
+    /// its files are read with what the entry adds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marketplace: Option<MarketplacePin>,
+}
+
+/// Where a plugin installed as `<plugin>@<marketplace>` was listed, and what its entry adds to
+/// its own files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MarketplacePin {
+    /// The marketplace, as `yep marketplace list` names it.
+    pub name: String,
+    /// The entry the plugin was installed from (its name after any rename).
+    pub entry: String,
+    /// The entry's fields that describe the plugin ([`Overrides::fields`]), as JSON text (a
+    /// lock is TOML, which has no null).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub overrides: String,
+}
+
+impl MarketplacePin {
+    /// The pin of `entry` in marketplace `name`, with the fields it adds.
+    pub fn new(name: &str, entry: &str, overrides: &Overrides) -> MarketplacePin {
+        let overrides = match overrides.fields.is_empty() {
+            true => String::new(),
+            false => Value::Object(overrides.fields.clone()).to_string(),
+        };
+        MarketplacePin {
+            name: name.to_string(),
+            entry: entry.to_string(),
+            overrides,
+        }
+    }
+
+    /// What the entry adds, as recorded; none when the record is not a JSON object (a lock
+    /// may be corrupt or planted: what it adds is then checked against the approval anyway).
+    pub fn overrides(&self) -> Overrides {
+        let fields = serde_json::from_str::<Value>(&self.overrides)
+            .ok()
+            .and_then(|v| match v {
+                Value::Object(fields) => Some(fields),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Overrides {
+            fields,
+            fallback_name: None,
+        }
+    }
 }
 
 /// What [`ClaudePlugin::approved`] gives: the manifest yep holds it to, its pin, and notes
@@ -205,10 +254,14 @@ impl ClaudePlugin {
             || !facet.mcp_servers.is_empty()
             || !self.hooks.is_empty()
             || facet.skills;
-        if !contributes {
+        // LSP servers are something to install and pin (an LSP-only plugin, as marketplaces
+        // list them): the approval holds nothing yep runs, and the pin holds the servers.
+        // Agents alone, or nothing at all, are refused.
+        if !contributes && self.lsp_servers.is_empty() {
+            let agents: Vec<&str> = self.agents.iter().map(|a| a.name.as_str()).collect();
             return Err(ApproveError::NothingYepRuns {
                 name,
-                offers: self.what_it_offers(),
+                offers: offers(&[], &agents),
             });
         }
         let manifest = Manifest {
@@ -224,7 +277,7 @@ impl ClaudePlugin {
         };
         let text = serde_json::to_string(&manifest).map_err(|e| invalid(e.to_string()))?;
         let file = self.manifest_file.unwrap_or("its directory layout");
-        let manifest = Manifest::parse(&text, Path::new(file)).map_err(|e| match e {
+        let manifest = Manifest::parse_approval(&text, Path::new(file)).map_err(|e| match e {
             ManifestError::Invalid { message, .. } => invalid(message),
             other => invalid(other.to_string()),
         })?;
@@ -251,6 +304,7 @@ impl ClaudePlugin {
                 .collect(),
             lsp_servers: self.lsp_servers.iter().map(|l| l.name.clone()).collect(),
             ignored: self.ignored.keys().cloned().collect(),
+            marketplace: None,
         };
         if !pin.lsp_servers.is_empty() {
             notes.push(format!(
@@ -326,40 +380,31 @@ impl ClaudePlugin {
         }
         Some(schema)
     }
+}
 
-    /// What a plugin with nothing yep runs has instead, for the refusal (escaped).
-    fn what_it_offers(&self) -> String {
-        let names = |items: Vec<&str>| {
-            items
-                .iter()
-                .map(|s| escape(s).into_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let mut parts = Vec::new();
-        match self.lsp_servers.len() {
-            0 => {}
-            1 => parts.push(format!(
-                "an LSP server ({})",
-                names(vec![&self.lsp_servers[0].name])
-            )),
-            _ => parts.push(format!(
-                "LSP servers ({})",
-                names(self.lsp_servers.iter().map(|l| l.name.as_str()).collect())
-            )),
-        }
-        if !self.agents.is_empty() {
-            parts.push(format!(
-                "agents ({})",
-                names(self.agents.iter().map(|a| a.name.as_str()).collect())
-            ));
-        }
-        if parts.is_empty() {
-            return "nothing yep can use (no commands, skills, command hooks or MCP servers it can take)"
-                .into();
-        }
-        parts.join(" and ")
+/// What a plugin yep runs nothing of has instead (escaped): its LSP servers and agents.
+fn offers(lsp: &[&str], agents: &[&str]) -> String {
+    let names = |items: &[&str]| {
+        items
+            .iter()
+            .map(|s| escape(s).into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    match lsp.len() {
+        0 => {}
+        1 => parts.push(format!("an LSP server ({})", names(lsp))),
+        _ => parts.push(format!("LSP servers ({})", names(lsp))),
     }
+    if !agents.is_empty() {
+        parts.push(format!("agents ({})", names(agents)));
+    }
+    if parts.is_empty() {
+        return "nothing yep can use (no commands, skills, command hooks or MCP servers it can take)"
+            .into();
+    }
+    parts.join(" and ")
 }
 
 /// Variables a package's own paths fill in, never secrets.
@@ -423,6 +468,14 @@ fn hook_line(h: &CommandHook) -> String {
 }
 
 impl ClaudePin {
+    /// What it offers that yep does not run (escaped), for a plugin whose approval runs
+    /// nothing: its LSP servers and agents.
+    pub fn not_run(&self) -> String {
+        let lsp: Vec<&str> = self.lsp_servers.iter().map(String::as_str).collect();
+        let agents: Vec<&str> = self.agents.iter().map(|a| a.name.as_str()).collect();
+        offers(&lsp, &agents)
+    }
+
     /// How `new` differs from this approved pin, as diff lines; true when it widens. A new
     /// hook, a hook whose command, matcher, rule or timeout changed, a new inline command, a
     /// new `allowed-tools` rule, a new skill and a new skill root widen; agents and LSP servers (which yep
@@ -501,6 +554,14 @@ impl ClaudePin {
             escaped(&new.lsp_servers),
             false,
         );
+        // What the entry adds is diffed as the parts it makes; where it is listed is said.
+        let listed = |pin: &ClaudePin| -> Vec<String> {
+            pin.marketplace
+                .iter()
+                .map(|m| format!("{} in marketplace {}", escape(&m.entry), escape(&m.name)))
+                .collect()
+        };
+        set("entry", listed(self), listed(new), false);
         (lines, widened)
     }
 }
@@ -537,6 +598,7 @@ mod tests {
             agents: Vec::new(),
             lsp_servers: Vec::new(),
             ignored: Vec::new(),
+            marketplace: None,
         }
     }
 

@@ -10,7 +10,7 @@ pub mod hooks;
 mod mcp_json;
 pub mod rules;
 
-pub use approve::{Approval, ApproveError, ClaudePin, PinnedAgent, PinnedCommand};
+pub use approve::{Approval, ApproveError, ClaudePin, MarketplacePin, PinnedAgent, PinnedCommand};
 pub use hooks::{CommandHook, Matcher, MatcherError};
 pub use rules::PermissionRule;
 
@@ -146,6 +146,14 @@ impl Overrides {
             fallback_name: None,
         }
     }
+
+    /// Whether it declares parts (commands, servers, …), not only what the plugin is called:
+    /// a directory with none of its own is then a plugin of those.
+    pub fn describes_parts(&self) -> bool {
+        self.fields
+            .keys()
+            .any(|k| !["$schema", "name", "version", "description", "author"].contains(&k.as_str()))
+    }
 }
 
 /// The manifest keys yep reads; `author` and `$schema` are read and shown nowhere.
@@ -266,7 +274,7 @@ impl ClaudePlugin {
         // A marketplace entry that describes a plugin with no files of its own (a
         // `strict: false` entry with `lspServers`) makes it a manifest-less Claude plugin.
         let from_entry = || {
-            let described = !overrides.fields.is_empty()
+            let described = overrides.describes_parts()
                 && !dir.join(MANIFEST_FILE).exists()
                 && !crate::zot::is_zot_package(dir);
             described.then_some(PluginKind::Claude)
