@@ -286,6 +286,29 @@ fn session(cwd: &Path, home: &Path, input: &str) -> (Vec<Value>, Vec<String>) {
     (answers, warnings)
 }
 
+/// What `steps` gave through `yep mcp serve`, driven by the official MCP SDK's client
+/// (`tests/mcp/claude_client.py`).
+fn over_mcp(home: &Path, cwd: &Path, steps: &[Value]) -> Vec<Value> {
+    let script = format!("{}/tests/mcp/claude_client.py", env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    #[allow(clippy::disallowed_methods)] // the official SDK's client, driving the CLI under test
+    let out = std::process::Command::new(python)
+        .args([
+            &script,
+            env!("CARGO_BIN_EXE_yep"),
+            home.to_str().unwrap(),
+            &Value::from(steps.to_vec()).to_string(),
+        ])
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// What a call decided, as both surfaces say it: `blocked: <reason>`, or the arguments the tool
 /// ran with and the texts beside them.
 fn decided_in_session(answer: &Value) -> String {
@@ -373,31 +396,11 @@ fn command_hooks_keep_claude_codes_contract_alike_in_yep_session_and_through_yep
     }
 
     // The same calls through `yep mcp serve`, by the official SDK's client.
-    let script = format!("{}/tests/mcp/claude_client.py", env!("CARGO_MANIFEST_DIR"));
-    let python = std::env::var("YEP_MCP_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "python3".into());
-    let calls_json = serde_json::to_string(
-        &calls
-            .iter()
-            .map(|(tool, args)| serde_json::json!([tool, args]))
-            .collect::<Vec<_>>(),
-    )
-    .unwrap();
-    #[allow(clippy::disallowed_methods)] // the official SDK's client, driving the CLI under test
-    let out = std::process::Command::new(python)
-        .args([
-            &script,
-            env!("CARGO_BIN_EXE_yep"),
-            home.to_str().unwrap(),
-            &calls_json,
-        ])
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let seen: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let steps: Vec<Value> = calls
+        .iter()
+        .map(|(tool, args)| serde_json::json!(["call", tool, args]))
+        .collect();
+    let seen = over_mcp(&home, tmp.path(), &steps);
     let over_mcp: Vec<String> = seen.iter().map(decided_over_mcp).collect();
     assert_eq!(over_mcp, in_session, "{seen:?}");
 
@@ -553,6 +556,54 @@ fn anthropics_plugins_run_unmodified_their_prompt_commands_skills_and_hooks() {
         )),
         "{warnings:?}"
     );
+
+    // `yep mcp serve` gives any MCP agent the same: the output style in its instructions,
+    // the commands as prompts (inline commands run contained), the skills as resources, and
+    // the hooks around every tool.
+    let seen = over_mcp(
+        &home,
+        &ws,
+        &[
+            serde_json::json!(["instructions"]),
+            serde_json::json!(["prompt", "commit-commands:commit", {}]),
+            serde_json::json!(["prompt", "example-plugin:example-command", {"arguments": "hello world"}]),
+            serde_json::json!(["resources"]),
+            serde_json::json!(["read", "skill://example-plugin/example-skill"]),
+            serde_json::json!(["call", "Edit", {"file_path": "app.py", "old_string": "x = 1", "new_string": "x = eval(input())"}]),
+        ],
+    );
+    assert!(
+        seen[0]
+            .as_str()
+            .unwrap()
+            .contains("You are in 'explanatory' output style mode"),
+        "{seen:?}"
+    );
+    let commit = seen[1][0].as_str().unwrap();
+    assert!(commit.contains("brand-new.txt"), "{commit}");
+    assert!(
+        seen[2][0]
+            .as_str()
+            .unwrap()
+            .contains("The user invoked this command with: hello world"),
+        "{seen:?}"
+    );
+    let resources = seen[3].to_string();
+    assert!(
+        resources.contains("skill://example-plugin/example-skill")
+            && resources.contains("skill://example-plugin/example-command"),
+        "{resources}"
+    );
+    assert!(
+        seen[4][0].as_str().unwrap().contains("name: example-skill"),
+        "{seen:?}"
+    );
+    let edit = seen[5]["texts"].to_string();
+    assert!(
+        edit.contains("[context from extension `security-guidance`]")
+            && edit.contains("eval() executes arbitrary code"),
+        "{edit}"
+    );
 }
 
 /// security-guidance's SessionStart step installs an SDK with pip: under the default sandbox
@@ -654,4 +705,80 @@ fn a_plugins_agents_are_listed_and_never_run_and_the_skill_roots_it_names_are_re
     );
     assert_eq!(answers[1]["skills"][0]["name"], "lint", "{answers:?}");
     assert!(!marker.exists(), "an agent definition ran");
+}
+
+#[test]
+fn prompt_submit_stop_and_session_end_hooks_keep_claude_codes_contract() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let plugin = tmp.path().join("life");
+    std::fs::create_dir_all(plugin.join("hooks")).unwrap();
+    std::fs::write(
+        plugin.join("hooks/life.py"),
+        r#"import json, os, sys
+event = json.load(sys.stdin)
+name = event["hook_event_name"]
+data = os.environ["CLAUDE_PLUGIN_DATA"]
+if name == "UserPromptSubmit":
+    if "password" in event["prompt"]:
+        print(json.dumps({"decision": "block", "reason": "no passwords in prompts"}))
+    else:
+        print("The user's time zone is UTC.")
+elif name == "Stop":
+    if not event["stop_hook_active"]:
+        print(json.dumps({"decision": "block", "reason": "run the tests before you stop"}))
+else:
+    with open(os.path.join(data, name), "w") as f:
+        f.write(json.dumps(event))
+"#,
+    )
+    .unwrap();
+    let run = serde_json::json!([{"hooks": [{"type": "command", "command": "python3 \"${CLAUDE_PLUGIN_ROOT}/hooks/life.py\""}]}]);
+    std::fs::write(
+        plugin.join("hooks/hooks.json"),
+        serde_json::json!({"hooks": {"UserPromptSubmit": run, "Stop": run, "SessionEnd": run,
+            "PreCompact": run, "Notification": run}})
+        .to_string(),
+    )
+    .unwrap();
+    install(&home, &plugin);
+    ok(&yep(&home, &["enable", "life"]));
+    let (answers, warnings) = session(
+        tmp.path(),
+        &home,
+        concat!(
+            "submit what time is it?\n",
+            "submit my password is hunter2\n",
+            "stop\n",
+            "stop again\n",
+            "emit pre_compact {\"trigger\": \"auto\"}\n",
+            "emit notification {\"message\": \"waiting for you\"}\n",
+            "quit\n"
+        ),
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // Plain stdout is context for the model; a block keeps the prompt from it.
+    assert_eq!(
+        answers[0],
+        serde_json::json!({"decision": "submit", "context": [{"extension": "life", "text": "The user's time zone is UTC."}]})
+    );
+    assert_eq!(
+        answers[1],
+        serde_json::json!({"decision": "block", "extension": "life", "reason": "no passwords in prompts"})
+    );
+    // A Stop hook's block keeps the agent going with its reason, once.
+    assert_eq!(
+        answers[2],
+        serde_json::json!({"decision": "continue", "extension": "life", "reason": "run the tests before you stop"})
+    );
+    assert_eq!(answers[3], serde_json::json!({"decision": "stop"}));
+    // The observers ran with their events' input, the session's end last.
+    let data = home.join("data/life");
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(data.join(name)).unwrap_or_default())
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(read("PreCompact")["trigger"], "auto");
+    assert_eq!(read("Notification")["message"], "waiting for you");
+    assert_eq!(read("SessionEnd")["hook_event_name"], "SessionEnd");
 }

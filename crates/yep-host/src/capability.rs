@@ -292,6 +292,12 @@ pub enum Intercept {
         provider: String,
         model: String,
     },
+    /// The user submitted `prompt`; it is about to go to the model (Claude Code's
+    /// UserPromptSubmit).
+    PromptSubmit { prompt: String },
+    /// The agent is about to stop answering (`active`: a stop hook already kept it going
+    /// once; Claude Code's Stop).
+    Stop { active: bool },
 }
 
 impl Intercept {
@@ -301,6 +307,8 @@ impl Intercept {
             Intercept::TurnStart { .. } => "turn_start",
             Intercept::AssistantMessage { .. } => "assistant_message",
             Intercept::SystemPrompt { .. } => "before_agent_start",
+            Intercept::PromptSubmit { .. } => "user_prompt_submit",
+            Intercept::Stop { .. } => "stop",
         }
     }
 }
@@ -316,6 +324,8 @@ pub enum InterceptOutcome {
     ReplaceText(String),
     /// Use this system prompt instead (`""` removes it).
     SystemPrompt(String),
+    /// Go ahead, and give the model this text beside it (a submitted prompt).
+    Context(String),
 }
 
 /// What a slash command answered.

@@ -525,6 +525,16 @@ impl Extension {
         &self.spec
     }
 
+    /// Whether it was approved to be asked at the intercept point named `point`: its pin
+    /// (zot) or its dialect's own (a Claude Code plugin's hooks) says so.
+    pub fn intercepts(&self, point: &str) -> bool {
+        self.spec
+            .pin
+            .as_ref()
+            .is_some_and(|pin| pin.intercepts(point))
+            || self.opts.dialect.intercepts(point)
+    }
+
     /// Whether its post hooks answer ([`Dialect::post_hooks_answer`]).
     pub fn post_hooks_answer(&self) -> bool {
         self.opts.dialect.post_hooks_answer()

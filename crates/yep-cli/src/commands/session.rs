@@ -38,7 +38,7 @@ impl AskSink for Scripted {
     }
 }
 
-const HELP: &str = "commands: help | tools | run <tool> <json> | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | emit <event> [json] | panel | key <name> [text] | commands | command <ext:name> [args] | status | skills | agents | mcp | mcp status | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
+const HELP: &str = "commands: help | tools | run <tool> <json> | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | submit <text> | stop [again] | emit <event> [json] | panel | key <name> [text] | commands | command <ext:name> [args] | status | skills | agents | mcp | mcp status | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =
@@ -354,6 +354,12 @@ impl Shell {
             }
             "message" => Reply::Value(
                 serde_json::to_value(host.assistant_message(rest).await).unwrap_or_default(),
+            ),
+            "submit" => Reply::Value(
+                serde_json::to_value(host.prompt_submit(rest).await).unwrap_or_default(),
+            ),
+            "stop" => Reply::Value(
+                serde_json::to_value(host.stop(first == "again").await).unwrap_or_default(),
             ),
             "emit" => {
                 let data = match tail {

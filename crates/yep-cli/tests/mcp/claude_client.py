@@ -1,10 +1,12 @@
-"""Calls tools through `yep mcp serve` with the official MCP Python SDK's client, as an agent
-would, and prints what each call gave as one JSON list, for crates/yep-cli/tests/claude.rs.
+"""Drives `yep mcp serve` with the official MCP Python SDK's client, as an agent would, and
+prints what each step gave as one JSON list, for crates/yep-cli/tests/claude.rs.
 
-    python3 claude_client.py <yep binary> <home> '<[[tool, args], ...]>'
+    python3 claude_client.py <yep binary> <home> '<[step, ...]>'
 
-Each entry is {"error": isError, "texts": [every text block]}. Questions (elicitation) are
-declined, as a user who does not answer.
+Steps: ["call", tool, args] gives {"error": isError, "texts": [every text block]};
+["prompt", name, arguments] the prompt's message texts; ["resources"] the resource URIs;
+["read", uri] the resource's text; ["instructions"] the server's instructions. Questions
+(elicitation) are declined, as a user who does not answer.
 """
 import json
 import sys
@@ -14,7 +16,14 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import ElicitResult
 
-YEP, HOME, CALLS = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+YEP, HOME, STEPS = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+
+
+def field(obj, *names):
+    for name in names:
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    return None
 
 
 async def main():
@@ -25,11 +34,25 @@ async def main():
     seen = []
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, elicitation_callback=on_elicit) as session:
-            await session.initialize()
-            for tool, args in CALLS:
-                result = await session.call_tool(tool, args)
-                texts = [getattr(block, "text", "") for block in result.content]
-                seen.append({"error": bool(getattr(result, "is_error", None) or getattr(result, "isError", False)), "texts": texts})
+            init = await session.initialize()
+            for step in STEPS:
+                kind = step[0]
+                if kind == "call":
+                    result = await session.call_tool(step[1], step[2])
+                    texts = [getattr(block, "text", "") for block in result.content]
+                    error = field(result, "is_error", "isError")
+                    seen.append({"error": bool(error), "texts": texts})
+                elif kind == "prompt":
+                    result = await session.get_prompt(step[1], step[2])
+                    seen.append([getattr(m.content, "text", "") for m in result.messages])
+                elif kind == "resources":
+                    result = await session.list_resources()
+                    seen.append([str(r.uri) for r in result.resources])
+                elif kind == "read":
+                    result = await session.read_resource(step[1])
+                    seen.append([getattr(c, "text", "") for c in result.contents])
+                elif kind == "instructions":
+                    seen.append(init.instructions or "")
     print(json.dumps(seen))
 
 

@@ -103,6 +103,14 @@ pub trait Dialect: Send + Sync + 'static {
         false
     }
 
+    /// Whether its servers are approved to be asked at the intercept point named `point`
+    /// ([`Intercept::name`]) by what the dialect itself pinned (a Claude Code plugin's hooks);
+    /// a zot extension's pin says so for it. None by default.
+    fn intercepts(&self, point: &str) -> bool {
+        let _ = point;
+        false
+    }
+
     /// Connect over a started server's `streams` and shake hands. What the server pushes goes
     /// to `events` (already clamped to the manifest's grants).
     fn open(

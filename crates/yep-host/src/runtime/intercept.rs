@@ -8,7 +8,7 @@
 //! before's. An extension that times out (5 s), fails or answers nonsense lets it go ahead
 //! unchanged, and the embedder hears why.
 
-use super::{ExtensionHost, Loaded};
+use super::{ExtensionHost, HookNote, Loaded};
 use crate::capability::{Intercept, InterceptOutcome};
 use crate::health::HealthEvent;
 use serde::Serialize;
@@ -20,6 +20,36 @@ use std::time::Duration;
 pub const INTERCEPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest system prompt an extension may put in place of the one assembled.
 pub const MAX_SYSTEM_PROMPT_BYTES: usize = 1024 * 1024;
+
+/// How long one extension may take at a lifecycle point (a submitted prompt, a stop): a
+/// Claude Code hook's longest, as its consent screen shows it.
+pub const LIFECYCLE_TIMEOUT: Duration =
+    Duration::from_secs(crate::store::claude::hooks::MAX_LIFECYCLE_TIMEOUT_S);
+
+/// Whether a submitted prompt goes to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum PromptDecision {
+    /// Send it, with `context` for the model beside it.
+    Submit {
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        context: Vec<HookNote>,
+    },
+    /// Do not: `reason` is for the user.
+    Block { extension: String, reason: String },
+}
+
+/// Whether the agent stops answering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum StopDecision {
+    Stop,
+    /// Keep going: `reason` is for the model, as what to do next.
+    Continue {
+        extension: String,
+        reason: String,
+    },
+}
 
 /// Whether a turn may start.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -126,30 +156,77 @@ impl ExtensionHost {
         prompt
     }
 
+    /// The user submitted `prompt`: the first extension that blocks it keeps it from the
+    /// model; what the others say for the model goes beside it. Each may take up to
+    /// [`LIFECYCLE_TIMEOUT`] (a Claude Code hook's own timeout, clamped as its consent
+    /// screen showed).
+    pub async fn prompt_submit(&self, prompt: &str) -> PromptDecision {
+        let point = Intercept::PromptSubmit {
+            prompt: prompt.to_string(),
+        };
+        let mut context = Vec::new();
+        for l in self.interceptors(&point) {
+            match self.ask_within(&l, &point, LIFECYCLE_TIMEOUT).await {
+                Some(InterceptOutcome::Block { reason }) => {
+                    return PromptDecision::Block {
+                        extension: l.name.clone(),
+                        reason,
+                    };
+                }
+                Some(InterceptOutcome::Context(text)) => context.push(HookNote {
+                    extension: l.name.clone(),
+                    text,
+                }),
+                _ => {}
+            }
+        }
+        PromptDecision::Submit { context }
+    }
+
+    /// The agent is about to stop (`active`: a stop hook kept it going already): the first
+    /// extension that blocks keeps it going, with its reason for the model.
+    pub async fn stop(&self, active: bool) -> StopDecision {
+        let point = Intercept::Stop { active };
+        for l in self.interceptors(&point) {
+            if let Some(InterceptOutcome::Block { reason }) =
+                self.ask_within(&l, &point, LIFECYCLE_TIMEOUT).await
+            {
+                return StopDecision::Continue {
+                    extension: l.name.clone(),
+                    reason,
+                };
+            }
+        }
+        StopDecision::Stop
+    }
+
     /// The enabled extensions approved to intercept `point`, in load order.
     fn interceptors(&self, point: &Intercept) -> Vec<Arc<Loaded>> {
         let name = point.name();
         self.loaded()
             .into_iter()
-            .filter(|l| {
-                l.ext
-                    .spec()
-                    .pin
-                    .as_ref()
-                    .is_some_and(|pin| pin.intercepts(name))
-            })
+            .filter(|l| l.ext.intercepts(name))
             .collect()
     }
 
     /// One extension's answer at `point`; `None` (go ahead) when it could not give one,
     /// which is reported.
     async fn ask_at(&self, l: &Loaded, point: &Intercept) -> Option<InterceptOutcome> {
-        // 5 s whatever it takes: starting a server that is not up counts too.
-        let asked =
-            tokio::time::timeout(INTERCEPT_TIMEOUT, l.ext.intercept(point, INTERCEPT_TIMEOUT))
-                .await
-                .map_err(|_| format!("no answer within {} s", INTERCEPT_TIMEOUT.as_secs()))
-                .and_then(|answer| answer.map_err(|e| e.to_string()));
+        self.ask_within(l, point, INTERCEPT_TIMEOUT).await
+    }
+
+    /// [`ExtensionHost::ask_at`] within `bound`.
+    async fn ask_within(
+        &self,
+        l: &Loaded,
+        point: &Intercept,
+        bound: Duration,
+    ) -> Option<InterceptOutcome> {
+        // The bound whatever it takes: starting a server that is not up counts too.
+        let asked = tokio::time::timeout(bound, l.ext.intercept(point, bound))
+            .await
+            .map_err(|_| format!("no answer within {} s", bound.as_secs()))
+            .and_then(|answer| answer.map_err(|e| e.to_string()));
         match asked {
             Ok(outcome) => Some(outcome),
             Err(err) => {

@@ -23,7 +23,10 @@ pub use hooks::{
     HookNote, MAX_HOOK_TIMEOUT_MS, PostAnswers, PreDecision, UnavailableHook, glob_matches,
     hook_timeout,
 };
-pub use intercept::{INTERCEPT_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, TurnDecision};
+pub use intercept::{
+    INTERCEPT_TIMEOUT, LIFECYCLE_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, PromptDecision,
+    StopDecision, TurnDecision,
+};
 pub use mcp::{MCP_PREFIX, McpSource, McpState};
 pub use panel::{ActivePanel, PANEL_KEYS, PANEL_RENDER_WAIT};
 pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};

@@ -16,8 +16,8 @@ mod names;
 pub use names::{ClaudeTool, Seen, ToolNames};
 
 use crate::capability::{
-    CommandResult, Events, HookAnswer, HookEvent, HookFiring, HookOutcome, Offer, RemoteError,
-    ToolCall, ToolResult, TraceEvent,
+    CommandResult, Events, HookAnswer, HookEvent, HookFiring, HookOutcome, Intercept,
+    InterceptOutcome, Offer, RemoteError, ToolCall, ToolResult, TraceEvent,
 };
 use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::health::HealthEvent;
@@ -97,6 +97,15 @@ impl Dialect for ClaudeCode {
 
     fn post_hooks_answer(&self) -> bool {
         true
+    }
+
+    fn intercepts(&self, point: &str) -> bool {
+        let event = match point {
+            "user_prompt_submit" => Event::UserPromptSubmit,
+            "stop" => Event::Stop,
+            _ => return false,
+        };
+        self.plan.pin.hooks.iter().any(|h| h.event == event.name())
     }
 
     fn open(
@@ -451,6 +460,33 @@ impl ClaudePeer {
         io::merge(said).context.unwrap_or_default()
     }
 
+    /// Run `hooks` of a lifecycle `event` within `bound`: what they said together, or the
+    /// failures of those that said nothing (a block said by one still stands).
+    async fn lifecycle(
+        &self,
+        event: Event,
+        hooks: Vec<CommandHook>,
+        input: Vec<u8>,
+        bound: Duration,
+    ) -> Result<Said, PeerError> {
+        if hooks.is_empty() {
+            return Ok(Said::default());
+        }
+        let mut said = Vec::new();
+        let mut failed = Vec::new();
+        for (_, ran) in self.run_hooks(event, hooks, input, bound).await {
+            match ran {
+                Ok(s) => said.push(s),
+                Err(why) => failed.push(why.0),
+            }
+        }
+        let said = io::merge(said);
+        if said.block.is_none() && said.stop.is_none() && !failed.is_empty() {
+            return Err(self.failure(event, failed));
+        }
+        Ok(said)
+    }
+
     fn failure(&self, event: Event, why: Vec<String>) -> PeerError {
         PeerError::call(
             event.name(),
@@ -660,9 +696,74 @@ impl Peer for ClaudePeer {
         Box::pin(async { Ok(()) })
     }
 
+    fn intercept(
+        &self,
+        point: &Intercept,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<InterceptOutcome, PeerError>> {
+        let (event, input) = match point {
+            Intercept::PromptSubmit { prompt } => (
+                Event::UserPromptSubmit,
+                self.input(Event::UserPromptSubmit, &About::Prompt(prompt)),
+            ),
+            Intercept::Stop { active } => (
+                Event::Stop,
+                self.input(Event::Stop, &About::Stop { active: *active }),
+            ),
+            _ => return Box::pin(async { Ok(InterceptOutcome::Continue) }),
+        };
+        let hooks = self.hooks_for(event, None);
+        Box::pin(async move {
+            let said = self.lifecycle(event, hooks, input, timeout).await?;
+            Ok(match (said.block.or(said.stop), said.context) {
+                (Some(reason), _) => InterceptOutcome::Block { reason },
+                (None, Some(text)) => InterceptOutcome::Context(text),
+                (None, None) => InterceptOutcome::Continue,
+            })
+        })
+    }
+
     fn trace(&self, event: &TraceEvent) -> PeerFuture<'_, Result<(), PeerError>> {
-        let _ = event;
-        Box::pin(async { Ok(()) })
+        // The lifecycle events Claude Code's hooks watch (SessionStart ran as the plugin
+        // started): each runs its hooks, which can only tell.
+        let text =
+            |key: &str, default: &str| event.data[key].as_str().unwrap_or(default).to_string();
+        let (event, input) = match event.event_type.as_str() {
+            "session_end" | "session.ended" => {
+                let reason = text("reason", "other");
+                (
+                    Event::SessionEnd,
+                    self.input(Event::SessionEnd, &About::End(&reason)),
+                )
+            }
+            "pre_compact" | "session.compacting" => {
+                let trigger = text("trigger", "manual");
+                (
+                    Event::PreCompact,
+                    self.input(Event::PreCompact, &About::Compact(&trigger)),
+                )
+            }
+            "notification" => {
+                let message = text("message", "");
+                (
+                    Event::Notification,
+                    self.input(Event::Notification, &About::Notice(&message)),
+                )
+            }
+            "subagent_stop" => (
+                Event::SubagentStop,
+                self.input(Event::SubagentStop, &About::Stop { active: false }),
+            ),
+            _ => return Box::pin(async { Ok(()) }),
+        };
+        let hooks = self.hooks_for(event, None);
+        let bound = Duration::from_secs(crate::store::claude::hooks::MAX_LIFECYCLE_TIMEOUT_S);
+        Box::pin(async move {
+            if let Err(e) = self.lifecycle(event, hooks, input, bound).await {
+                self.warn(e.to_string());
+            }
+            Ok(())
+        })
     }
 
     fn request(

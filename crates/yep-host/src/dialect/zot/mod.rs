@@ -1213,6 +1213,10 @@ impl Peer for ZotPeer {
                 fields.insert("provider".into(), json!(provider));
                 fields.insert("model".into(), json!(model));
             }
+            // zot intercepts neither: its `user_prompt_submit` is an event only.
+            Intercept::PromptSubmit { .. } | Intercept::Stop { .. } => {
+                return Box::pin(async { Ok(InterceptOutcome::Continue) });
+            }
         }
         Box::pin(async move {
             if !wanted {
