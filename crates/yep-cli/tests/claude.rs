@@ -782,3 +782,117 @@ else:
     assert_eq!(read("Notification")["message"], "waiting for you");
     assert_eq!(read("SessionEnd")["hook_event_name"], "SessionEnd");
 }
+
+/// The markers `project`'s hooks left in its data dirs (one per workspace).
+fn project_markers(home: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(dirs) = std::fs::read_dir(home.join("data/project")) else {
+        return Vec::new();
+    };
+    dirs.flatten()
+        .map(|d| d.path().join("ran"))
+        .filter(|m| m.exists())
+        .collect()
+}
+
+#[test]
+fn a_workspaces_claude_hooks_do_not_run_until_trusted_and_not_again_once_they_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    tool_package(&home, tmp.path(), "tools", &["Bash"], serde_json::json!({}));
+    let ws = tmp.path().join("repo");
+    let settings = |reason: &str| {
+        serde_json::json!({"permissions": {"allow": ["Bash(ls:*)"]}, "hooks": {"PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command",
+                "command": format!("touch \"$CLAUDE_PLUGIN_DATA/ran\"; echo '{reason}' >&2; exit 2")}]}
+        ]}})
+        .to_string()
+    };
+    std::fs::create_dir_all(ws.join(".claude/commands")).unwrap();
+    std::fs::write(
+        ws.join(".claude/settings.json"),
+        settings("not in this repo"),
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join(".claude/commands/hello.md"),
+        "---\ndescription: greet\n---\nSay hello to $ARGUMENTS.\n",
+    )
+    .unwrap();
+    let run = "run Bash {\"command\": \"ls\"}\ncommand project:hello world\nquit\n";
+
+    // Not approved: nothing of it runs, and the session says how to approve it.
+    let (answers, warnings) = session(&ws, &home, run);
+    assert_eq!(answers[0]["result"]["tool"], "Bash", "{answers:?}");
+    assert!(answers[1]["error"].is_string(), "{answers:?}");
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "are not approved, so they do not run; approve them with `yep trust project`"
+        )),
+        "{warnings:?}"
+    );
+    assert!(
+        project_markers(&home).is_empty(),
+        "a hook ran before approval"
+    );
+
+    // Approved: its hook blocks, and its command is /project:hello.
+    let shown = common::yep_in(&ws, &home, &["trust", "project"], "");
+    assert_eq!(
+        shown.status.code(),
+        Some(1),
+        "no terminal, no --yes: not approved"
+    );
+    assert!(
+        text(&shown.stderr).contains("PreToolUse on Bash"),
+        "{}",
+        text(&shown.stderr)
+    );
+    ok(&common::yep_in(
+        &ws,
+        &home,
+        &["trust", "project", "--yes"],
+        "",
+    ));
+    let (answers, _) = session(&ws, &home, run);
+    assert_eq!(
+        answers[0]["blocked"]["reason"], "not in this repo",
+        "{answers:?}"
+    );
+    assert!(
+        answers[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Say hello to world.")),
+        "{answers:?}"
+    );
+    assert_eq!(project_markers(&home).len(), 1);
+
+    // Another workspace with the same files is not approved by this one's approval.
+    let other = tmp.path().join("other");
+    common::copy_tree(&ws.join(".claude"), &other.join(".claude"));
+    let (answers, _) = session(&other, &home, run);
+    assert_eq!(answers[0]["result"]["tool"], "Bash", "{answers:?}");
+
+    // Changed: it stops running until approved again.
+    std::fs::remove_file(project_markers(&home)[0].clone()).unwrap();
+    std::fs::write(ws.join(".claude/settings.json"), settings("changed")).unwrap();
+    let (answers, warnings) = session(&ws, &home, run);
+    assert_eq!(answers[0]["result"]["tool"], "Bash", "{answers:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("not approved since they changed")),
+        "{warnings:?}"
+    );
+    assert!(project_markers(&home).is_empty(), "a changed hook ran");
+    // No package may take the name.
+    let taken = tmp.path().join("src/project");
+    std::fs::create_dir_all(taken.join("commands")).unwrap();
+    std::fs::write(taken.join("commands/x.md"), "x").unwrap();
+    let refused = yep(&home, &["install", taken.to_str().unwrap(), "--yes"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).contains("reserved"),
+        "{}",
+        text(&refused.stderr)
+    );
+}

@@ -879,6 +879,7 @@ impl Home {
         let (lock_source, package_root) = self.fetch(source, opts, &staged, via.is_some())?;
         let package = read_package(source, &lock_source, &package_root, via)?;
         let name = package.name().to_string();
+        check_name(&name)?;
         if let Some((entry, _)) = update_of
             && name != entry.name
         {
@@ -1773,6 +1774,12 @@ fn prev_pin(previous: &Option<LockEntry>) -> Option<&zot::ZotPin> {
 
 /// Names reach paths (`extensions/<name>`): only manifest-valid names are accepted.
 fn check_name(name: &str) -> Result<(), StoreError> {
+    // The name a workspace's own Claude Code config runs under.
+    if name == claude::project::PROJECT {
+        return Err(StoreError::BadName(format!(
+            "{name} (reserved for the workspace's own .claude config)"
+        )));
+    }
     if crate::manifest::valid_name(name) {
         Ok(())
     } else {

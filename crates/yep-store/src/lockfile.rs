@@ -158,6 +158,10 @@ pub struct Lockfile {
     /// --grant`, `yep trust --grant`), one per extension or MCP server (and workspace).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grants: Vec<GrantPin>,
+    /// Workspaces' own Claude Code config, approved with `yep trust project` (`[[projects]]`),
+    /// one per workspace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<crate::claude::project::ProjectPin>,
 }
 
 /// Sandbox grants the user gave an extension or MCP server (`[[grants]]`): they widen its

@@ -158,6 +158,67 @@ pub struct TrustArgs {
     grants: Vec<String>,
 }
 
+/// `yep trust project`: the workspace's own Claude Code config (`.claude/`), shown as a
+/// plugin's consent screen shows one, and pinned for this workspace once approved.
+fn trust_project(args: &TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    use yep_store::Approver as _;
+    let workspace = std::env::current_dir()?;
+    let Some(project) = yep_store::claude::project::read(&workspace)? else {
+        return Err(hinted(
+            "this workspace has no .claude hooks, commands or skills to approve".to_string(),
+            &[
+                "`yep trust project` approves .claude/settings.json hooks, .claude/commands and .claude/skills",
+            ],
+        ));
+    };
+    let pinned = home.project_pin(&workspace)?;
+    if pinned.as_ref().is_some_and(|p| p.hash == project.hash) {
+        report_trust(args, &project.hash, false, "already approved");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut summary = yep_store::summary::claude_summary(
+        &project.approval.manifest,
+        &project.approval.pin,
+        &project.approval.notes,
+    );
+    summary.push_str(&format!(
+        "\n  workspace {}",
+        escape(&workspace.display().to_string())
+    ));
+    let diff = pinned.as_ref().map(|old| {
+        let (lines, widened) = old.claude.diff(&project.approval.pin);
+        yep_store::summary::ContributionDiff {
+            lines,
+            widened,
+            ..Default::default()
+        }
+    });
+    let mut consent = super::install::Consent::new(args.yes);
+    if !consent.approve(&summary, diff.as_ref()) {
+        return Err(hinted(
+            "not approved: the workspace's .claude config does not run".to_string(),
+            &["review the summary above and re-run with --yes to approve it"],
+        ));
+    }
+    home.trust_project(&workspace, &project)?;
+    report_trust(args, &project.hash, true, "approved");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report_trust(args: &TrustArgs, hash: &str, changed: bool, said: &str) {
+    if args.json {
+        stdout_line(
+            &serde_json::json!({"name": args.name, "approved": true, "changed": changed, "hash": hash})
+                .to_string(),
+        );
+    } else {
+        stdout_line(&format!(
+            "{said}: the workspace's .claude config ({hash}) runs as `{}`",
+            args.name
+        ));
+    }
+}
+
 /// One row of `yep mcp list`.
 #[derive(Serialize)]
 struct Row {
@@ -757,6 +818,9 @@ struct Trusted {
 /// `yep trust <name>`: an MCP server's tools as they are now (shown as a diff against the
 /// last approval), or a zot extension's registrations (run again, as `yep update` does).
 pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    if args.name == yep_store::claude::project::PROJECT {
+        return trust_project(&args, home);
+    }
     let source = here(home)?.into_iter().find(|s| s.name == args.name);
     // A workspace's `.mcp.json` cannot take this verb from an installed zot extension.
     let zot = home

@@ -294,3 +294,81 @@ fn zot_wire(supervisor: &mut SupervisorOptions) {
     supervisor.grace = Duration::from_secs(2);
     supervisor.term_wait = Duration::from_secs(1);
 }
+
+/// What a workspace's own Claude Code config is to a session: nothing to run, waiting for
+/// `yep trust project` (the warning says why), or approved, with its launch and the hash it
+/// was approved at.
+pub enum Project {
+    None,
+    Unapproved(String),
+    Approved { launch: Box<Launch>, hash: String },
+}
+
+/// The workspace's `.claude` config as a session runs it: only as `yep trust project` pinned
+/// it for this workspace, and not once it changed since (the pin's hooks and commands, never
+/// what the files say now), through the Claude Code dialect, contained as any package.
+pub fn project(
+    home: &Home,
+    workspace: &Path,
+    session_id: &str,
+    supervisor: &SupervisorOptions,
+) -> Project {
+    use crate::store::claude::project::{self, PROJECT};
+    let read = match project::read(workspace) {
+        Ok(Some(read)) => read,
+        Ok(None) => return Project::None,
+        Err(e) => {
+            return Project::Unapproved(format!(
+                "the workspace's .claude config cannot be read, so it does not run: {e}"
+            ));
+        }
+    };
+    let pin = home.project_pin(workspace).ok().flatten();
+    let Some(pin) = pin.filter(|p| p.hash == read.hash) else {
+        return Project::Unapproved(format!(
+            "the workspace's .claude hooks and commands ({}) are not approved{}, so they do not run; approve them with `yep trust project`",
+            read.dir.display(),
+            if home.project_pin(workspace).ok().flatten().is_some() {
+                " since they changed"
+            } else {
+                ""
+            }
+        ));
+    };
+    let manifest = match Manifest::parse_approval(&pin.approved_manifest, Path::new(".claude")) {
+        Ok(manifest) => manifest,
+        Err(e) => {
+            return Project::Unapproved(format!(
+                "the workspace's .claude approval cannot be read ({e}); approve it again with `yep trust project`"
+            ));
+        }
+    };
+    let mut spec = ServerSpec::new(
+        PROJECT.into(),
+        String::new(),
+        Vec::new(),
+        read.dir.clone(),
+        workspace.to_path_buf(),
+        home.logs_dir(),
+    );
+    spec.grants = Grants::from_manifest(&manifest);
+    spec.sandbox_grants = manifest.sandbox.clone();
+    spec.session_id = session_id.to_string();
+    let data = home.project_data_dir(workspace);
+    let _ = std::fs::create_dir_all(&data);
+    spec.data_dir = Some(data);
+    let mut supervisor = supervisor.clone();
+    let dialect = crate::dialect::claude::ClaudeCode::new(pin.claude, spec.clone(), &supervisor);
+    supervisor.dialect = Arc::new(dialect);
+    supervisor.transport = Some(Arc::new(crate::dialect::claude::NoStreams));
+    Project::Approved {
+        launch: Box::new(Launch {
+            eager: false,
+            manifest,
+            spec,
+            supervisor,
+            warnings: Vec::new(),
+        }),
+        hash: read.hash,
+    }
+}

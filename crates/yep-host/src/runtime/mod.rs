@@ -385,6 +385,8 @@ pub(crate) struct Loaded {
     /// The trace forwarder, when the manifest declares `trace`.
     pub(crate) forwarder: Option<Arc<trace::Forwarder>>,
     forwarding: Mutex<Option<tokio::task::AbortHandle>>,
+    /// The workspace's own Claude Code config: the hash it was approved at.
+    project_hash: Option<String>,
 }
 
 /// Dropped with the last handle of a host.
@@ -583,6 +585,48 @@ impl Core {
             &self.session_id,
             &self.opts.supervisor,
         )?;
+        Ok(self.loaded_from(name, launch, None))
+    }
+
+    /// The workspace's own Claude Code config, when approved for it: the one loaded already
+    /// (`old`) while it is the same, else a new one. Waiting for approval is told.
+    fn load_project(&self, old: &Table) -> Option<Arc<Loaded>> {
+        use crate::store::claude::project::PROJECT;
+        let workspace = self.workspace_root();
+        match launch::project(
+            &self.home,
+            &workspace,
+            &self.session_id,
+            &self.opts.supervisor,
+        ) {
+            launch::Project::None => None,
+            launch::Project::Unapproved(message) => {
+                self.report(HealthEvent::Warning {
+                    extension: Some(PROJECT.into()),
+                    message,
+                });
+                None
+            }
+            launch::Project::Approved { launch, hash } => {
+                let kept = old.loaded.iter().find(|l| {
+                    l.name == PROJECT
+                        && l.project_hash.as_deref() == Some(hash.as_str())
+                        && l.ext.spec().package_dir == launch.spec.package_dir
+                });
+                Some(match kept {
+                    Some(l) => Arc::clone(l),
+                    None => Arc::new(self.loaded_from(PROJECT, *launch, Some(hash))),
+                })
+            }
+        }
+    }
+
+    fn loaded_from(
+        &self,
+        name: &str,
+        launch: launch::Launch,
+        project_hash: Option<String>,
+    ) -> Loaded {
         for event in launch.warnings {
             self.report(event);
         }
@@ -598,7 +642,7 @@ impl Core {
             .yolop
             .trace
             .then(|| trace::Forwarder::new(lossless));
-        Ok(Loaded {
+        Loaded {
             eager: launch.eager,
             name: name.to_string(),
             manifest,
@@ -607,7 +651,8 @@ impl Core {
             prompt: Mutex::default(),
             forwarder,
             forwarding: Mutex::new(None),
-        })
+            project_hash,
+        }
     }
 
     /// Servers with a prompt, hooks, trace or a status line start now (a session shows their
@@ -789,7 +834,9 @@ impl Core {
         let mut unloaded = Vec::new();
         let mut next = Vec::new();
         let mut added = Vec::new();
-        for name in wanted {
+        // The workspace's own config is decided here, from the workspace, not from settings.
+        let project = crate::store::claude::project::PROJECT;
+        for name in wanted.iter().filter(|n| *n != project) {
             match old.loaded.iter().find(|l| &l.name == name) {
                 Some(l) => next.push(Arc::clone(l)),
                 None => match self.load(name) {
@@ -827,6 +874,12 @@ impl Core {
                     }
                 },
             }
+        }
+        if let Some(l) = self.load_project(old) {
+            if !old.loaded.iter().any(|o| Arc::ptr_eq(o, &l)) {
+                added.push(Arc::clone(&l));
+            }
+            next.push(l);
         }
         let mcp = self.mcp_entries(&next, &old.mcp);
         Plan {

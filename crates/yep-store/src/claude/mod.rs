@@ -8,6 +8,7 @@ pub mod approve;
 pub mod frontmatter;
 pub mod hooks;
 mod mcp_json;
+pub mod project;
 pub mod rules;
 
 pub use approve::{Approval, ApproveError, ClaudePin, MarketplacePin, PinnedAgent, PinnedCommand};

@@ -1,0 +1,175 @@
+//! A workspace's own Claude Code config (`.claude/settings.json` and `settings.local.json`
+//! hooks, `.claude/commands/`, `.claude/skills/`, `.claude/agents/`) as a package named
+//! [`PROJECT`]: read and approved as a plugin is, and, like a workspace's `.mcp.json`, run
+//! only once `yep trust project` has pinned it for that workspace. A change asks again.
+
+use super::{Approval, ClaudePin, ClaudePlugin, Overrides};
+use crate::text::escape;
+use crate::{Home, StoreError};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// The name a workspace's Claude Code config runs under (`/project:<command>`): no package may
+/// be installed under it.
+pub const PROJECT: &str = "project";
+
+/// The settings files whose `hooks` count, in the order Claude Code merges them.
+const SETTINGS: [&str; 2] = ["settings.json", "settings.local.json"];
+
+/// The directories of `.claude` whose files a project's approval covers.
+const PARTS: [&str; 4] = ["commands", "skills", "agents", "hooks"];
+
+/// A workspace's Claude Code config, read and approved.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// `<workspace>/.claude`: its package directory.
+    pub dir: PathBuf,
+    pub approval: Approval,
+    /// Covers what the approval says and every file of its parts: a change is another hash.
+    pub hash: String,
+}
+
+/// What the lock pins of one workspace's config (`[[projects]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectPin {
+    /// The workspace, canonical.
+    pub workspace: String,
+    pub hash: String,
+    /// The manifest it was approved as, JSON.
+    pub approved_manifest: String,
+    pub claude: ClaudePin,
+}
+
+/// The workspace's Claude Code config, when it has one that gives yep anything to run; `None`
+/// when it has none.
+pub fn read(workspace: &Path) -> Result<Option<Project>, StoreError> {
+    let dir = workspace.join(".claude");
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let mut hooks = Map::new();
+    for file in SETTINGS {
+        let path = dir.join(file);
+        if !path.is_file() {
+            continue;
+        }
+        let text = crate::fsutil::read_regular_string(
+            &path,
+            super::MAX_PART_BYTES,
+            crate::fsutil::Links::Refuse,
+        )
+        .map_err(crate::io(format!("failed to read {}", path.display())))?;
+        let settings: Value = serde_json::from_str(&text).map_err(|e| {
+            StoreError::Marketplace(format!(
+                "{} is not JSON: {}",
+                path.display(),
+                escape(&e.to_string())
+            ))
+        })?;
+        // Each event's matchers add up, the local file's after the shared one's.
+        for (event, groups) in settings["hooks"].as_object().into_iter().flatten() {
+            let merged = hooks
+                .entry(event.clone())
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let (Value::Array(all), Value::Array(more)) = (merged, groups) {
+                all.extend(more.iter().cloned());
+            }
+        }
+    }
+    let mut fields = Map::new();
+    fields.insert("name".into(), Value::from(PROJECT));
+    fields.insert(
+        "description".into(),
+        Value::from("this workspace's Claude Code hooks, commands and skills"),
+    );
+    if !hooks.is_empty() {
+        fields.insert("hooks".into(), Value::Object(hooks));
+    }
+    let overrides = Overrides {
+        fields,
+        fallback_name: Some(PROJECT.into()),
+    };
+    let plugin = match ClaudePlugin::load(&dir, &overrides) {
+        Ok(plugin) => plugin,
+        Err(e) => return Err(StoreError::Marketplace(e.to_string())),
+    };
+    let approval = match plugin.approved() {
+        Ok(approval) => approval,
+        // Nothing of it runs (no hooks, commands or skills): there is nothing to approve.
+        Err(super::ApproveError::NothingYepRuns { .. }) => return Ok(None),
+        Err(e) => return Err(StoreError::Marketplace(e.to_string())),
+    };
+    let hash = hash_of(&dir, &approval)?;
+    Ok(Some(Project {
+        dir,
+        approval,
+        hash,
+    }))
+}
+
+/// The hash of what `approval` says and of every file under the parts of `dir`.
+fn hash_of(dir: &Path, approval: &Approval) -> Result<String, StoreError> {
+    let mut hasher = Sha256::new();
+    hasher.update(serde_json::to_vec(&approval.manifest).unwrap_or_default());
+    hasher.update(serde_json::to_vec(&approval.pin).unwrap_or_default());
+    for part in PARTS {
+        let path = dir.join(part);
+        if path.is_dir() {
+            let hash = crate::hash::content_hash(&path)
+                .map_err(crate::io(format!("failed to read {}", path.display())))?;
+            hasher.update(part.as_bytes());
+            hasher.update(hash.as_bytes());
+        }
+    }
+    Ok(format!("sha256:{}", crate::hash::hex(&hasher.finalize())))
+}
+
+/// The canonical form of `workspace`, as pins name it.
+fn key(workspace: &Path) -> String {
+    workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
+impl Home {
+    /// The pin of `workspace`'s config, when it was approved.
+    pub fn project_pin(&self, workspace: &Path) -> Result<Option<ProjectPin>, StoreError> {
+        let key = key(workspace);
+        Ok(self
+            .lockfile()?
+            .projects
+            .into_iter()
+            .find(|p| p.workspace == key))
+    }
+
+    /// Pin `project` as approved for `workspace`, in place of any pin before.
+    pub fn trust_project(&self, workspace: &Path, project: &Project) -> Result<(), StoreError> {
+        let key = key(workspace);
+        let _lock = self.lock()?;
+        let mut lock = self.lockfile()?;
+        lock.projects.retain(|p| p.workspace != key);
+        lock.projects.push(ProjectPin {
+            workspace: key,
+            hash: project.hash.clone(),
+            approved_manifest: serde_json::to_string(&project.approval.manifest)
+                .unwrap_or_default(),
+            claude: project.approval.pin.clone(),
+        });
+        lock.save(&self.lock_path()).map_err(crate::io(format!(
+            "failed to write {}",
+            self.lock_path().display()
+        )))?;
+        Ok(())
+    }
+
+    /// Where `workspace`'s config keeps its state: one data dir per workspace.
+    pub fn project_data_dir(&self, workspace: &Path) -> PathBuf {
+        let digest = Sha256::digest(key(workspace).as_bytes());
+        let short: String = crate::hash::hex(&digest).chars().take(16).collect();
+        self.data_dir(PROJECT).join(short)
+    }
+}
