@@ -197,6 +197,19 @@ fn main() -> anyhow::Result<()> {
         // From `cancel` to the cancelled call resolving.
         r.latency("cancel_rtt", percentiles(cancel_rtt(&ext, 200).await?));
         ext.stop().await;
+        // The same decision from a Claude Code command hook (spawn, stdin, decision), through
+        // the host's Claude dialect, contained as a session runs it, and outside the sandbox.
+        for (name, mode) in [
+            ("claude_command_hook", yep_host::sandbox::default_mode()),
+            (
+                "claude_command_hook_unsandboxed",
+                yep_host::sandbox::Mode::Off,
+            ),
+        ] {
+            let claude = claude_hook_extension(&scratch, mode)?;
+            r.latency(name, percentiles(warm_hook(&claude, 10, 200).await?));
+            claude.stop().await;
+        }
 
         // What the host's behaviour around a server that never answers costs the agent loop
         // (the tests assert only that it does not wait): a post hook, a dynamic prompt (against
@@ -446,6 +459,7 @@ fn ratios(r: &Report) -> Value {
     let tput_pipes = r.calls("yep_throughput_64") / r.calls("rmcp_pipes_throughput_64");
     let hook = r.p50("spawn_hook_bash") / r.p50("warm_hook");
     let hook_rust = r.p50("spawn_hook_rust") / r.p50("warm_hook");
+    let claude_hook = r.p50("claude_command_hook") / r.p50("warm_hook");
     let cold = r.p50("cold_start_rust");
     let python = r.p50("cold_start_python") / r.p50("bare_start_python");
     let node = r.p50("cold_start_node") / r.p50("bare_start_node");
@@ -488,6 +502,7 @@ fn ratios(r: &Report) -> Value {
         "yep_throughput_64": ratio(r.calls("yep_throughput_64"), ">= 200000 calls/s", r.calls("yep_throughput_64") >= 200_000.0),
         "spawn_hook_p50 / warm_hook_p50": ratio(hook, ">= 100 (bash)", hook >= 100.0),
         "spawn_hook_rust_p50 / warm_hook_p50": ratio(hook_rust, "(reported)", true),
+        "claude_command_hook_p50 / warm_hook_p50": ratio(claude_hook, "(reported: what a warm YEP hook saves over a Claude Code command hook)", true),
         "args_check_ns_per_call": ratio(check_ns, "< 1000 ns", check_ns < 1_000.0),
         "rtt_p50 checked - unchecked (µs)": ratio(check_rtt_us, "< 1 µs (noisy)", check_rtt_us < 1.0),
         "cold_start_rust_p50_ms": ratio(cold / 1000.0, "<= 5 ms", cold <= 5_000.0),

@@ -301,6 +301,33 @@ pub async fn warm_hook(
     Ok(out)
 }
 
+/// A Claude Code plugin whose one PreToolUse hook on `bash` is a command that reads the event
+/// and allows it, run through the host's Claude Code dialect as a session runs it: a
+/// contained `sh` per event (under `sandbox`), Claude Code's stdin and its answer read.
+pub fn claude_hook_extension(
+    scratch: &Path,
+    sandbox: yep_host::sandbox::Mode,
+) -> anyhow::Result<Extension> {
+    let dir = scratch.join("claude-hook");
+    std::fs::create_dir_all(dir.join("data"))?;
+    let pin: yep_host::store::claude::ClaudePin = serde_json::from_value(json!({
+        "kind": "claude",
+        "hooks": [{"event": "PreToolUse", "matcher": "Bash", "command":
+            "cat >/dev/null; echo '{\"hookSpecificOutput\": {\"permissionDecision\": \"allow\"}}'"}]
+    }))?;
+    let mut spec = spec("claude-hook", Path::new(""), &dir, Default::default());
+    spec.command = String::new();
+    spec.data_dir = Some(dir.join("data"));
+    let mut opts = SupervisorOptions {
+        sandbox,
+        ..SupervisorOptions::default()
+    };
+    let dialect = yep_host::dialect::claude::ClaudeCode::new(pin, spec.clone(), &opts);
+    opts.dialect = Arc::new(dialect);
+    opts.transport = Some(Arc::new(yep_host::dialect::claude::NoStreams));
+    Ok(Extension::new(spec, opts, Arc::new(NoEvents)))
+}
+
 /// One process per event: `program args`, the event JSON on stdin, the decision on stdout.
 pub fn spawned_hook(
     program: &Path,

@@ -3,7 +3,7 @@
 //! the CLI.
 
 mod common;
-use common::ok;
+use common::{ok, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -166,10 +166,15 @@ fn the_link_check_finds_what_it_should() {
 
 /// The fenced block right after `<!-- zot-example: FILE -->` in `doc`: one file of the example.
 fn example(doc: &str, file: &str) -> String {
-    let marker = format!("<!-- zot-example: {file} -->");
+    example_marked(doc, "zot-example", file)
+}
+
+/// The fenced block after `<!-- <kind>: <file> -->` in `doc`.
+fn example_marked(doc: &str, kind: &str, file: &str) -> String {
+    let marker = format!("<!-- {kind}: {file} -->");
     let at = doc
         .find(&marker)
-        .unwrap_or_else(|| panic!("docs/zot.md has no {marker}"));
+        .unwrap_or_else(|| panic!("the doc has no {marker}"));
     let rest = &doc[at + marker.len()..];
     let fence = rest.find("```").unwrap();
     assert!(
@@ -262,4 +267,55 @@ fn the_zot_extension_in_docs_zot_md_runs_as_written() {
     // What it printed to stderr is in its log.
     let log = std::fs::read_to_string(home.join("logs/wordcount.log")).unwrap();
     assert!(log.contains("wordcount: connected to yep-"), "{log}");
+}
+
+#[test]
+fn the_marketplace_plugin_in_docs_plugins_md_installs_and_runs_as_written() {
+    let doc = std::fs::read_to_string(repo().join("docs/plugins.md")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    for file in [
+        "shop/.claude-plugin/marketplace.json",
+        "shop/plugins/careful/.claude-plugin/plugin.json",
+        "shop/plugins/careful/hooks/hooks.json",
+        "shop/plugins/careful/hooks/guard.sh",
+        "shop/plugins/careful/commands/greet.md",
+    ] {
+        let path = tmp.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, example_marked(&doc, "plugin-example", file)).unwrap();
+    }
+    let yep = |args: &[&str], stdin: &str| common::yep_in(tmp.path(), &home, args, stdin);
+    // The commands as the doc gives them (with --yes: no terminal to approve at).
+    ok(&yep(&["marketplace", "add", "./shop"], ""));
+    assert!(ok(&yep(&["marketplace", "list", "shop"], "")).contains("careful"));
+    let installed = yep(&["install", "careful@shop", "--yes"], "");
+    let shown = text(&installed.stderr);
+    assert!(
+        shown.contains("PreToolUse on Bash") && shown.contains("guard.sh"),
+        "{shown}"
+    );
+    ok(&installed);
+    ok(&yep(&["enable", "careful"], ""));
+    // The session the doc shows (as JSON: no terminal here).
+    let out = yep(
+        &["session", "--json"],
+        "command careful:greet Ada\nrun Bash {\"command\": \"rm -rf /tmp/x\"}\nquit\n",
+    );
+    let said: Vec<Value> = ok(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &Value| v.get("warning").is_none())
+        .collect();
+    assert_eq!(said[0]["message"], "Say hello to Ada.\n", "{said:?}");
+    assert_eq!(
+        said[1]["blocked"],
+        json!({"extension": "careful", "reason": "rm -rf is not run here", "user_message": null})
+    );
+    for line in [
+        "Say hello to Ada.",
+        "blocked by `careful`: rm -rf is not run here",
+    ] {
+        assert!(doc.contains(line), "docs/plugins.md no longer shows {line}");
+    }
 }
