@@ -655,3 +655,107 @@ fn a_plugins_agents_are_listed_and_never_run_and_the_skill_roots_it_names_are_re
     assert_eq!(answers[1]["skills"][0]["name"], "lint", "{answers:?}");
     assert!(!marker.exists(), "an agent definition ran");
 }
+
+/// A copy of the `yep-bench-rmcp` stdio MCP server (one `echo` tool) at `dir/bin`, and
+/// `bin/serve`, which writes the directories it was given (in its argv and its env) to the
+/// file its first argument names, then runs that server.
+fn bundled_server(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let rmcp = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-bench-rmcp");
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::copy(&rmcp, dir.join("bin/yep-bench-rmcp")).unwrap();
+    let serve = dir.join("bin/serve");
+    std::fs::write(
+        &serve,
+        "#!/bin/sh\nprintf '%s\\n' \"$1\" \"$PLUGIN_ROOT\" \"$PLUGIN_DATA\" \"$CLAUDE_PLUGIN_ROOT\" \"$CLAUDE_PLUGIN_DATA\" > \"$1\"\nexec \"$PLUGIN_ROOT/bin/yep-bench-rmcp\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&serve, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// What `bin/serve` wrote: the file it was told to write, then `PLUGIN_ROOT`, `PLUGIN_DATA`,
+/// `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA` as its env held them.
+fn served(home: &Path, plugin: &str) -> Vec<String> {
+    let data = home.join("data").join(plugin);
+    let seen = std::fs::read_to_string(data.join("seen")).unwrap_or_default();
+    seen.lines().map(String::from).collect()
+}
+
+/// The package's and data dir's paths of installed plugin `plugin`, as [`served`] lists them.
+fn own_dirs(home: &Path, plugin: &str) -> Vec<String> {
+    let root = home.join("extensions").join(plugin).display().to_string();
+    let data = home.join("data").join(plugin).display().to_string();
+    vec![
+        format!("{data}/seen"),
+        root.clone(),
+        data.clone(),
+        root,
+        data,
+    ]
+}
+
+#[test]
+fn a_plugins_mcp_json_server_is_pinned_at_install_as_plugin_server_and_called() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let p = tmp.path().join("p");
+    bundled_server(&p);
+    std::fs::write(
+        p.join(".mcp.json"),
+        serde_json::json!({
+            "files": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/yep-bench-rmcp"},
+            "noted": {"command": "${PLUGIN_ROOT}/bin/serve", "args": ["${CLAUDE_PLUGIN_DATA}/seen"]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (report, said) = install_saying(&home, &p);
+    let summary = report["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("approving starts its local MCP servers once each"),
+        "{summary}"
+    );
+    // Approved, each local server started once, its own directories in its argv and env.
+    assert!(
+        said.contains("pinned 1 tool of MCP server p__files"),
+        "{said}"
+    );
+    assert!(
+        said.contains("pinned 1 tool of MCP server p__noted"),
+        "{said}"
+    );
+    assert_eq!(served(&home, "p"), own_dirs(&home, "p"));
+    std::fs::remove_file(home.join("data/p/seen")).unwrap();
+
+    ok(&yep(&home, &["enable", "p"]));
+    let (answers, warnings) = session(
+        tmp.path(),
+        &home,
+        "tools\ncall mcp__p__files__echo {\"text\": \"hi\"}\ncall mcp__p__noted__echo {\"text\": \"again\"}\nquit\n",
+    );
+    let tools: Vec<&str> = answers[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"mcp__p__files__echo") && tools.contains(&"mcp__p__noted__echo"),
+        "{tools:?}"
+    );
+    assert_eq!(
+        answers[1]["result"]["content"][0]["text"], r#"{"echoed":"hi"}"#,
+        "{answers:?} {warnings:?}"
+    );
+    assert_eq!(
+        answers[2]["result"]["content"][0]["text"], r#"{"echoed":"again"}"#,
+        "{answers:?} {warnings:?}"
+    );
+    // The session ran it with the same directories; the approval still holds for the text
+    // as written, so nothing asks to trust it again.
+    assert_eq!(served(&home, "p"), own_dirs(&home, "p"));
+    assert!(
+        !warnings.iter().any(|w| w.contains("yep trust")),
+        "{warnings:?}"
+    );
+}

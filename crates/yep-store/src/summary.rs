@@ -510,14 +510,17 @@ pub fn claude_summary(
         PluginKind::Codex => CODEX_MANIFEST_FILE,
         PluginKind::AgentPlugin => "plugin.json",
     };
-    block(
-        &mut out,
-        "kind",
-        &[
-            format!("{} ({file})", pin.kind.label()),
-            "installing ran nothing".into(),
-        ],
-    );
+    let mut kind = vec![
+        format!("{} ({file})", pin.kind.label()),
+        "installing ran nothing".into(),
+    ];
+    if f.mcp_servers.values().any(|m| m.transport == "stdio") {
+        kind.extend(wrap(
+            "approving starts its local MCP servers once each, contained, to pin their tools",
+            width,
+        ));
+    }
+    block(&mut out, "kind", &kind);
 
     let mut hooks = Vec::new();
     let (shown, more) = cut(&pin.hooks);
