@@ -681,16 +681,26 @@ pub fn launch(
         }
         _ => None,
     };
+    let lock = home
+        .lockfile()
+        .map_err(|e| McpLaunchError::Lock(Box::new(e)))?;
+    // An Agent Plugin's server runs in its plugin root unless it says otherwise (Agent Plugins
+    // 1.0, §7.2.1); every other server runs in the workspace.
+    let agent_plugin = match &source.origin {
+        Origin::Extension(ext) => lock
+            .get(ext)
+            .and_then(|e| e.claude.as_ref())
+            .is_some_and(|pin| pin.kind == crate::store::claude::PluginKind::AgentPlugin),
+        _ => false,
+    };
     let spec = ServerSpec {
         env,
         data_dir,
+        cwd: agent_plugin.then(|| package_dir.clone()),
         grants,
         // Only the user grants a server more than the default profile (`yep grant`, `yep
         // mcp add --grant`, `yep trust --grant`): a workspace's `.mcp.json` never can.
-        sandbox_grants: home
-            .lockfile()
-            .map_err(|e| McpLaunchError::Lock(Box::new(e)))?
-            .granted(&source.name, source.origin.workspace().as_deref()),
+        sandbox_grants: lock.granted(&source.name, source.origin.workspace().as_deref()),
         grant_name: Some(source.name.clone()),
         ..ServerSpec::new(
             log_stem(&source.name, &source.origin),

@@ -421,11 +421,16 @@ impl Reader<'_> {
         for path in &agents.unwrap_or_else(|| vec!["agents".into()]) {
             self.agents(plugin, path)?;
         }
-        // Skills: the manifest's paths add to `skills/`.
+        // Skills: the manifest's paths add to `skills/` (each directory once, however it is
+        // spelled: Codex's docs write `./skills/`).
         let mut skill_roots = vec!["skills".to_string()];
+        let same = |a: &str, b: &str| {
+            let norm = |r: &str| r.trim_start_matches("./").trim_end_matches('/').to_string();
+            norm(a) == norm(b)
+        };
         if let Some(extra) = self.paths(fields, "skills")? {
             for root in extra {
-                if !skill_roots.contains(&root) {
+                if !skill_roots.iter().any(|r| same(r, &root)) {
                     skill_roots.push(root);
                 }
             }
@@ -967,6 +972,11 @@ mod tests {
             names,
             [("alpha", "skills/a"), ("b", "more/b"), ("one", "one")],
             "each skill once; the root SKILL.md only when asked for"
+        );
+        assert_eq!(
+            p.skill_roots,
+            ["skills", "./more", "./one"],
+            "each root once, however it is spelled"
         );
     }
 
