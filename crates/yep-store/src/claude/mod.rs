@@ -458,8 +458,19 @@ impl Reader<'_> {
                 hooks::read(&value, &from, &mut read);
             }
         }
-        plugin.hooks = read.hooks;
         plugin.notes.extend(read.notes);
+        for hook in read.hooks {
+            // Codex parses `async` but skips such a hook (developers.openai.com/codex/hooks):
+            // what the plugin's author saw run is what runs here.
+            if codex && hook.is_async {
+                plugin.notes.push(format!(
+                    "{}: an async hook left out (Codex skips async hooks)",
+                    escape(&hook.event)
+                ));
+                continue;
+            }
+            plugin.hooks.push(hook);
+        }
 
         // MCP servers: `.mcp.json`, and the manifest's.
         if let Some(file) = self.read_json_if_there(".mcp.json")? {
@@ -978,6 +989,48 @@ mod tests {
             ["skills", "./more", "./one"],
             "each root once, however it is spelled"
         );
+    }
+
+    #[test]
+    fn a_codex_manifests_hooks_replace_hooks_json_and_its_async_hooks_are_left_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("guard");
+        let hooks = |command: &str, is_async: bool| {
+            serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": command, "async": is_async}
+            ]}]}})
+            .to_string()
+        };
+        write(&dir, "hooks/hooks.json", &hooks("default", false));
+        write(&dir, "hooks/mine.json", &hooks("mine", false));
+        write(&dir, "hooks/later.json", &hooks("later", true));
+        write(
+            &dir,
+            CODEX_MANIFEST_FILE,
+            r#"{"name": "guard", "hooks": ["./hooks/mine.json", "./hooks/later.json"]}"#,
+        );
+        let p = ClaudePlugin::load(&dir, &Overrides::default()).unwrap();
+        assert_eq!(p.kind, PluginKind::Codex);
+        let commands: Vec<&str> = p.hooks.iter().map(|h| h.command.as_str()).collect();
+        assert_eq!(commands, ["mine"], "{:?}", p.notes);
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n == "PreToolUse: an async hook left out (Codex skips async hooks)"),
+            "{:?}",
+            p.notes
+        );
+        // A Claude Code plugin keeps both: hooks/hooks.json always loads, and an async hook
+        // runs in the background.
+        std::fs::remove_file(dir.join(CODEX_MANIFEST_FILE)).unwrap();
+        write(
+            &dir,
+            CLAUDE_MANIFEST_FILE,
+            r#"{"name": "guard", "hooks": ["./hooks/mine.json", "./hooks/later.json"]}"#,
+        );
+        let p = ClaudePlugin::load(&dir, &Overrides::default()).unwrap();
+        let commands: Vec<&str> = p.hooks.iter().map(|h| h.command.as_str()).collect();
+        assert_eq!(commands, ["default", "mine", "later"], "{:?}", p.notes);
     }
 
     #[test]
