@@ -856,6 +856,8 @@ fn a_codex_plugin_runs_its_skills_mcp_server_and_hooks_as_codexs_docs_say() {
         !summary.contains("the default hooks/hooks.json ran"),
         "{summary}"
     );
+    // The server's own directories are not something it is given (as a secret would be).
+    assert!(!summary.contains("it is given"), "{summary}");
     assert!(
         said.contains("pinned 1 tool of MCP server guard__files"),
         "{said}"

@@ -183,14 +183,9 @@ impl McpSource {
     }
 }
 
-/// The variables that name a package's own directories, as Claude Code, Codex and Agent
-/// Plugins spell them: the first two its package, the last two its data dir.
-pub const PACKAGE_VARS: [&str; 4] = [
-    "CLAUDE_PLUGIN_ROOT",
-    "PLUGIN_ROOT",
-    "CLAUDE_PLUGIN_DATA",
-    "PLUGIN_DATA",
-];
+/// The variables that name a package's own directories: the first two its package, the last
+/// two its data dir.
+pub const PACKAGE_VARS: [&str; 4] = crate::store::claude::PACKAGE_DIR_VARS;
 
 /// [`PACKAGE_VARS`] with their values for extension `ext`: its package dir and its data dir.
 pub fn package_vars(home: &Home, ext: &str) -> [(&'static str, String); 4] {

@@ -30,6 +30,16 @@ pub const CODEX_MANIFEST_FILE: &str = ".codex-plugin/plugin.json";
 /// What an Agent Plugins manifest's `$schema` starts with.
 pub const AGENT_PLUGIN_SCHEMA_PREFIX: &str = "https://agent-plugins.org/schemas/";
 
+/// The variables that name a package's own directories, as Claude Code, Codex and Agent
+/// Plugins spell them: the first two its package, the last two its data dir. They are paths
+/// in the home, never secrets, so they expand anywhere in its MCP servers (argv too).
+pub const PACKAGE_DIR_VARS: [&str; 4] = [
+    "CLAUDE_PLUGIN_ROOT",
+    "PLUGIN_ROOT",
+    "CLAUDE_PLUGIN_DATA",
+    "PLUGIN_DATA",
+];
+
 /// The largest command, skill or agent file read.
 pub const MAX_PART_BYTES: u64 = 256 * 1024;
 /// The most files of one kind read from one directory; the rest are left out with a note.
