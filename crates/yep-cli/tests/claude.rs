@@ -896,3 +896,313 @@ fn a_workspaces_claude_hooks_do_not_run_until_trusted_and_not_again_once_they_ch
         text(&refused.stderr)
     );
 }
+
+/// A copy of the `yep-bench-rmcp` stdio MCP server (one `echo` tool) at `dir/bin`, and
+/// `bin/serve`, which writes the directories it was given (in its argv and its env), the one
+/// it runs in and its `NOTES_CONFIG` to the file its first argument names, then runs that
+/// server.
+fn bundled_server(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let rmcp = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-bench-rmcp");
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::copy(&rmcp, dir.join("bin/yep-bench-rmcp")).unwrap();
+    let serve = dir.join("bin/serve");
+    std::fs::write(
+        &serve,
+        "#!/bin/sh\nprintf '%s\\n' \"$1\" \"$PLUGIN_ROOT\" \"$PLUGIN_DATA\" \"$CLAUDE_PLUGIN_ROOT\" \"$CLAUDE_PLUGIN_DATA\" \"$(pwd)\" \"$NOTES_CONFIG\" > \"$1\"\nexec \"$PLUGIN_ROOT/bin/yep-bench-rmcp\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&serve, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// What `bin/serve` wrote: the file it was told to write, then `PLUGIN_ROOT`, `PLUGIN_DATA`,
+/// `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA` as its env held them (what [`own_dirs`]
+/// lists), then its working directory and `NOTES_CONFIG`.
+fn served(home: &Path, plugin: &str) -> Vec<String> {
+    let data = home.join("data").join(plugin);
+    let seen = std::fs::read_to_string(data.join("seen")).unwrap_or_default();
+    seen.lines().map(String::from).collect()
+}
+
+/// A copy of `tests/fixtures/<name>` at `tmp/<name>`, with [`bundled_server`]'s `bin/`.
+fn fixture(tmp: &Path, name: &str) -> std::path::PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let dir = tmp.join(name);
+    common::copy_tree(&from, &dir);
+    bundled_server(&dir);
+    dir
+}
+
+/// `yep mcp serve` on `home` in `cwd`, spoken to in raw JSON-RPC, initialized, asked
+/// `requests` in turn: their answers.
+fn raw_over_mcp(cwd: &Path, home: &Path, requests: &[Value]) -> Vec<Value> {
+    use std::io::{BufRead, Write};
+    #[allow(clippy::disallowed_methods)] // the CLI under test, as an agent starts it
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
+        .args(["--home", home.to_str().unwrap(), "mcp", "serve"])
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = common::Serving(child);
+    let mut stdin = server.0.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
+    let mut answer = |id: usize| loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "yep mcp serve ended"
+        );
+        let message: Value = serde_json::from_str(&line).unwrap_or_default();
+        if message["id"] == id {
+            break message;
+        }
+    };
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "claude-test", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    answer(0);
+    writeln!(
+        stdin,
+        "{}",
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    let mut answers = Vec::new();
+    for (i, request) in requests.iter().enumerate() {
+        let mut request = request.clone();
+        request["jsonrpc"] = "2.0".into();
+        request["id"] = (i + 1).into();
+        writeln!(stdin, "{request}").unwrap();
+        answers.push(answer(i + 1));
+    }
+    answers
+}
+
+/// The package's and data dir's paths of installed plugin `plugin`, as [`served`] lists them.
+fn own_dirs(home: &Path, plugin: &str) -> Vec<String> {
+    let root = home.join("extensions").join(plugin).display().to_string();
+    let data = home.join("data").join(plugin).display().to_string();
+    vec![
+        format!("{data}/seen"),
+        root.clone(),
+        data.clone(),
+        root,
+        data,
+    ]
+}
+
+#[test]
+fn a_plugins_mcp_json_server_is_pinned_at_install_as_plugin_server_and_called() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let p = tmp.path().join("p");
+    bundled_server(&p);
+    std::fs::write(
+        p.join(".mcp.json"),
+        serde_json::json!({
+            "files": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/yep-bench-rmcp"},
+            "noted": {"command": "${PLUGIN_ROOT}/bin/serve", "args": ["${CLAUDE_PLUGIN_DATA}/seen"]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (report, said) = install_saying(&home, &p);
+    let summary = report["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("approving starts its local MCP servers once each"),
+        "{summary}"
+    );
+    // Approved, each local server started once, its own directories in its argv and env.
+    assert!(
+        said.contains("pinned 1 tool of MCP server p__files"),
+        "{said}"
+    );
+    assert!(
+        said.contains("pinned 1 tool of MCP server p__noted"),
+        "{said}"
+    );
+    assert_eq!(served(&home, "p")[..5], own_dirs(&home, "p"));
+    std::fs::remove_file(home.join("data/p/seen")).unwrap();
+
+    ok(&yep(&home, &["enable", "p"]));
+    let (answers, warnings) = session(
+        tmp.path(),
+        &home,
+        "tools\ncall mcp__p__files__echo {\"text\": \"hi\"}\ncall mcp__p__noted__echo {\"text\": \"again\"}\nquit\n",
+    );
+    let tools: Vec<&str> = answers[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"mcp__p__files__echo") && tools.contains(&"mcp__p__noted__echo"),
+        "{tools:?}"
+    );
+    assert_eq!(
+        answers[1]["result"]["content"][0]["text"], r#"{"echoed":"hi"}"#,
+        "{answers:?} {warnings:?}"
+    );
+    assert_eq!(
+        answers[2]["result"]["content"][0]["text"], r#"{"echoed":"again"}"#,
+        "{answers:?} {warnings:?}"
+    );
+    // The session ran it with the same directories; the approval still holds for the text
+    // as written, so nothing asks to trust it again.
+    assert_eq!(served(&home, "p")[..5], own_dirs(&home, "p"));
+    assert!(
+        !warnings.iter().any(|w| w.contains("yep trust")),
+        "{warnings:?}"
+    );
+}
+
+/// `answers`' names under `key` (the session's `skills`, `tools`).
+fn names(answer: &Value, key: &str) -> Vec<String> {
+    answer[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `tests/fixtures/codex-guard`, written from Codex's docs (developers.openai.com/codex/plugins/
+/// build and /codex/hooks): `.codex-plugin/plugin.json` naming its skills, its `.mcp.json`
+/// (wrapped in `mcp_servers`, the command under `${PLUGIN_ROOT}`) and a hooks file of its own,
+/// which replaces `hooks/hooks.json` as Codex's docs say.
+#[test]
+fn a_codex_plugin_runs_its_skills_mcp_server_and_hooks_as_codexs_docs_say() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    tool_package(&home, tmp.path(), "tools", &["Bash"], serde_json::json!({}));
+    let guard = fixture(tmp.path(), "codex-guard");
+    let (report, said) = install_saying(&home, &guard);
+    assert_eq!(report["name"], "guard", "{report}");
+    let summary = report["summary"].as_str().unwrap();
+    for shown in [
+        "Codex plugin (.codex-plugin/plugin.json)",
+        "PreToolUse on Bash:",
+        "SessionStart on startup|resume:",
+        "files (stdio)",
+    ] {
+        assert!(summary.contains(shown), "{shown}: {summary}");
+    }
+    assert!(
+        !summary.contains("the default hooks/hooks.json ran"),
+        "{summary}"
+    );
+    // The server's own directories are not something it is given (as a secret would be).
+    assert!(!summary.contains("it is given"), "{summary}");
+    assert!(
+        said.contains("pinned 1 tool of MCP server guard__files"),
+        "{said}"
+    );
+    assert_eq!(served(&home, "guard")[..5], own_dirs(&home, "guard"));
+
+    ok(&yep(&home, &["enable", "guard"]));
+    let (answers, warnings) = session(
+        tmp.path(),
+        &home,
+        concat!(
+            "prompt\n",
+            "skills\n",
+            "run Bash {\"command\": \"rm -rf /\"}\n",
+            "run Bash {\"command\": \"ls\"}\n",
+            "call mcp__guard__files__echo {\"text\": \"guarded\"}\n",
+            "quit\n"
+        ),
+    );
+    assert_eq!(answers.len(), 5, "{answers:?} {warnings:?}");
+    // SessionStart's plain stdout is context for the model.
+    let prompt = answers[0]["prompt"].as_str().unwrap();
+    assert!(
+        prompt.contains("guard: rm -rf is refused in this session"),
+        "{prompt}"
+    );
+    assert_eq!(names(&answers[1], "skills"), ["review"]);
+    // Exit 2 blocks the call, its stderr the reason; another command runs, so the default
+    // hooks/hooks.json (which blocks everything) was not loaded.
+    assert_eq!(
+        decided_in_session(&answers[2]),
+        "blocked: guard: refusing `rm -rf /`",
+        "{warnings:?}"
+    );
+    assert_eq!(decided_in_session(&answers[3]), r#"{"command":"ls"}"#);
+    assert_eq!(
+        answers[4]["result"]["content"][0]["text"], r#"{"echoed":"guarded"}"#,
+        "{answers:?}"
+    );
+
+    // An MCP client reads the skill as a resource.
+    let read = raw_over_mcp(
+        tmp.path(),
+        &home,
+        &[
+            serde_json::json!({"method": "resources/read", "params": {"uri": "skill://guard/review"}}),
+        ],
+    );
+    let text = read[0]["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("Read the diff"), "{read:?}");
+}
+
+/// `tests/fixtures/agent-notes`, written from the Agent Plugins 1.0 specification
+/// (agent-plugins.org, spec/1.0.0.md): a root `plugin.json` with its `$schema`, a skill in
+/// `skills/<name>/SKILL.md`, and `mcp.json` whose stdio server is a `./` command with
+/// `${PLUGIN_ROOT}` and `${PLUGIN_DATA}` in its args and env. The specification has no hooks
+/// (§7: skills and MCP servers are v1's only components; hooks are left to clients'
+/// extension namespaces), so the package has none.
+#[test]
+fn an_agent_plugins_package_runs_its_skills_and_mcp_server_as_the_spec_says() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let notes = fixture(tmp.path(), "agent-notes");
+    let (report, said) = install_saying(&home, &notes);
+    assert_eq!(report["name"], "notes-kit", "{report}");
+    let summary = report["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("Agent Plugins 1.0 plugin (plugin.json)"),
+        "{summary}"
+    );
+    assert!(
+        said.contains("pinned 1 tool of MCP server notes-kit__notes"),
+        "{said}"
+    );
+    // The server got its directories (§9.1), ran in the plugin root (§7.2.1: the default
+    // `cwd`), and its `env` had `${PLUGIN_ROOT}` expanded (§9.2).
+    let root = home.join("extensions/notes-kit").display().to_string();
+    let mut expected = own_dirs(&home, "notes-kit");
+    expected.extend([root.clone(), format!("{root}/config.json")]);
+    assert_eq!(served(&home, "notes-kit"), expected);
+
+    ok(&yep(&home, &["enable", "notes-kit"]));
+    let (answers, warnings) = session(
+        tmp.path(),
+        &home,
+        "skills\ncall mcp__notes-kit__notes__echo {\"text\": \"kept\"}\nquit\n",
+    );
+    assert_eq!(names(&answers[0], "skills"), ["summarize"], "{warnings:?}");
+    assert_eq!(
+        answers[1]["result"]["content"][0]["text"], r#"{"echoed":"kept"}"#,
+        "{answers:?} {warnings:?}"
+    );
+    let read = raw_over_mcp(
+        tmp.path(),
+        &home,
+        &[
+            serde_json::json!({"method": "resources/read", "params": {"uri": "skill://notes-kit/summarize"}}),
+        ],
+    );
+    let text = read[0]["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("three bullet points"), "{read:?}");
+}

@@ -140,7 +140,8 @@ fn mcp_lines(name: &str, m: &McpServer) -> Vec<String> {
     lines
 }
 
-/// The `${VAR}` names an MCP server spec expands (env, secrets), in order of first use.
+/// The `${VAR}` names an MCP server spec expands (env, secrets), in order of first use; not
+/// the package's own directories (`${PLUGIN_ROOT}`, …).
 fn referenced_vars(m: &McpServer) -> Vec<String> {
     let texts = m
         .command
@@ -156,7 +157,9 @@ fn referenced_vars(m: &McpServer) -> Vec<String> {
             let after = &rest[start + 2..];
             let Some(end) = after.find('}') else { break };
             let var = &after[..end];
-            if !vars.iter().any(|v| v == var) {
+            // Its own directories are not something it is given.
+            let own = crate::claude::PACKAGE_DIR_VARS.contains(&var);
+            if !own && !vars.iter().any(|v| v == var) {
                 vars.push(var.to_string());
             }
             rest = &after[end + 1..];
@@ -510,14 +513,17 @@ pub fn claude_summary(
         PluginKind::Codex => CODEX_MANIFEST_FILE,
         PluginKind::AgentPlugin => "plugin.json",
     };
-    block(
-        &mut out,
-        "kind",
-        &[
-            format!("{} ({file})", pin.kind.label()),
-            "installing ran nothing".into(),
-        ],
-    );
+    let mut kind = vec![
+        format!("{} ({file})", pin.kind.label()),
+        "installing ran nothing".into(),
+    ];
+    if f.mcp_servers.values().any(|m| m.transport == "stdio") {
+        kind.extend(wrap(
+            "approving starts its local MCP servers once each, contained, to pin their tools",
+            width,
+        ));
+    }
+    block(&mut out, "kind", &kind);
 
     let mut hooks = Vec::new();
     let (shown, more) = cut(&pin.hooks);

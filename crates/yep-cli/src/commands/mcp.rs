@@ -734,8 +734,8 @@ pub async fn pin_contributed(home: &Home, results: &[yep_store::Installed], json
         let Ok(manifest) = home.installed_manifest(&r.name) else {
             continue;
         };
-        // A Claude Code plugin's servers are listed, not started: installing one runs
-        // nothing (a remote one is not even reached) until the user trusts it.
+        // A plugin's remote servers are listed, not reached, until the user trusts them: the
+        // consent screen said what approving starts, its local (stdio) servers, once each.
         let plugin = lock.get(&r.name).is_some_and(|e| e.claude.is_some());
         let extensions = [(r.name.clone(), manifest)];
         for source in sources(home, &extensions, &here, &mut |_| {}) {
@@ -748,9 +748,9 @@ pub async fn pin_contributed(home: &Home, results: &[yep_store::Installed], json
             if source.unapproved(pin.as_ref()).is_none() {
                 continue;
             }
-            if plugin {
+            if plugin && source.server.transport != "stdio" {
                 let line = format!(
-                    "  MCP server {}: not started (installing a plugin runs nothing); `yep trust {}` lists and pins its tools",
+                    "  MCP server {}: not started (installing a plugin reaches no remote server); `yep trust {}` lists and pins its tools",
                     escape(&source.name),
                     escape(&source.name)
                 );

@@ -183,9 +183,26 @@ impl McpSource {
     }
 }
 
+/// The variables that name a package's own directories: the first two its package, the last
+/// two its data dir.
+pub const PACKAGE_VARS: [&str; 4] = crate::store::claude::PACKAGE_DIR_VARS;
+
+/// [`PACKAGE_VARS`] with their values for extension `ext`: its package dir and its data dir.
+pub fn package_vars(home: &Home, ext: &str) -> [(&'static str, String); 4] {
+    let root = home.package_dir(ext).to_string_lossy().into_owned();
+    let data = home.data_dir(ext).to_string_lossy().into_owned();
+    [
+        (PACKAGE_VARS[0], root.clone()),
+        (PACKAGE_VARS[1], root),
+        (PACKAGE_VARS[2], data.clone()),
+        (PACKAGE_VARS[3], data),
+    ]
+}
+
 /// Every MCP server a session in `workspace` sees: each of `extensions`' `mcpServers` as
 /// `<ext>__<server>` (a malformed entry is skipped with a warning), `${VAR}` expanded from the
-/// environment and the extension's secrets; then the home's own (`yep mcp add`, header values
+/// package's own directories ([`PACKAGE_VARS`]: argv-safe, they are paths in the home), the
+/// extension's secrets and the environment; then the home's own (`yep mcp add`, header values
 /// from `connections.toml`); then the workspace's `.mcp.json`, whose entry named like one of
 /// those is skipped with a warning (a repository never takes the user's server's name), and
 /// whose each server carries the code it runs from the workspace, pinned
@@ -213,10 +230,12 @@ pub fn sources(
     }
     for (ext, manifest) in extensions {
         let secrets = crate::store::config::secrets(home, ext).unwrap_or_default();
+        let own = package_vars(home, ext);
         let vars = |name: &str| {
-            secrets
-                .get(name)
-                .map(|s| s.expose().to_string())
+            own.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+                .or_else(|| secrets.get(name).map(|s| s.expose().to_string()))
                 .or_else(|| std::env::var(name).ok())
         };
         let declared: BTreeSet<String> = crate::store::summary::config_fields(manifest)
@@ -225,9 +244,11 @@ pub fn sources(
             .map(|f| f.name)
             .collect();
         // Kept out of argv: a secret field whatever its name, and every host variable but the
-        // harmless few.
-        let withheld =
-            |name: &str| declared.contains(name) || secrets.contains_key(name) || !argv_safe(name);
+        // harmless few. The package's own directories are paths in the home, never secrets.
+        let withheld = |name: &str| {
+            !PACKAGE_VARS.contains(&name)
+                && (declared.contains(name) || secrets.contains_key(name) || !argv_safe(name))
+        };
         for (server, spec) in &manifest.yolop.mcp_servers {
             let shape_ok = match spec.transport.as_str() {
                 "stdio" => {
@@ -635,20 +656,46 @@ pub fn launch(
     };
     let args = source.server.args.clone();
     let workspace_root = workspace.to_path_buf();
+    let mut env: Vec<(String, String)> = source
+        .server
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    // A package's server is told its own directories, as Claude Code, Codex and Agent Plugins
+    // tell theirs, over whatever its `env` says; its data dir exists and it may write there.
+    let data_dir = match &source.origin {
+        Origin::Extension(ext) => {
+            let vars = package_vars(home, ext);
+            env.retain(|(k, _)| !PACKAGE_VARS.contains(&k.as_str()));
+            env.extend(vars.map(|(k, v)| (k.to_string(), v)));
+            let data = home.data_dir(ext);
+            // Best effort: a data dir that cannot be made fails the server's own writes.
+            let _ = std::fs::create_dir_all(&data);
+            Some(data)
+        }
+        _ => None,
+    };
+    let lock = home
+        .lockfile()
+        .map_err(|e| McpLaunchError::Lock(Box::new(e)))?;
+    // An Agent Plugin's server runs in its plugin root unless it says otherwise (Agent Plugins
+    // 1.0, §7.2.1); every other server runs in the workspace.
+    let agent_plugin = match &source.origin {
+        Origin::Extension(ext) => lock
+            .get(ext)
+            .and_then(|e| e.claude.as_ref())
+            .is_some_and(|pin| pin.kind == crate::store::claude::PluginKind::AgentPlugin),
+        _ => false,
+    };
     let spec = ServerSpec {
-        env: source
-            .server
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        env,
+        data_dir,
+        cwd: agent_plugin.then(|| package_dir.clone()),
         grants,
         // Only the user grants a server more than the default profile (`yep grant`, `yep
         // mcp add --grant`, `yep trust --grant`): a workspace's `.mcp.json` never can.
-        sandbox_grants: home
-            .lockfile()
-            .map_err(|e| McpLaunchError::Lock(Box::new(e)))?
-            .granted(&source.name, source.origin.workspace().as_deref()),
+        sandbox_grants: lock.granted(&source.name, source.origin.workspace().as_deref()),
         grant_name: Some(source.name.clone()),
         ..ServerSpec::new(
             log_stem(&source.name, &source.origin),

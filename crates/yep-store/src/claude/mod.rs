@@ -31,6 +31,16 @@ pub const CODEX_MANIFEST_FILE: &str = ".codex-plugin/plugin.json";
 /// What an Agent Plugins manifest's `$schema` starts with.
 pub const AGENT_PLUGIN_SCHEMA_PREFIX: &str = "https://agent-plugins.org/schemas/";
 
+/// The variables that name a package's own directories, as Claude Code, Codex and Agent
+/// Plugins spell them: the first two its package, the last two its data dir. They are paths
+/// in the home, never secrets, so they expand anywhere in its MCP servers (argv too).
+pub const PACKAGE_DIR_VARS: [&str; 4] = [
+    "CLAUDE_PLUGIN_ROOT",
+    "PLUGIN_ROOT",
+    "CLAUDE_PLUGIN_DATA",
+    "PLUGIN_DATA",
+];
+
 /// The largest command, skill or agent file read.
 pub const MAX_PART_BYTES: u64 = 256 * 1024;
 /// The most files of one kind read from one directory; the rest are left out with a note.
@@ -422,11 +432,16 @@ impl Reader<'_> {
         for path in &agents.unwrap_or_else(|| vec!["agents".into()]) {
             self.agents(plugin, path)?;
         }
-        // Skills: the manifest's paths add to `skills/`.
+        // Skills: the manifest's paths add to `skills/` (each directory once, however it is
+        // spelled: Codex's docs write `./skills/`).
         let mut skill_roots = vec!["skills".to_string()];
+        let same = |a: &str, b: &str| {
+            let norm = |r: &str| r.trim_start_matches("./").trim_end_matches('/').to_string();
+            norm(a) == norm(b)
+        };
         if let Some(extra) = self.paths(fields, "skills")? {
             for root in extra {
-                if !skill_roots.contains(&root) {
+                if !skill_roots.iter().any(|r| same(r, &root)) {
                     skill_roots.push(root);
                 }
             }
@@ -454,8 +469,19 @@ impl Reader<'_> {
                 hooks::read(&value, &from, &mut read);
             }
         }
-        plugin.hooks = read.hooks;
         plugin.notes.extend(read.notes);
+        for hook in read.hooks {
+            // Codex parses `async` but skips such a hook (developers.openai.com/codex/hooks):
+            // what the plugin's author saw run is what runs here.
+            if codex && hook.is_async {
+                plugin.notes.push(format!(
+                    "{}: an async hook left out (Codex skips async hooks)",
+                    escape(&hook.event)
+                ));
+                continue;
+            }
+            plugin.hooks.push(hook);
+        }
 
         // MCP servers: `.mcp.json`, and the manifest's.
         if let Some(file) = self.read_json_if_there(".mcp.json")? {
@@ -969,6 +995,53 @@ mod tests {
             [("alpha", "skills/a"), ("b", "more/b"), ("one", "one")],
             "each skill once; the root SKILL.md only when asked for"
         );
+        assert_eq!(
+            p.skill_roots,
+            ["skills", "./more", "./one"],
+            "each root once, however it is spelled"
+        );
+    }
+
+    #[test]
+    fn a_codex_manifests_hooks_replace_hooks_json_and_its_async_hooks_are_left_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("guard");
+        let hooks = |command: &str, is_async: bool| {
+            serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": command, "async": is_async}
+            ]}]}})
+            .to_string()
+        };
+        write(&dir, "hooks/hooks.json", &hooks("default", false));
+        write(&dir, "hooks/mine.json", &hooks("mine", false));
+        write(&dir, "hooks/later.json", &hooks("later", true));
+        write(
+            &dir,
+            CODEX_MANIFEST_FILE,
+            r#"{"name": "guard", "hooks": ["./hooks/mine.json", "./hooks/later.json"]}"#,
+        );
+        let p = ClaudePlugin::load(&dir, &Overrides::default()).unwrap();
+        assert_eq!(p.kind, PluginKind::Codex);
+        let commands: Vec<&str> = p.hooks.iter().map(|h| h.command.as_str()).collect();
+        assert_eq!(commands, ["mine"], "{:?}", p.notes);
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n == "PreToolUse: an async hook left out (Codex skips async hooks)"),
+            "{:?}",
+            p.notes
+        );
+        // A Claude Code plugin keeps both: hooks/hooks.json always loads, and an async hook
+        // runs in the background.
+        std::fs::remove_file(dir.join(CODEX_MANIFEST_FILE)).unwrap();
+        write(
+            &dir,
+            CLAUDE_MANIFEST_FILE,
+            r#"{"name": "guard", "hooks": ["./hooks/mine.json", "./hooks/later.json"]}"#,
+        );
+        let p = ClaudePlugin::load(&dir, &Overrides::default()).unwrap();
+        let commands: Vec<&str> = p.hooks.iter().map(|h| h.command.as_str()).collect();
+        assert_eq!(commands, ["default", "mine", "later"], "{:?}", p.notes);
     }
 
     #[test]
