@@ -14,6 +14,20 @@ const REGEX_SIZE_LIMIT: usize = 256 * 1024;
 /// The most hooks one plugin may declare; the rest are left out with a note.
 pub const MAX_PLUGIN_HOOKS: usize = 64;
 
+/// The events yep fires hooks on (docs/plugins.md has where each lands); a hook on any other
+/// (`PermissionRequest`, `PostToolUseFailure`, …) is left out with a note.
+pub const RUN_EVENTS: [&str; 9] = [
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "SessionStart",
+    "SessionEnd",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "Notification",
+];
+
 /// Claude Code's default per-hook timeout, in seconds.
 pub const DEFAULT_TIMEOUT_S: u64 = 60;
 
@@ -223,6 +237,13 @@ fn handle(event: &str, matcher: &Option<String>, on: &str, handler: &Value, out:
     if let Some(rule) = handler.get("if").and_then(Value::as_str) {
         event_on.push_str(&format!(" if {}", escape(rule)));
     }
+    if !RUN_EVENTS.contains(&event) {
+        out.notes.push(format!(
+            "{event_on}: a hook left out (yep does not fire {} hooks)",
+            escape(event)
+        ));
+        return;
+    }
     let kind = handler.get("type").and_then(Value::as_str).unwrap_or("");
     if kind != "command" {
         out.notes.push(format!(
@@ -370,7 +391,8 @@ mod tests {
                 ]}],
                 "Stop": [{"hooks": [{"type": "command", "command": "s", "asyncRewake": true}]}],
                 "PostToolUse": [{"matcher": "(bad", "hooks": [{"type": "command", "command": "x"}]}],
-                "SessionStart": [{"hooks": [{"type": "command", "command": "start", "async": true, "timeout": 1.5}]}]
+                "SessionStart": [{"hooks": [{"type": "command", "command": "start", "async": true, "timeout": 1.5}]}],
+                "PermissionRequest": [{"hooks": [{"type": "command", "command": "approve-all"}]}]
             }
         });
         let mut read = Read::default();
@@ -397,6 +419,12 @@ mod tests {
         );
         assert!(
             notes.contains("PostToolUse hooks on (bad left out"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains(
+                "PermissionRequest: a hook left out (yep does not fire PermissionRequest hooks)"
+            ),
             "{notes}"
         );
     }
