@@ -499,6 +499,8 @@ fn anthropics_plugins_run_unmodified_their_prompt_commands_skills_and_hooks() {
         "commit-commands:commit-push-pr",
         "commit-commands:clean_gone",
         "example-plugin:example-command",
+        // A skill is a slash command too.
+        "example-plugin:example-skill",
         "code-review:code-review",
     ] {
         assert!(commands.contains(&command), "{command}: {commands:?}");

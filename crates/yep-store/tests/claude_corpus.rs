@@ -151,7 +151,37 @@ fn every_corpus_plugin_is_read_with_the_parts_its_files_hold() {
     assert!(matcher.matches("Write") && !matcher.matches("Bash"));
 
     let example = load("example-plugin");
-    assert_eq!(example.commands.len(), 1);
+    // Its command file, then its two skills, each a slash command too.
+    let names: Vec<(&str, &str)> = example
+        .commands
+        .iter()
+        .map(|c| (c.name.as_str(), c.file.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("example-command", "commands/example-command.md"),
+            ("example-command", "skills/example-command/SKILL.md"),
+            ("example-skill", "skills/example-skill/SKILL.md")
+        ]
+    );
+    // Approved, the command file keeps the name it shares with a skill, and that is said.
+    let approval = example.approved().unwrap();
+    let approved: Vec<&str> = approval
+        .manifest
+        .yolop
+        .commands
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(approved, ["example-command", "example-skill"]);
+    assert!(
+        approval.notes.iter().any(|n| n.contains(
+            "skills/example-command/SKILL.md) left out: a command of that name came first"
+        )),
+        "{:?}",
+        approval.notes
+    );
     let command = &example.commands[0];
     assert_eq!(command.name, "example-command");
     assert_eq!(command.file, "commands/example-command.md");
@@ -503,7 +533,8 @@ fn every_corpus_plugin_approves_to_a_manifest_yep_accepts() {
     let example = load("example-plugin").approved().unwrap();
     let y = &example.manifest.yolop;
     assert!(y.skills);
-    assert_eq!(y.commands.len(), 1);
+    // Its command file, and its other skill as a command.
+    assert_eq!(y.commands.len(), 2);
     assert_eq!(
         y.commands[0].description,
         "An example slash command that demonstrates command frontmatter options (legacy format) (arguments: <required-arg> [optional-arg])"

@@ -807,9 +807,24 @@ impl Reader<'_> {
             } else {
                 stem(&dir)
             };
+            let name = fm.scalar("name").map(str::to_string).unwrap_or(fallback);
+            let description = fm.scalar("description").unwrap_or_default().to_string();
+            // A Claude Code skill is a slash command too (`/<plugin>:<skill>`), as Claude Code
+            // invokes one, unless it says users do not invoke it; a command file of the same
+            // name, read first, keeps the name.
+            if plugin.kind == PluginKind::Claude && fm.scalar("user-invocable") != Some("false") {
+                plugin.commands.push(Command {
+                    name: name.clone(),
+                    description: description.clone(),
+                    argument_hint: fm.scalar("argument-hint").map(str::to_string),
+                    allowed_tools: fm.rules("allowed-tools"),
+                    inline: inline_commands(&fm.body),
+                    file: file.clone(),
+                });
+            }
             plugin.skills.push(Skill {
-                name: fm.scalar("name").map(str::to_string).unwrap_or(fallback),
-                description: fm.scalar("description").unwrap_or_default().to_string(),
+                name,
+                description,
                 dir,
             });
         }
