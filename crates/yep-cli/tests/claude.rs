@@ -736,10 +736,21 @@ else:
     )
     .unwrap();
     let run = serde_json::json!([{"hooks": [{"type": "command", "command": "python3 \"${CLAUDE_PLUGIN_ROOT}/hooks/life.py\""}]}]);
+    // Matchers on lifecycle events match what the event is about: these never fire here.
+    let never = |matcher: &str, marker: &str| {
+        serde_json::json!({"matcher": matcher, "hooks": [{"type": "command",
+            "command": format!("touch \"$CLAUDE_PLUGIN_DATA/{marker}\"")}]})
+    };
+    let mut compact = run.clone();
+    compact
+        .as_array_mut()
+        .unwrap()
+        .push(never("manual", "manual-compact"));
     std::fs::write(
         plugin.join("hooks/hooks.json"),
         serde_json::json!({"hooks": {"UserPromptSubmit": run, "Stop": run, "SessionEnd": run,
-            "PreCompact": run, "Notification": run}})
+            "PreCompact": compact, "Notification": run,
+            "SessionStart": [never("resume", "resumed")]}})
         .to_string(),
     )
     .unwrap();
@@ -781,6 +792,7 @@ else:
             .unwrap_or(Value::Null)
     };
     assert_eq!(read("PreCompact")["trigger"], "auto");
+    assert!(!data.join("manual-compact").exists() && !data.join("resumed").exists());
     assert_eq!(read("Notification")["message"], "waiting for you");
     assert_eq!(read("SessionEnd")["hook_event_name"], "SessionEnd");
 }

@@ -406,22 +406,30 @@ impl ClaudePeer {
         });
     }
 
-    /// The pinned hooks of `event` that fire for this tool call (all of them outside one).
-    fn hooks_for(&self, event: Event, tool: Option<(&str, &Value)>) -> Vec<CommandHook> {
+    /// The pinned hooks of tool event `event` that fire for a call of `tool` with `input`.
+    fn hooks_for(&self, event: Event, tool: &str, input: &Value) -> Vec<CommandHook> {
+        let command = (tool == "Bash")
+            .then(|| input["command"].as_str())
+            .flatten();
         self.plan
             .pin
             .hooks
             .iter()
-            .filter(|h| h.event == event.name())
-            .filter(|h| match tool {
-                Some((name, input)) => {
-                    let command = (name == "Bash")
-                        .then(|| input["command"].as_str())
-                        .flatten();
-                    h.fires_for(name, command)
-                }
-                None => h.if_rule.is_none(),
-            })
+            .filter(|h| h.event == event.name() && h.fires_for(tool, command))
+            .cloned()
+            .collect()
+    }
+
+    /// The pinned hooks of lifecycle `event` whose matcher takes `subject` (SessionStart's
+    /// source, PreCompact's trigger), or all of them on an event Claude Code matches nothing
+    /// on; never one with an `if` rule, which filters tool calls only.
+    fn lifecycle_hooks(&self, event: Event, subject: Option<&str>) -> Vec<CommandHook> {
+        self.plan
+            .pin
+            .hooks
+            .iter()
+            .filter(|h| h.event == event.name() && h.if_rule.is_none())
+            .filter(|h| subject.is_none_or(|s| h.fires_for(s, None)))
             .cloned()
             .collect()
     }
@@ -437,7 +445,7 @@ impl ClaudePeer {
 
     /// Run the SessionStart hooks: what they gave for the model.
     async fn run_session_start(&self) -> String {
-        let hooks = self.hooks_for(Event::SessionStart, None);
+        let hooks = self.lifecycle_hooks(Event::SessionStart, Some("startup"));
         if hooks.is_empty() {
             return String::new();
         }
@@ -458,6 +466,22 @@ impl ClaudePeer {
             }
         }
         io::merge(said).context.unwrap_or_default()
+    }
+
+    /// Run `hooks` of an observed `event`: what they say can only tell, and a failure is told.
+    fn observe(
+        &self,
+        event: Event,
+        hooks: Vec<CommandHook>,
+        input: Vec<u8>,
+    ) -> PeerFuture<'_, Result<(), PeerError>> {
+        let bound = Duration::from_secs(crate::store::claude::hooks::MAX_LIFECYCLE_TIMEOUT_S);
+        Box::pin(async move {
+            if let Err(e) = self.lifecycle(event, hooks, input, bound).await {
+                self.warn(e.to_string());
+            }
+            Ok(())
+        })
     }
 
     /// Run `hooks` of a lifecycle `event` within `bound`: what they said together, or the
@@ -545,7 +569,7 @@ impl Peer for ClaudePeer {
             .opts
             .claude_tool_names
             .claude(&firing.tool, &firing.args);
-        let hooks = self.hooks_for(event, Some((&tool.name, &tool.input)));
+        let hooks = self.hooks_for(event, &tool.name, &tool.input);
         let id = format!("yep-{}", self.calls.fetch_add(1, Ordering::Relaxed) + 1);
         let input = match (event, &firing.result) {
             (Event::PostToolUse, Some(response)) => self.input(
@@ -712,7 +736,7 @@ impl Peer for ClaudePeer {
             ),
             _ => return Box::pin(async { Ok(InterceptOutcome::Continue) }),
         };
-        let hooks = self.hooks_for(event, None);
+        let hooks = self.lifecycle_hooks(event, None);
         Box::pin(async move {
             let said = self.lifecycle(event, hooks, input, timeout).await?;
             Ok(match (said.block.or(said.stop), said.context) {
@@ -738,10 +762,9 @@ impl Peer for ClaudePeer {
             }
             "pre_compact" | "session.compacting" => {
                 let trigger = text("trigger", "manual");
-                (
-                    Event::PreCompact,
-                    self.input(Event::PreCompact, &About::Compact(&trigger)),
-                )
+                let hooks = self.lifecycle_hooks(Event::PreCompact, Some(&trigger));
+                let input = self.input(Event::PreCompact, &About::Compact(&trigger));
+                return self.observe(Event::PreCompact, hooks, input);
             }
             "notification" => {
                 let message = text("message", "");
@@ -756,14 +779,8 @@ impl Peer for ClaudePeer {
             ),
             _ => return Box::pin(async { Ok(()) }),
         };
-        let hooks = self.hooks_for(event, None);
-        let bound = Duration::from_secs(crate::store::claude::hooks::MAX_LIFECYCLE_TIMEOUT_S);
-        Box::pin(async move {
-            if let Err(e) = self.lifecycle(event, hooks, input, bound).await {
-                self.warn(e.to_string());
-            }
-            Ok(())
-        })
+        let hooks = self.lifecycle_hooks(event, None);
+        self.observe(event, hooks, input)
     }
 
     fn request(
