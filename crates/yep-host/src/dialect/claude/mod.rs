@@ -295,6 +295,7 @@ impl ClaudePeer {
     ) -> Vec<(CommandHook, Ran)> {
         let input = Arc::new(input);
         let mut running = tokio::task::JoinSet::new();
+        let mut started = Vec::new();
         for (i, hook) in hooks.into_iter().enumerate() {
             let spec = self.hook_spec(&hook);
             let limits = RunLimits {
@@ -306,14 +307,26 @@ impl ClaudePeer {
                 continue;
             }
             let input = Arc::clone(&input);
-            running.spawn(async move {
+            let copy = hook.clone();
+            let task = running.spawn(async move {
                 let ran = crate::process::run_to_end(&spec, &input, limits).await;
                 (i, hook, ran)
             });
+            started.push((task.id(), i, copy));
         }
         let mut heard = Vec::new();
         while let Some(joined) = running.join_next().await {
-            let Ok((i, hook, ran)) = joined else { continue };
+            let (i, hook, ran) = match joined {
+                Ok(done) => done,
+                // Its runner died: a failure, never a silent allow.
+                Err(e) => {
+                    if let Some((_, i, hook)) = started.iter().find(|(id, ..)| *id == e.id()) {
+                        let why = format!("hook `{}` could not run: {e}", escape(&hook.command));
+                        heard.push((*i, hook.clone(), Err(HookFailed(why))));
+                    }
+                    continue;
+                }
+            };
             let said = match ran {
                 Err(e) => Err(HookFailed(format!(
                     "hook `{}` could not start: {}",
@@ -332,7 +345,6 @@ impl ClaudePeer {
     /// What a hook that ran said; a `{"async": true}` first line hands the rest of its run to
     /// the background.
     fn heard(&self, event: Event, hook: &CommandHook, out: RunOutput) -> Ran {
-        use std::os::unix::process::ExitStatusExt;
         if out.dropped > 0 {
             self.warn(format!(
                 "hook `{}` wrote {} bytes to stdout; only the first {MAX_HOOK_STDOUT} were read",
@@ -340,11 +352,7 @@ impl ClaudePeer {
                 out.stdout.len() as u64 + out.dropped
             ));
         }
-        let code = out.status.and_then(|s| s.code());
-        let signal = out
-            .status
-            .filter(|s| s.signal().is_some())
-            .map(|s| crate::process::describe_status(Some(s)));
+        let (code, signal) = ended(&out);
         let said = io::read(event, code, signal, &out.stdout, &out.stderr_tail).map_err(|e| {
             HookFailed(format!(
                 "hook `{}` failed: {} (log: {})",
@@ -519,14 +527,21 @@ impl ClaudePeer {
     }
 }
 
-/// Why a hook's run is a failure, in words.
-fn failure_of(event: Event, out: &RunOutput) -> String {
+/// How a run ended: its exit code, or the signal that ended it, in words (neither: it was
+/// killed at its timeout).
+fn ended(out: &RunOutput) -> (Option<i32>, Option<String>) {
     use std::os::unix::process::ExitStatusExt;
     let code = out.status.and_then(|s| s.code());
     let signal = out
         .status
         .filter(|s| s.signal().is_some())
         .map(|s| crate::process::describe_status(Some(s)));
+    (code, signal)
+}
+
+/// Why a hook's run is a failure, in words.
+fn failure_of(event: Event, out: &RunOutput) -> String {
+    let (code, signal) = ended(out);
     match io::read(event, code, signal, b"", &out.stderr_tail) {
         Err(e) => e.to_string(),
         Ok(_) => crate::process::describe_status(out.status),
