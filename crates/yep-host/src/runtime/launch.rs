@@ -324,15 +324,12 @@ pub fn project(
         }
     };
     let pin = home.project_pin(workspace).ok().flatten();
+    let changed = pin.is_some();
     let Some(pin) = pin.filter(|p| p.hash == read.hash) else {
         return Project::Unapproved(format!(
             "the workspace's .claude hooks and commands ({}) are not approved{}, so they do not run; approve them with `yep trust project`",
             read.dir.display(),
-            if home.project_pin(workspace).ok().flatten().is_some() {
-                " since they changed"
-            } else {
-                ""
-            }
+            if changed { " since they changed" } else { "" }
         ));
     };
     let manifest = match Manifest::parse_approval(&pin.approved_manifest, Path::new(".claude")) {
