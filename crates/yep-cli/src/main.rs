@@ -65,6 +65,9 @@ enum Command {
     /// MCP servers: add one to the home, remove it, list every one a session sees.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
+    /// The shared host every `yep mcp serve` of this home attaches to: its status, stop it.
+    #[command(subcommand)]
+    Host(commands::host::HostCommand),
     /// Plugin marketplaces (Claude Code's catalogues): add one, list what it offers, remove it.
     #[command(subcommand)]
     Marketplace(commands::marketplace::MarketplaceCommand),
@@ -125,7 +128,15 @@ fn main() -> ExitCode {
         yep_host::sandbox::Mode::Required
     });
     yep_host::sandbox::set_default_mode(mode);
-    let runtime = match tokio::runtime::Runtime::new() {
+    // A session attached to the shared host only passes lines through: one thread does it
+    // with no hand-off between threads.
+    let runtime = match matches!(&cli.command, Command::Mcp(m) if m.attaches()) {
+        true => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        false => tokio::runtime::Runtime::new(),
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(err) => {
             return output::fail(&output::internal("failed to start the async runtime", err));
@@ -150,6 +161,7 @@ fn main() -> ExitCode {
             Command::Secret(cmd) => commands::config::secret(cmd, &home),
             Command::Mcp(cmd) => commands::mcp::run(cmd, &home).await,
             Command::Marketplace(cmd) => commands::marketplace::run(cmd, &home),
+            Command::Host(cmd) => commands::host::run(cmd, &home).await,
             Command::Trust(args) => commands::mcp::trust(args, &home).await,
             Command::Grant(args) => commands::grant::grant(args, &home),
             Command::Revoke(args) => commands::grant::revoke(args, &home),

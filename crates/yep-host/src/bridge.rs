@@ -80,6 +80,14 @@ impl Bridge {
         }
     }
 
+    /// This bridge for another client, listing tools deferred or not as that client asked.
+    pub fn for_session(&self, deferred: bool) -> Self {
+        Bridge {
+            deferred,
+            ..self.for_client()
+        }
+    }
+
     fn instructions(&self) -> String {
         self.instructions
             .lock()
@@ -619,9 +627,19 @@ pub fn watch_home(host: &ExtensionHost, home: crate::store::Home) -> tokio::task
 /// pipes (as an agent spawns it) they are read and written on the runtime's reactor, with no
 /// hand-off to a blocking thread per message.
 pub async fn serve_stdio(bridge: Bridge) -> Result<(), ServeError> {
+    let (read, write) = rmcp::transport::stdio_pipes();
+    serve_on(bridge, read, write).await
+}
+
+/// Serve `bridge` as one MCP session on `read` and `write` until the client goes.
+pub async fn serve_on<R, W>(bridge: Bridge, read: R, write: W) -> Result<(), ServeError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     use rmcp::ServiceExt;
     let running = bridge
-        .serve(rmcp::transport::stdio_pipes())
+        .serve((read, write))
         .await
         .map_err(|e| ServeError::Initialize(Box::new(e)))?;
     running

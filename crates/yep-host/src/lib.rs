@@ -41,6 +41,8 @@ pub mod process;
 pub mod rpc;
 pub mod runtime;
 pub mod sandbox;
+#[cfg(feature = "mcp-serve")]
+pub mod shared;
 pub mod supervisor;
 pub mod tool_args;
 

@@ -122,6 +122,10 @@ pub enum McpCommand {
         /// connection may sit idle (`10s`, `500ms`) [default: 10s].
         #[arg(long, value_name = "TIME", requires = "http", value_parser = humantime::parse_duration)]
         header_timeout: Option<std::time::Duration>,
+        /// Serve this session with a host of its own, as before the shared host: its servers
+        /// start for it and stop when it ends (`yep host status` shows the shared one).
+        #[arg(long, conflicts_with = "http")]
+        no_shared: bool,
     },
     /// Print the snippet that adds `yep mcp serve` to an agent's MCP config: only the config
     /// on stdout (JSON, TOML or YAML, as that agent reads it), where it goes on stderr.
@@ -130,6 +134,20 @@ pub enum McpCommand {
         #[arg(value_enum)]
         agent: Agent,
     },
+}
+
+impl McpCommand {
+    /// Whether this is a stdio `yep mcp serve` that attaches to the home's shared host.
+    pub fn attaches(&self) -> bool {
+        matches!(
+            self,
+            McpCommand::Serve {
+                http: None,
+                no_shared: false,
+                ..
+            }
+        )
+    }
 }
 
 /// An agent `yep mcp config` writes a snippet for.
@@ -449,7 +467,26 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             max_connections,
             max_sessions,
             header_timeout,
+            no_shared,
         } => {
+            if !no_shared && http.is_none() {
+                match attach(home, deferred).await {
+                    Ok(()) => return Ok(ExitCode::SUCCESS),
+                    Err(yep_host::shared::AttachError::Refused(e)) => {
+                        return Err(hinted(
+                            format!("the shared host refused this session: {}", escape(&e)),
+                            &["`yep mcp serve --no-shared` serves it with a host of its own"],
+                        ));
+                    }
+                    Err(e) => {
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "warning: {}; serving this session with a host of its own",
+                            escape(&e.to_string())
+                        );
+                    }
+                }
+            }
             let mut limits = yep_host::bridge::HttpLimits::default();
             if let Some(n) = max_connections {
                 limits.max_connections = n as usize;
@@ -978,6 +1015,25 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `yep mcp serve` on stdio, attached to the home's shared host (started if none runs):
+/// fails before reading stdin when it cannot attach.
+async fn attach(home: &Home, deferred: bool) -> Result<(), yep_host::shared::AttachError> {
+    let workspace = workspace().map_err(|e| yep_host::shared::AttachError::Start(e.to_string()))?;
+    // One host per workspace root, however the session's path to it is spelled.
+    let workspace = workspace.canonicalize().unwrap_or(workspace);
+    let yep = std::env::current_exe()?;
+    let root = home.root.clone();
+    // The shared host is meant to outlive this session: it is started detached, in a
+    // session of its own, and is reaped by init when this client is gone.
+    #[allow(clippy::disallowed_methods)]
+    let start = move || {
+        let mut cmd = std::process::Command::new(&yep);
+        cmd.arg("--home").arg(&root).args(["host", "serve"]);
+        cmd
+    };
+    yep_host::shared::attach_stdio(home, workspace, deferred, &start).await
 }
 
 /// Who `yep mcp serve --http` lets in, as asked on the command line.

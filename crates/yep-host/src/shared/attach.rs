@@ -1,0 +1,587 @@
+//! The client's side: `yep mcp serve` attached to the home's shared host, passing its
+//! session's MCP lines through, and the calls in flight answered if the host dies.
+
+use super::{
+    Hello, PROTOCOL, Purpose, Welcome, lock_path, read_hello, same_user, socket_path, version,
+};
+use crate::store::Home;
+use serde_json::value::RawValue;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+/// The longest line passed through either way (a longer one is dropped, and answered when it
+/// came from the agent).
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// How long a started host has to say it listens.
+const START_WAIT: Duration = Duration::from_secs(15);
+
+/// How long a client waits for another to finish starting a host.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// Why a session could not attach.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AttachError {
+    /// No host could be started: why, with the host log's last lines.
+    #[error("could not start the shared host: {0}")]
+    Start(String),
+    /// The host would not serve this session: its reason.
+    #[error("the shared host refused this session: {0}")]
+    Refused(String),
+    #[error("the shared host's socket: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How a client starts a host: the command that runs [`super::serve`] for this home and
+/// prints `ready` on its stdout once it listens (`yep --home <home> host serve`).
+pub type Starter = dyn Fn() -> std::process::Command + Send + Sync;
+
+/// What one connection attempt found.
+enum Found {
+    Attached(BufReader<OwnedReadHalf>, OwnedWriteHalf),
+    /// No host, a dead one, or one that hung up: start one.
+    Nobody(String),
+    /// A host of another version: start one of ours in its place.
+    OtherVersion(String),
+    /// A host of our version that will not serve this: its reason.
+    Refused(String),
+}
+
+/// Ask the host at `path` something ([`Purpose::Status`], [`Purpose::Stop`]): its welcome.
+pub(crate) async fn ask(path: &Path, hello: &Hello) -> std::io::Result<Welcome> {
+    let (_, _, welcome) = handshake(path, hello).await?;
+    Ok(welcome)
+}
+
+/// Connect to `path`, check the peer is this user, and trade the handshake.
+async fn handshake(
+    path: &Path,
+    hello: &Hello,
+) -> std::io::Result<(BufReader<OwnedReadHalf>, OwnedWriteHalf, Welcome)> {
+    let stream = UnixStream::connect(path).await?;
+    same_user(&stream).map_err(std::io::Error::other)?;
+    let (read, mut write) = stream.into_split();
+    let mut line = serde_json::to_vec(hello).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    write.write_all(&line).await?;
+    let mut reader = BufReader::new(read);
+    let answer = tokio::time::timeout(Duration::from_secs(10), read_hello(&mut reader))
+        .await
+        .map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::TimedOut, "no handshake within 10 s")
+        })??;
+    let welcome: Welcome = serde_json::from_slice(&answer)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    Ok((reader, write, welcome))
+}
+
+async fn try_once(path: &Path, hello: &Hello) -> Found {
+    match handshake(path, hello).await {
+        Err(e) => Found::Nobody(e.to_string()),
+        Ok((_, _, welcome)) if welcome.version != hello.version => {
+            Found::OtherVersion(welcome.version)
+        }
+        Ok((_, _, Welcome { error: Some(e), .. })) => Found::Refused(e),
+        Ok((reader, writer, _)) => Found::Attached(reader, writer),
+    }
+}
+
+/// The home's host, attached with `hello`: the running one, else one this call starts.
+async fn connect(
+    home: &Home,
+    hello: &Hello,
+    start: &Starter,
+) -> Result<(BufReader<OwnedReadHalf>, OwnedWriteHalf), AttachError> {
+    let path = socket_path(home);
+    match try_once(&path, hello).await {
+        Found::Attached(r, w) => return Ok((r, w)),
+        Found::Refused(e) => return Err(AttachError::Refused(e)),
+        Found::Nobody(_) | Found::OtherVersion(_) => {}
+    }
+    crate::store::fsutil::create_private_dir(&super::run_dir(home))?;
+    let _lock = StartLock::take(&lock_path(home)).await?;
+    // Another client may have started one while this one waited.
+    let why = match try_once(&path, hello).await {
+        Found::Attached(r, w) => return Ok((r, w)),
+        Found::Refused(e) => return Err(AttachError::Refused(e)),
+        Found::Nobody(why) => why,
+        Found::OtherVersion(v) => {
+            tracing::info!(
+                "the shared host is yep {v}; starting one of yep {}",
+                hello.version
+            );
+            format!("a host of yep {v}")
+        }
+    };
+    tracing::debug!("starting the shared host ({why})");
+    spawn_host(home, start).await?;
+    match try_once(&path, hello).await {
+        Found::Attached(r, w) => Ok((r, w)),
+        Found::Refused(e) => Err(AttachError::Refused(e)),
+        Found::Nobody(e) | Found::OtherVersion(e) => Err(AttachError::Start(format!(
+            "it started but does not answer: {e}"
+        ))),
+    }
+}
+
+/// An exclusive `flock` on the start lock, released when dropped (or the process dies).
+struct StartLock {
+    _file: std::fs::File,
+}
+
+impl StartLock {
+    async fn take(path: &Path) -> Result<StartLock, AttachError> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(path)?;
+        let deadline = tokio::time::Instant::now() + LOCK_WAIT;
+        loop {
+            // SAFETY: flock on a descriptor this function owns; LOCK_NB never blocks.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(StartLock { _file: file });
+            }
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(err.into());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(AttachError::Start(format!(
+                    "another session has been starting it for {} s ({} is locked)",
+                    LOCK_WAIT.as_secs(),
+                    path.display()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// Start a host with `start`, detached from this session, and wait for it to listen.
+async fn spawn_host(home: &Home, start: &Starter) -> Result<(), AttachError> {
+    use std::os::unix::process::CommandExt;
+    let log = super::log_path(home);
+    if let Some(dir) = log.parent() {
+        crate::store::fsutil::create_private_dir(dir)?;
+    }
+    let stderr = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)?;
+    let mut cmd = start();
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr);
+    // SAFETY: setsid is async-signal-safe; the child calls nothing else before exec. In a
+    // session of its own, the agent's terminal and process group signals do not reach it.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = tokio::process::Command::from(cmd)
+        .kill_on_drop(false)
+        .spawn()
+        .map_err(|e| AttachError::Start(format!("failed to run it: {e}")))?;
+    let stdout = child.stdout.take();
+    let said = async {
+        let mut out = String::new();
+        if let Some(mut stdout) = stdout {
+            let mut buf = [0u8; 256];
+            while !out.contains('\n') {
+                match stdout.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => out.push_str(&String::from_utf8_lossy(&buf[..n])),
+                }
+            }
+        }
+        out
+    };
+    match tokio::time::timeout(START_WAIT, said).await {
+        Ok(line) if line.starts_with("ready") => {
+            // Reaped by whoever outlives it: it is in a session of its own now.
+            tokio::spawn(async move {
+                let _ = child.wait().await;
+            });
+            Ok(())
+        }
+        Ok(_) => {
+            let status = child.wait().await.ok();
+            Err(AttachError::Start(format!(
+                "it exited ({}) before it listened; {}",
+                status.map_or_else(|| "unknown status".into(), |s| s.to_string()),
+                log_tail(&log)
+            )))
+        }
+        Err(_) => Err(AttachError::Start(format!(
+            "it did not listen within {} s; {}",
+            START_WAIT.as_secs(),
+            log_tail(&log)
+        ))),
+    }
+}
+
+/// The host log's last lines, escaped, for an error.
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().rev().take(5).collect();
+    let tail: Vec<String> = lines
+        .into_iter()
+        .rev()
+        .map(|l| crate::text::escape(l).into_owned())
+        .collect();
+    match tail.is_empty() {
+        true => format!("its log ({}) is empty", log.display()),
+        false => format!("its log ({}) ends: {}", log.display(), tail.join(" | ")),
+    }
+}
+
+/// Ask the home's running host for its status or to stop, without starting one: `None` when
+/// none answers.
+pub async fn control(home: &Home, purpose: Purpose) -> Result<Option<Welcome>, AttachError> {
+    let hello = Hello {
+        yep_shared_host: PROTOCOL,
+        version: version(),
+        purpose,
+    };
+    match handshake(&socket_path(home), &hello).await {
+        Ok((_, _, welcome)) => Ok(Some(welcome)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The parts of a JSON-RPC line the client looks at.
+#[derive(serde::Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+}
+
+fn peek(line: &[u8]) -> Option<Peek<'_>> {
+    serde_json::from_slice(line).ok()
+}
+
+/// What both directions share: whether a host is attached, and the agent's requests it has
+/// not answered yet (their ids, as JSON text).
+#[derive(Default)]
+struct Link {
+    up: bool,
+    waiting: HashSet<String>,
+}
+
+type Out = Arc<tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
+
+/// Serve this process's stdin and stdout as a session of the home's shared host, for
+/// `workspace`: attached first (a host started if none runs), then every line passed
+/// through until the agent closes stdin. Fails before reading stdin when no host can be
+/// attached, so the caller can serve the session itself instead.
+pub async fn attach_stdio(
+    home: &Home,
+    workspace: PathBuf,
+    deferred: bool,
+    start: &Starter,
+) -> Result<(), AttachError> {
+    let hello = Hello {
+        yep_shared_host: PROTOCOL,
+        version: version(),
+        purpose: Purpose::Session {
+            workspace,
+            deferred,
+        },
+    };
+    let (reader, writer) = connect(home, &hello, start).await?;
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let out: Out = Arc::new(tokio::sync::Mutex::new(Box::new(stdout)));
+    pass_through(home, hello, start, stdin, out, reader, writer).await;
+    Ok(())
+}
+
+/// The session's two directions: agent → host here, host → agent on its own task.
+async fn pass_through(
+    home: &Home,
+    hello: Hello,
+    start: &Starter,
+    stdin: impl AsyncRead + Unpin,
+    out: Out,
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+) {
+    let link = Arc::new(Mutex::new(Link {
+        up: true,
+        waiting: HashSet::new(),
+    }));
+    let (readers, mut next_reader) = tokio::sync::mpsc::unbounded_channel();
+    let _ = readers.send(reader);
+    let back = {
+        let (link, out, log) = (Arc::clone(&link), Arc::clone(&out), super::log_path(home));
+        tokio::spawn(async move {
+            while let Some(reader) = next_reader.recv().await {
+                to_agent(reader, &link, &out, &log).await;
+            }
+        })
+    };
+    let mut writer = Some(writer);
+    let mut lines = Lines::new(stdin);
+    // The session's handshake, replayed to a host started after the first died.
+    let (mut initialize, mut initialized): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
+    loop {
+        let line = match lines.next().await {
+            Ok(Some(Line::Whole(line))) => line,
+            Ok(Some(Line::TooLong)) => {
+                let error = error_line("null", -32600, "a message longer than 64 MiB was dropped");
+                let _ = write_out(&out, &error).await;
+                continue;
+            }
+            Ok(None) | Err(_) => break,
+        };
+        let seen = peek(&line);
+        let id = seen
+            .as_ref()
+            .and_then(|p| p.id)
+            .map(|id| id.get().to_string());
+        let method = seen
+            .as_ref()
+            .and_then(|p| p.method.as_deref().map(str::to_string));
+        let request = id.is_some() && method.is_some();
+        let up = lock(&link).up;
+        if !up {
+            // A notification or an answer meant for the host that died goes nowhere.
+            if !request {
+                continue;
+            }
+            match reconnect(
+                home,
+                &hello,
+                start,
+                initialize.as_deref(),
+                initialized.as_deref(),
+            )
+            .await
+            {
+                Ok((reader, w)) => {
+                    writer = Some(w);
+                    lock(&link).up = true;
+                    let _ = readers.send(reader);
+                }
+                Err(e) => {
+                    let message = format!(
+                        "yep's shared host is gone and a new one could not be started: {}",
+                        crate::text::escape(&e.to_string())
+                    );
+                    let error = error_line(id.as_deref().unwrap_or("null"), -32603, &message);
+                    let _ = write_out(&out, &error).await;
+                    continue;
+                }
+            }
+        }
+        match method.as_deref() {
+            Some("initialize") => initialize = Some(line.clone()),
+            Some("notifications/initialized") => initialized = Some(line.clone()),
+            _ => {}
+        }
+        if let Some(id) = id.filter(|_| request) {
+            let mut link = lock(&link);
+            if link.up {
+                link.waiting.insert(id);
+            }
+        }
+        if let Some(w) = writer.as_mut() {
+            // A failed write is the host gone: the other direction sees it and answers.
+            if w.write_all(&line).await.is_err() {
+                writer = None;
+            }
+        }
+    }
+    // The agent closed stdin: the session ends, the host's answers still in flight go out.
+    if let Some(mut w) = writer {
+        let _ = w.shutdown().await;
+    }
+    drop(readers);
+    let _ = tokio::time::timeout(Duration::from_secs(5), back).await;
+}
+
+/// Attach again after the host died, and replay the session's handshake to the new one.
+async fn reconnect(
+    home: &Home,
+    hello: &Hello,
+    start: &Starter,
+    initialize: Option<&[u8]>,
+    initialized: Option<&[u8]>,
+) -> Result<(BufReader<OwnedReadHalf>, OwnedWriteHalf), AttachError> {
+    let (mut reader, mut writer) = connect(home, hello, start).await?;
+    let Some(initialize) = initialize else {
+        return Ok((reader, writer));
+    };
+    writer.write_all(initialize).await?;
+    let id = peek(initialize)
+        .and_then(|p| p.id.map(|id| id.get().to_string()))
+        .unwrap_or_default();
+    let answered = async {
+        let mut lines = Lines::new(&mut reader);
+        while let Ok(Some(line)) = lines.next().await {
+            if let Line::Whole(line) = line {
+                let seen = peek(&line);
+                if seen.as_ref().is_some_and(|p| {
+                    p.method.is_none() && p.id.map(|i| i.get()) == Some(id.as_str())
+                }) {
+                    return Ok(lines.rest());
+                }
+            }
+        }
+        Err(AttachError::Start(
+            "the new host closed during the session's handshake".into(),
+        ))
+    };
+    let rest = tokio::time::timeout(Duration::from_secs(30), answered)
+        .await
+        .map_err(|_| {
+            AttachError::Start("the new host did not answer initialize within 30 s".into())
+        })??;
+    if !rest.is_empty() {
+        // What came after the answer belongs to the session; nothing is sent before
+        // `initialized`, so this is not expected, and is dropped with a note.
+        tracing::debug!(
+            "dropped {} bytes the new host sent before initialized",
+            rest.len()
+        );
+    }
+    if let Some(initialized) = initialized {
+        writer.write_all(initialized).await?;
+    }
+    Ok((reader, writer))
+}
+
+/// Host → agent until the host's side closes; then every request it had not answered is
+/// answered with an error, at once.
+async fn to_agent(reader: BufReader<OwnedReadHalf>, link: &Mutex<Link>, out: &Out, log: &Path) {
+    let mut lines = Lines::new(reader);
+    loop {
+        match lines.next().await {
+            Ok(Some(Line::Whole(line))) => {
+                if let Some(id) = peek(&line)
+                    .filter(|p| p.method.is_none())
+                    .and_then(|p| p.id)
+                {
+                    lock(link).waiting.remove(id.get());
+                }
+                if write_out(out, &line).await.is_err() {
+                    return;
+                }
+            }
+            Ok(Some(Line::TooLong)) => continue,
+            Ok(None) | Err(_) => break,
+        }
+    }
+    let waiting: Vec<String> = {
+        let mut link = lock(link);
+        link.up = false;
+        link.waiting.drain().collect()
+    };
+    let message = format!(
+        "yep's shared host stopped during this request (it crashed or was killed; its log: {}); the next request starts a new one",
+        log.display()
+    );
+    for id in waiting {
+        let _ = write_out(out, &error_line(&id, -32603, &message)).await;
+    }
+}
+
+async fn write_out(out: &Out, line: &[u8]) -> std::io::Result<()> {
+    let mut out = out.lock().await;
+    out.write_all(line).await?;
+    out.flush().await
+}
+
+/// A JSON-RPC error answer to request `id` (JSON text), as one line.
+fn error_line(id: &str, code: i64, message: &str) -> Vec<u8> {
+    let mut line = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{}}}}}"#,
+        serde_json::Value::String(message.to_string())
+    )
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One line read by [`Lines`].
+enum Line {
+    /// The line, with its newline.
+    Whole(Vec<u8>),
+    /// A line longer than [`MAX_LINE`], dropped.
+    TooLong,
+}
+
+/// Newline-framed lines under [`MAX_LINE`]; cancel-safe, and passes bytes as they are.
+struct Lines<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// How far `buf` was searched for a newline.
+    searched: usize,
+    /// Dropping the rest of a line that was too long.
+    skipping: bool,
+}
+
+impl<R: AsyncRead + Unpin> Lines<R> {
+    fn new(inner: R) -> Self {
+        Lines {
+            inner,
+            buf: Vec::with_capacity(8 * 1024),
+            searched: 0,
+            skipping: false,
+        }
+    }
+
+    /// What was read past the last line returned.
+    fn rest(self) -> Vec<u8> {
+        self.buf
+    }
+
+    async fn next(&mut self) -> std::io::Result<Option<Line>> {
+        loop {
+            if let Some(i) = self.buf[self.searched..].iter().position(|b| *b == b'\n') {
+                let end = self.searched + i + 1;
+                let line: Vec<u8> = self.buf.drain(..end).collect();
+                self.searched = 0;
+                if std::mem::take(&mut self.skipping) {
+                    return Ok(Some(Line::TooLong));
+                }
+                return Ok(Some(Line::Whole(line)));
+            }
+            self.searched = self.buf.len();
+            if self.buf.len() > MAX_LINE {
+                self.buf.clear();
+                self.searched = 0;
+                self.skipping = true;
+            }
+            self.buf.reserve(64 * 1024);
+            if self.inner.read_buf(&mut self.buf).await? == 0 {
+                return Ok(None);
+            }
+        }
+    }
+}

@@ -1,0 +1,449 @@
+//! The shared host itself (`yep host serve`, started by the first `yep mcp serve` that finds
+//! none): it listens on the home's socket and serves each attached session as an MCP client
+//! of its workspace's [`ExtensionHost`].
+
+use super::{
+    Hello, HostStatus, PROTOCOL, Purpose, ServerStatus, Welcome, WorkspaceStatus, read_hello,
+    rss_kib, same_user, socket_path, version,
+};
+use crate::bridge::{AskClients, Bridge, Clients, StatusToClients};
+use crate::runtime::{ExtensionHost, HostOptions, SEARCH_TOOLS, Session};
+use crate::store::Home;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio_util::sync::CancellationToken;
+
+/// How the shared host runs.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// How long a server may sit unused before it is stopped (`None`: never).
+    pub idle_stop: Option<Duration>,
+    /// How long the host stays up with no session attached, and a workspace's servers stay
+    /// warm after its last session left.
+    pub linger: Duration,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            idle_stop: Some(Duration::from_secs(600)),
+            linger: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Why [`serve`] did not serve.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A host of this version already serves this home.
+    #[error("a shared host of this version already serves this home (pid {0})")]
+    AlreadyRunning(u32),
+    /// The socket's directory is not the user's own, or not owner-only.
+    #[error("{0}")]
+    UnsafeDir(String),
+    #[error("failed to listen on {path}: {source}")]
+    Listen {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Serve `home`'s shared host until it is stopped ([`Purpose::Stop`]), or no session has
+/// been attached for [`HostConfig::linger`], or another version's host took the socket and
+/// the last session left. `ready` is called with this process's id once the socket listens.
+pub async fn serve(
+    home: Home,
+    config: HostConfig,
+    ready: impl FnOnce(u32),
+) -> Result<(), ServeError> {
+    let path = socket_path(&home);
+    prepare_dir(&super::run_dir(&home))?;
+    if let Some(pid) = running_here(&path).await {
+        return Err(ServeError::AlreadyRunning(pid));
+    }
+    let listener = listen(&path)?;
+    let inode = inode(&path).unwrap_or(0);
+    let shared = Arc::new(Shared {
+        home,
+        config,
+        workspaces: tokio::sync::Mutex::default(),
+        sessions: AtomicUsize::new(0),
+        last_left: Mutex::new(Instant::now()),
+        started: Instant::now(),
+        stop: CancellationToken::new(),
+        path: path.clone(),
+        inode,
+    });
+    ready(std::process::id());
+    tracing::info!(
+        "shared host {} (pid {}) serving {}",
+        version(),
+        std::process::id(),
+        path.display()
+    );
+    let sweep_every =
+        (shared.config.linger / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let mut sweep = tokio::time::interval(sweep_every);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(Arc::clone(&shared).connection(stream));
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = shared.stop.cancelled() => break,
+            _ = sweep.tick() => {
+                if shared.sweep().await {
+                    break;
+                }
+            }
+        }
+    }
+    drop(listener);
+    if !shared.replaced() {
+        let _ = std::fs::remove_file(&path);
+    }
+    let hosts: Vec<Arc<Workspace>> = shared
+        .workspaces
+        .lock()
+        .await
+        .drain()
+        .map(|(_, w)| w)
+        .collect();
+    for w in hosts {
+        w.close().await;
+    }
+    tracing::info!("shared host (pid {}) stopped", std::process::id());
+    Ok(())
+}
+
+/// Make the socket's directory owner-only and check it is this user's: a directory someone
+/// else planted could hold their socket.
+fn prepare_dir(dir: &Path) -> Result<(), ServeError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let unsafe_dir = |why: String| ServeError::UnsafeDir(format!("{}: {why}", dir.display()));
+    crate::store::fsutil::create_private_dir(dir)
+        .map_err(|e| unsafe_dir(format!("could not make it owner-only: {e}")))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| unsafe_dir(e.to_string()))?;
+    if !meta.is_dir() {
+        return Err(unsafe_dir("not a directory".into()));
+    }
+    if meta.uid() != super::my_uid() {
+        return Err(unsafe_dir(format!(
+            "owned by uid {}, not this user ({}): remove it",
+            meta.uid(),
+            super::my_uid()
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(unsafe_dir("group or others may enter it".into()));
+    }
+    Ok(())
+}
+
+/// The pid of a host of this version that answers on `path`, if one does.
+async fn running_here(path: &Path) -> Option<u32> {
+    let hello = Hello {
+        yep_shared_host: PROTOCOL,
+        version: version(),
+        purpose: Purpose::Status,
+    };
+    let welcome = super::attach::ask(path, &hello).await.ok()?;
+    (welcome.version == version()).then_some(welcome.pid)
+}
+
+/// Listen on `path`, owner-only: what was there (a dead host's socket, or one of another
+/// version's, which keeps its sessions) is replaced.
+fn listen(path: &Path) -> Result<UnixListener, ServeError> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let failed = |source| ServeError::Listen {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(failed(std::io::Error::other(
+                "something other than a socket is in its place; remove it",
+            )));
+        }
+        std::fs::remove_file(path).map_err(failed)?;
+    }
+    let listener = UnixListener::bind(path).map_err(failed)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(failed)?;
+    Ok(listener)
+}
+
+fn inode(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| m.ino())
+}
+
+/// The host's state: its workspaces and who is attached.
+struct Shared {
+    home: Home,
+    config: HostConfig,
+    workspaces: tokio::sync::Mutex<HashMap<PathBuf, Arc<Workspace>>>,
+    sessions: AtomicUsize,
+    /// When the last session left (or the host started).
+    last_left: Mutex<Instant>,
+    started: Instant,
+    stop: CancellationToken,
+    path: PathBuf,
+    /// The socket's inode as bound: another one at `path` means another host took over.
+    inode: u64,
+}
+
+/// One workspace root's host and the sessions attached to it.
+struct Workspace {
+    root: PathBuf,
+    host: ExtensionHost,
+    bridge: Bridge,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    sessions: AtomicUsize,
+    last_left: Mutex<Instant>,
+}
+
+impl Workspace {
+    async fn close(&self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        self.host.shutdown().await;
+    }
+}
+
+impl Shared {
+    /// Whether another host now listens at the socket's path (a new version's).
+    fn replaced(&self) -> bool {
+        inode(&self.path) != Some(self.inode)
+    }
+
+    /// Close the workspaces no session used for `linger`; whether the host should exit.
+    async fn sweep(&self) -> bool {
+        let linger = self.config.linger;
+        let mut gone = Vec::new();
+        {
+            let mut workspaces = self.workspaces.lock().await;
+            workspaces.retain(|_, w| {
+                let keep =
+                    w.sessions.load(Ordering::Acquire) > 0 || lock(&w.last_left).elapsed() < linger;
+                if !keep {
+                    gone.push(Arc::clone(w));
+                }
+                keep
+            });
+        }
+        for w in gone {
+            tracing::info!("closing {}: no session for {:?}", w.root.display(), linger);
+            w.close().await;
+        }
+        self.sessions.load(Ordering::Acquire) == 0
+            && (self.replaced() || lock(&self.last_left).elapsed() >= linger)
+    }
+
+    /// The host of workspace `root`, started on its first session.
+    async fn workspace(&self, root: &Path) -> Result<Arc<Workspace>, String> {
+        let mut workspaces = self.workspaces.lock().await;
+        if let Some(w) = workspaces.get(root) {
+            return Ok(Arc::clone(w));
+        }
+        static NEXT: AtomicUsize = AtomicUsize::new(1);
+        let clients = Clients::default();
+        let opts = HostOptions {
+            // Reserved whether or not a session lists tools deferred: the host is shared.
+            builtins: vec![SEARCH_TOOLS.to_string()],
+            ask_sink: Some(Arc::new(AskClients(clients.clone()))),
+            status_sink: Some(Arc::new(StatusToClients(clients.clone()))),
+            ..HostOptions::default()
+        };
+        let session = Session {
+            id: format!(
+                "yep-host-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ),
+            workspace_root: root.to_path_buf(),
+        };
+        let host = ExtensionHost::start(self.home.clone(), session, opts)
+            .await
+            .map_err(|e| crate::error::report(&e))?;
+        let bridge = Bridge::new(host.clone(), clients, false).await;
+        let tasks = vec![
+            crate::bridge::forward_changes(&bridge),
+            crate::bridge::watch_home(&host, self.home.clone()),
+        ];
+        let w = Arc::new(Workspace {
+            root: root.to_path_buf(),
+            host,
+            bridge,
+            tasks,
+            sessions: AtomicUsize::new(0),
+            last_left: Mutex::new(Instant::now()),
+        });
+        workspaces.insert(root.to_path_buf(), Arc::clone(&w));
+        Ok(w)
+    }
+
+    /// Serve one connection: its handshake, then what it is for.
+    async fn connection(self: Arc<Self>, stream: UnixStream) {
+        if let Err(why) = same_user(&stream) {
+            tracing::warn!("refused a connection: {why}");
+            return;
+        }
+        let (read, mut write) = stream.into_split();
+        let mut reader = BufReader::new(read);
+        let line = match tokio::time::timeout(Duration::from_secs(5), read_hello(&mut reader)).await
+        {
+            Ok(Ok(line)) => line,
+            Ok(Err(e)) => return tracing::debug!("a connection's handshake failed: {e}"),
+            Err(_) => return tracing::debug!("a connection sent no handshake within 5 s"),
+        };
+        let mut welcome = Welcome {
+            version: version(),
+            pid: std::process::id(),
+            error: None,
+            status: None,
+        };
+        let hello = match serde_json::from_slice::<Hello>(&line) {
+            Ok(hello) if hello.yep_shared_host == PROTOCOL && hello.version == version() => hello,
+            Ok(hello) => {
+                welcome.error = Some(format!(
+                    "this shared host is yep {} (handshake {PROTOCOL}); the client is yep {} (handshake {})",
+                    version(),
+                    crate::text::escape(&hello.version),
+                    hello.yep_shared_host
+                ));
+                let _ = send(&mut write, &welcome).await;
+                return;
+            }
+            Err(e) => {
+                welcome.error = Some(format!("the handshake is not understood: {e}"));
+                let _ = send(&mut write, &welcome).await;
+                return;
+            }
+        };
+        match hello.purpose {
+            Purpose::Status => {
+                welcome.status = Some(self.status().await);
+                let _ = send(&mut write, &welcome).await;
+            }
+            Purpose::Stop => {
+                let _ = send(&mut write, &welcome).await;
+                tracing::info!("asked to stop");
+                self.stop.cancel();
+            }
+            Purpose::Session {
+                workspace,
+                deferred,
+            } => {
+                if !workspace.is_absolute() || !workspace.is_dir() {
+                    welcome.error = Some(format!(
+                        "the workspace {} is not a directory",
+                        crate::text::escape(&workspace.display().to_string())
+                    ));
+                    let _ = send(&mut write, &welcome).await;
+                    return;
+                }
+                let w = match self.workspace(&workspace).await {
+                    Ok(w) => w,
+                    Err(e) => {
+                        welcome.error = Some(e);
+                        let _ = send(&mut write, &welcome).await;
+                        return;
+                    }
+                };
+                if send(&mut write, &welcome).await.is_err() {
+                    return;
+                }
+                w.sessions.fetch_add(1, Ordering::AcqRel);
+                self.sessions.fetch_add(1, Ordering::AcqRel);
+                let bridge = w.bridge.for_session(deferred);
+                if let Err(e) = crate::bridge::serve_on(bridge, reader, write).await {
+                    tracing::debug!("a session ended: {e}");
+                }
+                *lock(&w.last_left) = Instant::now();
+                w.sessions.fetch_sub(1, Ordering::AcqRel);
+                *lock(&self.last_left) = Instant::now();
+                if self.sessions.fetch_sub(1, Ordering::AcqRel) == 1 && self.replaced() {
+                    tracing::info!("the last session left and another host took the socket");
+                    self.stop.cancel();
+                }
+            }
+        }
+    }
+
+    async fn status(&self) -> HostStatus {
+        let sessions = self.sessions.load(Ordering::Acquire);
+        let exits_in = (sessions == 0).then(|| {
+            self.config
+                .linger
+                .saturating_sub(lock(&self.last_left).elapsed())
+                .as_secs()
+        });
+        let mut workspaces: Vec<WorkspaceStatus> = Vec::new();
+        for w in self.workspaces.lock().await.values() {
+            let servers = w
+                .host
+                .extensions()
+                .into_iter()
+                .map(|name| {
+                    let pid = w.host.pid(&name);
+                    ServerStatus {
+                        rss_kib: pid.and_then(rss_kib),
+                        state: match pid {
+                            Some(_) => "running",
+                            None => "not started",
+                        }
+                        .to_string(),
+                        name,
+                        pid,
+                        idle_secs: None,
+                        stops_in_secs: None,
+                    }
+                })
+                .collect();
+            workspaces.push(WorkspaceStatus {
+                root: w.root.clone(),
+                sessions: w.sessions.load(Ordering::Acquire),
+                servers,
+            });
+        }
+        workspaces.sort_by(|a, b| a.root.cmp(&b.root));
+        HostStatus {
+            version: version(),
+            pid: std::process::id(),
+            uptime_secs: self.started.elapsed().as_secs(),
+            rss_kib: rss_kib(std::process::id()),
+            sessions,
+            idle_stop_secs: self.config.idle_stop.map(|d| d.as_secs()),
+            exits_in_secs: exits_in,
+            workspaces,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Write `welcome` as one line.
+async fn send<W: tokio::io::AsyncWrite + Unpin>(
+    write: &mut W,
+    welcome: &Welcome,
+) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(welcome).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    write.write_all(&line).await?;
+    write.flush().await
+}

@@ -1,0 +1,217 @@
+//! One warm host per user, shared by every agent session.
+//!
+//! An agent spawns `yep mcp serve` once per session. Without sharing, each one builds its own
+//! [`ExtensionHost`](crate::ExtensionHost), so N sessions of M packages run N×M server
+//! processes. With it, `yep mcp serve` is a thin client ([`attach`]): it connects to the one
+//! host of its home ([`host::serve`]) over a unix socket in the home, and passes the session's
+//! MCP lines through.
+//!
+//! - The socket is `<home>/run/host.sock`, in a directory only its owner may enter (0700),
+//!   itself owner-only (0600). Both ends check the other's uid (`SO_PEERCRED`): same uid only.
+//! - The first line each way is the handshake ([`Hello`], [`Welcome`]). It carries the yep
+//!   version: a host of another version is never used; the new client starts a host of its
+//!   own in its place, and the old one exits once its last session has left.
+//! - Starting is race-free: a client that finds no host takes `<home>/run/host.lock`, looks
+//!   again, and only then starts one, so sessions that start together share one host.
+//! - The host keeps one [`ExtensionHost`](crate::ExtensionHost) per workspace root: a server
+//!   is told its workspace, so two workspaces never share a process, and a workspace's
+//!   approvals (its `.mcp.json` servers, its `.claude/` project) reach its own sessions only.
+//!   What is per session stays per session: each one is its own MCP client of that host
+//!   (questions, cancels, progress, status and call ids, as over `--http`).
+//! - If the host dies, the client answers the calls in flight with an error at once, and the
+//!   next request starts a new host and replays the session's handshake to it.
+
+pub mod attach;
+pub mod host;
+
+pub use attach::{AttachError, attach_stdio, control};
+pub use host::{HostConfig, serve};
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// The handshake's own version: a change to [`Hello`] or [`Welcome`] that an older peer
+/// would misread bumps it.
+pub const PROTOCOL: u32 = 1;
+
+/// For tests only: the yep version a client and the host it starts claim, in place of this
+/// build's, so a suite can stage a host "of another version".
+pub const VERSION_ENV: &str = "YEP_SHARED_HOST_VERSION";
+
+/// The longest handshake line either side reads.
+const MAX_HELLO: usize = 64 * 1024;
+
+/// The yep version this process speaks for ([`VERSION_ENV`], else this build's).
+pub fn version() -> String {
+    std::env::var(VERSION_ENV)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
+}
+
+/// The directory of the socket and the start lock: `<home>/run`, owner-only.
+pub fn run_dir(home: &crate::store::Home) -> PathBuf {
+    home.root.join("run")
+}
+
+/// The shared host's socket.
+pub fn socket_path(home: &crate::store::Home) -> PathBuf {
+    run_dir(home).join("host.sock")
+}
+
+/// The lock a client holds while it starts a host.
+fn lock_path(home: &crate::store::Home) -> PathBuf {
+    run_dir(home).join("host.lock")
+}
+
+/// The shared host's log: what it says as it starts, serves and stops.
+pub fn log_path(home: &crate::store::Home) -> PathBuf {
+    home.log_path("host")
+}
+
+/// The client's first line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Hello {
+    /// [`PROTOCOL`].
+    pub yep_shared_host: u32,
+    /// The client's yep version ([`version`]).
+    pub version: String,
+    /// What the connection is for.
+    #[serde(flatten)]
+    pub purpose: Purpose,
+}
+
+/// What a connection is for.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "purpose", rename_all = "snake_case")]
+pub enum Purpose {
+    /// An MCP session in `workspace` follows the handshake.
+    Session {
+        workspace: PathBuf,
+        /// `--deferred`: list only the always-loaded tools and `search_tools`.
+        #[serde(default)]
+        deferred: bool,
+    },
+    /// Answer with [`HostStatus`] and close.
+    Status,
+    /// Stop the host: its sessions end, its servers stop.
+    Stop,
+}
+
+/// The host's first line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Welcome {
+    /// The host's yep version: a client of another one does not go on.
+    pub version: String,
+    /// The host's process id.
+    pub pid: u32,
+    /// Why the host will not serve this connection, when it will not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The answer to [`Purpose::Status`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<HostStatus>,
+}
+
+/// What `yep host status` shows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostStatus {
+    pub version: String,
+    pub pid: u32,
+    /// Seconds since the host started.
+    pub uptime_secs: u64,
+    /// The host process's resident memory, in KiB.
+    pub rss_kib: Option<u64>,
+    /// Sessions attached now.
+    pub sessions: usize,
+    /// How long a server may sit unused before it is stopped, in seconds (`None`: never).
+    pub idle_stop_secs: Option<u64>,
+    /// With no session attached: seconds until the host exits.
+    pub exits_in_secs: Option<u64>,
+    /// One per workspace root the host serves.
+    pub workspaces: Vec<WorkspaceStatus>,
+}
+
+/// One workspace's part of the host.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkspaceStatus {
+    pub root: PathBuf,
+    /// Sessions attached from it now.
+    pub sessions: usize,
+    /// Its servers, running or not.
+    pub servers: Vec<ServerStatus>,
+}
+
+/// One server of a workspace.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerStatus {
+    pub name: String,
+    /// `running`, `idle` (stopped for want of use; it starts on the next) or `not started`.
+    pub state: String,
+    pub pid: Option<u32>,
+    /// Its resident memory, in KiB, when it runs.
+    pub rss_kib: Option<u64>,
+    /// Seconds since it was last used.
+    pub idle_secs: Option<u64>,
+    /// Seconds until it is stopped for want of use.
+    pub stops_in_secs: Option<u64>,
+}
+
+/// The resident memory of process `pid`, in KiB (`VmRSS` in `/proc/<pid>/status`).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// This process's effective uid.
+fn my_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether the process at the other end of `stream` runs as this process's uid.
+fn same_user(stream: &tokio::net::UnixStream) -> Result<(), String> {
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == my_uid() => Ok(()),
+        Ok(cred) => Err(format!(
+            "the peer runs as uid {}, not {}: only the same user may use a shared host",
+            cred.uid(),
+            my_uid()
+        )),
+        Err(e) => Err(format!("could not read the peer's credentials: {e}")),
+    }
+}
+
+/// Read one handshake line (at most [`MAX_HELLO`] bytes) from `reader`.
+async fn read_hello<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncBufReadExt;
+    let mut line = Vec::new();
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the connection closed during the handshake",
+            ));
+        }
+        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        line.extend_from_slice(&buf[..take]);
+        reader.consume(take);
+        if line.len() > MAX_HELLO {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the handshake line is longer than 64 KiB",
+            ));
+        }
+        if done {
+            line.pop();
+            return Ok(line);
+        }
+    }
+}
