@@ -537,7 +537,10 @@ os.setresuid(65534, 65534, 0)
 libc.setfsuid(0)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect({sock:?})
-s.sendall({hello:?}.encode() + b"\n")
+try:
+    s.sendall({hello:?}.encode() + b"\n")
+except (BrokenPipeError, ConnectionResetError):
+    pass
 s.settimeout(10)
 data = b""
 while True:

@@ -21,6 +21,9 @@ pub const MAX_LINE: usize = 64 * 1024 * 1024;
 /// How long a started host has to say it listens.
 const START_WAIT: Duration = Duration::from_secs(15);
 
+/// The size past which the host's log is rotated when a host starts.
+const LOG_CAP: u64 = 8 * 1024 * 1024;
+
 /// How long a client waits for another to finish starting a host.
 const LOCK_WAIT: Duration = Duration::from_secs(30);
 
@@ -174,10 +177,18 @@ async fn spawn_host(home: &Home, start: &Starter) -> Result<(), AttachError> {
     if let Some(dir) = log.parent() {
         crate::store::fsutil::create_private_dir(dir)?;
     }
-    let stderr = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)?;
+    // Kept to two files of at most LOG_CAP each: the host says little, but it runs for long.
+    if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_CAP) {
+        let _ = std::fs::rename(&log, log.with_extension("log.1"));
+    }
+    let stderr = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&log)?
+    };
     let mut cmd = start();
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -363,7 +374,9 @@ async fn pass_through(
         let method = seen
             .as_ref()
             .and_then(|p| p.method.as_deref().map(str::to_string));
-        let request = id.is_some() && method.is_some();
+        // A batch (an array, from a client of an earlier MCP revision) is passed on, but
+        // its ids are not followed.
+        let request = (id.is_some() && method.is_some()) || line.first() == Some(&b'[');
         let up = lock(&link).up;
         if !up {
             // A notification or an answer meant for the host that died goes nowhere.
@@ -400,7 +413,7 @@ async fn pass_through(
             Some("notifications/initialized") => initialized = Some(line.clone()),
             _ => {}
         }
-        if let Some(id) = id.filter(|_| request) {
+        if let Some(id) = id.filter(|_| method.is_some()) {
             let mut link = lock(&link);
             if link.up {
                 link.waiting.insert(id);
