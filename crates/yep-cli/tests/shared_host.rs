@@ -394,7 +394,13 @@ fn a_host_killed_mid_call_fails_the_call_at_once_and_the_next_call_starts_a_new_
     std::fs::create_dir_all(&ws).unwrap();
     let mut s = Session::start(&home, &ws, &[], false);
     echoed(&s.call("echo", json!({"text": "before"})));
-    let host = status(&home)["pid"].as_u64().unwrap();
+    let before = status(&home);
+    let host = before["pid"].as_u64().unwrap();
+    let echo = pids(&before, &ws)
+        .into_iter()
+        .find(|(n, _)| n == "echo")
+        .unwrap()
+        .1;
     // A call that takes 20 s, killed 0.5 s in.
     let call = s.request(
         "tools/call",
@@ -415,6 +421,12 @@ fn a_host_killed_mid_call_fails_the_call_at_once_and_the_next_call_starts_a_new_
             && said.contains("the next request starts a new one"),
         "{said}"
     );
+    // The dead host's server sees its stdin close and exits (its stderr is gone too).
+    wait_until(
+        "the orphaned echo server exits",
+        Duration::from_secs(10),
+        || !alive(echo),
+    );
     // The next call works, on a new host, in the same session.
     assert_eq!(echoed(&s.call("echo", json!({"text": "after"}))), "after");
     let new = status(&home)["pid"].as_u64().unwrap();
@@ -424,9 +436,9 @@ fn a_host_killed_mid_call_fails_the_call_at_once_and_the_next_call_starts_a_new_
 }
 
 #[test]
-fn an_idle_server_is_stopped_shown_idle_and_started_again_on_next_use() {
+fn an_idle_server_is_stopped_shown_idle_and_started_again_and_an_unused_host_exits() {
     let tmp = tempfile::tempdir().unwrap();
-    let home = home_with(tmp.path(), "idle_stop = \"1s\"");
+    let home = home_with(tmp.path(), "idle_stop = \"1s\"\nhost_linger = \"2s\"");
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let mut s = Session::start(&home, &ws, &[], false);
@@ -461,7 +473,21 @@ fn an_idle_server_is_stopped_shown_idle_and_started_again_on_next_use() {
         .unwrap()
         .1;
     assert_ne!(first, second);
+    let host = hosts_of(&home);
+    assert_eq!(host.len(), 1);
     s.close();
+    // With no session attached for `host_linger`, the host exits, and its servers with it.
+    wait_until("the host exits", Duration::from_secs(15), || {
+        !alive(u64::from(host[0])) && !alive(second)
+    });
+    assert!(!home.join("run/host.sock").exists());
+    // The next session starts a new one.
+    let mut again = Session::start(&home, &ws, &[], false);
+    assert_eq!(
+        echoed(&again.call("echo", json!({"text": "three"}))),
+        "three"
+    );
+    again.close();
 }
 
 #[test]

@@ -233,17 +233,23 @@ impl Wire {
             }
             queued.writing = true;
         }
+        // `writing` is given back however this thread leaves, even by a panic: otherwise
+        // every later line would queue behind a writer that is gone, and `drain` would wait
+        // for it forever.
+        let writer = Writing(&self.queued);
         loop {
             let res = {
                 let mut out = lock(&self.out);
                 out.write_all(&batch).and_then(|()| out.flush())
             };
             if let Err(err) = res {
-                eprintln!("yep-sdk: failed to write to the host: {err}");
+                note(format_args!("yep-sdk: failed to write to the host: {err}"));
             }
             let mut queued = lock(&self.queued);
             if queued.bytes.is_empty() {
                 queued.writing = false;
+                drop(queued);
+                std::mem::forget(writer);
                 return;
             }
             // The written batch's buffer takes the next lines' place: no allocation per batch.
@@ -252,9 +258,11 @@ impl Wire {
         }
     }
 
-    /// Wait until every line sent so far is written (the server is about to exit).
+    /// Wait until every line sent so far is written (the server is about to exit), for at
+    /// most [`DRAIN_WAIT`]: a host that stopped reading cannot hold the exit up.
     pub(crate) fn drain(&self) {
-        loop {
+        let deadline = std::time::Instant::now() + DRAIN_WAIT;
+        while std::time::Instant::now() < deadline {
             {
                 let queued = lock(&self.queued);
                 if !queued.writing && queued.bytes.is_empty() {
@@ -264,6 +272,25 @@ impl Wire {
             std::thread::sleep(std::time::Duration::from_micros(100));
         }
     }
+}
+
+/// The longest [`Wire::drain`] waits for the last lines to go out.
+const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Gives `writing` back when the writing thread leaves [`Wire::send`] other than by its end.
+struct Writing<'a>(&'a Mutex<Queued>);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        lock(self.0).writing = false;
+    }
+}
+
+/// Say something on stderr. Never panics: when the host has gone, stderr is often a pipe
+/// nobody reads any more, and `eprintln!` would panic on the failed write.
+pub(crate) fn note(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{args}");
 }
 
 /// A lock, taken even when a thread panicked holding it (the data is plain: no invariant
@@ -293,6 +320,34 @@ mod tests {
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
         }
+    }
+
+    /// An output whose write panics, as `eprintln!` did on a host's closed stderr.
+    struct Panics;
+
+    impl Write for Panics {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            panic!("the host is gone");
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_writer_that_panics_does_not_leave_the_wire_waiting_for_it() {
+        let wire = Wire::new(Box::new(Panics));
+        let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            wire.send("{}".into());
+        }));
+        assert!(sent.is_err());
+        assert!(
+            !lock(&wire.queued).writing,
+            "the writing flag outlived its thread"
+        );
+        let started = std::time::Instant::now();
+        wire.drain();
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
     }
 
     #[test]

@@ -476,7 +476,11 @@ impl Core {
                 }
             });
         let ordered_thread = spawned
-            .map_err(|err| eprintln!("yep-sdk: failed to start the notification thread: {err}"))
+            .map_err(|err| {
+                crate::framing::note(format_args!(
+                    "yep-sdk: failed to start the notification thread: {err}"
+                ))
+            })
             .ok();
         Core {
             shared,
@@ -598,16 +602,18 @@ impl Core {
             let next = match line {
                 Line::Eof => Next::Exit,
                 Line::TooLong(n) => {
-                    eprintln!(
+                    crate::framing::note(format_args!(
                         "yep-sdk: skipping a {n}-byte line over the {max_frame}-byte frame cap"
-                    );
+                    ));
                     Next::Handled
                 }
                 Line::Complete(buf) if buf.iter().all(u8::is_ascii_whitespace) => Next::Handled,
                 Line::Complete(buf) => match RawMessage::parse(buf) {
                     Ok(msg) => self.dispatch(msg),
                     Err(err) => {
-                        eprintln!("yep-sdk: skipping malformed wire line: {err}");
+                        crate::framing::note(format_args!(
+                            "yep-sdk: skipping malformed wire line: {err}"
+                        ));
                         Next::Handled
                     }
                 },
@@ -672,7 +678,9 @@ impl Core {
             .spawn(move || core.work_loop());
         if let Err(err) = spawned {
             // The next thread to finish a job takes the reader role instead.
-            eprintln!("yep-sdk: failed to start a worker thread: {err}");
+            crate::framing::note(format_args!(
+                "yep-sdk: failed to start a worker thread: {err}"
+            ));
         }
     }
 
@@ -739,7 +747,9 @@ impl Core {
                     }
                     Ok(HostNotification::Exit) => return Next::Exit,
                     Ok(_) => {}
-                    Err(err) => eprintln!("yep-sdk: ignoring {method} with bad params: {err}"),
+                    Err(err) => crate::framing::note(format_args!(
+                        "yep-sdk: ignoring {method} with bad params: {err}"
+                    )),
                 }
             }
             RawMessage::Request { id, method, params } => {
