@@ -713,6 +713,8 @@ impl Extension {
                 Ok(live)
             }
             Err(err) => {
+                // Failed to start again: what it is now is failed, not asleep.
+                self.idle_stopped.store(false, Ordering::Relaxed);
                 self.note_failure();
                 self.events.health(HealthEvent::Failed {
                     extension: self.spec.name.clone(),
