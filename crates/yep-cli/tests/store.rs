@@ -435,6 +435,28 @@ fn enable_and_disable_keep_the_users_comments() {
 }
 
 #[test]
+fn list_shows_a_server_its_host_stopped_for_want_of_use_as_idle_while_that_host_lives() {
+    use yep_store::state::{Run, record_run};
+    let env = Env::new();
+    let pkg = env.package("pkg", "lookup", "1.0.0", facet());
+    env.ok(&["install", pkg.to_str().unwrap(), "--yes"]);
+    env.ok(&["enable", "lookup"]);
+    let home = yep_store::Home { root: env.home() };
+    // As a host records an idle stop: this test process stands for the host.
+    let host_pid = Some(std::process::id());
+    record_run(&home, "lookup", &Run::Idle { host_pid });
+    let shown = env.ok(&["list"]);
+    assert!(shown.contains("lookup 1.0.0  [enabled, idle]"), "{shown}");
+    let rows: Value = serde_json::from_str(&env.ok(&["list", "--json"])).unwrap();
+    assert_eq!(rows[0]["state"], "idle", "{rows}");
+    assert!(rows[0].get("failure").is_none(), "{rows}");
+    // Its host is gone: nothing will start it again, so it is only configured.
+    let gone = Some(i32::MAX as u32);
+    record_run(&home, "lookup", &Run::Idle { host_pid: gone });
+    assert!(env.ok(&["list"]).contains("[enabled, configured]"));
+}
+
+#[test]
 fn list_json_reports_secret_fields_as_set_and_never_their_values() {
     let env = Env::new();
     let pkg = env.package("pkg", "lookup", "1.0.0", facet());

@@ -1,5 +1,5 @@
-//! What the host tells the embedder about its extensions' health: servers started, failed and
-//! restarted, packages that drifted from what was approved, tools refused and hooks that could
+//! What the host tells the embedder about its extensions' health: servers started, failed,
+//! restarted and stopped for want of use, packages that drifted from what was approved, tools refused and hooks that could
 //! not run. Each event goes to a stream any number of embedders can follow
 //! ([`crate::ExtensionHost::health`]); each problem also to [`crate::ExtensionHost::warnings`].
 //! Nothing here depends on a `tracing` subscriber.
@@ -83,6 +83,14 @@ pub enum HealthEvent {
         grant: String,
         message: String,
     },
+    /// A server was stopped because nothing used it for `after` (the host's idle stop,
+    /// [`crate::HostOptions::idle_stop`]). It starts again on next use, as `Restarted`. Not a
+    /// problem: never a warning. `after` is written as `after_ms`.
+    Idle {
+        extension: String,
+        #[serde(rename = "after_ms", serialize_with = "as_ms")]
+        after: std::time::Duration,
+    },
     /// This stream fell behind and missed `missed` events (they are still in `warnings()`
     /// when they were problems).
     Lagged { missed: u64 },
@@ -98,7 +106,8 @@ impl HealthEvent {
             | HealthEvent::Drifted { extension, .. }
             | HealthEvent::RefusedTool { extension, .. }
             | HealthEvent::HookError { extension, .. }
-            | HealthEvent::SandboxDenied { extension, .. } => Some(extension),
+            | HealthEvent::SandboxDenied { extension, .. }
+            | HealthEvent::Idle { extension, .. } => Some(extension),
             HealthEvent::Warning { extension, .. } => extension.as_deref(),
             HealthEvent::Lagged { .. } => None,
         }
@@ -115,6 +124,7 @@ impl HealthEvent {
             | HealthEvent::Warning { message, .. } => Some(message),
             HealthEvent::Started { .. }
             | HealthEvent::Restarted { .. }
+            | HealthEvent::Idle { .. }
             | HealthEvent::Lagged { .. } => None,
         }
     }
@@ -141,7 +151,7 @@ impl HealthEvent {
                 cap(message);
             }
             HealthEvent::Started { wire, .. } | HealthEvent::Restarted { wire, .. } => cap(wire),
-            HealthEvent::Lagged { .. } => {}
+            HealthEvent::Idle { .. } | HealthEvent::Lagged { .. } => {}
         }
     }
 
@@ -183,12 +193,29 @@ impl std::fmt::Display for HealthEvent {
                 }
                 f.write_str(")")
             }
+            HealthEvent::Idle { extension, after } => {
+                // Whole seconds past one: idle stops are minutes long, and the rest is noise.
+                let after = match after.as_secs() {
+                    0 => std::time::Duration::from_millis(after.subsec_millis().into()),
+                    secs => std::time::Duration::from_secs(secs),
+                };
+                write!(
+                    f,
+                    "extension `{extension}` stopped after {} unused; it starts again on next use",
+                    humantime::format_duration(after)
+                )
+            }
             HealthEvent::Lagged { missed } => {
                 write!(f, "missed {missed} health events (the stream fell behind)")
             }
             other => f.write_str(other.warning().unwrap_or_default()),
         }
     }
+}
+
+/// A duration as whole milliseconds, as JSON says durations here.
+fn as_ms<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A subscription to [`HealthEvent`]s: first the recent ones (up to [`HEALTH_BACKLOG`]), then
@@ -403,6 +430,28 @@ mod tests {
             Some(HealthEvent::Lagged { .. })
         ));
         assert!(stream.try_recv().is_some());
+    }
+
+    #[test]
+    fn an_idle_stop_is_told_but_is_no_warning() {
+        let health = Health::default();
+        let mut stream = health.subscribe();
+        let idle = HealthEvent::Idle {
+            extension: "x".into(),
+            after: std::time::Duration::from_millis(61_250),
+        };
+        health.report(idle.clone());
+        assert_eq!(stream.try_recv(), Some(idle.clone()));
+        assert!(health.warnings().is_empty());
+        assert_eq!(idle.extension(), Some("x"));
+        assert_eq!(
+            idle.to_string(),
+            "extension `x` stopped after 1m 1s unused; it starts again on next use"
+        );
+        assert_eq!(
+            serde_json::to_value(&idle).unwrap(),
+            serde_json::json!({"kind": "idle", "extension": "x", "after_ms": 61250})
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! One extension's server, lifecycle only: spawned through [`crate::process`] on first use,
 //! opened by its dialect, respawned after a crash with exponential backoff between failed
-//! starts, stopped gracefully. What goes over the wire is the dialect's ([`crate::dialect`]).
+//! starts, stopped gracefully, and stopped when unused for a while if its host says so
+//! ([`Extension::stop_if_idle`]). What goes over the wire is the dialect's ([`crate::dialect`]).
 //!
 //! Every error names the extension; process failures add the exit status, the last stderr
 //! lines and the log file's path.
@@ -17,7 +18,7 @@ use crate::rpc::{CallError, CloseReason, ConnectionOptions, UpdateSink};
 use crate::tool_args::{ArgsError, ToolSchemas};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -487,6 +488,14 @@ pub struct Extension {
     workspace: Mutex<PathBuf>,
     /// Closed for good (the host shut down or deactivated it): nothing may start it again.
     closed: AtomicBool,
+    /// What `last_used` counts from.
+    born: Instant,
+    /// When it was last used, in nanoseconds since `born` (at least 1); 0 for never. A use is
+    /// [`Extension::live`] handing out the server, and a call on it finishing.
+    last_used: AtomicU64,
+    /// Its last server was stopped for want of use ([`Extension::stop_if_idle`]) and none has
+    /// started since.
+    idle_stopped: AtomicBool,
 }
 
 impl Extension {
@@ -514,6 +523,9 @@ impl Extension {
             failures: AtomicU32::new(0),
             starts: AtomicU32::new(0),
             last_failure: Mutex::new(None),
+            born: Instant::now(),
+            last_used: AtomicU64::new(0),
+            idle_stopped: AtomicBool::new(false),
         }
     }
 
@@ -564,6 +576,46 @@ impl Extension {
         self.failures.load(Ordering::Relaxed)
     }
 
+    /// Whether a server of it ever started (the next start is a restart).
+    pub fn has_started(&self) -> bool {
+        self.starts.load(Ordering::Relaxed) > 0
+    }
+
+    /// Whether its server runs as a child process of the host: not when a transport supplies
+    /// its streams (a Claude Code plugin's dialect, an MCP server over HTTP, an embedder's own),
+    /// nor for a package that declares no server.
+    pub fn spawns_process(&self) -> bool {
+        self.opts.transport.is_none() && !self.spec.command.is_empty()
+    }
+
+    /// How long since it was last used (the server handed out by [`Extension::live`], or a
+    /// call on it finished); `None` if it never was.
+    pub fn idle_for(&self) -> Option<Duration> {
+        match self.last_used.load(Ordering::Relaxed) {
+            0 => None,
+            at => Some(self.born.elapsed().saturating_sub(Duration::from_nanos(at))),
+        }
+    }
+
+    /// Whether a call holds its running server now: one in flight, or about to be sent.
+    pub fn in_use(&self) -> bool {
+        let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        // Every call holds an `Arc<Live>` from `live()` until it settles; the slot holds one.
+        current.as_ref().is_some_and(|l| Arc::strong_count(l) > 1)
+    }
+
+    /// Whether its last server was stopped by [`Extension::stop_if_idle`], and none started
+    /// since.
+    pub fn is_idle_stopped(&self) -> bool {
+        self.idle_stopped.load(Ordering::Relaxed) && !self.is_running()
+    }
+
+    /// Note a use now.
+    fn touch(&self) {
+        let at = u64::try_from(self.born.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_used.store(at.max(1), Ordering::Relaxed);
+    }
+
     fn live_now(&self) -> Option<Arc<Live>> {
         let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         current.as_ref().filter(|l| !l.is_closed()).cloned()
@@ -611,10 +663,12 @@ impl Extension {
             return Err(self.shut_down());
         }
         if let Some(live) = self.live_now() {
+            self.touch();
             return Ok(live);
         }
         let _start = self.starting.lock().await;
         if let Some(live) = self.live_now() {
+            self.touch();
             return Ok(live);
         }
         if self.is_closed() {
@@ -633,6 +687,8 @@ impl Extension {
         }
         match self.start().await {
             Ok(live) => {
+                self.touch();
+                self.idle_stopped.store(false, Ordering::Relaxed);
                 *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&live));
                 if self.is_closed() {
                     // Closed while this start ran: the new server goes straight away.
@@ -657,6 +713,8 @@ impl Extension {
                 Ok(live)
             }
             Err(err) => {
+                // Failed to start again: what it is now is failed, not asleep.
+                self.idle_stopped.store(false, Ordering::Relaxed);
                 self.note_failure();
                 self.events.health(HealthEvent::Failed {
                     extension: self.spec.name.clone(),
@@ -1006,8 +1064,10 @@ impl Extension {
         }
     }
 
-    /// Note a call's outcome: a success clears the failure count.
+    /// Note a call's outcome: a success clears the failure count. Either way the call was a
+    /// use: a long call ends with the server just used, not idle since it began.
     async fn settle<T>(&self, live: &Live, res: Result<T, PeerError>) -> Result<T, ExtensionError> {
+        self.touch();
         match res {
             Ok(v) => {
                 if self.failures.load(Ordering::Relaxed) != 0 {
@@ -1249,12 +1309,64 @@ impl Extension {
         }
     }
 
+    /// Stop the running server if it is a child process that nothing has used for `idle` and
+    /// no call holds: gracefully, as [`Extension::stop`] does, without counting a failure or
+    /// closing the extension, so the next use starts it again (as `Restarted`). A start in
+    /// progress is never waited for: it is a use. Tells [`HealthEvent::Idle`] once the
+    /// process is gone, and returns whether it stopped one.
+    pub async fn stop_if_idle(&self, idle: Duration) -> bool {
+        if self.is_closed() {
+            return false;
+        }
+        let Ok(_start) = self.starting.try_lock() else {
+            return false;
+        };
+        // Decided and taken under the slot's lock: a call that gets the server (through
+        // `live_now`, under the same lock) either holds it before, and is seen, or finds none
+        // after and waits on `starting` for a new one.
+        let (live, after) = {
+            let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(live) = current.as_ref() else {
+                return false;
+            };
+            // A server that ended on its own is the crash path's; one with no process costs
+            // nothing to keep.
+            if live.is_closed() || live.process.is_none() || Arc::strong_count(live) > 1 {
+                return false;
+            }
+            let after = self.idle_for().unwrap_or(Duration::ZERO);
+            if after < idle {
+                return false;
+            }
+            match current.take() {
+                Some(live) => (live, after),
+                None => return false,
+            }
+        };
+        self.idle_stopped.store(true, Ordering::Relaxed);
+        let status = self.stop_live(live).await;
+        tracing::debug!(extension = %self.spec.name, status, "stopped after {} ms unused", after.as_millis());
+        // Closed meanwhile: it is no longer idle but gone, as its closer records.
+        if !self.is_closed() {
+            self.events.health(HealthEvent::Idle {
+                extension: self.spec.name.clone(),
+                after,
+            });
+        }
+        true
+    }
+
     async fn stop_current(&self) -> Option<String> {
         let live = self
             .current
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()?;
+        Some(self.stop_live(live).await)
+    }
+
+    /// Stop `live`, already taken from the slot: the graceful ladder, then its last words.
+    async fn stop_live(&self, live: Arc<Live>) -> String {
         // Calls cut short by this stop are not crashes.
         live.crash_counted.store(true, Ordering::Relaxed);
         let grace = self.opts.grace;
@@ -1268,7 +1380,7 @@ impl Extension {
         if let Some(proc_) = &live.process {
             proc_.stderr.drained(Duration::from_millis(500)).await;
         }
-        Some(describe_status(status))
+        describe_status(status)
     }
 }
 

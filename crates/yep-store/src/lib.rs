@@ -551,7 +551,8 @@ pub struct Listed {
     /// Trace events the last session dropped (trace extensions only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_dropped: Option<u64>,
-    /// Its server: `configured` (not running), `started` or `failed` (see [`state::run_state`]).
+    /// Its server: `configured` (not running), `started`, `idle` (stopped for want of use; it
+    /// starts again on next use) or `failed` (see [`state::run_state`]).
     pub state: &'static str,
     /// Why it failed, when it did.
     #[serde(skip_serializing_if = "Option::is_none")]

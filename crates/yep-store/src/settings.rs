@@ -58,6 +58,22 @@ pub fn top_level(path: &Path, key: &str) -> Result<Option<String>, StoreError> {
     Ok(doc.get(key).and_then(|v| v.as_str()).map(String::from))
 }
 
+/// A top-level setting as written, whatever its type: a string's value (`"10m"` is `10m`), or
+/// any other value's TOML text (`0`, `true`), so a reader can refuse a value of the wrong type
+/// rather than take it as absent. `None` when `settings.toml` has no such key, or it is a
+/// table.
+pub fn top_level_text(path: &Path, key: &str) -> Result<Option<String>, StoreError> {
+    let doc = load(path)?;
+    Ok(doc
+        .get(key)
+        .and_then(Item::as_value)
+        .map(|v| match v.as_str() {
+            Some(text) => text.to_string(),
+            // Without its comments and spacing: the value alone.
+            None => v.clone().decorated("", "").to_string(),
+        }))
+}
+
 /// The extensions `settings.toml` enables.
 pub fn enabled(path: &Path) -> Result<Vec<String>, StoreError> {
     let doc = load(path)?;
@@ -309,6 +325,24 @@ pub(crate) fn remove_table(path: &Path, key: &str) -> Result<bool, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_top_level_value_reads_as_written_whatever_its_type() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.toml");
+        std::fs::write(
+            &path,
+            "idle_stop = \"10m\"\nn = 0 # zero\nflag = true\n[t]\nk = 1\n",
+        )
+        .unwrap();
+        let read = |key| top_level_text(&path, key).unwrap();
+        assert_eq!(read("idle_stop").as_deref(), Some("10m"));
+        assert_eq!(read("n").as_deref(), Some("0"));
+        assert_eq!(read("flag").as_deref(), Some("true"));
+        assert_eq!(read("t"), None);
+        assert_eq!(read("absent"), None);
+        assert_eq!(top_level(&path, "n").unwrap(), None, "a string only");
+    }
 
     #[test]
     fn plain_config_reads_as_json() {

@@ -247,7 +247,8 @@ struct Row {
     server: McpServer,
     /// `approved`, or why it does not start.
     approval: String,
-    /// `configured` (not running), `started` or `failed`, as the last session left it.
+    /// `configured` (not running), `started`, `idle` (stopped for want of use by a host that
+    /// starts it again on next use) or `failed`, as the last session left it.
     state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     failure: Option<String>,

@@ -214,7 +214,7 @@ impl HostEvents {
         }
     }
 
-    /// Leave a server's start or failure where `yep list` reads it.
+    /// Leave a server's start, failure or idle stop where `yep list` reads it.
     fn record_run(&self, event: &HealthEvent) {
         use crate::store::state::{Run, record_run};
         let (extension, run) = match event {
@@ -222,6 +222,13 @@ impl HostEvents {
             | HealthEvent::Restarted { extension, pid, .. } => {
                 (extension, Run::Started { pid: *pid })
             }
+            // Idle while this host lives: it is the one that starts it again.
+            HealthEvent::Idle { extension, .. } => (
+                extension,
+                Run::Idle {
+                    host_pid: Some(std::process::id()),
+                },
+            ),
             HealthEvent::Failed {
                 extension, message, ..
             } => (

@@ -2,7 +2,8 @@
 //! come from (the enabled extensions' `mcpServers`, the home's `yep mcp add`, the workspace's
 //! `.mcp.json`), whether they may run (an approval pinned in the lock), and their tools in the
 //! host's table as `mcp__<server>__<tool>`, offered from the approved list until the server
-//! first starts. A tool that is new or changed since approval is withheld until `yep trust`.
+//! first starts, and as it last listed them while it is stopped after that (an idle stop, say).
+//! A tool that is new or changed since approval is withheld until `yep trust`.
 
 use super::contrib::{argv_safe, expand, expand_withholding, references};
 use crate::capability::{Events, HostToolCall, HostToolError, LogLevel, OfferedTool, Question};
@@ -821,6 +822,9 @@ pub(crate) struct McpEntry {
     pub(crate) blocked: Option<String>,
     /// The approved tools as cached at approval: offered until the server first starts.
     pub(crate) cached: Vec<McpTool>,
+    /// What its server listed when the table last looked at it running: what it offers while
+    /// stopped after that (an idle stop keeps its tools, even with no cache).
+    listed: std::sync::Mutex<Option<Vec<McpTool>>>,
     pub(crate) ext: Extension,
 }
 
@@ -854,6 +858,7 @@ impl McpEntry {
             pin,
             blocked,
             cached,
+            listed: std::sync::Mutex::new(None),
             ext,
         })
     }
@@ -863,15 +868,19 @@ impl McpEntry {
         self.source == *source && self.pin.as_ref() == pin
     }
 
-    /// The tools it offers now: the running server's list, else the approved cache; each
-    /// held to the pin. The rest are what is withheld and why.
+    /// The tools it offers now: the running server's list, else the list it gave when last
+    /// seen running, else the approved cache; each held to the pin. The rest are what is
+    /// withheld and why.
     pub(crate) fn tools(&self) -> (Vec<McpTool>, Vec<ToolChange>) {
         let (Some(pin), None) = (&self.pin, &self.blocked) else {
             return (Vec::new(), Vec::new());
         };
-        let listed: Vec<McpTool> = match self.ext.running() {
-            Some(live) => live.peer().listed().iter().map(pinned_form).collect(),
-            None => return (self.cached.clone(), Vec::new()),
+        let listed = match self.note_listed() {
+            Some(listed) => listed,
+            None => match self.last_listed() {
+                Some(listed) => listed,
+                None => return (self.cached.clone(), Vec::new()),
+            },
         };
         let changes = crate::store::mcp::diff(Some(pin), &listed);
         let offered = listed
@@ -883,6 +892,24 @@ impl McpEntry {
             .filter(|c| !matches!(c, ToolChange::Removed(_)))
             .collect();
         (offered, withheld)
+    }
+
+    /// What the running server lists now, remembered for when it stops; `None` when none runs.
+    pub(crate) fn note_listed(&self) -> Option<Vec<McpTool>> {
+        let listed: Vec<McpTool> = {
+            let live = self.ext.running()?;
+            live.peer().listed().iter().map(pinned_form).collect()
+        };
+        *self.listed.lock().unwrap_or_else(|p| p.into_inner()) = Some(listed.clone());
+        Some(listed)
+    }
+
+    /// What its server listed when last seen running, if it ever was.
+    fn last_listed(&self) -> Option<Vec<McpTool>> {
+        self.listed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Whether the running server's `tool` is still what was approved.
@@ -901,6 +928,8 @@ impl McpEntry {
             "unapproved"
         } else if self.ext.is_running() {
             "started"
+        } else if self.ext.is_idle_stopped() {
+            "idle"
         } else if self.ext.failures() > 0 {
             "failed"
         } else {
@@ -927,7 +956,8 @@ pub struct McpState {
     pub name: String,
     pub origin: Origin,
     pub transport: String,
-    /// `unapproved` (never started), `configured` (not started yet), `started` or `failed`.
+    /// `unapproved` (never started), `configured` (not started yet), `started`, `idle` (stopped
+    /// for want of use; it starts again on next use) or `failed`.
     pub state: &'static str,
     /// Its tools in the table.
     pub tools: Vec<String>,

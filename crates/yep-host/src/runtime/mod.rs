@@ -6,6 +6,7 @@ mod call;
 mod contrib;
 mod events;
 mod hooks;
+mod idle;
 mod intercept;
 pub mod launch;
 pub mod mcp;
@@ -22,6 +23,9 @@ pub use events::{
 pub use hooks::{
     HookNote, MAX_HOOK_TIMEOUT_MS, PostAnswers, PreDecision, UnavailableHook, glob_matches,
     hook_timeout,
+};
+pub use idle::{
+    DEFAULT_IDLE_STOP, IDLE_STOP_KEY, IdleStopError, ServerInfo, ServerState, idle_stop_setting,
 };
 pub use intercept::{
     INTERCEPT_TIMEOUT, LIFECYCLE_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, PromptDecision,
@@ -90,6 +94,12 @@ pub struct HostOptions {
     /// and their argument names: a hook's matcher, `if` rule and `tool_name` see these. The
     /// default maps the usual lowercase names; see docs/plugins.md.
     pub claude_tool_names: crate::dialect::claude::ToolNames,
+    /// Stop a server nothing has used for this long: no call began or ended on it meanwhile,
+    /// and none is in flight. Its tools stay listed and its status stays; the next use starts
+    /// it again. Servers that run no process (Claude Code plugins, MCP servers over HTTP) are
+    /// never stopped. `None` (the default) or zero: never. [`idle_stop_setting`] reads the
+    /// user's choice from `settings.toml`.
+    pub idle_stop: Option<Duration>,
 }
 
 impl Default for HostOptions {
@@ -105,6 +115,7 @@ impl Default for HostOptions {
             ask_sink: None,
             server_tools: None,
             claude_tool_names: Default::default(),
+            idle_stop: None,
         }
     }
 }
@@ -1306,6 +1317,9 @@ impl ExtensionHost {
         };
         if host.core.opts.ask_sink.is_some() {
             tokio::spawn(mcp::ask_approval(host.weak()));
+        }
+        if let Some(after) = idle::idle_stop(&host.core.opts) {
+            tokio::spawn(idle::sweep(host.weak(), after));
         }
         Ok(host)
     }
