@@ -34,7 +34,8 @@ pub const DEFAULT_LINGER: Duration = Duration::from_secs(600);
 
 /// `host_linger = "10m"` in settings.toml, else [`DEFAULT_LINGER`].
 fn linger(home: &Home) -> anyhow::Result<Duration> {
-    let Some(text) = yep_store::settings::top_level(&home.settings_path(), "host_linger")? else {
+    let Some(text) = yep_store::settings::top_level_text(&home.settings_path(), "host_linger")?
+    else {
         return Ok(DEFAULT_LINGER);
     };
     humantime::parse_duration(&text).map_err(|e| {
@@ -94,7 +95,7 @@ pub async fn run(cmd: HostCommand, home: &Home) -> anyhow::Result<ExitCode> {
 /// `yep host serve`: listen, say `ready <pid>`, serve until told to stop or left alone.
 async fn serve(home: &Home) -> anyhow::Result<ExitCode> {
     let config = HostConfig {
-        idle_stop: Some(Duration::from_secs(600)),
+        idle_stop: yep_host::runtime::idle_stop_setting(home)?,
         linger: linger(home)?,
     };
     let ready = |pid: u32| say_ready(pid);

@@ -265,6 +265,7 @@ impl Shared {
             builtins: vec![SEARCH_TOOLS.to_string()],
             ask_sink: Some(Arc::new(AskClients(clients.clone()))),
             status_sink: Some(Arc::new(StatusToClients(clients.clone()))),
+            idle_stop: self.config.idle_stop,
             ..HostOptions::default()
         };
         let session = Session {
@@ -395,22 +396,21 @@ impl Shared {
         for w in self.workspaces.lock().await.values() {
             let servers = w
                 .host
-                .extensions()
+                .servers()
                 .into_iter()
-                .map(|name| {
-                    let pid = w.host.pid(&name);
-                    ServerStatus {
-                        rss_kib: pid.and_then(rss_kib),
-                        state: match pid {
-                            Some(_) => "running",
-                            None => "not started",
-                        }
-                        .to_string(),
-                        name,
-                        pid,
-                        idle_secs: None,
-                        stops_in_secs: None,
-                    }
+                .map(|s| ServerStatus {
+                    rss_kib: s.pid.and_then(rss_kib),
+                    state: serde_json::to_value(s.state)
+                        .ok()
+                        .and_then(|v| v.as_str().map(|t| t.replace('_', " ")))
+                        .unwrap_or_default(),
+                    name: match s.mcp {
+                        true => format!("mcp.{}", s.name),
+                        false => s.name,
+                    },
+                    pid: s.pid,
+                    idle_secs: s.idle.map(|d| d.as_secs()),
+                    stops_in_secs: s.stops_in.map(|d| d.as_secs()),
                 })
                 .collect();
             workspaces.push(WorkspaceStatus {

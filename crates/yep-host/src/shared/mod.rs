@@ -146,7 +146,8 @@ pub struct WorkspaceStatus {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerStatus {
     pub name: String,
-    /// `running`, `idle` (stopped for want of use; it starts on the next) or `not started`.
+    /// `running`, `idle` (stopped for want of use; it starts on the next use), `not started`,
+    /// `failed` or `stopped`.
     pub state: String,
     pub pid: Option<u32>,
     /// Its resident memory, in KiB, when it runs.
