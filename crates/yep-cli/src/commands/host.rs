@@ -81,6 +81,9 @@ pub async fn run(cmd: HostCommand, home: &Home) -> anyhow::Result<ExitCode> {
         }
         HostCommand::Stop { json } => {
             let stopped = yep_host::shared::control(home, Purpose::Stop).await?;
+            if let Some(error) = stopped.as_ref().and_then(|w| w.error.as_ref()) {
+                anyhow::bail!("the shared host would not stop: {}", escape(error));
+            }
             let pid = stopped.as_ref().map(|w| w.pid);
             match (json, pid) {
                 (true, _) => stdout_line(&serde_json::json!({ "stopped": pid }).to_string()),

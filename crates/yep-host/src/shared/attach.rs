@@ -68,7 +68,7 @@ async fn handshake(
     hello: &Hello,
 ) -> std::io::Result<(BufReader<OwnedReadHalf>, OwnedWriteHalf, Welcome)> {
     let stream = UnixStream::connect(path).await?;
-    same_user(&stream).map_err(std::io::Error::other)?;
+    same_user(&stream)?;
     let (read, mut write) = stream.into_split();
     let mut line = serde_json::to_vec(hello).map_err(std::io::Error::other)?;
     line.push(b'\n');

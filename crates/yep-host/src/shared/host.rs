@@ -253,7 +253,7 @@ impl Shared {
     }
 
     /// The host of workspace `root`, started on its first session.
-    async fn workspace(&self, root: &Path) -> Result<Arc<Workspace>, String> {
+    async fn workspace(&self, root: &Path) -> Result<Arc<Workspace>, crate::runtime::HostError> {
         let mut workspaces = self.workspaces.lock().await;
         if let Some(w) = workspaces.get(root) {
             return Ok(Arc::clone(w));
@@ -276,9 +276,7 @@ impl Shared {
             ),
             workspace_root: root.to_path_buf(),
         };
-        let host = ExtensionHost::start(self.home.clone(), session, opts)
-            .await
-            .map_err(|e| crate::error::report(&e))?;
+        let host = ExtensionHost::start(self.home.clone(), session, opts).await?;
         let bridge = Bridge::new(host.clone(), clients, false).await;
         let tasks = vec![
             crate::bridge::forward_changes(&bridge),
@@ -316,8 +314,16 @@ impl Shared {
             error: None,
             status: None,
         };
+        // Another version's client may ask for the status or a stop (`yep host stop` after an
+        // upgrade), never for a session.
         let hello = match serde_json::from_slice::<Hello>(&line) {
-            Ok(hello) if hello.yep_shared_host == PROTOCOL && hello.version == version() => hello,
+            Ok(hello)
+                if hello.yep_shared_host == PROTOCOL
+                    && (hello.version == version()
+                        || !matches!(hello.purpose, Purpose::Session { .. })) =>
+            {
+                hello
+            }
             Ok(hello) => {
                 welcome.error = Some(format!(
                     "this shared host is yep {} (handshake {PROTOCOL}); the client is yep {} (handshake {})",
@@ -359,7 +365,7 @@ impl Shared {
                 let w = match self.workspace(&workspace).await {
                     Ok(w) => w,
                     Err(e) => {
-                        welcome.error = Some(e);
+                        welcome.error = Some(crate::error::report(&e));
                         let _ = send(&mut write, &welcome).await;
                         return;
                     }

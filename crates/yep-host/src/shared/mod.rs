@@ -171,17 +171,21 @@ fn my_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Whether the process at the other end of `stream` runs as this process's uid.
-fn same_user(stream: &tokio::net::UnixStream) -> Result<(), String> {
-    match stream.peer_cred() {
-        Ok(cred) if cred.uid() == my_uid() => Ok(()),
-        Ok(cred) => Err(format!(
+/// Whether the process at the other end of `stream` runs as this process's uid: an error of
+/// kind `PermissionDenied` saying whose it is, when it does not.
+fn same_user(stream: &tokio::net::UnixStream) -> std::io::Result<()> {
+    let cred = stream.peer_cred()?;
+    if cred.uid() == my_uid() {
+        return Ok(());
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        format!(
             "the peer runs as uid {}, not {}: only the same user may use a shared host",
             cred.uid(),
             my_uid()
-        )),
-        Err(e) => Err(format!("could not read the peer's credentials: {e}")),
-    }
+        ),
+    ))
 }
 
 /// Read one handshake line (at most [`MAX_HELLO`] bytes) from `reader`.
