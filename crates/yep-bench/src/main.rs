@@ -4,6 +4,7 @@
 //! plus the derived ratios and whether each target holds.
 
 mod rmcp_bench;
+mod shared;
 mod stats;
 mod yep_side;
 
@@ -78,6 +79,8 @@ fn main() -> anyhow::Result<()> {
     // Only the `yep mcp serve` figures, for working on the bridge (the ratios of the rest
     // are then missing).
     let bridge_only = std::env::args().any(|a| a == "--bridge-only");
+    // Only the shared host against a host per session.
+    let shared_only = std::env::args().any(|a| a == "--shared-only");
     // Only the yep round trips and throughput, for working on the call path (or profiling it).
     let calls_only = std::env::args().any(|a| a == "--calls-only");
     // Another build's echo server against this one's, for working on the SDK.
@@ -118,6 +121,9 @@ fn main() -> anyhow::Result<()> {
     rt.block_on(async {
         if bridge_only {
             return bridge(&mut r, &echo, &rmcp_server, &scratch).await;
+        }
+        if shared_only {
+            return shared::shared(&mut r, &echo, &rmcp_server, &scratch).await;
         }
         // 8. Host memory per idle, connected extension: first, while the allocator holds
         // little freed memory (after the 1 MiB round trips it would serve the new extensions
@@ -280,6 +286,7 @@ fn main() -> anyhow::Result<()> {
         host.shutdown().await;
 
         bridge(&mut r, &echo, &rmcp_server, &scratch).await?;
+        shared::shared(&mut r, &echo, &rmcp_server, &scratch).await?;
 
         // 5. yep-host → a server on the published yolop-yep 0.5 SDK.
         let ext = extension("echo", &yolop, &scratch, echo_schemas()?);
@@ -353,7 +360,7 @@ fn main() -> anyhow::Result<()> {
     rt.shutdown_background();
 
     // 6. The same decision from a process spawned per event.
-    let part = bridge_only || calls_only || ab_echo.is_some();
+    let part = bridge_only || shared_only || calls_only || ab_echo.is_some();
     if !part {
         r.latency(
             "spawn_hook_bash",
@@ -768,6 +775,82 @@ fn ratios(r: &Report, noisy: bool) -> Value {
         startup_over <= 100.0,
     );
 
+    // The shared host (section 10). Eight sessions are eight `yep mcp serve` processes
+    // whatever they attach to, so against one session's processes the whole tree cannot stay
+    // within 1.2×: both counts are judged, the whole tree and the host with its servers.
+    let procs = |name: &str, key: &str| field(name, key).unwrap_or(f64::NAN);
+    let (p1, p8) = ("shared_processes_1", "shared_processes_8");
+    let all = procs(p8, "processes") / procs(p1, "processes");
+    let servers = procs(p8, "host_and_servers") / procs(p1, "host_and_servers");
+    t.counted(
+        "shared_processes_8 / shared_processes_1",
+        &[p1, p8],
+        all,
+        "<= 1.2",
+        all <= 1.2,
+    );
+    t.counted(
+        "shared_processes_8 / _1, clients excluded",
+        &[p1, p8],
+        servers,
+        "<= 1.2",
+        servers <= 1.2,
+    );
+    let own = procs("per_session_processes_8", "processes") / procs(p8, "processes");
+    t.reported(
+        "per_session_processes_8 / shared_processes_8",
+        &["per_session_processes_8", p8],
+        own,
+        "(reported)",
+    );
+    let (m8, own8) = ("shared_rss_8", "per_session_rss_8");
+    let rss = procs(m8, "mib") / procs(own8, "mib");
+    t.counted(
+        "shared_rss_8 / per_session_rss_8",
+        &[m8, own8],
+        rss,
+        "<= 0.3",
+        rss <= 0.3,
+    );
+    let pss = procs(m8, "pss_mib") / procs(own8, "pss_mib");
+    t.reported(
+        "shared_pss_8 / per_session_pss_8",
+        &[m8, own8],
+        pss,
+        "(reported: shared pages once)",
+    );
+    let call = r.p50("shared_rtt_200") / r.p50("per_session_rtt_200");
+    t.timed(
+        "shared_rtt_p50 / per_session_rtt_p50",
+        &["shared_rtt_200", "per_session_rtt_200"],
+        call,
+        "<= 1.3",
+        call <= 1.3,
+    );
+    let warm = r.p50("shared_attach_list_warm") / 1000.0;
+    t.timed(
+        "shared_attach_list_warm_p50_ms",
+        &["shared_attach_list_warm"],
+        warm,
+        "<= 5 ms",
+        warm <= 5.0,
+    );
+    let cold = r.p50("shared_attach_list_cold") / 1000.0;
+    t.timed(
+        "shared_attach_list_cold_p50_ms",
+        &["shared_attach_list_cold"],
+        cold,
+        "<= 30 ms",
+        cold <= 30.0,
+    );
+    let spawned = procs("shared_attach_cold_spawned", "processes");
+    t.counted(
+        "shared_attach_cold_spawned",
+        &["shared_attach_cold_spawned"],
+        spawned,
+        "= 0",
+        spawned == 0.0,
+    );
     Value::Object(t.out)
 }
 
