@@ -22,8 +22,9 @@ const PROMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(50)
 const STARTUP_BOUND: std::time::Duration = std::time::Duration::from_millis(100);
 /// What `floor_spin`'s p50 and p99 stay under on a quiet machine: its usual is a couple of µs.
 const FLOOR_SPIN_QUIET_US: f64 = 5.0;
-/// How far above [`FLOOR_SPIN_QUIET_US`] `floor_spin`'s p50 may read, at the start or at the end
-/// of a run, before the run is too noisy to judge: another process holds a core.
+/// How far above [`FLOOR_SPIN_QUIET_US`] `floor_spin`'s p50 may read, at the start, at the end
+/// or between the sections of a run, before the run is too noisy to judge: another process
+/// holds a core.
 const NOISY_FACTOR: f64 = 3.0;
 /// The same for its p99: a core taken for part of the probe costs its samples ~100 µs each
 /// (both ends' spin windows run out), while the p50 still reads quiet.
@@ -34,9 +35,48 @@ const NOISY_P99_FACTOR: f64 = 10.0;
 struct Report {
     figures: Map<String, Value>,
     table: Vec<(String, String)>,
+    /// `floor_spin` probed before the sections: where, and what it read.
+    probes: Vec<(String, Percentiles)>,
+    /// The floor's pong server, which the probes run (none: no probes).
+    pong: Option<std::path::PathBuf>,
 }
 
 impl Report {
+    /// A short `floor_spin` before section `at`: noise that comes and goes during a run
+    /// shows in one of these if not at its start or end.
+    fn probe(&mut self, at: &str) -> anyhow::Result<()> {
+        let Some(pong) = &self.pong else {
+            return Ok(());
+        };
+        let p = percentiles(floor(pong, true, 200, 500, 5_000)?);
+        self.probes.push((at.into(), p));
+        Ok(())
+    }
+
+    /// The probes as one figure.
+    fn probes_figure(&mut self) {
+        if self.probes.is_empty() {
+            return;
+        }
+        let max = |f: fn(&Percentiles) -> f64| {
+            self.probes
+                .iter()
+                .map(|(at, p)| (f(p), at.as_str()))
+                .fold((0.0, ""), |a, b| if b.0 > a.0 { b } else { a })
+        };
+        let ((p50, at50), (p99, at99)) = (max(|p| p.p50_us), max(|p| p.p99_us));
+        let text = format!(
+            "p50 {p50:>9.1} µs   p99 {p99:>9.1} µs   (the most of {} probes: before {at50}, before {at99})",
+            self.probes.len()
+        );
+        let list: Vec<Value> = self
+            .probes
+            .iter()
+            .map(|(at, p)| json!({ "at": at, "p50_us": p.p50_us, "p99_us": p.p99_us }))
+            .collect();
+        self.value("floor_spin_probes", text, Value::Array(list));
+    }
+
     fn latency(&mut self, name: &str, p: Percentiles) {
         self.table.push((
             name.into(),
@@ -102,7 +142,10 @@ fn main() -> anyhow::Result<()> {
     let echo = sibling("yep-bench-echo")?;
     let yolop = sibling("yep-bench-yolop")?;
     let rmcp_server = sibling("yep-bench-rmcp")?;
-    let mut r = Report::default();
+    let mut r = Report {
+        pong: Some(pong.clone()),
+        ..Report::default()
+    };
     if !json_out {
         eprintln!("measuring (about a minute and a half)…");
     }
@@ -123,9 +166,11 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async {
         if bridge_only {
+            r.probe("bridge")?;
             return bridge(&mut r, &echo, &rmcp_server, &scratch).await;
         }
         if shared_only {
+            r.probe("shared")?;
             return shared::shared(&mut r, &echo, &rmcp_server, &scratch).await;
         }
         // 8. Host memory per idle, connected extension: first, while the allocator holds
@@ -137,6 +182,7 @@ fn main() -> anyhow::Result<()> {
             format!("{kib:>9.0} KiB host RSS each (over 50)"),
             json!({ "kib": kib, "extensions": 50 }),
         );
+        r.probe("yep calls")?;
         // 2–3. yep-host → yep-sdk echo, arguments checked against the echo tool's schema as
         // the runtime checks them.
         let ext = Arc::new(extension("echo", &echo, &scratch, echo_schemas()?));
@@ -248,6 +294,7 @@ fn main() -> anyhow::Result<()> {
         );
 
         // 4. rmcp client → rmcp server, same echo, same payloads, same in-flight counts.
+        r.probe("rmcp")?;
         for (label, args) in [("rmcp", &[][..]), ("rmcp_pipes", &["--pipes"][..])] {
             let peer = Arc::new(RmcpPeer::connect(&rmcp_server, args).await?);
             for bytes in PAYLOADS {
@@ -276,6 +323,7 @@ fn main() -> anyhow::Result<()> {
         // call above.
         // In alternating rounds with a direct rmcp client of another copy of the server, so
         // both see the same machine.
+        r.probe("mcp host")?;
         let host = mcp_host(&rmcp_server, &scratch).await?;
         let direct = RmcpPeer::connect(&rmcp_server, &[]).await?;
         let (mut through, mut straight) = (Vec::new(), Vec::new());
@@ -288,10 +336,13 @@ fn main() -> anyhow::Result<()> {
         direct.close().await;
         host.shutdown().await;
 
+        r.probe("bridge")?;
         bridge(&mut r, &echo, &rmcp_server, &scratch).await?;
+        r.probe("shared")?;
         shared::shared(&mut r, &echo, &rmcp_server, &scratch).await?;
 
         // 5. yep-host → a server on the published yolop-yep 0.5 SDK.
+        r.probe("yolop and zot")?;
         let ext = extension("echo", &yolop, &scratch, echo_schemas()?);
         r.latency(
             "yolop_rtt_200",
@@ -310,6 +361,7 @@ fn main() -> anyhow::Result<()> {
         ext.stop().await;
 
         // 7. Cold start: spawn plus handshake.
+        r.probe("cold starts")?;
         use yep_host::sandbox::Mode;
         r.latency(
             "cold_start_rust",
@@ -365,6 +417,7 @@ fn main() -> anyhow::Result<()> {
     // 6. The same decision from a process spawned per event.
     let part = bridge_only || shared_only || calls_only || ab_echo.is_some();
     if !part {
+        r.probe("spawned hooks")?;
         r.latency(
             "spawn_hook_bash",
             percentiles(spawned_hook("bash".as_ref(), &["-c", BASH_HOOK], 20, 300)?),
@@ -380,6 +433,7 @@ fn main() -> anyhow::Result<()> {
         percentiles(floor(&pong, true, 200, 2_000, 20_000)?),
     );
 
+    r.probes_figure();
     let noisy = noise(&r);
     let ratios = ratios(&r, noisy.is_some());
     let machine = machine();
@@ -397,23 +451,45 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// Why the run is too noisy to judge its timed ratios, if it is: `floor_spin` far above what
-/// it reads on a quiet machine, at the start or at the end (its p50: a core taken throughout;
-/// its p99: a core taken for part of the time).
+/// it reads on a quiet machine, at the start, at the end or in a probe between sections (its
+/// p50: a core taken throughout; its p99: a core taken for part of the time).
 fn noise(r: &Report) -> Option<String> {
-    let field = |name: &str, key: &str| {
+    let figure = |name: &str, key: &str| {
         r.figures
             .get(name)
             .and_then(|f| f[key].as_f64())
             .unwrap_or(f64::NAN)
     };
+    let mut read: Vec<(String, f64, f64)> = [
+        ("at the start", "floor_spin"),
+        ("at the end", "floor_spin_end"),
+    ]
+    .into_iter()
+    .map(|(when, name)| {
+        (
+            when.to_string(),
+            figure(name, "p50_us"),
+            figure(name, "p99_us"),
+        )
+    })
+    .collect();
+    let probes = r.figures.get("floor_spin_probes").and_then(Value::as_array);
+    for p in probes.into_iter().flatten() {
+        let at = p["at"].as_str().unwrap_or("?");
+        let (p50, p99) = (p["p50_us"].as_f64(), p["p99_us"].as_f64());
+        read.push((
+            format!("before {at}"),
+            p50.unwrap_or(f64::NAN),
+            p99.unwrap_or(f64::NAN),
+        ));
+    }
     let mut over = Vec::new();
-    for (when, name) in [("start", "floor_spin"), ("end", "floor_spin_end")] {
-        for (key, factor) in [("p50_us", NOISY_FACTOR), ("p99_us", NOISY_P99_FACTOR)] {
-            let (value, ceiling) = (field(name, key), FLOOR_SPIN_QUIET_US * factor);
+    for (when, p50, p99) in read {
+        for (pct, value, factor) in [("p50", p50, NOISY_FACTOR), ("p99", p99, NOISY_P99_FACTOR)] {
+            let ceiling = FLOOR_SPIN_QUIET_US * factor;
             if value > ceiling {
-                let pct = key.trim_end_matches("_us");
                 over.push(format!(
-                    "floor_spin {pct} read {value:.1} µs at the {when} (above {ceiling:.0} µs)"
+                    "floor_spin {pct} read {value:.1} µs {when} (above {ceiling:.0} µs)"
                 ));
             }
         }
@@ -965,6 +1041,23 @@ mod tests {
     fn a_core_taken_part_of_the_time_marks_the_run_noisy() {
         let why = noise(&run((1.9, 122.0), (1.6, 2.1))).expect("noisy");
         assert!(why.contains("p99 read 122.0 µs at the start"), "{why}");
+    }
+
+    #[test]
+    fn a_core_taken_between_sections_marks_the_run_noisy() {
+        let mut r = run((1.8, 2.1), (1.6, 2.3));
+        for (at, p99) in [("rmcp", 2.2), ("shared", 131.0)] {
+            let p = Percentiles {
+                p50_us: 1.7,
+                p99_us: p99,
+                samples: 5_000,
+            };
+            r.probes.push((at.into(), p));
+        }
+        r.probes_figure();
+        let why = noise(&r).expect("noisy");
+        assert!(why.contains("p99 read 131.0 µs before shared"), "{why}");
+        assert!(!why.contains("rmcp"), "{why}");
     }
 
     #[test]

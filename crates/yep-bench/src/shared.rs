@@ -92,6 +92,7 @@ pub async fn shared(
 
     // The Rust extension's 200 B echo through a session attached to the warm host, against
     // the same call through a session with a host of its own, in alternating rounds.
+    r.probe("the shared call")?;
     let attached = bench.session(true).await?;
     let own = bench.session(false).await?;
     let tool = rust_echo(&attached.tool_names().await?);
@@ -107,6 +108,7 @@ pub async fn shared(
     // Attach plus `tools/list`: from spawning `yep mcp serve` to its tool list, with the
     // host warm, then with none running (stopped before each sample). Beside them, what the
     // spawn alone costs: `yep --version`, from spawn to exit.
+    r.probe("the shared attach")?;
     r.latency(
         "yep_bare_start",
         percentiles(bare_start(&bench.yep, &["--version"], 20)?),
