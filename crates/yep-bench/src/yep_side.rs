@@ -56,7 +56,7 @@ pub fn build_peers() -> anyhow::Result<()> {
 }
 
 #[allow(clippy::disallowed_methods)] // the harness spawns raw children on purpose: they are the baseline
-fn command(program: &Path) -> Command {
+pub fn command(program: &Path) -> Command {
     Command::new(program)
 }
 
