@@ -73,7 +73,7 @@ pub async fn serve(
     let shared = Arc::new(Shared {
         home,
         config,
-        workspaces: tokio::sync::Mutex::default(),
+        workspaces: Mutex::default(),
         sessions: AtomicUsize::new(0),
         last_left: Mutex::new(Instant::now()),
         started: Instant::now(),
@@ -114,12 +114,9 @@ pub async fn serve(
     if !shared.replaced() {
         let _ = std::fs::remove_file(&path);
     }
-    let hosts: Vec<Arc<Workspace>> = shared
-        .workspaces
-        .lock()
-        .await
+    let hosts: Vec<Arc<Workspace>> = lock(&shared.workspaces)
         .drain()
-        .map(|(_, w)| w)
+        .filter_map(|(_, cell)| cell.get().cloned())
         .collect();
     for w in hosts {
         w.close().await;
@@ -193,7 +190,9 @@ fn inode(path: &Path) -> Option<u64> {
 struct Shared {
     home: Home,
     config: HostConfig,
-    workspaces: tokio::sync::Mutex<HashMap<PathBuf, Arc<Workspace>>>,
+    /// Each workspace root's host, once started (a cell still empty is starting). A session
+    /// is counted under this lock, so the sweep never closes a host a session just got.
+    workspaces: Mutex<HashMap<PathBuf, Starting>>,
     sessions: AtomicUsize,
     /// When the last session left (or the host started).
     last_left: Mutex<Instant>,
@@ -202,6 +201,28 @@ struct Shared {
     path: PathBuf,
     /// The socket's inode as bound: another one at `path` means another host took over.
     inode: u64,
+}
+
+/// A workspace's host, started once by whichever session comes first; the others wait for
+/// it, and sessions of other workspaces do not.
+type Starting = Arc<tokio::sync::OnceCell<Arc<Workspace>>>;
+
+/// One session's hold on its workspace's host, from attach until it is dropped.
+struct Hold {
+    shared: Arc<Shared>,
+    workspace: Arc<Workspace>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        *lock(&self.workspace.last_left) = Instant::now();
+        self.workspace.sessions.fetch_sub(1, Ordering::AcqRel);
+        *lock(&self.shared.last_left) = Instant::now();
+        if self.shared.sessions.fetch_sub(1, Ordering::AcqRel) == 1 && self.shared.replaced() {
+            tracing::info!("the last session left and another host took the socket");
+            self.shared.stop.cancel();
+        }
+    }
 }
 
 /// One workspace root's host and the sessions attached to it.
@@ -233,17 +254,17 @@ impl Shared {
     async fn sweep(&self) -> bool {
         let linger = self.config.linger;
         let mut gone = Vec::new();
-        {
-            let mut workspaces = self.workspaces.lock().await;
-            workspaces.retain(|_, w| {
-                let keep =
-                    w.sessions.load(Ordering::Acquire) > 0 || lock(&w.last_left).elapsed() < linger;
-                if !keep {
-                    gone.push(Arc::clone(w));
-                }
-                keep
-            });
-        }
+        lock(&self.workspaces).retain(|_, cell| {
+            let Some(w) = cell.get() else {
+                return true;
+            };
+            let keep =
+                w.sessions.load(Ordering::Acquire) > 0 || lock(&w.last_left).elapsed() < linger;
+            if !keep {
+                gone.push(Arc::clone(w));
+            }
+            keep
+        });
         for w in gone {
             tracing::info!("closing {}: no session for {:?}", w.root.display(), linger);
             w.close().await;
@@ -252,12 +273,45 @@ impl Shared {
             && (self.replaced() || lock(&self.last_left).elapsed() >= linger)
     }
 
-    /// The host of workspace `root`, started on its first session.
-    async fn workspace(&self, root: &Path) -> Result<Arc<Workspace>, crate::runtime::HostError> {
-        let mut workspaces = self.workspaces.lock().await;
-        if let Some(w) = workspaces.get(root) {
-            return Ok(Arc::clone(w));
+    /// Attach a session to workspace `root`'s host, started on its first session.
+    async fn attach(self: &Arc<Self>, root: &Path) -> Result<Hold, crate::runtime::HostError> {
+        loop {
+            let cell = Arc::clone(
+                lock(&self.workspaces)
+                    .entry(root.to_path_buf())
+                    .or_default(),
+            );
+            let started = cell.get_or_try_init(|| self.start_workspace(root)).await;
+            let mut workspaces = lock(&self.workspaces);
+            let current = workspaces.get(root).is_some_and(|c| Arc::ptr_eq(c, &cell));
+            let w = match started {
+                Ok(w) => Arc::clone(w),
+                Err(e) => {
+                    // A start that failed is tried again by the next session.
+                    if current && cell.get().is_none() {
+                        workspaces.remove(root);
+                    }
+                    return Err(e);
+                }
+            };
+            if !current {
+                // The sweep closed it between its start and now: start another.
+                continue;
+            }
+            w.sessions.fetch_add(1, Ordering::AcqRel);
+            self.sessions.fetch_add(1, Ordering::AcqRel);
+            return Ok(Hold {
+                shared: Arc::clone(self),
+                workspace: w,
+            });
         }
+    }
+
+    /// Start workspace `root`'s host.
+    async fn start_workspace(
+        &self,
+        root: &Path,
+    ) -> Result<Arc<Workspace>, crate::runtime::HostError> {
         static NEXT: AtomicUsize = AtomicUsize::new(1);
         let clients = Clients::default();
         let opts = HostOptions {
@@ -282,16 +336,14 @@ impl Shared {
             crate::bridge::forward_changes(&bridge),
             crate::bridge::watch_home(&host, self.home.clone()),
         ];
-        let w = Arc::new(Workspace {
+        Ok(Arc::new(Workspace {
             root: root.to_path_buf(),
             host,
             bridge,
             tasks,
             sessions: AtomicUsize::new(0),
             last_left: Mutex::new(Instant::now()),
-        });
-        workspaces.insert(root.to_path_buf(), Arc::clone(&w));
-        Ok(w)
+        }))
     }
 
     /// Serve one connection: its handshake, then what it is for.
@@ -362,8 +414,8 @@ impl Shared {
                     let _ = send(&mut write, &welcome).await;
                     return;
                 }
-                let w = match self.workspace(&workspace).await {
-                    Ok(w) => w,
+                let hold = match self.attach(&workspace).await {
+                    Ok(hold) => hold,
                     Err(e) => {
                         welcome.error = Some(crate::error::report(&e));
                         let _ = send(&mut write, &welcome).await;
@@ -373,19 +425,11 @@ impl Shared {
                 if send(&mut write, &welcome).await.is_err() {
                     return;
                 }
-                w.sessions.fetch_add(1, Ordering::AcqRel);
-                self.sessions.fetch_add(1, Ordering::AcqRel);
-                let bridge = w.bridge.for_session(deferred);
+                let bridge = hold.workspace.bridge.for_session(deferred);
                 if let Err(e) = crate::bridge::serve_on(bridge, reader, write).await {
                     tracing::debug!("a session ended: {e}");
                 }
-                *lock(&w.last_left) = Instant::now();
-                w.sessions.fetch_sub(1, Ordering::AcqRel);
-                *lock(&self.last_left) = Instant::now();
-                if self.sessions.fetch_sub(1, Ordering::AcqRel) == 1 && self.replaced() {
-                    tracing::info!("the last session left and another host took the socket");
-                    self.stop.cancel();
-                }
+                drop(hold);
             }
         }
     }
@@ -399,7 +443,11 @@ impl Shared {
                 .as_secs()
         });
         let mut workspaces: Vec<WorkspaceStatus> = Vec::new();
-        for w in self.workspaces.lock().await.values() {
+        let attached: Vec<Arc<Workspace>> = lock(&self.workspaces)
+            .values()
+            .filter_map(|cell| cell.get().cloned())
+            .collect();
+        for w in attached {
             let servers = w
                 .host
                 .servers()
