@@ -32,17 +32,13 @@ pub enum HostCommand {
 /// How long the host stays up with no session attached (`host_linger` in settings.toml).
 pub const DEFAULT_LINGER: Duration = Duration::from_secs(600);
 
-/// `host_linger = "10m"` in settings.toml, else [`DEFAULT_LINGER`].
+/// `host_linger = "10m"` in settings.toml, else [`DEFAULT_LINGER`]. Never off: a host that
+/// no session uses goes.
 fn linger(home: &Home) -> anyhow::Result<Duration> {
-    let Some(text) = yep_store::settings::top_level_text(&home.settings_path(), "host_linger")?
-    else {
-        return Ok(DEFAULT_LINGER);
-    };
-    humantime::parse_duration(&text).map_err(|e| {
+    yep_host::runtime::duration_setting(home, "host_linger", Some(DEFAULT_LINGER))?.ok_or_else(|| {
         anyhow::anyhow!(
-            "{}: host_linger = {:?} is not a duration (`10m`, `30s`): {e}",
-            home.settings_path().display(),
-            escape(&text)
+            "{}: `host_linger` cannot be off or zero: the host goes once no session has used it that long",
+            home.settings_path().display()
         )
     })
 }

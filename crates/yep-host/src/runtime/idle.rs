@@ -30,21 +30,33 @@ const SWEEP_MAX: Duration = Duration::from_secs(30);
 /// [`humantime`] duration), `None` for `"off"` or `"0"` (never), [`DEFAULT_IDLE_STOP`] when
 /// it has none. For [`HostOptions::idle_stop`](super::HostOptions::idle_stop).
 pub fn idle_stop_setting(home: &Home) -> Result<Option<Duration>, IdleStopError> {
+    duration_setting(home, IDLE_STOP_KEY, Some(DEFAULT_IDLE_STOP))
+}
+
+/// A top-level duration of `home`'s `settings.toml` (`key = "10m"`, any [`humantime`]
+/// duration): `default` when it has none, `None` for `"off"` or `"0"`. A value that is no
+/// duration is an error naming the file and the key.
+pub fn duration_setting(
+    home: &Home,
+    key: &'static str,
+    default: Option<Duration>,
+) -> Result<Option<Duration>, IdleStopError> {
     let path = home.settings_path();
-    let written = crate::store::settings::top_level_text(&path, IDLE_STOP_KEY)
+    let written = crate::store::settings::top_level_text(&path, key)
         .map_err(|e| IdleStopError::Settings(Box::new(e)))?;
     match written {
-        None => Ok(Some(DEFAULT_IDLE_STOP)),
-        Some(text) => parse_idle_stop(&text).map_err(|error| IdleStopError::Invalid {
+        None => Ok(default),
+        Some(text) => parse_duration(&text).map_err(|error| IdleStopError::Invalid {
             path,
+            key,
             value: text,
             error,
         }),
     }
 }
 
-/// An `idle_stop` value: `off` or a zero duration is never.
-fn parse_idle_stop(text: &str) -> Result<Option<Duration>, humantime::DurationError> {
+/// A duration setting's value: `off` or a zero duration is none.
+fn parse_duration(text: &str) -> Result<Option<Duration>, humantime::DurationError> {
     let text = text.trim();
     if text.eq_ignore_ascii_case("off") || text == "0" {
         return Ok(None);
@@ -53,23 +65,25 @@ fn parse_idle_stop(text: &str) -> Result<Option<Duration>, humantime::DurationEr
     Ok((!d.is_zero()).then_some(d))
 }
 
-/// Why the `idle_stop` setting could not be read.
+/// Why the `idle_stop` setting (or another [`duration_setting`]) could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum IdleStopError {
     /// `settings.toml` could not be read or parsed.
     #[error(transparent)]
     Settings(Box<StoreError>),
-    /// Its `idle_stop` is no duration.
+    /// Its value for `key` is no duration.
     #[error(
-        "{}: `{IDLE_STOP_KEY}`: `{}` is not a duration such as \"10m\" or \"90s\", nor \"off\": {}",
+        "{}: `{}`: `{}` is not a duration such as \"10m\" or \"90s\", nor \"off\": {}",
         .path.display(),
+        .key,
         crate::text::escape(.value),
         // humantime quotes the unit it did not know: the file's text too.
         crate::text::escape(&.error.to_string())
     )]
     Invalid {
         path: PathBuf,
+        key: &'static str,
         /// As written (a non-string value as its TOML text).
         value: String,
         error: humantime::DurationError,

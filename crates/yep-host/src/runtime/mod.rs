@@ -25,7 +25,8 @@ pub use hooks::{
     hook_timeout,
 };
 pub use idle::{
-    DEFAULT_IDLE_STOP, IDLE_STOP_KEY, IdleStopError, ServerInfo, ServerState, idle_stop_setting,
+    DEFAULT_IDLE_STOP, IDLE_STOP_KEY, IdleStopError, ServerInfo, ServerState, duration_setting,
+    idle_stop_setting,
 };
 pub use intercept::{
     INTERCEPT_TIMEOUT, LIFECYCLE_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, PromptDecision,

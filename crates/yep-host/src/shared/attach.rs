@@ -2,7 +2,7 @@
 //! session's MCP lines through, and the calls in flight answered if the host dies.
 
 use super::{
-    Hello, PROTOCOL, Purpose, Welcome, lock_path, read_hello, same_user, socket_path, version,
+    Hello, PROTOCOL, Purpose, Welcome, lock, lock_path, read_hello, same_user, socket_path, version,
 };
 use crate::store::Home;
 use serde_json::value::RawValue;
@@ -535,10 +535,6 @@ fn error_line(id: &str, code: i64, message: &str) -> Vec<u8> {
     .into_bytes();
     line.push(b'\n');
     line
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One line read by [`Lines`].

@@ -3,7 +3,7 @@
 //! of its workspace's [`ExtensionHost`].
 
 use super::{
-    Hello, HostStatus, PROTOCOL, Purpose, ServerStatus, Welcome, WorkspaceStatus, read_hello,
+    Hello, HostStatus, PROTOCOL, Purpose, ServerStatus, Welcome, WorkspaceStatus, lock, read_hello,
     rss_kib, same_user, socket_path, version,
 };
 use crate::bridge::{AskClients, Bridge, Clients, StatusToClients};
@@ -485,10 +485,6 @@ impl Shared {
             workspaces,
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Write `welcome` as one line.

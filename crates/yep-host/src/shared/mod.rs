@@ -165,6 +165,11 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// A lock, taken even when a thread panicked holding it (the data is plain counts and maps).
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// This process's effective uid.
 fn my_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
