@@ -126,8 +126,17 @@ fn main() -> anyhow::Result<()> {
     let shared_only = std::env::args().any(|a| a == "--shared-only");
     // Only the yep round trips and throughput, for working on the call path (or profiling it).
     let calls_only = std::env::args().any(|a| a == "--calls-only");
-    // Another build's echo server against this one's, for working on the SDK.
     let args: Vec<String> = std::env::args().collect();
+    // One figure in a loop for about ten seconds, for a profiler to watch: `rtt` (200 B, one
+    // in flight) or `throughput` (64 in flight).
+    let profile = match args.iter().position(|a| a == "--profile") {
+        Some(i) => match args.get(i + 1).map(String::as_str) {
+            Some(what @ ("rtt" | "throughput")) => Some(what.to_owned()),
+            _ => anyhow::bail!("--profile needs `rtt` or `throughput`"),
+        },
+        None => None,
+    };
+    // Another build's echo server against this one's, for working on the SDK.
     let ab_echo = match args.iter().position(|a| a == "--ab-echo") {
         Some(i) => match args.get(i + 1) {
             Some(path) => Some(std::path::PathBuf::from(path)),
@@ -217,6 +226,23 @@ fn main() -> anyhow::Result<()> {
         r.latency("yep_rtt_200_sandboxed", percentiles(closed));
         if let Some(other) = &ab_echo {
             return ab(&mut r, &ext, other, &scratch).await;
+        }
+        if let Some(what) = &profile {
+            let until = Instant::now() + std::time::Duration::from_secs(10);
+            while Instant::now() < until {
+                if what == "rtt" {
+                    r.latency(
+                        "yep_rtt_200",
+                        percentiles(rtt(&ext, 200, 100, 10_000).await?),
+                    );
+                } else {
+                    r.rate(
+                        "yep_throughput_64",
+                        throughput(Arc::clone(&ext), 64, 60_000).await?,
+                    );
+                }
+            }
+            return anyhow::Ok(());
         }
         if calls_only {
             for bytes in PAYLOADS {
@@ -415,7 +441,7 @@ fn main() -> anyhow::Result<()> {
     rt.shutdown_background();
 
     // 6. The same decision from a process spawned per event.
-    let part = bridge_only || shared_only || calls_only || ab_echo.is_some();
+    let part = bridge_only || shared_only || calls_only || profile.is_some() || ab_echo.is_some();
     if !part {
         r.probe("spawned hooks")?;
         r.latency(

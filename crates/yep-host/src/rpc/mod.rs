@@ -551,7 +551,7 @@ impl Connection {
                 sink: Some(sink),
             })
         });
-        {
+        let alone = {
             let mut pending = self.lock_pending();
             if let Some(reason) = &pending.closed {
                 return Err(CallError::Closed(reason.clone()));
@@ -563,7 +563,14 @@ impl Connection {
                     activity: activity.clone(),
                 },
             );
-        }
+            pending.slots.len() == 1
+        };
+        // Alone in flight on a pipe, the caller reads its own answer ([`Self::spin_for_answer`]).
+        let spin = self
+            .inner
+            .pipe
+            .as_ref()
+            .filter(|p| alone && !p.spin.is_zero());
         // From here on, leaving early (drop, cancel, timeout) must forget the slot and tell
         // the server, so a late answer is dropped and the server can stop work.
         let mut guard = PendingGuard {
@@ -589,9 +596,17 @@ impl Connection {
             }
         }
 
-        if let Some(res) = self.spin_for_answer(&mut rx) {
-            guard.armed = false;
-            return res;
+        if let Some(pipe) = spin {
+            // The reader task is kept asleep while we spin, from once the request is out (a
+            // write that blocks needs the reader: a server may be writing to us meanwhile).
+            let quiet = pipe.quiet();
+            let answer = self.spin_for_answer(pipe, &mut rx);
+            // Wakes the reader for whatever is left.
+            drop(quiet);
+            if let Some(res) = answer {
+                guard.armed = false;
+                return res;
+            }
         }
 
         loop {
@@ -638,12 +653,9 @@ impl Connection {
     /// of sleeping until the reader task is woken. `None` if it did not come in time.
     fn spin_for_answer(
         &self,
+        pipe: &pipe::PipeInput,
         rx: &mut oneshot::Receiver<Result<Box<RawValue>, CallError>>,
     ) -> Option<Result<Box<RawValue>, CallError>> {
-        let pipe = self.inner.pipe.as_ref().filter(|p| !p.spin.is_zero())?;
-        if self.lock_pending().slots.len() > 1 {
-            return None;
-        }
         let until = std::time::Instant::now() + pipe.spin;
         let mut answer = None;
         loop {

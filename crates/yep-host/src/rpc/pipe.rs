@@ -4,6 +4,12 @@
 //! On an idle machine a blocked reader costs a scheduler wake-up (tens of µs on a VM, against a
 //! ~1 µs pipe hop) when the answer lands; an echo or a hook decision usually lands within
 //! microseconds, so the caller reads its own answer instead.
+//!
+//! The reader task must then not be woken at all: on two cores a worker thread woken by every
+//! answer the caller reads itself takes a core from the caller or the server (one context
+//! switch per call). On Linux the reader waits on a private epoll set holding only the pipe,
+//! and a spinning caller takes the pipe out of it while it reads ([`PipeInput::quiet`]);
+//! putting it back reports whatever arrived meanwhile, so nothing is left unread.
 
 use super::CloseReason;
 use crate::framing::{Frame, LineBuffer};
@@ -107,7 +113,11 @@ fn next(
 
 /// The read side of a pipe connection.
 pub(super) struct PipeInput {
-    fd: AsyncFd<OwnedFd>,
+    /// What the reader task waits on: the pipe's private epoll set on Linux, the pipe
+    /// elsewhere.
+    wake: AsyncFd<OwnedFd>,
+    /// The pipe, when `wake` is its epoll set.
+    pipe: Option<OwnedFd>,
     state: Mutex<LineBuffer>,
     /// How long a caller busy-polls for its answer.
     pub(super) spin: Duration,
@@ -121,12 +131,15 @@ impl PipeInput {
     /// Take over a pipe's read end (switched to non-blocking) on the current runtime.
     pub(super) fn new(fd: OwnedFd, cap: usize, spin: Duration) -> std::io::Result<PipeInput> {
         set_nonblocking(&fd)?;
+        let (waited, pipe) = wait_set(fd)?;
         // SAFETY: an `OwnedFd` stays open and always reports the same descriptor while the
         // `AsyncFd` owns it.
-        let fd = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
-            .map_err(|e| e.into_parts().1)?;
+        let wake =
+            unsafe { AsyncFd::register_with_interest(waited, tokio::io::Interest::READABLE) }
+                .map_err(|e| e.into_parts().1)?;
         Ok(PipeInput {
-            fd,
+            wake,
+            pipe,
             state: Mutex::new(LineBuffer::new(cap)),
             spin,
             released: Notify::new(),
@@ -143,7 +156,7 @@ impl PipeInput {
         mut on_line: impl FnMut(&[u8]) -> Result<(), CloseReason>,
     ) -> Option<Result<Drained, CloseReason>> {
         let mut state = self.state.try_lock().ok()?;
-        let fd = self.fd.get_ref().as_raw_fd();
+        let fd = self.raw_fd();
         let (mut lines, mut bytes) = (0usize, 0usize);
         loop {
             if lines >= LINE_BUDGET || bytes >= BYTE_BUDGET {
@@ -161,9 +174,34 @@ impl PipeInput {
     }
 
     /// The pipe's descriptor.
-    #[cfg(test)]
     pub(super) fn raw_fd(&self) -> i32 {
-        self.fd.get_ref().as_raw_fd()
+        self.pipe
+            .as_ref()
+            .unwrap_or(self.wake.get_ref())
+            .as_raw_fd()
+    }
+
+    /// Keep the reader task asleep while the caller reads its own answer: until the guard is
+    /// dropped, what lands on the pipe wakes no one (the caller is polling it). Dropping the
+    /// guard puts the pipe back, and anything that arrived meanwhile wakes the reader then.
+    /// Callers that overlap are fine: each puts the pipe back when it is done, so the last one
+    /// leaves it watched.
+    pub(super) fn quiet(&self) -> Quiet<'_> {
+        if let Some(pipe) = &self.pipe {
+            watch(self.wake.get_ref().as_raw_fd(), pipe.as_raw_fd(), false);
+        }
+        Quiet { input: self }
+    }
+
+    /// Empty the epoll set's ready list, so putting the pipe back ([`Quiet`]'s drop) reports
+    /// data already waiting: the set reports a pipe only once until it is collected here. The
+    /// reader task calls this on every wake-up, before it reads.
+    fn collect(&self) {
+        if self.pipe.is_some() {
+            let mut event = libc::epoll_event { events: 0, u64: 0 };
+            // SAFETY: the set is open while `self` lives; the one event goes to a local.
+            unsafe { libc::epoll_wait(self.wake.get_ref().as_raw_fd(), &mut event, 1, 0) };
+        }
     }
 
     /// A spinning caller is done with the buffer.
@@ -180,10 +218,11 @@ impl PipeInput {
         mut on_line: impl FnMut(&[u8]) -> Result<(), CloseReason>,
     ) -> CloseReason {
         loop {
-            let mut ready = match self.fd.readable().await {
+            let mut ready = match self.wake.readable().await {
                 Ok(ready) => ready,
                 Err(err) => return CloseReason::Io(err.to_string()),
             };
+            self.collect();
             match self.try_drain(&mut on_line) {
                 Some(Ok(Drained::Empty)) => ready.clear_ready(),
                 Some(Ok(Drained::Budget)) => {
@@ -199,6 +238,81 @@ impl PipeInput {
             }
         }
     }
+}
+
+/// While alive, the pipe is out of its epoll set ([`PipeInput::quiet`]).
+pub(super) struct Quiet<'a> {
+    input: &'a PipeInput,
+}
+
+impl Drop for Quiet<'_> {
+    fn drop(&mut self) {
+        if let Some(pipe) = &self.input.pipe {
+            // Watching again polls the pipe at once: data already waiting wakes the reader.
+            watch(
+                self.input.wake.get_ref().as_raw_fd(),
+                pipe.as_raw_fd(),
+                true,
+            );
+        }
+    }
+}
+
+/// What the reader task waits on for the pipe `fd`, and the pipe itself if that is a private
+/// epoll set holding it. Where the set cannot be made, the pipe itself.
+fn wait_set(fd: OwnedFd) -> std::io::Result<(OwnedFd, Option<OwnedFd>)> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::FromRawFd;
+        // SAFETY: a new descriptor, owned from here on.
+        let set = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if set < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `set` was just created and nothing else owns it.
+        let set = unsafe { OwnedFd::from_raw_fd(set) };
+        let mut event = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: 0,
+        };
+        // SAFETY: both descriptors are open.
+        if unsafe {
+            libc::epoll_ctl(
+                set.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                fd.as_raw_fd(),
+                &mut event,
+            )
+        } < 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((set, Some(fd)))
+    }
+    #[cfg(not(target_os = "linux"))]
+    Ok((fd, None))
+}
+
+/// Watch the pipe `fd` in its epoll set `set` for reading (edge-triggered: the reader drains
+/// it to empty), or not. Error and hang-up are reported either way. A failure changes nothing:
+/// the reader then wakes as it did.
+fn watch(set: i32, fd: i32, reading: bool) {
+    #[cfg(target_os = "linux")]
+    {
+        let events = if reading {
+            libc::EPOLLIN | libc::EPOLLET
+        } else {
+            libc::EPOLLET
+        };
+        let mut event = libc::epoll_event {
+            events: events as u32,
+            u64: 0,
+        };
+        // SAFETY: both descriptors are open while their `PipeInput` lives.
+        unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_MOD, fd, &mut event) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (set, fd, reading);
 }
 
 fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
@@ -240,7 +354,7 @@ mod tests {
     async fn drain(input: &PipeInput, expected: usize) -> Vec<usize> {
         let mut lines = Vec::new();
         while lines.len() < expected {
-            let mut ready = input.fd.readable().await.unwrap();
+            let mut ready = input.wake.readable().await.unwrap();
             input
                 .try_drain(|line| {
                     lines.push(line.len());
@@ -265,7 +379,7 @@ mod tests {
         quiet_writer.write_all(&[b'x'; 1000]).unwrap();
         quiet_writer.write_all(b"\n").unwrap();
         assert_eq!(drain(&quiet, 1).await, [1000]);
-        assert_eq!(capacity(quiet.fd.get_ref().as_raw_fd()), default);
+        assert_eq!(capacity(quiet.raw_fd()), default);
 
         // Written from a thread: it blocks until the reader drains the first 64 KiB.
         let writer = std::thread::spawn(move || {
@@ -275,6 +389,46 @@ mod tests {
         });
         assert_eq!(drain(&busy, 1).await, [200 * 1024]);
         drop(writer.join().unwrap());
-        assert_eq!(capacity(busy.fd.get_ref().as_raw_fd()), BIG_PIPE);
+        assert_eq!(capacity(busy.raw_fd()), BIG_PIPE);
+    }
+
+    /// While a caller reads for itself the reader task is not woken, and once the caller is
+    /// done whatever it left is read: also after earlier wake-ups (a set that reports the pipe
+    /// only once until collected would otherwise stay silent).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_quiet_pipe_wakes_no_reader_and_hands_over_what_is_left_once_done() {
+        use std::io::Write;
+        let (fd, mut writer) = pipe();
+        let input = std::sync::Arc::new(PipeInput::new(fd, 1 << 20, Duration::ZERO).unwrap());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let reader = {
+            let input = std::sync::Arc::clone(&input);
+            tokio::spawn(async move {
+                input
+                    .run(|line| {
+                        let _ = tx.send(line.to_vec());
+                        Ok(())
+                    })
+                    .await
+            })
+        };
+        let wait = Duration::from_secs(5);
+        for round in 0..3u8 {
+            writer.write_all(&[b'a' + round, b'\n']).unwrap();
+            let woke = tokio::time::timeout(wait, rx.recv()).await.unwrap();
+            assert_eq!(woke.unwrap(), [b'a' + round]);
+            // The reader reads on to an empty pipe before it sleeps again.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+
+            let quiet = input.quiet();
+            writer.write_all(&[b'A' + round, b'\n']).unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(rx.try_recv().is_err(), "round {round}: the reader woke");
+            drop(quiet);
+            let left = tokio::time::timeout(wait, rx.recv()).await.unwrap();
+            assert_eq!(left.unwrap(), [b'A' + round], "round {round}");
+        }
+        drop(writer);
+        assert!(matches!(reader.await.unwrap(), CloseReason::Eof));
     }
 }
