@@ -8,8 +8,9 @@
 //! The reader task must then not be woken at all: on two cores a worker thread woken by every
 //! answer the caller reads itself takes a core from the caller or the server (one context
 //! switch per call). On Linux the reader waits on a private epoll set holding only the pipe,
-//! and a spinning caller takes the pipe out of it while it reads ([`PipeInput::quiet`]);
-//! putting it back reports whatever arrived meanwhile, so nothing is left unread.
+//! and a spinning caller stops the set watching the pipe while it reads
+//! ([`PipeInput::quiet`]); watching again reports whatever arrived meanwhile, so nothing is
+//! left unread.
 
 use super::CloseReason;
 use crate::framing::{Frame, LineBuffer};
@@ -182,10 +183,10 @@ impl PipeInput {
     }
 
     /// Keep the reader task asleep while the caller reads its own answer: until the guard is
-    /// dropped, what lands on the pipe wakes no one (the caller is polling it). Dropping the
-    /// guard puts the pipe back, and anything that arrived meanwhile wakes the reader then.
-    /// Callers that overlap are fine: each puts the pipe back when it is done, so the last one
-    /// leaves it watched.
+    /// dropped, what lands on the pipe wakes no one (the caller is polling it); an error or a
+    /// hang-up still does. Dropping the guard watches the pipe again, and anything that
+    /// arrived meanwhile wakes the reader then. Callers that overlap are fine: each watches
+    /// it again when it is done, so the last one leaves it watched.
     pub(super) fn quiet(&self) -> Quiet<'_> {
         if let Some(pipe) = &self.pipe {
             watch(self.wake.get_ref().as_raw_fd(), pipe.as_raw_fd(), false);
@@ -197,6 +198,7 @@ impl PipeInput {
     /// data already waiting: the set reports a pipe only once until it is collected here. The
     /// reader task calls this on every wake-up, before it reads.
     fn collect(&self) {
+        #[cfg(target_os = "linux")]
         if self.pipe.is_some() {
             let mut event = libc::epoll_event { events: 0, u64: 0 };
             // SAFETY: the set is open while `self` lives; the one event goes to a local.
@@ -240,7 +242,7 @@ impl PipeInput {
     }
 }
 
-/// While alive, the pipe is out of its epoll set ([`PipeInput::quiet`]).
+/// While alive, the pipe's epoll set does not watch it for reading ([`PipeInput::quiet`]).
 pub(super) struct Quiet<'a> {
     input: &'a PipeInput,
 }
@@ -259,7 +261,7 @@ impl Drop for Quiet<'_> {
 }
 
 /// What the reader task waits on for the pipe `fd`, and the pipe itself if that is a private
-/// epoll set holding it. Where the set cannot be made, the pipe itself.
+/// epoll set holding it (Linux); elsewhere the pipe itself.
 fn wait_set(fd: OwnedFd) -> std::io::Result<(OwnedFd, Option<OwnedFd>)> {
     #[cfg(target_os = "linux")]
     {
