@@ -435,6 +435,106 @@ fn a_host_killed_mid_call_fails_the_call_at_once_and_the_next_call_starts_a_new_
     s.close();
 }
 
+/// Install the Python and TypeScript SDKs' example servers in `home` as `py` and `js`.
+fn add_sdk_servers(home: &Path, src: &Path) {
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../sdk")
+        .canonicalize()
+        .unwrap();
+    let servers = [
+        (
+            "py",
+            "python3",
+            sdk.join("python/examples/echo_server.py"),
+            sdk.join("python"),
+        ),
+        (
+            "js",
+            "node",
+            sdk.join("typescript/examples/echo-server.js"),
+            sdk.join("typescript"),
+        ),
+    ];
+    for (name, program, script, lib) in servers {
+        let tools = json!([
+            {"name": "echo", "description": "echo",
+             "schema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+            {"name": "count", "description": "count",
+             "schema": {"type": "object", "properties": {
+                 "n": {"type": "integer"}, "interval_ms": {"type": "integer"}}}}
+        ]);
+        let manifest = json!({"name": name, "version": "1.0.0", "description": "an SDK example",
+            "yolop": {"capabilityServer": {"command": program, "args": [script]}, "tools": tools},
+            "sandbox": {"read": [lib]}});
+        let dir = src.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+        ok(&yep_with_stdin(
+            home,
+            &["install", dir.to_str().unwrap(), "--yes"],
+            "",
+        ));
+        ok(&yep_with_stdin(home, &["enable", name], ""));
+    }
+}
+
+/// The Python and TypeScript SDKs, like the Rust one: a server whose shared host is killed
+/// while it works sees its stdin close and exits, though its stderr is gone too (a note to a
+/// dead stderr must neither crash it into a loop nor keep it alive).
+#[test]
+fn python_and_node_servers_of_a_killed_host_exit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = home_with(tmp.path(), "");
+    add_sdk_servers(&home, &tmp.path().join("src"));
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut s = Session::start(&home, &ws, &[], false);
+    let tools = s.tools();
+    let named = |server: &str, tool: &str| {
+        tools
+            .iter()
+            .find(|t| t.contains(server) && t.ends_with(tool))
+            .unwrap_or_else(|| panic!("no {server} {tool} in {tools:?}"))
+            .clone()
+    };
+    for server in ["py", "js"] {
+        let tool = named(server, "echo");
+        assert_eq!(echoed(&s.call(&tool, json!({"text": server}))), server);
+    }
+    let before = status(&home);
+    let host = before["pid"].as_u64().unwrap();
+    let servers: Vec<(String, u64)> = pids(&before, &ws)
+        .into_iter()
+        .filter(|(n, _)| n == "py" || n == "js")
+        .collect();
+    assert_eq!(servers.len(), 2, "{before}");
+    // Both busy when the host dies: a call each that would take 20 s.
+    let calls: Vec<u64> = ["py", "js"]
+        .iter()
+        .map(|server| {
+            s.request(
+                "tools/call",
+                json!({"name": named(server, "count"), "arguments": {"n": 200, "interval_ms": 100}}),
+            )
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: a signal to the host this test started (through its session).
+    assert_eq!(unsafe { libc::kill(host as i32, libc::SIGKILL) }, 0);
+    for call in calls {
+        let failed = s.wait(call, Duration::from_secs(5));
+        assert!(failed["error"].is_object(), "{failed}");
+    }
+    for (name, pid) in servers {
+        wait_until(
+            &format!("the orphaned {name} server exits"),
+            Duration::from_secs(10),
+            || !alive(pid),
+        );
+    }
+    s.close();
+}
+
 #[test]
 fn an_idle_server_is_stopped_shown_idle_and_started_again_and_an_unused_host_exits() {
     let tmp = tempfile::tempdir().unwrap();
