@@ -131,8 +131,13 @@ impl Session {
         id
     }
 
-    /// The answer to request `id`, keeping what else came in `seen`.
+    /// The answer to request `id`, keeping what else came in `seen` (where an answer that
+    /// came while another was awaited is found first).
     fn wait(&mut self, id: u64, within: Duration) -> Value {
+        let answers = |line: &Value| line["id"] == json!(id) && line.get("method").is_none();
+        if let Some(at) = self.seen.iter().position(answers) {
+            return self.seen.remove(at);
+        }
         let deadline = Instant::now() + within;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -142,7 +147,7 @@ impl Session {
                     self.seen
                 )
             });
-            if line["id"] == json!(id) && line.get("method").is_none() {
+            if answers(&line) {
                 return line;
             }
             self.seen.push(line);
