@@ -419,8 +419,11 @@ mod tests {
             writer.write_all(&[b'a' + round, b'\n']).unwrap();
             let woke = tokio::time::timeout(wait, rx.recv()).await.unwrap();
             assert_eq!(woke.unwrap(), [b'a' + round]);
-            // The reader reads on to an empty pipe before it sleeps again.
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            // The reader reads on to an empty pipe before it sleeps again: wait until it has
+            // let go of the buffer.
+            while input.state.try_lock().is_err() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
 
             let quiet = input.quiet();
             writer.write_all(&[b'A' + round, b'\n']).unwrap();
