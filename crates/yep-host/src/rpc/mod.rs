@@ -596,17 +596,9 @@ impl Connection {
             }
         }
 
-        if let Some(pipe) = spin {
-            // The reader task is kept asleep while we spin, from once the request is out (a
-            // write that blocks needs the reader: a server may be writing to us meanwhile).
-            let quiet = pipe.quiet();
-            let answer = self.spin_for_answer(pipe, &mut rx);
-            // Wakes the reader for whatever is left.
-            drop(quiet);
-            if let Some(res) = answer {
-                guard.armed = false;
-                return res;
-            }
+        if let Some(res) = spin.and_then(|pipe| self.spin_for_answer(pipe, &mut rx)) {
+            guard.armed = false;
+            return res;
         }
 
         loop {
@@ -650,12 +642,16 @@ impl Connection {
     }
 
     /// Alone in flight on a pipe: read the answer ourselves for up to the spin window instead
-    /// of sleeping until the reader task is woken. `None` if it did not come in time.
+    /// of sleeping until the reader task is woken. `None` if it did not come in time. Called
+    /// once the request is out: the reader task is kept asleep only from then on, since a
+    /// write that blocks needs it (a server may be writing to us meanwhile).
     fn spin_for_answer(
         &self,
         pipe: &pipe::PipeInput,
         rx: &mut oneshot::Receiver<Result<Box<RawValue>, CallError>>,
     ) -> Option<Result<Box<RawValue>, CallError>> {
+        // Dropped on the way out: the buffer goes back and the reader wakes for what is left.
+        let _spinning = pipe.quiet();
         let until = std::time::Instant::now() + pipe.spin;
         let mut answer = None;
         loop {
@@ -680,7 +676,6 @@ impl Connection {
             }
             std::hint::spin_loop();
         }
-        pipe.release();
         answer
     }
 

@@ -182,11 +182,12 @@ impl PipeInput {
             .as_raw_fd()
     }
 
-    /// Keep the reader task asleep while the caller reads its own answer: until the guard is
-    /// dropped, what lands on the pipe wakes no one (the caller is polling it); an error or a
-    /// hang-up still does. Dropping the guard watches the pipe again, and anything that
-    /// arrived meanwhile wakes the reader then. Callers that overlap are fine: each watches
-    /// it again when it is done, so the last one leaves it watched.
+    /// A caller starts reading its own answer: until the guard is dropped, what lands on the
+    /// pipe wakes no one (the caller is polling it); an error or a hang-up still does.
+    /// Dropping the guard hands the buffer back to a reader task waiting for it and watches
+    /// the pipe again, so anything that arrived meanwhile wakes the reader then. Callers that
+    /// overlap are fine: each watches it again when it is done, so the last one leaves it
+    /// watched.
     pub(super) fn quiet(&self) -> Quiet<'_> {
         if let Some(pipe) = &self.pipe {
             watch(self.wake.get_ref().as_raw_fd(), pipe.as_raw_fd(), false);
@@ -204,12 +205,6 @@ impl PipeInput {
             // SAFETY: the set is open while `self` lives; the one event goes to a local.
             unsafe { libc::epoll_wait(self.wake.get_ref().as_raw_fd(), &mut event, 1, 0) };
         }
-    }
-
-    /// A spinning caller is done with the buffer.
-    pub(super) fn release(&self) {
-        // A stored permit if the reader is not waiting: never a lost wake-up, never a syscall.
-        self.released.notify_one();
     }
 
     /// The reader task: wait for readiness, drain, repeat, until the stream ends. After each
@@ -242,13 +237,17 @@ impl PipeInput {
     }
 }
 
-/// While alive, the pipe's epoll set does not watch it for reading ([`PipeInput::quiet`]).
+/// A caller reading its own answer: while alive, the pipe's epoll set does not watch the pipe
+/// for reading ([`PipeInput::quiet`]).
 pub(super) struct Quiet<'a> {
     input: &'a PipeInput,
 }
 
 impl Drop for Quiet<'_> {
     fn drop(&mut self) {
+        // The caller is done with the buffer. A stored permit if the reader is not waiting:
+        // never a lost wake-up, never a syscall.
+        self.input.released.notify_one();
         if let Some(pipe) = &self.input.pipe {
             // Watching again polls the pipe at once: data already waiting wakes the reader.
             watch(
