@@ -213,7 +213,9 @@ pub fn result_line<R: Serialize>(id: u64, result: &R) -> String {
 /// `{"id":N,"result":R}` for a result that is a `Value`: [`result_line`]'s text, written by
 /// [`crate::json`] (a big result's strings are the cost of an answer).
 pub fn value_result_line(id: u64, result: &Value) -> String {
-    let mut out = Vec::with_capacity(32);
+    // Room for a small result (and the newline the wire adds) at once: growing from a few
+    // bytes would copy it several times.
+    let mut out = Vec::with_capacity(512);
     out.extend_from_slice(b"{\"id\":");
     write_u64(&mut out, id);
     out.extend_from_slice(b",\"result\":");
@@ -231,7 +233,8 @@ pub fn tool_call_line(id: u64, params: &crate::ToolCallParams) -> String {
         name,
         args,
     } = params;
-    let mut out = Vec::with_capacity(64);
+    // Room for the envelope and small arguments (and the newline the wire adds) at once.
+    let mut out = Vec::with_capacity(512 + tool_call_id.len() + name.len());
     out.extend_from_slice(b"{\"id\":");
     write_u64(&mut out, id);
     out.extend_from_slice(b",\"method\":");

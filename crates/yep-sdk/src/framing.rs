@@ -92,7 +92,15 @@ pub(crate) struct SpinStdin {
     nonblocking: bool,
     spin: std::time::Duration,
     spin_next: bool,
+    /// The last wait for input was shorter than the spin window (or nothing was waited for).
+    came_quickly: bool,
+    /// Waits that slept instead of spinning since the last spin.
+    slept: u32,
 }
+
+/// After this many waits that slept because the one before was long, one spins again.
+#[cfg(unix)]
+const PROBE_EVERY: u32 = 8;
 
 #[cfg(unix)]
 impl SpinStdin {
@@ -109,6 +117,8 @@ impl SpinStdin {
             nonblocking: false,
             spin,
             spin_next: true,
+            came_quickly: true,
+            slept: 0,
         };
         #[cfg(target_os = "linux")]
         if !spin.is_zero() && is_pipe(fd.as_raw_fd()) {
@@ -133,10 +143,24 @@ impl SpinStdin {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         use std::os::fd::AsRawFd;
         let fd = self.fd.as_raw_fd();
-        let spin = self.spin_next && !self.spin.is_zero();
-        let mut until = None;
+        // Spinning pays when input comes within the window, as it did last time. When the
+        // last wait outlasted it (the host is busy with a batch of answers), a spin now
+        // would only take the CPU the host needs, so this wait sleeps, and is timed in turn;
+        // every few sleeps one spins anyway, since a sleeper's wake-up alone may outlast the
+        // window when the next line was in fact quick.
+        let mut spin = self.spin_next && !self.spin.is_zero();
+        if spin && !self.came_quickly {
+            self.slept += 1;
+            spin = self.slept >= PROBE_EVERY;
+        }
+        if spin {
+            self.slept = 0;
+        }
+        let mut waited: Option<std::time::Instant> = None;
         if spin && !self.nonblocking {
-            let until = std::time::Instant::now() + self.spin;
+            let now = std::time::Instant::now();
+            waited = Some(now);
+            let until = now + self.spin;
             while std::time::Instant::now() < until && !poll(fd, 0)? {
                 std::hint::spin_loop();
             }
@@ -145,6 +169,9 @@ impl SpinStdin {
             // SAFETY: reading into a buffer we hold exclusively, at most its length.
             let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
             if n >= 0 {
+                if let Some(since) = waited {
+                    self.came_quickly = since.elapsed() < self.spin;
+                }
                 return Ok(n as usize);
             }
             let err = io::Error::last_os_error();
@@ -152,7 +179,8 @@ impl SpinStdin {
                 io::ErrorKind::Interrupted => {}
                 io::ErrorKind::WouldBlock => {
                     let now = std::time::Instant::now();
-                    if spin && now < *until.get_or_insert(now + self.spin) {
+                    let since = *waited.get_or_insert(now);
+                    if spin && now < since + self.spin {
                         std::hint::spin_loop();
                     } else {
                         poll(fd, -1)?;
@@ -197,7 +225,9 @@ fn poll(fd: i32, timeout_ms: i32) -> io::Result<bool> {
 
 /// The wire: whole lines, never interleaved. Lines sent while another thread is writing are
 /// queued and go out with its next write (group commit): under many answers at once, one
-/// `write` carries many lines instead of one each.
+/// `write` carries many lines instead of one each. The reader, running quick requests from
+/// input it already holds, also [corks](Wire::cork) the wire: their answers queue and go out
+/// in one write before it next waits for input.
 pub(crate) struct Wire {
     out: Mutex<Box<dyn Write + Send>>,
     queued: Mutex<Queued>,
@@ -205,10 +235,12 @@ pub(crate) struct Wire {
 
 #[derive(Default)]
 struct Queued {
-    /// Lines waiting for the writing thread, each with its newline.
+    /// Lines waiting for the writing thread or the cork, each with its newline.
     bytes: Vec<u8>,
     /// A thread is writing; it writes what is queued before it stops.
     writing: bool,
+    /// Held back until [`Wire::uncork`].
+    corked: bool,
 }
 
 impl Wire {
@@ -220,19 +252,49 @@ impl Wire {
     }
 
     /// Send one line: written now (the line and its newline in one write), or, while another
-    /// thread writes, queued for its next write. A failed write means the host is gone; the
-    /// reader sees EOF next, so the error is reported to stderr and otherwise dropped.
+    /// thread writes or the wire is corked, queued for the next write. A failed write means
+    /// the host is gone; the reader sees EOF next, so the error is reported to stderr and
+    /// otherwise dropped.
     pub(crate) fn send(&self, line: String) {
         let mut batch = line.into_bytes();
         batch.push(b'\n');
         {
             let mut queued = lock(&self.queued);
-            if queued.writing {
+            if queued.writing || queued.corked {
                 queued.bytes.extend_from_slice(&batch);
                 return;
             }
             queued.writing = true;
         }
+        self.write_out(batch);
+    }
+
+    /// Hold lines back until [`Wire::uncork`]. Only the reader corks, and only while it runs
+    /// requests from input it holds; it uncorks before anything that may wait (reading the
+    /// pipe, a slow request, the end), so a held line waits for quick work only.
+    pub(crate) fn cork(&self) {
+        lock(&self.queued).corked = true;
+    }
+
+    /// Write what the cork held back, unless another thread is writing (it takes them).
+    pub(crate) fn uncork(&self) {
+        let batch = {
+            let mut queued = lock(&self.queued);
+            if !queued.corked {
+                return;
+            }
+            queued.corked = false;
+            if queued.writing || queued.bytes.is_empty() {
+                return;
+            }
+            queued.writing = true;
+            std::mem::take(&mut queued.bytes)
+        };
+        self.write_out(batch);
+    }
+
+    /// The writing thread: write `batch`, then whatever was queued meanwhile, until nothing is.
+    fn write_out(&self, mut batch: Vec<u8>) {
         // `writing` is given back however this thread leaves, even by a panic: otherwise
         // every later line would queue behind a writer that is gone, and `drain` would wait
         // for it forever.
@@ -261,6 +323,7 @@ impl Wire {
     /// Wait until every line sent so far is written (the server is about to exit), for at
     /// most [`DRAIN_WAIT`]: a host that stopped reading cannot hold the exit up.
     pub(crate) fn drain(&self) {
+        self.uncork();
         let deadline = std::time::Instant::now() + DRAIN_WAIT;
         while std::time::Instant::now() < deadline {
             {
@@ -429,6 +492,46 @@ mod tests {
         ));
         writer.join().unwrap();
         assert!(matches!(read(&mut r, &mut lines), Line::Eof));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn after_a_wait_longer_than_the_window_stdin_sleeps_and_spins_again_every_few_waits() {
+        use std::os::fd::AsFd;
+        let (read_end, mut write_end) = std::io::pipe().unwrap();
+        let window = std::time::Duration::from_millis(100);
+        let mut stdin = SpinStdin::reopen(read_end.as_fd(), window).unwrap();
+        drop(read_end);
+        let mut buf = [0u8; 16];
+        let late = |mut w: std::io::PipeWriter, after: std::time::Duration| {
+            std::thread::spawn(move || {
+                std::thread::sleep(after);
+                w.write_all(b"x").unwrap();
+                w
+            })
+        };
+        // A line that comes past the window: the next waits sleep.
+        let writer = late(write_end, 3 * window);
+        assert_eq!(stdin.read(&mut buf).unwrap(), 1);
+        write_end = writer.join().unwrap();
+        assert!(!stdin.came_quickly);
+        // Lines already there cost no wait and change nothing; each counts as a wait that
+        // did not spin, and the eighth spins again.
+        for slept in 1..PROBE_EVERY {
+            write_end.write_all(b"y").unwrap();
+            assert_eq!(stdin.read(&mut buf).unwrap(), 1);
+            assert_eq!(stdin.slept, slept);
+            assert!(!stdin.came_quickly);
+        }
+        let writer = late(write_end, std::time::Duration::from_millis(1));
+        assert_eq!(stdin.read(&mut buf).unwrap(), 1);
+        assert_eq!(stdin.slept, 0, "the probe spun");
+        assert!(
+            stdin.came_quickly,
+            "a line within the window brings spinning back"
+        );
+        drop(writer.join().unwrap());
+        assert_eq!(stdin.read(&mut buf).unwrap(), 0);
     }
 
     #[cfg(unix)]

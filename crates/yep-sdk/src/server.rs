@@ -388,8 +388,22 @@ struct Job {
 
 /// The input side, touched only by the thread that holds the reader role.
 struct Input {
-    reader: BufReader<Source>,
+    reader: BufReader<Feed>,
     lines: LineBuffer,
+}
+
+/// The serve loop's input. Before it waits on the source, the lines the wire held back for the
+/// reader ([`Wire::cork`]) go out: the host may be waiting for them before it sends more.
+struct Feed {
+    source: Source,
+    shared: Arc<Shared>,
+}
+
+impl Read for Feed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.shared.wire.uncork();
+        self.source.read(buf)
+    }
 }
 
 /// How long a reader role may stay reserved for the thread running the request it read.
@@ -483,7 +497,7 @@ impl Core {
             })
             .ok();
         Core {
-            shared,
+            shared: Arc::clone(&shared),
             handlers: Handlers {
                 name: server.name,
                 instructions: server.instructions,
@@ -499,7 +513,13 @@ impl Core {
             ordered: Mutex::new(Some(tx)),
             ordered_thread: Mutex::new(ordered_thread),
             input: Mutex::new(Input {
-                reader: BufReader::with_capacity(64 * 1024, input),
+                reader: BufReader::with_capacity(
+                    64 * 1024,
+                    Feed {
+                        source: input,
+                        shared,
+                    },
+                ),
                 lines: LineBuffer::new(server.max_frame_bytes),
             }),
             engine: Mutex::new(Engine::default()),
@@ -575,7 +595,11 @@ impl Core {
                 }
             };
             match task {
-                Task::Run(job) => self.execute(job),
+                Task::Run(job) => {
+                    // No reader is running quick work now: nothing may wait behind this job.
+                    self.shared.wire.uncork();
+                    self.execute(job)
+                }
                 Task::Read => self.read(),
             }
         }
@@ -589,7 +613,10 @@ impl Core {
             let Input { reader, lines } = &mut *input;
             // Spin only while nothing runs: a polling reader would take the CPU a running
             // request needs (a host may have only two).
-            reader.get_mut().set_spin(lock(&self.engine).running == 0);
+            reader
+                .get_mut()
+                .source
+                .set_spin(lock(&self.engine).running == 0);
             let max_frame = lines.cap();
             let line = match read_line_capped(reader, lines) {
                 Ok(line) => line,
@@ -640,8 +667,9 @@ impl Core {
                     // first: waking a thread for it would cost more than the run (and on a
                     // two-core host, the CPU the host needs), and if it is slow this time the
                     // standby takes the role when the delay is up.
-                    let deferred =
-                        input.reader.buffer().is_empty() || self.handlers.was_quick(&job.request);
+                    let quick = self.handlers.was_quick(&job.request);
+                    let buffered = !input.reader.buffer().is_empty();
+                    let deferred = !buffered || quick;
                     if deferred {
                         let now = Instant::now();
                         engine.handoff_at = Some(now + HANDOFF_DELAY);
@@ -652,6 +680,14 @@ impl Core {
                     let spare = engine.idle > 0;
                     drop(engine);
                     drop(input);
+                    // Quick work on input already here: its answer waits for the others'
+                    // and they go out in one write, before the reader next waits for input.
+                    // Anything else may take a while, so what was held goes out now.
+                    if quick && buffered {
+                        self.shared.wire.cork();
+                    } else {
+                        self.shared.wire.uncork();
+                    }
                     if wake && spare {
                         self.work.notify_one();
                     } else if wake {
@@ -703,12 +739,11 @@ impl Core {
             request_id: id,
             cancel,
         };
-        let method = request.method().to_string();
-        let result = catch_unwind(AssertUnwindSafe(|| self.handlers.run(request, &ctx)))
+        let result = catch_unwind(AssertUnwindSafe(|| self.handlers.run(&request, &ctx)))
             .unwrap_or_else(|_| {
                 Err(ErrorObject::new(
                     ErrorCode::INTERNAL_ERROR,
-                    format!("handler for {method} panicked"),
+                    format!("handler for {} panicked", request.method()),
                 ))
             });
         // Whoever removes the entry answers: a cancelled call was already answered.
@@ -809,6 +844,7 @@ impl Core {
     /// `cancelled` so every request gets exactly one answer, let the notification handlers
     /// finish what already arrived (a session's last trace events), then release every thread.
     fn end(&self) {
+        self.shared.wire.uncork();
         let deadline = Instant::now() + EOF_GRACE;
         while Instant::now() < deadline && !lock(&self.inflight).is_empty() {
             std::thread::sleep(Duration::from_millis(2));
@@ -932,7 +968,7 @@ impl Handlers {
         run_time.is_some_and(RunTime::quick)
     }
 
-    fn run(&self, request: HostRequest, ctx: &Context) -> Result<Value, ErrorObject> {
+    fn run(&self, request: &HostRequest, ctx: &Context) -> Result<Value, ErrorObject> {
         match request {
             HostRequest::ToolCall(call) => match self.tools.get(&call.name) {
                 Some(tool) => tool
@@ -944,7 +980,7 @@ impl Handlers {
             HostRequest::HookFire(fire) => {
                 let decision = self
                     .hook_run
-                    .time(|| self.hook.as_ref().map(|h| h(&fire)).unwrap_or_default());
+                    .time(|| self.hook.as_ref().map(|h| h(fire)).unwrap_or_default());
                 Ok(json!(decision))
             }
             HostRequest::PromptContribution => {

@@ -36,6 +36,10 @@ use yep_protocol::{
 /// added when the manifest grants them.
 pub const HOST_CAPABILITIES: &[&str] = &["streaming", "cancel"];
 
+/// The sink of a tool call nobody watches: one for every such call, not one each.
+static IGNORE_PROGRESS: std::sync::LazyLock<crate::capability::UpdateSink> =
+    std::sync::LazyLock::new(|| Arc::new(|_: &Progress| {}));
+
 /// The YEP 1.0 dialect.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Yep;
@@ -292,7 +296,8 @@ impl Peer for YepPeer {
         };
         let opts = CallOptions {
             timeout: Some(timeout),
-            updates: Some(call.updates.unwrap_or_else(|| Arc::new(|_: &Progress| {}))),
+            // A sink even when nobody listens: progress then still pushes the timeout out.
+            updates: Some(call.updates.unwrap_or_else(|| Arc::clone(&IGNORE_PROGRESS))),
             cancel: call.cancel,
         };
         Box::pin(async move {

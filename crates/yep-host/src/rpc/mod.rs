@@ -1,8 +1,9 @@
 //! A multiplexed, wire-neutral connection over any async reader/writer pair.
 //!
-//! The caller's task writes its request line itself (under a lock) and awaits a oneshot; one
-//! reader task resolves that oneshot directly when the response arrives. That keeps a call to
-//! one hop each way. The dialect's [`Codec`] reads each line: a response, progress for a call
+//! The caller's task writes its request line itself and awaits a oneshot; one reader task
+//! resolves that oneshot directly when the response arrives. That keeps a call to one hop each
+//! way. Lines sent while another caller writes join that caller's next write
+//! ([`Connection::write_line`]), so many calls at once share writes. The dialect's [`Codec`] reads each line: a response, progress for a call
 //! (routed by id to the call's update sink; it counts as activity for its timeout), or a
 //! notification or request from the server, which go to a [`Handler`]. The codec also writes
 //! answers and cancels; the dialect renders its own requests. This module knows no method
@@ -290,15 +291,56 @@ impl std::fmt::Debug for ConnectionOptions {
 
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 
-struct Slot {
-    tx: oneshot::Sender<Result<Box<RawValue>, CallError>>,
-    /// Micros since `Inner::epoch` of the last activity on this call.
-    activity: Option<Arc<Activity>>,
+/// The lines on their way to the server. One caller at a time writes (it holds the role);
+/// lines sent meanwhile queue here and go out with its next write, in the order they came.
+#[derive(Default)]
+struct Outbox {
+    /// Queued lines, each with its newline. Empty whenever nobody holds the role.
+    bytes: Vec<u8>,
+    /// Someone holds the writing role: it writes what is queued before it lets go.
+    writing: bool,
+    /// A write failed: the stream is gone, and every later line fails the same way.
+    broken: Option<String>,
 }
 
-struct Activity {
-    last_micros: AtomicU64,
+struct Slot {
+    tx: oneshot::Sender<Result<Box<RawValue>, CallError>>,
+    /// Where this call's progress goes; with one, progress also pushes its timeout out.
     sink: Option<UpdateSink>,
+    /// Micros since `Inner::epoch` of the last activity on this call (with a sink).
+    last_micros: u64,
+}
+
+/// A call's deadline. Its timer is made and armed only when first polled: a call whose
+/// write is done at once and whose answer its caller reads itself costs no timer.
+struct Deadline<'a> {
+    at: Option<Instant>,
+    timer: std::pin::Pin<&'a mut Option<tokio::time::Sleep>>,
+}
+
+impl Deadline<'_> {
+    /// Resolves once the deadline passes; never without one.
+    fn passed(&mut self) -> impl Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| {
+            let Some(at) = self.at else {
+                return std::task::Poll::Pending;
+            };
+            if self.timer.is_none() {
+                self.timer.set(Some(tokio::time::sleep_until(at)));
+            }
+            match self.timer.as_mut().as_pin_mut() {
+                Some(timer) => timer.poll(cx),
+                None => std::task::Poll::Pending,
+            }
+        })
+    }
+
+    fn push_to(&mut self, at: Instant) {
+        self.at = Some(at);
+        if let Some(timer) = self.timer.as_mut().as_pin_mut() {
+            timer.reset(at);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -310,6 +352,8 @@ struct Pending {
 struct Inner {
     label: String,
     writer: tokio::sync::Mutex<Option<Writer>>,
+    /// Lines waiting for the caller that is writing ([`Connection::write_line`]).
+    outbox: Mutex<Outbox>,
     pending: Mutex<Pending>,
     next_id: AtomicU64,
     epoch: Instant,
@@ -414,6 +458,7 @@ impl Connection {
             inner: Arc::new(Inner {
                 label: opts.label.clone(),
                 writer: tokio::sync::Mutex::new(Some(writer)),
+                outbox: Mutex::new(Outbox::default()),
                 pending: Mutex::new(Pending::default()),
                 next_id: AtomicU64::new(1),
                 epoch: Instant::now(),
@@ -489,47 +534,124 @@ impl Connection {
 
     /// Close our writing half: the server sees EOF on stdin.
     pub async fn close_write(&self) {
-        if let Some(mut w) = self.inner.writer.lock().await.take() {
-            let _ = w.shutdown().await;
+        // Lines already sent or queued go out first: wait for the writing role to be free
+        // while holding the writer, so no line is queued behind a writer that is gone.
+        let mut first = true;
+        loop {
+            let mut guard = self.inner.writer.lock().await;
+            if !self.lock_outbox().writing {
+                if let Some(mut w) = guard.take() {
+                    let _ = w.shutdown().await;
+                }
+                return;
+            }
+            // The role's holder has not taken the writer yet (it lets other tasks run first).
+            drop(guard);
+            if std::mem::take(&mut first) {
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
         }
     }
 
-    /// Write one line. If this future is dropped part-way (a timeout, a cancel), the peer
-    /// may hold half a line, so the connection is closed rather than reused.
-    async fn write_line(&self, line: String) -> Result<(), CallError> {
-        let mut guard = self.inner.writer.lock().await;
-        let Some(w) = guard.as_mut() else {
-            return Err(CallError::Write(
-                "the connection is closed for writing".into(),
-            ));
-        };
+    fn lock_outbox(&self) -> std::sync::MutexGuard<'_, Outbox> {
+        self.inner.outbox.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Write one line, or queue it behind the caller that is writing (it goes out with that
+    /// caller's next write). With `batch` (other calls are in flight), a caller that takes the
+    /// writing role first lets the runtime's other ready tasks run, so the requests they send
+    /// meanwhile share its `write`: under many calls at once, one write and one wake-up of the
+    /// server carry many lines.
+    ///
+    /// If this future is dropped part-way through a write (a timeout, a cancel), the peer may
+    /// hold half a line, so the connection is closed rather than reused; dropped before its
+    /// write began, it hands what is queued to a task of its own.
+    async fn write_line(&self, line: String, batch: bool) -> Result<(), CallError> {
         if let Some(tap) = &self.inner.tap {
             tap(true, line.as_bytes());
         }
         let mut bytes = line.into_bytes();
         bytes.push(b'\n');
-        if bytes.len() > pipe::GROW_AT
-            && let Some((fd, grown)) = &self.inner.stdin_pipe
         {
-            // The writer holding this fd is alive: we hold its lock and it is `Some`.
-            pipe::grow(*fd, grown);
+            let mut outbox = self.lock_outbox();
+            if let Some(err) = &outbox.broken {
+                return Err(CallError::Write(err.clone()));
+            }
+            if outbox.writing {
+                outbox.bytes.extend_from_slice(&bytes);
+                return Ok(());
+            }
+            outbox.writing = true;
+            outbox.bytes = bytes;
         }
-        let mut torn = TornWrite {
+        let mut role = WritingRole {
             conn: self,
-            armed: true,
+            held: true,
         };
-        let res = async {
-            w.write_all(&bytes).await?;
-            w.flush().await
+        if batch {
+            tokio::task::yield_now().await;
         }
-        .await;
-        torn.armed = false;
-        res.map_err(|e| CallError::Write(e.to_string()))
+        let res = self.write_queued().await;
+        role.held = false;
+        res
+    }
+
+    /// The writing role: write what is queued, then what was queued meanwhile, until nothing
+    /// is, and let go of the role.
+    async fn write_queued(&self) -> Result<(), CallError> {
+        let mut guard = self.inner.writer.lock().await;
+        let mut batch = Vec::new();
+        loop {
+            {
+                let mut outbox = self.lock_outbox();
+                // The written batch's buffer takes the next lines' place.
+                batch.clear();
+                std::mem::swap(&mut batch, &mut outbox.bytes);
+                if batch.is_empty() {
+                    outbox.writing = false;
+                    return Ok(());
+                }
+            }
+            let Some(w) = guard.as_mut() else {
+                return Err(self.broken("the connection is closed for writing".into()));
+            };
+            if batch.len() > pipe::GROW_AT
+                && let Some((fd, grown)) = &self.inner.stdin_pipe
+            {
+                // The writer holding this fd is alive: we hold its lock and it is `Some`.
+                pipe::grow(*fd, grown);
+            }
+            let mut torn = TornWrite {
+                conn: self,
+                armed: true,
+            };
+            let res = async {
+                w.write_all(&batch).await?;
+                w.flush().await
+            }
+            .await;
+            torn.armed = false;
+            if let Err(err) = res {
+                return Err(self.broken(err.to_string()));
+            }
+        }
+    }
+
+    /// A write failed or cannot happen: every line queued or sent from now on fails the same
+    /// way (the answers of those already queued never come; the reader sees the end).
+    fn broken(&self, why: String) -> CallError {
+        let mut outbox = self.lock_outbox();
+        outbox.broken = Some(why.clone());
+        outbox.writing = false;
+        outbox.bytes = Vec::new();
+        CallError::Write(why)
     }
 
     /// Send a line that expects no answer (a notification, rendered by the dialect).
     pub async fn send(&self, line: String) -> Result<(), CallError> {
-        self.write_line(line).await
+        self.write_line(line, false).await
     }
 
     /// Send a request and wait for its result, as the JSON text the server wrote. `render`
@@ -545,22 +667,22 @@ impl Connection {
             .codec
             .id(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, mut rx) = oneshot::channel();
-        let activity = opts.updates.clone().map(|sink| {
-            Arc::new(Activity {
-                last_micros: AtomicU64::new(self.micros()),
-                sink: Some(sink),
-            })
-        });
         let alone = {
             let mut pending = self.lock_pending();
             if let Some(reason) = &pending.closed {
                 return Err(CallError::Closed(reason.clone()));
             }
+            let last_micros = if opts.updates.is_some() {
+                self.micros()
+            } else {
+                0
+            };
             pending.slots.insert(
                 id.clone(),
                 Slot {
                     tx,
-                    activity: activity.clone(),
+                    sink: opts.updates.clone(),
+                    last_micros,
                 },
             );
             pending.slots.len() == 1
@@ -578,20 +700,23 @@ impl Connection {
             id,
             armed: true,
         };
-        let cancel = opts.cancel.clone().unwrap_or_default();
-        let started = Instant::now();
-        let mut deadline = opts.timeout.map(|t| started + t);
-        let until_deadline = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
+        let mut cancelled = std::pin::pin!(async {
+            match &opts.cancel {
+                Some(token) => token.cancelled().await,
                 None => std::future::pending().await,
             }
+        });
+        let mut deadline = Deadline {
+            at: opts.timeout.map(|t| Instant::now() + t),
+            timer: std::pin::pin!(None),
         };
         // A server that stops reading fills the pipe: the write itself must give up in time.
+        // A call cancelled already is not sent; a write done at once costs no timer.
         tokio::select! {
-            res = self.write_line(render(&guard.id)) => res?,
-            () = cancel.cancelled() => return Err(CallError::Cancelled),
-            () = until_deadline => {
+            biased;
+            () = &mut cancelled => return Err(CallError::Cancelled),
+            res = self.write_line(render(&guard.id), !alone) => res?,
+            () = deadline.passed() => {
                 return Err(CallError::Timeout { method: method.to_string(), after: opts.timeout.unwrap_or_default() });
             }
         }
@@ -602,19 +727,13 @@ impl Connection {
         }
 
         loop {
-            let sleep = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 biased;
                 res = &mut rx => {
                     guard.armed = false;
                     return res.unwrap_or(Err(CallError::Closed(CloseReason::Shutdown)));
                 }
-                () = cancel.cancelled() => {
+                () = &mut cancelled => {
                     // Resolved once the wire's cancel is out (within a bound), so whatever
                     // the caller sends next cannot overtake it, nor a stop close the pipe
                     // before it.
@@ -624,14 +743,19 @@ impl Connection {
                     }
                     return Err(CallError::Cancelled);
                 }
-                () = sleep => {
+                () = deadline.passed() => {
                     let timeout = opts.timeout.unwrap_or_default();
                     // Progress since the deadline was set pushes it out.
-                    if let Some(act) = &activity {
-                        let last = self.inner.epoch + Duration::from_micros(act.last_micros.load(Ordering::Relaxed));
-                        let extended = last + timeout;
-                        if extended > Instant::now() {
-                            deadline = Some(extended);
+                    if opts.updates.is_some() {
+                        let last = self
+                            .lock_pending()
+                            .slots
+                            .get(&guard.id)
+                            .map(|slot| self.inner.epoch + Duration::from_micros(slot.last_micros));
+                        if let Some(extended) = last.map(|last| last + timeout)
+                            && extended > Instant::now()
+                        {
+                            deadline.push_to(extended);
                             continue;
                         }
                     }
@@ -701,7 +825,7 @@ impl Connection {
                 let Some(line) = conn.inner.codec.cancel(&id, fresh) else {
                     return;
                 };
-                if let Err(err) = conn.write_line(line).await {
+                if let Err(err) = conn.write_line(line, false).await {
                     tracing::debug!(extension = %conn.inner.label, "could not send cancel for request {id}: {err}");
                 }
             })
@@ -786,15 +910,14 @@ impl Connection {
             }
             Frame::Progress { id, update } => {
                 self.noise(line.len())?;
-                let activity = self
-                    .lock_pending()
-                    .slots
-                    .get(&id)
-                    .and_then(|s| s.activity.clone());
-                match activity {
-                    Some(act) => {
-                        act.last_micros.store(self.micros(), Ordering::Relaxed);
-                        if let Some(sink) = &act.sink {
+                let now = self.micros();
+                let sink = self.lock_pending().slots.get_mut(&id).map(|slot| {
+                    slot.last_micros = now;
+                    slot.sink.clone()
+                });
+                match sink {
+                    Some(sink) => {
+                        if let Some(sink) = sink {
                             sink(&update);
                         }
                     }
@@ -840,7 +963,7 @@ impl Connection {
                     };
                     let line = conn.inner.codec.answer(&id, answer);
                     let written = tokio::select! {
-                        written = conn.write_line(line) => written,
+                        written = conn.write_line(line, false) => written,
                         () = closing.cancelled() => return,
                     };
                     if let Err(err) = written {
@@ -865,6 +988,34 @@ impl Drop for InboundSlot {
     }
 }
 
+/// The writing role, held by a caller whose future may be dropped before its write began:
+/// the queued lines then go out from a task of their own.
+struct WritingRole<'a> {
+    conn: &'a Connection,
+    held: bool,
+}
+
+impl Drop for WritingRole<'_> {
+    fn drop(&mut self) {
+        if !self.held {
+            return;
+        }
+        let conn = self.conn.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    if let Err(err) = conn.write_queued().await {
+                        tracing::debug!(extension = %conn.inner.label, "could not write queued lines: {err}");
+                    }
+                });
+            }
+            Err(_) => {
+                conn.broken("the runtime is gone".into());
+            }
+        }
+    }
+}
+
 struct TornWrite<'a> {
     conn: &'a Connection,
     armed: bool,
@@ -873,6 +1024,7 @@ struct TornWrite<'a> {
 impl Drop for TornWrite<'_> {
     fn drop(&mut self) {
         if self.armed {
+            self.conn.broken(CloseReason::WriteInterrupted.to_string());
             self.conn.close(CloseReason::WriteInterrupted);
         }
     }
@@ -1099,6 +1251,127 @@ mod tests {
         assert_eq!(value(&big)["text"].as_str().unwrap().len(), text.len());
         assert_eq!(capacity(stdin_fd), pipe::BIG_PIPE);
         assert_eq!(capacity(stdout_fd), pipe::BIG_PIPE);
+    }
+
+    /// A writer that counts its writes and passes them on.
+    struct CountedWrites {
+        inner: tokio::io::WriteHalf<DuplexStream>,
+        writes: Arc<AtomicUsize>,
+    }
+
+    impl AsyncWrite for CountedWrites {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.writes.fetch_add(1, Ordering::SeqCst);
+            std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+        }
+        fn poll_flush(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+        }
+        fn poll_shutdown(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_sent_while_others_are_in_flight_share_writes() {
+        let (a, b) = duplex(1 << 20);
+        let (host_r, host_w) = tokio::io::split(a);
+        let writes = Arc::new(AtomicUsize::new(0));
+        let writer = CountedWrites {
+            inner: host_w,
+            writes: Arc::clone(&writes),
+        };
+        let conn = Connection::start(
+            host_r,
+            writer,
+            Arc::new(Silent),
+            Arc::new(TestWire),
+            ConnectionOptions::default(),
+        );
+        let (server_r, mut server_w) = tokio::io::split(b);
+        let calls: Vec<_> = (0..32)
+            .map(|n| {
+                let c = conn.clone();
+                tokio::spawn(async move {
+                    c.call("t", request("t", json!({"n": n})), CallOptions::default())
+                        .await
+                })
+            })
+            .collect();
+        let mut lines = BufReader::new(server_r).lines();
+        for _ in 0..32 {
+            let line = lines.next_line().await.unwrap().unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            let answer = json!({"id": v["id"], "result": v["params"]["n"]});
+            server_w
+                .write_all(format!("{answer}\n").as_bytes())
+                .await
+                .unwrap();
+        }
+        for (n, call) in calls.into_iter().enumerate() {
+            assert_eq!(value(&call.await.unwrap().unwrap()), json!(n));
+        }
+        // The first call, alone, writes at once; the rest queue behind one caller that lets
+        // them run first. One write per request would be 32.
+        let writes = writes.load(Ordering::SeqCst);
+        assert!(writes <= 4, "32 requests took {writes} writes");
+    }
+
+    #[tokio::test]
+    async fn a_caller_dropped_before_its_write_leaves_the_queue_to_a_task_and_close_write_waits_for_it()
+     {
+        let (conn, server_r, _server_w) = pair(DEFAULT_MAX_FRAME_BYTES);
+        let mut lines = BufReader::new(server_r).lines();
+        // One call in flight, so the next lets other tasks queue behind it first.
+        let c = conn.clone();
+        let _first = tokio::spawn(async move {
+            c.call("t", request("t", json!(1)), CallOptions::default())
+                .await
+        });
+        assert!(
+            lines
+                .next_line()
+                .await
+                .unwrap()
+                .unwrap()
+                .contains("\"params\":1")
+        );
+        // Polled once and dropped: it took the writing role and let other tasks run first,
+        // so its write had not begun.
+        tokio::select! {
+            biased;
+            _ = conn.call("t", request("t", json!(2)), CallOptions::default()) => {
+                panic!("a call with no answer resolved")
+            }
+            () = std::future::ready(()) => {}
+        }
+        // A line sent now queues behind the role that was handed on.
+        conn.send(json!({"method": "note", "params": 3}).to_string())
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(5), conn.close_write())
+            .await
+            .expect("close_write waits for the queue, which a task writes");
+        let second = lines.next_line().await.unwrap().unwrap();
+        assert!(second.contains("\"params\":2"), "{second}");
+        let third = lines.next_line().await.unwrap().unwrap();
+        assert!(third.contains("\"params\":3"), "{third}");
+        assert_eq!(
+            lines.next_line().await.unwrap(),
+            None,
+            "EOF after the queue"
+        );
+        assert!(!conn.is_closed(), "no line was torn");
     }
 
     #[tokio::test]
