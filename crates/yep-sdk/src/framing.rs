@@ -241,7 +241,12 @@ struct Queued {
     writing: bool,
     /// Held back until [`Wire::uncork`].
     corked: bool,
+    /// Lines held by the cork since its last write.
+    held: usize,
 }
+
+/// A cork lets this many lines go at once: the host starts on them while the rest are made.
+const CORK_LINES: usize = 16;
 
 impl Wire {
     pub(crate) fn new(out: Box<dyn Write + Send>) -> Self {
@@ -260,9 +265,18 @@ impl Wire {
         batch.push(b'\n');
         {
             let mut queued = lock(&self.queued);
-            if queued.writing || queued.corked {
+            if queued.writing {
                 queued.bytes.extend_from_slice(&batch);
                 return;
+            }
+            if queued.corked {
+                queued.bytes.extend_from_slice(&batch);
+                queued.held += 1;
+                if queued.held < CORK_LINES {
+                    return;
+                }
+                queued.held = 0;
+                batch = std::mem::take(&mut queued.bytes);
             }
             queued.writing = true;
         }
@@ -284,6 +298,7 @@ impl Wire {
                 return;
             }
             queued.corked = false;
+            queued.held = 0;
             if queued.writing || queued.bytes.is_empty() {
                 return;
             }
@@ -411,6 +426,38 @@ mod tests {
         let started = std::time::Instant::now();
         wire.drain();
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_corked_wire_holds_lines_and_lets_them_go_a_batch_at_a_time_and_at_uncork() {
+        let writes = Writes::default();
+        let wire = Wire::new(Box::new(writes.clone()));
+        wire.cork();
+        for i in 0..CORK_LINES - 1 {
+            wire.send(format!("{i}"));
+        }
+        assert!(writes.0.lock().unwrap().is_empty(), "held while corked");
+        wire.send("full".into());
+        assert_eq!(
+            writes.0.lock().unwrap().len(),
+            1,
+            "a full batch goes at once"
+        );
+        wire.send("a".into());
+        wire.send("b".into());
+        assert_eq!(writes.0.lock().unwrap().len(), 1);
+        wire.uncork();
+        let writes = writes.0.lock().unwrap();
+        assert_eq!(writes.len(), 2);
+        assert_eq!(writes[1], b"a\nb\n");
+        let lines: Vec<u8> = writes.concat();
+        assert_eq!(
+            String::from_utf8(lines).unwrap().lines().count(),
+            CORK_LINES + 2
+        );
+        drop(writes);
+        // Uncorked, a line goes at once.
+        wire.send("c".into());
     }
 
     #[test]

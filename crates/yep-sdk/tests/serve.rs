@@ -251,9 +251,10 @@ fn answers_to_quick_calls_read_together_go_out_together_and_none_waits_for_more_
     peer.send(json!({"id": 1, "method": "tool/call", "params": {"name": "where"}}));
     assert!(peer.recv()["result"].is_string());
     // Fifty quick calls in one write: their answers are held while the reader runs the rest
-    // of what it read, and go out in one write before it waits for more. Every answer comes
-    // with no more input sent (nothing is held across a wait). A preempted run splits a
-    // round, so the best of a few rounds counts; one write per answer would be 50.
+    // of what it read, and go out sixteen at a time; the last one read is not held (five
+    // writes). Every answer comes with no more input sent (nothing is held across a
+    // wait). A preempted run splits a round, so the best of a few rounds counts; one write
+    // per answer would be 50.
     let mut fewest = usize::MAX;
     for round in 0..5u64 {
         let before = writes.load(std::sync::atomic::Ordering::SeqCst);
@@ -261,12 +262,12 @@ fn answers_to_quick_calls_read_together_go_out_together_and_none_waits_for_more_
         let answers = burst(&mut peer, first..first + 50, json!({}));
         assert!(answers.iter().all(Value::is_string), "{answers:?}");
         fewest = fewest.min(writes.load(std::sync::atomic::Ordering::SeqCst) - before);
-        if fewest <= 3 {
+        if fewest <= 5 {
             break;
         }
     }
     assert!(
-        fewest <= 3,
+        fewest <= 5,
         "50 answers took {fewest} writes in every round"
     );
     // A lone call is answered at once, as ever.
