@@ -227,7 +227,7 @@ fn poll(fd: i32, timeout_ms: i32) -> io::Result<bool> {
 /// queued and go out with its next write (group commit): under many answers at once, one
 /// `write` carries many lines instead of one each. The reader, running quick requests from
 /// input it already holds, also [corks](Wire::cork) the wire: their answers queue and go out
-/// in one write before it next waits for input.
+/// [`CORK_LINES`] to a write, the rest before it next waits for input.
 pub(crate) struct Wire {
     out: Mutex<Box<dyn Write + Send>>,
     queued: Mutex<Queued>,

@@ -681,7 +681,8 @@ impl Core {
                     drop(engine);
                     drop(input);
                     // Quick work on input already here: its answer waits for the others'
-                    // and they go out in one write, before the reader next waits for input.
+                    // and they go out sixteen to a write, the rest before the reader next
+                    // waits for input.
                     // Anything else may take a while, so what was held goes out now.
                     if quick && buffered {
                         self.shared.wire.cork();
