@@ -397,11 +397,14 @@ struct Input {
 struct Feed {
     source: Source,
     shared: Arc<Shared>,
+    /// Lines taken since the source was last read.
+    lines: usize,
 }
 
 impl Read for Feed {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         self.shared.wire.uncork();
+        self.lines = 0;
         self.source.read(buf)
     }
 }
@@ -518,6 +521,7 @@ impl Core {
                     Feed {
                         source: input,
                         shared,
+                        lines: 0,
                     },
                 ),
                 lines: LineBuffer::new(server.max_frame_bytes),
@@ -626,6 +630,7 @@ impl Core {
                     return self.end();
                 }
             };
+            reader.get_mut().lines += 1;
             let next = match line {
                 Line::Eof => Next::Exit,
                 Line::TooLong(n) => {
@@ -669,6 +674,8 @@ impl Core {
                     // standby takes the role when the delay is up.
                     let quick = self.handlers.was_quick(&job.request);
                     let buffered = !input.reader.buffer().is_empty();
+                    // The last of several requests read together.
+                    let batched = buffered || input.reader.get_ref().lines > 1;
                     let deferred = !buffered || quick;
                     if deferred {
                         let now = Instant::now();
@@ -680,11 +687,13 @@ impl Core {
                     let spare = engine.idle > 0;
                     drop(engine);
                     drop(input);
-                    // Quick work on input already here: its answer waits for the others'
-                    // and they go out sixteen to a write, the rest before the reader next
-                    // waits for input.
+                    // Quick work on input read with others: its answer waits for theirs and
+                    // they go out sixteen to a write, the rest before the reader next waits
+                    // for input (right after the last one's run, or when the standby takes
+                    // the role if that run turns out slow this time). A lone request's answer
+                    // goes at once: nothing would join it.
                     // Anything else may take a while, so what was held goes out now.
-                    if quick && buffered {
+                    if quick && batched {
                         self.shared.wire.cork();
                     } else {
                         self.shared.wire.uncork();

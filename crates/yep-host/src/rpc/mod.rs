@@ -719,12 +719,13 @@ impl Connection {
             );
             pending.slots.len() == 1
         };
-        // Alone in flight on a pipe, the caller reads its own answer ([`Self::spin_for_answer`]).
+        // Alone in flight on a pipe, while answers come one at a time, the caller reads its
+        // own answer ([`Self::spin_for_answer`]).
         let spin = self
             .inner
             .pipe
             .as_ref()
-            .filter(|p| alone && !p.spin.is_zero());
+            .filter(|p| alone && !p.spin.is_zero() && p.one_at_a_time());
         // From here on, leaving early (drop, cancel, timeout) must forget the slot and tell
         // the server, so a late answer is dropped and the server can stop work.
         let mut guard = PendingGuard {

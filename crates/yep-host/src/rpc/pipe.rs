@@ -126,6 +126,9 @@ pub(super) struct PipeInput {
     released: Notify,
     /// Whether the pipe was grown for a big frame ([`grow`]).
     grown: std::sync::atomic::AtomicBool,
+    /// How many lines the last drain that read any handed over: one while calls go one at a
+    /// time, more while several are in flight ([`PipeInput::one_at_a_time`]).
+    last_drain: std::sync::atomic::AtomicUsize,
 }
 
 impl PipeInput {
@@ -145,6 +148,7 @@ impl PipeInput {
             spin,
             released: Notify::new(),
             grown: std::sync::atomic::AtomicBool::new(false),
+            last_drain: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -159,19 +163,31 @@ impl PipeInput {
         let mut state = self.state.try_lock().ok()?;
         let fd = self.raw_fd();
         let (mut lines, mut bytes) = (0usize, 0usize);
-        loop {
+        let drained = loop {
             if lines >= LINE_BUDGET || bytes >= BYTE_BUDGET {
-                return Some(Ok(Drained::Budget));
+                break Drained::Budget;
             }
             match next(&mut state, fd, &self.grown, &mut on_line) {
                 Ok(Step::Line(len)) => {
                     lines += 1;
                     bytes += len;
                 }
-                Ok(Step::WouldBlock) => return Some(Ok(Drained::Empty)),
+                Ok(Step::WouldBlock) => break Drained::Empty,
                 Err(reason) => return Some(Err(reason)),
             }
+        };
+        if lines > 0 {
+            self.last_drain
+                .store(lines, std::sync::atomic::Ordering::Relaxed);
         }
+        Some(Ok(drained))
+    }
+
+    /// Whether the server's lines come one at a time: the last drain that read any handed
+    /// over one. Under many calls in flight answers arrive together, and a caller alone for
+    /// a moment would only spin while the others' next requests wait for its core.
+    pub(super) fn one_at_a_time(&self) -> bool {
+        self.last_drain.load(std::sync::atomic::Ordering::Relaxed) <= 1
     }
 
     /// The pipe's descriptor.
@@ -391,6 +407,28 @@ mod tests {
         assert_eq!(drain(&busy, 1).await, [200 * 1024]);
         drop(writer.join().unwrap());
         assert_eq!(capacity(busy.raw_fd()), BIG_PIPE);
+    }
+
+    /// Callers spin only while answers come one at a time: a drain that handed over several
+    /// lines stops it until a drain hands over one again; a drain that read nothing changes
+    /// nothing.
+    #[tokio::test]
+    async fn lines_that_come_together_stop_callers_spinning_until_one_comes_alone() {
+        use std::io::Write;
+        let (fd, mut writer) = pipe();
+        let input = PipeInput::new(fd, 1 << 20, Duration::from_micros(50)).unwrap();
+        let ignore = |_: &[u8]| Ok(());
+        writer.write_all(b"a\n").unwrap();
+        assert_eq!(drain(&input, 1).await, [1]);
+        assert!(input.one_at_a_time());
+        writer.write_all(b"bb\ncc\ndd\n").unwrap();
+        assert_eq!(drain(&input, 3).await, [2, 2, 2]);
+        assert!(!input.one_at_a_time(), "three lines came in one drain");
+        assert!(matches!(input.try_drain(ignore), Some(Ok(Drained::Empty))));
+        assert!(!input.one_at_a_time(), "an empty drain is no sign");
+        writer.write_all(b"e\n").unwrap();
+        assert_eq!(drain(&input, 1).await, [1]);
+        assert!(input.one_at_a_time());
     }
 
     /// While a caller reads for itself the reader task is not woken, and once the caller is
