@@ -236,10 +236,15 @@ fn main() -> anyhow::Result<()> {
                         percentiles(rtt(&ext, 200, 100, 10_000).await?),
                     );
                 } else {
-                    r.rate(
-                        "yep_throughput_64",
-                        throughput(Arc::clone(&ext), 64, 60_000).await?,
-                    );
+                    let (rate, cpu) = throughput_cpu(Arc::clone(&ext), 64, 60_000).await?;
+                    r.rate("yep_throughput_64", rate);
+                    if let Some((host, server)) = cpu {
+                        r.value(
+                            "yep_throughput_64_cpu",
+                            format!("host {host:>6.2} µs/call   server {server:>6.2} µs/call"),
+                            json!({ "host_us_per_call": host, "server_us_per_call": server }),
+                        );
+                    }
                 }
             }
             return anyhow::Ok(());

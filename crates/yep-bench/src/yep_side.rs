@@ -270,6 +270,40 @@ pub async fn throughput(
     Ok(total as f64 / start.elapsed().as_secs_f64())
 }
 
+/// CPU time (ns) a process has used so far, summed over its threads from `/proc`: this process
+/// when `pid` is `None`. Threads that exited are not counted, so compare only across a span in
+/// which the process kept its threads (a runtime's workers, a server's reader).
+pub fn cpu_ns(pid: Option<u32>) -> Option<u64> {
+    let dir = match pid {
+        Some(pid) => format!("/proc/{pid}/task"),
+        None => "/proc/self/task".into(),
+    };
+    let mut total = 0;
+    for task in std::fs::read_dir(dir).ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// [`throughput`], and the CPU each side spent per call meanwhile (µs): this process (the
+/// host and the callers) and the server. On a shared machine these move less than the rate:
+/// other tenants take wall time, not the CPU a call costs.
+pub async fn throughput_cpu(
+    ext: Arc<Extension>,
+    in_flight: usize,
+    total: usize,
+) -> anyhow::Result<(f64, Option<(f64, f64)>)> {
+    let pid = ext.pid();
+    let before = (cpu_ns(None), pid.and_then(|p| cpu_ns(Some(p))));
+    let rate = throughput(ext, in_flight, total).await?;
+    let after = (cpu_ns(None), pid.and_then(|p| cpu_ns(Some(p))));
+    let per_call =
+        |a: Option<u64>, b: Option<u64>| Some(b?.checked_sub(a?)? as f64 / total as f64 / 1000.0);
+    let cpu = per_call(before.0, after.0).zip(per_call(before.1, after.1));
+    Ok((rate, cpu))
+}
+
 fn hook_event() -> HookFiring {
     HookFiring {
         event: HookEvent::PreToolUse,

@@ -250,9 +250,7 @@ pub fn tool_call_line(id: u64, params: &crate::ToolCallParams) -> String {
 }
 
 fn write_u64(out: &mut Vec<u8>, n: u64) {
-    use std::io::Write;
-    // Writing into memory cannot fail.
-    let _ = write!(out, "{n}");
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// `{"id":N,"error":E}`.

@@ -285,12 +285,14 @@ impl Peer for YepPeer {
         call: ToolCall,
         timeout: Duration,
     ) -> PeerFuture<'_, Result<ToolResult, PeerError>> {
+        // `<extension>-<n>`, without the formatting machinery: this is on every call.
+        let n = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let mut tool_call_id = String::with_capacity(self.extension.len() + 21);
+        tool_call_id.push_str(&self.extension);
+        tool_call_id.push('-');
+        tool_call_id.push_str(itoa::Buffer::new().format(n));
         let params = ToolCallParams {
-            tool_call_id: format!(
-                "{}-{}",
-                self.extension,
-                self.next_call.fetch_add(1, Ordering::Relaxed)
-            ),
+            tool_call_id,
             name: call.tool,
             args: call.args,
         };
