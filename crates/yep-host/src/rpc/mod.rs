@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -313,12 +313,16 @@ struct Slot {
     tx: oneshot::Sender<Result<Box<RawValue>, CallError>>,
     /// Where this call's progress goes; with one, progress also pushes its timeout out.
     sink: Option<UpdateSink>,
-    /// Micros since `Inner::epoch` of the last activity on this call (with a sink).
+    /// Micros since `Inner::epoch` of the call's start, or (with a sink) of its last progress.
     last_micros: u64,
+    /// The call's timeout in micros (0: none); it runs out at `last_micros` plus this
+    /// ([`Connection::expire_calls`]).
+    timeout_micros: u64,
 }
 
-/// A call's deadline. Its timer is made and armed only when first polled: a call whose
-/// write is done at once and whose answer its caller reads itself costs no timer.
+/// A call's deadline while its request is written (a server that stopped reading holds the
+/// write up). Its timer is made and armed only when first polled: a write done at once costs
+/// no timer. Once the request is out, the connection's watchdog keeps the time.
 struct Deadline<'a> {
     at: Option<Instant>,
     timer: std::pin::Pin<&'a mut Option<tokio::time::Sleep>>,
@@ -340,19 +344,55 @@ impl Deadline<'_> {
             }
         })
     }
+}
 
-    fn push_to(&mut self, at: Instant) {
-        self.at = Some(at);
-        if let Some(timer) = self.timer.as_mut().as_pin_mut() {
-            timer.reset(at);
+struct Pending {
+    slots: HashMap<Id, Slot>,
+    closed: Option<CloseReason>,
+    /// When the watchdog next looks at the calls' timeouts (micros since `Inner::epoch`;
+    /// `u64::MAX`: when woken).
+    watch_at: u64,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending {
+            slots: HashMap::new(),
+            closed: None,
+            watch_at: u64::MAX,
         }
     }
 }
 
-#[derive(Default)]
-struct Pending {
-    slots: HashMap<Id, Slot>,
-    closed: Option<CloseReason>,
+/// Times out the calls in flight: one task per connection, not a timer per call (registering
+/// and clearing one cost a call about a tenth of its time under load). It sleeps until the
+/// earliest deadline it was told of; a call that runs out earlier wakes it. It holds the
+/// connection only while it looks, and ends once the connection is closed or gone.
+async fn watchdog(conn: WeakConnection, wake: Arc<Notify>, epoch: Instant) {
+    loop {
+        let at = {
+            let Some(conn) = conn.upgrade() else {
+                return;
+            };
+            let pending = conn.lock_pending();
+            if pending.closed.is_some() {
+                return;
+            }
+            pending.watch_at
+        };
+        if at == u64::MAX {
+            wake.notified().await;
+            continue;
+        }
+        tokio::select! {
+            () = tokio::time::sleep_until(epoch + Duration::from_micros(at)) => {}
+            () = wake.notified() => continue,
+        }
+        let Some(conn) = conn.upgrade() else {
+            return;
+        };
+        conn.expire_calls();
+    }
 }
 
 struct Inner {
@@ -382,6 +422,15 @@ struct Inner {
     /// The server's stdin pipe, grown once a big frame goes to it ([`pipe::grow`]). Only
     /// touched under the writer's lock while the writer (which owns it) is there.
     stdin_pipe: Option<(i32, AtomicBool)>,
+    /// Wakes the [`watchdog`]: a call's deadline is earlier than it knew, or the connection
+    /// closed or is gone.
+    watch_wake: Arc<Notify>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.watch_wake.notify_one();
+    }
 }
 
 /// A live, multiplexed connection to one server. Cheap to clone.
@@ -460,14 +509,16 @@ impl Connection {
             None => (None, None),
         };
         let (closed, _) = tokio::sync::watch::channel(None);
-        Connection {
+        let epoch = Instant::now();
+        let watch_wake = Arc::new(Notify::new());
+        let conn = Connection {
             inner: Arc::new(Inner {
                 label: opts.label.clone(),
                 writer: tokio::sync::Mutex::new(Some(writer)),
                 outbox: Mutex::new(Outbox::default()),
                 pending: Mutex::new(Pending::default()),
                 next_id: AtomicU64::new(1),
-                epoch: Instant::now(),
+                epoch,
                 closed,
                 closing: CancellationToken::new(),
                 handler,
@@ -480,8 +531,11 @@ impl Connection {
                 inbound: AtomicUsize::new(0),
                 max_inbound: opts.max_inbound_requests.max(1),
                 stdin_pipe,
+                watch_wake: Arc::clone(&watch_wake),
             }),
-        }
+        };
+        tokio::spawn(watchdog(conn.downgrade(), watch_wake, epoch));
+        conn
     }
 
     /// A handle that does not keep the connection alive (for a handler that writes to it).
@@ -534,6 +588,7 @@ impl Connection {
         for (_, slot) in slots {
             let _ = slot.tx.send(Err(CallError::Closed(reason.clone())));
         }
+        self.inner.watch_wake.notify_one();
         self.inner.closing.cancel();
         self.inner.closed.send_replace(Some(reason));
     }
@@ -699,26 +754,39 @@ impl Connection {
             .codec
             .id(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, mut rx) = oneshot::channel();
-        let alone = {
+        // One clock read serves the deadline and the start.
+        let now = (opts.timeout.is_some() || opts.updates.is_some()).then(Instant::now);
+        let timeout_micros = opts.timeout.map_or(0, |t| {
+            u64::try_from(t.as_micros()).unwrap_or(u64::MAX).max(1)
+        });
+        let (alone, wake_watchdog) = {
             let mut pending = self.lock_pending();
             if let Some(reason) = &pending.closed {
                 return Err(CallError::Closed(reason.clone()));
             }
-            let last_micros = if opts.updates.is_some() {
-                self.micros()
-            } else {
-                0
-            };
+            let last_micros = now.map_or(0, |now| {
+                now.saturating_duration_since(self.inner.epoch).as_micros() as u64
+            });
             pending.slots.insert(
                 id.clone(),
                 Slot {
                     tx,
                     sink: opts.updates.clone(),
                     last_micros,
+                    timeout_micros,
                 },
             );
-            pending.slots.len() == 1
+            // Earlier than the watchdog means to look: it must look sooner.
+            let due = last_micros.saturating_add(timeout_micros);
+            let sooner = timeout_micros != 0 && due < pending.watch_at;
+            if sooner {
+                pending.watch_at = due;
+            }
+            (pending.slots.len() == 1, sooner)
         };
+        if wake_watchdog {
+            self.inner.watch_wake.notify_one();
+        }
         // Alone in flight on a pipe, while answers come one at a time, the caller reads its
         // own answer ([`Self::spin_for_answer`]).
         let spin = self
@@ -740,7 +808,7 @@ impl Connection {
             }
         });
         let mut deadline = Deadline {
-            at: opts.timeout.map(|t| Instant::now() + t),
+            at: now.zip(opts.timeout).map(|(now, t)| now + t),
             timer: std::pin::pin!(None),
         };
         // A server that stops reading fills the pipe: the write itself must give up in time.
@@ -754,47 +822,69 @@ impl Connection {
             }
         }
 
+        // A timeout comes from the watchdog, which does not know the method's name.
+        let named = |res: Result<Box<RawValue>, CallError>| match res {
+            Err(CallError::Timeout { after, .. }) => Err(CallError::Timeout {
+                method: method.to_string(),
+                after,
+            }),
+            res => res,
+        };
         if let Some(res) = spin.and_then(|pipe| self.spin_for_answer(pipe, &mut rx)) {
             guard.armed = false;
-            return res;
+            return named(res);
         }
 
-        loop {
-            tokio::select! {
-                biased;
-                res = &mut rx => {
-                    guard.armed = false;
-                    return res.unwrap_or(Err(CallError::Closed(CloseReason::Shutdown)));
-                }
-                () = &mut cancelled => {
-                    // Resolved once the wire's cancel is out (within a bound), so whatever
-                    // the caller sends next cannot overtake it, nor a stop close the pipe
-                    // before it.
-                    guard.armed = false;
-                    if let Some(sent) = self.abandon(guard.id.clone()) {
-                        let _ = tokio::time::timeout(CANCEL_WRITE_WAIT, sent).await;
-                    }
-                    return Err(CallError::Cancelled);
-                }
-                () = deadline.passed() => {
-                    let timeout = opts.timeout.unwrap_or_default();
-                    // Progress since the deadline was set pushes it out.
-                    if opts.updates.is_some() {
-                        let last = self
-                            .lock_pending()
-                            .slots
-                            .get(&guard.id)
-                            .map(|slot| self.inner.epoch + Duration::from_micros(slot.last_micros));
-                        if let Some(extended) = last.map(|last| last + timeout)
-                            && extended > Instant::now()
-                        {
-                            deadline.push_to(extended);
-                            continue;
-                        }
-                    }
-                    return Err(CallError::Timeout { method: method.to_string(), after: timeout });
-                }
+        tokio::select! {
+            biased;
+            res = &mut rx => {
+                guard.armed = false;
+                named(res.unwrap_or(Err(CallError::Closed(CloseReason::Shutdown))))
             }
+            () = &mut cancelled => {
+                // Resolved once the wire's cancel is out (within a bound), so whatever the
+                // caller sends next cannot overtake it, nor a stop close the pipe before it.
+                guard.armed = false;
+                if let Some(sent) = self.abandon(guard.id.clone()) {
+                    let _ = tokio::time::timeout(CANCEL_WRITE_WAIT, sent).await;
+                }
+                Err(CallError::Cancelled)
+            }
+        }
+    }
+
+    /// Fail the calls whose time ran out (their progress, with a sink, pushes it out) and
+    /// send the wire's cancel for each; note when the watchdog must look next.
+    fn expire_calls(&self) {
+        let now = self.micros();
+        let expired: Vec<(Id, Slot)> = {
+            let mut pending = self.lock_pending();
+            let mut next = u64::MAX;
+            let due: Vec<Id> = pending
+                .slots
+                .iter()
+                .filter(|(_, slot)| slot.timeout_micros != 0)
+                .filter_map(|(id, slot)| {
+                    let due = slot.last_micros.saturating_add(slot.timeout_micros);
+                    if due <= now {
+                        return Some(id.clone());
+                    }
+                    next = next.min(due);
+                    None
+                })
+                .collect();
+            pending.watch_at = next;
+            due.iter()
+                .filter_map(|id| pending.slots.remove_entry(id))
+                .collect()
+        };
+        for (id, slot) in expired {
+            let after = Duration::from_micros(slot.timeout_micros);
+            let _ = slot.tx.send(Err(CallError::Timeout {
+                method: String::new(),
+                after,
+            }));
+            self.send_cancel(id);
         }
     }
 
@@ -848,6 +938,12 @@ impl Connection {
         if !had {
             return None;
         }
+        self.send_cancel(id)
+    }
+
+    /// Send the wire's cancel for the host's request `id` on a task of its own (see
+    /// [`Connection::abandon`]).
+    fn send_cancel(&self, id: Id) -> Option<tokio::task::JoinHandle<()>> {
         let conn = self.clone();
         tokio::runtime::Handle::try_current().ok().map(|rt| {
             rt.spawn(async move {
@@ -945,7 +1041,10 @@ impl Connection {
                 self.noise(line.len())?;
                 let now = self.micros();
                 let sink = self.lock_pending().slots.get_mut(&id).map(|slot| {
-                    slot.last_micros = now;
+                    // Only a call that hears its progress has its timeout pushed out by it.
+                    if slot.sink.is_some() {
+                        slot.last_micros = now;
+                    }
                     slot.sink.clone()
                 });
                 match sink {
@@ -1503,6 +1602,68 @@ mod tests {
             .unwrap();
         assert_eq!(value(&call.await.unwrap().unwrap()), json!("done"));
         assert_eq!(seen.lock().unwrap().len(), 5);
+    }
+
+    /// One watchdog keeps every call's time: a call that runs out sooner than the one it
+    /// watches for wakes it, and each call fails at its own deadline, by its method's name.
+    #[tokio::test(start_paused = true)]
+    async fn each_call_times_out_at_its_own_deadline() {
+        let (conn, server_r, mut server_w) = pair(DEFAULT_MAX_FRAME_BYTES);
+        let start = Instant::now();
+        let call = |method: &'static str, ms: u64| {
+            let c = conn.clone();
+            tokio::spawn(async move {
+                let res = c
+                    .call(
+                        method,
+                        request(method, Value::Null),
+                        CallOptions::timeout(Duration::from_millis(ms)),
+                    )
+                    .await;
+                (res, start.elapsed())
+            })
+        };
+        let mut lines = BufReader::new(server_r).lines();
+        let long = call("long", 10_000);
+        lines.next_line().await.unwrap().unwrap();
+        let short = call("short", 100);
+        lines.next_line().await.unwrap().unwrap();
+        let answered = call("answered", 100);
+        let id = serde_json::from_str::<Value>(&lines.next_line().await.unwrap().unwrap()).unwrap()
+            ["id"]
+            .clone();
+        server_w
+            .write_all(format!("{}\n", json!({"id": id, "result": 1})).as_bytes())
+            .await
+            .unwrap();
+        assert_eq!(value(&answered.await.unwrap().0.unwrap()), json!(1));
+
+        let within = |task| tokio::time::timeout(Duration::from_secs(60), task);
+        let (res, at) = within(short).await.expect("short never ran out").unwrap();
+        match res {
+            Err(CallError::Timeout { method, after }) => {
+                assert_eq!(
+                    (method.as_str(), after),
+                    ("short", Duration::from_millis(100))
+                );
+            }
+            other => panic!("short: {other:?}"),
+        }
+        assert!(
+            at >= Duration::from_millis(100) && at < Duration::from_secs(1),
+            "short timed out at {at:?}"
+        );
+        assert!(!long.is_finished(), "the long call ran out early");
+        let (res, at) = within(long).await.expect("long never ran out").unwrap();
+        assert!(
+            matches!(&res, Err(CallError::Timeout { method, .. }) if method == "long"),
+            "{res:?}"
+        );
+        assert!(
+            at >= Duration::from_secs(10) && at < Duration::from_secs(11),
+            "long timed out at {at:?}"
+        );
+        assert!(conn.lock_pending().slots.is_empty(), "a slot was left");
     }
 
     /// Answers no request, ever.
