@@ -82,6 +82,19 @@ macro_rules! method_enum {
                 })
             }
 
+            /// [`Self::parse_raw`], the params read straight from `params` (as a line is
+            /// parsed in one pass: [`HostRequest::parse_line`]). `null` params are the type's
+            /// default, as there.
+            pub fn parse_de<'de, D: serde::Deserializer<'de>>(method: &str, params: D) -> Result<Self, D::Error> {
+                Ok(match method {
+                    $($method => method_enum!(@parse_de $variant params $(($payload))?),)*
+                    _ => $name::Unknown {
+                        method: method.to_string(),
+                        params: <Value as serde::Deserialize>::deserialize(params)?,
+                    },
+                })
+            }
+
             /// The wire method name.
             pub fn method(&self) -> &str {
                 match self {
@@ -103,6 +116,13 @@ macro_rules! method_enum {
     (@parse $variant:ident $raw:ident) => { Self::$variant };
     (@parse_raw $variant:ident $raw:ident ($payload:ty)) => { Self::$variant(raw_params::<$payload>($raw)?) };
     (@parse_raw $variant:ident $raw:ident) => { Self::$variant };
+    (@parse_de $variant:ident $d:ident ($payload:ty)) => {
+        Self::$variant(<Option<$payload> as serde::Deserialize>::deserialize($d)?.unwrap_or_default())
+    };
+    (@parse_de $variant:ident $d:ident) => {{
+        <serde::de::IgnoredAny as serde::Deserialize>::deserialize($d)?;
+        Self::$variant
+    }};
     (@pat $name:ident $variant:ident ($payload:ty)) => { $name::$variant(_) };
     (@pat $name:ident $variant:ident) => { $name::$variant };
     (@bind $name:ident $variant:ident $p:ident ($payload:ty)) => { $name::$variant($p) };
@@ -151,6 +171,79 @@ method_enum! {
     }
 }
 
+impl HostRequest {
+    /// A request line in one pass: its params go straight into their type, not first into
+    /// text that is then parsed again. This takes the line as every host writes it, `method`
+    /// before `params`; `None` for anything else (a response, a notification, params before
+    /// the method, a malformed line or params of the wrong shape), which
+    /// [`crate::RawMessage::parse`] and [`HostRequest::parse_raw`] then read, with their
+    /// errors. What both read, they read alike.
+    pub fn parse_line(line: &[u8]) -> Option<(u64, HostRequest)> {
+        let OnePass(id, request) = serde_json::from_slice(line).ok()?;
+        Some((id, request))
+    }
+}
+
+/// A request line read by [`HostRequest::parse_line`].
+struct OnePass(u64, HostRequest);
+
+impl<'de> serde::Deserialize<'de> for OnePass {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(OnePassVisitor)
+    }
+}
+
+struct OnePassVisitor;
+
+/// The params of `method`, as a seed.
+struct ParamsOf<'m>(&'m str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ParamsOf<'_> {
+    type Value = HostRequest;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<HostRequest, D::Error> {
+        HostRequest::parse_de(self.0, d)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for OnePassVisitor {
+    type Value = OnePass;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a request object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<OnePass, A::Error> {
+        use serde::de::Error;
+        use std::borrow::Cow;
+        let (mut id, mut method, mut request) = (None, None::<Cow<'de, str>>, None);
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                // As `RawMessage::parse` reads it: only a whole non-negative number is an id.
+                "id" if id.is_none() => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    id = Some(raw.get().parse::<u64>().map_err(A::Error::custom)?);
+                }
+                "method" if method.is_none() => method = Some(map.next_value()?),
+                "params" if request.is_none() => match &method {
+                    Some(m) => request = Some(map.next_value_seed(ParamsOf(m))?),
+                    None => return Err(A::Error::custom("params before the method")),
+                },
+                "id" | "method" | "params" => return Err(A::Error::custom("a duplicate field")),
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        let id = id.ok_or_else(|| A::Error::custom("no id"))?;
+        let method = method.ok_or_else(|| A::Error::custom("no method"))?;
+        let request = match request {
+            Some(request) => request,
+            None => HostRequest::parse_raw(&method, None).map_err(A::Error::custom)?,
+        };
+        Ok(OnePass(id, request))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +262,53 @@ mod tests {
         let unknown = HostRequest::parse("frobnicate", json!([1])).unwrap();
         assert_eq!(unknown.method(), "frobnicate");
         assert_eq!(unknown.params(), json!([1]));
+    }
+
+    /// The one-pass reading of a request line takes what a host writes and agrees with the
+    /// two-pass one wherever it answers; the rest it leaves to that one.
+    #[test]
+    fn a_request_line_read_in_one_pass_reads_as_in_two() {
+        let two_pass = |line: &str| match crate::RawMessage::parse(line.as_bytes()) {
+            Ok(crate::RawMessage::Request { id, method, params }) => {
+                HostRequest::parse_raw(&method, params)
+                    .ok()
+                    .map(|r| (id, r))
+            }
+            _ => None,
+        };
+        let taken = [
+            r#"{"id":7,"method":"tool/call","params":{"tool_call_id":"e-1","name":"echo","args":{"text":"a\"b\n"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#,
+            r#"{"id":2,"method":"shutdown","params":{"ignored":[1,2]}}"#,
+            r#"{"id":3,"method":"cancel","params":null}"#,
+            r#"{"id":4,"method":"cancel"}"#,
+            r#"{"id":5,"method":"frob\u006eicate","params":[1,{"x":null}]}"#,
+            r#"{"id":6,"method":"prompt/contribution","result":1}"#,
+            r#" {"method":"hook/fire","id":8,"params":{"event":"pre_tool_use","tool_name":"bash","args":{}}} "#,
+        ];
+        for line in taken {
+            let one = HostRequest::parse_line(line.as_bytes());
+            assert!(one.is_some(), "not taken in one pass: {line}");
+            assert_eq!(one, two_pass(line), "{line}");
+        }
+        let left = [
+            r#"{"params":{"id":1},"id":9,"method":"cancel"}"#,
+            r#"{"id":"9","method":"shutdown"}"#,
+            r#"{"id":-1,"method":"shutdown"}"#,
+            r#"{"id":1.5,"method":"shutdown"}"#,
+            r#"{"id":null,"method":"shutdown"}"#,
+            r#"{"method":"initialized"}"#,
+            r#"{"id":1,"result":{}}"#,
+            r#"{"id":1,"method":"cancel","params":{"id":"x"}}"#,
+            r#"{"id":1,"method":"shutdown","method":"cancel"}"#,
+            r#"{"id":1,"id":2,"method":"shutdown"}"#,
+            r#"{"id":1,"method":"shutdown"} x"#,
+            r#"{"id":1,"method":"tool/call","params":{"name":"echo""#,
+            r#"[1]"#,
+        ];
+        for line in left {
+            assert_eq!(HostRequest::parse_line(line.as_bytes()), None, "{line}");
+        }
     }
 
     #[test]

@@ -640,14 +640,18 @@ impl Core {
                     Next::Handled
                 }
                 Line::Complete(buf) if buf.iter().all(u8::is_ascii_whitespace) => Next::Handled,
-                Line::Complete(buf) => match RawMessage::parse(buf) {
-                    Ok(msg) => self.dispatch(msg),
-                    Err(err) => {
-                        crate::framing::note(format_args!(
-                            "yep-sdk: skipping malformed wire line: {err}"
-                        ));
-                        Next::Handled
-                    }
+                // A request as hosts write it is read in one pass; anything else in two.
+                Line::Complete(buf) => match HostRequest::parse_line(buf) {
+                    Some((id, request)) => self.request(id, request),
+                    None => match RawMessage::parse(buf) {
+                        Ok(msg) => self.dispatch(msg),
+                        Err(err) => {
+                            crate::framing::note(format_args!(
+                                "yep-sdk: skipping malformed wire line: {err}"
+                            ));
+                            Next::Handled
+                        }
+                    },
                 },
             };
             match next {
