@@ -86,6 +86,25 @@ fn classify(line: &[u8]) {
         );
     }
     let raw = RawMessage::parse(line);
+    // The SDK's one-pass reading of a request agrees with the two-pass one where it answers.
+    if let Some((id, request)) = HostRequest::parse_line(line) {
+        match &raw {
+            Ok(RawMessage::Request {
+                id: two,
+                method,
+                params,
+            }) => {
+                assert_eq!(id, *two, "the one-pass id differs");
+                let typed = HostRequest::parse_raw(method, *params);
+                assert_eq!(
+                    typed.ok().as_ref(),
+                    Some(&request),
+                    "the one-pass request differs"
+                );
+            }
+            other => panic!("read in one pass as {request:?}, in two as {other:?}"),
+        }
+    }
     let Ok(msg) = Message::parse(line) else {
         return;
     };
