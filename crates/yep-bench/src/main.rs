@@ -122,6 +122,8 @@ fn main() -> anyhow::Result<()> {
     // Only the `yep mcp serve` figures, for working on the bridge (the ratios of the rest
     // are then missing).
     let bridge_only = std::env::args().any(|a| a == "--bridge-only");
+    // Only the host's MCP client against a direct rmcp call, for longer (for a profiler).
+    let mcp_only = std::env::args().any(|a| a == "--mcp-only");
     // Only the shared host against a host per session.
     let shared_only = std::env::args().any(|a| a == "--shared-only");
     // Only the yep round trips and throughput, for working on the call path (or profiling it).
@@ -177,6 +179,10 @@ fn main() -> anyhow::Result<()> {
         if bridge_only {
             r.probe("bridge")?;
             return bridge(&mut r, &echo, &rmcp_server, &scratch).await;
+        }
+        if mcp_only {
+            r.probe("mcp host")?;
+            return mcp_host_vs_direct(&mut r, &rmcp_server, &scratch, 40).await;
         }
         if shared_only {
             r.probe("shared")?;
@@ -349,23 +355,8 @@ fn main() -> anyhow::Result<()> {
                 peer.close().await;
             }
         }
-        // The same rmcp server as an MCP server of the host: the call an agent makes through
-        // `ExtensionHost` (table, pin check, the host's rmcp client), against the direct rmcp
-        // call above.
-        // In alternating rounds with a direct rmcp client of another copy of the server, so
-        // both see the same machine.
         r.probe("mcp host")?;
-        let host = mcp_host(&rmcp_server, &scratch).await?;
-        let direct = RmcpPeer::connect(&rmcp_server, &[]).await?;
-        let (mut through, mut straight) = (Vec::new(), Vec::new());
-        for _ in 0..10 {
-            through.extend(host_rtt(&host, "mcp__files__echo", 200, 30, 300).await?);
-            straight.extend(direct.rtt(200, 30, 300).await?);
-        }
-        r.latency("mcp_host_rtt_200", percentiles(through));
-        r.latency("mcp_direct_rtt_200", percentiles(straight));
-        direct.close().await;
-        host.shutdown().await;
+        mcp_host_vs_direct(&mut r, &rmcp_server, &scratch, 10).await?;
 
         r.probe("bridge")?;
         bridge(&mut r, &echo, &rmcp_server, &scratch).await?;
@@ -446,7 +437,12 @@ fn main() -> anyhow::Result<()> {
     rt.shutdown_background();
 
     // 6. The same decision from a process spawned per event.
-    let part = bridge_only || shared_only || calls_only || profile.is_some() || ab_echo.is_some();
+    let part = mcp_only
+        || bridge_only
+        || shared_only
+        || calls_only
+        || profile.is_some()
+        || ab_echo.is_some();
     if !part {
         r.probe("spawned hooks")?;
         r.latency(
@@ -536,6 +532,30 @@ fn noise(r: &Report) -> Option<String> {
 /// `--ab-echo <server>`: this build's echo server (`ext`) against another build's, the same
 /// host driving both in alternating rounds, so both see the same machine: the one comparison
 /// that tells an SDK change of a few percent from this VM's run-to-run swings.
+/// The rmcp echo server as an MCP server of the host: the call an agent makes through
+/// `ExtensionHost` (table, pin check, the host's rmcp client), against a direct rmcp call, in
+/// `rounds` alternating rounds with a direct rmcp client of another copy of the server, so both
+/// see the same machine.
+async fn mcp_host_vs_direct(
+    r: &mut Report,
+    rmcp_server: &std::path::Path,
+    scratch: &std::path::Path,
+    rounds: usize,
+) -> anyhow::Result<()> {
+    let host = mcp_host(rmcp_server, scratch).await?;
+    let direct = RmcpPeer::connect(rmcp_server, &[]).await?;
+    let (mut through, mut straight) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        through.extend(host_rtt(&host, "mcp__files__echo", 200, 30, 300).await?);
+        straight.extend(direct.rtt(200, 30, 300).await?);
+    }
+    r.latency("mcp_host_rtt_200", percentiles(through));
+    r.latency("mcp_direct_rtt_200", percentiles(straight));
+    direct.close().await;
+    host.shutdown().await;
+    Ok(())
+}
+
 async fn ab(
     r: &mut Report,
     ext: &Arc<yep_host::Extension>,
