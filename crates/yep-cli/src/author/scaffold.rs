@@ -390,7 +390,7 @@ fn rust_files(o: &NewOptions) -> Vec<(String, String)> {
     let v = "0.1.0";
     let mut files = vec![
         ("Cargo.toml".to_string(), format!("[package]\nname = \"{n}-server\"\nversion = \"{v}\"\nedition = \"2024\"\npublish = false\n\n[[bin]]\nname = \"{n}-server\"\npath = \"src/main.rs\"\n\n[dependencies]\nyep-sdk = {{ path = \"vendor/yep-sdk\" }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\nserde_json = \"1\"\nschemars = \"1\"\n\n[workspace]\n", n = o.name)),
-        ("vendor/yep-protocol/Cargo.toml".to_string(), "[package]\nname = \"yep-protocol\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[features]\nschema = []\n\n[dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = { version = \"1\", features = [\"raw_value\"] }\nthiserror = \"2\"\nmemchr = \"2\"\n".to_string()),
+        ("vendor/yep-protocol/Cargo.toml".to_string(), "[package]\nname = \"yep-protocol\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[features]\nschema = []\n\n[dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = { version = \"1\", features = [\"raw_value\"] }\nthiserror = \"2\"\nmemchr = \"2\"\nitoa = \"1\"\n".to_string()),
         ("vendor/yep-sdk/Cargo.toml".to_string(), "[package]\nname = \"yep-sdk\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[dependencies]\nyep-protocol = { path = \"../yep-protocol\" }\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = \"1\"\nlibc = \"0.2\"\nschemars = \"1\"\nserde_path_to_error = \"0.1\"\n".to_string()),
         (".gitignore".to_string(), "/target\n".to_string()),
         ("src/main.rs".to_string(), rust_server(o)),
@@ -549,6 +549,48 @@ fn make_executable(path: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The vendored crates' manifests name every dependency the workspace's crates have (not
+    /// optional): one added to `yep-protocol` or `yep-sdk` and not here breaks every Rust
+    /// server `yep new` makes.
+    #[test]
+    fn the_vendored_manifests_keep_up_with_the_crates() {
+        let files = rust_files(&NewOptions {
+            name: "t".into(),
+            lang: Lang::Rust,
+            tools: Vec::new(),
+            hooks: Vec::new(),
+            prompt: None,
+            dynamic_prompt: false,
+            commands: Vec::new(),
+            status: false,
+            ui_ask: false,
+            trace: false,
+            skills: false,
+            parent: PathBuf::new(),
+        });
+        let vendored = |path: &str| -> toml::Table {
+            let (_, text) = files.iter().find(|(p, _)| p == path).expect(path);
+            text.parse().expect("a manifest")
+        };
+        for (krate, real) in [
+            (
+                "yep-protocol",
+                include_str!("../../../yep-protocol/Cargo.toml"),
+            ),
+            ("yep-sdk", include_str!("../../../yep-sdk/Cargo.toml")),
+        ] {
+            let real: toml::Table = real.parse().unwrap();
+            let ours = vendored(&format!("vendor/{krate}/Cargo.toml"));
+            let ours = ours["dependencies"].as_table().unwrap();
+            for (name, dep) in real["dependencies"].as_table().unwrap() {
+                if dep.get("optional").and_then(toml::Value::as_bool) == Some(true) {
+                    continue;
+                }
+                assert!(ours.contains_key(name), "vendor/{krate} lacks {name}");
+            }
+        }
+    }
 
     #[test]
     fn tools_whose_names_spell_the_same_get_distinct_argument_types() {
