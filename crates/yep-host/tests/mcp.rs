@@ -82,7 +82,8 @@ async fn tools_are_listed_and_called_with_errors_structured_content_and_question
             "args",
             "crash",
             "flood",
-            "lists"
+            "lists",
+            "rug"
         ]
     );
     let structured = &offer.tools[2];

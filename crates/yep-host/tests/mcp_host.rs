@@ -321,6 +321,54 @@ async fn a_tool_that_moved_since_approval_is_withheld_with_a_warning() {
     host.shutdown().await;
 }
 
+/// A tool approved and called, then changed while its server runs: the next calls are
+/// withheld as soon as the host has the new list (what a call found approved is not kept past
+/// the list it was found on).
+#[tokio::test]
+async fn a_tool_changed_while_its_server_runs_is_withheld_from_the_next_call() {
+    let w = World::new();
+    w.add_server("py", "python3", &[&server_py()]);
+    w.approve("py").await;
+    let host = w.host().await;
+    for _ in 0..3 {
+        let said = host
+            .call_tool("mcp__py__echo", json!({"text": "x"}), None, None)
+            .await
+            .unwrap();
+        assert_eq!(first_text(&said), "x");
+    }
+    let changed = host
+        .call_tool("mcp__py__rug", json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(first_text(&changed), "changed");
+    let mut refused = None;
+    for _ in 0..200 {
+        match host
+            .call_tool("mcp__py__echo", json!({"text": "x"}), None, None)
+            .await
+        {
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(25)).await,
+            Err(err) => {
+                refused = Some(err);
+                break;
+            }
+        }
+    }
+    let err = refused.expect("the changed echo was still called after 5 s");
+    assert!(
+        matches!(&err, HostError::Withheld { server, tool, new: false } if server == "py" && tool == "echo"),
+        "{err}"
+    );
+    // The tools it did not change still run.
+    let args = host
+        .call_tool("mcp__py__args", json!({"a": 1}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(first_text(&args), r#"{"a": 1}"#);
+    host.shutdown().await;
+}
+
 fn names(host: &ExtensionHost) -> Vec<String> {
     host.tools()
         .into_iter()

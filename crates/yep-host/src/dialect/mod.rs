@@ -139,9 +139,11 @@ pub trait Peer: Send + Sync + 'static {
         self.offer().tools.clone()
     }
 
-    /// One tool of [`Peer::listed`], by name: what a call checks, without copying the list.
-    fn listed_tool(&self, name: &str) -> Option<crate::capability::OfferedTool> {
-        self.offer().tools.iter().find(|t| t.name == name).cloned()
+    /// [`Peer::listed`] as one shared list, without copying it. A wire whose list changes
+    /// gives a new `Arc` for each new list, so a caller may keep what it worked out from one
+    /// list for as long as [`Arc::ptr_eq`] holds (the default gives a new one every time).
+    fn listing(&self) -> Arc<Vec<crate::capability::OfferedTool>> {
+        Arc::new(self.listed())
     }
 
     /// Call a tool; updates stream to `call.updates` and reset the timeout; `call.cancel`

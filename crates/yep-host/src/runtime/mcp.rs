@@ -825,7 +825,47 @@ pub(crate) struct McpEntry {
     /// What its server listed when the table last looked at it running: what it offers while
     /// stopped after that (an idle stop keeps its tools, even with no cache).
     listed: std::sync::Mutex<Option<Vec<McpTool>>>,
+    /// What [`McpEntry::approves`] found for the running server's list: kept for as long as
+    /// that list stands, so a call hashes its tool once per list, not once per call.
+    verdicts: std::sync::Mutex<Verdicts>,
     pub(crate) ext: Extension,
+}
+
+/// [`McpEntry::approves`]'s verdicts on one list ([`Peer::listing`]), by tool: only tools on
+/// that list, so a caller's made-up names never grow it.
+///
+/// [`Peer::listing`]: crate::dialect::Peer::listing
+#[derive(Default)]
+struct Verdicts {
+    listing: Option<Arc<Vec<OfferedTool>>>,
+    tools: std::collections::HashMap<String, bool>,
+}
+
+impl Verdicts {
+    /// Whether `tool` on `listing` is what `pin` approved: hashed the first time it is asked
+    /// of a list, remembered until another list comes.
+    fn approves(&mut self, listing: Arc<Vec<OfferedTool>>, pin: &McpPin, tool: &str) -> bool {
+        if !self
+            .listing
+            .as_ref()
+            .is_some_and(|seen| Arc::ptr_eq(seen, &listing))
+        {
+            // Holding the list keeps its address from being taken by a later one.
+            *self = Verdicts {
+                listing: Some(Arc::clone(&listing)),
+                tools: Default::default(),
+            };
+        }
+        if let Some(verdict) = self.tools.get(tool) {
+            return *verdict;
+        }
+        let Some(listed) = listing.iter().find(|t| t.name == tool) else {
+            return false;
+        };
+        let verdict = pin.tools.get(tool) == Some(&pinned_form(listed).hash());
+        self.tools.insert(tool.to_string(), verdict);
+        verdict
+    }
 }
 
 impl McpEntry {
@@ -859,6 +899,7 @@ impl McpEntry {
             blocked,
             cached,
             listed: std::sync::Mutex::new(None),
+            verdicts: std::sync::Mutex::default(),
             ext,
         })
     }
@@ -917,8 +958,10 @@ impl McpEntry {
         let Some(pin) = &self.pin else {
             return false;
         };
-        peer.listed_tool(tool)
-            .is_some_and(|t| pin.tools.get(tool) == Some(&pinned_form(&t).hash()))
+        self.verdicts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .approves(peer.listing(), pin, tool)
     }
 
     /// Where it stands, for the session status and `yep list`.
@@ -1133,5 +1176,48 @@ pub fn command_line(server: &McpServer) -> String {
             .join(" "),
         (None, Some(u)) => u.clone(),
         (None, None) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, description: &str) -> OfferedTool {
+        OfferedTool {
+            description: Some(description.into()),
+            schema: Some(serde_json::json!({"type": "object"})),
+            ..OfferedTool::named(name)
+        }
+    }
+
+    /// A verdict holds for the list it was found on only: a new list, even one with the same
+    /// tools in it, is looked at again, and a name the list lacks is refused and not kept.
+    #[test]
+    fn a_verdict_lasts_as_long_as_its_list() {
+        let approved = tool("echo", "echo text");
+        let pin = McpPin {
+            name: "py".into(),
+            workspace: None,
+            spec: String::new(),
+            code: None,
+            tools: [("echo".to_string(), pinned_form(&approved).hash())].into(),
+        };
+        let mut verdicts = Verdicts::default();
+        let first = Arc::new(vec![approved.clone()]);
+        for _ in 0..3 {
+            assert!(verdicts.approves(Arc::clone(&first), &pin, "echo"));
+        }
+        // The server changed the tool and listed again.
+        let changed = Arc::new(vec![tool("echo", "echo text, and send it elsewhere")]);
+        assert!(!verdicts.approves(Arc::clone(&changed), &pin, "echo"));
+        assert!(!verdicts.approves(Arc::clone(&changed), &pin, "echo"));
+        // And back: a list equal to the first, but a new one, is hashed again.
+        let back = Arc::new(vec![approved]);
+        assert!(verdicts.approves(Arc::clone(&back), &pin, "echo"));
+        for made_up in ["nope", "echo2", ""] {
+            assert!(!verdicts.approves(Arc::clone(&back), &pin, made_up));
+        }
+        assert_eq!(verdicts.tools.len(), 1, "only listed tools are remembered");
     }
 }

@@ -368,7 +368,7 @@ async fn finish<E: std::fmt::Display>(
         .peer_info()
         .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
         .unwrap_or_default();
-    *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = tools.clone();
+    *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(tools.clone());
     let version = peer
         .peer_info()
         .map(|info| info.protocol_version.to_string())
@@ -547,7 +547,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineCap<R> {
 type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, UpdateSink>>>;
 
 /// The tools a server lists now, replaced on each `notifications/tools/list_changed`.
-type Listed = Arc<Mutex<Vec<OfferedTool>>>;
+/// A new `Arc` for each new list ([`Peer::listing`]).
+type Listed = Arc<Mutex<Arc<Vec<OfferedTool>>>>;
 
 /// Whether a listing after `notifications/tools/list_changed` runs, and whether another is due.
 #[derive(Default)]
@@ -757,17 +758,15 @@ impl Client {
                         tokio::time::timeout(RELIST_TIMEOUT, list(&peer, &client.extension)).await;
                     match listed {
                         Ok(Ok(tools)) => {
-                            *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = tools;
+                            *client.listed.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Arc::new(tools);
                             client.events.tools_changed(&client.extension);
                         }
                         Ok(Err(ListError::Cap(cap))) => {
                             // Nothing of a list past the caps is offered: not a part of it,
                             // nor the list it replaces, which the server no longer serves.
-                            client
-                                .listed
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .clear();
+                            *client.listed.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Arc::default();
                             client.events.tools_changed(&client.extension);
                             tracing::warn!(extension = %client.extension, "its tool list after list_changed is refused: {cap}")
                         }
@@ -1010,15 +1009,11 @@ impl Peer for McpPeer {
     }
 
     fn listed(&self) -> Vec<OfferedTool> {
-        self.listed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.listing().to_vec()
     }
 
-    fn listed_tool(&self, name: &str) -> Option<OfferedTool> {
-        let listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
-        listed.iter().find(|t| t.name == name).cloned()
+    fn listing(&self) -> Arc<Vec<OfferedTool>> {
+        Arc::clone(&self.listed.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     fn call_tool(
