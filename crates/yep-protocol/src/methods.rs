@@ -25,17 +25,6 @@ pub const LOG: &str = "log";
 pub const SHUTDOWN: &str = "shutdown";
 pub const EXIT: &str = "exit";
 
-/// [`params`] from the params' text on the line (`None`: absent or `null`), without building
-/// a `Value` for the whole params first.
-fn raw_params<T: DeserializeOwned + Default>(
-    params: Option<&RawValue>,
-) -> Result<T, serde_json::Error> {
-    match params {
-        None => Ok(T::default()),
-        Some(raw) => serde_json::from_str(raw.get()),
-    }
-}
-
 /// Parse params leniently: absent (`null`) params are the type's default.
 fn params<T: DeserializeOwned + Default>(params: Value) -> Result<T, serde_json::Error> {
     if params.is_null() {
@@ -72,14 +61,16 @@ macro_rules! method_enum {
             }
 
             /// [`Self::parse`], from the params' text as [`crate::RawMessage`] borrows it.
+            /// Absent params read as `null`; the params' text is read through, without
+            /// building a `Value` for it first.
             pub fn parse_raw(method: &str, raw: Option<&RawValue>) -> Result<Self, serde_json::Error> {
-                Ok(match method {
-                    $($method => method_enum!(@parse_raw $variant raw $(($payload))?),)*
-                    _ => $name::Unknown {
-                        method: method.to_string(),
-                        params: raw.map_or(Ok(Value::Null), |r| serde_json::from_str(r.get()))?,
-                    },
-                })
+                let Some(raw) = raw else {
+                    return Self::parse_de(method, Value::Null);
+                };
+                let mut text = serde_json::Deserializer::from_str(raw.get());
+                let parsed = Self::parse_de(method, &mut text)?;
+                text.end()?;
+                Ok(parsed)
             }
 
             /// [`Self::parse_raw`], the params read straight from `params` (as a line is
@@ -114,8 +105,6 @@ macro_rules! method_enum {
     };
     (@parse $variant:ident $raw:ident ($payload:ty)) => { Self::$variant(params::<$payload>($raw)?) };
     (@parse $variant:ident $raw:ident) => { Self::$variant };
-    (@parse_raw $variant:ident $raw:ident ($payload:ty)) => { Self::$variant(raw_params::<$payload>($raw)?) };
-    (@parse_raw $variant:ident $raw:ident) => { Self::$variant };
     (@parse_de $variant:ident $d:ident ($payload:ty)) => {
         Self::$variant(<Option<$payload> as serde::Deserialize>::deserialize($d)?.unwrap_or_default())
     };
