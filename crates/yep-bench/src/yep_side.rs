@@ -469,14 +469,9 @@ pub fn bare_start(program: &Path, args: &[&str], samples: usize) -> anyhow::Resu
     Ok(out)
 }
 
-/// This process's resident set, in KiB.
-pub fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+/// This process's resident set, in KiB, as the shared host reads any process's.
+fn rss_kib() -> u64 {
+    yep_host::shared::rss_kib(std::process::id()).unwrap_or(0)
 }
 
 /// Host-side RSS added per idle, connected extension, over `n` of them (KiB each).
