@@ -128,8 +128,8 @@ fn main() -> ExitCode {
         yep_host::sandbox::Mode::Required
     });
     yep_host::sandbox::set_default_mode(mode);
-    // A session attached to the shared host only passes lines through: one thread does it
-    // with no hand-off between threads.
+    // A session attached to the shared host only passes the agent's requests on: one thread
+    // does it with no hand-off between threads (another only waits for the host to hang up).
     let runtime = match matches!(&cli.command, Command::Mcp(m) if m.attaches()) {
         true => tokio::runtime::Builder::new_current_thread()
             .enable_all()

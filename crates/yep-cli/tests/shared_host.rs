@@ -170,7 +170,9 @@ impl Session {
             .collect()
     }
 
-    /// Close stdin (the agent goes) and wait for the client to exit; its stderr.
+    /// Close stdin (the agent goes) and wait for the client to exit; its stderr. The agent's
+    /// end of stdout then reads to its end: the host, which wrote to it directly, let go of
+    /// it, and no server it started holds it.
     fn close(mut self) -> String {
         use std::io::Read;
         drop(self.stdin.take());
@@ -180,6 +182,17 @@ impl Session {
         }
         let status = self.child.wait().unwrap();
         assert!(status.success(), "{stderr}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("the session's stdout is still open 5 s after it ended")
+                }
+            }
+        }
         stderr
     }
 }
@@ -437,6 +450,11 @@ fn a_host_killed_mid_call_fails_the_call_at_once_and_the_next_call_starts_a_new_
     let new = status(&home)["pid"].as_u64().unwrap();
     assert_ne!(new, host);
     assert_eq!(hosts_of(&home), [new as u32]);
+    // The requests the dead host had answered (it wrote those answers to the agent itself,
+    // and told the client) got no second answer: the client's errors, sent at once, came
+    // before the next call's answer.
+    let again: Vec<&Value> = s.seen.iter().filter(|l| l.get("id").is_some()).collect();
+    assert!(again.is_empty(), "answered twice: {again:?}");
     s.close();
 }
 
@@ -757,4 +775,102 @@ fn no_shared_serves_the_session_with_a_host_of_its_own() {
     assert!(!home.join("run/host.sock").exists());
     drop(stdin);
     assert!(child.wait().unwrap().success());
+}
+
+/// The lines of a session that initializes, calls echo with `text`, and pings.
+fn scripted(text: &str) -> String {
+    [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"text": text}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+    ]
+    .iter()
+    .map(|l| format!("{l}\n"))
+    .collect()
+}
+
+/// The answers among `out`'s lines, by id.
+fn answers(out: &str) -> Vec<Value> {
+    let mut lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .filter(|l: &Value| l.get("id").is_some() && l.get("method").is_none())
+        .collect();
+    lines.sort_by_key(|l| l["id"].as_u64());
+    lines
+}
+
+#[test]
+fn a_session_on_sockets_or_writing_to_a_file_is_served_as_one_on_pipes() {
+    use std::os::unix::net::UnixStream;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = home_with(tmp.path(), "");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    #[allow(clippy::disallowed_methods)] // the CLI under test
+    let yep = |stdin: Stdio, stdout: Stdio| {
+        Command::new(env!("CARGO_BIN_EXE_yep"))
+            .args(["mcp", "serve"])
+            .current_dir(&ws)
+            .env("YEP_HOME", &home)
+            .env_remove("RUST_LOG")
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // Sockets each way, as Node's child_process gives: the output is handed to the host.
+    let (mut agent_in, child_in) = UnixStream::pair().unwrap();
+    let (agent_out, child_out) = UnixStream::pair().unwrap();
+    let mut child = yep(
+        Stdio::from(std::os::fd::OwnedFd::from(child_in)),
+        Stdio::from(std::os::fd::OwnedFd::from(child_out)),
+    );
+    agent_in
+        .write_all(scripted("on a socket").as_bytes())
+        .unwrap();
+    let mut reader = BufReader::new(agent_out.try_clone().unwrap());
+    let mut out = String::new();
+    while answers(&out).len() < 3 {
+        let mut line = String::new();
+        assert_ne!(
+            reader.read_line(&mut line).unwrap(),
+            0,
+            "ended early: {out}"
+        );
+        out.push_str(&line);
+    }
+    let got = answers(&out);
+    assert_eq!(echoed(&got[1]), "on a socket");
+    assert!(got[2].get("result").is_some(), "{out}");
+    drop(agent_in);
+    assert!(child.wait().unwrap().success());
+    // Nobody holds the agent's end open once the session is over.
+    agent_out
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest)
+        .expect("the socket reads to its end once the session is over");
+
+    // A file: nothing the host can write to, so the client passes the host's lines itself.
+    let file = tmp.path().join("out.jsonl");
+    let mut child = yep(
+        Stdio::piped(),
+        Stdio::from(std::fs::File::create(&file).unwrap()),
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(scripted("to a file").as_bytes()).unwrap();
+    wait_until("three answers in the file", Duration::from_secs(30), || {
+        answers(&std::fs::read_to_string(&file).unwrap()).len() == 3
+    });
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let got = answers(&std::fs::read_to_string(&file).unwrap());
+    assert_eq!(echoed(&got[1]), "to a file");
 }

@@ -637,9 +637,18 @@ where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
+    serve_transport(bridge, (read, write)).await
+}
+
+/// Serve `bridge` as one MCP session on `transport` until the client goes.
+pub(crate) async fn serve_transport<T, E, A>(bridge: Bridge, transport: T) -> Result<(), ServeError>
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     use rmcp::ServiceExt;
     let running = bridge
-        .serve((read, write))
+        .serve(transport)
         .await
         .map_err(|e| ServeError::Initialize(Box::new(e)))?;
     running

@@ -14,6 +14,7 @@
 
 mod lines;
 mod pipe;
+pub(crate) use pipe::set_nonblocking;
 
 #[doc(hidden)]
 pub use lines::split_frames;

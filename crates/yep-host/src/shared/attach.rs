@@ -1,12 +1,13 @@
 //! The client's side: `yep mcp serve` attached to the home's shared host, passing its
-//! session's MCP lines through, and the calls in flight answered if the host dies.
+//! session's requests on (and the host's lines back, when it could not hand the agent's output
+//! over), and the calls in flight answered if the host dies.
 
 use super::{
     Hello, PROTOCOL, Purpose, Welcome, lock, lock_path, read_hello, same_user, socket_path, version,
 };
 use crate::store::Home;
 use serde_json::value::RawValue;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -294,11 +295,36 @@ fn peek(line: &[u8]) -> Option<Peek<'_>> {
 }
 
 /// What both directions share: whether a host is attached, and the agent's requests it has
-/// not answered yet (their ids, as JSON text).
+/// not answered yet (their ids, as compact JSON text: [`id_key`]).
 #[derive(Default)]
 struct Link {
     up: bool,
-    waiting: HashSet<String>,
+    waiting: HashMap<String, usize>,
+}
+
+impl Link {
+    /// One more request `id` is waiting (an agent may use an id again once it was answered,
+    /// and the host's note of that answer can come after the new request).
+    fn wait(&mut self, id: String) {
+        *self.waiting.entry(id).or_default() += 1;
+    }
+
+    fn answered(&mut self, id: &str) {
+        if let Some(n) = self.waiting.get_mut(id) {
+            *n -= 1;
+            if *n == 0 {
+                self.waiting.remove(id);
+            }
+        }
+    }
+}
+
+/// A request id as one spelling: compact JSON (`1`, `"a"`), however the agent or the host
+/// wrote it.
+fn id_key(raw: &[u8]) -> Option<String> {
+    serde_json::from_slice::<serde_json::Value>(raw)
+        .ok()
+        .map(|v| v.to_string())
 }
 
 type Out = Arc<tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
@@ -313,37 +339,164 @@ pub async fn attach_stdio(
     deferred: bool,
     start: &Starter,
 ) -> Result<(), AttachError> {
-    let hello = Hello {
+    let session = |hand_off| Hello {
         yep_shared_host: PROTOCOL,
         version: version(),
         purpose: Purpose::Session {
-            workspace,
+            workspace: workspace.clone(),
             deferred,
+            hand_off,
         },
     };
-    let (reader, writer) = connect(home, &hello, start).await?;
+    // The agent's output goes to the host when it can, so answers skip this process. A host
+    // started after the first died is passed its lines by this process instead.
+    let output = super::handoff::agent_output();
+    let (reader, writer) = connect(home, &session(output.is_some()), start).await?;
+    if let Some(fd) = &output {
+        super::handoff::send_fd(writer.as_ref(), fd).await?;
+    }
+    let first = match output {
+        Some(_) => Attached::Handed(HandedOff::new(reader, writer)?),
+        None => Attached::Relay(reader, writer),
+    };
+    drop(output);
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let out: Out = Arc::new(tokio::sync::Mutex::new(Box::new(stdout)));
-    pass_through(home, hello, start, stdin, out, reader, writer).await;
+    pass_through(home, session(false), start, stdin, out, first).await;
     Ok(())
 }
 
-/// The session's two directions: agent → host here, host → agent on its own task.
+/// A connection to the host, as the first one is made.
+enum Attached {
+    /// The host passes its lines back on the socket.
+    Relay(BufReader<OwnedReadHalf>, OwnedWriteHalf),
+    /// The host writes to the agent itself.
+    Handed(HandedOff),
+}
+
+/// The way to the host for the agent's lines.
+enum ToHost {
+    /// The host passes its lines back on the socket (read by the other direction's task).
+    Relay(OwnedWriteHalf),
+    /// The host writes to the agent itself.
+    Handed(HandedOff),
+    /// The host is gone, or the write to it failed and its end is awaited.
+    Gone,
+}
+
+/// The socket while the host writes to the agent itself. It is off this process's reactor
+/// and written to blocking, so neither the host reading a request nor its note of an answer
+/// wakes this process: the notes are read as each request passes, and all of them once a
+/// thread sees the host hang up.
+struct HandedOff {
+    socket: std::os::unix::net::UnixStream,
+    /// Note bytes read past the last whole line.
+    partial: Vec<u8>,
+    hangup: tokio::sync::oneshot::Receiver<()>,
+}
+
+impl HandedOff {
+    fn new(reader: BufReader<OwnedReadHalf>, writer: OwnedWriteHalf) -> std::io::Result<Self> {
+        let partial = reader.buffer().to_vec();
+        let socket = reader
+            .into_inner()
+            .reunite(writer)
+            .map_err(std::io::Error::other)?
+            .into_std()?;
+        socket.set_nonblocking(false)?;
+        let watched = socket.try_clone()?;
+        let (hung_up, hangup) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("yep-attach-hangup".into())
+            .spawn(move || {
+                wait_for_hangup(&watched);
+                let _ = hung_up.send(());
+            })?;
+        Ok(HandedOff {
+            socket,
+            partial,
+            hangup,
+        })
+    }
+
+    /// Take the notes the host has written so far, without waiting: each id answered.
+    fn take_notes(&mut self, link: &Mutex<Link>) {
+        use nix::sys::socket::{MsgFlags, recv};
+        use std::os::fd::AsRawFd;
+        let mut buf = [0u8; 8192];
+        while let Ok(n @ 1..) = recv(self.socket.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT) {
+            self.partial.extend_from_slice(&buf[..n]);
+        }
+        let whole = match self.partial.iter().rposition(|b| *b == b'\n') {
+            Some(i) => i + 1,
+            None => {
+                // A note is an id: one this long is not one.
+                if self.partial.len() > MAX_NOTE {
+                    self.partial.clear();
+                }
+                return;
+            }
+        };
+        let mut link = lock(link);
+        for note in self.partial[..whole].split(|b| *b == b'\n') {
+            if let Some(id) = id_key(note) {
+                link.answered(&id);
+            }
+        }
+        self.partial.drain(..whole);
+    }
+
+    /// The host hung up: its last notes taken, and every request it did not answer
+    /// answered with an error.
+    async fn finish(mut self, link: &Mutex<Link>, out: &Out, log: &Path) {
+        self.take_notes(link);
+        fail_waiting(link, out, log).await;
+    }
+}
+
+/// The longest note (an answered request's id) read.
+const MAX_NOTE: usize = 64 * 1024;
+
+/// Block until the other end of `socket` hangs up (closes, or shuts its writing down).
+/// Only the hang-up is asked for, so the notes the host writes never wake this thread.
+fn wait_for_hangup(socket: &std::os::unix::net::UnixStream) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    loop {
+        let mut fds = [PollFd::new(
+            socket.as_fd(),
+            PollFlags::from_bits_retain(libc::POLLRDHUP),
+        )];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            _ => return,
+        }
+    }
+}
+
+/// The session's two directions: agent → host here, host → agent (or the host's notes of
+/// what it answered) on its own task. `hello` attaches again after the host died.
 async fn pass_through(
     home: &Home,
     hello: Hello,
     start: &Starter,
     stdin: impl AsyncRead + Unpin,
     out: Out,
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
+    first: Attached,
 ) {
     let link = Arc::new(Mutex::new(Link {
         up: true,
-        waiting: HashSet::new(),
+        waiting: HashMap::new(),
     }));
+    let log = super::log_path(home);
     let (readers, mut next_reader) = tokio::sync::mpsc::unbounded_channel();
-    let _ = readers.send(reader);
+    let mut to_host = match first {
+        Attached::Relay(reader, writer) => {
+            let _ = readers.send(reader);
+            ToHost::Relay(writer)
+        }
+        Attached::Handed(handed) => ToHost::Handed(handed),
+    };
     let back = {
         let (link, out, log) = (Arc::clone(&link), Arc::clone(&out), super::log_path(home));
         tokio::spawn(async move {
@@ -352,16 +505,35 @@ async fn pass_through(
             }
         })
     };
-    let mut writer = Some(writer);
     let mut lines = Lines::new(stdin);
     // The session's handshake, replayed to a host started after the first died.
     let (mut initialize, mut initialized): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
     loop {
-        let line = match lines.next().await {
+        let next = match &mut to_host {
+            ToHost::Handed(handed) => tokio::select! {
+                next = lines.next() => Some(next),
+                _ = &mut handed.hangup => None,
+            },
+            _ => Some(lines.next().await),
+        };
+        let Some(next) = next else {
+            if let ToHost::Handed(handed) = std::mem::replace(&mut to_host, ToHost::Gone) {
+                handed.finish(&link, &out, &log).await;
+            }
+            continue;
+        };
+        let line = match next {
             Ok(Some(Line::Whole(line))) => line,
             Ok(Some(Line::TooLong)) => {
-                let error = error_line("null", -32600, "a message longer than 64 MiB was dropped");
-                let _ = write_out(&out, &error).await;
+                let said = "a message longer than 64 MiB was dropped";
+                // While the host writes to the agent, a line from here could split one of
+                // its own: the note goes to stderr instead.
+                match matches!(to_host, ToHost::Handed(_)) {
+                    true => tracing::warn!("{said}"),
+                    false => {
+                        let _ = write_out(&out, &error_line("null", -32600, said)).await;
+                    }
+                }
                 continue;
             }
             Ok(None) | Err(_) => break,
@@ -370,7 +542,7 @@ async fn pass_through(
         let id = seen
             .as_ref()
             .and_then(|p| p.id)
-            .map(|id| id.get().to_string());
+            .and_then(|id| id_key(id.get().as_bytes()));
         let method = seen
             .as_ref()
             .and_then(|p| p.method.as_deref().map(str::to_string));
@@ -393,7 +565,7 @@ async fn pass_through(
             .await
             {
                 Ok((reader, w)) => {
-                    writer = Some(w);
+                    to_host = ToHost::Relay(w);
                     lock(&link).up = true;
                     let _ = readers.send(reader);
                 }
@@ -416,19 +588,35 @@ async fn pass_through(
         if let Some(id) = id.filter(|_| method.is_some()) {
             let mut link = lock(&link);
             if link.up {
-                link.waiting.insert(id);
+                link.wait(id);
             }
         }
-        if let Some(w) = writer.as_mut() {
-            // A failed write is the host gone: the other direction sees it and answers.
-            if w.write_all(&line).await.is_err() {
-                writer = None;
+        // A failed write is the host gone: the other direction (or the hang-up) sees it and
+        // answers.
+        let sent = match &mut to_host {
+            ToHost::Relay(w) => w.write_all(&line).await.is_ok(),
+            ToHost::Handed(handed) => {
+                use std::io::Write;
+                handed.take_notes(&link);
+                (&handed.socket).write_all(&line).is_ok()
             }
+            ToHost::Gone => true,
+        };
+        if !sent && matches!(to_host, ToHost::Relay(_)) {
+            to_host = ToHost::Gone;
         }
     }
     // The agent closed stdin: the session ends, the host's answers still in flight go out.
-    if let Some(mut w) = writer {
-        let _ = w.shutdown().await;
+    match to_host {
+        ToHost::Relay(mut w) => {
+            let _ = w.shutdown().await;
+        }
+        ToHost::Handed(mut handed) => {
+            let _ = handed.socket.shutdown(std::net::Shutdown::Write);
+            let _ = tokio::time::timeout(Duration::from_secs(5), &mut handed.hangup).await;
+            handed.finish(&link, &out, &log).await;
+        }
+        ToHost::Gone => {}
     }
     drop(readers);
     let _ = tokio::time::timeout(Duration::from_secs(5), back).await;
@@ -485,7 +673,7 @@ async fn reconnect(
     Ok((reader, writer))
 }
 
-/// Host → agent until the host's side closes; then every request it had not answered is
+/// Host → agent until the host's side closes. Then every request it had not answered is
 /// answered with an error, at once.
 async fn to_agent(reader: BufReader<OwnedReadHalf>, link: &Mutex<Link>, out: &Out, log: &Path) {
     let mut lines = Lines::new(reader);
@@ -495,8 +683,9 @@ async fn to_agent(reader: BufReader<OwnedReadHalf>, link: &Mutex<Link>, out: &Ou
                 if let Some(id) = peek(&line)
                     .filter(|p| p.method.is_none())
                     .and_then(|p| p.id)
+                    .and_then(|id| id_key(id.get().as_bytes()))
                 {
-                    lock(link).waiting.remove(id.get());
+                    lock(link).answered(&id);
                 }
                 if write_out(out, &line).await.is_err() {
                     return;
@@ -506,10 +695,18 @@ async fn to_agent(reader: BufReader<OwnedReadHalf>, link: &Mutex<Link>, out: &Ou
             Ok(None) | Err(_) => break,
         }
     }
+    fail_waiting(link, out, log).await;
+}
+
+/// The host is gone: every request it had not answered is answered with an error.
+async fn fail_waiting(link: &Mutex<Link>, out: &Out, log: &Path) {
     let waiting: Vec<String> = {
         let mut link = lock(link);
         link.up = false;
-        link.waiting.drain().collect()
+        link.waiting
+            .drain()
+            .flat_map(|(id, n)| std::iter::repeat_n(id, n))
+            .collect()
     };
     let message = format!(
         "yep's shared host stopped during this request (it crashed or was killed; its log: {}); the next request starts a new one",

@@ -405,6 +405,7 @@ impl Shared {
             Purpose::Session {
                 workspace,
                 deferred,
+                hand_off,
             } => {
                 if !workspace.is_absolute() || !workspace.is_dir() {
                     welcome.error = Some(format!(
@@ -426,7 +427,27 @@ impl Shared {
                     return;
                 }
                 let bridge = hold.workspace.bridge.for_session(deferred);
-                if let Err(e) = crate::bridge::serve_on(bridge, reader, write).await {
+                let served = match hand_off {
+                    false => crate::bridge::serve_on(bridge, reader, write).await,
+                    true => {
+                        let output = match handed_output(&reader).await {
+                            Ok(output) => output,
+                            Err(e) => {
+                                return tracing::warn!(
+                                    "a session's hand-off failed, so it was hung up on: {e}"
+                                );
+                            }
+                        };
+                        let transport = super::handoff::Noting {
+                            inner: rmcp::transport::async_rw::AsyncRwTransport::new_server(
+                                reader, output,
+                            ),
+                            notes: Arc::new(tokio::sync::Mutex::new(write)),
+                        };
+                        crate::bridge::serve_transport(bridge, transport).await
+                    }
+                };
+                if let Err(e) = served {
                     tracing::debug!("a session ended: {e}");
                 }
                 drop(hold);
@@ -485,6 +506,30 @@ impl Shared {
             workspaces,
         }
     }
+}
+
+/// The agent's output a session's client hands over right after the welcome.
+async fn handed_output(
+    reader: &BufReader<tokio::net::unix::OwnedReadHalf>,
+) -> std::io::Result<super::handoff::Handed> {
+    if !reader.buffer().is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the client sent lines before its output",
+        ));
+    }
+    let fd = tokio::time::timeout(
+        Duration::from_secs(5),
+        super::handoff::receive_fd(reader.get_ref().as_ref()),
+    )
+    .await
+    .map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no output handed over within 5 s",
+        )
+    })??;
+    super::handoff::Handed::new(fd)
 }
 
 /// Write `welcome` as one line.

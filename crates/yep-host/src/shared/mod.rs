@@ -4,7 +4,7 @@
 //! [`ExtensionHost`](crate::ExtensionHost), so N sessions of M packages run N×M server
 //! processes. With it, `yep mcp serve` is a thin client ([`attach`]): it connects to the one
 //! host of its home ([`host::serve`]) over a unix socket in the home, and passes the session's
-//! MCP lines through.
+//! requests on.
 //!
 //! - The socket is `<home>/run/host.sock`, in a directory only its owner may enter (0700),
 //!   itself owner-only (0600). Both ends check the other's uid (`SO_PEERCRED`): same uid only.
@@ -18,10 +18,15 @@
 //!   approvals (its `.mcp.json` servers, its `.claude/` project) reach its own sessions only.
 //!   What is per session stays per session: each one is its own MCP client of that host
 //!   (questions, cancels, progress, status and call ids, as over `--http`).
+//! - The client hands the agent's output (its stdout, a pipe or a socket) to the host over
+//!   the socket ([`handoff`]), so answers go from the host to the agent directly. The client
+//!   still passes the agent's requests on, and the host tells it the id of each answer.
 //! - If the host dies, the client answers the calls in flight with an error at once, and the
-//!   next request starts a new host and replays the session's handshake to it.
+//!   next request starts a new host and replays the session's handshake to it (whose lines
+//!   the client then passes both ways).
 
 pub mod attach;
+mod handoff;
 pub mod host;
 
 pub use attach::{AttachError, attach_stdio, control};
@@ -91,6 +96,11 @@ pub enum Purpose {
         /// `--deferred`: list only the always-loaded tools and `search_tools`.
         #[serde(default)]
         deferred: bool,
+        /// The client hands the agent's output over after the welcome (one byte carrying
+        /// the descriptor): the host writes the session's lines to it, and the id of each
+        /// answer it wrote to the socket, one JSON id per line.
+        #[serde(default)]
+        hand_off: bool,
     },
     /// Answer with [`HostStatus`] and close.
     Status,
