@@ -419,31 +419,28 @@ impl HandedOff {
         })
     }
 
-    /// Take the notes the host has written so far, without waiting: each id answered.
+    /// Take the notes the host has written so far, without waiting: each id answered. At
+    /// most one read's worth and [`MAX_NOTE`] are held at a time, however much is there.
     fn take_notes(&mut self, link: &Mutex<Link>) {
         use nix::sys::socket::{MsgFlags, recv};
         use std::os::fd::AsRawFd;
         let mut buf = [0u8; 8192];
         while let Ok(n @ 1..) = recv(self.socket.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT) {
             self.partial.extend_from_slice(&buf[..n]);
-        }
-        let whole = match self.partial.iter().rposition(|b| *b == b'\n') {
-            Some(i) => i + 1,
-            None => {
-                // A note is an id: one this long is not one.
-                if self.partial.len() > MAX_NOTE {
-                    self.partial.clear();
+            if let Some(i) = self.partial.iter().rposition(|b| *b == b'\n') {
+                let mut link = lock(link);
+                for note in self.partial[..i].split(|b| *b == b'\n') {
+                    if let Some(id) = id_key(note) {
+                        link.answered(&id);
+                    }
                 }
-                return;
+                self.partial.drain(..=i);
             }
-        };
-        let mut link = lock(link);
-        for note in self.partial[..whole].split(|b| *b == b'\n') {
-            if let Some(id) = id_key(note) {
-                link.answered(&id);
+            // A note is an id: one this long is not one.
+            if self.partial.len() > MAX_NOTE {
+                self.partial.clear();
             }
         }
-        self.partial.drain(..whole);
     }
 
     /// The host hung up: its last notes taken, and every request it did not answer
