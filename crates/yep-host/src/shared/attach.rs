@@ -460,10 +460,13 @@ fn wait_for_hangup(socket: &std::os::unix::net::UnixStream) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     loop {
-        let mut fds = [PollFd::new(
-            socket.as_fd(),
-            PollFlags::from_bits_retain(libc::POLLRDHUP),
-        )];
+        // A full close is reported as a hang-up whatever is asked for; Linux also reports the
+        // host shutting its writing down.
+        #[cfg(target_os = "linux")]
+        let asked = PollFlags::from_bits_retain(libc::POLLRDHUP);
+        #[cfg(not(target_os = "linux"))]
+        let asked = PollFlags::empty();
+        let mut fds = [PollFd::new(socket.as_fd(), asked)];
         match poll(&mut fds, PollTimeout::NONE) {
             Err(nix::errno::Errno::EINTR) => continue,
             _ => return,

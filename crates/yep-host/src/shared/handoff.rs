@@ -25,7 +25,8 @@ const CARRIER: u8 = b'F';
 /// through `/proc/self/fd`, so the nonblocking mode the host needs stays off the process's
 /// stdout), a duplicate when it is a socket (the host sends to it without blocking, and
 /// leaves its mode alone). `None` when it is neither (a file, a terminal): the client then
-/// passes the host's lines itself.
+/// passes the host's lines itself. Elsewhere than on Linux, always `None`.
+#[cfg(target_os = "linux")]
 pub(crate) fn agent_output() -> Option<OwnedFd> {
     use std::os::unix::fs::OpenOptionsExt;
     let stdout = std::io::stdout();
@@ -42,6 +43,11 @@ pub(crate) fn agent_output() -> Option<OwnedFd> {
     if kind == libc::S_IFSOCK {
         return fd.try_clone_to_owned().ok();
     }
+    None
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn agent_output() -> Option<OwnedFd> {
     None
 }
 
@@ -69,6 +75,14 @@ pub(crate) async fn send_fd(stream: &UnixStream, fd: &OwnedFd) -> std::io::Resul
     }
 }
 
+/// Descriptors arrive close-on-exec, set as they are installed.
+#[cfg(target_os = "linux")]
+const RECEIVE_FLAGS: MsgFlags = MsgFlags::MSG_CMSG_CLOEXEC.union(MsgFlags::MSG_DONTWAIT);
+/// No client hands its output over elsewhere ([`agent_output`]), and a descriptor that comes
+/// anyway is refused ([`Handed::new`]) and closed.
+#[cfg(not(target_os = "linux"))]
+const RECEIVE_FLAGS: MsgFlags = MsgFlags::MSG_DONTWAIT;
+
 /// The descriptor a client sent on `stream`: exactly one, on the carrier byte. It arrives
 /// close-on-exec, so no server the host starts inherits the agent's output.
 pub(crate) async fn receive_fd(stream: &UnixStream) -> std::io::Result<OwnedFd> {
@@ -83,7 +97,7 @@ pub(crate) async fn receive_fd(stream: &UnixStream) -> std::io::Result<OwnedFd> 
                 stream.as_raw_fd(),
                 &mut iov,
                 Some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+                RECEIVE_FLAGS,
             )
             .map_err(std::io::Error::from)?;
             let mut fds = Vec::new();
@@ -122,6 +136,11 @@ impl Handed {
     /// Take `fd` as the agent's output: a pipe or a socket open for writing, nothing else.
     pub(crate) fn new(fd: OwnedFd) -> std::io::Result<Handed> {
         use nix::fcntl::{FcntlArg, OFlag, fcntl};
+        #[cfg(not(target_os = "linux"))]
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "the hand-off is taken on Linux only",
+        ));
         let invalid =
             |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
         let kind = nix::sys::stat::fstat(&fd)?.st_mode & libc::S_IFMT;
