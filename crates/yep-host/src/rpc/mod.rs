@@ -14,6 +14,7 @@
 
 mod lines;
 mod pipe;
+#[cfg(feature = "mcp-serve")]
 pub(crate) use pipe::set_nonblocking;
 
 #[doc(hidden)]
