@@ -874,3 +874,62 @@ fn a_session_on_sockets_or_writing_to_a_file_is_served_as_one_on_pipes() {
     let got = answers(&std::fs::read_to_string(&file).unwrap());
     assert_eq!(echoed(&got[1]), "to a file");
 }
+
+#[test]
+fn a_client_that_hands_over_something_else_is_hung_up_on_and_the_host_serves_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = home_with(tmp.path(), "");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut s = Session::start(&home, &ws, &[], false);
+    let sock = home.join("run/host.sock");
+    let hello = json!({"yep_shared_host": 1, "version": env!("CARGO_PKG_VERSION"),
+        "purpose": "session", "workspace": ws, "hand_off": true});
+    // Each client says it hands its output over, then sends a file's descriptor, a byte
+    // with none, or a pipe's read end: each is hung up on once welcomed.
+    let probe = format!(
+        r#"
+import json, os, socket
+def attach(send):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect({sock:?})
+    s.sendall({hello:?}.encode() + b"\n")
+    s.settimeout(10)
+    welcome = b""
+    while not welcome.endswith(b"\n"):
+        welcome += s.recv(1)
+    assert "error" not in json.loads(welcome), welcome
+    send(s)
+    rest = s.recv(4096)
+    print("hung up" if rest == b"" else "answered " + repr(rest))
+with open({file:?}, "w") as f:
+    attach(lambda s: socket.send_fds(s, [b"F"], [f.fileno()]))
+attach(lambda s: s.sendall(b"F"))
+r, w = os.pipe()
+attach(lambda s: socket.send_fds(s, [b"F"], [r]))
+"#,
+        sock = sock.to_str().unwrap(),
+        hello = hello.to_string(),
+        file = tmp.path().join("not-a-pipe").to_str().unwrap(),
+    );
+    #[allow(clippy::disallowed_methods)] // a client written by hand
+    let out = Command::new("python3")
+        .args(["-c", &probe])
+        .output()
+        .unwrap();
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    assert_eq!(said.lines().collect::<Vec<_>>(), ["hung up"; 3]);
+    let log = std::fs::read_to_string(home.join("logs/host.log")).unwrap();
+    for why in [
+        "not a pipe or a socket",
+        "expected one descriptor on one byte, got 0",
+        "not open for writing",
+    ] {
+        assert!(log.contains(why), "{why}: {log}");
+    }
+    // The host and the session attached before are as they were.
+    assert_eq!(echoed(&s.call("echo", json!({"text": "still"}))), "still");
+    assert_eq!(status(&home)["sessions"], 1);
+    s.close();
+}
