@@ -19,8 +19,9 @@
 //!   What is per session stays per session: each one is its own MCP client of that host
 //!   (questions, cancels, progress, status and call ids, as over `--http`).
 //! - The client hands the agent's output (its stdout, a pipe or a socket) to the host over
-//!   the socket ([`handoff`]), so answers go from the host to the agent directly. The client
-//!   still passes the agent's requests on, and the host tells it the id of each answer.
+//!   the socket (`shared/handoff.rs`), so answers go from the host to the agent directly.
+//!   The client still passes the agent's requests on, and the host tells it the id of each
+//!   answer.
 //! - If the host dies, the client answers the calls in flight with an error at once, and the
 //!   next request starts a new host and replays the session's handshake to it (whose lines
 //!   the client then passes both ways).
