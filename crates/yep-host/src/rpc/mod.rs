@@ -349,7 +349,7 @@ impl Deadline<'_> {
 }
 
 struct Pending {
-    slots: HashMap<Id, Slot>,
+    slots: HashMap<Id, Slot, foldhash::fast::RandomState>,
     closed: Option<CloseReason>,
     /// When the watchdog next looks at the calls' timeouts (micros since `Inner::epoch`;
     /// `u64::MAX`: when woken).
@@ -359,7 +359,7 @@ struct Pending {
 impl Default for Pending {
     fn default() -> Self {
         Pending {
-            slots: HashMap::new(),
+            slots: HashMap::default(),
             closed: None,
             watch_at: u64::MAX,
         }
