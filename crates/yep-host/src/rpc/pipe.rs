@@ -9,8 +9,9 @@
 //! answer the caller reads itself takes a core from the caller or the server (one context
 //! switch per call). On Linux the reader waits on a private epoll set holding only the pipe,
 //! and a spinning caller stops the set watching the pipe while it reads
-//! ([`PipeInput::quiet`]); watching again reports whatever arrived meanwhile, so nothing is
-//! left unread.
+//! ([`PipeInput::quiet`]). The reader task watches it again when the caller is done
+//! ([`PipeInput::rewatch`]), which reports whatever arrived meanwhile, so nothing is left
+//! unread.
 
 use super::CloseReason;
 use crate::framing::{Frame, LineBuffer};
@@ -122,8 +123,10 @@ pub(super) struct PipeInput {
     state: Mutex<LineBuffer>,
     /// How long a caller busy-polls for its answer.
     pub(super) spin: Duration,
-    /// Tells the reader task a spinning caller let go of the buffer.
+    /// Tells the reader task a spinning caller let go of the buffer (and of the pipe).
     released: Notify,
+    /// Whether the epoll set watches the pipe for reading, and how many callers spin on it.
+    watching: Mutex<Watching>,
     /// Whether the pipe was grown for a big frame ([`grow`]).
     grown: std::sync::atomic::AtomicBool,
     /// How many lines the last drain that read any handed over: one while calls go one at a
@@ -147,6 +150,10 @@ impl PipeInput {
             state: Mutex::new(LineBuffer::new(cap)),
             spin,
             released: Notify::new(),
+            watching: Mutex::new(Watching {
+                reading: true,
+                spinners: 0,
+            }),
             grown: std::sync::atomic::AtomicBool::new(false),
             last_drain: std::sync::atomic::AtomicUsize::new(0),
         })
@@ -200,20 +207,42 @@ impl PipeInput {
 
     /// A caller starts reading its own answer: until the guard is dropped, what lands on the
     /// pipe wakes no one (the caller is polling it); an error or a hang-up still does.
-    /// Dropping the guard hands the buffer back to a reader task waiting for it and watches
-    /// the pipe again, so anything that arrived meanwhile wakes the reader then. Callers that
-    /// overlap are fine: each watches it again when it is done, so the last one leaves it
-    /// watched.
+    /// Dropping the guard hands the buffer back and tells the reader task, which watches the
+    /// pipe again ([`PipeInput::rewatch`]) once no caller spins. The reader runs when the
+    /// caller's task next yields (it is woken on the caller's thread), so calls one after
+    /// another with no pause between them leave the pipe unwatched and pay no `epoll_ctl`;
+    /// the one call in a while pays its two off the wait for its answer, one of them after it.
     pub(super) fn quiet(&self) -> Quiet<'_> {
         if let Some(pipe) = &self.pipe {
-            watch(self.wake.get_ref().as_raw_fd(), pipe.as_raw_fd(), false);
+            let mut watching = self.lock_watching();
+            watching.spinners += 1;
+            if watching.reading {
+                watch(self.wake.get_ref().as_raw_fd(), pipe.as_raw_fd(), false);
+                watching.reading = false;
+            }
         }
         Quiet { input: self }
     }
 
-    /// Empty the epoll set's ready list, so putting the pipe back ([`Quiet`]'s drop) reports
-    /// data already waiting: the set reports a pipe only once until it is collected here. The
-    /// reader task calls this on every wake-up, before it reads.
+    /// Watch the pipe for reading again, unless a caller spins on it. Watching polls the pipe
+    /// at once: data already waiting wakes the reader.
+    fn rewatch(&self) {
+        if let Some(pipe) = &self.pipe {
+            let mut watching = self.lock_watching();
+            if watching.spinners == 0 && !watching.reading {
+                watch(self.wake.get_ref().as_raw_fd(), pipe.as_raw_fd(), true);
+                watching.reading = true;
+            }
+        }
+    }
+
+    fn lock_watching(&self) -> std::sync::MutexGuard<'_, Watching> {
+        self.watching.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Empty the epoll set's ready list, so watching the pipe again ([`PipeInput::rewatch`])
+    /// reports data already waiting: the set reports a pipe only once until it is collected
+    /// here. The reader task calls this on every wake-up, before it reads.
     fn collect(&self) {
         #[cfg(target_os = "linux")]
         if self.pipe.is_some() {
@@ -231,7 +260,15 @@ impl PipeInput {
         mut on_line: impl FnMut(&[u8]) -> Result<(), CloseReason>,
     ) -> CloseReason {
         loop {
-            let mut ready = match self.wake.readable().await {
+            let ready = tokio::select! {
+                biased;
+                () = self.released.notified() => {
+                    self.rewatch();
+                    continue;
+                }
+                ready = self.wake.readable() => ready,
+            };
+            let mut ready = match ready {
                 Ok(ready) => ready,
                 Err(err) => return CloseReason::Io(err.to_string()),
             };
@@ -247,6 +284,7 @@ impl PipeInput {
                 None => {
                     drop(ready);
                     self.released.notified().await;
+                    self.rewatch();
                 }
             }
         }
@@ -261,18 +299,19 @@ pub(super) struct Quiet<'a> {
 
 impl Drop for Quiet<'_> {
     fn drop(&mut self) {
-        // The caller is done with the buffer. A stored permit if the reader is not waiting:
-        // never a lost wake-up, never a syscall.
-        self.input.released.notify_one();
-        if let Some(pipe) = &self.input.pipe {
-            // Watching again polls the pipe at once: data already waiting wakes the reader.
-            watch(
-                self.input.wake.get_ref().as_raw_fd(),
-                pipe.as_raw_fd(),
-                true,
-            );
+        if self.input.pipe.is_some() {
+            self.input.lock_watching().spinners -= 1;
         }
+        // The caller is done with the buffer and the pipe: the reader takes both back. A
+        // stored permit if the reader is not waiting: never a lost wake-up, never a syscall.
+        self.input.released.notify_one();
     }
+}
+
+/// Whether a pipe's epoll set watches it for reading, and how many callers spin on it.
+struct Watching {
+    reading: bool,
+    spinners: usize,
 }
 
 /// What the reader task waits on for the pipe `fd`, and the pipe itself if that is a private
@@ -431,28 +470,39 @@ mod tests {
         assert!(input.one_at_a_time());
     }
 
+    /// A reader task on `input` that sends each line it reads.
+    fn reading(
+        input: &std::sync::Arc<PipeInput>,
+    ) -> (
+        tokio::task::JoinHandle<CloseReason>,
+        tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let input = std::sync::Arc::clone(input);
+        let reader = tokio::spawn(async move {
+            input
+                .run(|line| {
+                    let _ = tx.send(line.to_vec());
+                    Ok(())
+                })
+                .await
+        });
+        (reader, rx)
+    }
+
     /// While a caller reads for itself the reader task is not woken, and once the caller is
-    /// done whatever it left is read: also after earlier wake-ups (a set that reports the pipe
-    /// only once until collected would otherwise stay silent).
+    /// done whatever it left is read, and what comes later too (the reader watches the pipe
+    /// again): also after earlier wake-ups (a set that reports the pipe only once until
+    /// collected would otherwise stay silent), and whether the caller was a task on the
+    /// reader's runtime (the reader is woken on its thread) or not.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_quiet_pipe_wakes_no_reader_and_hands_over_what_is_left_once_done() {
         use std::io::Write;
         let (fd, mut writer) = pipe();
         let input = std::sync::Arc::new(PipeInput::new(fd, 1 << 20, Duration::ZERO).unwrap());
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let reader = {
-            let input = std::sync::Arc::clone(&input);
-            tokio::spawn(async move {
-                input
-                    .run(|line| {
-                        let _ = tx.send(line.to_vec());
-                        Ok(())
-                    })
-                    .await
-            })
-        };
+        let (reader, mut rx) = reading(&input);
         let wait = Duration::from_secs(5);
-        for round in 0..3u8 {
+        for round in 0..4u8 {
             writer.write_all(&[b'a' + round, b'\n']).unwrap();
             let woke = tokio::time::timeout(wait, rx.recv()).await.unwrap();
             assert_eq!(woke.unwrap(), [b'a' + round]);
@@ -462,14 +512,62 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
 
-            let quiet = input.quiet();
+            // Even rounds spin on a thread outside the runtime's workers (as a `block_on`
+            // caller does); odd ones in a task, whose end wakes the reader on its own thread.
+            let (spinning, go) = (
+                tokio::sync::oneshot::channel(),
+                tokio::sync::oneshot::channel(),
+            );
+            let caller = {
+                let input = std::sync::Arc::clone(&input);
+                let (started, done): (_, tokio::sync::oneshot::Receiver<()>) = (spinning.0, go.1);
+                async move {
+                    let quiet = input.quiet();
+                    let _ = started.send(());
+                    let _ = done.await;
+                    drop(quiet);
+                }
+            };
+            let caller = if round % 2 == 0 {
+                let here = tokio::runtime::Handle::current();
+                std::thread::spawn(move || here.block_on(caller));
+                None
+            } else {
+                Some(tokio::spawn(caller))
+            };
+            spinning.1.await.unwrap();
             writer.write_all(&[b'A' + round, b'\n']).unwrap();
             tokio::time::sleep(Duration::from_millis(50)).await;
             assert!(rx.try_recv().is_err(), "round {round}: the reader woke");
-            drop(quiet);
+            go.0.send(()).unwrap();
+            if let Some(caller) = caller {
+                caller.await.unwrap();
+            }
             let left = tokio::time::timeout(wait, rx.recv()).await.unwrap();
             assert_eq!(left.unwrap(), [b'A' + round], "round {round}");
         }
+        drop(writer);
+        assert!(matches!(reader.await.unwrap(), CloseReason::Eof));
+    }
+
+    /// Two callers spinning at once: the pipe is watched again only when both are done.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_pipe_is_watched_again_once_the_last_spinning_caller_is_done() {
+        use std::io::Write;
+        let (fd, mut writer) = pipe();
+        let input = std::sync::Arc::new(PipeInput::new(fd, 1 << 20, Duration::ZERO).unwrap());
+        let (reader, mut rx) = reading(&input);
+        let (first, second) = (input.quiet(), input.quiet());
+        drop(first);
+        writer.write_all(b"late\n").unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            rx.try_recv().is_err(),
+            "the reader woke while a caller spun"
+        );
+        drop(second);
+        let left = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
+        assert_eq!(left.unwrap().unwrap(), b"late");
         drop(writer);
         assert!(matches!(reader.await.unwrap(), CloseReason::Eof));
     }
