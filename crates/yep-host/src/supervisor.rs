@@ -416,6 +416,29 @@ impl ExtensionError {
     }
 }
 
+/// Nanoseconds on a clock that only moves forward, for when a server was last used: Linux's
+/// coarse monotonic clock, which the vDSO reads without the timestamp counter (a tick's
+/// resolution, a few ms, is plenty for idle stops of seconds or minutes, and two reads per
+/// call of the precise clock were ~2% of a host's CPU under many calls at once); elsewhere,
+/// or should that read fail, the time since `born`.
+fn use_clock(born: Instant) -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec for the call to fill; the clock id is a constant
+        // every Linux since 2.6.32 has.
+        if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } == 0 {
+            return (ts.tv_sec as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(ts.tv_nsec as u64);
+        }
+    }
+    u64::try_from(born.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// The delay before the next start after `failures` consecutive failures: `base`, doubling
 /// per failure, capped at `max`.
 pub fn backoff_delay(base: Duration, max: Duration, failures: u32) -> Duration {
@@ -488,9 +511,9 @@ pub struct Extension {
     workspace: Mutex<PathBuf>,
     /// Closed for good (the host shut down or deactivated it): nothing may start it again.
     closed: AtomicBool,
-    /// What `last_used` counts from.
+    /// What `last_used` counts from where there is no coarse clock ([`use_clock`]).
     born: Instant,
-    /// When it was last used, in nanoseconds since `born` (at least 1); 0 for never. A use is
+    /// When it was last used, on [`use_clock`] (at least 1); 0 for never. A use is
     /// [`Extension::live`] handing out the server, and a call on it finishing.
     last_used: AtomicU64,
     /// Its last server was stopped for want of use ([`Extension::stop_if_idle`]) and none has
@@ -593,7 +616,9 @@ impl Extension {
     pub fn idle_for(&self) -> Option<Duration> {
         match self.last_used.load(Ordering::Relaxed) {
             0 => None,
-            at => Some(self.born.elapsed().saturating_sub(Duration::from_nanos(at))),
+            at => Some(Duration::from_nanos(
+                use_clock(self.born).saturating_sub(at),
+            )),
         }
     }
 
@@ -610,10 +635,10 @@ impl Extension {
         self.idle_stopped.load(Ordering::Relaxed) && !self.is_running()
     }
 
-    /// Note a use now.
+    /// Note a use now: twice per call, so on the coarse clock.
     fn touch(&self) {
-        let at = u64::try_from(self.born.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.last_used.store(at.max(1), Ordering::Relaxed);
+        self.last_used
+            .store(use_clock(self.born).max(1), Ordering::Relaxed);
     }
 
     fn live_now(&self) -> Option<Arc<Live>> {
