@@ -192,18 +192,25 @@ const SYSTEM_READ: &[&str] = &[
 /// `sys`…), never another process's directory (the host's `environ` holds the user's
 /// tokens). Its own (`/proc/self`) is added in the child, where `self` is the child
 /// ([`Prepared::apply`]).
-fn proc_entries() -> Vec<PathBuf> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            !(name.bytes().all(|b| b.is_ascii_digit()) || name == "self" || name == "thread-self")
-        })
-        .map(|e| e.path())
-        .collect()
+/// Listed once: the system's entries stay put, while listing `/proc` reads one entry per
+/// process on the machine.
+fn proc_entries() -> &'static [PathBuf] {
+    static ENTRIES: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    ENTRIES.get_or_init(|| {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                !(name.bytes().all(|b| b.is_ascii_digit())
+                    || name == "self"
+                    || name == "thread-self")
+            })
+            .map(|e| e.path())
+            .collect()
+    })
 }
 
 /// Devices any program expects to open for writing. No terminal: a server that could open
@@ -241,7 +248,7 @@ impl Profile {
     pub fn default_for(place: &Place) -> Profile {
         let (tools_read, tools_write) = toolchain(place.program);
         let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
-        read.extend(proc_entries());
+        read.extend(proc_entries().iter().cloned());
         read.extend(tools_read);
         read.extend(place.package_dir.map(Path::to_path_buf));
         read.extend(place.workspace.map(Path::to_path_buf));
@@ -431,11 +438,30 @@ pub struct Denial {
 /// Whether `dir` is the root, the user's home, or a directory that holds the home: a rule on
 /// it would open everything the profile keeps out.
 pub(crate) fn holds_home(dir: &Path) -> bool {
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    dir == Path::new("/")
-        || std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .is_some_and(|h| h.canonicalize().unwrap_or(h).starts_with(&dir))
+    holds_home_real(&dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()))
+}
+
+/// [`holds_home`] for a path whose links are already resolved.
+fn holds_home_real(real: &Path) -> bool {
+    real == Path::new("/") || real_home().is_some_and(|h| h.starts_with(real))
+}
+
+/// `$HOME` with its links resolved. A spawn asks a few dozen times, so the answer is kept
+/// for the value it was found from (one resolved, not one that failed to).
+fn real_home() -> Option<PathBuf> {
+    static KNOWN: Mutex<Option<(std::ffi::OsString, PathBuf)>> = Mutex::new(None);
+    let home = std::env::var_os("HOME")?;
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, real)) = known.as_ref().filter(|(from, _)| *from == home) {
+        return Some(real.clone());
+    }
+    match Path::new(&home).canonicalize() {
+        Ok(real) => {
+            *known = Some((home, real.clone()));
+            Some(real)
+        }
+        Err(_) => Some(PathBuf::from(home)),
+    }
 }
 
 /// The install root of a program: `…/bin/x` → `…`; a program beside its files → their
@@ -481,8 +507,9 @@ fn toolchain(program: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         })
         .filter(|d| d.is_absolute() && d.is_dir())
         .collect();
-    let mut place = |p: &Path| {
-        if holds_home(p) {
+    // `real` is `p` with its links resolved, when they could be.
+    let mut place = |p: &Path, real: Option<&Path>| {
+        if holds_home_real(real.unwrap_or(p)) {
             // `$HOME` itself on `PATH`: its programs are not worth the whole home.
         } else if let Some(root) = roots.iter().find(|r| p.starts_with(r)) {
             read.push(root.clone());
@@ -500,19 +527,24 @@ fn toolchain(program: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
             read.push(root);
         }
     };
-    place(program);
-    if let Ok(real) = program.canonicalize() {
-        place(&real);
-    }
-    for dir in std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-    {
+    // Each path resolved once: a spawn reads every directory on `PATH`.
+    let mut place_both = |p: &Path| {
+        let real = p.canonicalize().ok();
+        place(p, real.as_deref());
+        if let Some(real) = &real {
+            place(real, Some(real));
+        }
+    };
+    place_both(program);
+    let mut path: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    // A directory listed twice (a shell profile run twice) is looked at once.
+    let mut seen = std::collections::HashSet::new();
+    path.retain(|d| seen.insert(d.clone()));
+    for dir in path {
         if dir.is_absolute() && dir.is_dir() {
-            place(&dir);
-            if let Ok(real) = dir.canonicalize() {
-                place(&real);
-            }
+            place_both(&dir);
         }
     }
     // Where the user told the interpreters and npm to look for modules (an SDK checked out, a
@@ -1234,7 +1266,7 @@ mod tests {
     fn of_proc_only_the_systems_entries_are_read_never_a_process() {
         let entries = proc_entries();
         assert!(entries.iter().any(|p| p.ends_with("cpuinfo")));
-        for p in &entries {
+        for p in entries {
             let name = p.file_name().unwrap().to_string_lossy();
             assert!(
                 !name.bytes().all(|b| b.is_ascii_digit())
