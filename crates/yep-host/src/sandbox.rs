@@ -937,16 +937,58 @@ fn ruleset(
     if support.landlock_abi >= 6 {
         rules = rules.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
     }
-    let mut created = rules
-        .create()?
-        .add_rules(path_beneath_rules(&profile.read, AccessFs::from_read(abi)))?
-        .add_rules(path_beneath_rules(&profile.write, AccessFs::from_all(abi)))?;
+    let mut created = rules.create()?;
+    let opened = opened_once();
+    for (paths, access) in [
+        (&profile.read, AccessFs::from_read(abi)),
+        (&profile.write, AccessFs::from_all(abi)),
+    ] {
+        let (kept, fresh): (Vec<&PathBuf>, Vec<&PathBuf>) =
+            paths.iter().partition(|p| opened.contains_key(*p));
+        for path in kept {
+            let (fd, file) = &opened[path];
+            let access = match file {
+                true => access & AccessFs::from_file(abi),
+                false => access,
+            };
+            created = created.add_rule(landlock::PathBeneath::new(fd, access))?;
+        }
+        created = created.add_rules(path_beneath_rules(fresh, access))?;
+    }
     if let (Net::Ports(ports), true) = (&profile.net, support.landlock_abi >= 4) {
         for &port in ports {
             created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
         }
     }
     Ok(Some(created))
+}
+
+/// The system's paths every profile starts from ([`SYSTEM_READ`], `/proc`'s entries,
+/// [`DEVICES_WRITE`]), opened once, each with whether it is a file: every spawn's rules take
+/// the same descriptors (`O_PATH`, close-on-exec), and only its own paths are opened each
+/// time. Those that could not be opened are tried again at each spawn.
+#[cfg(target_os = "linux")]
+fn opened_once() -> &'static std::collections::HashMap<PathBuf, (landlock::PathFd, bool)> {
+    static OPENED: OnceLock<std::collections::HashMap<PathBuf, (landlock::PathFd, bool)>> =
+        OnceLock::new();
+    OPENED.get_or_init(|| {
+        let system = SYSTEM_READ.iter().chain(DEVICES_WRITE).map(PathBuf::from);
+        system
+            .chain(proc_entries().iter().cloned())
+            .filter_map(|path| {
+                use std::os::fd::{AsFd, AsRawFd};
+                let fd = landlock::PathFd::new(&path).ok()?;
+                // What it opened, as the crate judges its own rules: anything not a directory.
+                // SAFETY: fstat fills the zeroed struct it is given, from an fd we hold.
+                let file = unsafe {
+                    let mut st: libc::stat = std::mem::zeroed();
+                    libc::fstat(fd.as_fd().as_raw_fd(), &mut st) == 0
+                        && st.st_mode & libc::S_IFMT != libc::S_IFDIR
+                };
+                Some((path, (fd, file)))
+            })
+            .collect()
+    })
 }
 
 impl Prepared {
