@@ -729,13 +729,14 @@ fn compiled_copy(dir: &Path, grants: Value) -> PathBuf {
 }
 
 /// A package (made by `package` with a net grant) fetches a granted name, one not granted, and
-/// the address itself: only the first gets through, and the refusal is told.
+/// the address itself: only the first gets through, and the refusal is told. The names are
+/// mapped to a loopback server, which `private` lets a granted name reach.
 fn names_go_through_the_proxy(package: fn(&Path, Value) -> PathBuf) {
     let fake = FakeHome::new();
     let port = http_server("hello from granted.test");
     let pkg = package(
         fake.tmp.path(),
-        json!({"net": [format!("granted.test:{port}")]}),
+        json!({"net": [format!("granted.test:{port}"), "private"]}),
     );
     let install = fake.yep(&["install", pkg.to_str().unwrap(), "--yes"], "");
     assert!(
@@ -789,6 +790,45 @@ fn names_go_through_the_proxy(package: fn(&Path, Value) -> PathBuf) {
     // The refusal is told, naming the package, the host and the grant to add.
     assert!(
         said.contains(&format!("`yep grant sandbox-escape net:other.test:{port}`")),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_granted_name_that_resolves_to_loopback_is_refused_and_told_with_the_address() {
+    let fake = FakeHome::new();
+    let port = http_server("hello from granted.test");
+    let pkg = granted_copy(
+        fake.tmp.path(),
+        json!({"net": [format!("granted.test:{port}")]}),
+    );
+    ok(&fake.yep(&["install", pkg.to_str().unwrap(), "--yes"], ""));
+    ok(&fake.yep(&["enable", "sandbox-escape"], ""));
+    let targets = json!({ "url_granted": format!("http://granted.test:{port}/") });
+    let out = fake.yep_with(
+        &["session", "--json"],
+        &format!("call attempt {}\nquit\n", json!({ "targets": targets })),
+        &[
+            ("YEP_SANDBOX", "required"),
+            ("YEP_EGRESS_HOSTS", "granted.test=127.0.0.1"),
+        ],
+    );
+    let said = text(&out.stdout);
+    let result = said
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|l| l.get("result").cloned())
+        .unwrap_or_else(|| panic!("{said}\n{}", text(&out.stderr)));
+    let refused = result["fetch url_granted"].as_str().unwrap();
+    assert!(
+        refused.starts_with("refused: HTTP 403") && refused.contains("net:private"),
+        "{result:#}"
+    );
+    // Told as every refusal is: the name, the address it resolves to, the grant to add.
+    assert!(
+        said.contains(&format!(
+            "refused granted.test:{port} for package sandbox-escape: it resolves to 127.0.0.1, a loopback address"
+        )) && said.contains("`yep grant sandbox-escape net:private`"),
         "{said}"
     );
 }

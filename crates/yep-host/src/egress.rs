@@ -5,8 +5,15 @@
 //! on 127.0.0.1 ([`EgressProxy`], one listener per sandboxed process, so the port says whose
 //! request it is); the sandbox may connect to that port, and the process finds it in
 //! `HTTP_PROXY`, `HTTPS_PROXY` and their lowercase forms ([`EgressProxy::env`]). `NO_PROXY`
-//! names loopback only: a loopback port is a grant of its own, kept by Landlock, and the
-//! proxy never reaches a loopback address.
+//! names loopback only: a loopback port is a grant of its own, kept by Landlock.
+//!
+//! A granted name is checked again after it is looked up: the proxy resolves it once, checks
+//! every address, and connects only to an address it checked, so a name cannot be
+//! re-pointed between the check and the connection. An address that is the machine's own
+//! (loopback, unspecified, any of its interfaces'), link-local, a cloud's metadata service,
+//! or private (RFC 1918, CGNAT, ULA), IPv4-mapped or not, is refused ([`Guarded`]), unless
+//! the grants say so: `private` lets granted names reach private and loopback addresses, and
+//! a grant that names an address (`10.1.2.3:5432`) lets the package ask for that address.
 //!
 //! The proxy speaks `CONNECT host:port` (what HTTPS clients send: the bytes are relayed, the
 //! TLS stays end to end) and plain HTTP in absolute form (`GET http://host/path`, forwarded
@@ -19,8 +26,8 @@
 //!
 //! Names are looked up by the system's resolver, after the table in `$YEP_EGRESS_HOSTS`
 //! (`name=ip,name2=ip2`, like curl's `--resolve`: tests map a name to a loopback server with
-//! it). Only the host process reads it: the sandbox's scrubbed environment
-//! ([`crate::sandbox::scrubbed_env`]) never passes it on.
+//! it, and grant `private` to reach it). Only the host process reads it: the sandbox's
+//! scrubbed environment ([`crate::sandbox::scrubbed_env`]) never passes it on.
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -72,6 +79,8 @@ const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Allowed {
     rules: Vec<Rule>,
+    /// `private` was granted: names may resolve to private and loopback addresses.
+    private: bool,
 }
 
 /// One host entry.
@@ -92,20 +101,32 @@ enum HostPattern {
 
 impl Allowed {
     /// From grant entries: `api.github.com` (ports 80 and 443), `*.context7.com` (any
-    /// subdomain, not the apex; ports 80 and 443), `example.org:8443` (that port only).
-    /// Entries that are `*` or an IP literal with a port are not proxy entries and are
-    /// ignored here (Landlock keeps them), as are entries that name no valid host (the
+    /// subdomain, not the apex; ports 80 and 443), `example.org:8443` (that port only),
+    /// `10.1.2.3:5432` (that address asked for by address, on that port), and `private`
+    /// (the names granted may resolve to private and loopback addresses). `*` is no proxy
+    /// entry (Landlock keeps it), and entries that name no valid host are ignored (the
     /// manifest refuses those). Names are compared case-insensitively, a trailing dot
     /// ignored.
     pub fn from_grants<'a>(entries: impl IntoIterator<Item = &'a str>) -> Allowed {
-        Allowed {
-            rules: entries.into_iter().filter_map(parse_rule).collect(),
+        let mut allowed = Allowed::default();
+        for entry in entries {
+            if entry.trim() == crate::store::grants::PRIVATE {
+                allowed.private = true;
+            } else if let Some(rule) = parse_rule(entry) {
+                allowed.rules.push(rule);
+            }
         }
+        allowed
     }
 
     /// Whether no entry names a host (then the package needs no proxy).
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
+    }
+
+    /// Whether a granted name may resolve to an address of `kind`.
+    fn reaches(&self, kind: Guarded) -> bool {
+        self.private && kind.is_private()
     }
 
     /// Whether a request for `host` (a name, an IP address, or `[v6]`) on `port` may pass.
@@ -156,10 +177,6 @@ fn parse_rule(entry: &str) -> Option<Rule> {
         });
     }
     let host = normalize_host(host)?;
-    if port.is_some() && host.parse::<IpAddr>().is_ok() {
-        // An address and a port: a Landlock port grant, not the proxy's.
-        return None;
-    }
     Some(Rule {
         host: HostPattern::Exact(host),
         port,
@@ -238,9 +255,27 @@ pub struct Refusal {
     /// The grant entry that would allow it, e.g. `net:api.example.com`: the text a
     /// manifest's `net` list (after `net:`) or `yep grant <name> net:<host>` takes.
     pub grant: String,
+    /// When a granted name was refused for what it resolves to: the address, and its kind.
+    pub resolved: Option<(IpAddr, Guarded)>,
 }
 
 impl Refusal {
+    /// A granted `host` that resolves to `ip`, of `kind`: `net:private` would allow it, or,
+    /// for an address no name may reach, the address itself as a grant.
+    fn resolved(package: &str, host: &str, port: u16, ip: IpAddr, kind: Guarded) -> Refusal {
+        let grant = match kind.is_private() {
+            true => format!("net:{}", crate::store::grants::PRIVATE),
+            false => format!("net:{}", target(&ip.to_string(), port)),
+        };
+        Refusal {
+            package: package.to_string(),
+            host: host.to_string(),
+            port,
+            grant,
+            resolved: Some((ip, kind)),
+        }
+    }
+
     fn new(package: &str, host: &str, port: u16) -> Refusal {
         let grant = if port == 80 || port == 443 {
             if host.contains(':') {
@@ -256,20 +291,169 @@ impl Refusal {
             host: host.to_string(),
             port,
             grant,
+            resolved: None,
         }
     }
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "yep's sandbox refused {} for package {}: its grants do not name it; the grant `{}` would allow it",
-            shown(&target(&self.host, self.port)),
-            shown(&self.package),
-            shown(&self.grant),
+        let asked = shown(&target(&self.host, self.port));
+        let package = shown(&self.package);
+        let grant = shown(&self.grant);
+        match self.resolved {
+            None => write!(
+                f,
+                "yep's sandbox refused {asked} for package {package}: its grants do not name it; the grant `{grant}` would allow it",
+            ),
+            Some((ip, kind)) if kind.is_private() => write!(
+                f,
+                "yep's sandbox refused {asked} for package {package}: it resolves to {ip}, {kind}, which a granted name reaches only with the grant `{grant}`",
+            ),
+            Some((ip, kind)) => write!(
+                f,
+                "yep's sandbox refused {asked} for package {package}: it resolves to {ip}, {kind}, which no granted name reaches; only a request for the address itself does, with the grant `{grant}`",
+            ),
+        }
+    }
+}
+
+/// An address a granted name may not resolve to, unless the grants say so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Guarded {
+    /// 127.0.0.0/8, ::1.
+    Loopback,
+    /// 0.0.0.0/8, ::: a connection to it reaches this machine.
+    Unspecified,
+    /// One of this machine's interfaces' addresses.
+    ThisMachine,
+    /// A cloud's metadata service: 169.254.169.254, fd00:ec2::254, 100.100.100.200,
+    /// 168.63.129.16.
+    Metadata,
+    /// 169.254.0.0/16, fe80::/10.
+    LinkLocal,
+    /// RFC 1918: 10/8, 172.16/12, 192.168/16.
+    Private,
+    /// CGNAT's shared space, 100.64.0.0/10.
+    SharedNat,
+    /// Unique local IPv6, fc00::/7.
+    UniqueLocal,
+}
+
+impl Guarded {
+    /// What `net:private` lets a granted name reach: the machine's own and private
+    /// networks, never link-local, unspecified or metadata addresses.
+    pub fn is_private(self) -> bool {
+        matches!(
+            self,
+            Guarded::Loopback
+                | Guarded::ThisMachine
+                | Guarded::Private
+                | Guarded::SharedNat
+                | Guarded::UniqueLocal
         )
     }
+
+    /// The kind of `ip` by its range alone (IPv4-mapped, IPv4-compatible and NAT64 forms
+    /// as their IPv4 address); `None` for a public address, which may still be one of this
+    /// machine's ([`guarded`]).
+    fn of(ip: IpAddr) -> Option<Guarded> {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => Guarded::of_v4(v4),
+            IpAddr::V6(v6) => {
+                if v6 == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
+                    return Some(Guarded::Metadata);
+                }
+                let s = v6.segments();
+                if v6.is_loopback() {
+                    Some(Guarded::Loopback)
+                } else if v6.is_unspecified() {
+                    Some(Guarded::Unspecified)
+                } else if s[0] & 0xffc0 == 0xfe80 {
+                    Some(Guarded::LinkLocal)
+                } else if s[0] & 0xfe00 == 0xfc00 {
+                    Some(Guarded::UniqueLocal)
+                } else if s[..6] == [0; 6] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                    // ::a.b.c.d (IPv4-compatible) and 64:ff9b::a.b.c.d (NAT64) carry an
+                    // IPv4 address that a stack or a gateway may reach.
+                    let o = v6.octets();
+                    Guarded::of_v4(Ipv4Addr::new(o[12], o[13], o[14], o[15]))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    fn of_v4(v4: Ipv4Addr) -> Option<Guarded> {
+        const METADATA: [Ipv4Addr; 3] = [
+            Ipv4Addr::new(169, 254, 169, 254),
+            Ipv4Addr::new(100, 100, 100, 200),
+            Ipv4Addr::new(168, 63, 129, 16),
+        ];
+        let o = v4.octets();
+        if METADATA.contains(&v4) {
+            Some(Guarded::Metadata)
+        } else if o[0] == 0 {
+            Some(Guarded::Unspecified)
+        } else if v4.is_loopback() {
+            Some(Guarded::Loopback)
+        } else if v4.is_link_local() {
+            Some(Guarded::LinkLocal)
+        } else if v4.is_private() {
+            Some(Guarded::Private)
+        } else if o[0] == 100 && o[1] & 0xc0 == 64 {
+            Some(Guarded::SharedNat)
+        } else {
+            None
+        }
+    }
+}
+
+impl std::fmt::Display for Guarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Guarded::Loopback => "a loopback address",
+            Guarded::Unspecified => "the unspecified address",
+            Guarded::ThisMachine => "an address of this machine",
+            Guarded::Metadata => "a cloud metadata service's address",
+            Guarded::LinkLocal => "a link-local address",
+            Guarded::Private => "a private address",
+            Guarded::SharedNat => "a CGNAT address",
+            Guarded::UniqueLocal => "a unique local address",
+        })
+    }
+}
+
+/// The addresses of this machine's interfaces, looked up once per request that needs them
+/// (interfaces come and go).
+#[derive(Default)]
+struct OwnAddresses(Option<Vec<IpAddr>>);
+
+impl OwnAddresses {
+    fn contains(&mut self, ip: IpAddr) -> bool {
+        let own = self.0.get_or_insert_with(|| {
+            let Ok(interfaces) = nix::ifaddrs::getifaddrs() else {
+                tracing::warn!("egress proxy: listing this machine's addresses failed");
+                return Vec::new();
+            };
+            interfaces
+                .filter_map(|i| i.address)
+                .filter_map(|a| match (a.as_sockaddr_in(), a.as_sockaddr_in6()) {
+                    (Some(v4), _) => Some(IpAddr::V4(v4.ip())),
+                    (_, Some(v6)) => Some(IpAddr::V6(v6.ip()).to_canonical()),
+                    _ => None,
+                })
+                .collect()
+        });
+        own.contains(&ip.to_canonical())
+    }
+}
+
+/// Whether `ip` is one a granted name may not resolve to, and of which kind.
+fn guarded(ip: IpAddr, own: &mut OwnAddresses) -> Option<Guarded> {
+    Guarded::of(ip).or_else(|| own.contains(ip).then_some(Guarded::ThisMachine))
 }
 
 /// Where the proxy looks names up: a table of fixed answers, then the system's resolver.
@@ -293,8 +477,7 @@ impl Resolver {
 
     /// The system's resolver after `table`, written as `$YEP_EGRESS_HOSTS` is:
     /// `name=ip,name2=ip2` (an IPv6 address bare or in brackets). A pair that is not a name
-    /// and an address is skipped, with a warning. Unlike what DNS answers, these answers
-    /// may be loopback addresses.
+    /// and an address is skipped, with a warning. Its answers are checked as DNS's are.
     pub fn with_table(table: &str) -> Resolver {
         let mut fixed = HashMap::new();
         for pair in table.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -318,14 +501,20 @@ impl Resolver {
         }
     }
 
-    /// A TCP connection to `host` (normalized) on `port`: the fixed answer, the address
-    /// itself, or what the system's resolver says, tried in turn. Never a loopback or
-    /// unspecified address but from the table.
-    async fn connect(&self, host: &str, port: u16) -> Result<TcpStream, ConnectError> {
-        let (addrs, fixed) = if let Some(ip) = self.fixed.get(host) {
-            (vec![SocketAddr::new(*ip, port)], true)
+    /// A TCP connection to `host` (normalized, and allowed by `allowed`) on `port`: the
+    /// fixed answer, the address itself, or what the system's resolver says, looked up once
+    /// and tried in turn. An address a granted name may not reach ([`Guarded`]) is skipped
+    /// unless `allowed` says so; when `host` is an address, the grants named it.
+    async fn connect(
+        &self,
+        host: &str,
+        port: u16,
+        allowed: &Allowed,
+    ) -> Result<TcpStream, ConnectError> {
+        let (addrs, named) = if let Some(ip) = self.fixed.get(host) {
+            (vec![SocketAddr::new(*ip, port)], false)
         } else if let Ok(ip) = host.parse::<IpAddr>() {
-            (vec![SocketAddr::new(ip, port)], false)
+            (vec![SocketAddr::new(ip, port)], true)
         } else {
             let found =
                 tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((host, port)))
@@ -335,10 +524,16 @@ impl Resolver {
             (found.take(16).collect(), false)
         };
         let mut last = ConnectError::NoAddress;
+        let mut refused = None;
+        let mut own = OwnAddresses::default();
         let mut tried = 0;
         for addr in addrs {
-            if !fixed && is_local(addr.ip()) {
-                last = ConnectError::Local(addr.ip());
+            // The address checked is the address connected to: no second lookup.
+            if !named
+                && let Some(kind) = guarded(addr.ip(), &mut own)
+                && !allowed.reaches(kind)
+            {
+                refused.get_or_insert(ConnectError::Guarded(addr.ip().to_canonical(), kind));
                 continue;
             }
             if tried == MAX_ADDRESSES {
@@ -354,14 +549,11 @@ impl Resolver {
                 Err(_) => last = ConnectError::TimedOut(addr),
             }
         }
-        Err(last)
+        Err(match (tried, refused) {
+            (0, Some(refused)) => refused,
+            _ => last,
+        })
     }
-}
-
-/// An address the proxy must not reach for a sandboxed process: one of the host's own.
-fn is_local(ip: IpAddr) -> bool {
-    let ip = ip.to_canonical();
-    ip.is_loopback() || ip.is_unspecified()
 }
 
 /// Why the proxy could not reach an origin.
@@ -373,10 +565,8 @@ enum ConnectError {
     LookupTimedOut,
     #[error("the name has no address")]
     NoAddress,
-    #[error(
-        "it resolves to {0}, the host's own, which the proxy never reaches (loopback ports are separate grants)"
-    )]
-    Local(IpAddr),
+    #[error("it resolves to {0}, {1}, which the grants do not let a name reach")]
+    Guarded(IpAddr, Guarded),
     #[error("connecting to {0} failed: {1}")]
     Connect(SocketAddr, std::io::Error),
     #[error("connecting to {0} timed out")]
@@ -553,17 +743,13 @@ async fn answer(
         shared.report(refusal);
         return text(StatusCode::FORBIDDEN, body);
     }
-    let upstream = match shared.resolver.connect(&host, port).await {
+    let upstream = match shared.resolver.connect(&host, port, &shared.allowed).await {
         Ok(upstream) => upstream,
-        Err(e @ ConnectError::Local(_)) => {
-            return text(
-                StatusCode::FORBIDDEN,
-                format!(
-                    "yep's sandbox refused {} for package {}: {e}",
-                    target(&host, port),
-                    shown(&shared.package)
-                ),
-            );
+        Err(ConnectError::Guarded(ip, kind)) => {
+            let refusal = Refusal::resolved(&shared.package, &host, port, ip, kind);
+            let body = refusal.to_string();
+            shared.report(refusal);
+            return text(StatusCode::FORBIDDEN, body);
         }
         Err(e) => {
             return text(
@@ -884,7 +1070,10 @@ mod tests {
     #[tokio::test]
     async fn connect_to_an_allowed_name_tunnels_to_the_origin() {
         let echo = echo_server().await;
-        let (proxy, refusals) = proxy(&[&format!("echo.test:{echo}")], "echo.test=127.0.0.1");
+        let (proxy, refusals) = proxy(
+            &[&format!("echo.test:{echo}"), "private"],
+            "echo.test=127.0.0.1",
+        );
         // Names compare case-insensitively, a trailing dot ignored.
         assert!(tunnels(&proxy, &format!("Echo.TEST.:{echo}")).await);
         assert!(refusals.lock().unwrap().is_empty());
@@ -906,7 +1095,10 @@ mod tests {
                 .unwrap();
             let _ = seen.send(head);
         });
-        let (proxy, _) = proxy(&[&format!("web.test:{port}")], "web.test=127.0.0.1");
+        let (proxy, _) = proxy(
+            &[&format!("web.test:{port}"), "private"],
+            "web.test=127.0.0.1",
+        );
         let mut stream = connect(&proxy).await;
         stream
             .write_all(
@@ -963,6 +1155,7 @@ mod tests {
                 host: "denied.test".to_string(),
                 port: 443,
                 grant: "net:denied.test".to_string(),
+                resolved: None,
             }]
         );
     }
@@ -990,7 +1183,7 @@ mod tests {
 
         let echo = echo_server().await;
         let (proxy, refusals) = proxy(
-            &[&format!("*.example.test:{echo}")],
+            &[&format!("*.example.test:{echo}"), "private"],
             "a.example.test=127.0.0.1,example.test=127.0.0.1,evilexample.test=127.0.0.1",
         );
         assert!(tunnels(&proxy, &format!("a.example.test:{echo}")).await);
@@ -1014,32 +1207,174 @@ mod tests {
     }
 
     #[test]
-    fn any_and_addresses_with_ports_are_not_proxy_entries() {
-        let allowed = Allowed::from_grants(["*", "127.0.0.1:8080", "[::1]:9000", "", "a b:1"]);
+    fn any_and_private_name_no_host_and_addresses_name_themselves() {
+        let allowed = Allowed::from_grants(["*", "private", "", "a b:1"]);
         assert!(allowed.is_empty(), "{allowed:?}");
-        let allowed = Allowed::from_grants(["10.0.0.5", "[2001:db8::1]"]);
+        assert!(allowed.private);
+        assert!(!allowed.allows("private", 443));
+        let allowed = Allowed::from_grants(["10.0.0.5", "[2001:db8::1]", "10.1.2.3:5432"]);
         assert!(allowed.allows("10.0.0.5", 443));
         assert!(allowed.allows("[2001:db8::1]", 443));
         assert!(!allowed.allows("10.0.0.5", 8080));
+        assert!(allowed.allows("10.1.2.3", 5432));
+        assert!(!allowed.allows("10.1.2.3", 443));
+        assert!(!allowed.private);
     }
 
     #[tokio::test]
     async fn a_name_that_resolves_to_loopback_is_refused() {
         let echo = echo_server().await;
-        let (proxy, _) = proxy(&[&format!("localhost:{echo}")], "");
+        let (proxy, refusals) = proxy(&[&format!("localhost:{echo}")], "");
         let (mut stream, head) = send_connect(&proxy, &format!("localhost:{echo}")).await;
         let body = read_to_end(&mut stream).await;
         assert!(head.starts_with("HTTP/1.1 403"), "{head}{body}");
+        assert!(body.contains("a loopback address"), "{body}");
+        assert!(body.contains("`net:private`"), "{body}");
+        assert_eq!(refusals.lock().unwrap()[0].grant, "net:private");
+    }
+
+    #[tokio::test]
+    async fn a_granted_name_mapped_to_loopback_is_refused_and_told_unless_private_is_granted() {
+        let echo = echo_server().await;
+        let (refused, refusals) = proxy(&[&format!("echo.test:{echo}")], "echo.test=127.0.0.1");
+        let (mut stream, head) = send_connect(&refused, &format!("echo.test:{echo}")).await;
+        let body = read_to_end(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 403"), "{head}{body}");
         assert!(
-            body.contains("loopback ports are separate grants"),
+            body.contains(&format!(
+                "refused echo.test:{echo} for package pkg: it resolves to 127.0.0.1, a loopback address"
+            )),
             "{body}"
         );
+        assert!(body.contains("the grant `net:private`"), "{body}");
+        assert_eq!(
+            *refusals.lock().unwrap(),
+            [Refusal {
+                package: "pkg".to_string(),
+                host: "echo.test".to_string(),
+                port: echo,
+                grant: "net:private".to_string(),
+                resolved: Some((IpAddr::V4(Ipv4Addr::LOCALHOST), Guarded::Loopback)),
+            }]
+        );
+
+        let (private, _) = proxy(
+            &[&format!("echo.test:{echo}"), "private"],
+            "echo.test=127.0.0.1",
+        );
+        assert!(tunnels(&private, &format!("echo.test:{echo}")).await);
+    }
+
+    #[tokio::test]
+    async fn an_address_granted_by_itself_is_reached_by_address_only() {
+        let echo = echo_server().await;
+        let (proxy, _) = proxy(&[&format!("127.0.0.1:{echo}")], "echo.test=127.0.0.1");
+        assert!(tunnels(&proxy, &format!("127.0.0.1:{echo}")).await);
+        let (_, head) = send_connect(&proxy, &format!("echo.test:{echo}")).await;
+        assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn a_name_mapped_to_this_machines_own_address_is_refused() {
+        // A service bound to every interface, reached by one of this machine's addresses.
+        let Some(own) = nix::ifaddrs::getifaddrs()
+            .unwrap()
+            .filter_map(|i| i.address?.as_sockaddr_in().map(|a| a.ip()))
+            .find(|ip| !ip.is_loopback())
+        else {
+            eprintln!("skipped: this machine has no address but loopback");
+            return;
+        };
+        let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let (mut r, mut w) = stream.split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                });
+            }
+        });
+        let table = format!("me.test={own}");
+        let (refused, refusals) = proxy(&[&format!("me.test:{port}")], &table);
+        let (mut stream, head) = send_connect(&refused, &format!("me.test:{port}")).await;
+        let body = read_to_end(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 403"), "{head}{body}");
+        assert!(body.contains(&format!("it resolves to {own}")), "{body}");
+        assert_eq!(refusals.lock().unwrap()[0].grant, "net:private");
+
+        let (private, _) = proxy(&[&format!("me.test:{port}"), "private"], &table);
+        assert!(tunnels(&private, &format!("me.test:{port}")).await);
+    }
+
+    #[tokio::test]
+    async fn a_name_mapped_to_a_metadata_address_is_refused_even_with_private() {
+        let (proxy, refusals) = proxy(
+            &["meta.test", "private"],
+            "meta.test=169.254.169.254,mapped.test=::ffff:10.0.0.1",
+        );
+        let (mut stream, head) = send_connect(&proxy, "meta.test:80").await;
+        let body = read_to_end(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 403"), "{head}{body}");
+        assert!(
+            body.contains("it resolves to 169.254.169.254, a cloud metadata service's address"),
+            "{body}"
+        );
+        assert_eq!(refusals.lock().unwrap()[0].grant, "net:169.254.169.254:80");
+    }
+
+    #[test]
+    fn addresses_are_guarded_by_their_range_in_every_form() {
+        let cases: &[(&str, Option<Guarded>)] = &[
+            ("127.0.0.1", Some(Guarded::Loopback)),
+            ("127.9.9.9", Some(Guarded::Loopback)),
+            ("::1", Some(Guarded::Loopback)),
+            ("::ffff:127.0.0.1", Some(Guarded::Loopback)),
+            ("::127.0.0.1", Some(Guarded::Loopback)),
+            ("64:ff9b::127.0.0.1", Some(Guarded::Loopback)),
+            ("0.0.0.0", Some(Guarded::Unspecified)),
+            ("::", Some(Guarded::Unspecified)),
+            ("::ffff:0.0.0.0", Some(Guarded::Unspecified)),
+            ("169.254.169.254", Some(Guarded::Metadata)),
+            ("::ffff:169.254.169.254", Some(Guarded::Metadata)),
+            ("fd00:ec2::254", Some(Guarded::Metadata)),
+            ("100.100.100.200", Some(Guarded::Metadata)),
+            ("168.63.129.16", Some(Guarded::Metadata)),
+            ("169.254.1.1", Some(Guarded::LinkLocal)),
+            ("fe80::1", Some(Guarded::LinkLocal)),
+            ("febf::1", Some(Guarded::LinkLocal)),
+            ("10.1.2.3", Some(Guarded::Private)),
+            ("172.16.0.1", Some(Guarded::Private)),
+            ("172.31.255.255", Some(Guarded::Private)),
+            ("192.168.1.1", Some(Guarded::Private)),
+            ("::ffff:192.168.1.1", Some(Guarded::Private)),
+            ("100.64.0.1", Some(Guarded::SharedNat)),
+            ("100.127.255.255", Some(Guarded::SharedNat)),
+            ("fc00::1", Some(Guarded::UniqueLocal)),
+            ("fdff::1", Some(Guarded::UniqueLocal)),
+            ("8.8.8.8", None),
+            ("172.15.0.1", None),
+            ("172.32.0.1", None),
+            ("100.128.0.1", None),
+            ("168.63.129.17", None),
+            ("fec0::1", None),
+            ("2001:db8::1", None),
+            ("::ffff:8.8.8.8", None),
+        ];
+        for (ip, want) in cases {
+            assert_eq!(Guarded::of(ip.parse().unwrap()), *want, "{ip}");
+        }
+        // The machine's own addresses are listed: loopback is one of them.
+        assert!(OwnAddresses::default().contains(IpAddr::V4(Ipv4Addr::LOCALHOST)));
     }
 
     #[tokio::test]
     async fn garbage_and_oversized_heads_leave_the_proxy_serving() {
         let echo = echo_server().await;
-        let (proxy, _) = proxy(&[&format!("echo.test:{echo}")], "echo.test=127.0.0.1");
+        let (proxy, _) = proxy(
+            &[&format!("echo.test:{echo}"), "private"],
+            "echo.test=127.0.0.1",
+        );
 
         let mut garbage = connect(&proxy).await;
         garbage
@@ -1086,7 +1421,10 @@ mod tests {
     #[tokio::test]
     async fn dropping_the_proxy_closes_its_tunnels() {
         let echo = echo_server().await;
-        let (proxy, _) = proxy(&[&format!("echo.test:{echo}")], "echo.test=127.0.0.1");
+        let (proxy, _) = proxy(
+            &[&format!("echo.test:{echo}"), "private"],
+            "echo.test=127.0.0.1",
+        );
         let (mut stream, head) = send_connect(&proxy, &format!("echo.test:{echo}")).await;
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         drop(proxy);

@@ -102,7 +102,13 @@ fn start_egress(
             })
         }
     });
-    let allowed = crate::egress::Allowed::from_grants(profile.egress.iter().map(String::as_str));
+    let allowed = crate::egress::Allowed::from_grants(
+        profile
+            .egress
+            .iter()
+            .chain(&profile.egress_also)
+            .map(String::as_str),
+    );
     let proxy = crate::egress::EgressProxy::start(&sandboxed.name, allowed, report)?;
     match &mut profile.net {
         crate::sandbox::Net::Ports(ports) => ports.push(proxy.port()),

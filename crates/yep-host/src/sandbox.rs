@@ -169,6 +169,10 @@ pub struct Profile {
     /// Host names it may reach through the host's egress proxy (`api.github.com`,
     /// `*.context7.com`, `example.org:8443`): its only way out by name.
     pub egress: Vec<String>,
+    /// The other `net` grants its proxy decides by: `private` (granted names may resolve to
+    /// private and loopback addresses) and addresses with a port (`10.1.2.3:5432`), which
+    /// it may also be asked for by address.
+    pub egress_also: Vec<String>,
     pub limits: Limits,
 }
 
@@ -272,6 +276,7 @@ impl Profile {
             write,
             net: Net::None,
             egress: Vec::new(),
+            egress_also: Vec::new(),
             limits: Limits::default(),
         }
     }
@@ -303,6 +308,20 @@ impl Profile {
         }
         if self.net != Net::Any {
             self.egress = grants.net_hosts().into_iter().map(String::from).collect();
+            self.egress_also = grants
+                .net
+                .iter()
+                .filter(|n| {
+                    use crate::store::grants::NetEntry;
+                    match NetEntry::parse(n) {
+                        Some(NetEntry::Private) => true,
+                        // An address (not `localhost`) with a port.
+                        Some(NetEntry::Port(_)) => !n.to_ascii_lowercase().starts_with("localhost"),
+                        _ => false,
+                    }
+                })
+                .cloned()
+                .collect();
         }
         if let Some(l) = &grants.limits {
             let limits = &mut self.limits;

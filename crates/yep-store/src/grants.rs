@@ -9,8 +9,9 @@
 //! `workspace:write`, `read:<path>`, `write:<path>`, `net:<entry>`, `processes:<n>`,
 //! `open-files:<n>`, `address-space-mib:<n>`. A `net` entry is `*` (any TCP), a loopback or
 //! IP address with a port (`127.0.0.1:8080`: that port, on any address, as the kernel's rules
-//! know ports only), or a host name (`api.github.com`, `*.context7.com`, `example.org:8443`)
-//! reached through the host's egress proxy, which lets through only the names granted.
+//! know ports only), a host name (`api.github.com`, `*.context7.com`, `example.org:8443`)
+//! reached through the host's egress proxy, which lets through only the names granted, or
+//! `private`: the names granted may resolve to private and loopback addresses.
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -67,13 +68,19 @@ pub enum NetEntry<'a> {
     /// A host name, reached through the egress proxy: `name` may start with `*.` (any name
     /// below it, not itself); without a port, 80 and 443.
     Host { name: &'a str, port: Option<u16> },
+    /// `private`: the host names granted may resolve to loopback and private addresses
+    /// (RFC 1918, CGNAT, ULA, the machine's own); the proxy refuses those otherwise.
+    Private,
 }
 
 impl NetEntry<'_> {
-    /// Read a `net` entry; `None` when it is none of the three forms.
+    /// Read a `net` entry; `None` when it is none of the four forms.
     pub fn parse(entry: &str) -> Option<NetEntry<'_>> {
         if entry == "*" {
             return Some(NetEntry::Any);
+        }
+        if entry == PRIVATE {
+            return Some(NetEntry::Private);
         }
         // `[v6]:port`
         if let Some(rest) = entry.strip_prefix('[') {
@@ -104,6 +111,9 @@ impl NetEntry<'_> {
     }
 }
 
+/// The `net` entry that lets granted names resolve to private and loopback addresses.
+pub const PRIVATE: &str = "private";
+
 fn port_of(text: &str) -> Option<u16> {
     text.parse::<u16>().ok().filter(|p| *p > 0)
 }
@@ -132,6 +142,7 @@ impl SandboxGrants {
             out.push(match NetEntry::parse(n) {
                 Some(NetEntry::Any) => "net any".to_string(),
                 Some(NetEntry::Port(port)) => format!("net port {port}"),
+                Some(NetEntry::Private) => "net private addresses".to_string(),
                 _ => format!("net {n}"),
             });
         }
@@ -375,7 +386,7 @@ impl SandboxGrants {
         }
         if let Some(n) = self.net.iter().find(|n| NetEntry::parse(n).is_none()) {
             return Err(format!(
-                "sandbox.net entry {:?} is none of \"*\", \"<address>:<port>\" (127.0.0.1:8080) or a host name (api.github.com, *.example.com, example.org:8443)",
+                "sandbox.net entry {:?} is none of \"*\", \"<address>:<port>\" (127.0.0.1:8080), a host name (api.github.com, *.example.com, example.org:8443) or \"private\"",
                 crate::text::escape(n)
             ));
         }
@@ -394,7 +405,7 @@ impl SandboxGrants {
 }
 
 /// The grant forms, for errors.
-const GRANT_FORMS: &str = "workspace:write, read:<path>, write:<path>, net:<* | address:port | host name>, processes:<n>, open-files:<n>, address-space-mib:<n>";
+const GRANT_FORMS: &str = "workspace:write, read:<path>, write:<path>, net:<* | address:port | host name | private>, processes:<n>, open-files:<n>, address-space-mib:<n>";
 
 #[cfg(test)]
 mod tests {
@@ -428,6 +439,7 @@ mod tests {
                     port: Some(8443),
                 }),
             ),
+            ("private", Some(NetEntry::Private)),
             ("127.0.0.1", None),
             ("localhost", None),
             ("*.com", None),
@@ -454,6 +466,7 @@ mod tests {
             "net:*",
             "net:127.0.0.1:8080",
             "net:api.github.com",
+            "net:private",
             "processes:2048",
             "open-files:16384",
             "address-space-mib:131072",
@@ -510,6 +523,7 @@ mod tests {
                 "127.0.0.1:8080".into(),
                 "api.github.com".into(),
                 "*.context7.com".into(),
+                "private".into(),
             ],
             ..SandboxGrants::default()
         };
@@ -517,7 +531,12 @@ mod tests {
         assert_eq!(g.net_hosts(), ["api.github.com", "*.context7.com"]);
         assert_eq!(
             g.lines(),
-            ["net port 8080", "net api.github.com", "net *.context7.com"]
+            [
+                "net port 8080",
+                "net api.github.com",
+                "net *.context7.com",
+                "net private addresses"
+            ]
         );
         let any = SandboxGrants::parse("net:*").unwrap().merged(&g);
         assert_eq!(any.net_ports(), None);

@@ -35,7 +35,7 @@ pub enum McpCommand {
         #[arg(long, requires = "url")]
         oauth: bool,
         /// Let it reach more than the sandbox's default profile (repeatable): workspace:write,
-        /// read:<path>, write:<path>, net:<* | address:port | host name>, processes:<n>…
+        /// read:<path>, write:<path>, net:<* | address:port | host name | private>, processes:<n>…
         /// (as `yep grant` takes them).
         #[arg(long = "grant", value_name = "GRANT")]
         grants: Vec<String>,
