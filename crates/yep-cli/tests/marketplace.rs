@@ -305,6 +305,67 @@ fn a_renamed_plugin_installs_under_its_new_name_and_says_so_and_one_renamed_to_n
     );
 }
 
+#[test]
+fn a_url_source_that_is_a_local_path_installs_from_that_repository_and_never_from_the_network() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let repo = tmp.path().join("tidy-repo");
+    tidy_plugin(&repo, "tidy");
+    tidy_plugin(&repo.join("plugins/sweep"), "sweep");
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "tidy"]);
+    let commit = git(&repo, &["rev-parse", "HEAD"]);
+    let path = repo.to_str().unwrap();
+    let market = our_marketplace(
+        &tmp.path().join("market"),
+        json!([
+            {"name": "tidy", "source": {"source": "url", "url": path}},
+            {"name": "sweep", "source": {"source": "git-subdir", "url": path, "path": "plugins/sweep"}},
+            {"name": "here", "source": {"source": "url", "url": "./tidy-repo"}},
+            {"name": "up", "source": {"source": "url", "url": "../tidy-repo"}},
+            {"name": "home", "source": {"source": "url", "url": "~/tidy-repo"}},
+            {"name": "nowhere", "source": {"source": "url", "url": tmp.path().join("none").to_str().unwrap()}},
+        ]),
+        json!({}),
+    );
+    let added = ok(&yep(
+        &home,
+        &["marketplace", "add", market.to_str().unwrap()],
+    ));
+    assert!(
+        added.starts_with("added marketplace ours (2 plugins, 4 skipped)"),
+        "{added}"
+    );
+    assert!(
+        added.contains("here: its `url` \"./tidy-repo\" is a relative path")
+            && added.contains("up: its `url` \"../tidy-repo\" is a relative path")
+            && added.contains("home: its `url` \"~/tidy-repo\" is a path under `~`")
+            && added.contains("is a local path with no repository there"),
+        "{added}"
+    );
+    assert!(!added.contains("github.com"), "{added}");
+
+    let (report, said) = install(&home, "tidy@ours");
+    assert_eq!(report["name"], "tidy", "{said}");
+    assert_eq!(
+        report["source"],
+        format!("git file://{path}@{}", &commit[..12]),
+        "{said}"
+    );
+    let (report, said) = install(&home, "sweep@ours");
+    assert_eq!(
+        report["source"],
+        format!("git file://{path}@{} (plugins/sweep)", &commit[..12]),
+        "{said}"
+    );
+    let refused_here = refused(&yep(&home, &["install", "here@ours", "--yes"]));
+    assert!(
+        refused_here.contains("is a relative path") && !refused_here.contains("github.com"),
+        "{refused_here}"
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn a_relative_source_that_leaves_the_marketplace_is_refused() {

@@ -273,13 +273,8 @@ fn source(source: &Value) -> Result<EntrySource, String> {
         }
         Some("url") | Some("git-subdir") => {
             let url = string(&source["url"]).ok_or("a git source without `url`")?;
-            // `git-subdir` may name a GitHub repository as `owner/repo`.
-            let url = match url.contains("://") || url.starts_with("git@") {
-                true => url,
-                false => format!("https://github.com/{url}.git"),
-            };
             Ok(EntrySource::Git {
-                url: git_url(url)?,
+                url: git_url(repository_url(url)?)?,
                 rev,
                 subdir,
             })
@@ -289,6 +284,50 @@ fn source(source: &Value) -> Result<EntrySource, String> {
             text::escape(other)
         )),
         None => Err("it has no `source`".into()),
+    }
+}
+
+/// The repository a `url` or `git-subdir` source names, as a URL git takes: a URL as it is,
+/// an absolute path as the local repository it is (`file://`), and `owner/repo` as GitHub's.
+/// A path is never sent to the network: one that is relative, starts with `~` or is a
+/// directory here is refused, saying what to write instead.
+fn repository_url(url: String) -> Result<String, String> {
+    if url.contains("://") || url.starts_with("git@") {
+        return Ok(url);
+    }
+    let shown = text::escape(&url);
+    if url.starts_with('/') {
+        return match Path::new(&url).is_dir() {
+            true => Ok(format!("file://{url}")),
+            false => Err(format!(
+                "its `url` {shown:?} is a local path with no repository there"
+            )),
+        };
+    }
+    if url.starts_with('~') {
+        return Err(format!(
+            "its `url` {shown:?} is a path under `~`, which yep does not expand: write the repository's absolute path"
+        ));
+    }
+    if url.starts_with('.') || Path::new(&url).exists() {
+        return Err(format!(
+            "its `url` {shown:?} is a relative path: a plugin in the marketplace is a `source` string (\"./plugins/x\"), a local repository an absolute path, and a GitHub one `owner/repo` or its URL"
+        ));
+    }
+    // `owner/repo`: how `git-subdir` (and some `url`s) name a GitHub repository.
+    let owner_repo = url.split('/').count() == 2
+        && url.split('/').all(|part| {
+            !part.is_empty()
+                && !part.starts_with('.')
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        });
+    match owner_repo {
+        true => Ok(format!("https://github.com/{url}.git")),
+        false => Err(format!(
+            "its `url` {shown:?} is neither a git URL, an absolute path nor GitHub's `owner/repo`"
+        )),
     }
 }
 
