@@ -233,3 +233,77 @@ fn a_login_the_page_refuses_says_why_and_keeps_nothing() {
     let secrets = std::fs::read_to_string(home.join("connections.toml")).unwrap_or_default();
     assert!(!secrets.contains("access-"), "{secrets}");
 }
+
+/// A login whose "browser" runs `steps` (Python, with `page` the login page and `redirect`
+/// yep's callback) and then opens the page; what it wrote and the login's output.
+fn login_with(steps: &str, wait: &str) -> (String, std::process::Output) {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let server = oauth_server();
+    let script = tmp.path().join("browser.py");
+    let said = tmp.path().join("said.txt");
+    std::fs::write(
+        &script,
+        format!(
+            "import socket, sys, urllib.error, urllib.parse, urllib.request\n\
+             page = sys.argv[1]\n\
+             redirect = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(page).query))['redirect_uri']\n\
+             said = open({said:?}, 'w')\n\
+             {steps}\n\
+             urllib.request.urlopen(page, timeout=15).read()\n\
+             said.write('opened\\n')\n",
+            said = said.to_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    let opener = format!("python3 {}", script.display());
+    let env = [("BROWSER", opener.as_str())];
+    ok(&yep_with_env(
+        &home,
+        &["mcp", "add", "remote", "--url", &server.url, "--oauth"],
+        "",
+        &env,
+    ));
+    let login = yep_with_env(&home, &["mcp", "login", "remote", "--wait", wait], "", &env);
+    (std::fs::read_to_string(&said).unwrap_or_default(), login)
+}
+
+#[test]
+fn a_callback_with_another_state_is_answered_with_an_error_and_the_login_goes_on() {
+    // Forged answers first: a code and a refusal, each with a state that is not the login's,
+    // and one with none.
+    let steps = "for query in ['code=forged&state=wrong', 'error=access_denied&state=wrong', 'code=forged']:\n    \
+                 try:\n        \
+                 urllib.request.urlopen(redirect + '?' + query, timeout=15).read()\n        \
+                 said.write('accepted\\n')\n    \
+                 except urllib.error.HTTPError as e:\n        \
+                 said.write(f'{e.code} {e.read().decode()}')";
+    let (said, login) = login_with(steps, "60s");
+    assert_eq!(
+        said.matches("400 yep: this answer is not for the login")
+            .count(),
+        3,
+        "{said}"
+    );
+    assert!(!said.contains("accepted"), "{said}");
+    let out = ok(&login);
+    assert!(
+        out.contains("logged in to MCP server remote (scopes: tools)"),
+        "{out}\n{said}"
+    );
+}
+
+#[test]
+fn idle_connections_to_the_callback_do_not_hold_the_login() {
+    // Idle connections opened first, held until the page has come back. Served one after
+    // another, each would hold the login for its read timeout, together past `--wait`.
+    let steps = "host, port = urllib.parse.urlparse(redirect).hostname, urllib.parse.urlparse(redirect).port\n\
+                 idle = [socket.create_connection((host, port)) for _ in range(4)]";
+    let (said, login) = login_with(steps, "6s");
+    let out = ok(&login);
+    assert!(
+        out.contains("logged in to MCP server remote (scopes: tools)"),
+        "{out}\n{said}"
+    );
+    assert!(said.contains("opened"), "{said}");
+}

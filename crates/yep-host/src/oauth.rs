@@ -248,8 +248,13 @@ pub async fn login(
     let page = state.get_authorization_url().await?;
     // The page is opened while the redirect is awaited: its answer may come before `open`
     // returns (a client that follows the redirect itself).
+    // Only an answer that carries the state the page was opened with is this login's.
+    let expected = reqwest::Url::parse(&page).ok().and_then(|page| {
+        page.query_pairs()
+            .find_map(|(k, v)| (k == "state").then(|| v.into_owned()))
+    });
     let (opened, answered) = tokio::join!(browser.open(&page), async {
-        tokio::time::timeout(opts.wait, callback(&listener)).await
+        tokio::time::timeout(opts.wait, callback(&listener, expected.as_deref())).await
     });
     opened.map_err(LoginError::Browser)?;
     let query = match answered {
@@ -282,38 +287,91 @@ pub async fn login(
     Ok(granted)
 }
 
-/// The query of the first request to come to `listener`'s `/callback`, answered with a page
-/// that says the login can be closed.
-async fn callback(listener: &tokio::net::TcpListener) -> Result<String, LoginError> {
-    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+/// How long one connection to the loopback redirect has to send its request line.
+const CALLBACK_READ_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The most connections to the loopback redirect served at once; past it, new ones are
+/// closed unanswered.
+const MAX_CALLBACK_CONNECTIONS: usize = 16;
+
+/// The query of the first request to come to `listener`'s `/callback` with the `state` the
+/// page was opened with (`expected`; any when the page had none), answered with a page that
+/// says the login can be closed. Connections are served concurrently, each given
+/// [`CALLBACK_READ_TIMEOUT`] to ask: one that idles, asks for another path or carries another
+/// state is answered or dropped, and the login goes on waiting.
+async fn callback(
+    listener: &tokio::net::TcpListener,
+    expected: Option<&str>,
+) -> Result<String, LoginError> {
+    let (found, mut answers) = tokio::sync::mpsc::channel::<String>(1);
+    // Dropped on return: the connections still being served are closed.
+    let mut serving = tokio::task::JoinSet::new();
     loop {
-        let (stream, _) = listener.accept().await?;
-        let mut reader = BufReader::new(stream);
-        let mut line = String::new();
-        // A request line is short; a peer that sends more is not the browser.
-        let read = (&mut reader).take(8192).read_line(&mut line).await?;
-        let target = line
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_default()
-            .to_string();
-        let mut stream = reader.into_inner();
-        let Some(query) = target.strip_prefix("/callback?").filter(|_| read > 0) else {
-            let _ = stream
-                .write_all(
-                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                )
-                .await;
-            continue;
-        };
-        let body = "yep: the login is done; this page can be closed.\n";
-        let answer = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let _ = stream.write_all(answer.as_bytes()).await;
-        return Ok(query.to_string());
+        tokio::select! {
+            Some(query) = answers.recv() => return Ok(query),
+            Some(_) = serving.join_next(), if !serving.is_empty() => {}
+            accepted = listener.accept() => {
+                let (stream, _) = accepted?;
+                if serving.len() >= MAX_CALLBACK_CONNECTIONS {
+                    continue;
+                }
+                let expected = expected.map(String::from);
+                let found = found.clone();
+                serving.spawn(async move {
+                    if let Some(query) = serve_callback(stream, expected.as_deref()).await {
+                        let _ = found.send(query).await;
+                    }
+                });
+            }
+        }
     }
+}
+
+/// Answer one connection to the loopback redirect; the query when it is this login's
+/// callback.
+async fn serve_callback(stream: tokio::net::TcpStream, expected: Option<&str>) -> Option<String> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    // A request line is short; a peer that sends more is not the browser.
+    let read = tokio::time::timeout(
+        CALLBACK_READ_TIMEOUT,
+        (&mut reader).take(8192).read_line(&mut line),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    let target = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    let mut stream = reader.into_inner();
+    let answer = |status: &str, body: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let Some(query) = target.strip_prefix("/callback?").filter(|_| read > 0) else {
+        let _ = stream
+            .write_all(answer("404 Not Found", "").as_bytes())
+            .await;
+        return None;
+    };
+    let state = url_query(query)
+        .into_iter()
+        .find_map(|(k, v)| (k == "state").then_some(v));
+    if expected.is_some_and(|expected| state.as_deref() != Some(expected)) {
+        let body = "yep: this answer is not for the login yep is waiting for (its state does not match); the login goes on waiting.\n";
+        let _ = stream
+            .write_all(answer("400 Bad Request", body).as_bytes())
+            .await;
+        return None;
+    }
+    let body = "yep: the login is done; this page can be closed.\n";
+    let _ = stream.write_all(answer("200 OK", body).as_bytes()).await;
+    Some(query.to_string())
 }
 
 /// `k=v&…`, percent-decoded.
