@@ -159,6 +159,7 @@ fn every_attack_is_refused(escape: &Path) {
         "udp_port": udp.local_addr().unwrap().port(),
         "abstract_socket": abstract_name,
         "host": true,
+        "kernel": true,
         "fork_bomb": true,
     });
     let input = format!(
@@ -189,6 +190,15 @@ fn every_attack_is_refused(escape: &Path) {
         ("signal host", "EPERM"),
         ("read host environ", "EACCES"),
         ("fork bomb", "EAGAIN"),
+        ("connect mptcp", "EPERM"),
+        ("connect sctp", "EPERM"),
+        ("socket netlink", "EPERM"),
+        ("socket vsock", "EPERM"),
+        ("socket packet", "EPERM"),
+        ("io_uring setup", "EPERM"),
+        ("clone newuser", "EPERM"),
+        // Its flags are out of seccomp's sight: "no such call", so callers use `clone`.
+        ("clone3 newuser", "ENOSYS"),
     ] {
         assert_eq!(
             result[attack],

@@ -6,8 +6,10 @@
 //!
 //! - Landlock for the filesystem, for TCP bind and connect (ABI 4 and later), and for signals
 //!   and abstract unix sockets outside the sandbox (ABI 6 and later);
-//! - a seccomp filter that refuses ptrace, `process_vm_*`, mounts, bpf, kexec, module loading
-//!   and the like, with `EPERM`;
+//! - a seccomp filter that refuses ptrace, `process_vm_*`, mounts, bpf, kexec, module loading,
+//!   io_uring, new namespaces and the like with `EPERM` (`clone3` with `ENOSYS`, so callers
+//!   fall back to `clone`, whose flags it checks), every socket family but unix, IPv4 and IPv6,
+//!   and, with no network granted, every IP socket but a plain TCP stream;
 //! - `no_new_privs`, and rlimits on open files and address space (the processes limit is the
 //!   server's cgroup's, where the host may make one: see [`crate::process`]);
 //! - a scrubbed environment ([`scrubbed_env`]) and a private `TMPDIR`.
@@ -797,14 +799,39 @@ const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_fsmount,
     libc::SYS_move_mount,
     libc::SYS_open_tree,
+    // Its own submission queue makes sockets and does I/O that seccomp never sees.
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
 ];
 
-/// The compiled filter, built once each way: with `no_datagrams`, it also refuses UDP and raw
-/// IP sockets, and packet sockets (Landlock's network rules cover TCP only), for a profile
-/// that does not grant any network.
+/// The namespace flags of `clone(2)`: a process that makes namespaces of its own (a user
+/// namespace above all) reaches kernel surface no server needs, as `unshare` would.
 #[cfg(target_os = "linux")]
-fn seccomp_filter(no_datagrams: bool) -> Option<&'static seccompiler::BpfProgram> {
-    static FILTERS: [OnceLock<Option<seccompiler::BpfProgram>>; 2] =
+const NAMESPACE_FLAGS: &[i32] = &[
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWCGROUP,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+];
+
+/// The compiled filters, built once each way. Both refuse [`DENIED_SYSCALLS`], `clone` with a
+/// namespace flag, and sockets of any family but unix, IPv4 and IPv6 (netlink, vsock, packet
+/// sockets and the rest: kernel surface and ways around the network rules). With
+/// `no_datagrams`, for a profile that does not grant any network, the main one also refuses
+/// every IPv4 and IPv6 socket but a plain TCP stream (protocol 0 or `IPPROTO_TCP`): Landlock's
+/// network rules cover TCP only, so UDP, raw, `SOCK_PACKET`, MPTCP and SCTP sockets would
+/// pass them.
+///
+/// The second filter answers `clone3` with `ENOSYS`: its flags are in memory, where seccomp
+/// cannot look, and on `ENOSYS` libc and runtimes fall back to `clone`, which the first
+/// filter checks.
+#[cfg(target_os = "linux")]
+fn seccomp_filter(no_datagrams: bool) -> Option<&'static [seccompiler::BpfProgram; 2]> {
+    static FILTERS: [OnceLock<Option<[seccompiler::BpfProgram; 2]>>; 2] =
         [OnceLock::new(), OnceLock::new()];
     FILTERS[usize::from(no_datagrams)]
         .get_or_init(|| {
@@ -812,40 +839,64 @@ fn seccomp_filter(no_datagrams: bool) -> Option<&'static seccompiler::BpfProgram
                 SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
                 SeccompRule,
             };
-            let arch = std::env::consts::ARCH.try_into().ok()?;
+            let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().ok()?;
+            let arg = |index, op, value: i32| {
+                SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64).ok()
+            };
+            let rule = |conditions: Vec<Option<SeccompCondition>>| {
+                SeccompRule::new(conditions.into_iter().collect::<Option<Vec<_>>>()?).ok()
+            };
             let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
                 DENIED_SYSCALLS.iter().map(|&n| (n, Vec::new())).collect();
+            let clone = NAMESPACE_FLAGS
+                .iter()
+                .map(|&flag| rule(vec![arg(0, SeccompCmpOp::MaskedEq(flag as u64), flag)]))
+                .collect::<Option<Vec<_>>>()?;
+            rules.insert(libc::SYS_clone, clone);
+            // `socket(domain, type, protocol)`: any domain but AF_UNIX (1), AF_INET (2) and
+            // AF_INET6 (10).
+            let mut socket = vec![
+                rule(vec![arg(0, SeccompCmpOp::Lt, libc::AF_UNIX)])?,
+                rule(vec![
+                    arg(0, SeccompCmpOp::Gt, libc::AF_INET),
+                    arg(0, SeccompCmpOp::Lt, libc::AF_INET6),
+                ])?,
+                rule(vec![arg(0, SeccompCmpOp::Gt, libc::AF_INET6)])?,
+            ];
             if no_datagrams {
-                let arg = |index, op, value: i32| {
-                    SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64)
-                };
-                // `socket(domain, type, …)`: the type's low bits, past SOCK_CLOEXEC and
-                // SOCK_NONBLOCK.
-                let mut socket = Vec::new();
                 for domain in [libc::AF_INET, libc::AF_INET6] {
-                    for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW] {
-                        socket.push(
-                            SeccompRule::new(vec![
-                                arg(0, SeccompCmpOp::Eq, domain).ok()?,
-                                arg(1, SeccompCmpOp::MaskedEq(0xf), kind).ok()?,
-                            ])
-                            .ok()?,
-                        );
+                    // The type's low bits, past SOCK_CLOEXEC and SOCK_NONBLOCK: all but a
+                    // stream.
+                    for kind in (0..16).filter(|&k| k != libc::SOCK_STREAM) {
+                        socket.push(rule(vec![
+                            arg(0, SeccompCmpOp::Eq, domain),
+                            arg(1, SeccompCmpOp::MaskedEq(0xf), kind),
+                        ])?);
                     }
+                    // A stream of another protocol than TCP (MPTCP, SCTP).
+                    socket.push(rule(vec![
+                        arg(0, SeccompCmpOp::Eq, domain),
+                        arg(2, SeccompCmpOp::Ne, 0),
+                        arg(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP),
+                    ])?);
                 }
-                socket.push(
-                    SeccompRule::new(vec![arg(0, SeccompCmpOp::Eq, libc::AF_PACKET).ok()?]).ok()?,
-                );
-                rules.insert(libc::SYS_socket, socket);
             }
-            let filter = SeccompFilter::new(
+            rules.insert(libc::SYS_socket, socket);
+            let main = SeccompFilter::new(
                 rules,
                 SeccompAction::Allow,
                 SeccompAction::Errno(libc::EPERM as u32),
                 arch,
             )
             .ok()?;
-            seccompiler::BpfProgram::try_from(filter).ok()
+            let clone3 = SeccompFilter::new(
+                [(libc::SYS_clone3, Vec::new())].into_iter().collect(),
+                SeccompAction::Allow,
+                SeccompAction::Errno(libc::ENOSYS as u32),
+                arch,
+            )
+            .ok()?;
+            Some([main.try_into().ok()?, clone3.try_into().ok()?])
         })
         .as_ref()
 }
@@ -884,7 +935,7 @@ pub struct Prepared {
     ruleset: Mutex<Option<landlock::RulesetCreated>>,
     /// The filter, compiled before the fork (never in the child).
     #[cfg(target_os = "linux")]
-    filter: Option<&'static seccompiler::BpfProgram>,
+    filter: Option<&'static [seccompiler::BpfProgram; 2]>,
     /// What it may do beneath its own `/proc/self`, added in the child.
     #[cfg(target_os = "linux")]
     own_proc: landlock::BitFlags<landlock::AccessFs>,
@@ -1061,7 +1112,7 @@ impl Prepared {
                     .restrict_self()
                     .map_err(|_| std::io::Error::last_os_error())?;
             }
-            if let Some(filter) = self.filter {
+            for filter in self.filter.into_iter().flatten() {
                 seccompiler::apply_filter(filter).map_err(|_| std::io::Error::last_os_error())?;
             }
         }
