@@ -172,6 +172,9 @@ pub struct Profile {
     /// `*.context7.com`, `example.org:8443`): its only way out by name.
     pub egress: Vec<String>,
     pub limits: Limits,
+    /// The workspace, when it was kept out because it holds what no server may read (the
+    /// home, yep's home, credentials): why, as a clause ("holds your home directory").
+    pub withheld: Option<(PathBuf, String)>,
 }
 
 /// The system's own directories, read-only: programs, libraries, configuration.
@@ -253,7 +256,17 @@ impl Profile {
         read.extend(proc_entries().iter().cloned());
         read.extend(tools_read);
         read.extend(place.package_dir.map(Path::to_path_buf));
-        read.extend(place.workspace.map(Path::to_path_buf));
+        // A workspace that holds the home (an agent started in `~` or `/`), yep's home or a
+        // credentials directory would open them all: none of it is granted.
+        let withheld = place
+            .workspace
+            .and_then(|w| workspace_withheld(w).map(|why| (w.to_path_buf(), why)));
+        read.extend(
+            place
+                .workspace
+                .filter(|_| withheld.is_none())
+                .map(Path::to_path_buf),
+        );
         // A file its command line names (`python3 /srv/server.py`): what was approved runs.
         // Never the root, the home or a directory holding the home: a command line that
         // names one (`srv.py /root`) would open everything the profile keeps out.
@@ -275,6 +288,7 @@ impl Profile {
             net: Net::None,
             egress: Vec::new(),
             limits: Limits::default(),
+            withheld,
         }
     }
 }
@@ -292,7 +306,7 @@ impl Profile {
             Some(rest) => home.as_ref().map(|h| h.join(rest)),
             None => Some(PathBuf::from(p)),
         };
-        if grants.workspace.as_deref() == Some("write") {
+        if grants.workspace.as_deref() == Some("write") && self.withheld.is_none() {
             self.write.extend(workspace.map(Path::to_path_buf));
         }
         self.read.extend(grants.read.iter().filter_map(path));
@@ -347,6 +361,11 @@ impl Profile {
             true => "and write the workspace, its data and temp dirs",
             false => "and write only its data and temp dirs",
         };
+        if let Some((_, why)) = &self.withheld {
+            return format!(
+                "lets it read its package and its toolchain (not the workspace, which {why}), {workspace}, with {net}"
+            );
+        }
         format!(
             "lets it read its package, its toolchain and the workspace, {workspace}, with {net}"
         )
@@ -393,7 +412,7 @@ impl Profile {
 
     /// The grant that opens `path` as a denial of it needs.
     fn grant_for(&self, workspace: Option<&Path>, path: &Path) -> Option<String> {
-        if workspace.is_some_and(|w| path.starts_with(w)) {
+        if workspace.is_some_and(|w| path.starts_with(w)) && self.withheld.is_none() {
             return Some("workspace:write".into());
         }
         let readable = self.read.iter().any(|r| path.starts_with(r));
@@ -446,6 +465,78 @@ pub(crate) fn holds_home(dir: &Path) -> bool {
 /// [`holds_home`] for a path whose links are already resolved.
 fn holds_home_real(real: &Path) -> bool {
     real == Path::new("/") || real_home().is_some_and(|h| h.starts_with(real))
+}
+
+/// Directories of the user's home that hold credentials: a workspace that holds one, or is
+/// inside one, is never opened to a server.
+const CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".docker",
+    ".kube",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/op",
+    ".npmrc",
+    ".pypirc",
+    ".password-store",
+    ".local/share/keyrings",
+    ".terraform.d",
+];
+
+/// yep homes this process serves ([`protect`]): never opened to a server by way of its
+/// workspace.
+static PROTECTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Keep `dir` (a yep home: its secrets, its lock, its packages) out of every server's
+/// workspace. The host calls it for the home it serves; an embedder with more homes calls it
+/// for each.
+pub fn protect(dir: &Path) {
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mut protected = PROTECTED.lock().unwrap_or_else(|p| p.into_inner());
+    if !protected.contains(&real) {
+        protected.push(real);
+    }
+}
+
+/// Why `workspace` is never opened to a server, as a clause: it is the root or holds the
+/// user's home, it holds or is inside a yep home, or it holds or is inside a credentials
+/// directory ([`CREDENTIALS`]). `None` for an ordinary project directory.
+pub fn workspace_withheld(workspace: &Path) -> Option<String> {
+    let real = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    if real == Path::new("/") {
+        return Some("is the root of the filesystem".into());
+    }
+    let home = real_home();
+    if let Some(home) = home.as_deref().filter(|h| h.starts_with(&real)) {
+        return Some(match home == real {
+            true => "is your home directory".into(),
+            false => "holds your home directory".into(),
+        });
+    }
+    let near = |dir: &Path| real.starts_with(dir) || dir.starts_with(&real);
+    let protected = PROTECTED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let default_home = crate::store::Home::resolve(None).root;
+    let default_home = default_home.canonicalize().unwrap_or(default_home);
+    if let Some(dir) = protected
+        .iter()
+        .chain(std::iter::once(&default_home))
+        .find(|d| near(d))
+    {
+        return Some(format!("holds or is in yep's home ({})", dir.display()));
+    }
+    let home = home?;
+    CREDENTIALS
+        .iter()
+        .map(|c| home.join(c))
+        .find(|c| near(c))
+        .map(|c| format!("holds or is in {}, which holds credentials", c.display()))
 }
 
 /// `$HOME` with its links resolved. A spawn asks a few dozen times, so the answer is kept
@@ -1335,6 +1426,53 @@ mod tests {
             workspace: None,
             tmp_dir: tmp,
         }
+    }
+
+    #[test]
+    fn a_workspace_holding_the_home_yeps_home_or_credentials_is_withheld() {
+        let home = PathBuf::from(std::env::var("HOME").unwrap());
+        let project = tempfile::tempdir().unwrap();
+        for held in [
+            Path::new("/"),
+            home.as_path(),
+            home.parent().unwrap_or(Path::new("/")),
+            &home.join(".ssh"),
+            &home.join(".config"),
+            &home.join(".aws/sso"),
+        ] {
+            assert!(workspace_withheld(held).is_some(), "{}", held.display());
+        }
+        assert_eq!(workspace_withheld(project.path()), None);
+        // A yep home the host serves, and a workspace that holds it.
+        protect(&project.path().join("home"));
+        assert!(workspace_withheld(project.path()).is_some());
+        assert!(workspace_withheld(&project.path().join("home/data/x")).is_some());
+        assert_eq!(workspace_withheld(&project.path().join("src")), None);
+        // The profile keeps it out, says so, and a write grant does not bring it back.
+        let args = Vec::new();
+        let tmp = std::env::temp_dir();
+        let mut at_home = place(&args, &tmp);
+        at_home.workspace = Some(&home);
+        let profile = Profile::default_for(&at_home).granted(
+            &crate::manifest::SandboxGrants {
+                workspace: Some("write".into()),
+                ..Default::default()
+            },
+            Some(&home),
+        );
+        assert!(
+            !profile
+                .read
+                .iter()
+                .chain(&profile.write)
+                .any(|p| p == &home),
+            "{profile:?}"
+        );
+        assert!(
+            profile
+                .said(Some(&home))
+                .contains("not the workspace, which is your home")
+        );
     }
 
     #[test]
