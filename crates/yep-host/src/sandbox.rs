@@ -172,8 +172,11 @@ pub struct Profile {
     /// `*.context7.com`, `example.org:8443`): its only way out by name.
     pub egress: Vec<String>,
     pub limits: Limits,
-    /// The workspace, when it was kept out because it holds what no server may read (the
-    /// home, yep's home, credentials): why, as a clause ("holds your home directory").
+    /// What of the workspace it may read (and write, with `workspace:write`): all of it, or
+    /// all but the yep homes it holds ([`workspace_access`]).
+    pub workspace: Vec<PathBuf>,
+    /// The workspace, when none of it was opened because it holds what no server may read
+    /// (the home, credentials): why, as a clause ("is your home directory").
     pub withheld: Option<(PathBuf, String)>,
 }
 
@@ -256,17 +259,21 @@ impl Profile {
         read.extend(proc_entries().iter().cloned());
         read.extend(tools_read);
         read.extend(place.package_dir.map(Path::to_path_buf));
-        // A workspace that holds the home (an agent started in `~` or `/`), yep's home or a
-        // credentials directory would open them all: none of it is granted.
-        let withheld = place
-            .workspace
-            .and_then(|w| workspace_withheld(w).map(|why| (w.to_path_buf(), why)));
-        read.extend(
-            place
-                .workspace
-                .filter(|_| withheld.is_none())
-                .map(Path::to_path_buf),
-        );
+        // A workspace that holds the home (an agent started in `~` or `/`) or a credentials
+        // directory would open them all: none of it is granted. One that holds a yep home is
+        // granted all but that home.
+        let (workspace, withheld) = match place.workspace.map(workspace_access) {
+            None => (Vec::new(), None),
+            Some(WorkspaceAccess::Whole(_)) => (
+                place.workspace.into_iter().map(Path::to_path_buf).collect(),
+                None,
+            ),
+            Some(WorkspaceAccess::Parts(parts, _)) => (parts, None),
+            Some(WorkspaceAccess::Nothing(why)) => {
+                (Vec::new(), place.workspace.map(|w| (w.to_path_buf(), why)))
+            }
+        };
+        read.extend(workspace.iter().cloned());
         // A file its command line names (`python3 /srv/server.py`): what was approved runs.
         // Never the root, the home or a directory holding the home: a command line that
         // names one (`srv.py /root`) would open everything the profile keeps out.
@@ -288,6 +295,7 @@ impl Profile {
             net: Net::None,
             egress: Vec::new(),
             limits: Limits::default(),
+            workspace,
             withheld,
         }
     }
@@ -296,18 +304,14 @@ impl Profile {
 impl Profile {
     /// This profile widened by what an approval grants: the workspace writable, more paths,
     /// TCP ports or any network, higher limits. A path under `~/` is the user's home.
-    pub fn granted(
-        mut self,
-        grants: &crate::manifest::SandboxGrants,
-        workspace: Option<&Path>,
-    ) -> Profile {
+    pub fn granted(mut self, grants: &crate::manifest::SandboxGrants) -> Profile {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let path = |p: &String| match p.strip_prefix("~/") {
             Some(rest) => home.as_ref().map(|h| h.join(rest)),
             None => Some(PathBuf::from(p)),
         };
-        if grants.workspace.as_deref() == Some("write") && self.withheld.is_none() {
-            self.write.extend(workspace.map(Path::to_path_buf));
+        if grants.workspace.as_deref() == Some("write") {
+            self.write.extend(self.workspace.iter().cloned());
         }
         self.read.extend(grants.read.iter().filter_map(path));
         self.write.extend(grants.write.iter().filter_map(path));
@@ -344,7 +348,9 @@ impl Profile {
     /// What it allows, in a clause: "lets it read its package, its toolchain and the
     /// workspace, and write only its data and temp dirs, with no network".
     pub fn said(&self, workspace: Option<&Path>) -> String {
-        let writes_workspace = workspace.is_some_and(|w| self.write.iter().any(|p| p == w));
+        let writes_workspace = workspace.is_some()
+            && !self.workspace.is_empty()
+            && self.workspace.iter().all(|w| self.write.contains(w));
         let net = match (&self.net, self.egress.is_empty()) {
             (Net::Any, _) => "any network".to_string(),
             (Net::None, true) => "no network".to_string(),
@@ -503,40 +509,97 @@ pub fn protect(dir: &Path) {
     }
 }
 
-/// Why `workspace` is never opened to a server, as a clause: it is the root or holds the
-/// user's home, it holds or is inside a yep home, or it holds or is inside a credentials
-/// directory ([`CREDENTIALS`]). `None` for an ordinary project directory.
-pub fn workspace_withheld(workspace: &Path) -> Option<String> {
+/// How much of a workspace a server may be opened to ([`workspace_access`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkspaceAccess {
+    /// All of it: an ordinary project directory (its real path).
+    Whole(PathBuf),
+    /// All of it but the yep homes it holds: these parts, and why, as a clause.
+    Parts(Vec<PathBuf>, String),
+    /// None of it, and why, as a clause ("is your home directory").
+    Nothing(String),
+}
+
+/// How much of `workspace` a server may be opened to:
+/// - nothing when it is the root or holds the user's home, is inside a yep home, or holds or
+///   is inside a credentials directory ([`CREDENTIALS`]): what it holds besides is not known
+///   to be safe;
+/// - all but the yep homes it holds ([`protect`]ed ones and the default one) when it holds
+///   one: every entry beside the path down to each;
+/// - else all of it.
+pub fn workspace_access(workspace: &Path) -> WorkspaceAccess {
     let real = workspace
         .canonicalize()
         .unwrap_or_else(|_| workspace.to_path_buf());
     if real == Path::new("/") {
-        return Some("is the root of the filesystem".into());
+        return WorkspaceAccess::Nothing("is the root of the filesystem".into());
     }
     let home = real_home();
     if let Some(home) = home.as_deref().filter(|h| h.starts_with(&real)) {
-        return Some(match home == real {
+        return WorkspaceAccess::Nothing(match home == real {
             true => "is your home directory".into(),
             false => "holds your home directory".into(),
         });
     }
     let near = |dir: &Path| real.starts_with(dir) || dir.starts_with(&real);
-    let protected = PROTECTED.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let default_home = crate::store::Home::resolve(None).root;
-    let default_home = default_home.canonicalize().unwrap_or(default_home);
-    if let Some(dir) = protected
+    if let Some(c) = home
         .iter()
-        .chain(std::iter::once(&default_home))
-        .find(|d| near(d))
-    {
-        return Some(format!("holds or is in yep's home ({})", dir.display()));
-    }
-    let home = home?;
-    CREDENTIALS
-        .iter()
-        .map(|c| home.join(c))
+        .flat_map(|h| CREDENTIALS.iter().map(move |c| h.join(c)))
         .find(|c| near(c))
-        .map(|c| format!("holds or is in {}, which holds credentials", c.display()))
+    {
+        return WorkspaceAccess::Nothing(format!(
+            "holds or is in {}, which holds credentials",
+            c.display()
+        ));
+    }
+    let mut homes = PROTECTED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let default_home = crate::store::Home::resolve(None).root;
+    homes.push(default_home.canonicalize().unwrap_or(default_home));
+    if let Some(inside) = homes.iter().find(|h| real.starts_with(h)) {
+        return WorkspaceAccess::Nothing(format!("is in yep's home ({})", inside.display()));
+    }
+    let held: Vec<PathBuf> = homes.into_iter().filter(|h| h.starts_with(&real)).collect();
+    match held.first() {
+        None => WorkspaceAccess::Whole(real),
+        Some(first) => {
+            let why = format!("holds yep's home ({})", first.display());
+            WorkspaceAccess::Parts(all_but(&real, &held, 0), why)
+        }
+    }
+}
+
+/// Why `workspace` is not opened to a server whole (the shared host serves no such
+/// workspace); `None` for an ordinary project directory.
+pub fn workspace_withheld(workspace: &Path) -> Option<String> {
+    match workspace_access(workspace) {
+        WorkspaceAccess::Whole(_) => None,
+        WorkspaceAccess::Parts(_, why) | WorkspaceAccess::Nothing(why) => Some(why),
+    }
+}
+
+/// What of `dir` (a real path) rules may open so that none reaches any of `held`: each entry
+/// of `dir` that holds none of them, and the same, in turn, of each that does. An entry that
+/// is a link is judged by where it leads, as the rule on it would be.
+fn all_but(dir: &Path, held: &[PathBuf], depth: usize) -> Vec<PathBuf> {
+    // Deeper than any real home; what is past it stays closed.
+    if depth > 32 {
+        return Vec::new();
+    }
+    let mut open = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if held.iter().any(|h| real.starts_with(h)) {
+            continue;
+        }
+        match held.iter().any(|h| h.starts_with(&real)) {
+            true if real.starts_with(dir) => open.extend(all_but(&real, held, depth + 1)),
+            // A link out of the directory toward a home: not followed.
+            true => {}
+            false => open.push(path),
+        }
+    }
+    open
 }
 
 /// `$HOME` with its links resolved. A spawn asks a few dozen times, so the answer is kept
@@ -1443,23 +1506,44 @@ mod tests {
             assert!(workspace_withheld(held).is_some(), "{}", held.display());
         }
         assert_eq!(workspace_withheld(project.path()), None);
-        // A yep home the host serves, and a workspace that holds it.
-        protect(&project.path().join("home"));
-        assert!(workspace_withheld(project.path()).is_some());
-        assert!(workspace_withheld(&project.path().join("home/data/x")).is_some());
-        assert_eq!(workspace_withheld(&project.path().join("src")), None);
+        // A yep home the host serves: a workspace in it is closed, one that holds it is
+        // opened beside it, a link to it included.
+        let root = project.path().canonicalize().unwrap();
+        for dir in ["home/data/x", "src/deep", "other"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join("README"), "").unwrap();
+        // A link at the top is judged by where it leads; one deeper needs nothing (Landlock
+        // judges a path by where it resolves, and the home is beneath no rule).
+        std::os::unix::fs::symlink(root.join("home"), root.join("to-home")).unwrap();
+        protect(&root.join("home"));
+        assert!(matches!(
+            workspace_access(&root.join("home/data/x")),
+            WorkspaceAccess::Nothing(_)
+        ));
+        let WorkspaceAccess::Parts(mut parts, why) = workspace_access(&root) else {
+            panic!("{:?}", workspace_access(&root));
+        };
+        parts.sort();
+        assert_eq!(
+            parts,
+            [root.join("README"), root.join("other"), root.join("src")],
+            "{why}"
+        );
+        assert!(workspace_withheld(&root).is_some());
+        assert_eq!(
+            workspace_access(&root.join("other")),
+            WorkspaceAccess::Whole(root.join("other"))
+        );
         // The profile keeps it out, says so, and a write grant does not bring it back.
         let args = Vec::new();
         let tmp = std::env::temp_dir();
         let mut at_home = place(&args, &tmp);
         at_home.workspace = Some(&home);
-        let profile = Profile::default_for(&at_home).granted(
-            &crate::manifest::SandboxGrants {
-                workspace: Some("write".into()),
-                ..Default::default()
-            },
-            Some(&home),
-        );
+        let profile = Profile::default_for(&at_home).granted(&crate::manifest::SandboxGrants {
+            workspace: Some("write".into()),
+            ..Default::default()
+        });
         assert!(
             !profile
                 .read
@@ -1468,6 +1552,7 @@ mod tests {
                 .any(|p| p == &home),
             "{profile:?}"
         );
+        assert!(profile.workspace.is_empty() && profile.withheld.is_some());
         assert!(
             profile
                 .said(Some(&home))
@@ -1524,7 +1609,9 @@ mod tests {
             ..Default::default()
         };
         let ws = Path::new("/srv/ws");
-        let granted = base.clone().granted(&grants, Some(ws));
+        let mut at = place(&[], &tmp);
+        at.workspace = Some(ws);
+        let granted = Profile::default_for(&at).granted(&grants);
         assert!(granted.write.iter().any(|p| p == ws));
         assert_eq!(granted.net, Net::Ports(vec![8080]));
         assert_eq!(granted.limits.processes, base.limits.processes);
@@ -1533,7 +1620,7 @@ mod tests {
             net: vec!["*".into()],
             ..Default::default()
         };
-        assert_eq!(base.granted(&any, None).net, Net::Any);
+        assert_eq!(base.granted(&any).net, Net::Any);
     }
 
     #[test]

@@ -71,6 +71,7 @@ pub async fn serve(
     ready: impl FnOnce(u32),
 ) -> Result<(), ServeError> {
     let path = socket_path(&home);
+    crate::sandbox::protect(&home.root);
     prepare_dir(&super::run_dir(&home))?;
     let key = attach_key(&home).map_err(|source| ServeError::Key {
         path: key_path(&home),
