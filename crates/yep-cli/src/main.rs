@@ -118,6 +118,8 @@ fn main() -> ExitCode {
     let shows_warnings = matches!(cli.command, Command::Session(_));
     init_tracing(cli.verbose, shows_warnings);
     let home = yep_store::Home::resolve(cli.home);
+    // Its secrets, lock and packages never reach a server by way of the workspace.
+    yep_host::sandbox::protect(&home.root);
     // Every server this run starts is contained as the home says (or `$YEP_SANDBOX`).
     // One it cannot read holds servers to the strictest mode until it is fixed: never weaker
     // than what the user may have meant.

@@ -159,6 +159,7 @@ fn every_attack_is_refused(escape: &Path) {
         "udp_port": udp.local_addr().unwrap().port(),
         "abstract_socket": abstract_name,
         "host": true,
+        "kernel": true,
         "fork_bomb": true,
     });
     let input = format!(
@@ -189,6 +190,15 @@ fn every_attack_is_refused(escape: &Path) {
         ("signal host", "EPERM"),
         ("read host environ", "EACCES"),
         ("fork bomb", "EAGAIN"),
+        ("connect mptcp", "EPERM"),
+        ("connect sctp", "EPERM"),
+        ("socket netlink", "EPERM"),
+        ("socket vsock", "EPERM"),
+        ("socket packet", "EPERM"),
+        ("io_uring setup", "EPERM"),
+        ("clone newuser", "EPERM"),
+        // Its flags are out of seccomp's sight: "no such call", so callers use `clone`.
+        ("clone3 newuser", "ENOSYS"),
     ] {
         assert_eq!(
             result[attack],
@@ -225,6 +235,91 @@ fn every_attack_is_refused(escape: &Path) {
         .unwrap()
         .contains("sandbox-escape")
     );
+}
+
+/// An agent started in the home directory, or at the root, makes that the workspace: no
+/// server may read it (the home's keys, yep's secrets, the host's environ), the session says
+/// so once, and its own files still work.
+#[test]
+fn a_workspace_that_is_the_home_or_the_root_is_never_opened_to_a_server() {
+    let fake = FakeHome::new();
+    ok(&fake.yep(
+        &[
+            "install",
+            fixture("sandbox-escape").to_str().unwrap(),
+            "--yes",
+        ],
+        "",
+    ));
+    let keeper = neighbour(fake.tmp.path());
+    ok(&fake.yep(&["install", keeper.to_str().unwrap(), "--yes"], ""));
+    ok(&fake.yep(
+        &["secret", "set", "keeper", "token"],
+        "keeper-secret-planted\n",
+    ));
+    ok(&fake.yep(&["enable", "sandbox-escape"], ""));
+    let targets = json!({
+        "ssh_key": fake.home().join(".ssh/id_ed25519"),
+        "aws_credentials": fake.home().join(".aws/credentials"),
+        "other_secrets": fake.yep_home().join("connections.toml"),
+        "other_package": fake.yep_home().join("extensions/keeper/plugin.json"),
+        "host": true,
+    });
+    let input = format!(
+        "call attempt {}\ncall attempt {}\nquit\n",
+        json!({ "targets": targets }),
+        json!({ "targets": targets })
+    );
+    let home = fake.home();
+    for workspace in [home.as_path(), Path::new("/")] {
+        let out = common::yep_at(
+            Some(workspace),
+            &fake.yep_home(),
+            &["session", "--json"],
+            &input,
+            &[
+                ("HOME", home.to_str().unwrap()),
+                ("YEP_SANDBOX", "required"),
+            ],
+        );
+        let said = text(&out.stdout);
+        let lines: Vec<Value> = said
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let warnings: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l.get("warning").is_some())
+            .collect();
+        assert_eq!(warnings.len(), 1, "{said}");
+        let warning = warnings[0]["warning"].as_str().unwrap();
+        assert!(
+            warning.contains("so no server may read it")
+                && warning.contains("yep grant <name> read:<dir>"),
+            "{warning}"
+        );
+        let results: Vec<&Value> = lines.iter().filter(|l| l.get("result").is_some()).collect();
+        assert_eq!(results.len(), 2, "{said}\n{}", text(&out.stderr));
+        for result in results {
+            let result = &result["result"];
+            for attack in [
+                "read ssh_key",
+                "read aws_credentials",
+                "read other_secrets",
+                "read other_package",
+                "read host environ",
+            ] {
+                assert_eq!(
+                    result[attack],
+                    "denied: EACCES",
+                    "{attack} from {}: {result:#}",
+                    workspace.display()
+                );
+            }
+            assert_eq!(result["write tmpdir"], "ALLOWED", "{result:#}");
+            assert_eq!(result["read own package"], "ALLOWED", "{result:#}");
+        }
+    }
 }
 
 #[test]

@@ -883,10 +883,19 @@ fn a_client_that_hands_over_something_else_is_hung_up_on_and_the_host_serves_on(
     std::fs::create_dir_all(&ws).unwrap();
     let mut s = Session::start(&home, &ws, &[], false);
     let sock = home.join("run/host.sock");
+    let key = std::fs::read_to_string(home.join("run/host.key")).unwrap();
     let hello = json!({"yep_shared_host": 1, "version": env!("CARGO_PKG_VERSION"),
-        "purpose": "session", "workspace": ws, "hand_off": true});
+        "key": key, "purpose": "session", "workspace": ws, "hand_off": true});
+    let host = status(&home)["pid"].as_u64().unwrap();
+    let open_fds = || {
+        std::fs::read_dir(format!("/proc/{host}/fd"))
+            .unwrap()
+            .count()
+    };
+    let before = open_fds();
     // Each client says it hands its output over, then sends a file's descriptor, a byte
-    // with none, or a pipe's read end: each is hung up on once welcomed.
+    // with none, or a pipe's read end: each is hung up on once welcomed. Then 200 that send
+    // three descriptors on the one byte: none of them stays open in the host.
     let probe = format!(
         r#"
 import json, os, socket
@@ -907,6 +916,8 @@ with open({file:?}, "w") as f:
 attach(lambda s: s.sendall(b"F"))
 r, w = os.pipe()
 attach(lambda s: socket.send_fds(s, [b"F"], [r]))
+for _ in range(200):
+    attach(lambda s: socket.send_fds(s, [b"F"], [w, w, w]))
 "#,
         sock = sock.to_str().unwrap(),
         hello = hello.to_string(),
@@ -919,11 +930,18 @@ attach(lambda s: socket.send_fds(s, [b"F"], [r]))
         .unwrap();
     let said = text(&out.stdout);
     assert!(out.status.success(), "{said}{}", text(&out.stderr));
-    assert_eq!(said.lines().collect::<Vec<_>>(), ["hung up"; 3]);
+    assert_eq!(said.lines().collect::<Vec<_>>(), ["hung up"; 203]);
+    // What each connection held is closed once it is hung up on.
+    wait_until(
+        "the host closes what it was handed",
+        Duration::from_secs(10),
+        || open_fds() <= before + 8,
+    );
     let log = std::fs::read_to_string(home.join("logs/host.log")).unwrap();
     for why in [
         "not a pipe or a socket",
         "expected one descriptor on one byte, got 0",
+        "expected one descriptor on one byte, got 3",
         "not open for writing",
     ] {
         assert!(log.contains(why), "{why}: {log}");
@@ -932,4 +950,99 @@ attach(lambda s: socket.send_fds(s, [b"F"], [r]))
     assert_eq!(echoed(&s.call("echo", json!({"text": "still"}))), "still");
     assert_eq!(status(&home)["sessions"], 1);
     s.close();
+}
+
+/// A sandboxed server the host started reaches for the host's own socket, as the yep home it
+/// can name (from `$YEP_DATA_DIR`) tells it: it cannot read the attach key, so the host
+/// neither attaches it (at `/`, whose sandbox would read everything) nor stops for it.
+#[test]
+fn a_server_the_host_started_can_neither_attach_nor_stop_the_host_through_its_socket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = home_with(tmp.path(), "");
+    let escape =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/hostile/sandbox-escape");
+    ok(&yep_with_stdin(
+        &home,
+        &["install", escape.to_str().unwrap(), "--yes"],
+        "",
+    ));
+    ok(&yep_with_stdin(&home, &["enable", "sandbox-escape"], ""));
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut s = Session::start(&home, &ws, &[("YEP_SANDBOX", "required")], false);
+    let host = status(&home)["pid"].as_u64().unwrap();
+    let tool = s
+        .tools()
+        .into_iter()
+        .find(|t| t.contains("attempt"))
+        .expect("the escape's tool is listed");
+    let targets = json!({
+        "host_socket": home.join("run/host.sock"),
+        "host_key": home.join("run/host.key"),
+    });
+    let answer = s.call(&tool, json!({"targets": targets}));
+    let result = &answer["result"]["structuredContent"];
+    assert_eq!(result["read host_key"], "denied: EACCES", "{answer}");
+    for attack in ["attach shared host at /", "stop shared host"] {
+        let said = result[attack]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer}"));
+        assert!(
+            said.starts_with("refused: ") && said.contains("attach key"),
+            "{attack}: {said}"
+        );
+    }
+    // The host is the one it was, with this session alone, and serves on.
+    assert!(alive(host));
+    let now = status(&home);
+    assert_eq!(now["pid"], host);
+    assert_eq!(now["sessions"], 1, "{now}");
+    assert_eq!(
+        now["workspaces"].as_array().unwrap().len(),
+        1,
+        "no workspace at /: {now}"
+    );
+    assert_eq!(echoed(&s.call("echo", json!({"text": "still"}))), "still");
+    let log = std::fs::read_to_string(home.join("logs/host.log")).unwrap();
+    assert!(
+        log.contains("refused a connection without the attach key"),
+        "{log}"
+    );
+    s.close();
+}
+
+/// An agent started in the home directory (or at the root) is served by a host of its own,
+/// never the shared one, which refuses such a workspace outright.
+#[test]
+fn a_session_in_the_home_directory_is_served_by_a_host_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = home_with(tmp.path(), "");
+    let user = tmp.path().join("user");
+    std::fs::create_dir_all(&user).unwrap();
+    let mut s = Session::start(&home, &user, &[("HOME", user.to_str().unwrap())], false);
+    assert_eq!(echoed(&s.call("echo", json!({"text": "alone"}))), "alone");
+    let said = s.close();
+    assert!(
+        said.contains("is your home directory: a shared host never serves it")
+            && said.contains("serving this session with a host of its own"),
+        "{said}"
+    );
+    assert!(hosts_of(&home).is_empty());
+    // Asked directly, with the key, the shared host refuses it too.
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut other = Session::start(&home, &ws, &[], false);
+    drop(other.tools());
+    let key = std::fs::read_to_string(home.join("run/host.key")).unwrap();
+    let hello = json!({"yep_shared_host": 1, "version": env!("CARGO_PKG_VERSION"),
+        "key": key, "purpose": "session", "workspace": "/"});
+    let mut stream = std::os::unix::net::UnixStream::connect(home.join("run/host.sock")).unwrap();
+    writeln!(stream, "{hello}").unwrap();
+    let mut welcome = String::new();
+    BufReader::new(stream).read_line(&mut welcome).unwrap();
+    assert!(
+        welcome.contains("is the root of the filesystem: a shared host never serves it"),
+        "{welcome}"
+    );
+    other.close();
 }

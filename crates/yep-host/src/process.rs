@@ -373,7 +373,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
                 workspace: sandboxed.workspace.as_deref(),
                 tmp_dir: tmp.path(),
             });
-            let mut profile = profile.granted(&sandboxed.grants, sandboxed.workspace.as_deref());
+            let mut profile = profile.granted(&sandboxed.grants);
             if let Some(learning) = &learn {
                 // The profile it would run in, to tell what it touched beyond; nothing applied.
                 learning.record(&profile, sandboxed.workspace.as_deref(), &spec.cwd);

@@ -6,8 +6,10 @@
 //!
 //! - Landlock for the filesystem, for TCP bind and connect (ABI 4 and later), and for signals
 //!   and abstract unix sockets outside the sandbox (ABI 6 and later);
-//! - a seccomp filter that refuses ptrace, `process_vm_*`, mounts, bpf, kexec, module loading
-//!   and the like, with `EPERM`;
+//! - a seccomp filter that refuses ptrace, `process_vm_*`, mounts, bpf, kexec, module loading,
+//!   io_uring, new namespaces and the like with `EPERM` (`clone3` with `ENOSYS`, so callers
+//!   fall back to `clone`, whose flags it checks), every socket family but unix, IPv4 and IPv6,
+//!   and, with no network granted, every IP socket but a plain TCP stream;
 //! - `no_new_privs`, and rlimits on open files and address space (the processes limit is the
 //!   server's cgroup's, where the host may make one: see [`crate::process`]);
 //! - a scrubbed environment ([`scrubbed_env`]) and a private `TMPDIR`.
@@ -174,6 +176,12 @@ pub struct Profile {
     /// it may also be asked for by address.
     pub egress_also: Vec<String>,
     pub limits: Limits,
+    /// What of the workspace it may read (and write, with `workspace:write`): all of it, or
+    /// all but the yep homes it holds ([`workspace_access`]).
+    pub workspace: Vec<PathBuf>,
+    /// The workspace, when none of it was opened because it holds what no server may read
+    /// (the home, credentials): why, as a clause ("is your home directory").
+    pub withheld: Option<(PathBuf, String)>,
 }
 
 /// The system's own directories, read-only: programs, libraries, configuration.
@@ -255,7 +263,21 @@ impl Profile {
         read.extend(proc_entries().iter().cloned());
         read.extend(tools_read);
         read.extend(place.package_dir.map(Path::to_path_buf));
-        read.extend(place.workspace.map(Path::to_path_buf));
+        // A workspace that holds the home (an agent started in `~` or `/`) or a credentials
+        // directory would open them all: none of it is granted. One that holds a yep home is
+        // granted all but that home.
+        let (workspace, withheld) = match place.workspace.map(workspace_access) {
+            None => (Vec::new(), None),
+            Some(WorkspaceAccess::Whole(_)) => (
+                place.workspace.into_iter().map(Path::to_path_buf).collect(),
+                None,
+            ),
+            Some(WorkspaceAccess::Parts(parts, _)) => (parts, None),
+            Some(WorkspaceAccess::Nothing(why)) => {
+                (Vec::new(), place.workspace.map(|w| (w.to_path_buf(), why)))
+            }
+        };
+        read.extend(workspace.iter().cloned());
         // A file its command line names (`python3 /srv/server.py`): what was approved runs.
         // Never the root, the home or a directory holding the home: a command line that
         // names one (`srv.py /root`) would open everything the profile keeps out.
@@ -278,6 +300,8 @@ impl Profile {
             egress: Vec::new(),
             egress_also: Vec::new(),
             limits: Limits::default(),
+            workspace,
+            withheld,
         }
     }
 }
@@ -285,18 +309,14 @@ impl Profile {
 impl Profile {
     /// This profile widened by what an approval grants: the workspace writable, more paths,
     /// TCP ports or any network, higher limits. A path under `~/` is the user's home.
-    pub fn granted(
-        mut self,
-        grants: &crate::manifest::SandboxGrants,
-        workspace: Option<&Path>,
-    ) -> Profile {
+    pub fn granted(mut self, grants: &crate::manifest::SandboxGrants) -> Profile {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let path = |p: &String| match p.strip_prefix("~/") {
             Some(rest) => home.as_ref().map(|h| h.join(rest)),
             None => Some(PathBuf::from(p)),
         };
         if grants.workspace.as_deref() == Some("write") {
-            self.write.extend(workspace.map(Path::to_path_buf));
+            self.write.extend(self.workspace.iter().cloned());
         }
         self.read.extend(grants.read.iter().filter_map(path));
         self.write.extend(grants.write.iter().filter_map(path));
@@ -347,7 +367,9 @@ impl Profile {
     /// What it allows, in a clause: "lets it read its package, its toolchain and the
     /// workspace, and write only its data and temp dirs, with no network".
     pub fn said(&self, workspace: Option<&Path>) -> String {
-        let writes_workspace = workspace.is_some_and(|w| self.write.iter().any(|p| p == w));
+        let writes_workspace = workspace.is_some()
+            && !self.workspace.is_empty()
+            && self.workspace.iter().all(|w| self.write.contains(w));
         let net = match (&self.net, self.egress.is_empty()) {
             (Net::Any, _) => "any network".to_string(),
             (Net::None, true) => "no network".to_string(),
@@ -364,6 +386,11 @@ impl Profile {
             true => "and write the workspace, its data and temp dirs",
             false => "and write only its data and temp dirs",
         };
+        if let Some((_, why)) = &self.withheld {
+            return format!(
+                "lets it read its package and its toolchain (not the workspace, which {why}), {workspace}, with {net}"
+            );
+        }
         format!(
             "lets it read its package, its toolchain and the workspace, {workspace}, with {net}"
         )
@@ -410,7 +437,7 @@ impl Profile {
 
     /// The grant that opens `path` as a denial of it needs.
     fn grant_for(&self, workspace: Option<&Path>, path: &Path) -> Option<String> {
-        if workspace.is_some_and(|w| path.starts_with(w)) {
+        if workspace.is_some_and(|w| path.starts_with(w)) && self.withheld.is_none() {
             return Some("workspace:write".into());
         }
         let readable = self.read.iter().any(|r| path.starts_with(r));
@@ -463,6 +490,135 @@ pub(crate) fn holds_home(dir: &Path) -> bool {
 /// [`holds_home`] for a path whose links are already resolved.
 fn holds_home_real(real: &Path) -> bool {
     real == Path::new("/") || real_home().is_some_and(|h| h.starts_with(real))
+}
+
+/// Directories of the user's home that hold credentials: a workspace that holds one, or is
+/// inside one, is never opened to a server.
+const CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".docker",
+    ".kube",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/op",
+    ".npmrc",
+    ".pypirc",
+    ".password-store",
+    ".local/share/keyrings",
+    ".terraform.d",
+];
+
+/// yep homes this process serves ([`protect`]): never opened to a server by way of its
+/// workspace.
+static PROTECTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Keep `dir` (a yep home: its secrets, its lock, its packages) out of every server's
+/// workspace. The host calls it for the home it serves; an embedder with more homes calls it
+/// for each.
+pub fn protect(dir: &Path) {
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mut protected = PROTECTED.lock().unwrap_or_else(|p| p.into_inner());
+    if !protected.contains(&real) {
+        protected.push(real);
+    }
+}
+
+/// How much of a workspace a server may be opened to ([`workspace_access`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkspaceAccess {
+    /// All of it: an ordinary project directory (its real path).
+    Whole(PathBuf),
+    /// All of it but the yep homes it holds: these parts, and why, as a clause.
+    Parts(Vec<PathBuf>, String),
+    /// None of it, and why, as a clause ("is your home directory").
+    Nothing(String),
+}
+
+/// How much of `workspace` a server may be opened to:
+/// - nothing when it is the root or holds the user's home, is inside a yep home, or holds or
+///   is inside a credentials directory ([`CREDENTIALS`]): what it holds besides is not known
+///   to be safe;
+/// - all but the yep homes it holds ([`protect`]ed ones and the default one) when it holds
+///   one: every entry beside the path down to each;
+/// - else all of it.
+pub fn workspace_access(workspace: &Path) -> WorkspaceAccess {
+    let real = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    if real == Path::new("/") {
+        return WorkspaceAccess::Nothing("is the root of the filesystem".into());
+    }
+    let home = real_home();
+    if let Some(home) = home.as_deref().filter(|h| h.starts_with(&real)) {
+        return WorkspaceAccess::Nothing(match home == real {
+            true => "is your home directory".into(),
+            false => "holds your home directory".into(),
+        });
+    }
+    let near = |dir: &Path| real.starts_with(dir) || dir.starts_with(&real);
+    if let Some(c) = home
+        .iter()
+        .flat_map(|h| CREDENTIALS.iter().map(move |c| h.join(c)))
+        .find(|c| near(c))
+    {
+        return WorkspaceAccess::Nothing(format!(
+            "holds or is in {}, which holds credentials",
+            c.display()
+        ));
+    }
+    let mut homes = PROTECTED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let default_home = crate::store::Home::resolve(None).root;
+    homes.push(default_home.canonicalize().unwrap_or(default_home));
+    if let Some(inside) = homes.iter().find(|h| real.starts_with(h)) {
+        return WorkspaceAccess::Nothing(format!("is in yep's home ({})", inside.display()));
+    }
+    let held: Vec<PathBuf> = homes.into_iter().filter(|h| h.starts_with(&real)).collect();
+    match held.first() {
+        None => WorkspaceAccess::Whole(real),
+        Some(first) => {
+            let why = format!("holds yep's home ({})", first.display());
+            WorkspaceAccess::Parts(all_but(&real, &held, 0), why)
+        }
+    }
+}
+
+/// Why `workspace` is not opened to a server whole (the shared host serves no such
+/// workspace); `None` for an ordinary project directory.
+pub fn workspace_withheld(workspace: &Path) -> Option<String> {
+    match workspace_access(workspace) {
+        WorkspaceAccess::Whole(_) => None,
+        WorkspaceAccess::Parts(_, why) | WorkspaceAccess::Nothing(why) => Some(why),
+    }
+}
+
+/// What of `dir` (a real path) rules may open so that none reaches any of `held`: each entry
+/// of `dir` that holds none of them, and the same, in turn, of each that does. An entry that
+/// is a link is judged by where it leads, as the rule on it would be.
+fn all_but(dir: &Path, held: &[PathBuf], depth: usize) -> Vec<PathBuf> {
+    // Deeper than any real home; what is past it stays closed.
+    if depth > 32 {
+        return Vec::new();
+    }
+    let mut open = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if held.iter().any(|h| real.starts_with(h)) {
+            continue;
+        }
+        match held.iter().any(|h| h.starts_with(&real)) {
+            true if real.starts_with(dir) => open.extend(all_but(&real, held, depth + 1)),
+            // A link out of the directory toward a home: not followed.
+            true => {}
+            false => open.push(path),
+        }
+    }
+    open
 }
 
 /// `$HOME` with its links resolved. A spawn asks a few dozen times, so the answer is kept
@@ -816,14 +972,39 @@ const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_fsmount,
     libc::SYS_move_mount,
     libc::SYS_open_tree,
+    // Its own submission queue makes sockets and does I/O that seccomp never sees.
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
 ];
 
-/// The compiled filter, built once each way: with `no_datagrams`, it also refuses UDP and raw
-/// IP sockets, and packet sockets (Landlock's network rules cover TCP only), for a profile
-/// that does not grant any network.
+/// The namespace flags of `clone(2)`: a process that makes namespaces of its own (a user
+/// namespace above all) reaches kernel surface no server needs, as `unshare` would.
 #[cfg(target_os = "linux")]
-fn seccomp_filter(no_datagrams: bool) -> Option<&'static seccompiler::BpfProgram> {
-    static FILTERS: [OnceLock<Option<seccompiler::BpfProgram>>; 2] =
+const NAMESPACE_FLAGS: &[i32] = &[
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWCGROUP,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+];
+
+/// The compiled filters, built once each way. Both refuse [`DENIED_SYSCALLS`], `clone` with a
+/// namespace flag, and sockets of any family but unix, IPv4 and IPv6 (netlink, vsock, packet
+/// sockets and the rest: kernel surface and ways around the network rules). With
+/// `no_datagrams`, for a profile that does not grant any network, the main one also refuses
+/// every IPv4 and IPv6 socket but a plain TCP stream (protocol 0 or `IPPROTO_TCP`): Landlock's
+/// network rules cover TCP only, so UDP, raw, `SOCK_PACKET`, MPTCP and SCTP sockets would
+/// pass them.
+///
+/// The second filter answers `clone3` with `ENOSYS`: its flags are in memory, where seccomp
+/// cannot look, and on `ENOSYS` libc and runtimes fall back to `clone`, which the first
+/// filter checks.
+#[cfg(target_os = "linux")]
+fn seccomp_filter(no_datagrams: bool) -> Option<&'static [seccompiler::BpfProgram; 2]> {
+    static FILTERS: [OnceLock<Option<[seccompiler::BpfProgram; 2]>>; 2] =
         [OnceLock::new(), OnceLock::new()];
     FILTERS[usize::from(no_datagrams)]
         .get_or_init(|| {
@@ -831,40 +1012,64 @@ fn seccomp_filter(no_datagrams: bool) -> Option<&'static seccompiler::BpfProgram
                 SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
                 SeccompRule,
             };
-            let arch = std::env::consts::ARCH.try_into().ok()?;
+            let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().ok()?;
+            let arg = |index, op, value: i32| {
+                SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64).ok()
+            };
+            let rule = |conditions: Vec<Option<SeccompCondition>>| {
+                SeccompRule::new(conditions.into_iter().collect::<Option<Vec<_>>>()?).ok()
+            };
             let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
                 DENIED_SYSCALLS.iter().map(|&n| (n, Vec::new())).collect();
+            let clone = NAMESPACE_FLAGS
+                .iter()
+                .map(|&flag| rule(vec![arg(0, SeccompCmpOp::MaskedEq(flag as u64), flag)]))
+                .collect::<Option<Vec<_>>>()?;
+            rules.insert(libc::SYS_clone, clone);
+            // `socket(domain, type, protocol)`: any domain but AF_UNIX (1), AF_INET (2) and
+            // AF_INET6 (10).
+            let mut socket = vec![
+                rule(vec![arg(0, SeccompCmpOp::Lt, libc::AF_UNIX)])?,
+                rule(vec![
+                    arg(0, SeccompCmpOp::Gt, libc::AF_INET),
+                    arg(0, SeccompCmpOp::Lt, libc::AF_INET6),
+                ])?,
+                rule(vec![arg(0, SeccompCmpOp::Gt, libc::AF_INET6)])?,
+            ];
             if no_datagrams {
-                let arg = |index, op, value: i32| {
-                    SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64)
-                };
-                // `socket(domain, type, …)`: the type's low bits, past SOCK_CLOEXEC and
-                // SOCK_NONBLOCK.
-                let mut socket = Vec::new();
                 for domain in [libc::AF_INET, libc::AF_INET6] {
-                    for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW] {
-                        socket.push(
-                            SeccompRule::new(vec![
-                                arg(0, SeccompCmpOp::Eq, domain).ok()?,
-                                arg(1, SeccompCmpOp::MaskedEq(0xf), kind).ok()?,
-                            ])
-                            .ok()?,
-                        );
+                    // The type's low bits, past SOCK_CLOEXEC and SOCK_NONBLOCK: all but a
+                    // stream.
+                    for kind in (0..16).filter(|&k| k != libc::SOCK_STREAM) {
+                        socket.push(rule(vec![
+                            arg(0, SeccompCmpOp::Eq, domain),
+                            arg(1, SeccompCmpOp::MaskedEq(0xf), kind),
+                        ])?);
                     }
+                    // A stream of another protocol than TCP (MPTCP, SCTP).
+                    socket.push(rule(vec![
+                        arg(0, SeccompCmpOp::Eq, domain),
+                        arg(2, SeccompCmpOp::Ne, 0),
+                        arg(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP),
+                    ])?);
                 }
-                socket.push(
-                    SeccompRule::new(vec![arg(0, SeccompCmpOp::Eq, libc::AF_PACKET).ok()?]).ok()?,
-                );
-                rules.insert(libc::SYS_socket, socket);
             }
-            let filter = SeccompFilter::new(
+            rules.insert(libc::SYS_socket, socket);
+            let main = SeccompFilter::new(
                 rules,
                 SeccompAction::Allow,
                 SeccompAction::Errno(libc::EPERM as u32),
                 arch,
             )
             .ok()?;
-            seccompiler::BpfProgram::try_from(filter).ok()
+            let clone3 = SeccompFilter::new(
+                [(libc::SYS_clone3, Vec::new())].into_iter().collect(),
+                SeccompAction::Allow,
+                SeccompAction::Errno(libc::ENOSYS as u32),
+                arch,
+            )
+            .ok()?;
+            Some([main.try_into().ok()?, clone3.try_into().ok()?])
         })
         .as_ref()
 }
@@ -903,7 +1108,7 @@ pub struct Prepared {
     ruleset: Mutex<Option<landlock::RulesetCreated>>,
     /// The filter, compiled before the fork (never in the child).
     #[cfg(target_os = "linux")]
-    filter: Option<&'static seccompiler::BpfProgram>,
+    filter: Option<&'static [seccompiler::BpfProgram; 2]>,
     /// What it may do beneath its own `/proc/self`, added in the child.
     #[cfg(target_os = "linux")]
     own_proc: landlock::BitFlags<landlock::AccessFs>,
@@ -1080,7 +1285,7 @@ impl Prepared {
                     .restrict_self()
                     .map_err(|_| std::io::Error::last_os_error())?;
             }
-            if let Some(filter) = self.filter {
+            for filter in self.filter.into_iter().flatten() {
                 seccompiler::apply_filter(filter).map_err(|_| std::io::Error::last_os_error())?;
             }
         }
@@ -1306,6 +1511,75 @@ mod tests {
     }
 
     #[test]
+    fn a_workspace_holding_the_home_yeps_home_or_credentials_is_withheld() {
+        let home = PathBuf::from(std::env::var("HOME").unwrap());
+        let project = tempfile::tempdir().unwrap();
+        for held in [
+            Path::new("/"),
+            home.as_path(),
+            home.parent().unwrap_or(Path::new("/")),
+            &home.join(".ssh"),
+            &home.join(".config"),
+            &home.join(".aws/sso"),
+        ] {
+            assert!(workspace_withheld(held).is_some(), "{}", held.display());
+        }
+        assert_eq!(workspace_withheld(project.path()), None);
+        // A yep home the host serves: a workspace in it is closed, one that holds it is
+        // opened beside it, a link to it included.
+        let root = project.path().canonicalize().unwrap();
+        for dir in ["home/data/x", "src/deep", "other"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join("README"), "").unwrap();
+        // A link at the top is judged by where it leads; one deeper needs nothing (Landlock
+        // judges a path by where it resolves, and the home is beneath no rule).
+        std::os::unix::fs::symlink(root.join("home"), root.join("to-home")).unwrap();
+        protect(&root.join("home"));
+        assert!(matches!(
+            workspace_access(&root.join("home/data/x")),
+            WorkspaceAccess::Nothing(_)
+        ));
+        let WorkspaceAccess::Parts(mut parts, why) = workspace_access(&root) else {
+            panic!("{:?}", workspace_access(&root));
+        };
+        parts.sort();
+        assert_eq!(
+            parts,
+            [root.join("README"), root.join("other"), root.join("src")],
+            "{why}"
+        );
+        assert!(workspace_withheld(&root).is_some());
+        assert_eq!(
+            workspace_access(&root.join("other")),
+            WorkspaceAccess::Whole(root.join("other"))
+        );
+        // The profile keeps it out, says so, and a write grant does not bring it back.
+        let args = Vec::new();
+        let tmp = std::env::temp_dir();
+        let mut at_home = place(&args, &tmp);
+        at_home.workspace = Some(&home);
+        let profile = Profile::default_for(&at_home).granted(&crate::manifest::SandboxGrants {
+            workspace: Some("write".into()),
+            ..Default::default()
+        });
+        assert!(
+            !profile
+                .read
+                .iter()
+                .chain(&profile.write)
+                .any(|p| p == &home),
+            "{profile:?}"
+        );
+        assert!(profile.workspace.is_empty() && profile.withheld.is_some());
+        assert!(
+            profile
+                .said(Some(&home))
+                .contains("not the workspace, which is your home")
+        );
+    }
+
+    #[test]
     fn a_command_line_naming_the_root_or_the_home_opens_neither() {
         let home = std::env::var("HOME").unwrap();
         let tmp = std::env::temp_dir();
@@ -1354,7 +1628,9 @@ mod tests {
             ..Default::default()
         };
         let ws = Path::new("/srv/ws");
-        let granted = base.clone().granted(&grants, Some(ws));
+        let mut at = place(&[], &tmp);
+        at.workspace = Some(ws);
+        let granted = Profile::default_for(&at).granted(&grants);
         assert!(granted.write.iter().any(|p| p == ws));
         assert_eq!(granted.net, Net::Ports(vec![8080]));
         assert_eq!(granted.limits.processes, base.limits.processes);
@@ -1363,7 +1639,7 @@ mod tests {
             net: vec!["*".into()],
             ..Default::default()
         };
-        assert_eq!(base.granted(&any, None).net, Net::Any);
+        assert_eq!(base.granted(&any).net, Net::Any);
     }
 
     #[test]

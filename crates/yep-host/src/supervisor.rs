@@ -885,6 +885,20 @@ impl Extension {
                 ),
             });
         }
+        // A workspace kept out of the sandbox is told the same way, once.
+        if let Some((workspace, why)) = process
+            .as_ref()
+            .and_then(|p| p.sandbox.as_ref())
+            .and_then(|c| c.profile.withheld.as_ref())
+        {
+            self.events.health(HealthEvent::Warning {
+                extension: None,
+                message: format!(
+                    "sandbox: the workspace {} {why}, so no server may read it; start the agent in a project directory, or grant a server the directory it needs (`yep grant <name> read:<dir>`)",
+                    crate::text::escape(&workspace.display().to_string())
+                ),
+            });
+        }
         let pid = process.as_ref().and_then(ServerProcess::pid);
         let hello = Hello {
             extension: spec.name.clone(),

@@ -38,6 +38,9 @@ pub enum AttachError {
     /// The host would not serve this session: its reason.
     #[error("the shared host refused this session: {0}")]
     Refused(String),
+    /// A session the shared host never serves (its workspace holds the home): why.
+    #[error("{0}: a shared host never serves it")]
+    Unshared(String),
     #[error("the shared host's socket: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -262,9 +265,13 @@ fn log_tail(log: &Path) -> String {
 /// Ask the home's running host for its status or to stop, without starting one: `None` when
 /// none answers.
 pub async fn control(home: &Home, purpose: Purpose) -> Result<Option<Welcome>, AttachError> {
+    if !socket_path(home).exists() {
+        return Ok(None);
+    }
     let hello = Hello {
         yep_shared_host: PROTOCOL,
         version: version(),
+        key: super::attach_key(home)?,
         purpose,
     };
     match handshake(&socket_path(home), &hello).await {
@@ -339,9 +346,19 @@ pub async fn attach_stdio(
     deferred: bool,
     start: &Starter,
 ) -> Result<(), AttachError> {
+    // Never for a workspace the host would refuse: this session is served by its caller.
+    crate::sandbox::protect(&home.root);
+    if let Some(why) = crate::sandbox::workspace_withheld(&workspace) {
+        return Err(AttachError::Unshared(format!(
+            "the workspace {} {why}",
+            crate::text::escape(&workspace.display().to_string())
+        )));
+    }
+    let key = super::attach_key(home)?;
     let session = |hand_off| Hello {
         yep_shared_host: PROTOCOL,
         version: version(),
+        key: key.clone(),
         purpose: Purpose::Session {
             workspace: workspace.clone(),
             deferred,

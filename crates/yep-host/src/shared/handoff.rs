@@ -75,6 +75,9 @@ pub(crate) async fn send_fd(stream: &UnixStream, fd: &OwnedFd) -> std::io::Resul
     }
 }
 
+/// The most descriptors one message can carry (Linux's `SCM_MAX_FD`).
+const SCM_MAX_FD: usize = 253;
+
 /// Descriptors arrive close-on-exec, set as they are installed.
 #[cfg(target_os = "linux")]
 const RECEIVE_FLAGS: MsgFlags = MsgFlags::MSG_CMSG_CLOEXEC.union(MsgFlags::MSG_DONTWAIT);
@@ -92,7 +95,10 @@ pub(crate) async fn receive_fd(stream: &UnixStream) -> std::io::Result<OwnedFd> 
         let got = stream.try_io(Interest::READABLE, || {
             let mut byte = [0u8; 1];
             let mut iov = [IoSliceMut::new(&mut byte)];
-            let mut space = nix::cmsg_space!([RawFd; 2]);
+            // Room for as many as one message can carry (the kernel's SCM_MAX_FD), so none
+            // is cut off: a cut-off message's descriptors are installed, yet cannot be read
+            // from it (nix refuses to walk it), and would stay open in the host for good.
+            let mut space = nix::cmsg_space!([RawFd; SCM_MAX_FD]);
             let msg = recvmsg::<()>(
                 stream.as_raw_fd(),
                 &mut iov,

@@ -3,8 +3,8 @@
 //! of its workspace's [`ExtensionHost`].
 
 use super::{
-    Hello, HostStatus, PROTOCOL, Purpose, ServerStatus, Welcome, WorkspaceStatus, lock, read_hello,
-    rss_kib, same_user, socket_path, version,
+    Hello, HostStatus, Key, PROTOCOL, Purpose, ServerStatus, Welcome, WorkspaceStatus, attach_key,
+    key_path, lock, read_hello, rss_kib, same_user, socket_path, version,
 };
 use crate::bridge::{AskClients, Bridge, Clients, StatusToClients};
 use crate::runtime::{ExtensionHost, HostOptions, SEARCH_TOOLS, Session};
@@ -47,6 +47,13 @@ pub enum ServeError {
     /// The socket's directory is not the user's own, or not owner-only.
     #[error("{0}")]
     UnsafeDir(String),
+    /// The attach key could not be read or made.
+    #[error("the attach key {path}: {source}")]
+    Key {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("failed to listen on {path}: {source}")]
     Listen {
         path: PathBuf,
@@ -64,8 +71,13 @@ pub async fn serve(
     ready: impl FnOnce(u32),
 ) -> Result<(), ServeError> {
     let path = socket_path(&home);
+    crate::sandbox::protect(&home.root);
     prepare_dir(&super::run_dir(&home))?;
-    if let Some(pid) = running_here(&path).await {
+    let key = attach_key(&home).map_err(|source| ServeError::Key {
+        path: key_path(&home),
+        source,
+    })?;
+    if let Some(pid) = running_here(&path, &key).await {
         return Err(ServeError::AlreadyRunning(pid));
     }
     let listener = listen(&path)?;
@@ -80,6 +92,7 @@ pub async fn serve(
         stop: CancellationToken::new(),
         path: path.clone(),
         inode,
+        key,
     });
     ready(std::process::id());
     tracing::info!(
@@ -150,10 +163,11 @@ fn prepare_dir(dir: &Path) -> Result<(), ServeError> {
 }
 
 /// The pid of a host of this version that answers on `path`, if one does.
-async fn running_here(path: &Path) -> Option<u32> {
+async fn running_here(path: &Path, key: &Key) -> Option<u32> {
     let hello = Hello {
         yep_shared_host: PROTOCOL,
         version: version(),
+        key: key.clone(),
         purpose: Purpose::Status,
     };
     let welcome = super::attach::ask(path, &hello).await.ok()?;
@@ -201,6 +215,8 @@ struct Shared {
     path: PathBuf,
     /// The socket's inode as bound: another one at `path` means another host took over.
     inode: u64,
+    /// The home's attach key: a hello without it is served nothing.
+    key: Key,
 }
 
 /// A workspace's host, started once by whichever session comes first; the others wait for
@@ -392,6 +408,18 @@ impl Shared {
                 return;
             }
         };
+        if !self.key.matches(&hello.key) {
+            tracing::warn!(
+                "refused a connection without the attach key (pid {}): only yep itself may use the shared host",
+                stream_pid(&write).map_or("unknown".into(), |p| p.to_string())
+            );
+            welcome.error = Some(format!(
+                "the hello does not carry this home's attach key ({}): only yep itself, run by this user, may use the shared host",
+                key_path(&self.home).display()
+            ));
+            let _ = send(&mut write, &welcome).await;
+            return;
+        }
         match hello.purpose {
             Purpose::Status => {
                 welcome.status = Some(self.status().await);
@@ -410,6 +438,14 @@ impl Shared {
                 if !workspace.is_absolute() || !workspace.is_dir() {
                     welcome.error = Some(format!(
                         "the workspace {} is not a directory",
+                        crate::text::escape(&workspace.display().to_string())
+                    ));
+                    let _ = send(&mut write, &welcome).await;
+                    return;
+                }
+                if let Some(why) = crate::sandbox::workspace_withheld(&workspace) {
+                    welcome.error = Some(format!(
+                        "the workspace {} {why}: a shared host never serves it",
                         crate::text::escape(&workspace.display().to_string())
                     ));
                     let _ = send(&mut write, &welcome).await;
@@ -530,6 +566,12 @@ async fn handed_output(
         )
     })??;
     super::handoff::Handed::new(fd)
+}
+
+/// The process id at the other end of a connection, for the log.
+fn stream_pid(write: &tokio::net::unix::OwnedWriteHalf) -> Option<i32> {
+    let stream: &UnixStream = write.as_ref();
+    stream.peer_cred().ok()?.pid()
 }
 
 /// Write `welcome` as one line.

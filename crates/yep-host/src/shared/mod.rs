@@ -8,6 +8,17 @@
 //!
 //! - The socket is `<home>/run/host.sock`, in a directory only its owner may enter (0700),
 //!   itself owner-only (0600). Both ends check the other's uid (`SO_PEERCRED`): same uid only.
+//! - Every hello carries the home's attach key ([`attach_key`], `<home>/run/host.key`,
+//!   owner-only), and the host serves nothing (no session, status or stop) to a connection
+//!   without it. The uid check cannot tell yep from a server yep started: both run as the
+//!   user, and Landlock (up to ABI 7) does not govern connecting to a pathname socket. But
+//!   the sandbox keeps every server out of the yep home, so no process yep starts can read
+//!   the key. (An abstract socket, which Landlock's scoping closes to sandboxed processes,
+//!   would hold only on ABI 6 and later, and its name is open to every user to squat; seccomp
+//!   cannot see the address a `connect` names.)
+//! - The host never serves a session whose workspace is the root, the home or holds yep's
+//!   home ([`crate::sandbox::workspace_withheld`]): a client in such a directory serves its
+//!   session itself.
 //! - The first line each way is the handshake ([`Hello`], [`Welcome`]). It carries the yep
 //!   version: a host of another version is never used; the new client starts a host of its
 //!   own in its place, and the old one exits once its last session has left.
@@ -75,6 +86,108 @@ pub fn log_path(home: &crate::store::Home) -> PathBuf {
     home.log_path("host")
 }
 
+/// The attach key's file: `<home>/run/host.key`, owner-only, in the owner-only run dir.
+pub fn key_path(home: &crate::store::Home) -> PathBuf {
+    run_dir(home).join("host.key")
+}
+
+/// The secret a client proves it may use the home's host with: 32 random bytes, as hex.
+/// Never shown (its `Debug` is redacted) and compared in constant time.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Key(String);
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Key(…)")
+    }
+}
+
+impl Key {
+    /// Whether `other` is this key, in time that does not depend on where they differ.
+    fn matches(&self, other: &Key) -> bool {
+        let (a, b) = (self.0.as_bytes(), other.0.as_bytes());
+        a.len() == b.len()
+            && !a.is_empty()
+            && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+    }
+
+    fn valid(text: &str) -> bool {
+        text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
+    }
+}
+
+/// The home's attach key: read from [`key_path`], or made there once (the first client or
+/// host to need it links a fresh one into place; a racing one reads the winner's). A key
+/// file that is not this user's regular owner-only file is refused, never used.
+pub fn attach_key(home: &crate::store::Home) -> std::io::Result<Key> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let path = key_path(home);
+    let read = || -> std::io::Result<Option<Key>> {
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata()?;
+        if !meta.is_file() || meta.uid() != my_uid() || meta.mode() & 0o077 != 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is not an owner-only file of this user: remove it",
+                    path.display()
+                ),
+            ));
+        }
+        let mut text = String::new();
+        file.take(128).read_to_string(&mut text)?;
+        Ok(Key::valid(text.trim()).then(|| Key(text.trim().to_string())))
+    };
+    if let Some(key) = read()? {
+        return Ok(key);
+    }
+    let dir = run_dir(home);
+    crate::store::fsutil::create_private_dir(&dir)?;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    let fresh: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let tmp = dir.join(format!(".host.key.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let made = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(fresh.as_bytes())?;
+        file.sync_all()?;
+        match std::fs::hard_link(&tmp, &path) {
+            // Another made one first: theirs is the key.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                match read()? {
+                    Some(_) => Ok(()),
+                    // A key file left unfinished: this one takes its place.
+                    None => std::fs::rename(&tmp, &path),
+                }
+            }
+            other => other,
+        }
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    made?;
+    read()?.ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} holds no key", path.display()),
+        )
+    })
+}
+
 /// The client's first line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Hello {
@@ -82,6 +195,9 @@ pub struct Hello {
     pub yep_shared_host: u32,
     /// The client's yep version ([`version`]).
     pub version: String,
+    /// The home's attach key ([`attach_key`]): without it the host serves nothing.
+    #[serde(default)]
+    pub key: Key,
     /// What the connection is for.
     #[serde(flatten)]
     pub purpose: Purpose,
@@ -234,5 +350,38 @@ async fn read_hello<R: tokio::io::AsyncBufRead + Unpin>(
             line.pop();
             return Ok(line);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_attach_key_is_made_once_kept_private_and_a_loose_one_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let home = crate::store::Home {
+            root: tmp.path().to_path_buf(),
+        };
+        let made = attach_key(&home).unwrap();
+        assert!(Key::valid(&made.0));
+        assert_eq!(attach_key(&home).unwrap(), made);
+        let path = key_path(&home);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(made.matches(&made.clone()));
+        assert!(!made.matches(&Key::default()) && !Key::default().matches(&Key::default()));
+        assert_eq!(format!("{made:?}"), "Key(…)");
+        // One that others may read is never used.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = attach_key(&home).unwrap_err();
+        assert!(e.to_string().contains("not an owner-only file"), "{e}");
+        // One left empty by a crash is replaced.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let again = attach_key(&home).unwrap();
+        assert!(Key::valid(&again.0) && again != made);
     }
 }
