@@ -907,6 +907,61 @@ fn a_workspaces_claude_hooks_do_not_run_until_trusted_and_not_again_once_they_ch
     );
 }
 
+#[test]
+fn an_approved_workspace_hooks_script_changed_by_a_pull_does_not_run_until_trusted_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    tool_package(&home, tmp.path(), "tools", &["Bash"], serde_json::json!({}));
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile/workspace-hook-script-swap");
+    let ws = tmp.path().join("repo");
+    common::copy_tree(&fixture.join(".claude"), &ws.join(".claude"));
+    common::copy_tree(&fixture.join("tools"), &ws.join("tools"));
+    let run = "run Bash {\"command\": \"ls\"}\nquit\n";
+    ok(&common::yep_in(
+        &ws,
+        &home,
+        &["trust", "project", "--yes"],
+        "",
+    ));
+    let (answers, _) = session(&ws, &home, run);
+    assert_eq!(
+        answers[0]["blocked"]["reason"], "approved guard",
+        "{answers:?}"
+    );
+    assert_eq!(project_markers(&home).len(), 1);
+    std::fs::remove_file(project_markers(&home)[0].clone()).unwrap();
+
+    // A pull replaces the script the hook's command line names; `.claude/` is untouched.
+    std::fs::copy(fixture.join("pulled/g.sh"), ws.join("tools/g.sh")).unwrap();
+    let (answers, warnings) = session(&ws, &home, run);
+    assert_eq!(answers[0]["result"]["tool"], "Bash", "{answers:?}");
+    assert!(project_markers(&home).is_empty(), "the pulled script ran");
+    let why = "not approved since the code they run from the workspace changed (tools/)";
+    assert!(warnings.iter().any(|w| w.contains(why)), "{warnings:?}");
+
+    // `yep trust project` says what changed, and asks.
+    let shown = common::yep_in(&ws, &home, &["trust", "project"], "");
+    assert_eq!(shown.status.code(), Some(1), "no terminal, no --yes");
+    let said = text(&shown.stderr);
+    assert!(
+        said.contains("code its hooks run from the workspace: tools/") && said.contains(why),
+        "{said}"
+    );
+    assert!(project_markers(&home).is_empty(), "the pulled script ran");
+    ok(&common::yep_in(
+        &ws,
+        &home,
+        &["trust", "project", "--yes"],
+        "",
+    ));
+    let (answers, _) = session(&ws, &home, run);
+    assert_eq!(
+        answers[0]["blocked"]["reason"], "pulled guard",
+        "{answers:?}"
+    );
+}
+
 /// A copy of the `yep-bench-rmcp` stdio MCP server (one `echo` tool) at `dir/bin`, and
 /// `bin/serve`, which writes the directories it was given (in its argv and its env), the one
 /// it runs in and its `NOTES_CONFIG` to the file its first argument names, then runs that

@@ -252,6 +252,10 @@ pub fn claude_plugin(data: &[u8]) {
         (Vec::new(), false),
         "a pin differs from itself"
     );
+    // Its hooks' command lines, split as `sh` would, as a workspace's project pins them.
+    if let Ok(root) = dir.0.canonicalize() {
+        let _ = crate::store::code::hooks_code(&approval.pin.hooks, &root);
+    }
     let text = serde_json::to_string(&approval.pin).expect("a pin serializes");
     let again: ClaudePin = serde_json::from_str(&text).expect("a pin reads back");
     assert_eq!(approval.pin, again, "a pin changed once written");

@@ -167,6 +167,10 @@ pub enum StoreError {
     /// A plugin marketplace that cannot be added or read.
     #[error("{0}")]
     Marketplace(String),
+    /// The code a workspace's `.claude` hooks run from the workspace cannot be pinned, so they
+    /// cannot be approved.
+    #[error("yep cannot pin the code its hooks run from the workspace: {0}")]
+    HookCode(#[source] code::CodeError),
     /// `<plugin>@<marketplace>`: the catalogue's renames say the plugin is gone (renamed to
     /// nothing).
     #[error(

@@ -177,9 +177,11 @@ pub struct TrustArgs {
 }
 
 /// `yep trust project`: the workspace's own Claude Code config (`.claude/`), shown as a
-/// plugin's consent screen shows one, and pinned for this workspace once approved.
+/// plugin's consent screen shows one with the code its hooks run from the workspace and why
+/// it is asked again, and pinned for this workspace once approved.
 fn trust_project(args: &TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     use yep_store::Approver as _;
+    use yep_store::claude::project::Unapproved as Asked;
     let workspace = std::env::current_dir()?;
     let Some(project) = yep_store::claude::project::read(&workspace)? else {
         return Err(hinted(
@@ -190,10 +192,10 @@ fn trust_project(args: &TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         ));
     };
     let pinned = home.project_pin(&workspace)?;
-    if pinned.as_ref().is_some_and(|p| p.hash == project.hash) {
+    let Some(why) = project.unapproved(pinned.as_ref()) else {
         report_trust(args, &project.hash, false, "already approved");
         return Ok(ExitCode::SUCCESS);
-    }
+    };
     let mut summary = yep_store::summary::claude_summary(
         &project.approval.manifest,
         &project.approval.pin,
@@ -203,6 +205,15 @@ fn trust_project(args: &TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         "\n  workspace {}",
         escape(&workspace.display().to_string())
     ));
+    if !project.code.paths.is_empty() {
+        summary.push_str(&format!(
+            "\n  code its hooks run from the workspace: {}",
+            escape(&project.code.paths.join(", "))
+        ));
+    }
+    if why != Asked::Never {
+        summary.push_str(&format!("\n  not approved{}", why.since()));
+    }
     let diff = pinned.as_ref().map(|old| {
         let (lines, widened) = old.claude.diff(&project.approval.pin);
         yep_store::summary::ContributionDiff {

@@ -305,8 +305,9 @@ pub enum Project {
 }
 
 /// The workspace's `.claude` config as a session runs it: only as `yep trust project` pinned
-/// it for this workspace, and not once it changed since (the pin's hooks and commands, never
-/// what the files say now), through the Claude Code dialect, contained as any package.
+/// it for this workspace, and not once it, or the code its hooks run from the workspace,
+/// changed since (the pin's hooks and commands, never what the files say now), through the
+/// Claude Code dialect, contained as any package.
 pub fn project(
     home: &Home,
     workspace: &Path,
@@ -324,13 +325,15 @@ pub fn project(
         }
     };
     let pin = home.project_pin(workspace).ok().flatten();
-    let changed = pin.is_some();
-    let Some(pin) = pin.filter(|p| p.hash == read.hash) else {
+    if let Some(why) = read.unapproved(pin.as_ref()) {
         return Project::Unapproved(format!(
             "the workspace's .claude hooks and commands ({}) are not approved{}, so they do not run; approve them with `yep trust project`",
             read.dir.display(),
-            if changed { " since they changed" } else { "" }
+            why.since()
         ));
+    }
+    let Some(pin) = pin else {
+        return Project::None;
     };
     let manifest = match Manifest::parse_approval(&pin.approved_manifest, Path::new(".claude")) {
         Ok(manifest) => manifest,

@@ -1,9 +1,12 @@
 //! A workspace's own Claude Code config (`.claude/settings.json` and `settings.local.json`
 //! hooks, `.claude/commands/`, `.claude/skills/`, `.claude/agents/`) as a package named
 //! [`PROJECT`]: read and approved as a plugin is, and, like a workspace's `.mcp.json`, run
-//! only once `yep trust project` has pinned it for that workspace. A change asks again.
+//! only once `yep trust project` has pinned it for that workspace, with the code its hooks
+//! run from the workspace ([`crate::code::hooks_code`]: `sh tools/g.sh` pins `tools/`). A
+//! change to either asks again.
 
 use super::{Approval, ClaudePin, ClaudePlugin, Overrides};
+use crate::code::WorkspaceCode;
 use crate::text::escape;
 use crate::{Home, StoreError};
 use serde::{Deserialize, Serialize};
@@ -29,6 +32,61 @@ pub struct Project {
     pub approval: Approval,
     /// Covers what the approval says and every file of its parts: a change is another hash.
     pub hash: String,
+    /// What its hooks' command lines name in the workspace outside its parts, pinned.
+    pub code: WorkspaceCode,
+}
+
+/// Why a workspace's config may not run as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unapproved {
+    /// It was never approved for this workspace.
+    Never,
+    /// Its hooks, commands, skills or agents are not what was approved.
+    Changed,
+    /// The code its hooks run from the workspace is not what was approved; `unpinned` when
+    /// the approval was given before yep pinned that code.
+    Code { paths: Vec<String>, unpinned: bool },
+}
+
+impl Unapproved {
+    /// How a sentence that says the config is "not approved" ends, saying why.
+    pub fn since(&self) -> String {
+        match self {
+            Unapproved::Never => String::new(),
+            Unapproved::Changed => " since they changed".into(),
+            Unapproved::Code {
+                paths,
+                unpinned: false,
+            } => format!(
+                " since the code they run from the workspace changed ({})",
+                escape(&paths.join(", "))
+            ),
+            Unapproved::Code {
+                paths,
+                unpinned: true,
+            } => format!(
+                " with the code they run from the workspace ({}): they were approved before yep pinned it",
+                escape(&paths.join(", "))
+            ),
+        }
+    }
+}
+
+impl Project {
+    /// Why it may not run against `pin`, or `None` when its approval stands.
+    pub fn unapproved(&self, pin: Option<&ProjectPin>) -> Option<Unapproved> {
+        let Some(pin) = pin else {
+            return Some(Unapproved::Never);
+        };
+        if pin.hash != self.hash {
+            return Some(Unapproved::Changed);
+        }
+        (pin.code != self.code.hash).then(|| Unapproved::Code {
+            paths: self.code.paths.clone(),
+            unpinned: pin.code.is_none(),
+        })
+    }
 }
 
 /// What the lock pins of one workspace's config (`[[projects]]`).
@@ -40,6 +98,10 @@ pub struct ProjectPin {
     /// The manifest it was approved as, JSON.
     pub approved_manifest: String,
     pub claude: ClaudePin,
+    /// The hash of the code its hooks run from the workspace ([`Project::code`]), when they
+    /// name any. A pin written before yep pinned that code has none, and approves none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// The workspace's Claude Code config, when it has one that gives yep anything to run; `None`
@@ -102,10 +164,16 @@ pub fn read(workspace: &Path) -> Result<Option<Project>, StoreError> {
         Err(e) => return Err(StoreError::Marketplace(e.to_string())),
     };
     let hash = hash_of(&dir, &approval)?;
+    let canonical = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    let code =
+        crate::code::hooks_code(&approval.pin.hooks, &canonical).map_err(StoreError::HookCode)?;
     Ok(Some(Project {
         dir,
         approval,
         hash,
+        code,
     }))
 }
 
@@ -158,6 +226,7 @@ impl Home {
             approved_manifest: serde_json::to_string(&project.approval.manifest)
                 .unwrap_or_default(),
             claude: project.approval.pin.clone(),
+            code: project.code.hash.clone(),
         });
         lock.save(&self.lock_path()).map_err(crate::io(format!(
             "failed to write {}",
@@ -171,5 +240,66 @@ impl Home {
         let digest = Sha256::digest(key(workspace).as_bytes());
         let short: String = crate::hash::hex(&digest).chars().take(16).collect();
         self.data_dir(PROJECT).join(short)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pin_of(workspace: &Path, project: &Project) -> ProjectPin {
+        ProjectPin {
+            workspace: key(workspace),
+            hash: project.hash.clone(),
+            approved_manifest: String::new(),
+            claude: project.approval.pin.clone(),
+            code: project.code.hash.clone(),
+        }
+    }
+
+    #[test]
+    fn the_code_a_hook_runs_is_pinned_and_an_older_pin_approves_none() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path();
+        std::fs::create_dir_all(ws.join(".claude")).unwrap();
+        std::fs::create_dir_all(ws.join("tools")).unwrap();
+        let settings = |command: &str| {
+            serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "Bash",
+                "hooks": [{"type": "command", "command": command}]}]}})
+            .to_string()
+        };
+        std::fs::write(ws.join(".claude/settings.json"), settings("sh tools/g.sh")).unwrap();
+        std::fs::write(ws.join("tools/g.sh"), "exit 0").unwrap();
+        let approved = read(ws).unwrap().unwrap();
+        assert_eq!(approved.code.paths, ["tools/"]);
+        let pin = pin_of(ws, &approved);
+        assert_eq!(approved.unapproved(Some(&pin)), None);
+        assert_eq!(approved.unapproved(None), Some(Unapproved::Never));
+
+        std::fs::write(ws.join("tools/g.sh"), "exit 2").unwrap();
+        let pulled = read(ws).unwrap().unwrap();
+        assert_eq!(pulled.hash, approved.hash, "nothing in .claude changed");
+        let why = pulled.unapproved(Some(&pin)).unwrap();
+        assert_eq!(
+            why,
+            Unapproved::Code {
+                paths: vec!["tools/".into()],
+                unpinned: false
+            }
+        );
+        assert_eq!(
+            why.since(),
+            " since the code they run from the workspace changed (tools/)"
+        );
+        let older = ProjectPin { code: None, ..pin };
+        assert!(matches!(
+            approved.unapproved(Some(&older)),
+            Some(Unapproved::Code { unpinned: true, .. })
+        ));
+
+        std::fs::write(ws.join(".claude/settings.json"), settings("sh tools/h.sh")).unwrap();
+        let changed = read(ws).unwrap().unwrap();
+        assert_eq!(changed.unapproved(Some(&older)), Some(Unapproved::Changed));
+        assert_eq!(changed.code.hash, None, "tools/h.sh is not there");
     }
 }
