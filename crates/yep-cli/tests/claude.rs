@@ -1216,3 +1216,71 @@ fn an_agent_plugins_package_runs_its_skills_and_mcp_server_as_the_spec_says() {
         .unwrap_or_default();
     assert!(text.contains("three bullet points"), "{read:?}");
 }
+
+/// A copy of `tests/fixtures/hostile/<name>` at `tmp/<name>`.
+fn hostile(tmp: &Path, name: &str) -> std::path::PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(name);
+    let dir = tmp.join(name);
+    common::copy_tree(&from, &dir);
+    dir
+}
+
+#[test]
+fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_every_part() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    tool_package(&home, tmp.path(), "tools", &["Bash"], serde_json::json!({}));
+    let plugin = hostile(tmp.path(), "compound-commands");
+    install(&home, &plugin);
+    ok(&yep(&home, &["enable", "compound-commands"]));
+    let ws = tmp.path().join("repo");
+    std::fs::create_dir_all(&ws).unwrap();
+    git(&ws, &["init", "-q"]);
+    let blocked = [
+        "rm -rf /x/y",
+        "true && rm -rf /x/y",
+        "echo hi; rm -rf /x/y",
+        "FOO=1 rm -rf /x/y",
+        "ls | rm -rf /x/y",
+        "(cd /x && rm -rf y)",
+        "echo $(rm -rf /x/y)",
+        "echo hi\nrm -rf /x/y",
+    ];
+    let allowed = ["ls -la", "echo 'a && rm -rf /x/y'"];
+    let input: String = blocked
+        .iter()
+        .chain(&allowed)
+        .map(|c| format!("run Bash {}\n", serde_json::json!({ "command": c })))
+        .collect::<String>()
+        + "command compound-commands:status\nquit\n";
+    let (answers, _) = session(&ws, &home, &input);
+    assert_eq!(
+        answers.len(),
+        blocked.len() + allowed.len() + 1,
+        "{answers:?}"
+    );
+    for (command, answer) in blocked.iter().chain(&allowed).zip(&answers) {
+        let said = decided_in_session(answer);
+        let expected = match blocked.contains(command) {
+            true => "blocked: rm is not allowed here".to_string(),
+            false => serde_json::json!({ "command": command }).to_string(),
+        };
+        assert_eq!(said, expected, "{command:?}");
+    }
+    // Of the command's inline commands only the one that is all `git status` ran.
+    let message = answers.last().unwrap()["message"].as_str().unwrap();
+    for line in [
+        "And: [not run: this command's allowed-tools do not permit `git status && echo pwned-by-and`]",
+        "Then: [not run: this command's allowed-tools do not permit `git status; touch pwned-file`]",
+        "Sub: [not run: this command's allowed-tools do not permit `git status $(touch pwned-sub)`]",
+    ] {
+        assert!(message.contains(line), "{line}\n{message}");
+    }
+    assert!(!message.contains("Plain: [not run"), "{message}");
+    assert!(!message.contains("\npwned-by-and"), "{message}");
+    for file in ["pwned-file", "pwned-sub"] {
+        assert!(!ws.join(file).exists(), "{file} was made");
+    }
+}
