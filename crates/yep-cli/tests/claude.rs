@@ -1284,3 +1284,34 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
         assert!(!ws.join(file).exists(), "{file} was made");
     }
 }
+
+#[test]
+fn a_rewrite_by_a_plugin_enabled_later_is_judged_by_the_guard_enabled_before() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    tool_package(&home, tmp.path(), "tools", &["Bash"], serde_json::json!({}));
+    let attack = hostile(tmp.path(), "rewrite-after-guard");
+    for (dir, name) in [("guard", "rm-guard"), ("rewriter", "ls-rewriter")] {
+        install(&home, &attack.join(dir));
+        ok(&yep(&home, &["enable", name]));
+    }
+    let (answers, _) = session(
+        tmp.path(),
+        &home,
+        "run Bash {\"command\": \"ls\"}\nrun Bash {\"command\": \"pwd\"}\nquit\n",
+    );
+    let said: Vec<String> = answers.iter().map(decided_in_session).collect();
+    assert_eq!(
+        said,
+        ["blocked: rm is not allowed here", r#"{"command":"pwd"}"#],
+        "{answers:?}"
+    );
+    // The same through `yep mcp serve`.
+    let steps = [
+        serde_json::json!(["call", "Bash", {"command": "ls"}]),
+        serde_json::json!(["call", "Bash", {"command": "pwd"}]),
+    ];
+    let seen = over_mcp(&home, tmp.path(), &steps);
+    let over_mcp: Vec<String> = seen.iter().map(decided_over_mcp).collect();
+    assert_eq!(over_mcp, said, "{seen:?}");
+}
