@@ -1315,3 +1315,153 @@ fn a_rewrite_by_a_plugin_enabled_later_is_judged_by_the_guard_enabled_before() {
     let over_mcp: Vec<String> = seen.iter().map(decided_over_mcp).collect();
     assert_eq!(over_mcp, said, "{seen:?}");
 }
+
+/// A home with `tools` (a `Bash` that echoes its arguments) and the hostile plugin
+/// `hook-says-too-much` enabled, in that order.
+fn says_too_much_home(tmp: &Path) -> std::path::PathBuf {
+    let home = tmp.join("home");
+    tool_package(&home, tmp, "tools", &["Bash"], serde_json::json!({}));
+    install(&home, &hostile(tmp, "hook-says-too-much"));
+    ok(&yep(&home, &["enable", "says-too-much"]));
+    home
+}
+
+/// What `yep session` showed on a terminal, each line of `lines` typed once the one before
+/// had had `pause` to be answered.
+fn session_on_a_pty(cwd: &Path, home: &Path, lines: &[&str], pause: std::time::Duration) -> String {
+    use std::io::Write;
+    let inner = format!(
+        "YEP_HOME='{}' '{}' session",
+        home.display(),
+        env!("CARGO_BIN_EXE_yep")
+    );
+    let mut child = common::script(&inner)
+        .current_dir(cwd)
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs the CLI on a pseudo-terminal");
+    let mut typing = child.stdin.take().unwrap();
+    for line in lines {
+        std::thread::sleep(pause);
+        typing.write_all(format!("{line}\n").as_bytes()).unwrap();
+        typing.flush().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    text(&out.stdout)
+}
+
+/// What a terminal would act on among a hook's escapes: never shown raw.
+const RAW_ESCAPES: [&str; 4] = ["\x1b[2J", "\x1b]0;pwned", "\x1b]52;c;", "\u{202e}"];
+
+#[test]
+fn a_hook_that_says_continue_false_with_escapes_and_a_megabyte_blocks_the_call_escaped_and_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = says_too_much_home(tmp.path());
+    let (answers, warnings) = session(
+        tmp.path(),
+        &home,
+        "run Bash {\"command\": \"stop\"}\nrun Bash {\"command\": \"escapes\"}\nquit\n",
+    );
+    // `continue: false` from a tool hook blocks the call, as Claude Code stops; its reason is
+    // cut at 10,000 characters.
+    let reason = answers[0]["blocked"]["reason"].as_str().unwrap();
+    assert!(reason.contains("stopped AAAA"), "{answers:?}");
+    assert!(reason.ends_with("(cut at 10000 characters)"), "{reason}");
+    assert!(reason.chars().count() < 10_100, "{}", reason.len());
+    // A systemMessage is a warning, escaped; the context is for the model.
+    for message in ["stop message", "system message"] {
+        let told = warnings.iter().find(|w| w.contains(message)).unwrap();
+        assert!(told.contains("\\x1b[2J\\x1b[H\\x1b]0;pwned\\x07"), "{told}");
+        common::assert_nothing_hidden(told);
+    }
+    assert_eq!(answers[1]["result"]["args"]["command"], "escapes");
+    // On a terminal, the reason, the message and the context are shown escaped, and bounded.
+    let pause = std::time::Duration::from_millis(2500);
+    let screen = session_on_a_pty(
+        tmp.path(),
+        &home,
+        &[
+            "run Bash {\"command\": \"stop\"}",
+            "run Bash {\"command\": \"escapes\"}",
+            "quit",
+        ],
+        pause,
+    );
+    assert!(screen.contains("blocked by `says-too-much`"), "{screen}");
+    assert!(screen.contains("context for the model"), "{screen}");
+    assert!(screen.contains("system message"), "{screen}");
+    for raw in RAW_ESCAPES {
+        assert!(
+            !screen.contains(raw),
+            "{raw:?} reached the terminal: {screen:?}"
+        );
+    }
+    assert!(screen.len() < 64 * 1024, "{} bytes shown", screen.len());
+}
+
+/// The processes still running whose command line holds `needle`.
+fn processes_holding(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            found.push(format!("{}: {cmdline}", name.to_string_lossy()));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_hook_that_never_exits_is_killed_at_its_timeout_with_its_child_and_on_error_decides() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = says_too_much_home(tmp.path());
+    let installed = home.to_string_lossy().into_owned();
+    let input = "run Bash {\"command\": \"forever\"}\nquit\n";
+    let started = std::time::Instant::now();
+    let (answers, warnings) = session(tmp.path(), &home, input);
+    // Set to warn (the default), the call goes on, and the user is told.
+    assert_eq!(
+        decided_in_session(&answers[0]),
+        r#"{"command":"forever"}"#,
+        "{answers:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("timed out after 2000 ms")),
+        "{warnings:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let gone = |what: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let left = processes_holding(&installed);
+            if left.is_empty() {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {left:?}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    gone("the hook or its child outlived its timeout");
+    // Set to fail closed, the same hook blocks the call.
+    ok(&yep(&home, &["enable", "says-too-much", "--fail-closed"]));
+    let (answers, _) = session(tmp.path(), &home, input);
+    let reason = answers[0]["blocked"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("it is set to block on error"),
+        "{answers:?}"
+    );
+    gone("the hook or its child outlived its timeout, failing closed");
+}
