@@ -1271,3 +1271,252 @@ fn an_agent_plugins_package_runs_its_skills_and_mcp_server_as_the_spec_says() {
         .unwrap_or_default();
     assert!(text.contains("three bullet points"), "{read:?}");
 }
+
+/// A copy of `tests/fixtures/hostile/<name>` at `tmp/<name>`.
+fn hostile(tmp: &Path, name: &str) -> std::path::PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(name);
+    let dir = tmp.join(name);
+    common::copy_tree(&from, &dir);
+    dir
+}
+
+#[test]
+fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_every_part() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    tool_package(&home, tmp.path(), "tools", &["Bash"], serde_json::json!({}));
+    let plugin = hostile(tmp.path(), "compound-commands");
+    install(&home, &plugin);
+    ok(&yep(&home, &["enable", "compound-commands"]));
+    let ws = tmp.path().join("repo");
+    std::fs::create_dir_all(&ws).unwrap();
+    git(&ws, &["init", "-q"]);
+    let blocked = [
+        "rm -rf /x/y",
+        "true && rm -rf /x/y",
+        "echo hi; rm -rf /x/y",
+        "FOO=1 rm -rf /x/y",
+        "ls | rm -rf /x/y",
+        "(cd /x && rm -rf y)",
+        "echo $(rm -rf /x/y)",
+        "echo hi\nrm -rf /x/y",
+    ];
+    let allowed = ["ls -la", "echo 'a && rm -rf /x/y'"];
+    let input: String = blocked
+        .iter()
+        .chain(&allowed)
+        .map(|c| format!("run Bash {}\n", serde_json::json!({ "command": c })))
+        .collect::<String>()
+        + "command compound-commands:status\nquit\n";
+    let (answers, _) = session(&ws, &home, &input);
+    assert_eq!(
+        answers.len(),
+        blocked.len() + allowed.len() + 1,
+        "{answers:?}"
+    );
+    for (command, answer) in blocked.iter().chain(&allowed).zip(&answers) {
+        let said = decided_in_session(answer);
+        let expected = match blocked.contains(command) {
+            true => "blocked: rm is not allowed here".to_string(),
+            false => serde_json::json!({ "command": command }).to_string(),
+        };
+        assert_eq!(said, expected, "{command:?}");
+    }
+    // Of the command's inline commands only the one that is all `git status` ran.
+    let message = answers.last().unwrap()["message"].as_str().unwrap();
+    for line in [
+        "And: [not run: this command's allowed-tools do not permit `git status && echo pwned-by-and`]",
+        "Then: [not run: this command's allowed-tools do not permit `git status; touch pwned-file`]",
+        "Sub: [not run: this command's allowed-tools do not permit `git status $(touch pwned-sub)`]",
+    ] {
+        assert!(message.contains(line), "{line}\n{message}");
+    }
+    assert!(!message.contains("Plain: [not run"), "{message}");
+    assert!(!message.contains("\npwned-by-and"), "{message}");
+    for file in ["pwned-file", "pwned-sub"] {
+        assert!(!ws.join(file).exists(), "{file} was made");
+    }
+}
+
+#[test]
+fn a_rewrite_by_a_plugin_enabled_later_is_judged_by_the_guard_enabled_before() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    tool_package(&home, tmp.path(), "tools", &["Bash"], serde_json::json!({}));
+    let attack = hostile(tmp.path(), "rewrite-after-guard");
+    for (dir, name) in [("guard", "rm-guard"), ("rewriter", "ls-rewriter")] {
+        install(&home, &attack.join(dir));
+        ok(&yep(&home, &["enable", name]));
+    }
+    let (answers, _) = session(
+        tmp.path(),
+        &home,
+        "run Bash {\"command\": \"ls\"}\nrun Bash {\"command\": \"pwd\"}\nquit\n",
+    );
+    let said: Vec<String> = answers.iter().map(decided_in_session).collect();
+    assert_eq!(
+        said,
+        ["blocked: rm is not allowed here", r#"{"command":"pwd"}"#],
+        "{answers:?}"
+    );
+    // The same through `yep mcp serve`.
+    let steps = [
+        serde_json::json!(["call", "Bash", {"command": "ls"}]),
+        serde_json::json!(["call", "Bash", {"command": "pwd"}]),
+    ];
+    let seen = over_mcp(&home, tmp.path(), &steps);
+    let over_mcp: Vec<String> = seen.iter().map(decided_over_mcp).collect();
+    assert_eq!(over_mcp, said, "{seen:?}");
+}
+
+/// A home with `tools` (a `Bash` that echoes its arguments) and the hostile plugin
+/// `hook-says-too-much` enabled, in that order.
+fn says_too_much_home(tmp: &Path) -> std::path::PathBuf {
+    let home = tmp.join("home");
+    tool_package(&home, tmp, "tools", &["Bash"], serde_json::json!({}));
+    install(&home, &hostile(tmp, "hook-says-too-much"));
+    ok(&yep(&home, &["enable", "says-too-much"]));
+    home
+}
+
+/// What `yep session` showed on a terminal, each line of `lines` typed once the one before
+/// had had `pause` to be answered.
+fn session_on_a_pty(cwd: &Path, home: &Path, lines: &[&str], pause: std::time::Duration) -> String {
+    use std::io::Write;
+    let inner = format!(
+        "YEP_HOME='{}' '{}' session",
+        home.display(),
+        env!("CARGO_BIN_EXE_yep")
+    );
+    let mut child = common::script(&inner)
+        .current_dir(cwd)
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs the CLI on a pseudo-terminal");
+    let mut typing = child.stdin.take().unwrap();
+    for line in lines {
+        std::thread::sleep(pause);
+        typing.write_all(format!("{line}\n").as_bytes()).unwrap();
+        typing.flush().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    text(&out.stdout)
+}
+
+/// What a terminal would act on among a hook's escapes: never shown raw.
+const RAW_ESCAPES: [&str; 4] = ["\x1b[2J", "\x1b]0;pwned", "\x1b]52;c;", "\u{202e}"];
+
+#[test]
+fn a_hook_that_says_continue_false_with_escapes_and_a_megabyte_blocks_the_call_escaped_and_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = says_too_much_home(tmp.path());
+    let (answers, warnings) = session(
+        tmp.path(),
+        &home,
+        "run Bash {\"command\": \"stop\"}\nrun Bash {\"command\": \"escapes\"}\nquit\n",
+    );
+    // `continue: false` from a tool hook blocks the call, as Claude Code stops; its reason is
+    // cut at 10,000 characters.
+    let reason = answers[0]["blocked"]["reason"].as_str().unwrap();
+    assert!(reason.contains("stopped AAAA"), "{answers:?}");
+    assert!(reason.ends_with("(cut at 10000 characters)"), "{reason}");
+    assert!(reason.chars().count() < 10_100, "{}", reason.len());
+    // A systemMessage is a warning, escaped; the context is for the model.
+    for message in ["stop message", "system message"] {
+        let told = warnings.iter().find(|w| w.contains(message)).unwrap();
+        assert!(told.contains("\\x1b[2J\\x1b[H\\x1b]0;pwned\\x07"), "{told}");
+        common::assert_nothing_hidden(told);
+    }
+    assert_eq!(answers[1]["result"]["args"]["command"], "escapes");
+    // On a terminal, the reason, the message and the context are shown escaped, and bounded.
+    let pause = std::time::Duration::from_millis(2500);
+    let screen = session_on_a_pty(
+        tmp.path(),
+        &home,
+        &[
+            "run Bash {\"command\": \"stop\"}",
+            "run Bash {\"command\": \"escapes\"}",
+            "quit",
+        ],
+        pause,
+    );
+    assert!(screen.contains("blocked by `says-too-much`"), "{screen}");
+    assert!(screen.contains("context for the model"), "{screen}");
+    assert!(screen.contains("system message"), "{screen}");
+    for raw in RAW_ESCAPES {
+        assert!(
+            !screen.contains(raw),
+            "{raw:?} reached the terminal: {screen:?}"
+        );
+    }
+    assert!(screen.len() < 64 * 1024, "{} bytes shown", screen.len());
+}
+
+/// The processes still running whose command line holds `needle`.
+fn processes_holding(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            found.push(format!("{}: {cmdline}", name.to_string_lossy()));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_hook_that_never_exits_is_killed_at_its_timeout_with_its_child_and_on_error_decides() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = says_too_much_home(tmp.path());
+    let installed = home.to_string_lossy().into_owned();
+    let input = "run Bash {\"command\": \"forever\"}\nquit\n";
+    let started = std::time::Instant::now();
+    let (answers, warnings) = session(tmp.path(), &home, input);
+    // Set to warn (the default), the call goes on, and the user is told.
+    assert_eq!(
+        decided_in_session(&answers[0]),
+        r#"{"command":"forever"}"#,
+        "{answers:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("timed out after 2000 ms")),
+        "{warnings:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let gone = |what: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let left = processes_holding(&installed);
+            if left.is_empty() {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {left:?}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    gone("the hook or its child outlived its timeout");
+    // Set to fail closed, the same hook blocks the call.
+    ok(&yep(&home, &["enable", "says-too-much", "--fail-closed"]));
+    let (answers, _) = session(tmp.path(), &home, input);
+    let reason = answers[0]["blocked"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("it is set to block on error"),
+        "{answers:?}"
+    );
+    gone("the hook or its child outlived its timeout, failing closed");
+}

@@ -231,6 +231,10 @@ pub fn claude_plugin(data: &[u8]) {
             if let Some(rule) = PermissionRule::parse(text) {
                 let _ = rule.allows_command("git status");
             }
+            // Each part is also a command line to cut into its simple commands.
+            let _ = crate::store::claude::shell::subcommands(text);
+            let rm = PermissionRule::parse("Bash(rm *)").expect("a rule");
+            let _ = rm.takes_any_part(text);
         }
     }
     let Ok(plugin) = ClaudePlugin::load(&dir.0, &Overrides::default()) else {

@@ -781,18 +781,7 @@ fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> Stder
             }
             if buf.last() != Some(&b'\n') && buf.len() == MAX_STDERR_LINE {
                 buf.extend_from_slice(b"...\n");
-                // Skip the rest of the over-long line.
-                let mut rest = Vec::new();
-                while reader
-                    .read_until(b'\n', &mut rest)
-                    .await
-                    .is_ok_and(|n| n > 0)
-                {
-                    if rest.last() == Some(&b'\n') {
-                        break;
-                    }
-                    rest.clear();
-                }
+                skip_line(&mut reader).await;
             }
             if let Some(file) = log.as_mut()
                 && file.write(&buf).await.is_err()
@@ -814,6 +803,29 @@ fn drain_stderr(stderr: tokio::process::ChildStderr, log_path: PathBuf) -> Stder
         let _ = done_tx.send(true);
     });
     tail
+}
+
+/// Read and drop the rest of a line, a buffer at a time: a line with no end (a gigabyte of
+/// stderr with no newline) costs the host one buffer, never the line.
+async fn skip_line<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R) {
+    loop {
+        let Ok(chunk) = reader.fill_buf().await else {
+            return;
+        };
+        if chunk.is_empty() {
+            return;
+        }
+        match chunk.iter().position(|b| *b == b'\n') {
+            Some(end) => {
+                reader.consume(end + 1);
+                return;
+            }
+            None => {
+                let all = chunk.len();
+                reader.consume(all);
+            }
+        }
+    }
 }
 
 /// A server's stderr log: mode 0600, never followed through a symlink, rotated to

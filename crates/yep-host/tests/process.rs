@@ -330,6 +330,50 @@ async fn stdout_past_the_cap_is_cut_and_said_and_never_blocks_the_command() {
     assert_eq!(ran.dropped, 10_000_001 - 10_000);
 }
 
+/// The most memory this test process has held so far, in KiB.
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_200_mib_stderr_line_is_kept_as_a_bounded_tail_and_the_answer_still_arrives() {
+    let fx = Fixture::new();
+    let before = peak_rss_kib();
+    let spec = SpawnSpec {
+        program: "sh".into(),
+        args: vec![hostile("hook-stderr-line-flood", "flood.sh")],
+        ..shell(fx.dir.path(), "")
+    };
+    let limits = RunLimits {
+        timeout: Duration::from_secs(120),
+        ..QUICK
+    };
+    let ran = process::run_to_end(&spec, b"", limits).await.unwrap();
+    let grown = peak_rss_kib().saturating_sub(before);
+    assert_eq!(ran.status.and_then(|s| s.code()), Some(0), "{ran:?}");
+    assert!(
+        String::from_utf8_lossy(&ran.stdout).contains("permissionDecision"),
+        "{ran:?}"
+    );
+    // The line's first 16 KiB are kept, said to be cut; the rest was read and dropped.
+    let kept: usize = ran.stderr_tail.iter().map(String::len).sum();
+    assert!(kept <= 64 * 1024, "{kept} bytes of stderr kept");
+    assert!(
+        ran.stderr_tail[0].ends_with("..."),
+        "{:?}",
+        ran.stderr_tail.len()
+    );
+    assert!(
+        grown < 64 * 1024,
+        "the host grew by {grown} KiB reading a hook's 200 MiB of stderr"
+    );
+}
+
 #[tokio::test]
 async fn a_one_shot_command_runs_in_the_sandbox() {
     let fx = Fixture::new();

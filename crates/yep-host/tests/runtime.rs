@@ -665,6 +665,53 @@ async fn rewrites_chain_in_enable_order_and_the_first_block_wins() {
 }
 
 #[tokio::test]
+async fn a_guard_enabled_before_a_rewriter_decides_on_the_arguments_that_run() {
+    let w = World::new();
+    let log = w.dir.path().join("fires.log");
+    let pre = json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "write_*"}]});
+    w.add(
+        "guard",
+        pre.clone(),
+        json!({"block_on": "-evil", "hook_log": log}),
+    );
+    w.add("normalizer", pre.clone(), json!({"rewrite": "-n"}));
+    w.add("rewriter", pre, json!({"rewrite": "-evil"}));
+    let host = w.host(quick()).await;
+    // The guard allowed "p", then saw what runs ("p-n-evil") and blocked it.
+    match host.pre_tool_use("write_file", json!({"path": "p"})).await {
+        PreDecision::Block {
+            extension, reason, ..
+        } => assert_eq!(
+            (extension.as_str(), reason.as_str()),
+            ("guard", "guard refuses p-n-evil")
+        ),
+        other => panic!("expected the guard to block, got {other:?}"),
+    }
+    assert_eq!(hook_fires(&log), 2);
+    host.shutdown().await;
+    // Asked again, a rewriter's own rewrite is not applied: the call runs as rewritten once.
+    let w = World::new();
+    let pre = json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "write_*"}]});
+    w.add("first", pre.clone(), json!({"rewrite": "-one"}));
+    w.add(
+        "second",
+        pre,
+        json!({"rewrite": "-two", "block_on": "-one-two-"}),
+    );
+    let host = w.host(quick()).await;
+    assert_eq!(
+        host.pre_tool_use("write_file", json!({"path": "p"})).await,
+        PreDecision::Allow {
+            args: json!({"path": "p-one-two"}),
+            rewritten_by: vec!["first".into(), "second".into()],
+            unavailable: vec![],
+            context: vec![],
+        }
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
 async fn post_hooks_are_never_awaited_by_the_caller() {
     let w = World::new();
     let log = w.dir.path().join("fires.log");

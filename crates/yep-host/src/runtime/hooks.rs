@@ -252,6 +252,25 @@ fn hook_error(
     }
 }
 
+/// Whose pre hook answered, for which tool, failing how.
+struct Said<'a> {
+    loaded: &'a Loaded,
+    tool: &'a str,
+    on_error: OnError,
+    /// Asked again, on the final arguments.
+    again: bool,
+}
+
+/// What one pre hook's answer means for the call.
+enum Heard {
+    /// The call is decided: blocked.
+    Decided(PreDecision),
+    /// It runs with these arguments instead.
+    Rewrite(Value),
+    /// Nothing said against it.
+    GoOn,
+}
+
 /// What the user answers a hook that asks before a call, to let the call go on.
 pub const ALLOW: &str = "allow";
 
@@ -307,6 +326,12 @@ impl ExtensionHost {
     /// extension sees the previous one's rewrite; the first block wins. A tool nobody
     /// subscribed to costs no RPC.
     ///
+    /// Every guard decides on the arguments that run (mutators, then validators, as the
+    /// draft MCP interceptors SEP orders them): when a call was rewritten, each subscription
+    /// that accepted other arguments (one before the last rewrite) is fired again with the
+    /// final ones, its extension with a fresh budget. Its block, question or failure counts
+    /// as in the first pass; a rewrite it asks for then is not applied.
+    ///
     /// Each extension has one budget per call ([`HostOptions::hook_budget`], at most
     /// [`MAX_HOOK_TIMEOUT_MS`]) shared by its subscriptions: each gets its own timeout cut to
     /// what is left, and those past the budget are not sent and count as timed out (their
@@ -361,6 +386,11 @@ impl ExtensionHost {
             }
         }
         let budget = self.hook_budget();
+        // Mutators, then validators: the first pass applies each rewrite in enable order,
+        // each subscription seeing the arguments as rewritten so far. A subscription that
+        // accepted arguments other than those that will run (it saw them, or a rewriter
+        // produced them) is asked again in the second, on the final ones.
+        let mut accepted: Vec<(Arc<Loaded>, Duration, OnError, Value)> = Vec::new();
         for loaded in self.loaded() {
             let subscribed = subscriptions(&loaded, HookEvent::PreToolUse, tool);
             if subscribed.is_empty() {
@@ -375,71 +405,61 @@ impl ExtensionHost {
                     result: None,
                 };
                 let answer = fire_within(&loaded, &firing, timeout, deadline, budget).await;
-                let answer = answer.map(|a| {
-                    if let Some(text) = a.context {
-                        context.push(HookNote {
-                            extension: loaded.name.clone(),
-                            text,
-                        });
-                    }
-                    a.outcome
-                });
-                match answer {
-                    Ok(HookOutcome::Block {
-                        reason,
-                        user_message,
-                    }) => {
-                        let reason = if reason.is_empty() {
-                            format!("blocked by extension `{}`", loaded.name)
-                        } else {
-                            reason
-                        };
-                        return PreDecision::Block {
-                            extension: loaded.name.clone(),
-                            reason,
-                            user_message,
-                        };
-                    }
-                    Ok(HookOutcome::Rewrite(new)) => {
+                let said = Said {
+                    loaded: &loaded,
+                    tool,
+                    on_error,
+                    again: false,
+                };
+                match self
+                    .heard(said, answer, &mut context, &mut unavailable)
+                    .await
+                {
+                    Heard::Decided(decision) => return decision,
+                    Heard::Rewrite(new) => {
                         args = new;
                         rewritten_by.push(loaded.name.clone());
                     }
-                    Ok(HookOutcome::Allow) => {}
-                    Ok(HookOutcome::Ask { reason }) => {
-                        if let Some(refused) = self.asked(&loaded.name, tool, &reason).await {
-                            return refused;
-                        }
+                    Heard::GoOn => {}
+                }
+                accepted.push((Arc::clone(&loaded), timeout, on_error, args.clone()));
+            }
+        }
+        if !rewritten_by.is_empty() {
+            // Every guard decides on the arguments that run: here only a block, a question
+            // or a failure counts. A rewrite asked for now is not applied, since the others
+            // allowed these arguments (a guard refuses by blocking, never by rewriting).
+            let mut deadlines: Vec<(String, Instant)> = Vec::new();
+            for (loaded, timeout, on_error, seen) in accepted {
+                if seen == args {
+                    continue;
+                }
+                let deadline = match deadlines.iter().find(|(n, _)| *n == loaded.name) {
+                    Some((_, d)) => *d,
+                    None => {
+                        let d = Instant::now() + budget;
+                        deadlines.push((loaded.name.clone(), d));
+                        d
                     }
-                    Err(err) if on_error == OnError::Block => {
-                        self.core.report(hook_error(
-                            &loaded.name,
-                            tool,
-                            HookEvent::PreToolUse,
-                            true,
-                            &err,
-                        ));
-                        return PreDecision::Block {
-                            extension: loaded.name.clone(),
-                            reason: format!(
-                                "extension `{}` hook failed ({err}); it is set to block on error",
-                                loaded.name
-                            ),
-                            user_message: None,
-                        };
-                    }
-                    Err(err) => {
-                        self.core.report(hook_error(
-                            &loaded.name,
-                            tool,
-                            HookEvent::PreToolUse,
-                            false,
-                            &err,
-                        ));
-                        unavailable.push(UnavailableHook {
-                            extension: loaded.name.clone(),
-                            error: err.to_string(),
-                        });
-                    }
+                };
+                let firing = HookFiring {
+                    event: HookEvent::PreToolUse,
+                    tool: tool.into(),
+                    args: args.clone(),
+                    result: None,
+                };
+                let answer = fire_within(&loaded, &firing, timeout, deadline, budget).await;
+                let said = Said {
+                    loaded: &loaded,
+                    tool,
+                    on_error,
+                    again: true,
+                };
+                if let Heard::Decided(decision) = self
+                    .heard(said, answer, &mut context, &mut unavailable)
+                    .await
+                {
+                    return decision;
                 }
             }
         }
@@ -448,6 +468,96 @@ impl ExtensionHost {
             rewritten_by,
             unavailable,
             context,
+        }
+    }
+
+    /// What one pre hook's answer means for the call: a decision that ends it (a block, a
+    /// refused question, a failure set to block), a rewrite, or go on. Its context and a
+    /// failure set to warn are kept.
+    async fn heard(
+        &self,
+        said: Said<'_>,
+        answer: Result<HookAnswer, HookFailure>,
+        context: &mut Vec<HookNote>,
+        unavailable: &mut Vec<UnavailableHook>,
+    ) -> Heard {
+        let Said {
+            loaded,
+            tool,
+            on_error,
+            again,
+        } = said;
+        let answer = answer.map(|a| {
+            if let Some(text) = a.context {
+                let note = HookNote {
+                    extension: loaded.name.clone(),
+                    text,
+                };
+                // Asked again, a hook often says the same again.
+                if !(again && context.contains(&note)) {
+                    context.push(note);
+                }
+            }
+            a.outcome
+        });
+        match answer {
+            Ok(HookOutcome::Block {
+                reason,
+                user_message,
+            }) => {
+                let reason = if reason.is_empty() {
+                    format!("blocked by extension `{}`", loaded.name)
+                } else {
+                    reason
+                };
+                Heard::Decided(PreDecision::Block {
+                    extension: loaded.name.clone(),
+                    reason,
+                    user_message,
+                })
+            }
+            Ok(HookOutcome::Rewrite(new)) => Heard::Rewrite(new),
+            Ok(HookOutcome::Allow) => Heard::GoOn,
+            Ok(HookOutcome::Ask { reason }) => {
+                match self.asked(&loaded.name, tool, &reason).await {
+                    Some(refused) => Heard::Decided(refused),
+                    None => Heard::GoOn,
+                }
+            }
+            Err(err) if on_error == OnError::Block => {
+                self.core.report(hook_error(
+                    &loaded.name,
+                    tool,
+                    HookEvent::PreToolUse,
+                    true,
+                    &err,
+                ));
+                Heard::Decided(PreDecision::Block {
+                    extension: loaded.name.clone(),
+                    reason: format!(
+                        "extension `{}` hook failed ({err}); it is set to block on error",
+                        loaded.name
+                    ),
+                    user_message: None,
+                })
+            }
+            Err(err) => {
+                self.core.report(hook_error(
+                    &loaded.name,
+                    tool,
+                    HookEvent::PreToolUse,
+                    false,
+                    &err,
+                ));
+                let gone = UnavailableHook {
+                    extension: loaded.name.clone(),
+                    error: err.to_string(),
+                };
+                if !(again && unavailable.contains(&gone)) {
+                    unavailable.push(gone);
+                }
+                Heard::GoOn
+            }
         }
     }
 

@@ -85,7 +85,8 @@ impl CommandHook {
 
     /// Whether it fires for a call of `tool` (its Bash `command`, for the Bash tool), by
     /// Claude Code's rules: the matcher must match the tool's name; an `if` rule must name the
-    /// tool, and for Bash allow the command. A rule on another tool's argument (`Edit(*.ts)`)
+    /// tool, and for Bash take the command or any simple command in it (a compound line,
+    /// [`PermissionRule::takes_any_part`]). A rule on another tool's argument (`Edit(*.ts)`)
     /// is not judged here and lets the hook run, as Claude Code's filter fails open. A hook
     /// with an `if` never fires outside a tool call.
     pub fn fires_for(&self, tool: &str, command: Option<&str>) -> bool {
@@ -105,7 +106,7 @@ impl CommandHook {
             return false;
         }
         match (tool, command) {
-            ("Bash", Some(command)) => rule.allows_command(command),
+            ("Bash", Some(command)) => rule.takes_any_part(command),
             _ => true,
         }
     }

@@ -10,6 +10,7 @@ pub mod hooks;
 mod mcp_json;
 pub mod project;
 pub mod rules;
+pub mod shell;
 
 pub use approve::{Approval, ApproveError, ClaudePin, MarketplacePin, PinnedAgent, PinnedCommand};
 pub use hooks::{CommandHook, Matcher, MatcherError};

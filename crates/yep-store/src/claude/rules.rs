@@ -1,5 +1,8 @@
 //! Claude Code permission rules (`Bash(git status:*)`, `Read`), as `allowed-tools` and a hook's
-//! `if` write them, and whether one allows a command line.
+//! `if` write them, and whether one allows a command line. A compound line is judged by its
+//! simple commands ([`super::shell`]), as Claude Code judges it: a hook's `if` takes the line
+//! when it takes any of them ([`PermissionRule::takes_any_part`]), and `allowed-tools` permit
+//! the line only when they permit every one ([`any_allows`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +65,34 @@ impl PermissionRule {
         command == spec
     }
 
+    /// Whether this rule takes the Bash command line `line` or any simple command in it (a
+    /// hook's `if`: `Bash(rm *)` takes `true && rm -rf /x`, `FOO=1 rm -rf /x` and
+    /// `echo $(rm -rf /x)`). A line that cannot be read for certain is taken: the guard fires.
+    pub fn takes_any_part(&self, line: &str) -> bool {
+        if self.allows_command(line) {
+            return true;
+        }
+        if self.tool != "Bash" {
+            return false;
+        }
+        match super::shell::subcommands(line) {
+            None => true,
+            Some(parts) => parts
+                .iter()
+                .any(|p| self.allows_command(&p.text) || self.allows_command(&p.plain)),
+        }
+    }
+
+    /// Whether this rule allows every command there is (`Bash`, `Bash(*)`).
+    fn allows_everything(&self) -> bool {
+        self.tool == "Bash"
+            && self
+                .specifier
+                .as_deref()
+                .map(str::trim)
+                .is_none_or(|s| s.is_empty() || s == "*")
+    }
+
     /// Whether this rule names the tool `tool_name` (the `if` filter's first test).
     pub fn names_tool(&self, tool_name: &str) -> bool {
         self.tool == tool_name
@@ -88,9 +119,23 @@ pub fn split_rules(list: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether any of `rules` lets the Bash tool run `command`.
+/// Whether `rules` let the Bash tool run the line `command`: each of its simple commands
+/// must be allowed by one of them (`Bash(git status:*)` alone does not let
+/// `git status && echo x` run). A line that cannot be read for certain is refused, unless a
+/// rule allows every command.
 pub fn any_allows(rules: &[PermissionRule], command: &str) -> bool {
-    rules.iter().any(|r| r.allows_command(command))
+    if rules.iter().any(PermissionRule::allows_everything) {
+        return true;
+    }
+    let Some(parts) = super::shell::subcommands(command) else {
+        return false;
+    };
+    !parts.is_empty()
+        && parts.iter().all(|p| {
+            rules
+                .iter()
+                .any(|r| r.allows_command(&p.text) || r.allows_command(&p.plain))
+        })
 }
 
 /// `*` as any run of characters, everything else literal.
@@ -152,5 +197,66 @@ mod tests {
             split_rules("Bash(gh issue view:*), Bash(gh search:*) Read"),
             ["Bash(gh issue view:*)", "Bash(gh search:*)", "Read"]
         );
+    }
+
+    #[test]
+    fn an_if_rule_takes_a_compound_line_when_it_takes_any_of_its_commands() {
+        let rm = rule("Bash(rm *)");
+        for line in [
+            "rm -rf /x/y",
+            "true && rm -rf /x/y",
+            "echo hi; rm -rf /x/y",
+            "FOO=1 rm -rf /x/y",
+            "ls | rm -rf /x/y",
+            "false || (rm -rf /x/y)",
+            "echo $(rm -rf /x/y)",
+            "echo \"`rm -rf /x/y`\"",
+            "if true; then rm -rf /x/y; fi",
+            "'rm' -rf /x/y",
+            "echo 'unclosed && rm -rf /x/y",
+        ] {
+            assert!(rm.takes_any_part(line), "{line:?}");
+        }
+        for line in [
+            "ls -la",
+            "echo 'a && rm -rf /x/y'",
+            "echo rm -rf /x/y",
+            "farm x",
+        ] {
+            assert!(!rm.takes_any_part(line), "{line:?}");
+        }
+        assert!(rule("Bash").takes_any_part("anything; at all"));
+        assert!(!rule("Read").takes_any_part("rm -rf /x/y"));
+    }
+
+    #[test]
+    fn allowed_tools_permit_a_compound_line_only_when_they_permit_every_command() {
+        let rules = [rule("Bash(git status:*)"), rule("Bash(git diff:*)")];
+        for line in [
+            "git status",
+            "git status --short && git diff HEAD",
+            "FOO=1 git status",
+            "git status | git diff",
+            "git status 'a && b'",
+        ] {
+            assert!(any_allows(&rules, line), "{line:?}");
+        }
+        for line in [
+            "git status && echo pwned",
+            "git status; rm -rf ~",
+            "git status | sh",
+            "git status $(rm -rf ~)",
+            "git status `rm -rf ~`",
+            "git status \"$(curl x)\"",
+            "git status\nrm -rf ~",
+            "git status & rm -rf ~",
+            "(git status) || rm -rf ~",
+            "git status 'unclosed",
+            "",
+        ] {
+            assert!(!any_allows(&rules, line), "{line:?}");
+        }
+        assert!(any_allows(&[rule("Bash(*)")], "git status && echo x"));
+        assert!(any_allows(&[rule("Bash")], "echo 'unclosed"));
     }
 }

@@ -1,0 +1,436 @@
+//! A Bash command line cut into the simple commands it runs, as Claude Code cuts one before it
+//! matches permission rules (a hook's `if`, a command's `allowed-tools`) against it: at `&&`,
+//! `||`, `;`, `|`, `|&`, `&` and newlines, and into the commands of subshells (`( … )`), command
+//! substitutions (`$( … )`, backticks, also inside double quotes) and process substitutions
+//! (`<( … )`, `>( … )`). Quotes are respected (an `&&` inside them separates nothing),
+//! comments are dropped, and each command loses its variable assignments (`FOO=1 rm …` is
+//! `rm …`) and the reserved words that lead it (`then rm …`, `! rm …`, `{ rm …`).
+//!
+//! Not a shell: it never expands anything. A line it cannot read for certain (an unclosed
+//! quote or substitution, nesting past [`MAX_DEPTH`]) gives `None`, and each caller takes the
+//! safe side: a guard fires, a permission is refused.
+
+/// The deepest nesting of subshells and substitutions read.
+pub const MAX_DEPTH: usize = 64;
+
+/// One simple command of a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subcommand {
+    /// Its words as written (quotes kept), one space apart.
+    pub text: String,
+    /// Its words as the shell passes them (quotes and escapes removed), one space apart.
+    pub plain: String,
+}
+
+/// The simple commands `line` runs, outermost first within each level; `None` when it cannot
+/// be read for certain.
+pub fn subcommands(line: &str) -> Option<Vec<Subcommand>> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut scan = Scan {
+        chars: &chars,
+        at: 0,
+        found: Vec::new(),
+    };
+    scan.level(None, 0)?;
+    Some(scan.found)
+}
+
+/// What ends a nested level.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Close {
+    Paren,
+    Backtick,
+}
+
+/// A word being read: as written, and as the shell passes it.
+#[derive(Default)]
+struct Word {
+    raw: String,
+    plain: String,
+}
+
+struct Scan<'a> {
+    chars: &'a [char],
+    at: usize,
+    found: Vec<Subcommand>,
+}
+
+impl Scan<'_> {
+    fn peek(&self, ahead: usize) -> Option<char> {
+        self.chars.get(self.at + ahead).copied()
+    }
+
+    /// Read commands up to `close` (or the end, at the top), consuming the closer.
+    fn level(&mut self, close: Option<Close>, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let mut words: Vec<Word> = Vec::new();
+        let mut word = Word::default();
+        loop {
+            let Some(c) = self.peek(0) else {
+                // The end of the line: only the top level may end here.
+                self.end_word(&mut words, &mut word);
+                self.end_command(&mut words);
+                return close.is_none().then_some(());
+            };
+            match c {
+                ')' if close == Some(Close::Paren) => {
+                    self.at += 1;
+                    self.end_word(&mut words, &mut word);
+                    self.end_command(&mut words);
+                    return Some(());
+                }
+                '`' if close == Some(Close::Backtick) => {
+                    self.at += 1;
+                    self.end_word(&mut words, &mut word);
+                    self.end_command(&mut words);
+                    return Some(());
+                }
+                ' ' | '\t' => {
+                    self.at += 1;
+                    self.end_word(&mut words, &mut word);
+                }
+                // A `)` with no `(` (a `case` pattern) ends a command, as a separator would.
+                '\n' | ';' | ')' => {
+                    self.at += 1;
+                    self.end_word(&mut words, &mut word);
+                    self.end_command(&mut words);
+                }
+                '|' => {
+                    self.at += 1;
+                    if matches!(self.peek(0), Some('|' | '&')) {
+                        self.at += 1;
+                    }
+                    self.end_word(&mut words, &mut word);
+                    self.end_command(&mut words);
+                }
+                '&' => {
+                    // `>&2`, `<&0` and `&>file` redirect; `&&` and a lone `&` separate.
+                    let redirect = word.raw.ends_with(['>', '<']) || self.peek(1) == Some('>');
+                    if redirect {
+                        self.at += 1;
+                        word.raw.push('&');
+                        word.plain.push('&');
+                        continue;
+                    }
+                    self.at += 1;
+                    if self.peek(0) == Some('&') {
+                        self.at += 1;
+                    }
+                    self.end_word(&mut words, &mut word);
+                    self.end_command(&mut words);
+                }
+                '#' if word.raw.is_empty() => {
+                    while self.peek(0).is_some_and(|c| c != '\n') {
+                        self.at += 1;
+                    }
+                }
+                '(' => {
+                    // At a word's start a subshell, after `$`, `<` or `>` a substitution:
+                    // either way its commands are commands of the line.
+                    let start = self.at;
+                    self.at += 1;
+                    self.level(Some(Close::Paren), depth + 1)?;
+                    if !word.raw.is_empty() {
+                        let written: String = self.chars[start..self.at].iter().collect();
+                        word.raw.push_str(&written);
+                        word.plain.push_str(&written);
+                    }
+                }
+                '`' => {
+                    let start = self.at;
+                    self.at += 1;
+                    self.level(Some(Close::Backtick), depth + 1)?;
+                    let written: String = self.chars[start..self.at].iter().collect();
+                    word.raw.push_str(&written);
+                    word.plain.push_str(&written);
+                }
+                '\'' => {
+                    // `$'…'` takes backslash escapes; `'…'` takes nothing.
+                    let escapes = word.raw.ends_with('$');
+                    if escapes {
+                        word.plain.pop();
+                    }
+                    self.at += 1;
+                    word.raw.push('\'');
+                    loop {
+                        let c = self.peek(0)?;
+                        self.at += 1;
+                        word.raw.push(c);
+                        if c == '\'' {
+                            break;
+                        }
+                        if c == '\\' && escapes {
+                            let next = self.peek(0)?;
+                            self.at += 1;
+                            word.raw.push(next);
+                            word.plain.push(next);
+                            continue;
+                        }
+                        word.plain.push(c);
+                    }
+                }
+                '"' => {
+                    self.at += 1;
+                    word.raw.push('"');
+                    self.double_quoted(&mut word, depth)?;
+                }
+                '\\' => {
+                    self.at += 1;
+                    match self.peek(0) {
+                        // A line continuation joins the lines.
+                        Some('\n') => self.at += 1,
+                        Some(next) => {
+                            self.at += 1;
+                            word.raw.push('\\');
+                            word.raw.push(next);
+                            word.plain.push(next);
+                        }
+                        None => word.raw.push('\\'),
+                    }
+                }
+                c => {
+                    self.at += 1;
+                    word.raw.push(c);
+                    word.plain.push(c);
+                }
+            }
+        }
+    }
+
+    /// The rest of a double-quoted string, its opening quote read: substitutions in it run.
+    fn double_quoted(&mut self, word: &mut Word, depth: usize) -> Option<()> {
+        loop {
+            let c = self.peek(0)?;
+            match c {
+                '"' => {
+                    self.at += 1;
+                    word.raw.push('"');
+                    return Some(());
+                }
+                '\\' => {
+                    self.at += 1;
+                    let next = self.peek(0)?;
+                    self.at += 1;
+                    if next == '\n' {
+                        continue;
+                    }
+                    word.raw.push('\\');
+                    word.raw.push(next);
+                    if !matches!(next, '$' | '`' | '"' | '\\') {
+                        word.plain.push('\\');
+                    }
+                    word.plain.push(next);
+                }
+                '(' if word.raw.ends_with('$') => {
+                    let start = self.at;
+                    self.at += 1;
+                    self.level(Some(Close::Paren), depth + 1)?;
+                    let written: String = self.chars[start..self.at].iter().collect();
+                    word.raw.push_str(&written);
+                    word.plain.push_str(&written);
+                }
+                '`' => {
+                    let start = self.at;
+                    self.at += 1;
+                    self.level(Some(Close::Backtick), depth + 1)?;
+                    let written: String = self.chars[start..self.at].iter().collect();
+                    word.raw.push_str(&written);
+                    word.plain.push_str(&written);
+                }
+                c => {
+                    self.at += 1;
+                    word.raw.push(c);
+                    word.plain.push(c);
+                }
+            }
+        }
+    }
+
+    fn end_word(&mut self, words: &mut Vec<Word>, word: &mut Word) {
+        if !word.raw.is_empty() {
+            words.push(std::mem::take(word));
+        }
+    }
+
+    /// `words` as one command, past its assignments and leading reserved words.
+    fn end_command(&mut self, words: &mut Vec<Word>) {
+        let taken = std::mem::take(words);
+        let skip = taken
+            .iter()
+            .take_while(|w| is_assignment(&w.raw) || LEADING_WORDS.contains(&w.raw.as_str()))
+            .count();
+        let kept = &taken[skip..];
+        if kept.is_empty() || (kept.len() == 1 && CLOSING_WORDS.contains(&kept[0].raw.as_str())) {
+            return;
+        }
+        let join = |f: fn(&Word) -> &str| kept.iter().map(f).collect::<Vec<_>>().join(" ");
+        self.found.push(Subcommand {
+            text: join(|w| &w.raw),
+            plain: join(|w| &w.plain),
+        });
+    }
+}
+
+/// Reserved words that may lead a command and run nothing themselves.
+const LEADING_WORDS: [&str; 10] = [
+    "!", "{", "if", "then", "else", "elif", "do", "while", "until", "time",
+];
+
+/// Reserved words that close a compound command, alone where a command would be.
+const CLOSING_WORDS: [&str; 4] = ["}", "fi", "done", "esac"];
+
+/// Whether `word` (as written) assigns a variable: `NAME=…` or `NAME+=…`.
+fn is_assignment(word: &str) -> bool {
+    let name_len = word
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    let starts_well = word
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+    let rest = &word[name_len..];
+    starts_well && (rest.starts_with('=') || rest.starts_with("+="))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The commands of `line`, as written.
+    fn texts(line: &str) -> Vec<String> {
+        subcommands(line)
+            .unwrap_or_else(|| panic!("{line:?} reads"))
+            .into_iter()
+            .map(|s| s.text)
+            .collect()
+    }
+
+    #[test]
+    fn every_operator_and_newline_separates_commands() {
+        for line in [
+            "true && rm -rf /x/y",
+            "true || rm -rf /x/y",
+            "true; rm -rf /x/y",
+            "true | rm -rf /x/y",
+            "true |& rm -rf /x/y",
+            "true & rm -rf /x/y",
+            "true\nrm -rf /x/y",
+            "true;rm -rf /x/y",
+            "true&&rm -rf /x/y",
+        ] {
+            assert_eq!(texts(line), ["true", "rm -rf /x/y"], "{line:?}");
+        }
+        assert_eq!(
+            texts("  git   status  ;; ;\n\n"),
+            ["git status"],
+            "blanks are one space, empty commands none"
+        );
+        assert_eq!(texts(""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn subshells_and_substitutions_give_their_commands_too() {
+        assert_eq!(texts("(rm -rf /x/y)"), ["rm -rf /x/y"]);
+        assert_eq!(
+            texts("(cd a && rm -rf /x/y) | cat"),
+            ["cd a", "rm -rf /x/y", "cat"]
+        );
+        assert_eq!(
+            texts("echo $(rm -rf /x/y)"),
+            ["rm -rf /x/y", "echo $(rm -rf /x/y)"]
+        );
+        assert_eq!(
+            texts("echo `rm -rf /x/y`"),
+            ["rm -rf /x/y", "echo `rm -rf /x/y`"]
+        );
+        assert_eq!(
+            texts("echo \"now: $(rm -rf /x/y) and `id`\""),
+            ["rm -rf /x/y", "id", "echo \"now: $(rm -rf /x/y) and `id`\""]
+        );
+        assert_eq!(
+            texts("diff <(ls a) >(tee b)"),
+            ["ls a", "tee b", "diff <(ls a) >(tee b)"]
+        );
+        assert_eq!(
+            texts("echo $(echo $(rm -rf /x/y))"),
+            [
+                "rm -rf /x/y",
+                "echo $(rm -rf /x/y)",
+                "echo $(echo $(rm -rf /x/y))"
+            ]
+        );
+        assert_eq!(
+            texts("{ rm -rf /x/y; }"),
+            ["rm -rf /x/y"],
+            "a group's braces are not commands"
+        );
+        assert_eq!(
+            texts("if true; then rm -rf /x/y; else ! ls; fi"),
+            ["true", "rm -rf /x/y", "ls"]
+        );
+        assert_eq!(
+            texts("for f in a b; do rm $f; done"),
+            ["for f in a b", "rm $f"]
+        );
+    }
+
+    #[test]
+    fn quotes_and_escapes_separate_nothing() {
+        assert_eq!(texts("echo 'a && b; c'"), ["echo 'a && b; c'"]);
+        assert_eq!(texts("echo \"a || b | c\""), ["echo \"a || b | c\""]);
+        assert_eq!(texts("echo a\\;b \\&\\& c"), ["echo a\\;b \\&\\& c"]);
+        assert_eq!(
+            texts("echo 'it''s' $'a\\'b;c'"),
+            ["echo 'it''s' $'a\\'b;c'"]
+        );
+        assert_eq!(texts("echo '$(rm -rf /x/y)'"), ["echo '$(rm -rf /x/y)'"]);
+        let plain = subcommands("'r'm -rf \"/x\"/y\\ z").unwrap();
+        assert_eq!(plain[0].plain, "rm -rf /x/y z");
+        assert_eq!(texts("git status \\\n --short"), ["git status --short"]);
+    }
+
+    #[test]
+    fn assignments_and_leading_words_are_stripped_and_redirections_kept() {
+        assert_eq!(texts("FOO=1 rm -rf /x/y"), ["rm -rf /x/y"]);
+        assert_eq!(texts("A=1 B+=\"x y\" _c= rm -rf /x/y"), ["rm -rf /x/y"]);
+        assert_eq!(texts("FOO=1"), Vec::<String>::new());
+        assert_eq!(texts("time rm -rf /x/y"), ["rm -rf /x/y"]);
+        assert_eq!(
+            texts("rm a=b"),
+            ["rm a=b"],
+            "only leading ones are assignments"
+        );
+        assert_eq!(texts("1A=x ls"), ["1A=x ls"]);
+        assert_eq!(
+            texts("ls >&2 2>&1 &>/dev/null"),
+            ["ls >&2 2>&1 &>/dev/null"]
+        );
+        assert_eq!(texts("ls # && rm -rf /x/y\nid"), ["ls", "id"]);
+        assert_eq!(texts("echo a#b"), ["echo a#b"]);
+    }
+
+    #[test]
+    fn what_cannot_be_read_for_certain_is_none() {
+        for line in [
+            "echo 'open",
+            "echo \"open",
+            "echo $(rm -rf /x/y",
+            "echo `rm",
+            "echo \"$(rm\"",
+            "echo $'a\\",
+        ] {
+            assert_eq!(subcommands(line), None, "{line:?}");
+        }
+        let deep = format!(
+            "{}rm{}",
+            "(".repeat(MAX_DEPTH + 2),
+            ")".repeat(MAX_DEPTH + 2)
+        );
+        assert_eq!(subcommands(&deep), None);
+        let fine = format!("{}rm{}", "(".repeat(8), ")".repeat(8));
+        assert_eq!(texts(&fine), ["rm"]);
+    }
+}
