@@ -79,7 +79,7 @@ impl PermissionRule {
             None => true,
             Some(parts) => parts
                 .iter()
-                .any(|p| self.allows_command(&p.text) || self.allows_command(&p.plain)),
+                .any(|p| p.guard_forms().any(|f| self.allows_command(f))),
         }
     }
 
@@ -134,7 +134,7 @@ pub fn any_allows(rules: &[PermissionRule], command: &str) -> bool {
         && parts.iter().all(|p| {
             rules
                 .iter()
-                .any(|r| r.allows_command(&p.text) || r.allows_command(&p.plain))
+                .any(|r| p.allow_forms().any(|f| r.allows_command(f)))
         })
 }
 

@@ -4,7 +4,8 @@
 //! substitutions (`$( … )`, backticks, also inside double quotes) and process substitutions
 //! (`<( … )`, `>( … )`). Quotes are respected (an `&&` inside them separates nothing),
 //! comments are dropped, and each command loses its variable assignments (`FOO=1 rm …` is
-//! `rm …`) and the reserved words that lead it (`then rm …`, `! rm …`, `{ rm …`).
+//! `rm …`) and the reserved words that lead it (`then rm …`, `! rm …`, `{ rm …`); its process
+//! wrappers (`timeout 10 rm …`, `nice rm …`, and `sudo rm …` for a guard) are seen through.
 //!
 //! Not a shell: it never expands anything. A line it cannot read for certain (an unclosed
 //! quote or substitution, nesting past [`MAX_DEPTH`]) gives `None`, and each caller takes the
@@ -20,6 +21,112 @@ pub struct Subcommand {
     pub text: String,
     /// Its words as the shell passes them (quotes and escapes removed), one space apart.
     pub plain: String,
+    /// The command its process wrappers run ([`WRAPPERS`]: `timeout 10 rm x` runs `rm x`),
+    /// written and plain, when it has any: what Claude Code also matches rules against.
+    pub unwrapped: Option<(String, String)>,
+    /// The command past the wrappers that also change who runs it (`sudo`, `doas`), when
+    /// that differs from [`Subcommand::unwrapped`]: for a guard only, never to allow it.
+    pub escalated: Option<(String, String)>,
+}
+
+impl Subcommand {
+    /// Its spellings an allowing rule may match: as written, plain, and past its wrappers.
+    pub fn allow_forms(&self) -> impl Iterator<Item = &str> {
+        [&self.text, &self.plain]
+            .into_iter()
+            .map(String::as_str)
+            .chain(
+                self.unwrapped
+                    .iter()
+                    .flat_map(|(t, p)| [t.as_str(), p.as_str()]),
+            )
+    }
+
+    /// Its spellings a guard fires on: those, and past `sudo` and `doas` too.
+    pub fn guard_forms(&self) -> impl Iterator<Item = &str> {
+        self.allow_forms().chain(
+            self.escalated
+                .iter()
+                .flat_map(|(t, p)| [t.as_str(), p.as_str()]),
+        )
+    }
+}
+
+/// Programs that run the command after them, and how many of their own words (past the name)
+/// to skip first: Claude Code's list (`timeout`, `time`, `nice`, `nohup`, `stdbuf`,
+/// `command`, `builtin`, `noglob`, a flagless `xargs`) with `env` and `exec`. Their options
+/// are skipped, with the value of those that take one as the next word.
+const WRAPPERS: &[(&str, &[&str])] = &[
+    ("timeout", &["-s", "-k", "--signal", "--kill-after"]),
+    ("time", &[]),
+    ("nice", &["-n", "--adjustment"]),
+    ("nohup", &[]),
+    (
+        "stdbuf",
+        &["-i", "-o", "-e", "--input", "--output", "--error"],
+    ),
+    ("command", &[]),
+    ("builtin", &[]),
+    ("noglob", &[]),
+    ("xargs", &[]),
+    (
+        "env",
+        &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"],
+    ),
+    ("exec", &["-a"]),
+];
+
+/// Wrappers that also change who runs the command: stripped for a guard only.
+const ESCALATING: &[(&str, &[&str])] = &[
+    (
+        "sudo",
+        &["-u", "-g", "-h", "-p", "-C", "-D", "-U", "-r", "-t", "-T"],
+    ),
+    ("doas", &["-u", "-C"]),
+];
+
+/// How many leading words of `words` are wrappers (from `wrappers`) with their options and
+/// arguments.
+fn wrapped(words: &[Word], wrappers: &[(&str, &[&str])]) -> usize {
+    let mut at = 0;
+    while let Some(&(name, valued)) = words
+        .get(at)
+        .and_then(|w| wrappers.iter().find(|(n, _)| *n == w.plain))
+    {
+        at += 1;
+        // `xargs` only bare: with options it is a program of its own.
+        if name == "xargs" && words.get(at).is_some_and(|w| w.plain.starts_with('-')) {
+            return at - 1;
+        }
+        // `command -v x` asks, it runs nothing.
+        if name == "command"
+            && words
+                .get(at)
+                .is_some_and(|w| w.plain.starts_with("-v") || w.plain.starts_with("-V"))
+        {
+            return at - 1;
+        }
+        while let Some(word) = words.get(at).filter(|w| w.plain.starts_with('-')) {
+            at += 1;
+            if word.plain == "--" {
+                break;
+            }
+            if valued.contains(&word.plain.as_str()) {
+                at += 1;
+            }
+        }
+        // `env` takes assignments, `timeout` a duration.
+        if name == "env" {
+            at += words[at.min(words.len())..]
+                .iter()
+                .take_while(|w| is_assignment(&w.raw))
+                .count();
+        }
+        if name == "timeout" && at < words.len() {
+            at += 1;
+        }
+    }
+    at.min(words.len())
 }
 
 /// The simple commands `line` runs, outermost first within each level; `None` when it cannot
@@ -257,18 +364,43 @@ impl Scan<'_> {
     /// `words` as one command, past its assignments and leading reserved words.
     fn end_command(&mut self, words: &mut Vec<Word>) {
         let taken = std::mem::take(words);
-        let skip = taken
-            .iter()
-            .take_while(|w| is_assignment(&w.raw) || LEADING_WORDS.contains(&w.raw.as_str()))
-            .count();
+        let mut skip = 0;
+        while let Some(w) = taken.get(skip) {
+            if !(is_assignment(&w.raw) || LEADING_WORDS.contains(&w.raw.as_str())) {
+                break;
+            }
+            skip += 1;
+            // `time -p`: the keyword's one option.
+            if w.raw == "time" && taken.get(skip).is_some_and(|o| o.raw == "-p") {
+                skip += 1;
+            }
+        }
         let kept = &taken[skip..];
         if kept.is_empty() || (kept.len() == 1 && CLOSING_WORDS.contains(&kept[0].raw.as_str())) {
             return;
         }
-        let join = |f: fn(&Word) -> &str| kept.iter().map(f).collect::<Vec<_>>().join(" ");
+        let join = |words: &[Word], f: fn(&Word) -> &str| {
+            words.iter().map(f).collect::<Vec<_>>().join(" ")
+        };
+        let both = |words: &[Word]| (join(words, |w| &w.raw), join(words, |w| &w.plain));
+        let safe = wrapped(kept, WRAPPERS);
+        let unwrapped = (safe > 0 && safe < kept.len()).then(|| both(&kept[safe..]));
+        let mut all = safe;
+        loop {
+            let more = wrapped(&kept[all..], ESCALATING);
+            let past = wrapped(&kept[all + more..], WRAPPERS);
+            if more + past == 0 {
+                break;
+            }
+            all += more + past;
+        }
+        let escalated = (all > safe && all < kept.len()).then(|| both(&kept[all..]));
+        let (text, plain) = both(kept);
         self.found.push(Subcommand {
-            text: join(|w| &w.raw),
-            plain: join(|w| &w.plain),
+            text,
+            plain,
+            unwrapped,
+            escalated,
         });
     }
 }
@@ -306,6 +438,48 @@ mod tests {
             .into_iter()
             .map(|s| s.text)
             .collect()
+    }
+
+    /// What each command of `line` runs past its wrappers, for a guard.
+    fn guarded(line: &str) -> Vec<String> {
+        subcommands(line)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.guard_forms().last().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn process_wrappers_are_seen_through_and_sudo_only_by_a_guard() {
+        for line in [
+            "timeout 10 rm -rf /x",
+            "timeout -s KILL -k 5 10s rm -rf /x",
+            "nice -n 5 rm -rf /x",
+            "nice -5 nohup rm -rf /x",
+            "stdbuf -oL -e 0 rm -rf /x",
+            "time -p nohup rm -rf /x",
+            "command rm -rf /x",
+            "builtin rm -rf /x",
+            "noglob rm -rf /x",
+            "xargs rm -rf /x",
+            "env -u BAR FOO=1 rm -rf /x",
+            "exec -a x rm -rf /x",
+            "sudo -u root nice rm -rf /x",
+            "doas timeout 3 rm -rf /x",
+        ] {
+            assert_eq!(guarded(line), ["rm -rf /x"], "{line:?}");
+        }
+        let parts = subcommands("sudo rm -rf /x").unwrap();
+        assert!(parts[0].unwrapped.is_none(), "{parts:?}");
+        assert!(!parts[0].allow_forms().any(|f| f == "rm -rf /x"));
+        // Not wrappers: xargs with options, command -v, a wrapper alone.
+        for line in ["xargs -0 rm", "command -v rm", "timeout 10", "nohup"] {
+            let parts = subcommands(line).unwrap();
+            assert!(
+                parts[0].unwrapped.is_none() && parts[0].escalated.is_none(),
+                "{line:?}: {parts:?}"
+            );
+        }
     }
 
     #[test]
