@@ -5,7 +5,7 @@
 mod common;
 use common::{ok, serve_http, text, yep_with_stdin};
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 fn yep(home: &Path, args: &[&str]) -> Output {
@@ -613,12 +613,13 @@ fn a_workspace_server_named_like_a_home_server_never_shadows_it_and_logs_are_its
     }
 }
 
-#[test]
-fn a_pulled_change_to_an_approved_workspace_servers_code_asks_again_before_it_runs() {
+/// A repository made from hostile fixture `name` (its `upstream`), cloned: the temp dir,
+/// a yep home, the upstream and the clone.
+fn cloned(name: &str) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let upstream = tmp.path().join("upstream");
-    repository(&upstream, "mcp-code-swap");
+    repository(&upstream, name);
     let clone = tmp.path().join("clone");
     common::git(
         tmp.path(),
@@ -629,12 +630,14 @@ fn a_pulled_change_to_an_approved_workspace_servers_code_asks_again_before_it_ru
             clone.to_str().unwrap(),
         ],
     );
-    let runs = || std::fs::read_to_string(clone.join("runs.log")).unwrap_or_default();
+    (tmp, home, upstream, clone)
+}
 
-    // Approved as it is (granted the workspace it logs its runs to): it runs.
-    let trusted: Value = serde_json::from_str(&ok(&common::yep_in(
-        &clone,
-        &home,
+/// `yep trust tools --yes --json --grant workspace:write` in `clone`: what it printed.
+fn trust_tools(clone: &Path, home: &Path) -> Value {
+    serde_json::from_str(&ok(&common::yep_in(
+        clone,
+        home,
         &[
             "trust",
             "tools",
@@ -645,7 +648,16 @@ fn a_pulled_change_to_an_approved_workspace_servers_code_asks_again_before_it_ru
         ],
         "",
     )))
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_pulled_change_to_an_approved_workspace_servers_code_asks_again_before_it_runs() {
+    let (_tmp, home, upstream, clone) = cloned("mcp-code-swap");
+    let runs = || std::fs::read_to_string(clone.join("runs.log")).unwrap_or_default();
+
+    // Approved as it is (granted the workspace it logs its runs to): it runs.
+    let trusted = trust_tools(&clone, &home);
     let lines = session_in(&clone, &home, "call mcp__tools__hello {}\nquit\n");
     assert_eq!(
         lines[0]["result"]["content"][0]["text"], "approved",
@@ -736,35 +748,9 @@ fn a_pulled_change_to_an_approved_workspace_servers_code_asks_again_before_it_ru
 
 #[test]
 fn a_pulled_change_to_a_module_an_approved_workspace_server_imports_asks_again_before_it_runs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let upstream = tmp.path().join("upstream");
-    repository(&upstream, "workspace-sibling-swap");
-    let clone = tmp.path().join("clone");
-    common::git(
-        tmp.path(),
-        &[
-            "clone",
-            "-q",
-            upstream.to_str().unwrap(),
-            clone.to_str().unwrap(),
-        ],
-    );
+    let (_tmp, home, upstream, clone) = cloned("workspace-sibling-swap");
     let runs = || std::fs::read_to_string(clone.join("runs.log")).unwrap_or_default();
-    let trusted: Value = serde_json::from_str(&ok(&common::yep_in(
-        &clone,
-        &home,
-        &[
-            "trust",
-            "tools",
-            "--yes",
-            "--json",
-            "--grant",
-            "workspace:write",
-        ],
-        "",
-    )))
-    .unwrap();
+    let trusted = trust_tools(&clone, &home);
     let lines = session_in(&clone, &home, "call mcp__tools__hello {}\nquit\n");
     assert_eq!(
         lines[0]["result"]["content"][0]["text"], "approved",
