@@ -168,7 +168,10 @@ impl HostRequest {
     /// [`crate::RawMessage::parse`] and [`HostRequest::parse_raw`] then read, with their
     /// errors. What both read, they read alike.
     pub fn parse_line(line: &[u8]) -> Option<(u64, HostRequest)> {
-        let OnePass(id, request) = serde_json::from_slice(line).ok()?;
+        // Checked whole first: bytes that are not UTF-8 in a field it skips would pass a
+        // reading of bytes unseen, where the two-pass reading refuses the line.
+        let text = std::str::from_utf8(line).ok()?;
+        let OnePass(id, request) = serde_json::from_str(text).ok()?;
         Some((id, request))
     }
 }
@@ -298,6 +301,11 @@ mod tests {
         for line in left {
             assert_eq!(HostRequest::parse_line(line.as_bytes()), None, "{line}");
         }
+        // Bytes that are not UTF-8, in a field both readings skip (found by the wire fuzz
+        // target): the two-pass reading refuses the line, so the one-pass one leaves it.
+        let line = b"{\"id\":11,\"method\":\"hook/fire\",\"params\":{\"event\":\"pre_tool_use\",\"tool_name\":\"x\",\"\":\"\xbc\xbc1.0\"},\"x\":\"\xff\"}";
+        assert!(crate::RawMessage::parse(line).is_err());
+        assert_eq!(HostRequest::parse_line(line), None);
     }
 
     #[test]
