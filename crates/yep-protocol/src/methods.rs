@@ -208,6 +208,9 @@ impl<'de> serde::de::Visitor<'de> for OnePassVisitor {
         use serde::de::Error;
         use std::borrow::Cow;
         let (mut id, mut method, mut request) = (None, None::<Cow<'de, str>>, None);
+        // The envelope's other fields, skipped here but read by `RawMessage::parse`, which
+        // refuses them twice.
+        let (mut result, mut error) = (false, false);
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match &*key {
                 // As `RawMessage::parse` reads it: only a whole non-negative number is an id.
@@ -220,7 +223,17 @@ impl<'de> serde::de::Visitor<'de> for OnePassVisitor {
                     Some(m) => request = Some(map.next_value_seed(ParamsOf(m))?),
                     None => return Err(A::Error::custom("params before the method")),
                 },
-                "id" | "method" | "params" => return Err(A::Error::custom("a duplicate field")),
+                "result" if !result => {
+                    result = true;
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+                "error" if !error => {
+                    error = true;
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+                "id" | "method" | "params" | "result" | "error" => {
+                    return Err(A::Error::custom("a duplicate field"));
+                }
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
@@ -294,6 +307,9 @@ mod tests {
             r#"{"id":1,"method":"cancel","params":{"id":"x"}}"#,
             r#"{"id":1,"method":"shutdown","method":"cancel"}"#,
             r#"{"id":1,"id":2,"method":"shutdown"}"#,
+            // Found by the wire fuzz target: envelope fields the one-pass reading skips, twice.
+            r#"{"id":10,"method":"initi","result":0,"result":{}}"#,
+            r#"{"id":10,"method":"initi","error":0,"error":{}}"#,
             r#"{"id":1,"method":"shutdown"} x"#,
             r#"{"id":1,"method":"tool/call","params":{"name":"echo""#,
             r#"[1]"#,
