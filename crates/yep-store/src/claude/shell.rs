@@ -236,23 +236,14 @@ impl Scan<'_> {
                 '(' => {
                     // At a word's start a subshell, after `$`, `<` or `>` a substitution:
                     // either way its commands are commands of the line.
-                    let start = self.at;
-                    self.at += 1;
-                    self.level(Some(Close::Paren), depth + 1)?;
-                    if !word.raw.is_empty() {
-                        let written: String = self.chars[start..self.at].iter().collect();
-                        word.raw.push_str(&written);
-                        word.plain.push_str(&written);
+                    if word.raw.is_empty() {
+                        self.at += 1;
+                        self.level(Some(Close::Paren), depth + 1)?;
+                    } else {
+                        self.nested(Close::Paren, depth, &mut word)?;
                     }
                 }
-                '`' => {
-                    let start = self.at;
-                    self.at += 1;
-                    self.level(Some(Close::Backtick), depth + 1)?;
-                    let written: String = self.chars[start..self.at].iter().collect();
-                    word.raw.push_str(&written);
-                    word.plain.push_str(&written);
-                }
+                '`' => self.nested(Close::Backtick, depth, &mut word)?,
                 '\'' => {
                     // `$'…'` takes backslash escapes; `'…'` takes nothing.
                     let escapes = word.raw.ends_with('$');
@@ -330,22 +321,8 @@ impl Scan<'_> {
                     }
                     word.plain.push(next);
                 }
-                '(' if word.raw.ends_with('$') => {
-                    let start = self.at;
-                    self.at += 1;
-                    self.level(Some(Close::Paren), depth + 1)?;
-                    let written: String = self.chars[start..self.at].iter().collect();
-                    word.raw.push_str(&written);
-                    word.plain.push_str(&written);
-                }
-                '`' => {
-                    let start = self.at;
-                    self.at += 1;
-                    self.level(Some(Close::Backtick), depth + 1)?;
-                    let written: String = self.chars[start..self.at].iter().collect();
-                    word.raw.push_str(&written);
-                    word.plain.push_str(&written);
-                }
+                '(' if word.raw.ends_with('$') => self.nested(Close::Paren, depth, word)?,
+                '`' => self.nested(Close::Backtick, depth, word)?,
                 c => {
                     self.at += 1;
                     word.raw.push(c);
@@ -353,6 +330,18 @@ impl Scan<'_> {
                 }
             }
         }
+    }
+
+    /// The nested level opening at the current character (a substitution), its commands
+    /// read as the line's; its text, as written, goes into `word` both ways.
+    fn nested(&mut self, close: Close, depth: usize, word: &mut Word) -> Option<()> {
+        let start = self.at;
+        self.at += 1;
+        self.level(Some(close), depth + 1)?;
+        let written: String = self.chars[start..self.at].iter().collect();
+        word.raw.push_str(&written);
+        word.plain.push_str(&written);
+        Some(())
     }
 
     fn end_word(&mut self, words: &mut Vec<Word>, word: &mut Word) {
