@@ -794,7 +794,14 @@ impl Extension {
         // `--sandbox-learn` runs YEP servers; an MCP server (named for `yep grant`) and a zot
         // extension (which says its language) are told where their denial is written.
         let learnable = self.spec.grant_name.is_none() && self.spec.language.is_none();
+        // A launcher's package yep installed is pinned: no grant writes there.
+        let installs = self.spec.log_dir.parent().map(|h| h.join("installs"));
+        let in_install = installs.is_some_and(|dir| {
+            let dir = dir.to_string_lossy();
+            tail.iter().any(|l| l.contains(&*dir))
+        });
         let next = match contained.profile.suggest_grant(workspace, tail) {
+            _ if in_install => "it wrote inside the package yep installed for it, which stays read-only as approved: give it another place to write (an option or variable of the server's, `yep mcp add --env`) and grant that".to_string(),
             Some(grant) => format!(
                 "if the denial is the sandbox's, `yep grant {name} {}` allows it",
                 crate::text::escape(&grant)

@@ -125,7 +125,13 @@ fn an_embedder_matches_on_why_an_mcp_server_cannot_run() {
         code: None,
         needs_login: false,
     };
-    match launch(&home, &source, dir.path(), &Default::default()) {
+    match launch(
+        &home,
+        &source,
+        dir.path(),
+        &Default::default(),
+        Default::default(),
+    ) {
         Err(McpLaunchError::Transport { server, transport }) => {
             assert_eq!(
                 (server.as_str(), transport.as_str()),

@@ -17,6 +17,7 @@ pub mod fetch;
 pub mod fsutil;
 pub mod grants;
 pub mod hash;
+pub mod launcher;
 pub mod lockfile;
 pub mod manifest;
 pub mod marketplace;

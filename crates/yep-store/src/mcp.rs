@@ -21,6 +21,12 @@ fn secrets_key(name: &str) -> String {
     format!("mcp:{name}")
 }
 
+/// Where a stdio server's environment values are kept in `connections.toml`: they can be
+/// tokens, so only their names are in `settings.toml`.
+fn env_key(name: &str) -> String {
+    format!("mcp-env:{name}")
+}
+
 /// Why an MCP server could not be added.
 fn invalid(message: String) -> StoreError {
     StoreError::McpServer(message)
@@ -81,6 +87,13 @@ pub fn add(home: &Home, name: &str, server: &McpServer) -> Result<(), StoreError
             args.push(a.as_str());
         }
         entry.insert("args", value(args));
+        if !server.env.is_empty() {
+            let mut names = Array::new();
+            for k in server.env.keys() {
+                names.push(k.as_str());
+            }
+            entry.insert("env", value(names));
+        }
     }
     if let Some(url) = &server.url {
         entry.insert("url", value(url.as_str()));
@@ -93,15 +106,23 @@ pub fn add(home: &Home, name: &str, server: &McpServer) -> Result<(), StoreError
     servers.insert(name, Item::Table(entry));
     // Secrets first: a crash between the two writes leaves an unused secret, never a server
     // whose headers are missing.
-    if !server.headers.is_empty() {
+    if !server.headers.is_empty() || !server.env.is_empty() {
         let secrets_path = home.connections_path();
         guard_mode(&secrets_path)?;
         let mut secrets = settings::load(&secrets_path)?;
-        let mut table = Table::new();
-        for (k, v) in &server.headers {
-            table.insert(k, value(v.as_str()));
+        for (key, values) in [
+            (secrets_key(name), &server.headers),
+            (env_key(name), &server.env),
+        ] {
+            if values.is_empty() {
+                continue;
+            }
+            let mut table = Table::new();
+            for (k, v) in values {
+                table.insert(k, value(v.as_str()));
+            }
+            secrets.insert(&key, Item::Table(table));
         }
-        secrets.insert(&secrets_key(name), Item::Table(table));
         settings::store(&secrets_path, &secrets, MODE_PRIVATE)?;
     }
     settings::store(&path, &doc, MODE_DEFAULT)
@@ -116,6 +137,7 @@ pub fn remove(home: &Home, name: &str) -> Result<bool, StoreError> {
     }
     let removed = settings::remove_entry(&path, TABLE, name)?;
     settings::remove_table(&home.connections_path(), &secrets_key(name))?;
+    settings::remove_table(&home.connections_path(), &env_key(name))?;
     settings::remove_table(&home.connections_path(), &oauth_key(name))?;
     drop(lock);
     // Its approval goes with it: a server added again under the name is asked about again.
@@ -235,18 +257,20 @@ pub fn resolved(home: &Home) -> Result<BTreeMap<String, McpServer>, StoreError> 
     let path = home.connections_path();
     guard_mode(&path)?;
     let secrets = settings::load(&path)?;
-    read(home, |server, header| {
+    read(home, |table, key| {
         secrets
-            .get(&secrets_key(server))
-            .and_then(|t| t.get(header))
+            .get(table)
+            .and_then(|t| t.get(key))
             .and_then(Item::as_str)
             .map(String::from)
     })
 }
 
+/// The home's servers, each secret (a header's or environment value) as `secret(table, key)`
+/// gives it from `connections.toml`.
 fn read(
     home: &Home,
-    header_value: impl Fn(&str, &str) -> Option<String>,
+    secret: impl Fn(&str, &str) -> Option<String>,
 ) -> Result<BTreeMap<String, McpServer>, StoreError> {
     let doc = settings::load(&home.settings_path())?;
     let mut out = BTreeMap::new();
@@ -269,7 +293,11 @@ fn read(
         let get = |k: &str| entry.get(k).and_then(Item::as_str).map(String::from);
         let headers = strings(entry.get("headers"))
             .into_iter()
-            .filter_map(|h| header_value(name, &h).map(|v| (h, v)))
+            .filter_map(|h| secret(&secrets_key(name), &h).map(|v| (h, v)))
+            .collect();
+        let env = strings(entry.get("env"))
+            .into_iter()
+            .filter_map(|k| secret(&env_key(name), &k).map(|v| (k, v)))
             .collect();
         out.insert(
             name.to_string(),
@@ -277,7 +305,7 @@ fn read(
                 transport: get("type").unwrap_or_else(|| "stdio".into()),
                 command: get("command"),
                 args: strings(entry.get("args")),
-                env: BTreeMap::new(),
+                env,
                 url: get("url"),
                 headers,
             },
@@ -439,6 +467,15 @@ pub struct McpPin {
     /// was approved. A pin written before yep pinned code has none, and approves no code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// For a server started through a package launcher (`npx -y`, `uvx`), the package as yep
+    /// installed it: the version and hashes approved, and what starts it
+    /// ([`crate::launcher`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install: Option<crate::launcher::Installed>,
+    /// Approved to run its launcher as written (`--as-written`): the launcher fetches at
+    /// each cold start, with its registry and cache granted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub as_written: bool,
     pub tools: BTreeMap<String, String>,
 }
 
@@ -601,6 +638,31 @@ fn cache_path(home: &Home, name: &str, origin: &Origin) -> std::path::PathBuf {
         .join(format!("{}.json", crate::hash::sha256_hex(key.as_bytes())))
 }
 
+/// What an approval of an MCP server covers besides its tools.
+#[derive(Debug, Clone, Copy)]
+pub struct Approved<'a> {
+    /// Its definition ([`spec_hash`]).
+    pub spec: &'a McpServer,
+    /// The hash of the code it runs from the workspace, when it runs any.
+    pub code: Option<&'a str>,
+    /// The package yep installed for its launcher.
+    pub install: Option<&'a crate::launcher::Installed>,
+    /// Its launcher runs as written.
+    pub as_written: bool,
+}
+
+impl<'a> Approved<'a> {
+    /// An approval of `spec` running `code`, with no launcher install.
+    pub fn of(spec: &'a McpServer, code: Option<&'a str>) -> Approved<'a> {
+        Approved {
+            spec,
+            code,
+            install: None,
+            as_written: false,
+        }
+    }
+}
+
 /// Approve server `name` as defined (`spec`, running `code` from the workspace) at `origin`
 /// with `tools`: the pin goes in the lock, the tools in the cache a lazy session offers them
 /// from. A list past the caps ([`check_list`]) is refused, and nothing is written.
@@ -608,10 +670,15 @@ pub fn record(
     home: &Home,
     name: &str,
     origin: &Origin,
-    spec: &McpServer,
-    code: Option<&str>,
+    approved: Approved<'_>,
     tools: &[McpTool],
 ) -> Result<McpPin, StoreError> {
+    let Approved {
+        spec,
+        code,
+        install,
+        as_written,
+    } = approved;
     check_list(tools).map_err(|cap| StoreError::McpToolList {
         server: name.to_string(),
         cap,
@@ -621,6 +688,8 @@ pub fn record(
         workspace: origin.workspace(),
         spec: spec_hash(spec, origin),
         code: code.map(String::from),
+        install: install.cloned(),
+        as_written,
         tools: tools.iter().map(|t| (t.name.clone(), t.hash())).collect(),
     };
     let _lock = home.lock()?;
@@ -689,6 +758,12 @@ pub fn forget(home: &Home, name: &str, origin: &Origin) -> Result<(), StoreError
     let _lock = home.lock()?;
     let mut lock = home.lockfile()?;
     let before = (lock.mcp.len(), lock.grants.len());
+    let installs: Vec<String> = lock
+        .mcp
+        .iter()
+        .filter(|p| p.name == name && p.workspace == workspace)
+        .filter_map(|p| p.install.as_ref().map(|i| i.dir.clone()))
+        .collect();
     lock.mcp
         .retain(|p| !(p.name == name && p.workspace == workspace));
     // What the user granted it goes too: a server added again under the name starts bare.
@@ -700,6 +775,17 @@ pub fn forget(home: &Home, name: &str, origin: &Origin) -> Result<(), StoreError
         )))?;
     }
     let _ = std::fs::remove_file(cache_path(home, name, origin));
+    // The package its launcher was installed as goes with its approval.
+    for dir in installs
+        .iter()
+        .filter(|d| d.starts_with("installs/") && crate::fsutil::stays_inside(d))
+    {
+        let path = home.root.join(dir);
+        let _ = crate::fsutil::remove_tree(&path);
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
     Ok(())
 }
 
@@ -765,7 +851,14 @@ mod pin_tests {
             headers: BTreeMap::new(),
         };
         let refused = |tools: &[McpTool]| {
-            let err = record(&home, "big", &Origin::Home, &spec, None, tools).unwrap_err();
+            let err = record(
+                &home,
+                "big",
+                &Origin::Home,
+                Approved::of(&spec, None),
+                tools,
+            )
+            .unwrap_err();
             assert!(
                 crate::lockfile::Lockfile::load(&home.lock_path())
                     .map(|l| l.mcp.is_empty())
@@ -809,7 +902,14 @@ mod pin_tests {
         // Right at the caps is approved, and its cache is the list's size as counted.
         let fits: Vec<McpTool> = heavy[..MAX_TOOL_LIST_BYTES / each - 1].to_vec();
         assert_eq!(check_list(&fits), Ok(()));
-        let pin = record(&home, "big", &Origin::Home, &spec, None, &fits).unwrap();
+        let pin = record(
+            &home,
+            "big",
+            &Origin::Home,
+            Approved::of(&spec, None),
+            &fits,
+        )
+        .unwrap();
         let cache = cache_path(&home, "big", &Origin::Home);
         let size = std::fs::metadata(&cache).unwrap().len() as usize;
         assert!(size <= MAX_TOOL_LIST_BYTES, "{size}");
@@ -846,8 +946,7 @@ mod pin_tests {
             &home,
             "s",
             &ws,
-            &spec,
-            None,
+            Approved::of(&spec, None),
             &[tool("a", "x"), tool("b", "y")],
         )
         .unwrap();

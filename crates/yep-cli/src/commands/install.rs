@@ -321,6 +321,23 @@ pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode>
 }
 
 pub async fn update(args: UpdateArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    // An MCP server started through a package launcher: its package resolved again, the
+    // version change and tool diff shown and asked, as `yep trust` does.
+    if let Some(name) = args.name.as_deref()
+        && home.lockfile()?.get(name).is_none()
+        && super::mcp::here(home)?
+            .iter()
+            .any(|s| s.name == name && s.launched().is_some())
+    {
+        if args.locked {
+            anyhow::bail!(
+                "--locked refuses any change to the lock: MCP server `{}` was not updated",
+                yep_store::text::escape(name)
+            );
+        }
+        let trust = super::mcp::TrustArgs::update(name, args.yes, args.json);
+        return Box::pin(super::mcp::trust(trust, home)).await;
+    }
     let mut consent = Consent::new(args.yes);
     let opts = UpdateOptions {
         locked: args.locked,

@@ -8,13 +8,14 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use yep_host::runtime::mcp::{
-    McpProbeError, McpSource, Unapproved, approve, command_line, enabled_manifests, log_stem,
-    probe, sources,
+    Approval, McpProbeError, McpSource, StageOptions, Unapproved, approve_with, command_line,
+    enabled_manifests, log_stem, probe, sources, stage,
 };
 use yep_store::Home;
 use yep_store::code::{MAX_CODE_BYTES, MAX_CODE_FILES};
+use yep_store::launcher::{Installed, Launched};
 use yep_store::manifest::McpServer;
-use yep_store::mcp::{McpTool, Origin, ToolChange};
+use yep_store::mcp::{Origin, ToolChange};
 use yep_store::text::{escape, escape_controls};
 
 #[derive(clap::Subcommand)]
@@ -30,6 +31,10 @@ pub enum McpCommand {
         /// An HTTP header, `K=V`; its value is kept in connections.toml (owner-only).
         #[arg(long = "header", value_name = "K=V")]
         headers: Vec<String>,
+        /// An environment variable for a command's server, `K=V` (repeatable); its value is
+        /// kept in connections.toml (owner-only), as a header's is.
+        #[arg(long = "env", short = 'e', value_name = "K=V")]
+        env: Vec<String>,
         /// The server takes an OAuth login (`yep mcp login <name>` next); its tools are
         /// pinned once logged in.
         #[arg(long, requires = "url")]
@@ -39,6 +44,16 @@ pub enum McpCommand {
         /// (as `yep grant` takes them).
         #[arg(long = "grant", value_name = "GRANT")]
         grants: Vec<String>,
+        /// Keep a package launcher (`npx -y`, `uvx`, `pnpm dlx`, `bunx`, `pipx run`) as
+        /// written: it fetches at each cold start, reaching its registry through yep's proxy
+        /// and writing its cache. Without it yep installs the package once, pinned to its
+        /// version and hash, and starts it directly.
+        #[arg(long)]
+        as_written: bool,
+        /// Keep the server even when it cannot start or list its tools (it stays unapproved
+        /// until `yep trust <name>`).
+        #[arg(long)]
+        keep: bool,
         /// Print what was added as JSON.
         #[arg(long)]
         json: bool,
@@ -174,6 +189,28 @@ pub struct TrustArgs {
     /// (repeatable, as `yep grant` takes them); shown and asked with the rest.
     #[arg(long = "grant", value_name = "GRANT")]
     grants: Vec<String>,
+    /// For a server started through a package launcher (`npx -y`, `uvx`): keep the launcher
+    /// as written instead of a pinned install (see `yep mcp add --as-written`).
+    #[arg(long)]
+    as_written: bool,
+    /// Resolve and install a launcher's package again (`yep update <server>`).
+    #[arg(skip)]
+    pub(crate) reinstall: bool,
+}
+
+impl TrustArgs {
+    /// `yep update <server>`: its launcher's package resolved and installed again, shown and
+    /// asked as `yep trust` does.
+    pub(crate) fn update(name: &str, yes: bool, json: bool) -> TrustArgs {
+        TrustArgs {
+            name: name.to_string(),
+            yes,
+            json,
+            grants: Vec::new(),
+            as_written: false,
+            reinstall: true,
+        }
+    }
 }
 
 /// `yep trust project`: the workspace's own Claude Code config (`.claude/`), shown as a
@@ -275,6 +312,13 @@ struct Row {
     /// An HTTP server's OAuth login: `logged in`, or `needs login` (never the tokens).
     #[serde(skip_serializing_if = "Option::is_none")]
     login: Option<&'static str>,
+    /// The package yep installed for its launcher (`npx -y`, `uvx`), as pinned, and whether
+    /// its files still match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    package: Option<String>,
+    /// Its launcher runs as written (`--as-written`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    as_written: bool,
 }
 
 /// Where `yep` runs: the workspace whose `.mcp.json` it reads.
@@ -316,8 +360,11 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             name,
             url,
             headers,
+            env,
             oauth,
             grants,
+            as_written,
+            keep,
             json,
             command,
         } => {
@@ -330,11 +377,24 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     .ok_or_else(|| anyhow::anyhow!("--header {h:?} is not K=V"))?;
                 parsed.insert(k.trim().to_string(), v.to_string());
             }
+            let mut vars = BTreeMap::new();
+            for e in &env {
+                let (k, v) = e
+                    .split_once('=')
+                    .filter(|(k, _)| {
+                        !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    })
+                    .ok_or_else(|| anyhow::anyhow!("--env {e:?} is not K=V"))?;
+                vars.insert(k.to_string(), v.to_string());
+            }
             let server = match (url, command.split_first()) {
                 (Some(_), Some(_)) => anyhow::bail!("give a --url or a command after --, not both"),
                 (None, None) => anyhow::bail!(
                     "give a command after -- (`yep mcp add {name} -- <command> [args…]`) or a --url"
                 ),
+                (Some(_), None) if !vars.is_empty() => {
+                    anyhow::bail!("--env is for a command's server (after --)")
+                }
                 (Some(url), None) => McpServer {
                     transport: "http".into(),
                     command: None,
@@ -351,7 +411,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                         transport: "stdio".into(),
                         command: Some(program.clone()),
                         args: args.to_vec(),
-                        env: BTreeMap::new(),
+                        env: vars,
                         url: None,
                         headers: BTreeMap::new(),
                     }
@@ -385,10 +445,15 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             let source = here(home)?
                 .into_iter()
                 .find(|s| s.name == name && s.origin == Origin::Home);
-            let pinned: Result<Vec<McpTool>, String> = match source {
-                None => Err("it is not among the servers a session here sees".into()),
-                Some(source) => match pin_now(home, &source, &workspace()?).await {
-                    Ok(tools) => Ok(tools),
+            let opts = StageOptions {
+                as_written: Some(as_written),
+                reinstall: false,
+                progress: crate::progress::bars(),
+            };
+            let approved = match &source {
+                None => Err("it is not among the servers a session here sees".to_string()),
+                Some(source) => match pin_now(home, source, &workspace()?, &opts).await {
+                    Ok(approval) => Ok(approval),
                     // A list past the caps can never be approved: the server is not kept.
                     Err(why) if why.over_cap().is_some() => {
                         yep_store::mcp::remove(home, &name)?;
@@ -400,7 +465,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     Err(why) => Err(why.to_string()),
                 },
             };
-            let wants_login = pinned
+            let wants_login = approved
                 .as_ref()
                 .is_err_and(|why| why.contains("wants a login"));
             if wants_login {
@@ -411,28 +476,67 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     escape(&name),
                     escape(&name)
                 );
-            } else if let Err(why) = &pinned {
+            } else if let Err(why) = &approved {
+                let log = home.log_path(&log_stem(&name, &Origin::Home));
+                let log_hint = format!(
+                    "its log: {} (`yep logs {}`)",
+                    escape(&log.display().to_string()),
+                    escape(&name)
+                );
+                if !keep {
+                    // A server that cannot start is not kept as if it were added.
+                    yep_store::mcp::remove(home, &name)?;
+                    return Err(hinted(
+                        format!(
+                            "not added: MCP server {} could not start and list its tools: {}",
+                            escape(&name),
+                            escape_controls(why)
+                        ),
+                        &[
+                            &log_hint,
+                            "`--keep` adds it anyway, unapproved until `yep trust <name>`",
+                        ],
+                    ));
+                }
                 let _ = writeln!(
                     std::io::stderr(),
-                    "warning: could not list the tools of MCP server {} ({}); none are offered until `yep trust {}`",
+                    "warning: could not list the tools of MCP server {} ({}); none are offered until `yep trust {}`; {log_hint}",
                     escape(&name),
                     escape_controls(why),
                     escape(&name)
                 );
             }
-            let tools: Vec<String> = pinned
+            let tools: Vec<String> = approved
                 .as_ref()
-                .map(|t| t.iter().map(|t| t.name.clone()).collect())
+                .map(|a| a.tools.iter().map(|t| t.name.clone()).collect())
                 .unwrap_or_default();
+            let install = approved.as_ref().ok().and_then(|a| a.install.as_ref());
+            let launched = source.as_ref().and_then(McpSource::launched);
             if json {
-                stdout_line(&serde_json::json!({ "added": name, "pinned": tools }).to_string());
+                stdout_line(
+                    &serde_json::json!({
+                        "added": name,
+                        "pinned": tools,
+                        "install": install,
+                        "as_written": as_written && launched.is_some(),
+                    })
+                    .to_string(),
+                );
             } else {
-                let pinned = match &pinned {
+                let pinned = match &approved {
                     Ok(_) => format!("{} pinned", tools_count(tools.len())),
                     Err(_) if wants_login => "needs login".into(),
                     Err(_) => "not approved yet".into(),
                 };
                 stdout_line(&format!("added MCP server {} ({pinned})", escape(&name)));
+                if let Some(install) = install {
+                    for line in install_lines(install, home) {
+                        stdout_line(&format!("  {line}"));
+                    }
+                }
+                if let (true, Some(launched)) = (as_written, &launched) {
+                    stdout_line(&format!("  {}", as_written_line(launched)));
+                }
             }
         }
         McpCommand::Login {
@@ -528,7 +632,16 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                 let stem = log_stem(&s.name, &s.origin);
                 let (state, failure) = yep_store::state::run_state(home, &stem);
                 let login = login_state(home, &s);
+                let package = pin.as_ref().and_then(|p| p.install.as_ref()).map(|i| {
+                    let mut said = i.said();
+                    if let Err(e) = i.verify(home, &s.name) {
+                        said.push_str(&format!(": {e}"));
+                    }
+                    said
+                });
                 rows.push(Row {
+                    package,
+                    as_written: pin.as_ref().is_some_and(|p| p.as_written),
                     login,
                     sandbox: match s.server.transport.as_str() {
                         "stdio" => Some(
@@ -573,6 +686,14 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     }
                     if let Some(failure) = &r.failure {
                         stdout_line(&format!("  last failure: {}", escape(failure)));
+                    }
+                    if let Some(package) = &r.package {
+                        stdout_line(&format!("  package: {}", escape_controls(package)));
+                    }
+                    if r.as_written {
+                        stdout_line(
+                            "  package: fetched by its launcher at each cold start (as written)",
+                        );
                     }
                     stdout_line(&format!("  log: {}", escape(&r.log.display().to_string())));
                     if let Some(grants) = &r.sandbox {
@@ -719,7 +840,9 @@ async fn login(
         yep_store::mcp::set_oauth(home, &source.name, true)?;
     }
     // Logged in, it can be listed: its tools as they are now are pinned.
-    let pinned = pin_now(home, &source, &workspace()?).await;
+    let pinned = pin_now(home, &source, &workspace()?, &StageOptions::default())
+        .await
+        .map(|a| a.tools);
     if json {
         stdout_line(
             &serde_json::json!({
@@ -752,13 +875,50 @@ fn tools_count(n: usize) -> String {
     format!("{n} tool{}", if n == 1 { "" } else { "s" })
 }
 
-/// Start `source` once (run from `here`), list its tools, and pin them as approved.
+/// Start `source` once (run from `here`), its launcher's package made ready as `opts` says,
+/// list its tools, and pin them as approved.
 async fn pin_now(
     home: &Home,
     source: &McpSource,
     here: &std::path::Path,
-) -> Result<Vec<McpTool>, McpProbeError> {
-    approve(home, source, here, &Default::default()).await
+    opts: &StageOptions,
+) -> Result<Approval, McpProbeError> {
+    approve_with(home, source, here, &Default::default(), opts).await
+}
+
+/// What a launcher's pinned install is, as the consent screen and `yep mcp add` say it: the
+/// package, version and hash, where it lives, and where the registry says it was built.
+fn install_lines(install: &Installed, home: &Home) -> Vec<String> {
+    let mut lines = vec![
+        format!("installed {}", escape(&install.said())),
+        format!(
+            "runs offline from {}, not through the launcher",
+            escape(&install.path(home).display().to_string())
+        ),
+    ];
+    if let Some(p) = &install.provenance {
+        lines.push(format!(
+            "provenance: built from {}{}",
+            escape(&p.repository),
+            p.workflow
+                .as_deref()
+                .map(|w| format!(" by {}", escape(w)))
+                .unwrap_or_default()
+        ));
+    }
+    lines
+}
+
+/// What a launcher kept as written reaches, in a line.
+fn as_written_line(launched: &Launched) -> String {
+    let needs = yep_store::launcher::needs(launched);
+    format!(
+        "runs `{}` as written: it fetches {} at each cold start from {} (through yep's proxy) and writes {}",
+        escape(&launched.launcher),
+        escape(&launched.spec),
+        escape(&needs.net.join(", ")),
+        escape(&needs.write.join(", "))
+    )
 }
 
 /// The hint for a tool list past a cap: approving again cannot help.
@@ -811,12 +971,22 @@ pub async fn pin_contributed(home: &Home, results: &[yep_store::Installed], json
                 }
                 continue;
             }
-            let line = match pin_now(home, &source, &here).await {
-                Ok(tools) => format!(
-                    "  pinned {} of MCP server {}",
-                    tools_count(tools.len()),
-                    escape(&source.name)
-                ),
+            let opts = StageOptions {
+                progress: crate::progress::bars(),
+                ..StageOptions::default()
+            };
+            let line = match pin_now(home, &source, &here, &opts).await {
+                Ok(approval) => {
+                    let mut line = format!(
+                        "  pinned {} of MCP server {}",
+                        tools_count(approval.tools.len()),
+                        escape(&source.name)
+                    );
+                    for more in approval.install.iter().flat_map(|i| install_lines(i, home)) {
+                        line.push_str(&format!("\n    {more}"));
+                    }
+                    line
+                }
                 Err(why) if why.over_cap().is_some() => format!(
                     "  MCP server {}: its tools are not offered: {}",
                     escape(&source.name),
@@ -862,6 +1032,12 @@ struct Trusted {
     text: Vec<yep_store::tooltext::ToolText>,
     approved: bool,
     tools: Vec<String>,
+    /// A launcher's package that moved: `pkg: 1.0.0 → 1.1.0 (hashes)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    package: Option<String>,
+    /// The package installed for its launcher, as approved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    install: Option<Installed>,
 }
 
 /// `yep trust <name>`: an MCP server's tools as they are now (shown as a diff against the
@@ -941,17 +1117,55 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let tools = match probe(home, &source, &workspace()?, &Default::default()).await {
+    // A launcher's package: the approved install, or one made now (`yep update`: always).
+    let opts = StageOptions {
+        as_written: args.as_written.then_some(true),
+        reinstall: args.reinstall,
+        progress: crate::progress::bars(),
+    };
+    let staged = stage(home, &source, &opts)
+        .await
+        .map_err(|e| anyhow::anyhow!("MCP server {}: {e}", escape(&source.name)))?;
+    let tools = match probe(
+        home,
+        &source,
+        &workspace()?,
+        &Default::default(),
+        staged.package(),
+    )
+    .await
+    {
         Ok(tools) => tools,
-        Err(why) if why.over_cap().is_some() => {
-            return Err(hinted(
-                format!("not approved: {}", escape_controls(&why.to_string())),
-                &[&over_cap_hint()],
-            ));
+        Err(why) => {
+            staged.discard(home);
+            return Err(match why.over_cap() {
+                Some(_) => hinted(
+                    format!("not approved: {}", escape_controls(&why.to_string())),
+                    &[&over_cap_hint()],
+                ),
+                None => anyhow::anyhow!("{why}"),
+            });
         }
-        Err(why) => return Err(anyhow::anyhow!("{why}")),
     };
     let changes: Vec<ToolChange> = yep_store::mcp::diff(pin.as_ref(), &tools);
+    let before = pin.as_ref().and_then(|p| p.install.as_ref());
+    let package = match (before, &staged.install) {
+        (Some(old), Some(new))
+            if (&old.version, &old.integrity) != (&new.version, &new.integrity) =>
+        {
+            Some(format!(
+                "{}: {} → {} ({} → {})",
+                new.package, old.version, new.version, old.integrity, new.integrity
+            ))
+        }
+        (None, Some(new)) if pin.is_some() => {
+            Some(format!("{} {} installed", new.package, new.version))
+        }
+        _ => None,
+    };
+    let as_written_moved = pin
+        .as_ref()
+        .is_some_and(|p| p.as_written != staged.as_written);
     let mut outcome = Trusted {
         name: source.name.clone(),
         kind: "mcp",
@@ -972,14 +1186,30 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         ),
         approved: false,
         tools: tools.iter().map(|t| t.name.clone()).collect(),
+        package: package.clone(),
+        install: staged.install.clone(),
     };
-    if changes.is_empty() && !definition_changed {
+    if changes.is_empty() && !definition_changed && package.is_none() && !as_written_moved {
+        // The same package installed again (its files had changed, or `yep update` found
+        // nothing newer): pinned where it is now, with nothing new to approve.
+        if staged.fresh {
+            yep_host::runtime::mcp::record(home, &source, &staged, &tools)?;
+        }
         outcome.approved = true;
         if args.json {
             stdout_line(&serde_json::to_string_pretty(&outcome)?);
         } else {
+            let still = match (&staged.install, source.launched()) {
+                (Some(install), Some(launched)) => format!(
+                    " ({} {} is what `{}` resolves to)",
+                    escape(&install.package),
+                    escape(&install.version),
+                    escape(&launched.spec)
+                ),
+                _ => String::new(),
+            };
             stdout_line(&format!(
-                "MCP server {}: nothing changed since it was approved",
+                "MCP server {}: nothing changed since it was approved{still}",
                 escape(&source.name)
             ));
         }
@@ -987,6 +1217,17 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     }
     let approved = {
         let mut err = std::io::stderr().lock();
+        if let Some(install) = &staged.install {
+            for line in install_lines(install, home) {
+                let _ = writeln!(err, "  {line}");
+            }
+        }
+        if let Some(moved) = &package {
+            let _ = writeln!(err, "  package: {}", escape(moved));
+        }
+        if let (true, Some(launched)) = (staged.as_written, source.launched()) {
+            let _ = writeln!(err, "  {}", as_written_line(&launched));
+        }
         for (change, said) in changes.iter().zip(&outcome.changes) {
             let _ = writeln!(err, "  {said}");
             let name = match change {
@@ -1002,17 +1243,10 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         consent.ask(&mut err, "approve these tools?")
     };
     if !approved {
+        staged.discard(home);
         return Err(refused(&consent, "the changes"));
     }
-    yep_store::mcp::record(
-        home,
-        &source.name,
-        &source.origin,
-        source.definition(),
-        source.code_pin(),
-        &tools,
-    )
-    .map_err(|e| match e {
+    yep_host::runtime::mcp::record(home, &source, &staged, &tools).map_err(|e| match e {
         yep_store::StoreError::McpToolList { .. } => hinted(e.to_string(), &[&over_cap_hint()]),
         other => other.into(),
     })?;

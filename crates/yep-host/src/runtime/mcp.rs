@@ -12,6 +12,7 @@ use crate::manifest::{Grants, Manifest, McpServer};
 use crate::store::Home;
 use crate::store::code::{CodeError, WorkspaceCode};
 use crate::store::fsutil::{Links, Refused, read_regular_string};
+use crate::store::launcher::{self, InstallError, Installed, Launched};
 use crate::store::mcp::{McpPin, McpTool, Origin, ToolChange};
 use crate::supervisor::{Extension, ServerSpec, SupervisorOptions};
 use serde::Serialize;
@@ -66,6 +67,9 @@ pub enum Unapproved {
     Code { paths: Vec<String>, unpinned: bool },
     /// The code it runs from the workspace cannot be pinned, so it cannot be approved.
     Unpinnable(CodeError),
+    /// It starts through a package launcher (`npx -y`, `uvx`) and was approved before yep
+    /// installed and pinned what such a launcher fetches.
+    NotInstalled { launcher: String },
 }
 
 impl Unapproved {
@@ -93,6 +97,10 @@ impl Unapproved {
             Unapproved::Unpinnable(why) => {
                 format!("yep cannot pin the code it runs from the workspace: {why}")
             }
+            Unapproved::NotInstalled { launcher } => format!(
+                "it starts through `{}`, and was approved before yep installed and pinned the package such a launcher fetches",
+                crate::text::escape(launcher)
+            ),
         }
     }
 }
@@ -131,6 +139,15 @@ impl McpSource {
         }
     }
 
+    /// The package launcher it starts through (`npx -y pkg`, `uvx pkg`), when it is one yep
+    /// installs for.
+    pub fn launched(&self) -> Option<Launched> {
+        match self.server.transport.as_str() {
+            "stdio" => launcher::parse(self.server.command.as_deref()?, &self.server.args),
+            _ => None,
+        }
+    }
+
     /// Why it may not start against `pin`, or `None` when its approval stands.
     pub fn blocked(&self, pin: Option<&McpPin>) -> Option<Unapproved> {
         if let Some(Err(why)) = &self.code {
@@ -142,6 +159,14 @@ impl McpSource {
         };
         if pin.spec != crate::store::mcp::spec_hash(self.definition(), &self.origin) {
             return Some(Unapproved::Definition);
+        }
+        if let Some(launched) = self.launched()
+            && pin.install.is_none()
+            && !pin.as_written
+        {
+            return Some(Unapproved::NotInstalled {
+                launcher: launched.launcher,
+            });
         }
         match &self.code {
             Some(Ok(code)) if pin.code.as_deref() != code.hash.as_deref() => {
@@ -576,6 +601,12 @@ pub enum McpLaunchError {
     /// The lock, which holds what the user granted it, could not be read.
     #[error(transparent)]
     Lock(Box<crate::store::StoreError>),
+    /// The package its launcher was installed as is gone or changed since it was approved.
+    #[error("MCP server `{}`: {}", crate::text::escape(server), .error)]
+    Install {
+        server: String,
+        error: Box<InstallError>,
+    },
 }
 
 /// Why an MCP server's tools could not be listed ([`probe`]) or pinned ([`approve`]).
@@ -595,6 +626,9 @@ pub enum McpProbeError {
     /// be written).
     #[error("{}", crate::error::report(&**.0))]
     Record(Box<crate::store::StoreError>),
+    /// The package its launcher fetches could not be installed.
+    #[error("{0}")]
+    Install(Box<InstallError>),
 }
 
 impl McpProbeError {
@@ -614,7 +648,9 @@ impl McpProbeError {
                 crate::store::StoreError::McpToolList { cap, .. } => Some(cap),
                 _ => None,
             },
-            McpProbeError::Launch(_) | McpProbeError::Unpinnable(_) => None,
+            McpProbeError::Launch(_) | McpProbeError::Unpinnable(_) | McpProbeError::Install(_) => {
+                None
+            }
         }
     }
 }
@@ -641,6 +677,7 @@ pub fn launch(
     source: &McpSource,
     workspace: &Path,
     base: &SupervisorOptions,
+    package: Package<'_>,
 ) -> Result<(ServerSpec, SupervisorOptions), McpLaunchError> {
     let package_dir = match &source.origin {
         Origin::Extension(ext) => home.package_dir(ext),
@@ -651,11 +688,11 @@ pub fn launch(
         ..Grants::default()
     };
     // An http server's url stands where errors show what ran.
-    let command = match &source.server.command {
+    let mut command = match &source.server.command {
         Some(command) => command.clone(),
         None => source.shown.url.clone().unwrap_or_default(),
     };
-    let args = source.server.args.clone();
+    let mut args = source.server.args.clone();
     let workspace_root = workspace.to_path_buf();
     let mut env: Vec<(String, String)> = source
         .server
@@ -663,6 +700,40 @@ pub fn launch(
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    // A package launcher runs the package yep installed for it, read where it is, or (as the
+    // user chose) as written, with its registry and cache.
+    let mut needs = crate::store::grants::SandboxGrants::default();
+    if let Some(launched) = source.launched() {
+        match package {
+            Package {
+                as_written: true, ..
+            } => needs = launcher::needs(&launched),
+            Package {
+                install: Some(install),
+                ..
+            } => {
+                install
+                    .verify(home, &source.name)
+                    .map_err(|error| McpLaunchError::Install {
+                        server: source.name.clone(),
+                        error: Box::new(error),
+                    })?;
+                let (program, entry) = install.command(home);
+                command = program.to_string_lossy().into_owned();
+                args = entry;
+                args.extend(launched.args.iter().cloned());
+                needs
+                    .read
+                    .push(install.path(home).to_string_lossy().into_owned());
+                if install.ecosystem == launcher::Ecosystem::Pypi {
+                    // Its files are pinned: Python is not to write beside them.
+                    env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+                }
+            }
+            // Not approved as it is: it never starts (`McpSource::blocked`).
+            _ => {}
+        }
+    }
     // A package's server is told its own directories, as Claude Code, Codex and Agent Plugins
     // tell theirs, over whatever its `env` says; its data dir exists and it may write there.
     let data_dir = match &source.origin {
@@ -696,7 +767,9 @@ pub fn launch(
         grants,
         // Only the user grants a server more than the default profile (`yep grant`, `yep
         // mcp add --grant`, `yep trust --grant`): a workspace's `.mcp.json` never can.
-        sandbox_grants: lock.granted(&source.name, source.origin.workspace().as_deref()),
+        sandbox_grants: lock
+            .granted(&source.name, source.origin.workspace().as_deref())
+            .merged(&needs),
         grant_name: Some(source.name.clone()),
         ..ServerSpec::new(
             log_stem(&source.name, &source.origin),
@@ -770,19 +843,127 @@ pub fn pinned_form(tool: &OfferedTool) -> McpTool {
     }
 }
 
+/// How a server that starts through a package launcher runs: from the package yep installed
+/// for it, or its launcher as written. Nothing for any other server.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Package<'a> {
+    pub install: Option<&'a Installed>,
+    pub as_written: bool,
+}
+
+impl<'a> Package<'a> {
+    /// As approval `pin` says.
+    pub fn of(pin: Option<&'a McpPin>) -> Package<'a> {
+        Package {
+            install: pin.and_then(|p| p.install.as_ref()),
+            as_written: pin.is_some_and(|p| p.as_written),
+        }
+    }
+}
+
+/// A launcher server's package made ready for the run that lists its tools: installed now, or
+/// the install its approval holds already.
+#[derive(Debug, Default)]
+pub struct Staged {
+    pub install: Option<Installed>,
+    pub as_written: bool,
+    /// Installed by this staging: gone again if nothing approves it.
+    pub fresh: bool,
+}
+
+impl Staged {
+    pub fn package(&self) -> Package<'_> {
+        Package {
+            install: self.install.as_ref(),
+            as_written: self.as_written,
+        }
+    }
+
+    /// Remove what this staging installed, when nothing approved it.
+    pub fn discard(self, home: &Home) {
+        if let (true, Some(install)) = (self.fresh, &self.install) {
+            let _ = crate::store::fsutil::remove_tree(&install.path(home));
+        }
+    }
+}
+
+/// What [`stage`] does with a launcher server's package.
+#[derive(Debug, Clone, Default)]
+pub struct StageOptions {
+    /// Keep the launcher as written (`Some(true)`), install for it (`Some(false)`), or as its
+    /// approval says (`None`).
+    pub as_written: Option<bool>,
+    /// Resolve and install again even when the approved install is intact (`yep update`).
+    pub reinstall: bool,
+    pub progress: crate::store::progress::Progress,
+}
+
+/// Make ready the package `source`'s launcher fetches (nothing for another server): the
+/// approved install when its definition is unchanged and its files intact, else a new install
+/// of what the definition asks for.
+pub async fn stage(
+    home: &Home,
+    source: &McpSource,
+    opts: &StageOptions,
+) -> Result<Staged, McpProbeError> {
+    let Some(launched) = source.launched() else {
+        return Ok(Staged::default());
+    };
+    let pin = crate::store::mcp::pin(home, &source.name, &source.origin)
+        .ok()
+        .flatten();
+    let as_written = opts
+        .as_written
+        .unwrap_or_else(|| pin.as_ref().is_some_and(|p| p.as_written));
+    if as_written {
+        return Ok(Staged {
+            as_written,
+            ..Staged::default()
+        });
+    }
+    let spec = crate::store::mcp::spec_hash(source.definition(), &source.origin);
+    let kept = pin
+        .filter(|p| !opts.reinstall && p.spec == spec)
+        .and_then(|p| p.install)
+        .filter(|i| i.verify(home, &source.name).is_ok());
+    if let Some(install) = kept {
+        return Ok(Staged {
+            install: Some(install),
+            ..Staged::default()
+        });
+    }
+    let (home, stem, progress) = (
+        home.clone(),
+        log_stem(&source.name, &source.origin),
+        opts.progress.clone(),
+    );
+    let installed =
+        tokio::task::spawn_blocking(move || launcher::install(&home, &stem, &launched, &progress))
+            .await
+            .map_err(|e| McpProbeError::Install(Box::new(InstallError::Io(e.to_string()))))?
+            .map_err(|e| McpProbeError::Install(Box::new(e)))?;
+    Ok(Staged {
+        install: Some(installed),
+        fresh: true,
+        as_written: false,
+    })
+}
+
 /// Start `source` once, list its tools and stop it: what `yep trust`, `yep mcp add` and an
-/// install show and pin. Questions it asks meanwhile are answered cancelled.
+/// install show and pin. Questions it asks meanwhile are answered cancelled. A launcher's
+/// package runs as `package` says ([`stage`] makes it ready).
 pub async fn probe(
     home: &Home,
     source: &McpSource,
     workspace: &Path,
     base: &SupervisorOptions,
+    package: Package<'_>,
 ) -> Result<Vec<McpTool>, McpProbeError> {
     // Code that cannot be pinned is never run to be approved.
     if let Some(Err(why)) = &source.code {
         return Err(McpProbeError::Unpinnable(why.clone()));
     }
-    let (spec, opts) = launch(home, source, workspace, base)?;
+    let (spec, opts) = launch(home, source, workspace, base, package)?;
     let ext = Extension::new(spec, opts, Arc::new(crate::capability::NoEvents));
     let listed = match ext.live().await {
         Ok(live) => Ok(live.peer().listed()),
@@ -790,6 +971,13 @@ pub async fn probe(
     };
     ext.stop().await;
     Ok(listed?.iter().map(pinned_form).collect())
+}
+
+/// What an approval pinned: the tools, and the package installed for a launcher.
+#[derive(Debug)]
+pub struct Approval {
+    pub tools: Vec<McpTool>,
+    pub install: Option<Installed>,
 }
 
 /// Approve `source` as it is now: start it once, list its tools, and pin them in the lock
@@ -801,17 +989,62 @@ pub async fn approve(
     workspace: &Path,
     base: &SupervisorOptions,
 ) -> Result<Vec<McpTool>, McpProbeError> {
-    let tools = probe(home, source, workspace, base).await?;
-    crate::store::mcp::record(
+    Ok(
+        approve_with(home, source, workspace, base, &StageOptions::default())
+            .await?
+            .tools,
+    )
+}
+
+/// [`approve`], with the launcher's package made ready as `opts` says first.
+pub async fn approve_with(
+    home: &Home,
+    source: &McpSource,
+    workspace: &Path,
+    base: &SupervisorOptions,
+    opts: &StageOptions,
+) -> Result<Approval, McpProbeError> {
+    let staged = stage(home, source, opts).await?;
+    let tools = match probe(home, source, workspace, base, staged.package()).await {
+        Ok(tools) => tools,
+        Err(e) => {
+            staged.discard(home);
+            return Err(e);
+        }
+    };
+    if let Err(e) = record(home, source, &staged, &tools) {
+        staged.discard(home);
+        return Err(McpProbeError::Record(Box::new(e)));
+    }
+    Ok(Approval {
+        tools,
+        install: staged.install,
+    })
+}
+
+/// Pin `tools` of `source` with its package as `staged`, and remove the server's installs
+/// nothing pins any more.
+pub fn record(
+    home: &Home,
+    source: &McpSource,
+    staged: &Staged,
+    tools: &[McpTool],
+) -> Result<McpPin, crate::store::StoreError> {
+    let pin = crate::store::mcp::record(
         home,
         &source.name,
         &source.origin,
-        source.definition(),
-        source.code_pin(),
-        &tools,
-    )
-    .map_err(|e| McpProbeError::Record(Box::new(e)))?;
-    Ok(tools)
+        crate::store::mcp::Approved {
+            spec: source.definition(),
+            code: source.code_pin(),
+            install: staged.install.as_ref(),
+            as_written: staged.as_written,
+        },
+        tools,
+    )?;
+    let keep: Vec<&str> = staged.install.iter().map(|i| i.dir.as_str()).collect();
+    launcher::prune(home, &log_stem(&source.name, &source.origin), &keep);
+    Ok(pin)
 }
 
 /// One MCP server in the session.
@@ -883,7 +1116,7 @@ impl McpEntry {
             (Some(pin), None) => crate::store::mcp::cached(home, &source.origin, pin),
             _ => Vec::new(),
         };
-        let (spec, opts) = launch(home, &source, workspace, base)?;
+        let (spec, opts) = launch(home, &source, workspace, base, Package::of(pin.as_ref()))?;
         let name = source.name.clone();
         let ext = Extension::new(
             spec,
@@ -1201,6 +1434,8 @@ mod tests {
             workspace: None,
             spec: String::new(),
             code: None,
+            install: None,
+            as_written: false,
             tools: [("echo".to_string(), pinned_form(&approved).hash())].into(),
         };
         let mut verdicts = Verdicts::default();
