@@ -33,6 +33,8 @@ fn servers_added_to_the_home_are_listed_without_their_secrets_and_reached_in_a_s
             "http://127.0.0.1:9/mcp",
             "--header",
             "Authorization=Bearer s3cret",
+            // Nothing listens there: kept, unapproved.
+            "--keep",
         ],
     ));
     // A taken name, a bad name, neither command nor url: refused, saying why.

@@ -18,7 +18,6 @@
 //! wheels only.
 
 use crate::Home;
-use crate::hash::sha256_hex;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -127,6 +126,15 @@ pub fn parse(command: &str, args: &[String]) -> Option<Launched> {
         Ecosystem::Npm => npm_name(&spec)?,
         Ecosystem::Pypi => pypi_name(&spec)?,
     };
+    // A bare name the launcher finds installed already (`npx tsc`, `npx python3`) runs that
+    // program, as the launcher would: nothing is fetched.
+    if ecosystem == Ecosystem::Npm
+        && spec == package
+        && !package.starts_with('@')
+        && on_path(&package).is_some()
+    {
+        return None;
+    }
     // uvx's `name@version` is pip's `name==version`.
     let spec = match (ecosystem, spec.split_once('@')) {
         (Ecosystem::Pypi, Some((n, v))) if !v.is_empty() && n == package => format!("{n}=={v}"),
@@ -222,8 +230,8 @@ pub struct Installed {
     /// [`crate::hash::content_hash`] of the whole install: anything changed in it is not what
     /// was approved.
     pub tree: String,
-    /// A quick stand-in for `tree`: every file's path, size, mode and change time. While it
-    /// holds, the contents are not read again.
+    /// A quick stand-in for `tree`: every file's path, size, times and inode ([`stamp`]).
+    /// While it holds, the contents are not read again.
     pub stamp: String,
     /// How many packages the install holds (the server's and its dependencies).
     pub packages: usize,
@@ -341,9 +349,20 @@ pub fn install(
 }
 
 /// Run `program args` in `dir` to completion (bounded by [`INSTALL_TIMEOUT`]), its output
-/// going to `dir/../<id>.log`; the log's last lines when it fails.
-fn run(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Result<(), String> {
-    let log = dir.with_extension("log");
+/// going to `dir/../<id>.log`: what it wrote (the first MiB), or its last lines when it fails.
+fn run(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Result<String, String> {
+    run_logged(program, args, dir, env, &dir.with_extension("log"))
+}
+
+/// [`run`], its output going to `log` (removed after).
+pub(crate) fn run_logged(
+    program: &Path,
+    args: &[&str],
+    dir: &Path,
+    env: &[(&str, &str)],
+    log: &Path,
+) -> Result<String, String> {
+    let log = log.to_path_buf();
     let out = std::fs::File::create(&log).map_err(|e| e.to_string())?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
     #[allow(clippy::disallowed_methods)] // the ecosystem's client, run to completion here
@@ -378,7 +397,7 @@ fn run(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Resul
         .unwrap_or_default();
     let _ = std::fs::remove_file(&log);
     if status.success() {
-        return Ok(());
+        return Ok(text);
     }
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(6)..].join("\n");
@@ -486,6 +505,7 @@ fn install_npm(dir: &Path, launched: &Launched) -> Result<Installed, InstallErro
         return Err(entry_err(format!("its program `{}` is not in it", bin.1)));
     }
     let rel = rel.to_string_lossy().into_owned();
+    let provenance = provenance(&npm, dir, &launched.package, version);
     // A script for Node, as npx would run it; a program with another interpreter runs as is.
     let head = std::fs::read(dir.join(&rel)).unwrap_or_default();
     let first = head.split(|b| *b == b'\n').next().unwrap_or_default();
@@ -503,7 +523,7 @@ fn install_npm(dir: &Path, launched: &Launched) -> Result<Installed, InstallErro
         tree: String::new(),
         stamp: String::new(),
         packages: packages.saturating_sub(1),
-        provenance: None,
+        provenance,
     })
 }
 
@@ -605,38 +625,68 @@ fn install_pypi(dir: &Path, launched: &Launched) -> Result<Installed, InstallErr
     })
 }
 
-/// Every entry's path, size, mode and change time, hashed: what [`Installed::verify`]
-/// compares before it reads any content. Links count by where they point.
-pub fn stamp(dir: &Path) -> std::io::Result<String> {
-    use std::os::unix::fs::MetadataExt;
-    let mut lines = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(dir.join(&rel))? {
-            let entry = entry?;
-            let rel = rel.join(entry.file_name());
-            let meta = entry.metadata()?;
-            let link = match meta.file_type().is_symlink() {
-                true => std::fs::read_link(entry.path())?.display().to_string(),
-                false => String::new(),
-            };
-            lines.push(format!(
-                "{}\0{}\0{:o}\0{}.{}\0{}\0{}",
-                rel.display(),
-                meta.len(),
-                meta.mode(),
-                meta.ctime(),
-                meta.ctime_nsec(),
-                meta.ino(),
-                link
-            ));
-            if meta.is_dir() {
-                stack.push(rel);
-            }
-        }
+/// Where the registry says `package` `version` was built: its provenance attestation's source
+/// repository and workflow, when it has one (npm's `dist.attestations`). Best effort: none
+/// when the registry has none or cannot be asked.
+#[cfg(feature = "fetch")]
+fn provenance(npm: &Path, dir: &Path, package: &str, version: &str) -> Option<Provenance> {
+    use base64::Engine as _;
+    let spec = format!("{package}@{version}");
+    let said = run(
+        npm,
+        &[
+            "view",
+            "--json",
+            "--loglevel=silent",
+            "--",
+            &spec,
+            "dist.attestations.url",
+        ],
+        dir,
+        &[],
+    )
+    .ok()?;
+    let url: String = serde_json::from_str(said.trim()).ok()?;
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return None;
     }
-    lines.sort();
-    Ok(format!("stamp:{}", sha256_hex(lines.join("\n").as_bytes())))
+    let body = crate::fetch::http_get_limited(&url, &spec, 4 << 20, &Default::default()).ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&body).ok()?;
+    let attestation = doc["attestations"].as_array()?.iter().find(|a| {
+        a["predicateType"]
+            .as_str()
+            .is_some_and(|t| t.contains("slsa.dev/provenance"))
+    })?;
+    let payload = attestation["bundle"]["dsseEnvelope"]["payload"].as_str()?;
+    let statement: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(payload)
+            .ok()?,
+    )
+    .ok()?;
+    let workflow = &statement["predicate"]["buildDefinition"]["externalParameters"]["workflow"];
+    let repository = workflow["repository"].as_str()?.to_string();
+    let path = workflow["path"].as_str();
+    let at = workflow["ref"].as_str();
+    Some(Provenance {
+        repository,
+        workflow: path.map(|p| match at {
+            Some(r) => format!("{p} at {r}"),
+            None => p.to_string(),
+        }),
+    })
+}
+
+#[cfg(not(feature = "fetch"))]
+fn provenance(_: &Path, _: &Path, _: &str, _: &str) -> Option<Provenance> {
+    None
+}
+
+/// Every file's and link's path, size, times and inode, hashed ([`crate::verify`]'s
+/// fingerprint): what [`Installed::verify`] compares before it reads any content.
+pub fn stamp(dir: &Path) -> std::io::Result<String> {
+    let (digest, _) = crate::verify::fingerprint(dir)?;
+    Ok(format!("stamp:{}", crate::hash::hex(&digest)))
 }
 
 impl Installed {

@@ -114,6 +114,11 @@ pub enum StoreError {
         "failed to run zot extension `{name}` to read what it registers: it changed its own files when run; a package that rewrites itself cannot be pinned (keep state in hello_ack.data_dir)"
     )]
     ZotRewrote { name: String },
+    /// A zot extension's `go run` could not be built at install.
+    #[error(
+        "failed to build zot extension `{name}` (its exec is `go run`, built once at install): {output}"
+    )]
+    ZotBuild { name: String, output: String },
     /// A zot extension, and no way here to run it.
     #[error(
         "`{0}` is a zot extension (extension.json): installing one runs it once to read what it registers, and this program has no runner for that"
@@ -930,6 +935,7 @@ impl Home {
         // refused.
         let mut claude_pin = None;
         let mut claude_notes = Vec::new();
+        let mut go_built = None;
         let (manifest, zot_pin, zot_notes, zot_ext) = match package {
             Package::Yep(manifest) => (*manifest, None, Vec::new(), None),
             Package::Claude(approval) => {
@@ -953,8 +959,9 @@ impl Home {
                     true => Some(&mut *approver),
                     false => None,
                 };
-                let (manifest, pin, notes) =
+                let (manifest, pin, notes, built) =
                     self.run_zot(&extension, &shown, &package_root, opts, scratch, ask)?;
+                go_built = built;
                 let after = hash::content_hash(&package_root)
                     .map_err(io(format!("failed to hash {}", package_root.display())))?;
                 if after != hash {
@@ -1112,8 +1119,24 @@ impl Home {
             self.forget_state(&manifest.name)?;
         }
         // The prebuilt binary goes in after hashing: it is not part of the approved content.
+        // So does the program built for a zot extension's `go run`, pinned the same way.
         let (binary, pinned) = if opts.link {
             (None, None)
+        } else if let Some(built) = &go_built {
+            let path = zot::GO_BUILT.to_string();
+            let target = staged.join(&path);
+            if let Some(dir) = target.parent() {
+                std::fs::create_dir_all(dir)
+                    .map_err(io(format!("failed to create {}", dir.display())))?;
+            }
+            std::fs::copy(built, &target)
+                .map_err(io(format!("failed to place {}", target.display())))?;
+            let sha256 = hash::sha256_file(&target)
+                .map_err(io(format!("failed to hash {}", target.display())))?;
+            (
+                Some(format!("built `go run` into {path}")),
+                Some(LockBinary { path, sha256 }),
+            )
         } else {
             self.binary_step(&manifest, &staged, &opts.progress)
         };
@@ -1160,6 +1183,9 @@ impl Home {
     /// A zot extension's approved manifest: `extension.json` with what it registers when run
     /// once (its pin), and notes on registrations yep cannot offer. `ask`, on a first install,
     /// is asked before it runs.
+    /// A `go run` extension (not linked) is built first, once asked, into scratch, and run
+    /// as that program: the path of what was built comes back, to be pinned with the package.
+    #[allow(clippy::type_complexity)]
     fn run_zot(
         &self,
         ext: &zot::ZotManifest,
@@ -1168,7 +1194,8 @@ impl Home {
         opts: &InstallOptions,
         scratch: &Path,
         ask: Option<&mut dyn Approver>,
-    ) -> Result<(Manifest, zot::ZotPin, Vec<String>), StoreError> {
+    ) -> Result<(Manifest, zot::ZotPin, Vec<String>, Option<PathBuf>), StoreError> {
+        let mut built = None;
         // One its manifest turns off (`"enabled": false`) is never started by zot, and is not
         // run here either: installed with nothing registered, until it says true.
         let registrations = if ext.spawns() && ext.enabled {
@@ -1181,15 +1208,41 @@ impl Home {
                     .chain(ext.args.iter().cloned())
                     .collect::<Vec<_>>()
                     .join(" ");
-                let what = format!(
-                    "`{}` is a zot extension: installing runs `{}` in {} once, as a session would, to read what it registers (npx or go run may download or compile)",
-                    ext.name,
-                    crate::text::escape(&line),
-                    crate::text::escape(&shown.parent().unwrap_or(shown).display().to_string())
-                );
+                let dir = shown.parent().unwrap_or(shown).display().to_string();
+                let what = match (ext.go_run(), opts.link) {
+                    (Some(_), false) => format!(
+                        "`{}` is a zot extension: installing builds its `{}` once with `go build` (which may download modules), then runs the program in {} once, as a session would, to read what it registers; sessions run that program, pinned, not `go run`",
+                        ext.name,
+                        crate::text::escape(&line),
+                        crate::text::escape(&dir)
+                    ),
+                    _ => format!(
+                        "`{}` is a zot extension: installing runs `{}` in {} once, as a session would, to read what it registers (npx or go run may download or compile)",
+                        ext.name,
+                        crate::text::escape(&line),
+                        crate::text::escape(&dir)
+                    ),
+                };
                 if !approver.approve_run(&what) {
                     return Err(StoreError::Declined(format!("`{}` was not run", ext.name)));
                 }
+            }
+            // `go run .` is built once here, and the program run from then on: no compiler at
+            // each start, nor a module cache to reach from the sandbox.
+            let mut probed = ext.clone();
+            if let (Some(run), false) = (ext.go_run(), opts.link) {
+                let out = scratch.join("zot-build").join("server");
+                let _step = opts
+                    .progress
+                    .step(format!("building {} with go build", ext.name));
+                run.build(root, &out)
+                    .map_err(|output| StoreError::ZotBuild {
+                        name: ext.name.clone(),
+                        output,
+                    })?;
+                probed.exec = Some(out.to_string_lossy().into_owned());
+                probed.args = run.args;
+                built = Some(out);
             }
             let _run = opts.progress.step(format!(
                 "running {} once to read what it registers",
@@ -1199,7 +1252,7 @@ impl Home {
             let data = scratch.join("zot-data");
             runner
                 .0
-                .probe(ext, root, &data)
+                .probe(&probed, root, &data)
                 .map_err(|source| StoreError::ZotRun {
                     name: ext.name.clone(),
                     source,
@@ -1213,7 +1266,7 @@ impl Home {
                     path: shown.to_path_buf(),
                     message,
                 })?;
-        Ok((manifest, registrations.pin, notes))
+        Ok((manifest, registrations.pin, notes, built))
     }
 
     /// The manifest an installed package has on disk, in the terms it was approved in: a

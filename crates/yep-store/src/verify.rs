@@ -83,7 +83,7 @@ fn check(home: &Home, entry: &LockEntry) -> Result<(), String> {
 
 /// A digest of every file's and link's path, size, mtime, ctime and inode (the entries the
 /// content hash reads), and the newest change time seen.
-fn fingerprint(dir: &Path) -> std::io::Result<([u8; 32], Option<SystemTime>)> {
+pub(crate) fn fingerprint(dir: &Path) -> std::io::Result<([u8; 32], Option<SystemTime>)> {
     let mut newest = None;
     let mut h = Sha256::new();
     for e in hash::entries(dir)? {

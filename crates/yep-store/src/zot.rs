@@ -133,6 +133,37 @@ fn normalise(members: Vec<(String, Value)>) -> Map<String, Value> {
     out
 }
 
+/// Where the program yep builds for a zot extension's `go run` is kept, in its package: added
+/// after the package is hashed, and pinned on its own (as a prebuilt binary is).
+pub const GO_BUILT: &str = ".yep-build/server";
+
+/// A zot extension's `go run`: the local package it builds and the program's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoRun {
+    pub package: String,
+    pub args: Vec<String>,
+}
+
+impl GoRun {
+    /// Build it from the extension's directory `root` into `out`, with the user's Go and its
+    /// settings (module proxy, caches), as `go run` would before each start.
+    pub fn build(&self, root: &Path, out: &Path) -> Result<(), String> {
+        let go = crate::launcher::on_path("go").ok_or("go is not on PATH")?;
+        if let Some(dir) = out.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        let out_text = out.to_string_lossy();
+        crate::launcher::run_logged(
+            &go,
+            &["build", "-o", &out_text, "--", &self.package],
+            root,
+            &[],
+            &out.with_extension("log"),
+        )
+        .map(drop)
+    }
+}
+
 /// Where a zot `exec` points.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Exec {
@@ -215,6 +246,26 @@ impl ZotManifest {
     /// Whether there is a process to run (a theme-only or skills-only bundle has none).
     pub fn spawns(&self) -> bool {
         self.exec.is_some()
+    }
+
+    /// Its `go run <local package> [args…]`, which yep builds once at install and then runs
+    /// as a program ([`GO_BUILT`]); `None` for any other `exec`, or a `go run` with build
+    /// flags or a package elsewhere, which runs as written.
+    pub fn go_run(&self) -> Option<GoRun> {
+        let exec = self.exec.as_deref()?;
+        if Path::new(exec).file_name()? != "go" {
+            return None;
+        }
+        let (run, rest) = self.args.split_first()?;
+        let (package, args) = rest.split_first()?;
+        let local = package == "." || package.starts_with("./");
+        if run != "run" || !local || !crate::fsutil::stays_inside(package) {
+            return None;
+        }
+        Some(GoRun {
+            package: package.clone(),
+            args: args.to_vec(),
+        })
     }
 
     /// Where `exec` points, for an extension installed in `dir`.

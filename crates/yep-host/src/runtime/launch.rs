@@ -222,6 +222,14 @@ pub fn installed(
             spec.command = resolve_exec(&spec.command, &dir).program();
         }
         let extension_json = crate::store::zot::ZotManifest::load(&dir).ok();
+        // Its `go run` was built at install: that program runs, pinned with the package.
+        let go_run = extension_json.as_ref().and_then(|m| m.go_run());
+        if let (Some(run), Some(built)) = (go_run, &entry.binary)
+            && built.path == crate::store::zot::GO_BUILT
+        {
+            spec.command = dir.join(&built.path).to_string_lossy().into_owned();
+            spec.args = run.args;
+        }
         // zot's own switch: one its manifest turns off never starts.
         if extension_json.as_ref().is_some_and(|m| !m.enabled) {
             return Err(LaunchError::ZotDisabled {
