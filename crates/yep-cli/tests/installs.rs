@@ -443,7 +443,7 @@ fn npm_and_uvx_resolve_pinned_servers_from_the_loopback_registry_alone() {
         asked.contains(&"/simple/mcp-server-time/".to_string()),
         "{asked:?}"
     );
-    // A package it does not mirror is not found, and nothing else was asked of anyone.
+    // A package it does not mirror is not found: nothing falls through to a real registry.
     let missing = user
         .command("npm")
         .args(["view", "left-pad", "version"])
