@@ -281,14 +281,24 @@ impl Profile {
         // A file its command line names (`python3 /srv/server.py`): what was approved runs.
         // Never the root, the home or a directory holding the home: a command line that
         // names one (`srv.py /root`) would open everything the profile keeps out.
+        let named: Vec<&Path> = place
+            .args
+            .iter()
+            .map(Path::new)
+            .filter(|p| p.is_absolute() && p.exists())
+            .collect();
         read.extend(
-            place
-                .args
+            named
                 .iter()
-                .map(Path::new)
-                .filter(|p| p.is_absolute() && p.exists() && !holds_home(p))
-                .map(Path::to_path_buf),
+                .filter(|p| !holds_home(p))
+                .map(|p| p.to_path_buf()),
         );
+        // The install the program, or a file its command line names (`node /x/node_modules/
+        // pkg/dist/index.js`), belongs to: a tree of modules or a venv is read whole.
+        let home = real_home();
+        for path in std::iter::once(place.program).chain(named) {
+            read.extend(install_roots(path, home.as_deref()));
+        }
         let mut write: Vec<PathBuf> = DEVICES_WRITE.iter().map(PathBuf::from).collect();
         write.extend(tools_write);
         write.push(place.tmp_dir.to_path_buf());
@@ -640,14 +650,97 @@ fn real_home() -> Option<PathBuf> {
 }
 
 /// The install root of a program: `…/bin/x` → `…`; a program beside its files → their
-/// directory. `None` for `/`.
+/// directory. `None` for `/`. Of a `cargo install` root (a cargo home: `/usr/local/cargo`),
+/// only `bin`: the rest holds the registry's credentials.
 fn prefix(program: &Path) -> Option<PathBuf> {
     let dir = program.parent()?;
     let root = match dir.file_name().and_then(|n| n.to_str()) {
+        Some("bin") if dir.parent().is_some_and(is_cargo_root) => dir,
         Some("bin" | "sbin" | "shims") => dir.parent().unwrap_or(dir),
         _ => dir,
     };
     (root != Path::new("/")).then(|| root.to_path_buf())
+}
+
+/// Whether `dir` is where `cargo install` puts programs (`dir/bin`), a cargo home above all.
+fn is_cargo_root(dir: &Path) -> bool {
+    [
+        ".crates.toml",
+        ".crates2.json",
+        "credentials.toml",
+        "credentials",
+    ]
+    .iter()
+    .any(|f| dir.join(f).is_file())
+}
+
+/// The install roots `path` belongs to by its layout, as given and with its links resolved:
+/// what a server started from it (or naming it) reads whole.
+/// - The outermost `node_modules` above it: Node loads a package's siblings from there
+///   (`node_modules/.bin/x` → `../pkg/dist/index.js` imports `@scope/sdk`), and a pnpm
+///   store nests inside it.
+/// - The venv above it (the directory with `pyvenv.cfg`: a virtualenv, a pipx or uv tool's
+///   venv), and the base interpreter's install it names (`home = …/bin`), when that holds
+///   a Python.
+///
+/// A `cargo install` root gives only its `bin` ([`prefix`]), and a Go binary its own
+/// directory ([`toolchain`]). Never one that [`may_open`] refuses.
+fn install_roots(path: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    let real = path.canonicalize().ok();
+    for p in std::iter::once(path).chain(real.as_deref()) {
+        if let Some(tree) = p
+            .ancestors()
+            .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+            .last()
+        {
+            roots.push(tree.to_path_buf());
+        }
+        if let Some(venv) = p
+            .ancestors()
+            .skip(1)
+            .find(|a| a.join("pyvenv.cfg").is_file())
+        {
+            roots.push(venv.to_path_buf());
+            roots.extend(venv_base(venv));
+        }
+    }
+    roots.sort();
+    roots.dedup();
+    roots.retain(|r| may_open(r, home));
+    roots
+}
+
+/// The install of the Python a venv was made from, by its `pyvenv.cfg`'s `home` (the
+/// interpreter's directory): `…/bin` → `…`. Only a directory that holds a Python: the file
+/// is the venv's, not the user's word.
+fn venv_base(venv: &Path) -> Option<PathBuf> {
+    let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
+    let dir = cfg.lines().find_map(|l| {
+        let (key, value) = l.split_once('=')?;
+        (key.trim() == "home").then(|| PathBuf::from(value.trim()))
+    })?;
+    let python = ["python3", "python"]
+        .iter()
+        .map(|p| dir.join(p))
+        .find(|p| dir.is_absolute() && p.is_file())?;
+    prefix(&python)
+}
+
+/// Whether a rule on `dir` keeps out what the profile keeps out: never the root, the home or
+/// a directory holding it (`home`, links resolved), a credentials directory or one that holds
+/// or is in one ([`CREDENTIALS`]), or a directory holding a yep home ([`protect`]).
+fn may_open(dir: &Path, home: Option<&Path>) -> bool {
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    if real == Path::new("/") || home.is_some_and(|h| h.starts_with(&real)) {
+        return false;
+    }
+    let near = |c: &Path| real.starts_with(c) || c.starts_with(&real);
+    if home.is_some_and(|h| CREDENTIALS.iter().any(|c| near(&h.join(c)))) {
+        return false;
+    }
+    let homes = PROTECTED.lock().unwrap_or_else(|p| p.into_inner());
+    !homes.iter().any(|h| h.starts_with(&real))
 }
 
 /// A toolchain's own directory in the home, by the variable that moves it and its usual place.
@@ -1595,6 +1688,132 @@ mod tests {
         );
         assert!(profile.read.iter().any(|p| p == Path::new("/usr/bin/env")));
         assert!(profile.read.iter().all(|p| !holds_home(p)), "{profile:?}");
+    }
+
+    /// `file` made, with its directories.
+    fn touch(file: &Path) {
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, "").unwrap();
+    }
+
+    #[test]
+    fn a_program_in_a_node_modules_tree_reads_the_whole_tree_through_its_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let tree = root.join("servers/node_modules");
+        let entry = tree.join("@mcp/server-x/dist/index.js");
+        touch(&entry);
+        touch(&tree.join("@mcp/sdk/server/stdio.js"));
+        touch(&root.join("servers/secret.txt"));
+        let bin = tree.join(".bin/mcp-server-x");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink("../@mcp/server-x/dist/index.js", &bin).unwrap();
+        let reads = |program: &Path, args: &[String]| {
+            let mut at = place(args, &root);
+            at.program = program;
+            Profile::default_for(&at).read
+        };
+        // Started by its bin, or by Node with the entry on its command line.
+        for read in [
+            reads(&bin, &[]),
+            reads(Path::new("/usr/bin/node"), &[entry.display().to_string()]),
+        ] {
+            assert!(read.contains(&tree), "{read:?}");
+            assert!(!read.iter().any(|r| r == &root.join("servers")), "{read:?}");
+        }
+        // A pnpm store nests in the tree: the outermost is read.
+        let nested = tree.join(".pnpm/a@1.0.0/node_modules/a/index.js");
+        touch(&nested);
+        assert_eq!(install_roots(&nested, None), std::slice::from_ref(&tree));
+        // A Go binary (or any program beside its files) reads its own directory.
+        let go = root.join("tools/srv");
+        touch(&go);
+        assert!(reads(&go, &[]).contains(&root.join("tools")));
+    }
+
+    #[test]
+    fn a_program_in_a_venv_reads_the_venv_and_the_python_it_was_made_from() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let home = root.join("home");
+        // A Python of uv's, and a uv tool's venv made from it, linked from `~/.local/bin`.
+        let python = home.join(".local/share/uv/python/cpython-3.12/bin/python3");
+        touch(&python);
+        let venv = home.join(".local/share/uv/tools/mcp-server-time");
+        let cfg = format!(
+            "home = {}\nversion = 3.12\n",
+            python.parent().unwrap().display()
+        );
+        touch(&venv.join("pyvenv.cfg"));
+        std::fs::write(venv.join("pyvenv.cfg"), cfg).unwrap();
+        touch(&venv.join("bin/mcp-server-time"));
+        let link = home.join(".local/bin/mcp-server-time");
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(venv.join("bin/mcp-server-time"), &link).unwrap();
+        let base = home.join(".local/share/uv/python/cpython-3.12");
+        assert_eq!(
+            install_roots(&link, Some(&home)),
+            [base.clone(), venv.clone()]
+        );
+        // A `home` that holds no Python names nothing.
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /nowhere/bin\n").unwrap();
+        assert_eq!(
+            install_roots(&link, Some(&home)),
+            std::slice::from_ref(&venv)
+        );
+        // Outside the home as well: a virtualenv beside a project.
+        let outside = root.join("srv/.venv");
+        touch(&outside.join("pyvenv.cfg"));
+        touch(&outside.join("lib/python3.12/site-packages/srv/__main__.py"));
+        assert_eq!(
+            install_roots(
+                &outside.join("lib/python3.12/site-packages/srv/__main__.py"),
+                None
+            ),
+            [outside]
+        );
+    }
+
+    #[test]
+    fn an_install_root_is_never_the_home_credentials_or_a_cargo_homes_credentials() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let home = root.join("home");
+        // A `pyvenv.cfg` planted in the home, or one naming a "Python" among credentials.
+        touch(&home.join("pyvenv.cfg"));
+        touch(&home.join("bin/srv"));
+        assert_eq!(
+            install_roots(&home.join("bin/srv"), Some(&home)),
+            Vec::<PathBuf>::new()
+        );
+        std::fs::remove_file(home.join("pyvenv.cfg")).unwrap();
+        touch(&home.join(".aws/bin/python3"));
+        let venv = root.join("venv");
+        touch(&venv.join("bin/srv"));
+        touch(&venv.join("pyvenv.cfg"));
+        let cfg = format!("home = {}\n", home.join(".aws/bin").display());
+        std::fs::write(venv.join("pyvenv.cfg"), cfg).unwrap();
+        assert_eq!(
+            install_roots(&venv.join("bin/srv"), Some(&home)),
+            std::slice::from_ref(&venv)
+        );
+        // A tree of modules inside a credentials directory.
+        let inside = home.join(".ssh/node_modules/x/index.js");
+        touch(&inside);
+        assert_eq!(install_roots(&inside, Some(&home)), Vec::<PathBuf>::new());
+        // `cargo install`'s root gives its `bin`, never the cargo home's credentials.
+        for marker in ["credentials.toml", ".crates.toml"] {
+            let cargo = root.join(format!("cargo-{marker}"));
+            touch(&cargo.join(marker));
+            touch(&cargo.join("bin/srv"));
+            assert_eq!(prefix(&cargo.join("bin/srv")), Some(cargo.join("bin")));
+            let mut at = place(&[], &root);
+            let program = cargo.join("bin/srv");
+            at.program = &program;
+            let read = Profile::default_for(&at).read;
+            assert!(!read.contains(&cargo), "{read:?}");
+            assert!(read.contains(&cargo.join("bin")), "{read:?}");
+        }
     }
 
     #[test]

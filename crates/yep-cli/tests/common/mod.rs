@@ -3,6 +3,7 @@
 
 pub mod claude;
 pub mod http;
+pub mod registry;
 pub mod zot;
 
 use std::path::Path;

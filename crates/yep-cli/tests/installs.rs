@@ -1,0 +1,453 @@
+//! Published MCP servers installed the way their READMEs say, outside the workspace, run
+//! contained with the default profile through the real binary, and every tool is called.
+//!
+//! They come from the loopback registry ([`common::registry`]), which serves the pinned
+//! versions `scripts/test` mirrors, into a user's home with a `~/.gitconfig` and an ordinary
+//! npm cache. The profile reads each one's install root: the `node_modules` tree a program
+//! lives in, the venv a script lives in (`docs/sandbox.md`, Toolchains).
+
+mod common;
+use common::registry::{GIT_EMAIL, GIT_NAME, Registry, UserHome};
+use common::{ok, text};
+use serde_json::{Value, json};
+
+/// The npm servers, pinned in `scripts/test`'s mirror.
+const NPM_SERVERS: &[&str] = &[
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    "@modelcontextprotocol/server-filesystem@2026.8.31",
+    "@modelcontextprotocol/server-memory@2026.8.31",
+];
+
+/// The PyPI servers, likewise.
+const PYPI_SERVERS: &[&str] = &["mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19"];
+
+/// `yep mcp add args…`, which must pin the server's tools.
+fn add(user: &UserHome, args: &[&str]) {
+    let mut all = vec!["mcp", "add"];
+    all.extend_from_slice(args);
+    let out = user.yep(&all, "");
+    assert!(
+        ok(&out).contains("tools pinned"),
+        "yep {all:?}\n{}",
+        text(&out.stderr)
+    );
+}
+
+/// A session's line for one call: its result's text, all parts joined; fails on an error.
+fn result_text(line: &Value) -> String {
+    let content = line["result"]["content"].as_array();
+    assert!(content.is_some(), "not a result: {line}");
+    content
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["text"].as_str().or(c["resource"]["text"].as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A session script calling `server`'s `calls` in order.
+fn calls(server: &str, calls: &[(&str, Value)]) -> String {
+    calls
+        .iter()
+        .map(|(tool, args)| format!("call mcp__{server}__{tool} {args}\n"))
+        .collect()
+}
+
+#[test]
+fn npm_servers_installed_locally_outside_the_workspace_run_contained_and_every_tool_answers() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    let ws = user.workspace();
+    // `npm install` in a directory of the home: what the issue found would not start.
+    let dir = user.home().join("mcp-servers");
+    user.npm_install(&dir, NPM_SERVERS);
+    let installed = registry.requests().len();
+    assert!(installed > 0, "npm reached the loopback registry");
+    let bin = |name: &str| dir.join("node_modules/.bin").join(name);
+    let memory_file = ws.join("memory.jsonl");
+    let memory_env = format!("MEMORY_FILE_PATH={}", memory_file.display());
+    // Its bin is a link into the tree; Node loads `@modelcontextprotocol/sdk` beside it.
+    add(
+        &user,
+        &[
+            "everything",
+            "--",
+            bin("mcp-server-everything").to_str().unwrap(),
+        ],
+    );
+    add(
+        &user,
+        &[
+            "files",
+            "--grant",
+            "workspace:write",
+            "--",
+            bin("mcp-server-filesystem").to_str().unwrap(),
+            ws.to_str().unwrap(),
+        ],
+    );
+    // Node given the package's entry on its command line (through `env`, for the memory
+    // file its README has users set): the tree is read as well.
+    let entry = dir.join("node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    add(
+        &user,
+        &[
+            "memory",
+            "--grant",
+            "workspace:write",
+            "--",
+            "env",
+            &memory_env,
+            "node",
+            entry.to_str().unwrap(),
+        ],
+    );
+
+    std::fs::write(ws.join("seed.txt"), "seeded\n").unwrap();
+    let path = |p: &str| ws.join(p).display().to_string();
+    let top = ws.display().to_string();
+    let tiny_gzip = "data:text/plain;base64,aGVsbG8=";
+    let mut script = calls(
+        "everything",
+        &[
+            ("echo", json!({"message": "contained"})),
+            ("get-annotated-message", json!({"messageType": "success"})),
+            ("get-env", json!({})),
+            ("get-resource-links", json!({"count": 2})),
+            ("get-resource-reference", json!({"resourceId": 1})),
+            ("get-structured-content", json!({"location": "New York"})),
+            ("get-sum", json!({"a": 2, "b": 3})),
+            ("get-tiny-image", json!({})),
+            (
+                "gzip-file-as-resource",
+                json!({"name": "x.gz", "data": tiny_gzip, "outputType": "resource"}),
+            ),
+            ("toggle-simulated-logging", json!({})),
+            ("toggle-subscriber-updates", json!({})),
+            (
+                "trigger-long-running-operation",
+                json!({"duration": 1, "steps": 2}),
+            ),
+            ("trigger-elicitation-request", json!({})),
+            (
+                "trigger-url-elicitation",
+                json!({"url": "https://example.org/auth"}),
+            ),
+            ("simulate-research-query", json!({"topic": "sandboxes"})),
+        ],
+    );
+    script += &calls(
+        "files",
+        &[
+            ("list_allowed_directories", json!({})),
+            ("read_file", json!({"path": path("seed.txt")})),
+            (
+                "read_text_file",
+                json!({"path": path("seed.txt"), "head": 1}),
+            ),
+            (
+                "write_file",
+                json!({"path": path("notes/a.txt"), "content": "x"}),
+            ),
+            ("create_directory", json!({"path": path("notes")})),
+            (
+                "write_file",
+                json!({"path": path("notes/a.txt"), "content": "one\n"}),
+            ),
+            (
+                "edit_file",
+                json!({"path": path("notes/a.txt"), "edits": [{"oldText": "one", "newText": "two"}]}),
+            ),
+            (
+                "read_multiple_files",
+                json!({"paths": [path("seed.txt"), path("notes/a.txt")]}),
+            ),
+            ("read_media_file", json!({"path": path("seed.txt")})),
+            ("list_directory", json!({"path": top})),
+            ("list_directory_with_sizes", json!({"path": top})),
+            ("directory_tree", json!({"path": path("notes")})),
+            (
+                "move_file",
+                json!({"source": path("notes/a.txt"), "destination": path("notes/b.txt")}),
+            ),
+            ("search_files", json!({"path": top, "pattern": "**/b.txt"})),
+            ("get_file_info", json!({"path": path("notes/b.txt")})),
+        ],
+    );
+    let entity = json!([{"name": "yep", "entityType": "project", "observations": ["runs contained"]},
+                        {"name": "ada", "entityType": "person", "observations": []}]);
+    script += &calls(
+        "memory",
+        &[
+            ("create_entities", json!({"entities": entity})),
+            (
+                "create_relations",
+                json!({"relations": [{"from": "ada", "to": "yep", "relationType": "uses"}]}),
+            ),
+            (
+                "add_observations",
+                json!({"observations": [{"entityName": "yep", "contents": ["pinned"]}]}),
+            ),
+            ("read_graph", json!({})),
+            ("search_nodes", json!({"query": "pinned"})),
+            ("open_nodes", json!({"names": ["ada"]})),
+            (
+                "delete_observations",
+                json!({"deletions": [{"entityName": "yep", "observations": ["pinned"]}]}),
+            ),
+            (
+                "delete_relations",
+                json!({"relations": [{"from": "ada", "to": "yep", "relationType": "uses"}]}),
+            ),
+            ("delete_entities", json!({"entityNames": ["ada"]})),
+        ],
+    );
+    script += "quit\n";
+    let lines: Vec<Value> = user
+        .session(&script)
+        .into_iter()
+        .filter(|l| l.get("update").is_none())
+        .collect();
+    let said = |i: usize| result_text(&lines[i]);
+    let all = || format!("{lines:#?}");
+    assert_eq!(lines.len(), 39, "{}", all());
+
+    // everything: each tool answered, from inside the sandbox.
+    assert_eq!(said(0), "Echo: contained");
+    assert!(said(1).contains("successfully"), "{}", all());
+    let env: Value = serde_json::from_str(&said(2)).unwrap();
+    assert_eq!(env["HOME"], json!(user.home()), "{}", all());
+    assert!(said(3).contains("2 resource links"), "{}", all());
+    assert!(said(4).contains("Resource 1"), "{}", all());
+    assert!(lines[5]["result"]["structuredContent"]["temperature"].is_number());
+    assert!(said(6).contains("is 5"), "{}", all());
+    assert!(
+        lines[7]["result"]["content"][1]["data"].is_string(),
+        "{}",
+        all()
+    );
+    assert!(lines[8]["result"]["content"][0]["resource"]["blob"].is_string());
+    assert!(said(9).contains("Started simulated"), "{}", all());
+    assert!(said(10).contains("Started simulated"), "{}", all());
+    assert!(said(11).contains("completed"), "{}", all());
+    // No one answers an elicitation in a scripted session; the server hears it cancelled.
+    assert!(said(12).contains("cancel"), "{}", all());
+    assert!(said(13).contains("cancel"), "{}", all());
+    // It needs a client that runs tasks: refused by the server, not the sandbox.
+    let research = lines[14]["error"].as_str().unwrap_or_default();
+    assert!(research.contains("task augmentation"), "{}", all());
+
+    // filesystem: reads the workspace, writes it as granted.
+    let files = 15;
+    assert!(said(files).contains(&top), "{}", all());
+    assert_eq!(said(files + 1).trim(), "seeded");
+    assert_eq!(said(files + 2).trim(), "seeded");
+    // Its parent does not exist yet: the server's own error.
+    assert!(lines[files + 3]["error"].is_string(), "{}", all());
+    assert!(
+        said(files + 4).contains("Successfully created"),
+        "{}",
+        all()
+    );
+    assert!(said(files + 5).contains("Successfully wrote"), "{}", all());
+    assert!(said(files + 6).contains("+two"), "{}", all());
+    assert!(said(files + 7).contains("two"), "{}", all());
+    assert!(
+        lines[files + 8]["result"]["content"][0].is_object(),
+        "{}",
+        all()
+    );
+    assert!(said(files + 9).contains("[FILE] seed.txt"), "{}", all());
+    assert!(said(files + 10).contains("seed.txt"), "{}", all());
+    assert!(said(files + 11).contains("a.txt"), "{}", all());
+    assert!(said(files + 12).contains("Successfully moved"), "{}", all());
+    assert!(said(files + 13).contains("b.txt"), "{}", all());
+    assert!(said(files + 14).contains("size"), "{}", all());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes/b.txt")).unwrap(),
+        "two\n"
+    );
+
+    // memory: its graph, kept where its user told it to.
+    let memory = files + 15;
+    for line in &lines[memory..] {
+        result_text(line);
+    }
+    assert!(said(memory + 3).contains("runs contained"), "{}", all());
+    assert!(said(memory + 4).contains("\"yep\""), "{}", all());
+    assert!(said(memory + 5).contains("\"ada\""), "{}", all());
+    let kept = std::fs::read_to_string(&memory_file).unwrap();
+    assert!(
+        kept.contains("runs contained") && !kept.contains("ada"),
+        "{kept}"
+    );
+
+    // Installed, they start and answer with no registry asked.
+    assert_eq!(
+        registry.requests().len(),
+        installed,
+        "{:?}",
+        registry.requests()
+    );
+}
+
+#[test]
+fn python_servers_installed_in_a_venv_run_contained_and_every_tool_answers() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    let ws = user.workspace();
+    // A venv in the home, made and filled as the servers' READMEs say.
+    let venv = user.home().join(".venvs/mcp");
+    user.venv_install(&venv, PYPI_SERVERS);
+    let installed = registry.requests().len();
+    assert!(installed > 0, "pip reached the loopback index");
+    // The workspace is a repository with one commit and a change.
+    common::git(&ws, &["init"]);
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    common::git(&ws, &["add", "a.txt"]);
+    common::git(&ws, &["commit", "-m", "first"]);
+    std::fs::write(ws.join("a.txt"), "one\ntwo\n").unwrap();
+    let script = |name: &str| venv.join("bin").join(name).display().to_string();
+    add(&user, &["time", "--", &script("mcp-server-time")]);
+    add(
+        &user,
+        &[
+            "git",
+            "--grant",
+            "workspace:write",
+            "--",
+            &script("mcp-server-git"),
+            "--repository",
+            ws.to_str().unwrap(),
+        ],
+    );
+
+    let repo = ws.to_str().unwrap();
+    let mut input = calls(
+        "time",
+        &[
+            ("get_current_time", json!({"timezone": "Europe/Berlin"})),
+            (
+                "convert_time",
+                json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+            ),
+        ],
+    );
+    input += &calls(
+        "git",
+        &[
+            ("git_status", json!({"repo_path": repo})),
+            ("git_diff_unstaged", json!({"repo_path": repo})),
+            ("git_add", json!({"repo_path": repo, "files": ["a.txt"]})),
+            ("git_diff_staged", json!({"repo_path": repo})),
+            ("git_reset", json!({"repo_path": repo})),
+            ("git_add", json!({"repo_path": repo, "files": ["a.txt"]})),
+            (
+                "git_commit",
+                json!({"repo_path": repo, "message": "second"}),
+            ),
+            ("git_diff", json!({"repo_path": repo, "target": "HEAD~1"})),
+            ("git_log", json!({"repo_path": repo, "max_count": 5})),
+            (
+                "git_create_branch",
+                json!({"repo_path": repo, "branch_name": "feature"}),
+            ),
+            (
+                "git_checkout",
+                json!({"repo_path": repo, "branch_name": "feature"}),
+            ),
+            ("git_show", json!({"repo_path": repo, "revision": "HEAD"})),
+            (
+                "git_branch",
+                json!({"repo_path": repo, "branch_type": "local"}),
+            ),
+        ],
+    );
+    input += "quit\n";
+    let lines = user.session(&input);
+    let said = |i: usize| result_text(&lines[i]);
+    let all = || format!("{lines:#?}");
+    assert_eq!(lines.len(), 15, "{}", all());
+
+    assert!(said(0).contains("Europe/Berlin"), "{}", all());
+    assert!(said(1).contains("21:00"), "{}", all());
+
+    let git = 2;
+    assert!(said(git).contains("a.txt"), "{}", all());
+    assert!(said(git + 1).contains("+two"), "{}", all());
+    assert!(said(git + 2).contains("staged"), "{}", all());
+    assert!(said(git + 3).contains("+two"), "{}", all());
+    assert!(said(git + 4).contains("reset"), "{}", all());
+    assert!(said(git + 5).contains("staged"), "{}", all());
+    assert!(said(git + 6).contains("committed"), "{}", all());
+    assert!(said(git + 7).contains("+two"), "{}", all());
+    // The commit is the user's: git read `~/.gitconfig` inside the sandbox.
+    assert!(
+        said(git + 8).contains(GIT_NAME) && said(git + 8).contains("second"),
+        "{}",
+        all()
+    );
+    assert!(said(git + 9).contains("feature"), "{}", all());
+    assert!(said(git + 10).contains("feature"), "{}", all());
+    assert!(said(git + 11).contains("second"), "{}", all());
+    assert!(said(git + 12).contains("feature"), "{}", all());
+    let author = common::git(&ws, &["log", "-1", "--format=%an <%ae>"]);
+    assert_eq!(author, format!("{GIT_NAME} <{GIT_EMAIL}>"));
+
+    assert_eq!(
+        registry.requests().len(),
+        installed,
+        "{:?}",
+        registry.requests()
+    );
+}
+
+/// The loopback registry answers npm and uv as the real ones do, from the mirror alone: what
+/// the launcher tests (`npx -y`, `uvx`) build on.
+#[test]
+fn npm_and_uvx_resolve_pinned_servers_from_the_loopback_registry_alone() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    let out = user
+        .command("npm")
+        .args([
+            "view",
+            "@modelcontextprotocol/server-memory@2026.8.31",
+            "dist.tarball",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ok(&out).trim(),
+        format!(
+            "{}@modelcontextprotocol/server-memory/-/server-memory-2026.8.31.tgz",
+            registry.url()
+        )
+    );
+    let out = user
+        .command("uvx")
+        .args(["--from", PYPI_SERVERS[0], "mcp-server-time", "--help"])
+        .output()
+        .unwrap();
+    assert!(
+        ok(&out).contains("--local-timezone"),
+        "{}",
+        text(&out.stderr)
+    );
+    let asked = registry.requests();
+    assert!(
+        asked.contains(&"/@modelcontextprotocol%2fserver-memory".to_string()),
+        "{asked:?}"
+    );
+    assert!(
+        asked.contains(&"/simple/mcp-server-time/".to_string()),
+        "{asked:?}"
+    );
+    // A package it does not mirror is not found: nothing falls through to a real registry.
+    let missing = user
+        .command("npm")
+        .args(["view", "left-pad", "version"])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+}
