@@ -53,56 +53,11 @@ fn calls(server: &str, calls: &[(&str, Value)]) -> String {
         .collect()
 }
 
-#[test]
-fn npm_servers_installed_locally_outside_the_workspace_run_contained_and_every_tool_answers() {
-    let registry = Registry::start();
-    let user = UserHome::new(Some(&registry));
+/// Every tool of the three npm servers, added as `everything`, `files` (the workspace, granted
+/// to write it) and `memory` (its graph in `memory_file`), called in one session, each
+/// answering as it does outside the sandbox.
+fn every_npm_tool_answers(user: &UserHome, memory_file: &std::path::Path) {
     let ws = user.workspace();
-    // `npm install` in a directory of the home: what the issue found would not start.
-    let dir = user.home().join("mcp-servers");
-    user.npm_install(&dir, NPM_SERVERS);
-    let installed = registry.requests().len();
-    assert!(installed > 0, "npm reached the loopback registry");
-    let bin = |name: &str| dir.join("node_modules/.bin").join(name);
-    let memory_file = ws.join("memory.jsonl");
-    let memory_env = format!("MEMORY_FILE_PATH={}", memory_file.display());
-    // Its bin is a link into the tree; Node loads `@modelcontextprotocol/sdk` beside it.
-    add(
-        &user,
-        &[
-            "everything",
-            "--",
-            bin("mcp-server-everything").to_str().unwrap(),
-        ],
-    );
-    add(
-        &user,
-        &[
-            "files",
-            "--grant",
-            "workspace:write",
-            "--",
-            bin("mcp-server-filesystem").to_str().unwrap(),
-            ws.to_str().unwrap(),
-        ],
-    );
-    // Node given the package's entry on its command line (through `env`, for the memory
-    // file its README has users set): the tree is read as well.
-    let entry = dir.join("node_modules/@modelcontextprotocol/server-memory/dist/index.js");
-    add(
-        &user,
-        &[
-            "memory",
-            "--grant",
-            "workspace:write",
-            "--",
-            "env",
-            &memory_env,
-            "node",
-            entry.to_str().unwrap(),
-        ],
-    );
-
     std::fs::write(ws.join("seed.txt"), "seeded\n").unwrap();
     let path = |p: &str| ws.join(p).display().to_string();
     let top = ws.display().to_string();
@@ -281,6 +236,59 @@ fn npm_servers_installed_locally_outside_the_workspace_run_contained_and_every_t
         kept.contains("runs contained") && !kept.contains("ada"),
         "{kept}"
     );
+}
+
+#[test]
+fn npm_servers_installed_locally_outside_the_workspace_run_contained_and_every_tool_answers() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    let ws = user.workspace();
+    // `npm install` in a directory of the home: what the issue found would not start.
+    let dir = user.home().join("mcp-servers");
+    user.npm_install(&dir, NPM_SERVERS);
+    let installed = registry.requests().len();
+    assert!(installed > 0, "npm reached the loopback registry");
+    let bin = |name: &str| dir.join("node_modules/.bin").join(name);
+    let memory_file = ws.join("memory.jsonl");
+    let memory_env = format!("MEMORY_FILE_PATH={}", memory_file.display());
+    // Its bin is a link into the tree; Node loads `@modelcontextprotocol/sdk` beside it.
+    add(
+        &user,
+        &[
+            "everything",
+            "--",
+            bin("mcp-server-everything").to_str().unwrap(),
+        ],
+    );
+    add(
+        &user,
+        &[
+            "files",
+            "--grant",
+            "workspace:write",
+            "--",
+            bin("mcp-server-filesystem").to_str().unwrap(),
+            ws.to_str().unwrap(),
+        ],
+    );
+    // Node given the package's entry on its command line (through `env`, for the memory
+    // file its README has users set): the tree is read as well.
+    let entry = dir.join("node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    add(
+        &user,
+        &[
+            "memory",
+            "--grant",
+            "workspace:write",
+            "--",
+            "env",
+            &memory_env,
+            "node",
+            entry.to_str().unwrap(),
+        ],
+    );
+
+    every_npm_tool_answers(&user, &memory_file);
 
     // Installed, they start and answer with no registry asked.
     assert_eq!(
@@ -291,37 +299,20 @@ fn npm_servers_installed_locally_outside_the_workspace_run_contained_and_every_t
     );
 }
 
-#[test]
-fn python_servers_installed_in_a_venv_run_contained_and_every_tool_answers() {
-    let registry = Registry::start();
-    let user = UserHome::new(Some(&registry));
-    let ws = user.workspace();
-    // A venv in the home, made and filled as the servers' READMEs say.
-    let venv = user.home().join(".venvs/mcp");
-    user.venv_install(&venv, PYPI_SERVERS);
-    let installed = registry.requests().len();
-    assert!(installed > 0, "pip reached the loopback index");
-    // The workspace is a repository with one commit and a change.
-    common::git(&ws, &["init"]);
+/// Make the workspace a repository with one commit and a change.
+fn repository(ws: &std::path::Path) {
+    common::git(ws, &["init"]);
     std::fs::write(ws.join("a.txt"), "one\n").unwrap();
-    common::git(&ws, &["add", "a.txt"]);
-    common::git(&ws, &["commit", "-m", "first"]);
+    common::git(ws, &["add", "a.txt"]);
+    common::git(ws, &["commit", "-m", "first"]);
     std::fs::write(ws.join("a.txt"), "one\ntwo\n").unwrap();
-    let script = |name: &str| venv.join("bin").join(name).display().to_string();
-    add(&user, &["time", "--", &script("mcp-server-time")]);
-    add(
-        &user,
-        &[
-            "git",
-            "--grant",
-            "workspace:write",
-            "--",
-            &script("mcp-server-git"),
-            "--repository",
-            ws.to_str().unwrap(),
-        ],
-    );
+}
 
+/// Every tool of the two PyPI servers, added as `time` and `git` (on the workspace, a
+/// repository with one commit and a change, granted to write it), called in one session; the
+/// commit git makes is the user's, from `~/.gitconfig`.
+fn every_python_tool_answers(user: &UserHome) {
+    let ws = user.workspace();
     let repo = ws.to_str().unwrap();
     let mut input = calls(
         "time",
@@ -393,6 +384,35 @@ fn python_servers_installed_in_a_venv_run_contained_and_every_tool_answers() {
     assert!(said(git + 12).contains("feature"), "{}", all());
     let author = common::git(&ws, &["log", "-1", "--format=%an <%ae>"]);
     assert_eq!(author, format!("{GIT_NAME} <{GIT_EMAIL}>"));
+}
+
+#[test]
+fn python_servers_installed_in_a_venv_run_contained_and_every_tool_answers() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    let ws = user.workspace();
+    // A venv in the home, made and filled as the servers' READMEs say.
+    let venv = user.home().join(".venvs/mcp");
+    user.venv_install(&venv, PYPI_SERVERS);
+    let installed = registry.requests().len();
+    assert!(installed > 0, "pip reached the loopback index");
+    repository(&ws);
+    let script = |name: &str| venv.join("bin").join(name).display().to_string();
+    add(&user, &["time", "--", &script("mcp-server-time")]);
+    add(
+        &user,
+        &[
+            "git",
+            "--grant",
+            "workspace:write",
+            "--",
+            &script("mcp-server-git"),
+            "--repository",
+            ws.to_str().unwrap(),
+        ],
+    );
+
+    every_python_tool_answers(&user);
 
     assert_eq!(
         registry.requests().len(),
@@ -450,4 +470,303 @@ fn npm_and_uvx_resolve_pinned_servers_from_the_loopback_registry_alone() {
         .output()
         .unwrap();
     assert!(!missing.status.success());
+}
+
+/// The lock's record of the package yep installed for server `name`'s launcher.
+fn pinned_install(user: &UserHome, name: &str) -> toml::Value {
+    let lock: toml::Value =
+        toml::from_str(&std::fs::read_to_string(user.yep_home().join("extensions.lock")).unwrap())
+            .unwrap();
+    lock["mcp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"].as_str() == Some(name))
+        .and_then(|p| p.get("install"))
+        .unwrap_or_else(|| panic!("no install pinned for {name}: {lock:#?}"))
+        .clone()
+}
+
+/// A mirrored npm package version's document, as the registry serves it.
+fn npm_document(package: &str, version: &str) -> Value {
+    let path = std::path::PathBuf::from(std::env::var_os("YEP_PEERS").unwrap())
+        .join("mirror/npm")
+        .join(package)
+        .join(format!("{version}.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The servers READMEs start with `npx -y`, added as written: yep installs each once into its
+/// home with npm (a cold cache, then a warm one), pins the version and the registry's
+/// integrity in the lock, and starts the installed program directly, contained and offline.
+#[test]
+fn npx_servers_are_installed_pinned_once_and_start_offline_with_every_tool() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    let ws = user.workspace();
+    let memory_file = ws.join("memory.jsonl");
+    let memory_env = format!("MEMORY_FILE_PATH={}", memory_file.display());
+    let ws_text = ws.to_str().unwrap();
+    let added = user.yep(
+        &[
+            "mcp",
+            "add",
+            "everything",
+            "--",
+            "npx",
+            "-y",
+            NPM_SERVERS[0],
+        ],
+        "",
+    );
+    let said = ok(&added);
+    assert!(
+        said.contains("added MCP server everything (15 tools pinned)")
+            && said.contains(
+                "installed @modelcontextprotocol/server-everything 2026.8.31 from npm (sha512-"
+            )
+            && said.contains("runs offline from"),
+        "{said}\n{}",
+        text(&added.stderr)
+    );
+    // The cache is warm now: the next ones install from it.
+    add(
+        &user,
+        &[
+            "files",
+            "--grant",
+            "workspace:write",
+            "--",
+            "npx",
+            "-y",
+            NPM_SERVERS[1],
+            ws_text,
+        ],
+    );
+    add(
+        &user,
+        &[
+            "memory",
+            "--env",
+            &memory_env,
+            "--grant",
+            "workspace:write",
+            "--",
+            "npx",
+            "--yes",
+            NPM_SERVERS[2],
+        ],
+    );
+    // The lock holds each one's exact version and the registry's integrity for it.
+    for (name, package) in [
+        ("everything", "@modelcontextprotocol/server-everything"),
+        ("files", "@modelcontextprotocol/server-filesystem"),
+        ("memory", "@modelcontextprotocol/server-memory"),
+    ] {
+        let pin = pinned_install(&user, name);
+        let doc = npm_document(package, "2026.8.31");
+        assert_eq!(pin["package"].as_str(), Some(package));
+        assert_eq!(pin["version"].as_str(), Some("2026.8.31"));
+        assert_eq!(pin["integrity"].as_str(), doc["dist"]["integrity"].as_str());
+        assert!(pin["packages"].as_integer().unwrap() > 10, "{pin:#?}");
+    }
+    // The environment value is kept as a secret is: never in settings.toml nor `list`.
+    let settings = std::fs::read_to_string(user.yep_home().join("settings.toml")).unwrap();
+    assert!(!settings.contains("memory.jsonl"), "{settings}");
+    let listed = ok(&user.yep(&["mcp", "list"], ""));
+    assert!(
+        !listed.contains("memory.jsonl")
+            && listed.contains("package: @modelcontextprotocol/server-memory 2026.8.31 from npm"),
+        "{listed}"
+    );
+    let installed = registry.requests().len();
+    every_npm_tool_answers(&user, &memory_file);
+    // Started with no package manager in the way: the registry was not asked again.
+    assert_eq!(
+        registry.requests().len(),
+        installed,
+        "{:?}",
+        registry.requests()
+    );
+}
+
+/// `uvx` servers likewise: installed once into a venv of the home with pip, pinned by the
+/// wheel's hash, and started from the venv; git reads the user's `~/.gitconfig` in the sandbox.
+#[test]
+fn uvx_servers_are_installed_pinned_once_and_start_offline_with_every_tool() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    let ws = user.workspace();
+    repository(&ws);
+    add(&user, &["time", "--", "uvx", "mcp-server-time@2026.10.19"]);
+    add(
+        &user,
+        &[
+            "git",
+            "--grant",
+            "workspace:write",
+            "--",
+            "uvx",
+            "--from",
+            PYPI_SERVERS[1],
+            "mcp-server-git",
+            "--repository",
+            ws.to_str().unwrap(),
+        ],
+    );
+    for (name, package) in [("time", "mcp-server-time"), ("git", "mcp-server-git")] {
+        let pin = pinned_install(&user, name);
+        assert_eq!(pin["ecosystem"].as_str(), Some("pypi"));
+        assert_eq!(pin["package"].as_str(), Some(package));
+        assert_eq!(pin["version"].as_str(), Some("2026.10.19"));
+        let wheel = std::fs::read_dir(
+            std::path::PathBuf::from(std::env::var_os("YEP_PEERS").unwrap()).join("mirror/pypi"),
+        )
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{}-2026.10.19", package.replace('-', "_")))
+        })
+        .unwrap();
+        let digest = sha256_hex(&std::fs::read(wheel.path()).unwrap());
+        assert_eq!(
+            pin["integrity"].as_str(),
+            Some(format!("sha256:{digest}").as_str())
+        );
+    }
+    let installed = registry.requests().len();
+    every_python_tool_answers(&user);
+    assert_eq!(
+        registry.requests().len(),
+        installed,
+        "{:?}",
+        registry.requests()
+    );
+}
+
+/// SHA-256 of `bytes`, hex.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A pinned install whose files changed does not start, and says how to fix it; `yep update`
+/// installs it again, showing the version it resolves to, and it starts again.
+#[test]
+fn a_pinned_install_changed_on_disk_does_not_start_until_yep_update_installs_it_again() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    add(&user, &["memory", "--", "npx", "-y", NPM_SERVERS[2]]);
+    let dir = user
+        .yep_home()
+        .join(pinned_install(&user, "memory")["dir"].as_str().unwrap());
+    let entry = dir.join("node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    let mut code = std::fs::read_to_string(&entry).unwrap();
+    code.push_str("\n// planted\n");
+    std::fs::write(&entry, code).unwrap();
+    let script = "call mcp__memory__read_graph {}\nquit\n";
+    let out = user.yep(&["session", "--json"], script);
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("the installed files of @modelcontextprotocol/server-memory 2026.8.31 changed since it was approved")
+            && said.contains("`yep update memory` installs it again")
+            && said.contains("no tool named `mcp__memory__read_graph`"),
+        "{said}"
+    );
+    let listed = ok(&user.yep(&["mcp", "list"], ""));
+    assert!(listed.contains("changed since it was approved"), "{listed}");
+    let updated = user.yep(&["update", "memory", "--yes"], "");
+    assert!(
+        ok(&updated).contains("@modelcontextprotocol/server-memory 2026.8.31 is what"),
+        "{}",
+        text(&updated.stderr)
+    );
+    let lines = user.session(script);
+    assert!(result_text(&lines[0]).contains("entities"), "{lines:?}");
+    // The changed copy is gone with its pin.
+    assert!(!dir.exists());
+}
+
+/// `yep mcp add` of a server that cannot be installed or started exits 1 with the reason and
+/// keeps nothing; `--keep` keeps it, unapproved.
+#[test]
+fn a_server_that_cannot_start_is_not_added_unless_kept() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    let missing = user.yep(
+        &[
+            "mcp",
+            "add",
+            "nope",
+            "--",
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-nowhere@1.0.0",
+        ],
+        "",
+    );
+    assert_eq!(missing.status.code(), Some(1));
+    let said = text(&missing.stderr);
+    assert!(
+        said.contains("not added: MCP server nope could not start and list its tools: npm could not install @modelcontextprotocol/server-nowhere@1.0.0"),
+        "{said}"
+    );
+    let dead = user.yep(&["mcp", "add", "dead", "--", "false"], "");
+    assert_eq!(dead.status.code(), Some(1));
+    let said = text(&dead.stderr);
+    assert!(
+        said.contains("not added: MCP server dead could not start")
+            && said.contains("`yep logs dead`")
+            && said.contains("`--keep` adds it anyway"),
+        "{said}"
+    );
+    let listed = ok(&user.yep(&["mcp", "list"], ""));
+    assert!(
+        !listed.contains("nope") && !listed.contains("dead"),
+        "{listed}"
+    );
+    assert!(!user.yep_home().join("installs/mcp.nope").exists());
+    let kept = user.yep(&["mcp", "add", "dead", "--keep", "--", "false"], "");
+    assert!(ok(&kept).contains("added MCP server dead (not approved yet)"));
+    let listed = ok(&user.yep(&["mcp", "list"], ""));
+    assert!(listed.contains("dead"), "{listed}");
+}
+
+/// `--as-written` keeps the launcher: nothing is installed, the lock says so, and what the
+/// launcher reaches (its registry, its cache) is named.
+#[test]
+fn as_written_keeps_the_launcher_and_names_what_it_reaches() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    let out = user.yep(
+        &[
+            "mcp",
+            "add",
+            "memory",
+            "--as-written",
+            "--",
+            "npx",
+            "-y",
+            NPM_SERVERS[2],
+        ],
+        "",
+    );
+    let said = ok(&out);
+    let port = registry.url();
+    let port = port.trim_start_matches("http://").trim_end_matches('/');
+    assert!(
+        said.contains("runs `npx` as written: it fetches @modelcontextprotocol/server-memory@2026.8.31 at each cold start from")
+            && said.contains(port)
+            && said.contains("~/.npm"),
+        "{said}\n{}",
+        text(&out.stderr)
+    );
+    assert!(!user.yep_home().join("installs").join("mcp.memory").exists());
+    let listed = ok(&user.yep(&["mcp", "list"], ""));
+    assert!(listed.contains("fetched by its launcher"), "{listed}");
 }

@@ -323,6 +323,8 @@ pub fn install(
     );
     let dir = parent.join(&id);
     std::fs::create_dir(&dir).map_err(io(format!("cannot create {}", dir.display())))?;
+    // Until an approval records it ([`approved`]), another approval's [`prune`] leaves it be.
+    let _ = std::fs::write(parent.join(format!("{id}.unapproved")), b"");
     let _step = progress.step(format!(
         "installing {} with {}",
         launched.spec,
@@ -344,6 +346,9 @@ pub fn install(
     });
     if result.is_err() {
         let _ = crate::fsutil::remove_tree(&dir);
+        let _ = std::fs::remove_file(parent.join(format!("{id}.unapproved")));
+        // The server's directory too, when this was its only install.
+        let _ = std::fs::remove_dir(&parent);
     }
     result
 }
@@ -810,6 +815,24 @@ pub fn needs(launched: &Launched) -> crate::grants::SandboxGrants {
     }
 }
 
+/// The registry settings of yep's environment a launcher kept as written is given (the
+/// sandbox passes none of the user's variables by default): which registry or index it asks.
+pub fn registry_env(launched: &Launched) -> Vec<(String, String)> {
+    let names: &[&str] = match launched.ecosystem {
+        Ecosystem::Npm => &["npm_config_registry", "NPM_CONFIG_REGISTRY"],
+        Ecosystem::Pypi => &[
+            "UV_DEFAULT_INDEX",
+            "UV_INDEX_URL",
+            "PIP_INDEX_URL",
+            "PIP_EXTRA_INDEX_URL",
+        ],
+    };
+    names
+        .iter()
+        .filter_map(|n| Some((n.to_string(), std::env::var(n).ok()?)))
+        .collect()
+}
+
 /// `host` or `host:port` of an http(s) URL.
 fn host_of(url: &str) -> Option<String> {
     let rest = url
@@ -820,25 +843,40 @@ fn host_of(url: &str) -> Option<String> {
     (!authority.is_empty()).then(|| authority.to_ascii_lowercase())
 }
 
+/// Mark the install in `dir` (relative to the home) approved: [`prune`] may now take it
+/// when it is replaced.
+pub fn approved(home: &Home, dir: &str) {
+    let _ = std::fs::remove_file(home.root.join(format!("{dir}.unapproved")));
+}
+
 /// Remove the installs of server `stem` that none of `keep` (directories relative to the
-/// home) is, and that are not being made right now (younger than a few minutes).
+/// home) is: each one replaced, and any left by an install that never finished. One being
+/// made or approved right now (marked unapproved, for less than an hour) is left be.
 pub fn prune(home: &Home, stem: &str, keep: &[&str]) {
     let parent = installs_dir(home, stem);
     let Ok(entries) = std::fs::read_dir(&parent) else {
         return;
     };
     for entry in entries.flatten() {
-        let rel = format!("installs/{stem}/{}", entry.file_name().to_string_lossy());
-        let young = entry
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".unapproved") || name.ends_with(".log") {
+            continue;
+        }
+        if keep.contains(&format!("installs/{stem}/{name}").as_str()) {
+            continue;
+        }
+        let marker = parent.join(format!("{name}.unapproved"));
+        let pending = marker
             .metadata()
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.elapsed().ok())
-            .is_none_or(|age| age < std::time::Duration::from_secs(600));
-        if keep.contains(&rel.as_str()) || young {
+            .is_some_and(|age| age < std::time::Duration::from_secs(3600));
+        if pending {
             continue;
         }
         let _ = crate::fsutil::remove_tree(&entry.path());
+        let _ = std::fs::remove_file(marker);
     }
 }
 

@@ -707,7 +707,10 @@ pub fn launch(
         match package {
             Package {
                 as_written: true, ..
-            } => needs = launcher::needs(&launched),
+            } => {
+                needs = launcher::needs(&launched);
+                env.extend(launcher::registry_env(&launched));
+            }
             Package {
                 install: Some(install),
                 ..
@@ -882,7 +885,12 @@ impl Staged {
     /// Remove what this staging installed, when nothing approved it.
     pub fn discard(self, home: &Home) {
         if let (true, Some(install)) = (self.fresh, &self.install) {
-            let _ = crate::store::fsutil::remove_tree(&install.path(home));
+            let dir = install.path(home);
+            let _ = crate::store::fsutil::remove_tree(&dir);
+            let _ = std::fs::remove_file(dir.with_extension("unapproved"));
+            if let Some(parent) = dir.parent() {
+                let _ = std::fs::remove_dir(parent);
+            }
         }
     }
 }
@@ -1043,6 +1051,9 @@ pub fn record(
         tools,
     )?;
     let keep: Vec<&str> = staged.install.iter().map(|i| i.dir.as_str()).collect();
+    for dir in &keep {
+        launcher::approved(home, dir);
+    }
     launcher::prune(home, &log_stem(&source.name, &source.origin), &keep);
     Ok(pin)
 }
