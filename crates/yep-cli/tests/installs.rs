@@ -231,7 +231,7 @@ fn every_npm_tool_answers(user: &UserHome, memory_file: &std::path::Path) {
     assert!(said(memory + 3).contains("runs contained"), "{}", all());
     assert!(said(memory + 4).contains("\"yep\""), "{}", all());
     assert!(said(memory + 5).contains("\"ada\""), "{}", all());
-    let kept = std::fs::read_to_string(&memory_file).unwrap();
+    let kept = std::fs::read_to_string(memory_file).unwrap();
     assert!(
         kept.contains("runs contained") && !kept.contains("ada"),
         "{kept}"
