@@ -770,3 +770,50 @@ fn as_written_keeps_the_launcher_and_names_what_it_reaches() {
     let listed = ok(&user.yep(&["mcp", "list"], ""));
     assert!(listed.contains("fetched by its launcher"), "{listed}");
 }
+
+/// A workspace's `.mcp.json` that starts its server with `npx -y`, and a Claude Code plugin
+/// whose `.mcp.json` does: each approval (`yep trust`, `yep install`) installs the package
+/// pinned, and a session starts it from the install, offline.
+#[test]
+fn workspace_and_plugin_npx_servers_are_installed_pinned_when_approved() {
+    let registry = Registry::start();
+    let user = UserHome::new(Some(&registry));
+    let ws = user.workspace();
+    let server = json!({"command": "npx", "args": ["-y", NPM_SERVERS[2]]});
+    std::fs::write(
+        ws.join(".mcp.json"),
+        json!({"mcpServers": {"mem": server}}).to_string(),
+    )
+    .unwrap();
+    let trusted = user.yep(&["trust", "mem", "--yes"], "");
+    let said = text(&trusted.stderr);
+    assert!(
+        said.contains("installed @modelcontextprotocol/server-memory 2026.8.31 from npm"),
+        "{said}\n{}",
+        text(&trusted.stdout)
+    );
+    ok(&trusted);
+    let plugin = user.home().join("plugins/p");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "p"}"#,
+    )
+    .unwrap();
+    std::fs::write(plugin.join(".mcp.json"), json!({"mem": server}).to_string()).unwrap();
+    let installed = user.yep(&["install", plugin.to_str().unwrap(), "--yes"], "");
+    let said = ok(&installed);
+    assert!(
+        said.contains("pinned 9 tools of MCP server p__mem")
+            && said.contains("installed @modelcontextprotocol/server-memory 2026.8.31 from npm"),
+        "{said}\n{}",
+        text(&installed.stderr)
+    );
+    ok(&user.yep(&["enable", "p"], ""));
+    let asked = registry.requests().len();
+    let lines =
+        user.session("call mcp__mem__read_graph {}\ncall mcp__p__mem__read_graph {}\nquit\n");
+    assert!(result_text(&lines[0]).contains("entities"), "{lines:?}");
+    assert!(result_text(&lines[1]).contains("entities"), "{lines:?}");
+    assert_eq!(registry.requests().len(), asked);
+}

@@ -1118,7 +1118,10 @@ fn zots_own_examples_run_contained_go_run_included() {
     let todo = examples.join("todo");
     let installed = run(&["install", todo.to_str().unwrap(), "--yes"], "");
     let said = text(&installed.stderr);
-    assert!(said.contains("installing builds its `go run .` once with `go build`"), "{said}");
+    assert!(
+        said.contains("installing builds its `go run .` once with `go build`"),
+        "{said}"
+    );
     ok(&installed);
     ok(&run(&["enable", "todo-panel"], ""));
     let listed = ok(&run(&["list"], ""));
