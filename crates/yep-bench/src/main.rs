@@ -3,6 +3,7 @@
 //! `cargo run --release -p yep-bench` prints a table; `-- --json` prints one object per figure
 //! plus the derived ratios and whether each target holds.
 
+mod launchers;
 mod rmcp_bench;
 mod shared;
 mod stats;
@@ -118,6 +119,9 @@ impl Report {
 }
 
 fn main() -> anyhow::Result<()> {
+    if std::env::args().any(|a| a == launchers::CHILD_FLAG) {
+        return launchers::child();
+    }
     let json_out = std::env::args().any(|a| a == "--json");
     // Only the `yep mcp serve` figures, for working on the bridge (the ratios of the rest
     // are then missing).
@@ -128,6 +132,8 @@ fn main() -> anyhow::Result<()> {
     let shared_only = std::env::args().any(|a| a == "--shared-only");
     // Only the yep round trips and throughput, for working on the call path (or profiling it).
     let calls_only = std::env::args().any(|a| a == "--calls-only");
+    // Only the package launchers' figures (section 11).
+    let launchers_only = std::env::args().any(|a| a == "--launchers-only");
     let args: Vec<String> = std::env::args().collect();
     // One figure in a loop for about ten seconds, for a profiler to watch: `rtt` (200 B, one
     // in flight) or `throughput` (64 in flight).
@@ -176,6 +182,10 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     rt.block_on(async {
+        if launchers_only {
+            r.probe("launchers")?;
+            return launchers::launchers(&mut r, &scratch);
+        }
         if bridge_only {
             r.probe("bridge")?;
             return bridge(&mut r, &echo, &rmcp_server, &scratch).await;
@@ -438,12 +448,16 @@ fn main() -> anyhow::Result<()> {
 
     // 6. The same decision from a process spawned per event.
     let part = mcp_only
+        || launchers_only
         || bridge_only
         || shared_only
         || calls_only
         || profile.is_some()
         || ab_echo.is_some();
     if !part {
+        // 11. Package launchers pinned (a child of its own, with its own home).
+        r.probe("launchers")?;
+        launchers::launchers(&mut r, &scratch)?;
         r.probe("spawned hooks")?;
         r.latency(
             "spawn_hook_bash",
@@ -868,6 +882,40 @@ fn ratios(r: &Report, noisy: bool) -> Value {
         sandbox_rtt_us,
         "< 1 µs (noisy)",
         sandbox_rtt_us < 1.0,
+    );
+    let pinned = r.p50("launcher_start_pinned_sandboxed");
+    let pinned_off = pinned / r.p50("launcher_start_pinned_unsandboxed");
+    let npx_pinned = r.p50("launcher_start_npx_warm") / pinned;
+    let add_warm_s = r.p50("launcher_add_warm") / 1e6;
+    t.timed(
+        "launcher_start_pinned_sandboxed_p50 / launcher_start_pinned_unsandboxed_p50",
+        &[
+            "launcher_start_pinned_sandboxed",
+            "launcher_start_pinned_unsandboxed",
+        ],
+        pinned_off,
+        "<= 1.3",
+        pinned_off <= 1.3,
+    );
+    t.timed(
+        "launcher_start_npx_warm_p50 / launcher_start_pinned_sandboxed_p50",
+        &["launcher_start_npx_warm", "launcher_start_pinned_sandboxed"],
+        npx_pinned,
+        ">= 10",
+        npx_pinned >= 10.0,
+    );
+    t.timed(
+        "launcher_add_warm_p50_s",
+        &["launcher_add_warm"],
+        add_warm_s,
+        "<= 10 s",
+        add_warm_s <= 10.0,
+    );
+    t.reported(
+        "launcher_add_cold_s",
+        &["launcher_add_cold"],
+        r.p50("launcher_add_cold") / 1e6,
+        "(reported: bounded by the download)",
     );
     t.timed(
         "cold_start_python_p50 / bare_start_python_p50",

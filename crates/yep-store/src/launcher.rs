@@ -635,7 +635,6 @@ fn install_pypi(dir: &Path, launched: &Launched) -> Result<Installed, InstallErr
 /// when the registry has none or cannot be asked.
 #[cfg(feature = "fetch")]
 fn provenance(npm: &Path, dir: &Path, package: &str, version: &str) -> Option<Provenance> {
-    use base64::Engine as _;
     let spec = format!("{package}@{version}");
     let said = run(
         npm,
@@ -656,7 +655,14 @@ fn provenance(npm: &Path, dir: &Path, package: &str, version: &str) -> Option<Pr
         return None;
     }
     let body = crate::fetch::http_get_limited(&url, &spec, 4 << 20, &Default::default()).ok()?;
-    let doc: serde_json::Value = serde_json::from_slice(&body).ok()?;
+    provenance_of(&serde_json::from_slice(&body).ok()?)
+}
+
+/// What an npm attestations document (`{"attestations": [{predicateType, bundle}]}`) says
+/// built the package: its SLSA provenance statement's workflow.
+#[cfg(feature = "fetch")]
+fn provenance_of(doc: &serde_json::Value) -> Option<Provenance> {
+    use base64::Engine as _;
     let attestation = doc["attestations"].as_array()?.iter().find(|a| {
         a["predicateType"]
             .as_str()
@@ -957,6 +963,37 @@ mod tests {
         assert_eq!(
             parsed("pipx run pkg>=2 x"),
             Some((s("pkg"), s("pkg>=2"), None, vec![s("x")]))
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "fetch")]
+    fn an_attestation_reads_as_the_repository_and_workflow_that_built_it() {
+        use base64::Engine as _;
+        let statement = serde_json::json!({
+            "predicate": {"buildDefinition": {"externalParameters": {"workflow": {
+                "repository": "https://github.com/modelcontextprotocol/servers",
+                "path": ".github/workflows/release.yml",
+                "ref": "refs/tags/2026.8.31"
+            }}}}
+        });
+        let payload = base64::engine::general_purpose::STANDARD.encode(statement.to_string());
+        let doc = serde_json::json!({"attestations": [
+            {"predicateType": "https://github.com/npm/attestation/tree/main/specs/publish/v0.1",
+             "bundle": {"dsseEnvelope": {"payload": "e30="}}},
+            {"predicateType": "https://slsa.dev/provenance/v1",
+             "bundle": {"dsseEnvelope": {"payload": payload}}}
+        ]});
+        assert_eq!(
+            provenance_of(&doc),
+            Some(Provenance {
+                repository: "https://github.com/modelcontextprotocol/servers".into(),
+                workflow: Some(".github/workflows/release.yml at refs/tags/2026.8.31".into()),
+            })
+        );
+        assert_eq!(
+            provenance_of(&serde_json::json!({"attestations": []})),
+            None
         );
     }
 
