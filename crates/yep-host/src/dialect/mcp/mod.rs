@@ -770,6 +770,9 @@ impl Client {
                             client.events.tools_changed(&client.extension);
                             tracing::warn!(extension = %client.extension, "its tool list after list_changed is refused: {cap}")
                         }
+                        // A server gone (stopped, or its exit reported where it happened):
+                        // nothing left to list.
+                        Ok(Err(_)) if peer.is_transport_closed() => break,
                         Ok(Err(e)) => {
                             tracing::warn!(extension = %client.extension, "{e} after list_changed")
                         }
