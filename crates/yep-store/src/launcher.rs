@@ -409,6 +409,16 @@ pub(crate) fn run_logged(
     Err(crate::text::escape_controls(tail.trim()).into_owned())
 }
 
+/// Whether a version or hash from a registry is plain text (letters, digits, `.+-_:/=`), as
+/// every real one is: anything else is refused before it is recorded or shown.
+fn plain(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 256
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+-:/=".contains(&b))
+}
+
 /// `name` found on `PATH`.
 pub fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -450,9 +460,10 @@ fn install_npm(dir: &Path, launched: &Launched) -> Result<Installed, InstallErro
         package: launched.spec.clone(),
         output,
     })?;
+    // What the package says of itself is escaped before it is shown.
     let entry_err = |why: String| InstallError::Entry {
         package: launched.package.clone(),
-        why,
+        why: crate::text::escape_controls(&why).into_owned(),
     };
     let lock: serde_json::Value = std::fs::read(dir.join("package-lock.json"))
         .ok()
@@ -462,9 +473,13 @@ fn install_npm(dir: &Path, launched: &Launched) -> Result<Installed, InstallErro
     let own = &lock["packages"][format!("node_modules/{}", launched.package)];
     let version = own["version"]
         .as_str()
-        .ok_or_else(|| entry_err("its version is not in package-lock.json".into()))?;
+        .filter(|v| plain(v))
+        .ok_or_else(|| {
+            entry_err("its version in package-lock.json is missing or not one".into())
+        })?;
     let integrity = own["integrity"]
         .as_str()
+        .filter(|v| plain(v))
         .ok_or_else(|| entry_err("the registry gave no integrity hash for it".into()))?;
     let root = dir.join("node_modules").join(&launched.package);
     let manifest: serde_json::Value = std::fs::read(root.join("package.json"))
@@ -566,7 +581,7 @@ fn install_pypi(dir: &Path, launched: &Launched) -> Result<Installed, InstallErr
     .map_err(failed)?;
     let entry_err = |why: String| InstallError::Entry {
         package: launched.package.clone(),
-        why,
+        why: crate::text::escape_controls(&why).into_owned(),
     };
     let report_path = dir.join("report.json");
     let report: serde_json::Value = std::fs::read(&report_path)
@@ -589,6 +604,7 @@ fn install_pypi(dir: &Path, launched: &Launched) -> Result<Installed, InstallErr
         .as_str()
         .map(|h| format!("sha256:{h}"))
         .or_else(|| archive["hash"].as_str().map(|h| h.replace('=', ":")))
+        .filter(|h| plain(h))
         .ok_or_else(|| entry_err("the index gave no hash for it".into()))?;
     let program = launched
         .program

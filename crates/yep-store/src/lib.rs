@@ -1209,8 +1209,9 @@ impl Home {
                     .collect::<Vec<_>>()
                     .join(" ");
                 let dir = shown.parent().unwrap_or(shown).display().to_string();
-                let what = match (ext.go_run(), opts.link) {
-                    (Some(_), false) => format!(
+                let builds = !opts.link && !root.join("bin/go").exists();
+                let what = match (ext.go_run(), builds) {
+                    (Some(_), true) => format!(
                         "`{}` is a zot extension: installing builds its `{}` once with `go build` (which may download modules), then runs the program in {} once, as a session would, to read what it registers; sessions run that program, pinned, not `go run`",
                         ext.name,
                         crate::text::escape(&line),
@@ -1230,7 +1231,10 @@ impl Home {
             // `go run .` is built once here, and the program run from then on: no compiler at
             // each start, nor a module cache to reach from the sandbox.
             let mut probed = ext.clone();
-            if let (Some(run), false) = (ext.go_run(), opts.link) {
+            // Not a linked package (the author's, changing in place), nor one that ships its
+            // own `go` (the session finds its `bin/` first): that runs as written.
+            let own_go = root.join("bin/go").exists();
+            if let (Some(run), false, false) = (ext.go_run(), opts.link, own_go) {
                 let out = scratch.join("zot-build").join("server");
                 let _step = opts
                     .progress

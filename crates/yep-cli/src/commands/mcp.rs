@@ -1123,9 +1123,13 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         reinstall: args.reinstall,
         progress: crate::progress::bars(),
     };
-    let staged = stage(home, &source, &opts)
-        .await
-        .map_err(|e| anyhow::anyhow!("MCP server {}: {e}", escape(&source.name)))?;
+    let staged = stage(home, &source, &opts).await.map_err(|e| {
+        anyhow::anyhow!(
+            "MCP server {}: {}",
+            escape(&source.name),
+            escape_controls(&e.to_string())
+        )
+    })?;
     let tools = match probe(
         home,
         &source,
