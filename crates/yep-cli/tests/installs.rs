@@ -291,12 +291,7 @@ fn npm_servers_installed_locally_outside_the_workspace_run_contained_and_every_t
     every_npm_tool_answers(&user, &memory_file);
 
     // Installed, they start and answer with no registry asked.
-    assert_eq!(
-        registry.requests().len(),
-        installed,
-        "{:?}",
-        registry.requests()
-    );
+    registry.asked_nothing_since(installed);
 }
 
 /// Make the workspace a repository with one commit and a change.
@@ -414,12 +409,7 @@ fn python_servers_installed_in_a_venv_run_contained_and_every_tool_answers() {
 
     every_python_tool_answers(&user);
 
-    assert_eq!(
-        registry.requests().len(),
-        installed,
-        "{:?}",
-        registry.requests()
-    );
+    registry.asked_nothing_since(installed);
 }
 
 /// The loopback registry answers npm and uv as the real ones do, from the mirror alone: what
@@ -582,12 +572,7 @@ fn npx_servers_are_installed_pinned_once_and_start_offline_with_every_tool() {
     let installed = registry.requests().len();
     every_npm_tool_answers(&user, &memory_file);
     // Started with no package manager in the way: the registry was not asked again.
-    assert_eq!(
-        registry.requests().len(),
-        installed,
-        "{:?}",
-        registry.requests()
-    );
+    registry.asked_nothing_since(installed);
 }
 
 /// `uvx` servers likewise: installed once into a venv of the home with pip, pinned by the
@@ -638,12 +623,7 @@ fn uvx_servers_are_installed_pinned_once_and_start_offline_with_every_tool() {
     }
     let installed = registry.requests().len();
     every_python_tool_answers(&user);
-    assert_eq!(
-        registry.requests().len(),
-        installed,
-        "{:?}",
-        registry.requests()
-    );
+    registry.asked_nothing_since(installed);
 }
 
 /// SHA-256 of `bytes`, hex.
@@ -815,5 +795,5 @@ fn workspace_and_plugin_npx_servers_are_installed_pinned_when_approved() {
         user.session("call mcp__mem__read_graph {}\ncall mcp__p__mem__read_graph {}\nquit\n");
     assert!(result_text(&lines[0]).contains("entities"), "{lines:?}");
     assert!(result_text(&lines[1]).contains("entities"), "{lines:?}");
-    assert_eq!(registry.requests().len(), asked);
+    registry.asked_nothing_since(asked);
 }

@@ -88,6 +88,20 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// Fails unless it had no request after the first `count`: what ran since reached no
+    /// registry.
+    pub fn asked_nothing_since(&self, count: usize) {
+        let requests = self.requests();
+        assert_eq!(
+            requests.len(),
+            count,
+            "asked since: {:?}",
+            &requests[count.min(requests.len())..]
+        );
+    }
+}
+
 impl Drop for Registry {
     fn drop(&mut self) {
         let _ = self.child.kill();
