@@ -335,6 +335,93 @@ fn a_server_on_the_official_mcp_sdk_runs_contained_with_the_default_profile() {
     assert!(said.contains("contained"), "{said}\n{}", text(&out.stderr));
 }
 
+/// The standard-library MCP server whose tools run git, read and write a file.
+const FILES_SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/files_server.py");
+
+/// What a session answered each call, in order: the result's text, or the error.
+fn answers(out: &Output) -> Vec<Result<String, String>> {
+    text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l.get("result").is_some() || l.get("error").is_some())
+        .map(|l| match l["error"].as_str() {
+            Some(error) => Err(error.to_string()),
+            None => Ok(l["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()),
+        })
+        .collect()
+}
+
+#[test]
+fn git_runs_contained_with_the_users_config_and_never_its_credentials() {
+    let fake = FakeHome::new();
+    let home = fake.home();
+    for (file, body) in [
+        (
+            ".gitconfig",
+            "[user]\n\tname = Ada Planted\n\temail = ada@example.com\n[include]\n\tpath = ~/.gitconfig.local\n[credential]\n\thelper = store\n[url \"https://ada:ghp_planted@example.com/\"]\n\tinsteadOf = ex:\n[core]\n\tfsmonitor = /bin/false\n",
+        ),
+        (".gitconfig.local", "[alias]\n\tlast = log -1 --format=%s\n"),
+        (".config/git/ignore", "*.scratch\n"),
+        (".git-credentials", "https://ada:ghp_planted@example.com\n"),
+    ] {
+        let path = home.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    let ws = fake.workspace();
+    common::git(&ws, &["init", "-q"]);
+    std::fs::write(ws.join("a.txt"), "a").unwrap();
+    common::git(&ws, &["add", "a.txt"]);
+    common::git(&ws, &["commit", "-qm", "the first commit"]);
+    std::fs::write(ws.join("new.txt"), "n").unwrap();
+    std::fs::write(ws.join("notes.scratch"), "s").unwrap();
+    ok(&fake.yep(&["mcp", "add", "files", "--", "python3", FILES_SERVER], ""));
+    let calls = [
+        r#"{"args": ["log", "--oneline"]}"#,
+        r#"{"args": ["status", "--porcelain"]}"#,
+        r#"{"args": ["config", "user.name"]}"#,
+        r#"{"args": ["last"]}"#,
+        r#"{"args": ["config", "--get-regexp", "^(credential|url|core\\.fsmonitor)"]}"#,
+    ];
+    let mut script: String = calls
+        .iter()
+        .map(|args| format!("call mcp__files__git {args}\n"))
+        .collect();
+    script.push_str("call mcp__files__read {\"path\": \"~/.git-credentials\"}\nquit\n");
+    let out = fake.yep(&["session", "--json"], &script);
+    let said = answers(&out);
+    let all = format!("{said:?}\n{}", text(&out.stderr));
+    assert_eq!(said.len(), 6, "{all}");
+    // git reads the user's name and alias, the XDG ignore file, and the repository.
+    assert!(
+        said[0]
+            .as_ref()
+            .is_ok_and(|t| t.contains("the first commit")),
+        "{all}"
+    );
+    assert_eq!(said[1].as_deref(), Ok("?? new.txt\n"), "{all}");
+    assert_eq!(said[2].as_deref(), Ok("Ada Planted\n"), "{all}");
+    assert_eq!(said[3].as_deref(), Ok("the first commit\n"), "{all}");
+    // Never the credential helper, a URL with a token in it, or a program to run.
+    assert!(
+        said[4]
+            .as_ref()
+            .is_err_and(|e| e.starts_with("git exited 1")),
+        "{all}"
+    );
+    // Nor the credentials themselves, and the denial proposes no grant that would.
+    assert!(
+        said[5]
+            .as_ref()
+            .is_err_and(|e| e.contains("Permission denied") && !e.contains("read:~/.git")),
+        "{all}"
+    );
+    assert!(!all.contains("ghp_planted"), "{all}");
+}
+
 #[test]
 fn a_kernel_short_of_the_sandbox_is_said_once_under_best_effort_and_refused_under_required() {
     let fake = FakeHome::new();

@@ -31,6 +31,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("cargo_manifest", cargo_manifest),
     ("lockfile", lockfile),
     ("settings", settings),
+    ("gitconfig", gitconfig),
     #[cfg(feature = "fetch")]
     ("unpack", unpack),
 ];
@@ -393,4 +394,31 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// A git config file, sanitised as a sandboxed process's copy is
+/// ([`crate::sandbox::gitconfig::sanitise`]): what it writes is only what the policy keeps (a
+/// file it names points at the copy), and sanitising that again changes nothing.
+pub fn gitconfig(data: &[u8]) {
+    use crate::sandbox::gitconfig::{Verdict, entries, sanitise, verdict};
+    let (dir, home) = (Path::new("/home/fuzz/cfg"), Path::new("/home/fuzz"));
+    let copy = Path::new("/tmp/copy");
+    let once = sanitise(data, dir, Some(home), &mut |_, _| Some(copy.to_path_buf()));
+    for (section, sub, key, value) in entries(&once) {
+        match verdict(&section, sub.as_deref(), &key, value.as_deref()) {
+            Verdict::Keep => {}
+            Verdict::Drop => panic!("{section}.{key} was copied, which the policy leaves out"),
+            _ => assert_eq!(
+                value.as_deref(),
+                Some(b"/tmp/copy".as_slice()),
+                "{section}.{key} names a file that is not the copy"
+            ),
+        }
+    }
+    let twice = sanitise(&once, dir, Some(home), &mut |_, p| Some(p));
+    assert_eq!(
+        String::from_utf8_lossy(&twice),
+        String::from_utf8_lossy(&once),
+        "sanitising a sanitised config changed it"
+    );
 }

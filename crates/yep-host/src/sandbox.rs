@@ -23,6 +23,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
+pub mod gitconfig;
+
 /// How hard the host insists on the sandbox: `sandbox = "…"` in settings.toml.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -459,10 +461,16 @@ impl Profile {
             },
             (false, true) => ("read", path.to_path_buf()),
         };
-        if holds_home(&target) {
+        // Never a grant that opens the home, or credentials (in them, or holding them).
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut credentials = home
+            .iter()
+            .flat_map(|h| CREDENTIALS.iter().map(move |c| h.join(c)));
+        if holds_home(&target)
+            || credentials.any(|c| target.starts_with(&c) || c.starts_with(&target))
+        {
             return None;
         }
-        let home = std::env::var_os("HOME").map(PathBuf::from);
         let shown = match home.as_deref().and_then(|h| target.strip_prefix(h).ok()) {
             Some(rest) => format!("~/{}", rest.display()),
             None => target.display().to_string(),

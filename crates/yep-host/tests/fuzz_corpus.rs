@@ -79,6 +79,7 @@ replays! {
     the_cargo_manifest_corpus_and_crashes_replay_clean: cargo_manifest,
     the_lockfile_corpus_and_crashes_replay_clean: lockfile,
     the_settings_corpus_and_crashes_replay_clean: settings,
+    the_gitconfig_corpus_and_crashes_replay_clean: gitconfig,
     #[cfg(feature = "fetch")]
     the_unpack_corpus_and_crashes_replay_clean: unpack,
 }
