@@ -423,6 +423,38 @@ fn git_runs_contained_with_the_users_config_and_never_its_credentials() {
 }
 
 #[test]
+fn a_denial_names_yeps_egress_proxy_and_never_its_port() {
+    let fake = FakeHome::new();
+    ok(&fake.yep(
+        &[
+            "mcp",
+            "add",
+            "files",
+            "--grant",
+            "net:api.example.test",
+            "--grant",
+            "net:127.0.0.1:7",
+            "--",
+            "python3",
+            FILES_SERVER,
+        ],
+        "",
+    ));
+    let out = fake.yep(
+        &["session", "--json"],
+        "call mcp__files__read {\"path\": \"~/.ssh/id_ed25519\"}\nquit\n",
+    );
+    let said = answers(&out);
+    let error = said[0].as_ref().unwrap_err();
+    assert!(
+        error.contains(
+            "with TCP to port 7 and api.example.test through yep's egress proxy (docs/sandbox.md)"
+        ),
+        "{error}"
+    );
+}
+
+#[test]
 fn a_kernel_short_of_the_sandbox_is_said_once_under_best_effort_and_refused_under_required() {
     let fake = FakeHome::new();
     let keeper = neighbour(fake.tmp.path());

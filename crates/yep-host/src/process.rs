@@ -80,8 +80,8 @@ type Egress = crate::egress::EgressProxy;
 #[cfg(not(feature = "egress"))]
 type Egress = ();
 
-/// Start the egress proxy for `profile`'s host names: its port joins the ports the sandbox
-/// lets it reach. `Ok(None)` where this build has no proxy (the caller says so).
+/// Start the egress proxy for `profile`'s host names: its port is the profile's `proxy`, one more
+/// port the sandbox lets it reach. `Ok(None)` where this build has no proxy (the caller says so).
 #[cfg(feature = "egress")]
 fn start_egress(
     profile: &mut crate::sandbox::Profile,
@@ -110,11 +110,7 @@ fn start_egress(
             .map(String::as_str),
     );
     let proxy = crate::egress::EgressProxy::start(&sandboxed.name, allowed, report)?;
-    match &mut profile.net {
-        crate::sandbox::Net::Ports(ports) => ports.push(proxy.port()),
-        net @ crate::sandbox::Net::None => *net = crate::sandbox::Net::Ports(vec![proxy.port()]),
-        crate::sandbox::Net::Any => {}
-    }
+    profile.proxy = Some(proxy.port());
     Ok(Some(proxy))
 }
 

@@ -177,6 +177,9 @@ pub struct Profile {
     /// private and loopback addresses) and addresses with a port (`10.1.2.3:5432`), which
     /// it may also be asked for by address.
     pub egress_also: Vec<String>,
+    /// The port of its egress proxy on 127.0.0.1, once started: it may connect there. Kept
+    /// apart from `net`, since it changes at each start and is never shown.
+    pub proxy: Option<u16>,
     pub limits: Limits,
     /// What of the workspace it may read (and write, with `workspace:write`): all of it, or
     /// all but the yep homes it holds ([`workspace_access`]).
@@ -311,6 +314,7 @@ impl Profile {
             net: Net::None,
             egress: Vec::new(),
             egress_also: Vec::new(),
+            proxy: None,
             limits: Limits::default(),
             workspace,
             withheld,
@@ -386,13 +390,13 @@ impl Profile {
             (Net::Any, _) => "any network".to_string(),
             (Net::None, true) => "no network".to_string(),
             (Net::Ports(p), true) if p.is_empty() => "no network".to_string(),
-            (Net::Ports(p), true) => format!("TCP to ports {}", join(p)),
+            (Net::Ports(p), true) => format!("TCP to {}", ports(p)),
             (Net::Ports(p), false) if !p.is_empty() => format!(
-                "TCP to ports {} and {} through yep's proxy",
-                join(p),
+                "TCP to {} and {} through yep's egress proxy",
+                ports(p),
                 self.egress.join(", ")
             ),
-            (_, false) => format!("{} through yep's proxy", self.egress.join(", ")),
+            (_, false) => format!("{} through yep's egress proxy", self.egress.join(", ")),
         };
         let workspace = match writes_workspace {
             true => "and write the workspace, its data and temp dirs",
@@ -479,12 +483,17 @@ impl Profile {
     }
 }
 
-fn join(ports: &[u16]) -> String {
-    ports
+/// `port 7`, `ports 7, 8080`.
+fn ports(ports: &[u16]) -> String {
+    let list = ports
         .iter()
         .map(u16::to_string)
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    match ports.len() {
+        1 => format!("port {list}"),
+        _ => format!("ports {list}"),
+    }
 }
 
 /// Something the sandbox refused a server that the host saw (a host name asked of its egress
@@ -1280,8 +1289,12 @@ fn ruleset(
         }
         created = created.add_rules(path_beneath_rules(fresh, access))?;
     }
-    if let (Net::Ports(ports), true) = (&profile.net, support.landlock_abi >= 4) {
-        for &port in ports {
+    let ports = match &profile.net {
+        Net::Ports(ports) => ports.as_slice(),
+        Net::None | Net::Any => &[],
+    };
+    if support.landlock_abi >= 4 && profile.net != Net::Any {
+        for &port in ports.iter().chain(&profile.proxy) {
             created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
         }
     }
