@@ -455,6 +455,76 @@ fn a_denial_names_yeps_egress_proxy_and_never_its_port() {
 }
 
 #[test]
+fn a_grant_of_a_missing_path_is_made_in_the_home_refused_elsewhere_and_said_once_gone() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = FakeHome::new();
+    ok(&fake.yep(&["mcp", "add", "files", "--", "python3", FILES_SERVER], ""));
+    // A missing directory in the home, granted for writing, is made (owner-only), and works.
+    let notes = fake.home().join("notes/today");
+    let made = fake.yep(&["grant", "files", "write:~/notes/today", "--yes"], "");
+    ok(&made);
+    assert!(
+        text(&made.stderr).contains(&format!(
+            "made {}, a directory for the grant `write:~/notes/today` (it did not exist)",
+            notes.display()
+        )),
+        "{}",
+        text(&made.stderr)
+    );
+    let mode = std::fs::metadata(&notes).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let write =
+        "call mcp__files__write {\"path\": \"~/notes/today/a.txt\", \"text\": \"x\"}\nquit\n";
+    let out = fake.yep(&["session", "--json"], write);
+    assert!(answers(&out)[0].is_ok(), "{:?}", answers(&out));
+    // Anywhere else, and for reading, a missing path is refused with the reason.
+    let lock = fake.yep_home().join("extensions.lock");
+    let before = std::fs::read_to_string(&lock).unwrap();
+    let elsewhere = fake.tmp.path().join("elsewhere");
+    for grant in [
+        format!("read:{}", elsewhere.display()),
+        format!("write:{}", elsewhere.display()),
+        "read:~/missing".to_string(),
+        "write:~/.ssh/new".to_string(),
+    ] {
+        let refused = fake.yep(&["grant", "files", &grant, "--yes"], "");
+        assert_eq!(refused.status.code(), Some(1), "{grant}");
+        let said = text(&refused.stderr);
+        assert!(
+            said.contains("which does not exist: the sandbox can open only what exists")
+                && said.contains("create it first"),
+            "{said}"
+        );
+    }
+    assert!(!elsewhere.exists() && !fake.home().join(".ssh/new").exists());
+    assert_eq!(std::fs::read_to_string(&lock).unwrap(), before);
+    let grant = format!("write:{}", elsewhere.display());
+    let refused = fake.yep(
+        &[
+            "mcp",
+            "add",
+            "other",
+            "--grant",
+            &grant,
+            "--",
+            "python3",
+            FILES_SERVER,
+        ],
+        "",
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(!ok(&fake.yep(&["mcp", "list"], "")).contains("other"));
+    // Removed since it was granted: each start says the grant opens nothing.
+    std::fs::remove_dir_all(fake.home().join("notes")).unwrap();
+    let out = fake.yep(&["session", "--json"], write);
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("sandbox: `files` is granted `write:~/notes/today`, which names nothing that exists, so it opens nothing"),
+        "{said}"
+    );
+}
+
+#[test]
 fn a_kernel_short_of_the_sandbox_is_said_once_under_best_effort_and_refused_under_required() {
     let fake = FakeHome::new();
     let keeper = neighbour(fake.tmp.path());

@@ -326,16 +326,13 @@ impl Profile {
     /// This profile widened by what an approval grants: the workspace writable, more paths,
     /// TCP ports or any network, higher limits. A path under `~/` is the user's home.
     pub fn granted(mut self, grants: &crate::manifest::SandboxGrants) -> Profile {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let path = |p: &String| match p.strip_prefix("~/") {
-            Some(rest) => home.as_ref().map(|h| h.join(rest)),
-            None => Some(PathBuf::from(p)),
-        };
         if grants.workspace.as_deref() == Some("write") {
             self.write.extend(self.workspace.iter().cloned());
         }
-        self.read.extend(grants.read.iter().filter_map(path));
-        self.write.extend(grants.write.iter().filter_map(path));
+        self.read
+            .extend(grants.read.iter().filter_map(|p| grant_path(p)));
+        self.write
+            .extend(grants.write.iter().filter_map(|p| grant_path(p)));
         if !grants.net.is_empty() {
             self.net = match grants.net_ports() {
                 None => Net::Any,
@@ -506,6 +503,37 @@ pub struct Denial {
     pub grant: String,
     /// The sentence to tell, naming the server, the target and the command that grants it.
     pub message: String,
+}
+
+/// The path a `read:` or `write:` grant names, as the sandbox opens it: `~/` is the home.
+/// `None` for `~/` with no home.
+pub fn grant_path(written: &str) -> Option<PathBuf> {
+    match written.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rest)),
+        None => Some(PathBuf::from(written)),
+    }
+}
+
+/// Whether yep may make the missing directory `path` for a `write:` grant: it is inside the
+/// user's home (never the home itself), and neither in nor holding credentials
+/// ([`CREDENTIALS`]) or a yep home (`yep_home`, and those [`protect`]ed). Anywhere else a
+/// missing path is the user's to make.
+pub fn may_make_for_grant(path: &Path, yep_home: &Path) -> bool {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return false;
+    };
+    let near = |a: &Path, b: &Path| a.starts_with(b) || b.starts_with(a);
+    let mut homes = PROTECTED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    homes.push(yep_home.to_path_buf());
+    homes.push(crate::store::Home::resolve(None).root);
+    path.is_absolute()
+        && path.starts_with(&home)
+        && path != home
+        && !path
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        && !CREDENTIALS.iter().any(|c| near(path, &home.join(c)))
+        && !homes.iter().any(|h| near(path, h))
 }
 
 /// Whether `dir` is the root, the user's home, or a directory that holds the home: a rule on

@@ -906,6 +906,30 @@ impl Extension {
                 ),
             });
         }
+        // A granted path that names nothing opens nothing (the sandbox's rules are on what
+        // exists): never silently.
+        if process.as_ref().is_some_and(|p| p.sandbox.is_some()) {
+            let grants = &spec.sandbox_grants;
+            let name = crate::text::escape(spec.grant_name.as_ref().unwrap_or(&spec.name));
+            for (kind, written) in grants
+                .read
+                .iter()
+                .map(|p| ("read", p))
+                .chain(grants.write.iter().map(|p| ("write", p)))
+            {
+                let missing = crate::sandbox::grant_path(written)
+                    .is_some_and(|p| std::fs::symlink_metadata(p).is_err());
+                if missing {
+                    self.events.health(HealthEvent::Warning {
+                        extension: Some(spec.name.clone()),
+                        message: format!(
+                            "sandbox: `{name}` is granted `{kind}:{}`, which names nothing that exists, so it opens nothing; it takes effect at its next start once it exists (`yep grant {name} write:<dir>` makes a missing directory in your home)",
+                            crate::text::escape(written)
+                        ),
+                    });
+                }
+            }
+        }
         let pid = process.as_ref().and_then(ServerProcess::pid);
         let hello = Hello {
             extension: spec.name.clone(),

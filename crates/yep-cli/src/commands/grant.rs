@@ -115,6 +115,68 @@ pub fn parse_all(tokens: &[String]) -> anyhow::Result<SandboxGrants> {
     })
 }
 
+/// The directories `write:` grants name that do not exist yet, to be made once the grants
+/// are given ([`Missing::make`]).
+#[must_use]
+pub struct Missing(Vec<(String, std::path::PathBuf)>);
+
+/// Check that every path `grants` names exists: the sandbox can open only what exists when
+/// the server starts, so a grant of a missing path would do nothing. A `write:` one inside
+/// the home is made (by [`Missing::make`], once granted); any other is refused, saying why.
+pub fn missing_paths(home: &Home, grants: &SandboxGrants) -> anyhow::Result<Missing> {
+    use yep_host::sandbox::{grant_path, may_make_for_grant};
+    let mut make = Vec::new();
+    for (kind, written) in grants
+        .read
+        .iter()
+        .map(|p| ("read", p))
+        .chain(grants.write.iter().map(|p| ("write", p)))
+    {
+        let Some(path) = grant_path(written) else {
+            continue;
+        };
+        if std::fs::symlink_metadata(&path).is_ok() {
+            continue;
+        }
+        if kind == "write" && may_make_for_grant(&path, &home.root) {
+            make.push((written.clone(), path));
+            continue;
+        }
+        return Err(hinted(
+            format!(
+                "`{kind}:{}` names {}, which does not exist: the sandbox can open only what exists when the server starts",
+                escape(written),
+                escape(&path.display().to_string())
+            ),
+            &[
+                "create it first, then grant it (for `write:` yep makes a missing directory itself, inside your home only)",
+            ],
+        ));
+    }
+    Ok(Missing(make))
+}
+
+impl Missing {
+    /// Make each missing directory (owner-only, with its missing parents), saying so on
+    /// stderr.
+    pub fn make(self) -> anyhow::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        for (written, path) in self.0 {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&path)
+                .map_err(|e| anyhow::anyhow!("failed to make {}: {e}", path.display()))?;
+            crate::output::stderr_line(&format!(
+                "made {}, a directory for the grant `write:{}` (it did not exist)",
+                escape(&path.display().to_string()),
+                escape(&written)
+            ));
+        }
+        Ok(())
+    }
+}
+
 pub fn grant(args: GrantArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let who = grantee(home, &args.name)?;
     let mut consent = super::install::Consent::new(args.yes);
@@ -146,10 +208,13 @@ fn widen(
     consent: &mut super::install::Consent,
 ) -> anyhow::Result<(Vec<String>, SandboxGrants)> {
     let asked = parse_all(tokens)?;
+    let missing = missing_paths(home, &asked)?;
     let before = home.lockfile()?.granted(name, who.workspace.as_deref());
     let after = before.merged(&asked);
     let new = before.merged(&who.manifest).widened_by(&after);
     if new.is_empty() {
+        // Granted already: a directory removed since is made again.
+        missing.make()?;
         return Ok((new, before));
     }
     let mut err = std::io::stderr().lock();
@@ -171,6 +236,7 @@ fn widen(
         return Err(hinted(format!("not granted: `{}`", escape(name)), &[hint]));
     }
     drop(err);
+    missing.make()?;
     home.set_granted(name, who.workspace.as_deref(), after.clone())?;
     Ok((new, after))
 }

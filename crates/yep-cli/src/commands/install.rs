@@ -286,6 +286,8 @@ fn zot_runner(home: &Home) -> yep_store::ZotRunner {
 pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let mut consent = Consent::new(args.yes);
     let granting = super::grant::parse_all(&args.grants)?;
+    // Made before the install, whose first run of a zot extension has the grants too.
+    super::grant::missing_paths(home, &granting)?.make()?;
     if !granting.is_empty() {
         // Shown before the summary it is approved with.
         let mut err = std::io::stderr().lock();

@@ -369,6 +369,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             command,
         } => {
             let granted = super::grant::parse_all(&grants)?;
+            let missing = super::grant::missing_paths(home, &granted)?;
             let mut parsed = BTreeMap::new();
             for h in &headers {
                 let (k, v) = h
@@ -420,6 +421,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             yep_store::mcp::add(home, &name, &server)?;
             // Typed with the command that adds it: granted as it is added, before its first
             // run (which lists its tools) so that run has them too.
+            missing.make()?;
             if !granted.is_empty() {
                 let before = home.lockfile()?.granted(&name, None);
                 home.set_granted(&name, None, before.merged(&granted))?;
