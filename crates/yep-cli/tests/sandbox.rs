@@ -525,6 +525,97 @@ fn a_grant_of_a_missing_path_is_made_in_the_home_refused_elsewhere_and_said_once
 }
 
 #[test]
+fn logs_and_doctor_take_an_mcp_servers_name_and_sandbox_learn_replays_the_denied_call() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = FakeHome::new();
+    ok(&fake.yep(&["mcp", "add", "files", "--", "python3", FILES_SERVER], ""));
+    // A call the sandbox denies: its arguments may be secret.
+    let out_dir = fake.tmp.path().join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let note = out_dir.join("note.txt");
+    let call = json!({"path": note, "text": "s3cret-argument"});
+    let out = fake.yep(
+        &["session", "--json"],
+        &format!("call mcp__files__write {call}\nquit\n"),
+    );
+    assert!(
+        answers(&out)[0]
+            .as_ref()
+            .is_err_and(|e| e.contains("Permission denied")),
+        "{:?}",
+        answers(&out)
+    );
+    // Its log, by the name `yep mcp list` gives it.
+    let logs = ok(&fake.yep(&["logs", "files"], ""));
+    assert!(
+        logs.contains("write: [Errno 13] Permission denied"),
+        "{logs}"
+    );
+    let kept = fake.yep_home().join("logs/mcp.files.denied.json");
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // Doctor runs it as a session does.
+    let report = doctor_json(&fake, &["files"]);
+    assert_eq!(report["ok"], true, "{report:#}");
+    let tools = common::doctor_check(&report, "tools");
+    assert_eq!(
+        tools["detail"], "started; it lists 3: git, read, write",
+        "{report:#}"
+    );
+    assert_eq!(common::doctor_check(&report, "sandbox")["status"], "pass");
+    // Learning makes the denied call again, and proposes what lets it through.
+    let learned = fake.yep(&["doctor", "files", "--sandbox-learn", "--json"], "");
+    let said = format!("{}{}", text(&learned.stdout), text(&learned.stderr));
+    assert!(!said.contains("s3cret-argument"), "{said}");
+    assert!(
+        text(&learned.stderr).contains("making again the call its sandbox last denied, of `write`"),
+        "{said}"
+    );
+    let report: Value = serde_json::from_slice(&learned.stdout).unwrap();
+    // (Python also lists its script's directory, which the profile does not open: proposed
+    // too, and harmless to leave out.)
+    let grant = format!("write:{}", out_dir.canonicalize().unwrap().display());
+    let grants = report["sandbox_learn"]["grants"].as_array().unwrap();
+    assert!(grants.contains(&json!(grant)), "{report:#}");
+    assert!(
+        report["sandbox_learn"]["command"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("yep grant files {grant}")),
+        "{report:#}"
+    );
+    assert_eq!(
+        common::doctor_check(&report, "call")["detail"],
+        "the call its sandbox last denied, of `write`, answered"
+    );
+    // Or the call asked for.
+    let other = fake.tmp.path().join("other.txt");
+    std::fs::write(&other, "o").unwrap();
+    let args = json!({ "path": other }).to_string();
+    let asked = doctor_json(
+        &fake,
+        &[
+            "files",
+            "--sandbox-learn",
+            "--tool",
+            "read",
+            "--args",
+            &args,
+        ],
+    );
+    let grant = format!("read:{}", other.canonicalize().unwrap().display());
+    let grants = asked["sandbox_learn"]["grants"].as_array().unwrap();
+    assert!(grants.contains(&json!(grant)), "{asked:#}");
+    // A name that is neither is said so.
+    let none = fake.yep(&["doctor", "nothing"], "");
+    assert!(
+        text(&none.stderr).contains("no extension or MCP server named `nothing` here"),
+        "{}",
+        text(&none.stderr)
+    );
+}
+
+#[test]
 fn a_kernel_short_of_the_sandbox_is_said_once_under_best_effort_and_refused_under_required() {
     let fake = FakeHome::new();
     let keeper = neighbour(fake.tmp.path());

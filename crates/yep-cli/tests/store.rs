@@ -546,7 +546,8 @@ fn logs_print_the_servers_stderr() {
     std::fs::write(env.home().join("logs/lookup.log"), "started\nready\n").unwrap();
     assert_eq!(env.ok(&["logs", "lookup"]), "started\nready\n");
     assert!(
-        text(&env.yep(&["logs", "nope"]).stderr).contains("no extension named `nope` is installed")
+        text(&env.yep(&["logs", "nope"]).stderr)
+            .contains("no extension or MCP server named `nope` here")
     );
 }
 
@@ -1442,8 +1443,13 @@ fn a_misspelled_name_is_an_error_with_a_suggestion_in_every_verb() {
         let out = env.yep(args);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        // `logs` and `doctor` take an MCP server's name too.
+        let said = match args[0] {
+            "logs" | "doctor" => "no extension or MCP server named `wether` here",
+            _ => "no extension named `wether` is installed",
+        };
         assert!(
-            stderr.contains("no extension named `wether` is installed; did you mean `weather`?"),
+            stderr.contains(&format!("{said}; did you mean `weather`?")),
             "{args:?}: {stderr}"
         );
     }

@@ -63,6 +63,74 @@ pub struct ServerSpec {
     pub grant_name: Option<String>,
 }
 
+/// A server's last tool call whose failure came with a sandbox denial: kept beside its log
+/// (`<log dir>/<name>.denied.json`, owner-only, its arguments at most [`DeniedCall::MAX_ARGS`]
+/// bytes), for `yep doctor --sandbox-learn` to make again outside the sandbox. Arguments may
+/// be secret: nothing shows them.
+#[derive(Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeniedCall {
+    /// The tool, by the server's own name for it.
+    pub tool: String,
+    /// Its arguments (`null` when they were too big to keep).
+    #[serde(rename = "arguments")]
+    pub args: Value,
+    /// Its arguments were more than [`DeniedCall::MAX_ARGS`] bytes, so none were kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub too_big: bool,
+}
+
+/// Arguments can be secrets: Debug shows their size only.
+impl std::fmt::Debug for DeniedCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeniedCall")
+            .field("tool", &self.tool)
+            .field("args_bytes", &self.args.to_string().len())
+            .finish()
+    }
+}
+
+impl DeniedCall {
+    /// The most bytes of arguments kept (and of a file read back).
+    pub const MAX_ARGS: usize = 64 * 1024;
+
+    /// Where server `name`'s last denied call is kept.
+    pub fn path(log_dir: &std::path::Path, name: &str) -> PathBuf {
+        log_dir.join(format!("{name}.denied.json"))
+    }
+
+    /// Keep it as server `name`'s last denied call. Best effort: a call never fails for it.
+    pub fn keep(mut self, log_dir: &std::path::Path, name: &str) {
+        if self.args.to_string().len() > DeniedCall::MAX_ARGS {
+            self.args = Value::Null;
+            self.too_big = true;
+        }
+        let body = serde_json::to_vec(&self).unwrap_or_default();
+        let path = DeniedCall::path(log_dir, name);
+        let mode = crate::store::fsutil::MODE_PRIVATE;
+        if let Err(e) = crate::store::fsutil::write_atomic(&path, &body, mode) {
+            tracing::debug!("failed to keep the denied call of `{name}`: {e}");
+        }
+    }
+
+    /// Server `name`'s last denied call, if one was kept and reads as one (the file is input:
+    /// bounded, and a tool name that is not one is none).
+    pub fn last(log_dir: &std::path::Path, name: &str) -> Option<DeniedCall> {
+        use std::io::Read;
+        let file = std::fs::File::open(DeniedCall::path(log_dir, name)).ok()?;
+        let mut text = Vec::new();
+        let limit = (DeniedCall::MAX_ARGS + 4096) as u64;
+        file.take(limit + 1).read_to_end(&mut text).ok()?;
+        if text.len() as u64 > limit {
+            return None;
+        }
+        let call: DeniedCall = serde_json::from_slice(&text).ok()?;
+        let valid = !call.tool.is_empty()
+            && call.tool.len() <= 256
+            && !call.tool.chars().any(char::is_control);
+        valid.then_some(call)
+    }
+}
+
 /// Env values can be secrets: Debug shows their names only.
 impl std::fmt::Debug for ServerSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -519,6 +587,9 @@ pub struct Extension {
     /// Its last server was stopped for want of use ([`Extension::stop_if_idle`]) and none has
     /// started since.
     idle_stopped: AtomicBool,
+    /// Failures told as the sandbox's likely doing ([`Extension::sandbox_note`]) so far: a
+    /// tool call whose failure adds one is kept as its last denied call ([`DeniedCall`]).
+    denials: AtomicU64,
 }
 
 impl Extension {
@@ -549,6 +620,7 @@ impl Extension {
             born: Instant::now(),
             last_used: AtomicU64::new(0),
             idle_stopped: AtomicBool::new(false),
+            denials: AtomicU64::new(0),
         }
     }
 
@@ -788,12 +860,14 @@ impl Extension {
         let Some(contained) = process.sandbox.as_ref().filter(|_| denied) else {
             return String::new();
         };
+        self.denials.fetch_add(1, Ordering::Relaxed);
         let workspace = contained.workspace.as_deref();
         let allowed = contained.profile.said(workspace);
         let name = crate::text::escape(self.spec.grant_name.as_ref().unwrap_or(&self.spec.name));
-        // `--sandbox-learn` runs YEP servers; an MCP server (named for `yep grant`) and a zot
-        // extension (which says its language) are told where their denial is written.
-        let learnable = self.spec.grant_name.is_none() && self.spec.language.is_none();
+        // `--sandbox-learn` runs YEP and MCP servers (an MCP server by its `yep grant` name,
+        // which doctor takes too); a zot extension (which says its language) is told where
+        // its denial is written.
+        let learnable = self.spec.language.is_none();
         // A launcher's package yep installed is pinned: no grant writes there.
         let installs = self.spec.log_dir.parent().map(|h| h.join("installs"));
         let in_install = installs.is_some_and(|dir| {
@@ -1217,8 +1291,23 @@ impl Extension {
         live: &Live,
         call: ToolCall,
     ) -> Result<ToolResult, ExtensionError> {
+        // Kept, should its failure be a denial, for `yep doctor --sandbox-learn` to replay.
+        let sandboxed = live.process.as_ref().is_some_and(|p| p.sandbox.is_some());
+        let kept = sandboxed.then(|| (call.tool.clone(), call.args.clone()));
+        let denials = self.denials.load(Ordering::Relaxed);
         let res = live.peer.call_tool(call, self.opts.request_timeout).await;
-        self.settle(live, res).await
+        let res = self.settle(live, res).await;
+        if let (Err(_), Some((tool, args))) = (&res, kept)
+            && self.denials.load(Ordering::Relaxed) != denials
+        {
+            let call = DeniedCall {
+                tool,
+                args,
+                too_big: false,
+            };
+            call.keep(&self.spec.log_dir, &self.spec.name);
+        }
+        res
     }
 
     /// Fire a hook with its own timeout, clamped to the host maximum

@@ -5,6 +5,7 @@
 use super::{PackageKind, Target};
 use crate::output::{Colour, stdout_line, stdout_line_painted};
 use anyhow::Context;
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use yep_host::doctor::{self, Check, Report, Status};
@@ -12,12 +13,15 @@ use yep_host::learn::Learning;
 use yep_host::runtime::launch::{self, LaunchError};
 use yep_host::store::Home;
 use yep_host::store::lockfile::LockEntry;
-use yep_host::text::escape_multiline;
+use yep_host::store::source::looks_like_path;
+use yep_host::supervisor::DeniedCall;
+use yep_host::text::{escape, escape_multiline};
 use yep_host::{Manifest, ServerSpec, SupervisorOptions};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// An installed extension's name, or a package directory.
+    /// An installed extension's name, an MCP server's as `yep mcp list` names it, or a
+    /// package directory.
     target: String,
     /// Print the report (every check, its status and detail) as JSON.
     #[arg(long)]
@@ -30,20 +34,128 @@ pub struct Args {
     /// it (conformance/README.md), a row each: pass, FAIL, or skip with what it lacks.
     #[arg(long, conflicts_with = "sandbox_learn")]
     conformance: bool,
+    /// Call this tool once the server is up (with --sandbox-learn: instead of the call its
+    /// sandbox last denied).
+    #[arg(long, value_name = "NAME")]
+    tool: Option<String>,
+    /// The arguments of --tool's call, as a JSON object (default `{}`).
+    #[arg(long, value_name = "JSON", requires = "tool")]
+    args: Option<String>,
 }
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let asked = asked_call(&args)?;
+    // An MCP server, by the name `yep mcp list` gives it (an installed extension's name, or a
+    // path, wins).
+    let server = match looks_like_path(&args.target) || home.lockfile()?.get(&args.target).is_some()
+    {
+        true => None,
+        false => super::mcp::named(home, &args.target)?,
+    };
+    if let Some(source) = &server
+        && args.conformance
+    {
+        anyhow::bail!(
+            "--conformance replays YEP transcripts; `{}` is an MCP server",
+            escape(&source.name)
+        );
+    }
+    if server.is_none() && !looks_like_path(&args.target) && !Path::new(&args.target).is_dir() {
+        home.lockfile()?
+            .get(&args.target)
+            .ok_or_else(|| super::mcp::no_such_server(home, &args.target))?;
+    }
     let learn = match args.sandbox_learn {
         true => Some(Learning::new()?),
         false => None,
     };
-    let mut report = match super::resolve_target(home, &args.target)? {
-        Target::Installed(entry) => installed(home, &entry, cwd, learn, args.conformance).await?,
+    let mut report = match server {
+        Some(source) => {
+            if learn.is_some() && source.server.transport != "stdio" {
+                anyhow::bail!(
+                    "--sandbox-learn runs a server's process, and MCP server `{}` is reached over HTTP",
+                    escape(&source.name)
+                );
+            }
+            let stem = yep_host::runtime::mcp::log_stem(&source.name, &source.origin);
+            let replay = replay(home, &stem, asked, learn.is_some());
+            doctor::mcp::run(home, &source, &cwd, learn, replay).await
+        }
+        None => target(home, &args, cwd, learn, asked).await?,
+    };
+    print(&mut report, args.json)
+}
+
+/// The call `--tool` and `--args` ask for.
+fn asked_call(args: &Args) -> anyhow::Result<Option<DeniedCall>> {
+    let Some(tool) = &args.tool else {
+        return Ok(None);
+    };
+    let json = args.args.as_deref().unwrap_or("{}");
+    let parsed: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| anyhow::anyhow!("--args is not JSON: {e}"))?;
+    if !parsed.is_object() {
+        anyhow::bail!("--args is a JSON object, the tool's arguments");
+    }
+    Ok(Some(DeniedCall {
+        tool: tool.clone(),
+        args: parsed,
+        too_big: false,
+    }))
+}
+
+/// The call doctor makes: the one asked for, else, for a learning run, the one server `stem`'s
+/// sandbox last denied (said on stderr before it is made: outside the sandbox, it does
+/// whatever it does).
+fn replay(
+    home: &Home,
+    stem: &str,
+    asked: Option<DeniedCall>,
+    learning: bool,
+) -> Option<doctor::Replay> {
+    if let Some(call) = asked {
+        return Some(doctor::Replay {
+            call,
+            denied: false,
+        });
+    }
+    if !learning {
+        return None;
+    }
+    let call = DeniedCall::last(&home.logs_dir(), stem)?;
+    crate::output::stderr_line(&format!(
+        "making again the call its sandbox last denied, of `{}` (its arguments as kept in {}), outside the sandbox",
+        escape(&call.tool),
+        DeniedCall::path(&home.logs_dir(), stem).display()
+    ));
+    Some(doctor::Replay { call, denied: true })
+}
+
+/// An installed extension or a package directory.
+async fn target(
+    home: &Home,
+    args: &Args,
+    cwd: PathBuf,
+    learn: Option<Learning>,
+    asked: Option<DeniedCall>,
+) -> anyhow::Result<Report> {
+    Ok(match super::resolve_target(home, &args.target)? {
+        Target::Installed(entry) => {
+            if entry.zot.is_some() && asked.is_some() {
+                return Err(zot_call());
+            }
+            let replay = match entry.zot {
+                Some(_) => None,
+                None => replay(home, &entry.name, asked, learn.is_some()),
+            };
+            installed(home, &entry, cwd, learn, args.conformance, replay).await?
+        }
         Target::Dir(dir) => {
             let (package, kind) = super::package_dir(&dir)?;
             match kind {
                 PackageKind::Zot if learn.is_some() => return Err(zot_learn()),
+                PackageKind::Zot if asked.is_some() => return Err(zot_call()),
                 PackageKind::Zot => {
                     let mut report = doctor::zot::run_dir(&package, cwd, &home.logs_dir())
                         .await?
@@ -59,9 +171,18 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                     let spec = ServerSpec::from_manifest(&manifest, package, cwd, home.logs_dir())
                         .ok_or_else(|| no_server(&manifest.name))?;
                     let replay = args.conformance.then(|| spec.clone());
-                    let mut report =
-                        doctor::run_learning(&manifest, spec, doctor::Against::Package, learn)
-                            .await;
+                    let call = asked.map(|call| doctor::Replay {
+                        call,
+                        denied: false,
+                    });
+                    let mut report = doctor::run_learning(
+                        &manifest,
+                        spec,
+                        doctor::Against::Package,
+                        learn,
+                        call,
+                    )
+                    .await;
                     if let Some(spec) = replay {
                         conformance(&mut report, &manifest, &spec).await;
                     }
@@ -69,9 +190,13 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-    };
+    })
+}
+
+/// Print `report` (as JSON, or a row a line) and answer the exit code.
+fn print(report: &mut Report, json: bool) -> anyhow::Result<ExitCode> {
     report.ok = report.checks.iter().all(|c| c.status != Status::Fail);
-    if args.json {
+    if json {
         stdout_line(&serde_json::to_string_pretty(&report)?);
     } else {
         for c in &report.checks {
@@ -125,6 +250,7 @@ async fn installed(
     cwd: PathBuf,
     learn: Option<Learning>,
     replay: bool,
+    call: Option<doctor::Replay>,
 ) -> anyhow::Result<Report> {
     let name = &entry.name;
     // Drift since approval is a finding like any other: a WARN row, not a plain `ok`.
@@ -159,7 +285,7 @@ async fn installed(
             };
             let spec = replay.then(|| launch.spec.clone());
             let mut report =
-                doctor::run_learning(&launch.manifest, launch.spec, against, learn).await;
+                doctor::run_learning(&launch.manifest, launch.spec, against, learn, call).await;
             if let Some(spec) = spec {
                 conformance(&mut report, &launch.manifest, &spec).await;
             }
@@ -214,6 +340,12 @@ fn zot_conformance() -> Check {
 
 fn zot_learn() -> anyhow::Error {
     anyhow::anyhow!("--sandbox-learn runs YEP servers only for now (not zot extensions)")
+}
+
+fn zot_call() -> anyhow::Error {
+    anyhow::anyhow!(
+        "--tool calls a YEP or MCP server's tool; doctor calls each tool a zot extension lists already"
+    )
 }
 
 fn no_server(name: &str) -> anyhow::Error {

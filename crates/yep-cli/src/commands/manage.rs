@@ -40,7 +40,7 @@ pub struct ListArgs {
 
 #[derive(clap::Args)]
 pub struct LogsArgs {
-    /// The installed extension's name.
+    /// The installed extension's name, or the MCP server's as `yep mcp list` names it.
     name: String,
     /// Keep printing what the server writes.
     #[arg(long, short)]
@@ -233,12 +233,25 @@ pub fn logs(args: LogsArgs, home: &Home) -> anyhow::Result<ExitCode> {
             ],
         ));
     }
-    let path = home.log_path(&args.name);
+    // An extension's log is named for it; an MCP server's (as `yep mcp list` names it) for
+    // its log stem.
+    let installed = home.lockfile()?.get(&args.name).is_some();
+    let server = match installed {
+        true => None,
+        false => super::mcp::named(home, &args.name)?,
+    };
+    let path = match &server {
+        Some(source) => home.log_path(&yep_host::runtime::mcp::log_stem(
+            &source.name,
+            &source.origin,
+        )),
+        None => home.log_path(&args.name),
+    };
     let mut file = match std::fs::File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if home.lockfile()?.get(&args.name).is_none() {
-                return Err(home.not_installed(&args.name).into());
+            if !installed && server.is_none() {
+                return Err(super::mcp::no_such_server(home, &args.name));
             }
             return Err(crate::output::hinted(
                 format!("no log for `{}` at {}", args.name, path.display()),

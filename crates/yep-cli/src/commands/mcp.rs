@@ -336,6 +336,29 @@ pub(crate) fn here(home: &Home) -> anyhow::Result<Vec<McpSource>> {
     Ok(sources(home, &extensions, &workspace()?, &mut warn))
 }
 
+/// The MCP server a session here sees by the name `yep mcp list` gives it, if any.
+pub(crate) fn named(home: &Home, name: &str) -> anyhow::Result<Option<McpSource>> {
+    Ok(here(home)?.into_iter().find(|s| s.name == name))
+}
+
+/// The error for a name that is neither an installed extension nor an MCP server here.
+pub(crate) fn no_such_server(home: &Home, name: &str) -> anyhow::Error {
+    // The installed name that is close, if any: `; did you mean `weather`?`.
+    let close = match home.not_installed(name) {
+        yep_store::StoreError::NotInstalled(_, close) => close,
+        _ => String::new(),
+    };
+    crate::output::hinted(
+        format!(
+            "no extension or MCP server named `{}` here{close}",
+            escape(name)
+        ),
+        &[
+            "`yep list` shows installed extensions, `yep mcp list` the MCP servers a session in this directory sees",
+        ],
+    )
+}
+
 fn origin_text(origin: &Origin) -> String {
     match origin {
         Origin::Extension(ext) => format!("extension {ext}"),

@@ -5,7 +5,7 @@
 use crate::capability::{HookFiring, NoEvents};
 use crate::manifest::{HookEvent, Manifest};
 use crate::rpc::Tap;
-use crate::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
+use crate::supervisor::{DeniedCall, Extension, ExtensionError, ServerSpec, SupervisorOptions};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use yep_protocol::Message;
 
 pub mod drift;
+pub mod mcp;
 pub mod zot;
 
 /// The committed payload schema, which every server message must satisfy.
@@ -257,25 +258,70 @@ pub async fn run(manifest: &Manifest, spec: ServerSpec) -> Report {
 /// is. For an installed extension both come from `runtime::launch::installed`: the approved
 /// manifest, and the spec a session would spawn (its config, its secrets as env, its log).
 pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against<'_>) -> Report {
-    run_learning(manifest, spec, against, None).await
+    run_learning(manifest, spec, against, None, None).await
 }
 
 /// [`run_against`], and with `learn` the run is a learning one ([`crate::learn`]): outside
-/// the sandbox, under `strace`, and a `sandbox_learn` row proposes the grants it needs.
+/// the sandbox, under `strace`, and a `sandbox_learn` row proposes the grants it needs. With
+/// `replay`, that call is made too (a `call` row), so what it touches is learned.
 pub async fn run_learning(
     manifest: &Manifest,
     spec: ServerSpec,
     against: Against<'_>,
     learn: Option<crate::learn::Learning>,
+    replay: Option<Replay>,
 ) -> Report {
     let learn = learn.map(Arc::new);
     let name = spec.grant_name.clone().unwrap_or_else(|| spec.name.clone());
     let mut r = Grader::default();
-    grade(&mut r, manifest, spec, against, learn.clone()).await;
+    grade(&mut r, manifest, spec, against, learn.clone(), replay).await;
     let learned = learn.map(|l| learned_row(&mut r, &l, &name, against));
     let mut report = r.done();
     report.sandbox_learn = learned.flatten();
     report
+}
+
+/// A tool call doctor makes once the server is up: the one its sandbox last denied
+/// ([`DeniedCall::last`]), or one asked for (`--tool`, `--args`).
+#[derive(Debug, Clone)]
+pub struct Replay {
+    pub call: DeniedCall,
+    /// It is the call the sandbox denied (else the one asked for).
+    pub denied: bool,
+}
+
+/// The `call` row: `replay`'s call made on `ext`, and how it went. Its arguments are never
+/// shown (they may be secret).
+pub(crate) async fn replay_row(r: &mut Grader, ext: &Extension, replay: &Replay) {
+    let tool = crate::text::escape(&replay.call.tool);
+    let what = match replay.denied {
+        true => "the call its sandbox last denied",
+        false => "the call asked for",
+    };
+    if replay.call.too_big {
+        r.add(
+            "call",
+            Status::Skip,
+            format!(
+                "{what}, of `{tool}`, had arguments too big to keep (over {} KiB): make it with `--tool {tool} --args '<json>'`",
+                DeniedCall::MAX_ARGS / 1024
+            ),
+        );
+        return;
+    }
+    let args = replay.call.args.clone();
+    match ext.call_tool(&replay.call.tool, args, None, None).await {
+        Ok(_) => r.add(
+            "call",
+            Status::Pass,
+            format!("{what}, of `{tool}`, answered"),
+        ),
+        Err(e) => r.add(
+            "call",
+            Status::Warn,
+            format!("{what}, of `{tool}`, failed: {e}"),
+        ),
+    }
 }
 
 /// The `sandbox` row of a learning run.
@@ -386,6 +432,7 @@ async fn grade(
     spec: ServerSpec,
     against: Against<'_>,
     learn: Option<Arc<crate::learn::Learning>>,
+    replay: Option<Replay>,
 ) {
     let recording = Arc::new(Mutex::new(Recording::default()));
     let rec = Arc::clone(&recording);
@@ -616,6 +663,9 @@ async fn grade(
         Err(e) => r.add("config_push", Status::Fail, e.to_string()),
     }
 
+    if let Some(replay) = &replay {
+        replay_row(r, &ext, replay).await;
+    }
     ext.stop().await;
     check_stream(r, &recording);
     let ms = startup.as_secs_f64() * 1000.0;
