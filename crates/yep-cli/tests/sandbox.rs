@@ -1380,6 +1380,74 @@ fn the_official_filesystem_server_runs_contained_and_writes_the_workspace_once_g
 }
 
 #[test]
+fn a_zot_extension_keeps_its_own_files_in_the_workspaces_zot_dir_and_nothing_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = common::zot::zot_corpus(tmp.path());
+    let (home, ws) = (tmp.path().join("home"), tmp.path().join("ws"));
+    std::fs::create_dir_all(&ws).unwrap();
+    let run = required_in(&ws, &home);
+    let notebook = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zot/notebook");
+    let scratchpad = root.join("examples/extensions/scratchpad");
+    for (dir, name) in [(&scratchpad, "scratchpad"), (&notebook, "notebook")] {
+        ok(&run(&["install", dir.to_str().unwrap(), "--yes"], ""));
+        ok(&run(&["enable", name], ""));
+    }
+    // zot's scratchpad keeps its notes in `<workspace>/.zot/`, with no grant, across sessions.
+    let out = run(
+        &["session", "--json"],
+        "command scratchpad:note buy milk\nquit\n",
+    );
+    let said = text(&out.stdout);
+    assert!(!said.contains("\"warning\""), "{said}");
+    let notes = std::fs::read_to_string(ws.join(".zot/scratchpad-notes.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}: {said}\n{}", text(&out.stderr)));
+    assert!(notes.contains("\"text\":\"buy milk\""), "{notes}");
+    let out = run(&["session", "--json"], "call read_notes {}\nquit\n");
+    let said = text(&out.stdout);
+    assert!(said.contains("] buy milk"), "{said}");
+    // Regular files of its own there, and nothing else: no directory (zot runs what is in
+    // `.zot/extensions/`), no link, nothing else of the workspace.
+    let attempts = [
+        ("write", ".zot/notebook-state.json", "ok"),
+        ("write", ".zot/scratchpad-notes.jsonl", "ok"),
+        ("mkdir", ".zot/extensions", "PermissionError"),
+        ("symlink", ".zot/passwd", "PermissionError"),
+        ("write", "README.md", "PermissionError"),
+    ];
+    let script: String = attempts
+        .iter()
+        .map(|(kind, path, _)| format!("call attempt {}\n", json!({"kind": kind, "path": path})))
+        .chain(["quit\n".to_string()])
+        .collect();
+    let out = run(&["session", "--json"], &script);
+    let said = answers(&out);
+    for ((kind, path, expected), got) in attempts.iter().zip(&said) {
+        assert!(
+            got.as_ref().is_ok_and(|t| t.starts_with(expected)),
+            "{kind} {path}: {said:?}"
+        );
+    }
+    assert!(!ws.join("README.md").exists() && !ws.join(".zot/extensions").exists());
+    // Once it holds a directory (a project's zot extensions), none of it is writable, and
+    // the session says why.
+    std::fs::create_dir_all(ws.join(".zot/extensions/other")).unwrap();
+    let attempt = json!({"kind": "write", "path": ".zot/notebook-state.json"});
+    let out = run(
+        &["session", "--json"],
+        &format!("call attempt {attempt}\nquit\n"),
+    );
+    let said = text(&out.stdout);
+    assert!(said.contains("PermissionError"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "sandbox: `notebook` may not keep files in {}, which holds extensions, a directory",
+            ws.join(".zot").display()
+        )),
+        "{said}"
+    );
+}
+
+#[test]
 fn zots_own_examples_run_contained_go_run_included() {
     let tmp = tempfile::tempdir().unwrap();
     let root = built_zot_corpus(tmp.path());

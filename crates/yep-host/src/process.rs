@@ -47,6 +47,9 @@ pub struct Sandboxed {
     pub data_dir: Option<PathBuf>,
     /// The user's workspace: read.
     pub workspace: Option<PathBuf>,
+    /// A directory of the workspace whose regular files it may keep (a zot extension's
+    /// `.zot`): see [`crate::sandbox::own_files`].
+    pub files: Option<PathBuf>,
     /// What its approval grants beyond the default profile.
     pub grants: crate::manifest::SandboxGrants,
     /// The name `yep grant` knows it by: what its egress proxy's refusals name.
@@ -368,6 +371,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
                 data_dir: sandboxed.data_dir.as_deref(),
                 workspace: sandboxed.workspace.as_deref(),
                 tmp_dir: tmp.path(),
+                files: sandboxed.files.as_deref(),
             });
             let mut profile = profile.granted(&sandboxed.grants);
             if let Some(learning) = &learn {

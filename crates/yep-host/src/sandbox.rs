@@ -187,6 +187,72 @@ pub struct Profile {
     /// The workspace, when none of it was opened because it holds what no server may read
     /// (the home, credentials): why, as a clause ("is your home directory").
     pub withheld: Option<(PathBuf, String)>,
+    /// Directories in which it may make, read, write and remove regular files, and nothing
+    /// else (no directory, link or program): a zot extension's `<workspace>/.zot`
+    /// ([`own_files`]).
+    pub files: Vec<PathBuf>,
+    /// Its [`Place::files`] directory, when it was not opened: why, as a clause ("holds
+    /// extensions, a directory").
+    pub files_withheld: Option<(PathBuf, String)>,
+}
+
+/// Where in its workspace a zot extension keeps files of its own (zot's scratchpad:
+/// `.zot/scratchpad-notes.jsonl`). zot also finds a project's extensions there, in
+/// `.zot/extensions/`, and runs them: [`own_files`] never opens a directory of it.
+pub const ZOT_FILES: &str = ".zot";
+
+/// At most this many entries of a [`Place::files`] directory are looked at; past it, it is
+/// not opened.
+const MAX_FILES_ENTRIES: usize = 4096;
+
+/// Why a [`Place::files`] directory was not opened ([`own_files`]); its text is a clause
+/// ("holds extensions, a directory").
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FilesWithheld {
+    #[error("could not be made or read: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("is a link")]
+    Link,
+    #[error("is not a directory")]
+    NotADirectory,
+    #[error("holds more than {MAX_FILES_ENTRIES} entries")]
+    TooMany,
+    /// An entry that is not a regular file: its name (escaped), and what it is.
+    #[error("holds {0}, {1}")]
+    Holds(String, &'static str),
+}
+
+/// Whether a server may keep regular files in `dir` (a [`Place::files`] directory): made when
+/// missing, and opened only while it is a directory of regular files alone. A directory or a
+/// link in it could be (or lead to) what other code reads or runs (zot runs the extensions in
+/// `.zot/extensions/`), and the rule on `dir` would reach beneath it.
+pub fn own_files(dir: &Path) -> Result<(), FilesWithheld> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(std::fs::create_dir(dir)?);
+        }
+        Err(e) => return Err(e.into()),
+        Ok(meta) if meta.file_type().is_symlink() => return Err(FilesWithheld::Link),
+        Ok(meta) if !meta.is_dir() => return Err(FilesWithheld::NotADirectory),
+        Ok(_) => {}
+    }
+    for (n, entry) in std::fs::read_dir(dir)?.enumerate() {
+        if n >= MAX_FILES_ENTRIES {
+            return Err(FilesWithheld::TooMany);
+        }
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let what = match (kind.is_file(), kind.is_dir(), kind.is_symlink()) {
+            (true, _, _) => continue,
+            (_, true, _) => "a directory",
+            (_, _, true) => "a link",
+            _ => "neither a file nor a directory",
+        };
+        let name = crate::text::escape(&entry.file_name().to_string_lossy()).into_owned();
+        return Err(FilesWithheld::Holds(name, what));
+    }
+    Ok(())
 }
 
 /// The system's own directories, read-only: programs, libraries, configuration.
@@ -255,6 +321,8 @@ pub struct Place<'a> {
     pub workspace: Option<&'a Path>,
     /// Its private temp dir: read and write.
     pub tmp_dir: &'a Path,
+    /// A directory of the workspace whose regular files it may keep ([`own_files`]).
+    pub files: Option<&'a Path>,
 }
 
 impl Profile {
@@ -308,6 +376,16 @@ impl Profile {
         write.extend(tools_write);
         write.push(place.tmp_dir.to_path_buf());
         write.extend(place.data_dir.map(Path::to_path_buf));
+        // Only in a workspace opened whole: one held back, or opened in parts, is not the
+        // place to make anything.
+        let whole = !workspace.is_empty() && withheld.is_none() && place.workspace.is_some();
+        let (files, files_withheld) = match place.files {
+            Some(dir) if whole => match own_files(dir) {
+                Ok(()) => (vec![dir.to_path_buf()], None),
+                Err(why) => (Vec::new(), Some((dir.to_path_buf(), why.to_string()))),
+            },
+            _ => (Vec::new(), None),
+        };
         Profile {
             read,
             write,
@@ -318,6 +396,8 @@ impl Profile {
             limits: Limits::default(),
             workspace,
             withheld,
+            files,
+            files_withheld,
         }
     }
 }
@@ -395,9 +475,13 @@ impl Profile {
             ),
             (_, false) => format!("{} through yep's egress proxy", self.egress.join(", ")),
         };
-        let workspace = match writes_workspace {
-            true => "and write the workspace, its data and temp dirs",
-            false => "and write only its data and temp dirs",
+        let workspace = match (writes_workspace, self.files.first()) {
+            (true, _) => "and write the workspace, its data and temp dirs".to_string(),
+            (false, Some(files)) => format!(
+                "and write only its data and temp dirs and files in {}",
+                crate::text::escape(&files.display().to_string())
+            ),
+            (false, None) => "and write only its data and temp dirs".to_string(),
         };
         if let Some((_, why)) = &self.withheld {
             return format!(
@@ -1317,6 +1401,16 @@ fn ruleset(
         }
         created = created.add_rules(path_beneath_rules(fresh, access))?;
     }
+    // Regular files, and nothing else: no directory, link, device or program, and no
+    // renaming across directories (`Refer`).
+    let files = (AccessFs::ReadFile
+        | AccessFs::ReadDir
+        | AccessFs::WriteFile
+        | AccessFs::Truncate
+        | AccessFs::MakeReg
+        | AccessFs::RemoveFile)
+        & AccessFs::from_all(abi);
+    created = created.add_rules(path_beneath_rules(&profile.files, files))?;
     let ports = match &profile.net {
         Net::Ports(ports) => ports.as_slice(),
         Net::None | Net::Any => &[],
@@ -1649,6 +1743,7 @@ mod tests {
             data_dir: None,
             workspace: None,
             tmp_dir: tmp,
+            files: None,
         }
     }
 

@@ -229,6 +229,12 @@ impl ServerSpec {
                 package_dir: Some(self.package_dir.clone()),
                 data_dir: self.data_dir.clone(),
                 workspace: Some(workspace.to_path_buf()),
+                // A zot extension (the one kind that says its language) keeps files of its
+                // own in the workspace's `.zot`, as zot's scratchpad does.
+                files: self
+                    .language
+                    .is_some()
+                    .then(|| workspace.join(crate::sandbox::ZOT_FILES)),
                 grants: self.sandbox_grants.clone(),
                 name: self.grant_name.clone().unwrap_or_else(|| self.name.clone()),
                 on_denied,
@@ -977,6 +983,21 @@ impl Extension {
                 message: format!(
                     "sandbox: the workspace {} {why}, so no server may read it; start the agent in a project directory, or grant a server the directory it needs (`yep grant <name> read:<dir>`)",
                     crate::text::escape(&workspace.display().to_string())
+                ),
+            });
+        }
+        // A zot extension's `.zot` that could not be opened is told, with why.
+        if let Some((dir, why)) = process
+            .as_ref()
+            .and_then(|p| p.sandbox.as_ref())
+            .and_then(|c| c.profile.files_withheld.as_ref())
+        {
+            let name = crate::text::escape(spec.grant_name.as_ref().unwrap_or(&spec.name));
+            let dir = crate::text::escape(&dir.display().to_string()).into_owned();
+            self.events.health(HealthEvent::Warning {
+                extension: Some(spec.name.clone()),
+                message: format!(
+                    "sandbox: `{name}` may not keep files in {dir}, which {why}: only a directory of regular files is opened (what a directory or link in it holds, other code may read or run, as zot runs `.zot/extensions/`); `yep grant {name} write:{dir}` lets it write all of it"
                 ),
             });
         }

@@ -391,6 +391,7 @@ async fn a_one_shot_command_runs_in_the_sandbox() {
         package_dir: None,
         data_dir: Some(data.clone()),
         workspace: Some(workspace.clone()),
+        files: None,
         grants: Default::default(),
         name: "hook".into(),
         on_denied: None,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// zot's own examples (`../shared/interop/zot`, or `$YEP_ZOT_INTEROP`), copied to `dir` with
 /// its files writable and the `go.mod` the corpus's README says a copy needs.
-fn zot_corpus(dir: &Path) -> PathBuf {
+pub fn zot_corpus(dir: &Path) -> PathBuf {
     let from = std::env::var_os("YEP_ZOT_INTEROP")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
