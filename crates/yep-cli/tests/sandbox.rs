@@ -390,11 +390,13 @@ fn git_runs_contained_with_the_users_config_and_never_its_credentials() {
         .iter()
         .map(|args| format!("call mcp__files__git {args}\n"))
         .collect();
-    script.push_str("call mcp__files__read {\"path\": \"~/.git-credentials\"}\nquit\n");
+    script.push_str("call mcp__files__read {\"path\": \"~/.git-credentials\"}\n");
+    script.push_str("call mcp__files__read {\"path\": \"$XDG_CONFIG_HOME/git/config\"}\n");
+    script.push_str("quit\n");
     let out = fake.yep(&["session", "--json"], &script);
     let said = answers(&out);
     let all = format!("{said:?}\n{}", text(&out.stderr));
-    assert_eq!(said.len(), 6, "{all}");
+    assert_eq!(said.len(), 7, "{all}");
     // git reads the user's name and alias, the XDG ignore file, and the repository.
     assert!(
         said[0]
@@ -417,6 +419,13 @@ fn git_runs_contained_with_the_users_config_and_never_its_credentials() {
         said[5]
             .as_ref()
             .is_err_and(|e| e.contains("Permission denied") && !e.contains("read:~/.git")),
+        "{all}"
+    );
+    // A library that reads git's files itself (GitPython) finds the same copy.
+    assert!(
+        said[6]
+            .as_ref()
+            .is_ok_and(|t| t.contains("name = Ada Planted") && !t.contains("credential")),
         "{all}"
     );
     assert!(!all.contains("ghp_planted"), "{all}");

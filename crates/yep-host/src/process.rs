@@ -446,9 +446,11 @@ fn spawn_built(
         cmd.env("TMPDIR", tmp.path());
         // The home, `~/.gitconfig` with it, is closed, and git fails on a config it may not
         // read: a sanitised copy instead (a package's own env may still say otherwise).
-        if let Some(config) = crate::sandbox::gitconfig::write_copy(tmp.path()) {
-            cmd.env("GIT_CONFIG_GLOBAL", config);
-        }
+        let grants = spec.sandbox.as_ref().map(|s| &s.grants);
+        cmd.envs(crate::sandbox::gitconfig::env(
+            tmp.path(),
+            grants.unwrap_or(&Default::default()),
+        ));
     }
     if let Some(bin) = spec.bin_dir.as_deref().filter(|d| d.is_dir()) {
         cmd.env("PATH", path_with(bin));

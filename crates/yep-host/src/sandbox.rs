@@ -620,6 +620,13 @@ pub fn may_make_for_grant(path: &Path, yep_home: &Path) -> bool {
         && !homes.iter().any(|h| near(path, h))
 }
 
+/// Whether `path` is in a yep home (the default one, or one [`protect`]ed).
+pub(crate) fn in_yep_home(path: &Path) -> bool {
+    let mut homes = PROTECTED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    homes.push(crate::store::Home::resolve(None).root);
+    homes.iter().any(|h| path.starts_with(h))
+}
+
 /// Whether `dir` is the root, the user's home, or a directory that holds the home: a rule on
 /// it would open everything the profile keeps out.
 pub(crate) fn holds_home(dir: &Path) -> bool {

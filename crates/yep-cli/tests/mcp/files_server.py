@@ -7,7 +7,8 @@ only, for the sandbox's tests: what a git or filesystem server does, one system 
                          (`[Errno 13] Permission denied: '/x'`)
   write {path, text}  -> writes the file ("wrote <path>"), or isError with the OS error
 
-A path may start with `~/`, the home. It answers an unknown request with -32601.
+A path may start with `~/`, the home, and name variables (`$XDG_CONFIG_HOME/git/config`). It
+answers an unknown request with -32601.
 """
 import json
 import os
@@ -38,7 +39,7 @@ def result(call_id, text, error=False):
 
 
 def call(call_id, name, args):
-    path = os.path.expanduser(args.get("path", ""))
+    path = os.path.expandvars(os.path.expanduser(args.get("path", "")))
     try:
         if name == "git":
             done = subprocess.run(["git"] + args.get("args", []), capture_output=True, text=True)

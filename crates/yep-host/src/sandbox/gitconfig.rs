@@ -8,7 +8,7 @@
 //! tool's `[github] token`), name a credential helper that hands out the user's passwords, and
 //! include other files the sandbox keeps closed (git fails on those too).
 //!
-//! So the host writes a copy into the process's private temp dir at each spawn ([`write_copy`]):
+//! So the host writes a copy into the process's private temp dir at each spawn ([`env`]):
 //! the XDG file (`$XDG_CONFIG_HOME/git/config`, else `~/.config/git/config`) then
 //! `~/.gitconfig`, as git reads them, each entry kept only when [`verdict`] allows it. It keeps
 //! what tells git who the user is and how to behave; it leaves out every section it does not
@@ -636,19 +636,57 @@ impl Copier {
     }
 }
 
-/// Write the sanitised copy of the user's global git configuration into `dir/git/` (`dir` is a
-/// sandboxed process's private temp dir, owner-only) and answer its path, for
+/// The user's config directory, as git finds it: `$XDG_CONFIG_HOME`, else `~/.config`.
+fn users_config_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|h| h.is_absolute())
+                .map(|h| h.join(".config"))
+        })
+}
+
+/// The environment that hands a sandboxed process (whose private temp dir is `tmp`, and which
+/// is granted `grants`) the sanitised copy, written by [`write_copy`]: `GIT_CONFIG_GLOBAL`,
+/// which git reads instead of `~/.gitconfig` and the XDG file; and `XDG_CONFIG_HOME`, a
+/// private directory holding only the copy (as `git/config`), for libraries that read git's
+/// files themselves (GitPython takes the author of a commit from there). Not
+/// `XDG_CONFIG_HOME` when a grant opens something in the user's own config directory
+/// (`read:~/.config/gh`), but for a yep home: the program granted it would look for it there.
+/// Nothing when the user has no git configuration.
+pub fn env(tmp: &Path, grants: &crate::manifest::SandboxGrants) -> Vec<(&'static str, PathBuf)> {
+    let Some(config) = write_copy(tmp) else {
+        return Vec::new();
+    };
+    let mut env = vec![("GIT_CONFIG_GLOBAL", config)];
+    let users = users_config_dir();
+    let granted_there = users.is_some_and(|dir| {
+        grants
+            .read
+            .iter()
+            .chain(&grants.write)
+            .filter_map(|p| super::grant_path(p))
+            // What yep installed for it is found by its path, never through the variable.
+            .any(|p| p.starts_with(&dir) && !super::in_yep_home(&p))
+    });
+    if !granted_there {
+        env.push(("XDG_CONFIG_HOME", tmp.join("config")));
+    }
+    env
+}
+
+/// Write the sanitised copy of the user's global git configuration into `dir/config/git/`
+/// (`dir` is a sandboxed process's private temp dir, owner-only) and answer its path, for
 /// `GIT_CONFIG_GLOBAL`. `None` when the user has none (nor an XDG `ignore` or `attributes`
 /// file), or it could not be written: git then finds nothing to read, as with none.
 pub fn write_copy(dir: &Path) -> Option<PathBuf> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|h| h.is_absolute());
-    let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|d| d.is_absolute())
-        .or_else(|| home.as_ref().map(|h| h.join(".config")))
-        .map(|d| d.join("git"));
+    let xdg = users_config_dir().map(|d| d.join("git"));
     let sources: Vec<PathBuf> = [
         xdg.as_ref().map(|d| d.join("config")),
         home.as_ref().map(|h| h.join(".gitconfig")),
@@ -668,7 +706,7 @@ pub fn write_copy(dir: &Path) -> Option<PathBuf> {
         return None;
     }
     let mut copier = Copier {
-        dir: dir.join("git"),
+        dir: dir.join("config/git"),
         home,
         files: 0,
         excludes: false,
@@ -678,6 +716,7 @@ pub fn write_copy(dir: &Path) -> Option<PathBuf> {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .mode(0o700)
+            .recursive(true)
             .create(&copier.dir)
             .ok()?;
     }
