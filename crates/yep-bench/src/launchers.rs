@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use yep_host::runtime::mcp::{Package, StageOptions, approve_with, launch, sources};
-use yep_host::sandbox::Mode;
 use yep_host::store::Home;
+use yep_sandbox::Mode;
 
 /// What the child is started with.
 pub const CHILD_FLAG: &str = "--launchers-child";

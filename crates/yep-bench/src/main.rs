@@ -233,7 +233,7 @@ fn main() -> anyhow::Result<()> {
             &echo,
             &scratch,
             echo_schemas()?,
-            yep_host::sandbox::Mode::BestEffort,
+            yep_sandbox::Mode::BestEffort,
         );
         contained.handshake().await?;
         let (open, closed) = rtt_pair(&ext, &contained, 200, 20, 1_000).await?;
@@ -313,11 +313,8 @@ fn main() -> anyhow::Result<()> {
         // The same decision from a Claude Code command hook (spawn, stdin, decision), through
         // the host's Claude dialect, contained as a session runs it, and outside the sandbox.
         for (name, mode) in [
-            ("claude_command_hook", yep_host::sandbox::default_mode()),
-            (
-                "claude_command_hook_unsandboxed",
-                yep_host::sandbox::Mode::Off,
-            ),
+            ("claude_command_hook", yep_sandbox::Mode::BestEffort),
+            ("claude_command_hook_unsandboxed", yep_sandbox::Mode::Off),
         ] {
             let claude = claude_hook_extension(&scratch, mode)?;
             r.latency(name, percentiles(warm_hook(&claude, 10, 200).await?));
@@ -394,7 +391,7 @@ fn main() -> anyhow::Result<()> {
 
         // 7. Cold start: spawn plus handshake.
         r.probe("cold starts")?;
-        use yep_host::sandbox::Mode;
+        use yep_sandbox::Mode;
         r.latency(
             "cold_start_rust",
             percentiles(cold_start(&echo, &[], &scratch, 50, Mode::Off).await?),

@@ -135,13 +135,7 @@ pub fn extension(
     scratch: &Path,
     tool_schemas: ToolSchemas,
 ) -> Extension {
-    sandboxed_extension(
-        name,
-        command,
-        scratch,
-        tool_schemas,
-        yep_host::sandbox::Mode::Off,
-    )
+    sandboxed_extension(name, command, scratch, tool_schemas, yep_sandbox::Mode::Off)
 }
 
 /// [`extension`], spawned under `sandbox`.
@@ -150,7 +144,7 @@ pub fn sandboxed_extension(
     command: &Path,
     scratch: &Path,
     tool_schemas: ToolSchemas,
-    sandbox: yep_host::sandbox::Mode,
+    sandbox: yep_sandbox::Mode,
 ) -> Extension {
     let spec = spec(name, command, scratch, tool_schemas);
     let opts = SupervisorOptions {
@@ -340,7 +334,7 @@ pub async fn warm_hook(
 /// contained `sh` per event (under `sandbox`), Claude Code's stdin and its answer read.
 pub fn claude_hook_extension(
     scratch: &Path,
-    sandbox: yep_host::sandbox::Mode,
+    sandbox: yep_sandbox::Mode,
 ) -> anyhow::Result<Extension> {
     let dir = scratch.join("claude-hook");
     std::fs::create_dir_all(dir.join("data"))?;
@@ -416,7 +410,7 @@ pub async fn cold_start(
     args: &[String],
     scratch: &Path,
     samples: usize,
-    sandbox: yep_host::sandbox::Mode,
+    sandbox: yep_sandbox::Mode,
 ) -> anyhow::Result<Vec<Duration>> {
     let mut out = Vec::with_capacity(samples);
     for i in 0..samples + 3 {

@@ -119,17 +119,15 @@ fn main() -> ExitCode {
     init_tracing(cli.verbose, shows_warnings);
     let home = yep_store::Home::resolve(cli.home);
     // Its secrets, lock and packages never reach a server by way of the workspace.
-    yep_host::sandbox::protect(&home.root);
-    // Every server this run starts is contained as the home says (or `$YEP_SANDBOX`).
-    // One it cannot read holds servers to the strictest mode until it is fixed: never weaker
-    // than what the user may have meant.
-    let mode = yep_host::sandbox::mode_for(&home).unwrap_or_else(|err| {
+    yep_sandbox::protect(&home.root);
+    // Every server this run starts is contained as the home says (or `$YEP_SANDBOX`):
+    // `SupervisorOptions::for_home`. One it cannot read holds servers to the strictest mode
+    // until it is fixed, never weaker than what the user may have meant: said once, here.
+    if let Err(err) = yep_host::settings::sandbox_mode(&home) {
         output::stderr_line(&format!(
             "warning: {err}; servers run under sandbox \"required\" until it is fixed"
         ));
-        yep_host::sandbox::Mode::Required
-    });
-    yep_host::sandbox::set_default_mode(mode);
+    }
     // A session attached to the shared host only passes the agent's requests on: one thread
     // does it with no hand-off between threads (another only waits for the host to hang up).
     let runtime = match matches!(&cli.command, Command::Mcp(m) if m.attaches()) {

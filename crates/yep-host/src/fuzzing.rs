@@ -397,10 +397,10 @@ impl Drop for Scratch {
 }
 
 /// A git config file, sanitised as a sandboxed process's copy is
-/// ([`crate::sandbox::gitconfig::sanitise`]): what it writes is only what the policy keeps (a
+/// ([`yep_sandbox::gitconfig::sanitise`]): what it writes is only what the policy keeps (a
 /// file it names points at the copy), and sanitising that again changes nothing.
 pub fn gitconfig(data: &[u8]) {
-    use crate::sandbox::gitconfig::{Verdict, entries, sanitise, verdict};
+    use yep_sandbox::gitconfig::{Verdict, entries, sanitise, verdict};
     let (dir, home) = (Path::new("/home/fuzz/cfg"), Path::new("/home/fuzz"));
     let copy = Path::new("/tmp/copy");
     let once = sanitise(data, dir, Some(home), &mut |_, _| Some(copy.to_path_buf()));

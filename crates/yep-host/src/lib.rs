@@ -18,8 +18,12 @@
 //! home: install, lock, update, enable, remove, list, config), [`manifest`] (the `plugin.json`
 //! a user approves, and its [`Grants`]) and [`text`] (escaping what servers and packages say).
 //! [`doctor`] checks a server against the YEP wire; [`conformance`] replays the golden
-//! transcripts of `conformance/` (its matching language and replay). `egress` (feature `egress`) is the HTTP
-//! proxy through which a sandboxed server reaches the host names its `net` grants name.
+//! transcripts of `conformance/` (its matching language and replay).
+//!
+//! Every process a server runs in is contained by the `yep_sandbox` crate (re-exported as
+//! [`sandbox`]): the policy as plain data, its enforcement, the egress proxy and
+//! `--sandbox-learn`. The host decides the policy and the mode ([`settings::sandbox_mode`]); the
+//! sandbox crate reads no settings.
 
 #[cfg(feature = "mcp-serve")]
 pub mod bridge;
@@ -27,20 +31,17 @@ pub mod capability;
 pub mod conformance;
 pub mod dialect;
 pub mod doctor;
-#[cfg(feature = "egress")]
-pub mod egress;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod health;
 pub mod launcher;
-pub mod learn;
 #[cfg(feature = "mcp-http")]
 pub mod oauth;
 pub mod process;
 pub mod rpc;
 pub mod runtime;
-pub mod sandbox;
+pub mod settings;
 #[cfg(feature = "mcp-serve")]
 pub mod shared;
 pub mod supervisor;
@@ -49,6 +50,7 @@ pub mod tool_args;
 /// Newline framing under a cap, and the busy-poll setting: shared with the SDK, and nothing of
 /// YEP in it, so the wire-neutral layers read lines through this.
 pub(crate) use yep_protocol::framing;
+pub use yep_sandbox as sandbox;
 pub use yep_store as store;
 pub use yep_store::{manifest, text};
 

@@ -32,7 +32,7 @@ pub struct SpawnSpec {
     pub env: Vec<(String, String)>,
     /// Where stderr is appended.
     pub log_path: PathBuf,
-    /// The sandbox it runs in ([`crate::sandbox`]); `None` runs it with the host's rights
+    /// The sandbox it runs in ([`yep_sandbox`]); `None` runs it with the host's rights
     /// and environment (the host's own helpers, tests of the spawn path).
     pub sandbox: Option<Sandboxed>,
 }
@@ -40,7 +40,7 @@ pub struct SpawnSpec {
 /// How a spawned process is contained: the mode, and the places its default profile opens.
 #[derive(Clone, Debug)]
 pub struct Sandboxed {
-    pub mode: crate::sandbox::Mode,
+    pub mode: yep_sandbox::Mode,
     /// The package's own files: read, never written.
     pub package_dir: Option<PathBuf>,
     /// Its state: read and write.
@@ -48,7 +48,7 @@ pub struct Sandboxed {
     /// The user's workspace: read.
     pub workspace: Option<PathBuf>,
     /// A directory of the workspace whose regular files it may keep (a zot extension's
-    /// `.zot`): see [`crate::sandbox::own_files`].
+    /// `.zot`): see [`yep_sandbox::own_files`].
     pub files: Option<PathBuf>,
     /// What its approval grants beyond the default profile.
     pub grants: crate::manifest::SandboxGrants,
@@ -64,12 +64,12 @@ pub struct Sandboxed {
     /// Learn what it needs instead of containing it (`yep doctor --sandbox-learn`): its
     /// profile is built, its environment scrubbed and its `TMPDIR` private as for a contained
     /// run, but nothing is applied, and it runs under `strace`, whatever the mode.
-    pub learn: Option<Arc<crate::learn::Learning>>,
+    pub learn: Option<Arc<yep_sandbox::learn::Learning>>,
 }
 
 /// Where the sandbox's refusals go ([`Sandboxed::on_denied`]).
 #[derive(Clone)]
-pub struct DeniedSink(pub Arc<dyn Fn(crate::sandbox::Denial) + Send + Sync>);
+pub struct DeniedSink(pub Arc<dyn Fn(yep_sandbox::Denial) + Send + Sync>);
 
 impl std::fmt::Debug for DeniedSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -79,7 +79,7 @@ impl std::fmt::Debug for DeniedSink {
 
 /// A package's proxy for the host names it was granted, where this build has one.
 #[cfg(feature = "egress")]
-type Egress = crate::egress::EgressProxy;
+type Egress = yep_sandbox::egress::EgressProxy;
 #[cfg(not(feature = "egress"))]
 type Egress = ();
 
@@ -87,14 +87,14 @@ type Egress = ();
 /// port the sandbox lets it reach. `Ok(None)` where this build has no proxy (the caller says so).
 #[cfg(feature = "egress")]
 fn start_egress(
-    profile: &mut crate::sandbox::Profile,
+    profile: &mut yep_sandbox::Profile,
     sandboxed: &Sandboxed,
 ) -> std::io::Result<Option<Egress>> {
     let on_denied = sandboxed.on_denied.clone();
     let name = sandboxed.name.clone();
-    let report = Arc::new(move |refused: crate::egress::Refusal| {
+    let report = Arc::new(move |refused: yep_sandbox::egress::Refusal| {
         if let Some(sink) = &on_denied {
-            (sink.0)(crate::sandbox::Denial {
+            (sink.0)(yep_sandbox::Denial {
                 target: format!("{}:{}", refused.host, refused.port),
                 message: format!(
                     "{refused}: `yep grant {} {}`",
@@ -105,21 +105,21 @@ fn start_egress(
             })
         }
     });
-    let allowed = crate::egress::Allowed::from_grants(
+    let allowed = yep_sandbox::egress::Allowed::from_grants(
         profile
             .egress
             .iter()
             .chain(&profile.egress_also)
             .map(String::as_str),
     );
-    let proxy = crate::egress::EgressProxy::start(&sandboxed.name, allowed, report)?;
+    let proxy = yep_sandbox::egress::EgressProxy::start(&sandboxed.name, allowed, report)?;
     profile.proxy = Some(proxy.port());
     Ok(Some(proxy))
 }
 
 #[cfg(not(feature = "egress"))]
 fn start_egress(
-    _profile: &mut crate::sandbox::Profile,
+    _profile: &mut yep_sandbox::Profile,
     _sandboxed: &Sandboxed,
 ) -> std::io::Result<Option<Egress>> {
     Ok(None)
@@ -197,17 +197,17 @@ pub struct ServerProcess {
     /// How it is contained: `None` unsandboxed.
     pub sandbox: Option<Containment>,
     /// Its private temp dir, removed with it.
-    _tmp: Option<crate::sandbox::TmpDir>,
+    _tmp: Option<yep_sandbox::TmpDir>,
     /// Its egress proxy, stopped with it.
     _egress: Option<Egress>,
     /// Its pids cgroup (v1), removed with it.
-    _pids: Option<crate::sandbox::PidsLimit>,
+    _pids: Option<yep_sandbox::PidsLimit>,
 }
 
 /// How a spawned process is contained.
 pub struct Containment {
     /// What it may reach.
-    pub profile: crate::sandbox::Profile,
+    pub profile: yep_sandbox::Profile,
     /// The workspace it was started in.
     pub workspace: Option<PathBuf>,
     /// What the kernel could not enforce (empty when everything).
@@ -356,15 +356,14 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     let mut egress_gap = false;
     let learn = spec.sandbox.as_ref().and_then(|s| s.learn.clone());
     let contained = match &spec.sandbox {
-        Some(sandboxed) if sandboxed.mode != crate::sandbox::Mode::Off || learn.is_some() => {
+        Some(sandboxed) if sandboxed.mode != yep_sandbox::Mode::Off || learn.is_some() => {
             let stem = spec
                 .log_path
                 .file_stem()
                 .and_then(|s| s.to_str())
                 .unwrap_or("server");
-            let tmp =
-                crate::sandbox::TmpDir::new(stem).map_err(|e| err(std::io::Error::other(e)))?;
-            let profile = crate::sandbox::Profile::default_for(&crate::sandbox::Place {
+            let tmp = yep_sandbox::TmpDir::new(stem).map_err(|e| err(std::io::Error::other(e)))?;
+            let profile = yep_sandbox::Profile::default_for(&yep_sandbox::Place {
                 program: &program,
                 args: &spec.args,
                 package_dir: sandboxed.package_dir.as_deref(),
@@ -383,13 +382,13 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
             // Host names are reached through a proxy of its own, or not at all.
             let quiet = !(sandboxed.tell_refused_hosts
                 && sandboxed.on_denied.is_some()
-                && matches!(profile.net, crate::sandbox::Net::None));
+                && matches!(profile.net, yep_sandbox::Net::None));
             let egress = match profile.egress.is_empty() && quiet {
                 true => None,
                 false => match start_egress(&mut profile, sandboxed).map_err(err)? {
                     Some(proxy) => Some(proxy),
-                    None if sandboxed.mode == crate::sandbox::Mode::Required => {
-                        let refused = crate::sandbox::SandboxError::Unsupported {
+                    None if sandboxed.mode == yep_sandbox::Mode::Required => {
+                        let refused = yep_sandbox::SandboxError::Unsupported {
                             missing: vec![NO_EGRESS],
                         };
                         return Err(err(std::io::Error::other(refused)));
@@ -400,7 +399,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
                     }
                 },
             };
-            crate::sandbox::prepare(&profile, sandboxed.mode)
+            yep_sandbox::prepare(&profile, sandboxed.mode)
                 .map_err(|e| err(std::io::Error::other(e)))?
                 .map(|prepared| (Some(Arc::new(prepared)), tmp, profile, egress))
         }
@@ -412,9 +411,9 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
 /// What [`spawn`] built before the fork: the sandbox to apply (`None` for a learning run),
 /// its private temp dir, its profile and its egress proxy.
 type Contained = (
-    Option<Arc<crate::sandbox::Prepared>>,
-    crate::sandbox::TmpDir,
-    crate::sandbox::Profile,
+    Option<Arc<yep_sandbox::Prepared>>,
+    yep_sandbox::TmpDir,
+    yep_sandbox::Profile,
     Option<Egress>,
 );
 
@@ -442,12 +441,12 @@ fn spawn_built(
         // Nothing of the user's own environment (tokens, keys, the agent's variables): what
         // programs need, then the package's own config and secrets (`spec.env`).
         cmd.env_clear();
-        cmd.envs(crate::sandbox::scrubbed_env());
+        cmd.envs(yep_sandbox::scrubbed_env());
         cmd.env("TMPDIR", tmp.path());
         // The home, `~/.gitconfig` with it, is closed, and git fails on a config it may not
         // read: a sanitised copy instead (a package's own env may still say otherwise).
         let grants = spec.sandbox.as_ref().map(|s| &s.grants);
-        cmd.envs(crate::sandbox::gitconfig::env(
+        cmd.envs(yep_sandbox::gitconfig::env(
             tmp.path(),
             grants.unwrap_or(&Default::default()),
         ));
@@ -482,11 +481,11 @@ fn spawn_built(
     let pids = match (prepared, &cgroup) {
         (Some(p), Some(c)) if c.limit_pids(p.limits().processes) => None,
         (Some(p), _) => {
-            let limit = crate::sandbox::PidsLimit::create(p.limits().processes);
+            let limit = yep_sandbox::PidsLimit::create(p.limits().processes);
             if limit.is_none() {
                 let what = "the process limit (no pids cgroup it may write)";
-                if spec.sandbox.as_ref().map(|s| s.mode) == Some(crate::sandbox::Mode::Required) {
-                    let refused = crate::sandbox::SandboxError::Unsupported {
+                if spec.sandbox.as_ref().map(|s| s.mode) == Some(yep_sandbox::Mode::Required) {
+                    let refused = yep_sandbox::SandboxError::Unsupported {
                         missing: vec![what],
                     };
                     return Err(err(std::io::Error::other(refused)));

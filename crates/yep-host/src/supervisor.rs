@@ -234,7 +234,7 @@ impl ServerSpec {
                 files: self
                     .language
                     .is_some()
-                    .then(|| workspace.join(crate::sandbox::ZOT_FILES)),
+                    .then(|| workspace.join(yep_sandbox::ZOT_FILES)),
                 grants: self.sandbox_grants.clone(),
                 name: self.grant_name.clone().unwrap_or_else(|| self.name.clone()),
                 on_denied,
@@ -295,14 +295,25 @@ pub struct SupervisorOptions {
     pub tap: Option<crate::rpc::Tap>,
     /// A user is at an interactive UI (panels, questions): tools that wait on one may run.
     pub interactive_ui: bool,
-    /// The OS sandbox a spawned server runs in ([`crate::sandbox`]).
-    pub sandbox: crate::sandbox::Mode,
+    /// The OS sandbox a spawned server runs in ([`yep_sandbox`]).
+    pub sandbox: yep_sandbox::Mode,
     /// Run it outside the sandbox under `strace`, to learn what it needs
-    /// ([`crate::learn`]; `yep doctor --sandbox-learn`).
-    pub learn: Option<Arc<crate::learn::Learning>>,
+    /// ([`yep_sandbox::learn`]; `yep doctor --sandbox-learn`).
+    pub learn: Option<Arc<yep_sandbox::learn::Learning>>,
     /// The agent's tools as Claude Code's hooks know them (set from
     /// [`crate::runtime::HostOptions::claude_tool_names`]).
     pub claude_tool_names: crate::dialect::claude::ToolNames,
+}
+
+impl SupervisorOptions {
+    /// The defaults, with the sandbox mode `home` asks for
+    /// ([`crate::settings::sandbox_mode_or_required`]).
+    pub fn for_home(home: &crate::store::Home) -> SupervisorOptions {
+        SupervisorOptions {
+            sandbox: crate::settings::sandbox_mode_or_required(home),
+            ..SupervisorOptions::default()
+        }
+    }
 }
 
 impl Default for SupervisorOptions {
@@ -322,7 +333,7 @@ impl Default for SupervisorOptions {
             spin: yep_protocol::framing::spin_from_env(),
             tap: None,
             interactive_ui: false,
-            sandbox: crate::sandbox::default_mode(),
+            sandbox: crate::settings::UNSET_MODE,
             learn: None,
             claude_tool_names: Default::default(),
         }
@@ -838,7 +849,7 @@ impl Extension {
     fn denied_sink(&self) -> crate::process::DeniedSink {
         let events = Arc::clone(&self.events);
         let extension = self.spec.name.clone();
-        crate::process::DeniedSink(Arc::new(move |denial: crate::sandbox::Denial| {
+        crate::process::DeniedSink(Arc::new(move |denial: yep_sandbox::Denial| {
             events.health(HealthEvent::SandboxDenied {
                 extension: extension.clone(),
                 target: denial.target,
@@ -1012,7 +1023,7 @@ impl Extension {
                 .map(|p| ("read", p))
                 .chain(grants.write.iter().map(|p| ("write", p)))
             {
-                let missing = crate::sandbox::grant_path(written)
+                let missing = yep_sandbox::grant_path(written)
                     .is_some_and(|p| std::fs::symlink_metadata(p).is_err());
                 if missing {
                     self.events.health(HealthEvent::Warning {

@@ -16,9 +16,9 @@ use yep_host::capability::{Answer, HookEvent, HookFiring, HookOutcome, Progress,
 use yep_host::conformance::{self, Bindings, Transcript, Wire};
 use yep_host::dialect::zot::Zot;
 use yep_host::rpc::BoxFuture;
-use yep_host::sandbox::Mode;
 use yep_host::{CancellationToken, Events, Extension, ExtensionError, Manifest, ServerSpec};
 use yep_host::{SupervisorOptions, UpdateSink};
+use yep_sandbox::Mode;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

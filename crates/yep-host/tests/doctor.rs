@@ -7,6 +7,9 @@ use serde_json::{Value, json};
 use yep_host::Manifest;
 use yep_host::doctor::{self, Report, Status};
 
+/// The mode an embedder gets by default, as doctor runs under it.
+const BEST_EFFORT: yep_host::sandbox::Mode = yep_host::sandbox::Mode::BestEffort;
+
 fn manifest(facet: Value) -> Manifest {
     Manifest::parse(
         &json!({"name": "subject", "version": "1.0.0", "yolop": facet}).to_string(),
@@ -34,9 +37,9 @@ async fn the_echo_example_passes_every_check() {
     let m: Manifest = Manifest::parse(yep_example_echo_manifest(), "plugin.json".as_ref()).unwrap();
     let mut spec = fx.echo();
     spec.name = m.name.clone();
-    let report = doctor::run(&m, spec).await;
+    let report = doctor::run(&m, spec, BEST_EFFORT).await;
     assert!(report.ok, "{report:#?}");
-    // The sandbox row is graded by the mode this process runs servers under (off here).
+    // The sandbox row is graded by the mode this process runs servers under (best-effort here).
     assert!(
         report
             .checks
@@ -76,6 +79,7 @@ async fn a_widened_tool_fails_and_an_unserved_one_warns() {
     let report = doctor::run(
         &manifest(json!({"tools": [{"name": "a"}]})),
         fixture(&fx, json!({"tools": ["a", "extra"]})),
+        BEST_EFFORT,
     )
     .await;
     assert!(!report.ok);
@@ -84,6 +88,7 @@ async fn a_widened_tool_fails_and_an_unserved_one_warns() {
     let report = doctor::run(
         &manifest(json!({"tools": [{"name": "a"}, {"name": "b"}]})),
         fixture(&fx, json!({"tools": ["a", "traces"]})),
+        BEST_EFFORT,
     )
     .await;
     let (s, d) = status(&report, "tools");
@@ -98,6 +103,7 @@ async fn a_tool_schema_that_does_not_compile_fails() {
             json!({"tools": [{"name": "a", "schema": {"type": "no-such-type"}}, {"name": "b"}]}),
         ),
         fixture(&fx, json!({"tools": ["a", "b"]})),
+        BEST_EFFORT,
     )
     .await;
     assert!(!report.ok);
@@ -111,7 +117,7 @@ async fn a_stray_stdout_line_fails_hygiene() {
     let fx = Fixture::new();
     let script = format!("echo 'debug: starting'; exec '{}'", echo_bin());
     let m = Manifest::parse(yep_example_echo_manifest(), "plugin.json".as_ref()).unwrap();
-    let report = doctor::run(&m, fx.spec("echo", "sh", &["-c", &script])).await;
+    let report = doctor::run(&m, fx.spec("echo", "sh", &["-c", &script]), BEST_EFFORT).await;
     let (s, d) = status(&report, "stdout");
     assert_eq!(s, Status::Fail);
     assert!(d.contains("debug: starting"), "{d}");
@@ -137,7 +143,12 @@ for line in sys.stdin:
     print(json.dumps({"id": m["id"], "result": r}), flush=True)
 "#;
     let m = manifest(json!({"hooks": [{"event": "pre_tool_use"}]}));
-    let report = doctor::run(&m, fx.spec("subject", "python3", &["-c", script])).await;
+    let report = doctor::run(
+        &m,
+        fx.spec("subject", "python3", &["-c", script]),
+        BEST_EFFORT,
+    )
+    .await;
     let (s, d) = status(&report, "schema");
     assert_eq!(s, Status::Fail, "{report:#?}");
     assert!(d.contains("hook/fire result"), "{d}");
@@ -149,7 +160,12 @@ async fn a_hook_slower_than_its_timeout_fails() {
     let m = manifest(
         json!({"hooks": [{"event": "pre_tool_use", "tool_name_glob": "bash", "timeout_ms": 100}]}),
     );
-    let report = doctor::run(&m, fixture(&fx, json!({"hook_sleep_ms": 1000}))).await;
+    let report = doctor::run(
+        &m,
+        fixture(&fx, json!({"hook_sleep_ms": 1000})),
+        BEST_EFFORT,
+    )
+    .await;
     let (s, d) = status(&report, "hooks");
     assert_eq!(s, Status::Fail);
     assert!(d.contains("timed out"), "{d}");
@@ -168,6 +184,7 @@ for line in sys.stdin:
     let report = doctor::run(
         &manifest(json!({"tools": [{"name": "a"}]})),
         fx.spec("subject", "python3", &["-c", script]),
+        BEST_EFFORT,
     )
     .await;
     assert!(!report.ok);
@@ -182,7 +199,12 @@ async fn a_yolop_yep_server_passes_with_a_warning_for_cancel() {
     let m = manifest(
         json!({"tools": [{"name": "echo"}, {"name": "fail"}, {"name": "slow"}], "prompt": true, "dynamic_prompt": true, "hooks": [{"event": "pre_tool_use"}]}),
     );
-    let report = doctor::run(&m, fx.spec("subject", &yolop_fixture_bin(), &[])).await;
+    let report = doctor::run(
+        &m,
+        fx.spec("subject", &yolop_fixture_bin(), &[]),
+        BEST_EFFORT,
+    )
+    .await;
     assert!(report.ok, "{report:#?}");
     assert_eq!(status(&report, "cancel").0, Status::Warn);
     assert_eq!(status(&report, "config_push").0, Status::Warn);
@@ -205,7 +227,12 @@ async fn a_flooding_server_is_graded_with_bounded_memory() {
         "python3",
         &[flood.to_str().unwrap(), &fixture_bin(), &config],
     );
-    let report = doctor::run(&manifest(json!({"tools": [{"name": "a"}]})), spec).await;
+    let report = doctor::run(
+        &manifest(json!({"tools": [{"name": "a"}]})),
+        spec,
+        BEST_EFFORT,
+    )
+    .await;
     let (stdout, detail) = status(&report, "stdout");
     assert_eq!(stdout, Status::Warn, "{detail}");
     let kept = format!("only the first {} were kept", doctor::KEEP_LINES);

@@ -387,7 +387,7 @@ async fn a_one_shot_command_runs_in_the_sandbox() {
     );
     spec.args.push(data.display().to_string());
     spec.sandbox = Some(process::Sandboxed {
-        mode: yep_host::sandbox::Mode::Required,
+        mode: yep_sandbox::Mode::Required,
         package_dir: None,
         data_dir: Some(data.clone()),
         workspace: Some(workspace.clone()),

@@ -39,7 +39,7 @@ pub struct Args {
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let session_id = format!("yep-call-{}", std::process::id());
-    let supervisor = SupervisorOptions::default();
+    let supervisor = SupervisorOptions::for_home(home);
     let target = args.package.to_string_lossy().into_owned();
     let target = super::resolve_target(home, &target)?;
     let installed = matches!(target, Target::Installed(_));

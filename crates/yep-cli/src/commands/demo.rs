@@ -352,7 +352,7 @@ fn install_echo(scratch: &Path) -> anyhow::Result<launch::Launch> {
         &installed.name,
         scratch.to_path_buf(),
         "yep-demo",
-        &SupervisorOptions::default(),
+        &SupervisorOptions::for_home(&home),
     )?)
 }
 

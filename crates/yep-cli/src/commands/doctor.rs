@@ -9,14 +9,15 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use yep_host::doctor::{self, Check, Report, Status};
-use yep_host::learn::Learning;
 use yep_host::runtime::launch::{self, LaunchError};
+use yep_host::settings::sandbox_mode_or_required;
 use yep_host::store::Home;
 use yep_host::store::lockfile::LockEntry;
 use yep_host::store::source::looks_like_path;
 use yep_host::supervisor::DeniedCall;
 use yep_host::text::{escape, escape_multiline};
 use yep_host::{Manifest, ServerSpec, SupervisorOptions};
+use yep_sandbox::learn::Learning;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -157,9 +158,14 @@ async fn target(
                 PackageKind::Zot if learn.is_some() => return Err(zot_learn()),
                 PackageKind::Zot if asked.is_some() => return Err(zot_call()),
                 PackageKind::Zot => {
-                    let mut report = doctor::zot::run_dir(&package, cwd, &home.logs_dir())
-                        .await?
-                        .ok_or_else(|| no_server(&args.target))?;
+                    let mut report = doctor::zot::run_dir(
+                        &package,
+                        cwd,
+                        &home.logs_dir(),
+                        sandbox_mode_or_required(home),
+                    )
+                    .await?
+                    .ok_or_else(|| no_server(&args.target))?;
                     if args.conformance {
                         report.checks.push(zot_conformance());
                     }
@@ -181,10 +187,12 @@ async fn target(
                         doctor::Against::Package,
                         learn,
                         call,
+                        sandbox_mode_or_required(home),
                     )
                     .await;
                     if let Some(spec) = replay {
-                        conformance(&mut report, &manifest, &spec).await;
+                        let mode = sandbox_mode_or_required(home);
+                        conformance(&mut report, &manifest, &spec, mode).await;
                     }
                     report
                 }
@@ -265,14 +273,25 @@ async fn installed(
             )
         },
     });
-    let launched = launch::installed(home, name, cwd, "doctor", &SupervisorOptions::default());
+    let launched = launch::installed(
+        home,
+        name,
+        cwd,
+        "doctor",
+        &SupervisorOptions::for_home(home),
+    );
     let mut report = match launched {
         Ok(launch) if launch.spec.command.is_empty() => return Err(no_server(name)),
         Ok(_) if entry.zot.is_some() && learn.is_some() => return Err(zot_learn()),
         Ok(launch) if entry.zot.is_some() => {
             let extension = yep_host::store::zot::ZotManifest::load(&home.package_dir(name))?;
-            let mut report =
-                doctor::zot::run(&extension, launch.spec, Some(&launch.manifest)).await;
+            let mut report = doctor::zot::run(
+                &extension,
+                launch.spec,
+                Some(&launch.manifest),
+                launch.supervisor.sandbox,
+            )
+            .await;
             if replay {
                 report.checks.push(zot_conformance());
             }
@@ -284,10 +303,23 @@ async fn installed(
                 on_disk: on_disk.as_ref(),
             };
             let spec = replay.then(|| launch.spec.clone());
-            let mut report =
-                doctor::run_learning(&launch.manifest, launch.spec, against, learn, call).await;
+            let mut report = doctor::run_learning(
+                &launch.manifest,
+                launch.spec,
+                against,
+                learn,
+                call,
+                launch.supervisor.sandbox,
+            )
+            .await;
             if let Some(spec) = spec {
-                conformance(&mut report, &launch.manifest, &spec).await;
+                conformance(
+                    &mut report,
+                    &launch.manifest,
+                    &spec,
+                    launch.supervisor.sandbox,
+                )
+                .await;
             }
             report
         }
@@ -311,7 +343,12 @@ async fn installed(
 
 /// The corpus's rows, after doctor's own: unless the server did not even start (doctor's
 /// rows say why), when every transcript would fail the same way.
-async fn conformance(report: &mut Report, manifest: &Manifest, spec: &ServerSpec) {
+async fn conformance(
+    report: &mut Report,
+    manifest: &Manifest,
+    spec: &ServerSpec,
+    mode: yep_sandbox::Mode,
+) {
     let started = !report
         .checks
         .iter()
@@ -319,7 +356,7 @@ async fn conformance(report: &mut Report, manifest: &Manifest, spec: &ServerSpec
     if started {
         report
             .checks
-            .extend(doctor::conformance(manifest, spec).await);
+            .extend(doctor::conformance(manifest, spec, mode).await);
     } else {
         report.checks.push(Check {
             name: "conformance".into(),

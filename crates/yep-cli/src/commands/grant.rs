@@ -5,6 +5,7 @@ use crate::output::{hinted, stdout_line};
 use serde::Serialize;
 use std::io::Write;
 use std::process::ExitCode;
+use yep_host::settings::sandbox_mode_or_required;
 use yep_store::Home;
 use yep_store::grants::SandboxGrants;
 use yep_store::mcp::Origin;
@@ -124,7 +125,7 @@ pub struct Missing(Vec<(String, std::path::PathBuf)>);
 /// the server starts, so a grant of a missing path would do nothing. A `write:` one inside
 /// the home is made (by [`Missing::make`], once granted); any other is refused, saying why.
 pub fn missing_paths(home: &Home, grants: &SandboxGrants) -> anyhow::Result<Missing> {
-    use yep_host::sandbox::{grant_path, may_make_for_grant};
+    use yep_sandbox::{grant_path, may_make_for_grant};
     let mut make = Vec::new();
     for (kind, written) in grants
         .read
@@ -185,7 +186,7 @@ pub fn grant(args: GrantArgs, home: &Home) -> anyhow::Result<ExitCode> {
         true => "nothing new: it has all of that already",
         false => "granted; it runs with it from its next start",
     };
-    report(&args.name, &who, new, &after, args.json, said)
+    report(home, &args.name, &who, new, &after, args.json, said)
 }
 
 /// Grant `name` what `tokens` name, with `consent` (`--yes`, or a `y` at the terminal) when
@@ -289,10 +290,11 @@ pub fn revoke(args: RevokeArgs, home: &Home) -> anyhow::Result<ExitCode> {
         true => "nothing to take back: you granted it nothing",
         false => "revoked; it runs without it from its next start",
     };
-    report(&args.name, &who, taken, &after, args.json, said)
+    report(home, &args.name, &who, taken, &after, args.json, said)
 }
 
 fn report(
+    home: &Home,
     name: &str,
     who: &Grantee,
     changed: Vec<String>,
@@ -312,13 +314,16 @@ fn report(
         return Ok(ExitCode::SUCCESS);
     }
     stdout_line(&format!("{} `{}`: {said}", who.kind, escape(name)));
-    stdout_line(&format!("  sandbox: {}", profile_text(&outcome.effective)));
+    stdout_line(&format!(
+        "  sandbox: {}",
+        profile_text(&outcome.effective, sandbox_mode_or_required(home))
+    ));
     Ok(ExitCode::SUCCESS)
 }
 
 /// The effective profile in a line: the default profile, and each grant beyond it.
-pub fn profile_text(grants: &[String]) -> String {
-    if yep_host::sandbox::default_mode() == yep_host::sandbox::Mode::Off {
+pub fn profile_text(grants: &[String], mode: yep_sandbox::Mode) -> String {
+    if mode == yep_sandbox::Mode::Off {
         return "off (sandbox = \"off\": servers run with your rights)".into();
     }
     match grants.is_empty() {

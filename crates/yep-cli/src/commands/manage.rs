@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::process::ExitCode;
 use std::time::Duration;
+use yep_host::settings::sandbox_mode_or_required;
 use yep_store::Home;
 use yep_store::text::{escape, escape_multiline};
 
@@ -180,7 +181,7 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
         if r.server_command.is_some() {
             stdout_line(&format!(
                 "  sandbox: {}",
-                super::grant::profile_text(&r.sandbox)
+                super::grant::profile_text(&r.sandbox, sandbox_mode_or_required(home))
             ));
         }
         if let Some(cmd) = &r.server_command {

@@ -73,16 +73,18 @@ async fn sync_dir(args: SyncArgs, home: &Home) -> anyhow::Result<ExitCode> {
         },
     )?;
     let log = spec.log_path();
-    let offer = yep_host::doctor::offer(spec).await.map_err(|err| {
-        hinted(
-            format!("the server did not start, so nothing was synced: {err}"),
-            &[&format!(
-                "its stderr is in {} (`yep doctor {}` grades it)",
-                log.display(),
-                dir.display()
-            )],
-        )
-    })?;
+    let offer = yep_host::doctor::offer(spec, yep_host::settings::sandbox_mode_or_required(home))
+        .await
+        .map_err(|err| {
+            hinted(
+                format!("the server did not start, so nothing was synced: {err}"),
+                &[&format!(
+                    "its stderr is in {} (`yep doctor {}` grades it)",
+                    log.display(),
+                    dir.display()
+                )],
+            )
+        })?;
     let (after, changes) =
         sync(&text, &path, &manifest, &offer.tools).map_err(anyhow::Error::msg)?;
     let changed = after != text;

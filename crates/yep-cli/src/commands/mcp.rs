@@ -11,6 +11,7 @@ use yep_host::runtime::mcp::{
     Approval, McpProbeError, McpSource, StageOptions, Unapproved, approve_with, command_line,
     enabled_manifests, log_stem, probe, sources, stage,
 };
+use yep_host::settings::sandbox_mode_or_required;
 use yep_store::Home;
 use yep_store::code::{MAX_CODE_BYTES, MAX_CODE_FILES};
 use yep_store::launcher::{Installed, Launched};
@@ -724,7 +725,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     if let Some(grants) = &r.sandbox {
                         stdout_line(&format!(
                             "  sandbox: {}",
-                            super::grant::profile_text(grants)
+                            super::grant::profile_text(grants, sandbox_mode_or_required(home))
                         ));
                     }
                     for change in &r.withheld {
@@ -908,7 +909,14 @@ async fn pin_now(
     here: &std::path::Path,
     opts: &StageOptions,
 ) -> Result<Approval, McpProbeError> {
-    approve_with(home, source, here, &Default::default(), opts).await
+    approve_with(
+        home,
+        source,
+        here,
+        &yep_host::SupervisorOptions::for_home(home),
+        opts,
+    )
+    .await
 }
 
 /// What a launcher's pinned install is, as the consent screen and `yep mcp add` say it: the
@@ -1159,7 +1167,7 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
         home,
         &source,
         &workspace()?,
-        &Default::default(),
+        &yep_host::SupervisorOptions::for_home(home),
         staged.package(),
     )
     .await
@@ -1364,6 +1372,7 @@ async fn serve(
         },
         ask_sink: Some(Arc::new(AskClients(clients.clone()))),
         status_sink: Some(Arc::new(StatusToClients(clients.clone()))),
+        supervisor: yep_host::SupervisorOptions::for_home(home),
         ..yep_host::HostOptions::default()
     };
     let session = yep_host::Session {

@@ -55,6 +55,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let mut opts = HostOptions {
         ask_sink: Some(ask),
         status_sink: Some(Arc::new(Submitted { json: !interactive })),
+        supervisor: yep_host::SupervisorOptions::for_home(home),
         ..HostOptions::default()
     };
     // Tools that wait on the user at a panel run only where there is one.

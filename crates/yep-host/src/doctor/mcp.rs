@@ -1,7 +1,7 @@
 //! `yep doctor` for an MCP server, by the name `yep mcp list` gives it: start it as a session
 //! does (its approved definition, its grants, its log), see it list its tools, and make the
 //! call asked for, or the one its sandbox last denied ([`Replay`]). With `--sandbox-learn` the
-//! run is a learning one ([`crate::learn`]): what that call touched beyond the default profile
+//! run is a learning one ([`yep_sandbox::learn`]): what that call touched beyond the default profile
 //! is proposed as grants.
 
 use super::{Against, Grader, Report, Status};
@@ -19,7 +19,7 @@ pub async fn run(
     home: &Home,
     source: &McpSource,
     workspace: &Path,
-    learn: Option<crate::learn::Learning>,
+    learn: Option<yep_sandbox::learn::Learning>,
     replay: Option<super::Replay>,
 ) -> Report {
     let learn = learn.map(Arc::new);
@@ -41,7 +41,7 @@ pub async fn run(
     let base = SupervisorOptions {
         learn: learn.clone(),
         request_timeout: Duration::from_secs(30),
-        ..SupervisorOptions::default()
+        ..SupervisorOptions::for_home(home)
     };
     // Its package as its approval pins it (a launcher's install, or the launcher as written).
     let package = Package::of(pin.as_ref());
@@ -60,7 +60,7 @@ pub async fn run(
             "it is reached over HTTP: yep runs no process for it".to_string(),
         ),
         (Some(_), true) => super::learning_sandbox_row(),
-        (None, true) => super::sandbox_row(&spec.sandbox_grants),
+        (None, true) => super::sandbox_row(&spec.sandbox_grants, base.sandbox),
     };
     r.add("sandbox", sandbox_status, sandbox_detail);
     let ext = Extension::new(spec, opts, Arc::new(NoEvents));

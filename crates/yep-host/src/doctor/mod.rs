@@ -5,6 +5,8 @@
 use crate::capability::{HookFiring, NoEvents};
 use crate::manifest::{HookEvent, Manifest};
 use crate::rpc::Tap;
+use yep_sandbox::Mode;
+
 use crate::supervisor::{DeniedCall, Extension, ExtensionError, ServerSpec, SupervisorOptions};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -52,7 +54,7 @@ pub struct Report {
 pub struct Learned {
     /// As `yep grant` takes them, escaped.
     pub grants: Vec<String>,
-    /// How many more there were past [`crate::learn::MAX_PROPOSALS`].
+    /// How many more there were past [`yep_sandbox::learn::MAX_PROPOSALS`].
     pub more: usize,
     /// For an installed extension: the `yep grant` that gives them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,12 +127,14 @@ fn probe_tool(glob: &str) -> String {
 fn doctor_extension(
     mut spec: ServerSpec,
     tap: Option<Tap>,
-    learn: Option<Arc<crate::learn::Learning>>,
+    learn: Option<Arc<yep_sandbox::learn::Learning>>,
+    mode: Mode,
 ) -> Extension {
     spec.session_id = "doctor".into();
     let opts = SupervisorOptions {
         tap,
         learn,
+        sandbox: mode,
         request_timeout: Duration::from_secs(10),
         handshake_timeout: Duration::from_secs(10),
         grace: Duration::from_secs(2),
@@ -141,8 +145,11 @@ fn doctor_extension(
 
 /// Start the server of `spec` as doctor does, and stop it once it has said what it serves:
 /// its handshake, for `yep manifest sync`.
-pub async fn offer(spec: ServerSpec) -> Result<crate::capability::Offer, ExtensionError> {
-    let ext = doctor_extension(spec, None, None);
+pub async fn offer(
+    spec: ServerSpec,
+    mode: Mode,
+) -> Result<crate::capability::Offer, ExtensionError> {
+    let ext = doctor_extension(spec, None, None, mode);
     let offer = ext.handshake().await;
     ext.stop().await;
     offer
@@ -150,9 +157,8 @@ pub async fn offer(spec: ServerSpec) -> Result<crate::capability::Offer, Extensi
 
 /// How the server ran contained, for doctor's `sandbox` row: the mode, what this system
 /// enforces, and what its approval grants beyond the default profile.
-pub fn sandbox_row(grants: &crate::manifest::SandboxGrants) -> (Status, String) {
-    use crate::sandbox::{Mode, Support};
-    let mode = crate::sandbox::default_mode();
+pub fn sandbox_row(grants: &crate::manifest::SandboxGrants, mode: Mode) -> (Status, String) {
+    use yep_sandbox::Support;
     if mode == Mode::Off {
         return (
             Status::Skip,
@@ -196,7 +202,7 @@ pub fn sandbox_row(grants: &crate::manifest::SandboxGrants) -> (Status, String) 
 /// as a session spawns it; a row each, `conformance/<name>`. A transcript whose `requires`
 /// the manifest does not declare is skipped, saying what it lacks; one the server does not
 /// follow fails with the step, the path and both frames.
-pub async fn conformance(manifest: &Manifest, spec: &ServerSpec) -> Vec<Check> {
+pub async fn conformance(manifest: &Manifest, spec: &ServerSpec, mode: Mode) -> Vec<Check> {
     let transcripts = match crate::conformance::yep_server() {
         Ok(t) => t,
         Err(e) => {
@@ -207,7 +213,10 @@ pub async fn conformance(manifest: &Manifest, spec: &ServerSpec) -> Vec<Check> {
             }];
         }
     };
-    let opts = SupervisorOptions::default();
+    let opts = SupervisorOptions {
+        sandbox: mode,
+        ..SupervisorOptions::default()
+    };
     let mut rows = Vec::with_capacity(transcripts.len());
     for t in &transcripts {
         let name = format!("conformance/{}", t.name);
@@ -250,31 +259,37 @@ pub enum Against<'a> {
 }
 
 /// Grade the server of package manifest `manifest` (already spawn-ready in `spec`).
-pub async fn run(manifest: &Manifest, spec: ServerSpec) -> Report {
-    run_against(manifest, spec, Against::Package).await
+pub async fn run(manifest: &Manifest, spec: ServerSpec, mode: Mode) -> Report {
+    run_against(manifest, spec, Against::Package, mode).await
 }
 
 /// Grade the server of `manifest` (already spawn-ready in `spec`), saying what `manifest`
 /// is. For an installed extension both come from `runtime::launch::installed`: the approved
 /// manifest, and the spec a session would spawn (its config, its secrets as env, its log).
-pub async fn run_against(manifest: &Manifest, spec: ServerSpec, against: Against<'_>) -> Report {
-    run_learning(manifest, spec, against, None, None).await
+pub async fn run_against(
+    manifest: &Manifest,
+    spec: ServerSpec,
+    against: Against<'_>,
+    mode: Mode,
+) -> Report {
+    run_learning(manifest, spec, against, None, None, mode).await
 }
 
-/// [`run_against`], and with `learn` the run is a learning one ([`crate::learn`]): outside
+/// [`run_against`], and with `learn` the run is a learning one ([`yep_sandbox::learn`]): outside
 /// the sandbox, under `strace`, and a `sandbox_learn` row proposes the grants it needs. With
 /// `replay`, that call is made too (a `call` row), so what it touches is learned.
 pub async fn run_learning(
     manifest: &Manifest,
     spec: ServerSpec,
     against: Against<'_>,
-    learn: Option<crate::learn::Learning>,
+    learn: Option<yep_sandbox::learn::Learning>,
     replay: Option<Replay>,
+    mode: Mode,
 ) -> Report {
     let learn = learn.map(Arc::new);
     let name = spec.grant_name.clone().unwrap_or_else(|| spec.name.clone());
     let mut r = Grader::default();
-    grade(&mut r, manifest, spec, against, learn.clone(), replay).await;
+    grade(&mut r, manifest, spec, against, learn.clone(), replay, mode).await;
     let learned = learn.map(|l| learned_row(&mut r, &l, &name, against));
     let mut report = r.done();
     report.sandbox_learn = learned.flatten();
@@ -335,7 +350,7 @@ fn learning_sandbox_row() -> (Status, String) {
 /// The `sandbox_learn` row: what the run touched beyond its default profile, as grants.
 pub(crate) fn learned_row(
     r: &mut Grader,
-    learn: &crate::learn::Learning,
+    learn: &yep_sandbox::learn::Learning,
     name: &str,
     against: Against<'_>,
 ) -> Option<Learned> {
@@ -431,8 +446,9 @@ async fn grade(
     manifest: &Manifest,
     spec: ServerSpec,
     against: Against<'_>,
-    learn: Option<Arc<crate::learn::Learning>>,
+    learn: Option<Arc<yep_sandbox::learn::Learning>>,
     replay: Option<Replay>,
+    mode: Mode,
 ) {
     let recording = Arc::new(Mutex::new(Recording::default()));
     let rec = Arc::clone(&recording);
@@ -448,9 +464,9 @@ async fn grade(
     });
     let (sandbox_status, sandbox_detail) = match learn {
         Some(_) => learning_sandbox_row(),
-        None => sandbox_row(&spec.sandbox_grants),
+        None => sandbox_row(&spec.sandbox_grants, mode),
     };
-    let ext = doctor_extension(spec, Some(tap), learn);
+    let ext = doctor_extension(spec, Some(tap), learn, mode);
 
     let started = Instant::now();
     let init = match ext.handshake().await {

@@ -24,6 +24,7 @@ pub async fn run(
     manifest: &ZotManifest,
     mut spec: ServerSpec,
     approved: Option<&Manifest>,
+    mode: yep_sandbox::Mode,
 ) -> Report {
     let mut r = Grader::default();
     let recording = Arc::new(Mutex::new(Recording::default()));
@@ -41,10 +42,11 @@ pub async fn run(
         request_timeout: Duration::from_secs(10),
         grace: Duration::from_secs(2),
         term_wait: Duration::from_secs(1),
+        sandbox: mode,
         ..SupervisorOptions::default()
     };
     let pin = spec.pin.clone();
-    let (sandbox_status, sandbox_detail) = super::sandbox_row(&spec.sandbox_grants);
+    let (sandbox_status, sandbox_detail) = super::sandbox_row(&spec.sandbox_grants, mode);
     let ext = Extension::new(spec, opts, Arc::new(NoEvents));
     match ext.handshake().await {
         Ok(_) => {
@@ -281,13 +283,14 @@ pub async fn run_dir(
     dir: &std::path::Path,
     workspace: std::path::PathBuf,
     log_dir: &std::path::Path,
+    mode: yep_sandbox::Mode,
 ) -> Result<Option<Report>, crate::manifest::ManifestError> {
     let manifest = ZotManifest::load(dir)?;
     let Some(spec) = crate::dialect::zot::probe::dir_spec(&manifest, dir, workspace, log_dir)
     else {
         return Ok(None);
     };
-    Ok(Some(run(&manifest, spec, None).await))
+    Ok(Some(run(&manifest, spec, None, mode).await))
 }
 
 /// Every line it wrote, against the reference's frame rules; anything that is not JSON is

@@ -1286,7 +1286,7 @@ impl ExtensionHost {
         let mut opts = opts;
         opts.supervisor.claude_tool_names = opts.claude_tool_names.clone();
         // Its secrets, lock and packages never reach a server by way of the workspace.
-        crate::sandbox::protect(&home.root);
+        yep_sandbox::protect(&home.root);
         let core = Arc::new(Core {
             home,
             session_id: session.id,

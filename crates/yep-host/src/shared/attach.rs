@@ -347,8 +347,8 @@ pub async fn attach_stdio(
     start: &Starter,
 ) -> Result<(), AttachError> {
     // Never for a workspace the host would refuse: this session is served by its caller.
-    crate::sandbox::protect(&home.root);
-    if let Some(why) = crate::sandbox::workspace_withheld(&workspace) {
+    yep_sandbox::protect(&home.root);
+    if let Some(why) = yep_sandbox::workspace_withheld(&workspace) {
         return Err(AttachError::Unshared(format!(
             "the workspace {} {why}",
             crate::text::escape(&workspace.display().to_string())

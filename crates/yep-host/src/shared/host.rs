@@ -71,7 +71,7 @@ pub async fn serve(
     ready: impl FnOnce(u32),
 ) -> Result<(), ServeError> {
     let path = socket_path(&home);
-    crate::sandbox::protect(&home.root);
+    yep_sandbox::protect(&home.root);
     prepare_dir(&super::run_dir(&home))?;
     let key = attach_key(&home).map_err(|source| ServeError::Key {
         path: key_path(&home),
@@ -336,6 +336,8 @@ impl Shared {
             ask_sink: Some(Arc::new(AskClients(clients.clone()))),
             status_sink: Some(Arc::new(StatusToClients(clients.clone()))),
             idle_stop: self.config.idle_stop,
+            // Contained as the home says, read when the workspace opens.
+            supervisor: crate::supervisor::SupervisorOptions::for_home(&self.home),
             ..HostOptions::default()
         };
         let session = Session {
@@ -443,7 +445,7 @@ impl Shared {
                     let _ = send(&mut write, &welcome).await;
                     return;
                 }
-                if let Some(why) = crate::sandbox::workspace_withheld(&workspace) {
+                if let Some(why) = yep_sandbox::workspace_withheld(&workspace) {
                     welcome.error = Some(format!(
                         "the workspace {} {why}: a shared host never serves it",
                         crate::text::escape(&workspace.display().to_string())

@@ -17,7 +17,7 @@
 //!   would hold only on ABI 6 and later, and its name is open to every user to squat; seccomp
 //!   cannot see the address a `connect` names.)
 //! - The host never serves a session whose workspace is the root, the home or holds yep's
-//!   home ([`crate::sandbox::workspace_withheld`]): a client in such a directory serves its
+//!   home ([`yep_sandbox::workspace_withheld`]): a client in such a directory serves its
 //!   session itself.
 //! - The first line each way is the handshake ([`Hello`], [`Welcome`]). It carries the yep
 //!   version: a host of another version is never used; the new client starts a host of its

@@ -232,7 +232,7 @@ impl ClaudePeer {
         let extension = self.extension.clone();
         // Each host a hook or inline command reaches for without a grant is told, naming the
         // grant: a hook that wants the network fails where the user sees it.
-        let denied = crate::process::DeniedSink(Arc::new(move |denial: crate::sandbox::Denial| {
+        let denied = crate::process::DeniedSink(Arc::new(move |denial: yep_sandbox::Denial| {
             events.health(HealthEvent::SandboxDenied {
                 extension: extension.clone(),
                 target: denial.target,

@@ -96,7 +96,7 @@ impl ZotProbe {
         let capture = Arc::new(Capture::default());
         let opts = SupervisorOptions {
             dialect: Arc::clone(&capture) as Arc<dyn Dialect>,
-            ..SupervisorOptions::default()
+            ..SupervisorOptions::for_home(&self.home)
         };
         let ext = Extension::new(spec, opts, Arc::new(NoEvents));
         let ran = match ext.handshake().await {

@@ -6,7 +6,7 @@
 //! environment and private `TMPDIR`, the profile built as for a contained run, only not
 //! applied. So what it learns is what the sandbox would have refused.
 
-use crate::sandbox::{Net, Profile, SandboxError, TmpDir};
+use crate::{Net, Profile, SandboxError, TmpDir};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -91,7 +91,7 @@ impl Learning {
     }
 
     /// The program and arguments that run `program args` under `strace`, writing its trace.
-    pub(crate) fn wrap(&self, program: &Path, args: &[String]) -> (PathBuf, Vec<String>) {
+    pub fn wrap(&self, program: &Path, args: &[String]) -> (PathBuf, Vec<String>) {
         let mut wrapped: Vec<String> = [
             "-f",
             "-qq",
@@ -116,7 +116,7 @@ impl Learning {
     }
 
     /// What the spawn path built for the run (the last spawn wins: a restart runs it again).
-    pub(crate) fn record(&self, profile: &Profile, workspace: Option<&Path>, cwd: &Path) {
+    pub fn record(&self, profile: &Profile, workspace: Option<&Path>, cwd: &Path) {
         *self.spawned.lock().unwrap_or_else(|p| p.into_inner()) = Some(Spawned {
             profile: profile.clone(),
             workspace: workspace.map(Path::to_path_buf),
@@ -570,11 +570,11 @@ fn shown(p: &Path) -> String {
         Some(rest) => format!("~/{}", rest.display()),
         None => p.display().to_string(),
     };
-    crate::text::escape(&text).into_owned()
+    yep_store::text::escape(&text).into_owned()
 }
 
 fn holds_home(p: &Path) -> bool {
-    crate::sandbox::holds_home(p)
+    crate::holds_home(p)
 }
 
 #[cfg(test)]

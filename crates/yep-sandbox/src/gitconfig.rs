@@ -422,10 +422,10 @@ fn value(text: &[u8], start: usize) -> Option<(Vec<u8>, usize)> {
 }
 
 /// An entry as git reads it: section, subsection, key (lowercase) and value.
-pub(crate) type Entry = (String, Option<Vec<u8>>, String, Option<Vec<u8>>);
+pub type Entry = (String, Option<Vec<u8>>, String, Option<Vec<u8>>);
 
 /// Every entry of `text` git would read (the fuzz target's check of what [`sanitise`] wrote).
-pub(crate) fn entries(text: &[u8]) -> Vec<Entry> {
+pub fn entries(text: &[u8]) -> Vec<Entry> {
     let mut current: Option<(String, Option<Vec<u8>>)> = None;
     let mut out = Vec::new();
     for item in parse(text) {
@@ -657,7 +657,10 @@ fn users_config_dir() -> Option<PathBuf> {
 /// `XDG_CONFIG_HOME` when a grant opens something in the user's own config directory
 /// (`read:~/.config/gh`), but for a yep home: the program granted it would look for it there.
 /// Nothing when the user has no git configuration.
-pub fn env(tmp: &Path, grants: &crate::manifest::SandboxGrants) -> Vec<(&'static str, PathBuf)> {
+pub fn env(
+    tmp: &Path,
+    grants: &yep_store::manifest::SandboxGrants,
+) -> Vec<(&'static str, PathBuf)> {
     let Some(config) = write_copy(tmp) else {
         return Vec::new();
     };
