@@ -11,8 +11,8 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use yep_host::shared::Purpose;
 use yep_host::store::Home;
+use yep_serve::shared::Purpose;
 
 /// Sessions at once, as an agent's terminals, subagents and worktrees run them.
 const SESSIONS: usize = 8;
@@ -243,7 +243,7 @@ impl Bench {
             roots.push(status.pid);
         }
         let all = tree(&roots);
-        let rss = |pid: u32| yep_host::shared::rss_kib(pid).unwrap_or(0);
+        let rss = |pid: u32| yep_serve::shared::rss_kib(pid).unwrap_or(0);
         Ok(Census {
             processes: all.len(),
             clients: clients.len(),
@@ -253,8 +253,8 @@ impl Bench {
         })
     }
 
-    async fn status(&self) -> anyhow::Result<yep_host::shared::HostStatus> {
-        let welcome = yep_host::shared::control(&self.home, Purpose::Status)
+    async fn status(&self) -> anyhow::Result<yep_serve::shared::HostStatus> {
+        let welcome = yep_serve::shared::control(&self.home, Purpose::Status)
             .await?
             .ok_or_else(|| anyhow::anyhow!("no shared host is running"))?;
         welcome
@@ -269,7 +269,7 @@ impl Bench {
     /// Stop the shared host as `yep host stop` does, and wait until its process is gone
     /// (its servers stop before it exits).
     async fn stop_host(&self) -> anyhow::Result<()> {
-        let Some(welcome) = yep_host::shared::control(&self.home, Purpose::Stop).await? else {
+        let Some(welcome) = yep_serve::shared::control(&self.home, Purpose::Stop).await? else {
             return Ok(());
         };
         let deadline = Instant::now() + Duration::from_secs(20);

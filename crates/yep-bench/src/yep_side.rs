@@ -465,7 +465,7 @@ pub fn bare_start(program: &Path, args: &[&str], samples: usize) -> anyhow::Resu
 
 /// This process's resident set, in KiB, as the shared host reads any process's.
 fn rss_kib() -> u64 {
-    yep_host::shared::rss_kib(std::process::id()).unwrap_or(0)
+    yep_serve::shared::rss_kib(std::process::id()).unwrap_or(0)
 }
 
 /// Host-side RSS added per idle, connected extension, over `n` of them (KiB each).

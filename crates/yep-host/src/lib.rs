@@ -25,8 +25,6 @@
 //! `--sandbox-learn`. The host decides the policy and the mode ([`settings::sandbox_mode`]); the
 //! sandbox crate reads no settings.
 
-#[cfg(feature = "mcp-serve")]
-pub mod bridge;
 pub mod capability;
 pub mod conformance;
 pub mod dialect;
@@ -36,14 +34,10 @@ pub mod error;
 pub mod fuzzing;
 pub mod health;
 pub mod launcher;
-#[cfg(feature = "mcp-http")]
-pub mod oauth;
 pub mod process;
 pub mod rpc;
 pub mod runtime;
 pub mod settings;
-#[cfg(feature = "mcp-serve")]
-pub mod shared;
 pub mod supervisor;
 pub mod tool_args;
 

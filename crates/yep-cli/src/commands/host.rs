@@ -4,7 +4,7 @@
 use crate::output::stdout_line;
 use std::process::ExitCode;
 use std::time::Duration;
-use yep_host::shared::{HostConfig, HostStatus, Purpose};
+use yep_serve::shared::{HostConfig, HostStatus, Purpose};
 use yep_store::Home;
 use yep_store::text::escape;
 
@@ -47,7 +47,7 @@ pub async fn run(cmd: HostCommand, home: &Home) -> anyhow::Result<ExitCode> {
     match cmd {
         HostCommand::Serve => serve(home).await,
         HostCommand::Status { json } => {
-            let Some(welcome) = yep_host::shared::control(home, Purpose::Status).await? else {
+            let Some(welcome) = yep_serve::shared::control(home, Purpose::Status).await? else {
                 match json {
                     true => stdout_line(&serde_json::json!({ "running": false }).to_string()),
                     false => stdout_line("no shared host is running for this home"),
@@ -76,7 +76,7 @@ pub async fn run(cmd: HostCommand, home: &Home) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         HostCommand::Stop { json } => {
-            let stopped = yep_host::shared::control(home, Purpose::Stop).await?;
+            let stopped = yep_serve::shared::control(home, Purpose::Stop).await?;
             if let Some(error) = stopped.as_ref().and_then(|w| w.error.as_ref()) {
                 anyhow::bail!("the shared host would not stop: {}", escape(error));
             }
@@ -98,9 +98,9 @@ async fn serve(home: &Home) -> anyhow::Result<ExitCode> {
         linger: linger(home)?,
     };
     let ready = |pid: u32| say_ready(pid);
-    match yep_host::shared::serve(home.clone(), config, ready).await {
+    match yep_serve::shared::serve(home.clone(), config, ready).await {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(yep_host::shared::host::ServeError::AlreadyRunning(pid)) => {
+        Err(yep_serve::shared::host::ServeError::AlreadyRunning(pid)) => {
             say_ready(pid);
             crate::output::stderr_line(&format!(
                 "a shared host of this version already serves this home (pid {pid})"

@@ -614,7 +614,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
             if !no_shared && http.is_none() {
                 match attach(home, deferred).await {
                     Ok(()) => return Ok(ExitCode::SUCCESS),
-                    Err(yep_host::shared::AttachError::Refused(e)) => {
+                    Err(yep_serve::shared::AttachError::Refused(e)) => {
                         return Err(hinted(
                             format!("the shared host refused this session: {}", escape(&e)),
                             &["`yep mcp serve --no-shared` serves it with a host of its own"],
@@ -629,7 +629,7 @@ pub async fn run(cmd: McpCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            let mut limits = yep_host::bridge::HttpLimits::default();
+            let mut limits = yep_serve::bridge::HttpLimits::default();
             if let Some(n) = max_connections {
                 limits.max_connections = n as usize;
             }
@@ -753,7 +753,7 @@ fn login_state(home: &Home, source: &McpSource) -> Option<&'static str> {
         .url
         .as_deref()
         .filter(|_| source.server.transport == "http")?;
-    if yep_host::oauth::Credentials::new(home, &source.name, url).logged_in() {
+    if yep_host::dialect::mcp::credentials::Credentials::new(home, &source.name, url).logged_in() {
         Some("logged in")
     } else if source.origin == Origin::Home && yep_store::mcp::oauth_wanted(home, &source.name) {
         Some("needs login")
@@ -786,7 +786,7 @@ fn http_source(home: &Home, name: &str) -> anyhow::Result<McpSource> {
 /// is printed first, so a machine without a browser can have it opened elsewhere.
 struct UserBrowser;
 
-impl yep_host::oauth::Browser for UserBrowser {
+impl yep_serve::oauth::Browser for UserBrowser {
     fn open<'a>(
         &'a self,
         url: &'a str,
@@ -852,14 +852,14 @@ async fn login(
 ) -> anyhow::Result<ExitCode> {
     let source = http_source(home, name)?;
     let url = source.server.url.clone().unwrap_or_default();
-    let opts = yep_host::oauth::LoginOptions {
+    let opts = yep_serve::oauth::LoginOptions {
         scopes,
-        challenge: yep_host::oauth::challenge(&url).await,
+        challenge: yep_serve::oauth::challenge(&url).await,
         client_id,
         wait,
         ..Default::default()
     };
-    let granted = yep_host::oauth::login(home, &source.name, &url, &UserBrowser, opts)
+    let granted = yep_serve::oauth::login(home, &source.name, &url, &UserBrowser, opts)
         .await
         .map_err(|e| anyhow::anyhow!("could not log in to MCP server {}: {e}", escape(name)))?;
     if source.origin == Origin::Home {
@@ -1302,8 +1302,9 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
 
 /// `yep mcp serve` on stdio, attached to the home's shared host (started if none runs):
 /// fails before reading stdin when it cannot attach.
-async fn attach(home: &Home, deferred: bool) -> Result<(), yep_host::shared::AttachError> {
-    let workspace = workspace().map_err(|e| yep_host::shared::AttachError::Start(e.to_string()))?;
+async fn attach(home: &Home, deferred: bool) -> Result<(), yep_serve::shared::AttachError> {
+    let workspace =
+        workspace().map_err(|e| yep_serve::shared::AttachError::Start(e.to_string()))?;
     // One host per workspace root, however the session's path to it is spelled.
     let workspace = workspace.canonicalize().unwrap_or(workspace);
     let yep = std::env::current_exe()?;
@@ -1316,7 +1317,7 @@ async fn attach(home: &Home, deferred: bool) -> Result<(), yep_host::shared::Att
         cmd.arg("--home").arg(&root).args(["host", "serve"]);
         cmd
     };
-    yep_host::shared::attach_stdio(home, workspace, deferred, &start).await
+    yep_serve::shared::attach_stdio(home, workspace, deferred, &start).await
 }
 
 /// Who `yep mcp serve --http` lets in, as asked on the command line.
@@ -1334,7 +1335,7 @@ async fn serve(
     deferred: bool,
     http: Option<std::net::SocketAddr>,
     access: Access,
-    limits: yep_host::bridge::HttpLimits,
+    limits: yep_serve::bridge::HttpLimits,
 ) -> anyhow::Result<ExitCode> {
     use anyhow::Context;
     use std::sync::Arc;
@@ -1362,7 +1363,7 @@ async fn serve(
         ),
         None => None,
     };
-    use yep_host::bridge::{AskClients, Bridge, Clients, StatusToClients};
+    use yep_serve::bridge::{AskClients, Bridge, Clients, StatusToClients};
     let clients = Clients::default();
     let opts = yep_host::HostOptions {
         // Listed under `--deferred`: no extension tool may take its name then.
@@ -1381,10 +1382,10 @@ async fn serve(
     };
     let host = yep_host::ExtensionHost::start(home.clone(), session, opts).await?;
     let bridge = Bridge::new(host.clone(), clients, deferred).await;
-    let changes = yep_host::bridge::forward_changes(&bridge);
-    let watch = yep_host::bridge::watch_home(&host, home.clone());
+    let changes = yep_serve::bridge::forward_changes(&bridge);
+    let watch = yep_serve::bridge::watch_home(&host, home.clone());
     let outcome = match listener {
-        None => yep_host::bridge::serve_stdio(bridge)
+        None => yep_serve::bridge::serve_stdio(bridge)
             .await
             .map_err(|e| e.to_string()),
         Some(listener) => {
@@ -1396,11 +1397,11 @@ async fn serve(
                     err,
                     "WARNING: no bearer token (--insecure-no-token-for-testing): any process on this machine can run your extensions' tools"
                 );
-                yep_host::bridge::Access::NoTokenLoopbackTestingOnly
+                yep_serve::bridge::Access::NoTokenLoopbackTestingOnly
             } else {
-                let (token, made) = yep_host::bridge::bearer_token(home)
+                let (token, made) = yep_serve::bridge::bearer_token(home)
                     .context("failed to make the bearer token")?;
-                let path = yep_host::bridge::token_path(home);
+                let path = yep_serve::bridge::token_path(home);
                 let _ = match made {
                     true => writeln!(
                         err,
@@ -1409,7 +1410,7 @@ async fn serve(
                     ),
                     false => writeln!(err, "bearer token: in {}", path.display()),
                 };
-                yep_host::bridge::Access::Token(token)
+                yep_serve::bridge::Access::Token(token)
             };
             drop(err);
             let stop = tokio_util::sync::CancellationToken::new();
@@ -1418,7 +1419,7 @@ async fn serve(
                 let _ = tokio::signal::ctrl_c().await;
                 interrupted.cancel();
             });
-            yep_host::bridge::serve_http_with(
+            yep_serve::bridge::serve_http_with(
                 bridge,
                 listener,
                 served,

@@ -14,8 +14,8 @@
 
 mod lines;
 mod pipe;
-#[cfg(feature = "mcp-serve")]
-pub(crate) use pipe::set_nonblocking;
+/// Used by the shared host (`yep-serve`) on the agent's handed-over output.
+pub use pipe::set_nonblocking;
 
 #[doc(hidden)]
 pub use lines::split_frames;

@@ -371,7 +371,7 @@ fn watch(set: i32, fd: i32, reading: bool) {
     let _ = (set, fd, reading);
 }
 
-pub(crate) fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
+pub fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
     let raw = fd.as_raw_fd();
     // SAFETY: fcntl on a descriptor we own.
     unsafe {

@@ -406,7 +406,7 @@ struct LastHandle(watch::Receiver<Arc<Table>>);
 
 /// A handle to the host that does not keep it alive: what a server's own tool calls (zot's
 /// `call_tool`) run through, held by the host's events.
-pub(crate) struct WeakHost {
+pub struct WeakHost {
     core: std::sync::Weak<Core>,
     table: watch::Receiver<Arc<Table>>,
     commands: mpsc::WeakUnboundedSender<Command>,
@@ -422,7 +422,7 @@ impl WeakHost {
     }
 
     /// The host, while any handle to it is held.
-    pub(crate) fn upgrade(&self) -> Option<ExtensionHost> {
+    pub fn upgrade(&self) -> Option<ExtensionHost> {
         Some(ExtensionHost {
             core: self.core.upgrade()?,
             table: self.table.clone(),
@@ -1328,7 +1328,7 @@ impl ExtensionHost {
     }
 
     /// A handle that does not keep the host alive.
-    pub(crate) fn weak(&self) -> WeakHost {
+    pub fn weak(&self) -> WeakHost {
         WeakHost {
             core: Arc::downgrade(&self.core),
             table: self.table.clone(),

@@ -5,7 +5,7 @@
 //! calls each tool with arguments built from its schema, and answers the server's questions
 //! as a user who takes every default shown (an empty answer).
 //!
-//! A server that wants a login is logged into as `yep mcp login` does (`yep_host::oauth`),
+//! A server that wants a login is logged into as `yep mcp login` does (`yep_serve::oauth`),
 //! with a "browser" that follows the authorization page's redirects to the loopback
 //! callback; a call refused for want of scope logs in again with the server's challenge and
 //! is tried once more (three logins at most).
@@ -57,7 +57,7 @@ async fn main() -> anyhow::Result<()> {
         Ok(pinned) => pinned,
         Err(first) => {
             // It may want a login: its challenge says, and where to look.
-            let Some(challenge) = yep_host::oauth::challenge(&url).await else {
+            let Some(challenge) = yep_serve::oauth::challenge(&url).await else {
                 return Err(first.into());
             };
             log_in(&home, &url, Some(challenge), &mut logins).await?;
@@ -122,7 +122,7 @@ fn wants_login(result: &Result<yep_host::capability::ToolResult, HostError>) -> 
 /// A page opened by fetching it, following its redirects (to the loopback callback).
 struct Fetch;
 
-impl yep_host::oauth::Browser for Fetch {
+impl yep_serve::oauth::Browser for Fetch {
     fn open<'a>(
         &'a self,
         url: &'a str,
@@ -155,7 +155,7 @@ async fn log_in(
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or_default();
     let text = |k: &str| context[k].as_str().map(String::from);
-    let opts = yep_host::oauth::LoginOptions {
+    let opts = yep_serve::oauth::LoginOptions {
         challenge,
         client_id: text("client_id"),
         client_secret: text("client_secret"),
@@ -163,7 +163,7 @@ async fn log_in(
         wait: std::time::Duration::from_secs(20),
         ..Default::default()
     };
-    let granted = yep_host::oauth::login(home, "server", url, &Fetch, opts).await?;
+    let granted = yep_serve::oauth::login(home, "server", url, &Fetch, opts).await?;
     println!("{}", json!({"logged_in": granted}));
     Ok(())
 }

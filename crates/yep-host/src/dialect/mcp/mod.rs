@@ -6,6 +6,8 @@
 //! the pipes; MCP has no hooks, prompt text, commands, config push or traces, so those are the
 //! `Peer` defaults, as for any server without them.
 
+#[cfg(feature = "mcp-http")]
+pub mod credentials;
 pub mod revision;
 
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
@@ -204,7 +206,7 @@ impl Dialect for McpHttp {
                 };
                 let manager = match &login {
                     Some((home, name)) => {
-                        crate::oauth::manager(home, name, &url).await.map_err(|e| {
+                        credentials::manager(home, name, &url).await.map_err(|e| {
                             HandshakeError::Io(std::io::Error::other(format!(
                                 "its login could not be used ({}); `yep mcp login {}` logs in again",
                                 crate::text::escape(&e.to_string()),

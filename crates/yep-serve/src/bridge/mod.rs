@@ -25,8 +25,6 @@ pub use http::{
     bearer_token, default_max_connections, serve_http, serve_http_with, token_path,
 };
 
-use crate::capability::ToolResult;
-use crate::runtime::{CallOutcome, ExtensionHost, SEARCH_TOOLS, ToolDefinition};
 use clients::ClientId;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
@@ -38,6 +36,8 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
+use yep_host::capability::ToolResult;
+use yep_host::runtime::{CallOutcome, ExtensionHost, SEARCH_TOOLS, ToolDefinition};
 
 /// The scheme of a skill's resource uri: `skill://<extension>/<name>`.
 pub const SKILL_SCHEME: &str = "skill://";
@@ -229,12 +229,12 @@ impl Bridge {
         let _in_flight = self.clients.calling(extension, self.client, questions);
         // Trace extensions see the agent's tool use through the bridge.
         let span = trace_span();
-        let traced = |event_type: &str, data: Value| crate::capability::TraceEvent {
+        let traced = |event_type: &str, data: Value| yep_host::capability::TraceEvent {
             event_type: event_type.into(),
             id: format!("{span}-{event_type}"),
             context: json!({ "span_id": span }),
             data,
-            ..crate::capability::TraceEvent::default()
+            ..yep_host::capability::TraceEvent::default()
         };
         self.host
             .emit(traced("tool.started", json!({ "tool": request.name })));
@@ -245,7 +245,7 @@ impl Bridge {
         let mut forwarding = None;
         if let Some(token) = progress {
             let (tx, mut rx) = tokio::sync::mpsc::channel::<ProgressNotificationParam>(
-                crate::runtime::PROGRESS_BUFFER,
+                yep_host::runtime::PROGRESS_BUFFER,
             );
             let task = tokio::spawn(async move {
                 while let Some(p) = rx.recv().await {
@@ -299,18 +299,20 @@ impl Bridge {
             }
             // Said in MCP's terms: the host's API names mean nothing to this client.
             CallOutcome::Failed {
-                error: crate::runtime::HostError::UnknownTool(name),
+                error: yep_host::runtime::HostError::UnknownTool(name),
                 ..
             } => error_result(&format!(
                 "no tool named `{}`; {}",
-                crate::text::escape(&name),
+                yep_host::text::escape(&name),
                 if self.deferred {
                     "tools/list lists the always-loaded ones, and search_tools finds the rest"
                 } else {
                     "tools/list lists them"
                 }
             )),
-            CallOutcome::Failed { error, .. } => error_result(&crate::error::report(&error)),
+            CallOutcome::Failed { error, .. } => error_result(&yep_host::error::report(&error)),
+            // An ending a newer host knows and this bridge does not.
+            _ => error_result("the call did not complete"),
         };
         // What hooks said for the model beside the outcome (a Claude Code hook's
         // `additionalContext`, a post hook's feedback) is more text for it.
@@ -343,10 +345,10 @@ impl ServerHandler for Bridge {
         // Said so a yep host meeting this server as one of its own knows it and skips it.
         capabilities.experimental = Some(
             [(
-                crate::dialect::mcp::SERVE_MARKER.to_string(),
+                yep_host::dialect::mcp::SERVE_MARKER.to_string(),
                 serde_json::Map::from_iter([(
                     "home".to_string(),
-                    Value::String(crate::dialect::mcp::home_id(self.host.home())),
+                    Value::String(yep_host::dialect::mcp::home_id(self.host.home())),
                 )]),
             )]
             .into(),
@@ -475,7 +477,7 @@ impl ServerHandler for Bridge {
             .host
             .execute_command(&request.name, &arguments)
             .await
-            .map_err(|e| McpError::invalid_params(crate::error::report(&e), None))?;
+            .map_err(|e| McpError::invalid_params(yep_host::error::report(&e), None))?;
         let text = match ran.success {
             true => ran.message,
             false => format!("{} failed: {}", request.name, ran.message),
@@ -591,10 +593,13 @@ pub const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(30
 /// Follow another `yep` changing the home (`yep enable`/`disable`, `yep trust`, `yep mcp
 /// add`): when `settings.toml` or the lock changes, and has been still for one more look, the
 /// host loads what it enables now ([`ExtensionHost::refresh`]). Stops with the host.
-pub fn watch_home(host: &ExtensionHost, home: crate::store::Home) -> tokio::task::JoinHandle<()> {
+pub fn watch_home(
+    host: &ExtensionHost,
+    home: yep_host::store::Home,
+) -> tokio::task::JoinHandle<()> {
     let weak = host.weak();
     tokio::spawn(async move {
-        let stamp = |home: &crate::store::Home| {
+        let stamp = |home: &yep_host::store::Home| {
             [home.settings_path(), home.lock_path()].map(|path| {
                 let meta = std::fs::metadata(path).ok()?;
                 Some((meta.modified().ok()?, meta.len()))
@@ -615,7 +620,7 @@ pub fn watch_home(host: &ExtensionHost, home: crate::store::Home) -> tokio::task
             };
             if let Err(e) = host.refresh().await {
                 tracing::warn!("could not follow the home's change: {e}");
-                if matches!(e, crate::runtime::HostError::ShutDown) {
+                if matches!(e, yep_host::runtime::HostError::ShutDown) {
                     return;
                 }
             }

@@ -6,14 +6,13 @@
 //! The tokens are secrets: they live in `connections.toml` (owner-only) beside the URL they
 //! were got for, and are used for that URL only, never shown, logged or sent elsewhere.
 
-use crate::store::Home;
-use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, CredentialStore, OAuthState,
-    StoredCredentials,
-};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
+
+use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationRequest, OAuthState};
+use yep_host::dialect::mcp::credentials::{Credentials, tls};
+use yep_host::store::Home;
 
 /// Why a login failed.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +32,7 @@ pub enum LoginError {
 
 impl From<AuthError> for LoginError {
     fn from(e: AuthError) -> Self {
-        LoginError::Auth(crate::text::escape(&e.to_string()).into_owned())
+        LoginError::Auth(yep_host::text::escape(&e.to_string()).into_owned())
     }
 }
 
@@ -74,79 +73,6 @@ impl Default for LoginOptions {
             wait: Duration::from_secs(300),
         }
     }
-}
-
-/// The credentials of MCP server `name` at `url`, kept in the home's `connections.toml`.
-#[derive(Clone)]
-pub struct Credentials {
-    home: Home,
-    name: String,
-    url: String,
-}
-
-impl Credentials {
-    pub fn new(home: &Home, name: &str, url: &str) -> Credentials {
-        Credentials {
-            home: home.clone(),
-            name: name.to_string(),
-            url: url.to_string(),
-        }
-    }
-
-    /// Those kept for this server at this URL.
-    pub fn stored(&self) -> Option<StoredCredentials> {
-        let (url, json) = crate::store::mcp::oauth_credentials(&self.home, &self.name).ok()??;
-        (url == self.url)
-            .then(|| serde_json::from_str(&json).ok())
-            .flatten()
-    }
-
-    /// Whether a login is kept for this server at this URL.
-    pub fn logged_in(&self) -> bool {
-        self.stored().is_some_and(|c| c.token_response.is_some())
-    }
-}
-
-fn store_error(e: impl std::fmt::Display) -> AuthError {
-    AuthError::InternalError(format!("the credential store failed: {e}"))
-}
-
-#[async_trait::async_trait]
-impl CredentialStore for Credentials {
-    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || this.stored())
-            .await
-            .map_err(store_error)
-    }
-
-    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let json = serde_json::to_string(&credentials).map_err(store_error)?;
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            crate::store::mcp::set_oauth_credentials(&this.home, &this.name, &this.url, &json)
-        })
-        .await
-        .map_err(store_error)?
-        .map_err(store_error)
-    }
-
-    async fn clear(&self) -> Result<(), AuthError> {
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            crate::store::mcp::clear_oauth_credentials(&this.home, &this.name)
-        })
-        .await
-        .map_err(store_error)?
-        .map(|_| ())
-        .map_err(store_error)
-    }
-}
-
-/// reqwest is built without a TLS provider of its own: ring, installed once for the process
-/// (an embedder's own choice, installed first, stands).
-fn tls() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// The `WWW-Authenticate` challenge `url` answers without a token, if it wants a login: to
@@ -206,7 +132,7 @@ pub async fn login(
         .unwrap_or_default();
     // And what the server's challenges name: this one, and the last refusal for want of
     // scope (a step-up's `insufficient_scope`).
-    let refused = crate::store::mcp::oauth_challenge(home, name);
+    let refused = yep_host::store::mcp::oauth_challenge(home, name);
     let challenged: Vec<String> = [opts.challenge.as_deref(), refused.as_deref()]
         .into_iter()
         .flatten()
@@ -274,7 +200,7 @@ pub async fn login(
             .map(|(_, v)| format!(": {v}"))
             .unwrap_or_default();
         return Err(LoginError::Denied(
-            crate::text::escape(&format!("{error}{about}")).into_owned(),
+            yep_host::text::escape(&format!("{error}{about}")).into_owned(),
         ));
     }
     state
@@ -383,21 +309,4 @@ fn url_query(query: &str) -> Vec<(String, String)> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// An authorization manager over the credentials kept for `name` at `url`, ready to give
-/// tokens (refreshing them as they run out); `None` when no login is kept.
-pub async fn manager(
-    home: &Home,
-    name: &str,
-    url: &str,
-) -> Result<Option<AuthorizationManager>, AuthError> {
-    let credentials = Credentials::new(home, name, url);
-    if !credentials.logged_in() {
-        return Ok(None);
-    }
-    tls();
-    let mut manager = AuthorizationManager::new(url).await?;
-    manager.set_credential_store(credentials);
-    Ok(manager.initialize_from_store().await?.then_some(manager))
 }

@@ -160,7 +160,7 @@ impl Handed {
             if flags & OFlag::O_ACCMODE == OFlag::O_RDONLY {
                 return Err(invalid("the handed-over pipe is not open for writing"));
             }
-            crate::rpc::set_nonblocking(&fd)?;
+            yep_host::rpc::set_nonblocking(&fd)?;
         }
         // SAFETY: an OwnedFd keeps its descriptor, open on the same description, until it is
         // dropped with the AsyncFd.

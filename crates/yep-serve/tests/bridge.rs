@@ -3,8 +3,8 @@
 //! other. Tools listed, a call with progress, a cancel, a hook that blocks and one that
 //! rewrites.
 
-#![cfg(feature = "mcp-serve")]
-
+// The host's own test helpers (its fixtures, the binaries cargo built).
+#[path = "../../yep-host/tests/common/mod.rs"]
 mod common;
 
 use common::*;
@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use yep_host::bridge::{Bridge, Clients};
 use yep_host::capability::{NoEvents, ToolCall};
 use yep_host::dialect::mcp::Mcp;
 use yep_host::dialect::{Dialect, Peer, Streams};
 use yep_host::rpc::ConnectionOptions;
 use yep_host::store::Home;
 use yep_host::{ExtensionHost, HostOptions, Session};
+use yep_serve::bridge::{Bridge, Clients};
 
 async fn bridged(home: &Home, dir: &std::path::Path) -> (ExtensionHost, Arc<dyn Peer>) {
     let session = Session {
@@ -238,7 +238,7 @@ impl yep_host::capability::Events for User {
 
 #[tokio::test]
 async fn a_secret_is_never_asked_through_the_client_and_a_plain_question_is() {
-    use yep_host::bridge::AskClients;
+    use yep_serve::bridge::AskClients;
     let dir = tempfile::tempdir().unwrap();
     let home = Home {
         root: dir.path().join("home"),
@@ -347,7 +347,7 @@ async fn rmcps_client_gets_prompts_resources_and_list_changed_through_the_bridge
         .await
         .unwrap();
     let bridge = Bridge::new(host.clone(), Clients::default(), false).await;
-    let forward = yep_host::bridge::forward_changes(&bridge);
+    let forward = yep_serve::bridge::forward_changes(&bridge);
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
         if let Ok(running) = bridge.serve(server_end).await {
@@ -399,7 +399,7 @@ async fn asking_echo_host(dir: &std::path::Path) -> (Home, ExtensionHost, Client
     let clients = Clients::default();
     let opts = HostOptions {
         supervisor: quick_opts(),
-        ask_sink: Some(Arc::new(yep_host::bridge::AskClients(clients.clone()))),
+        ask_sink: Some(Arc::new(yep_serve::bridge::AskClients(clients.clone()))),
         ..HostOptions::default()
     };
     let (home, host) = echo_host(dir, opts).await;
@@ -409,7 +409,7 @@ async fn asking_echo_host(dir: &std::path::Path) -> (Home, ExtensionHost, Client
 #[tokio::test]
 async fn each_clients_questions_and_cancels_stay_its_own() {
     use rmcp::ServiceExt;
-    use yep_host::bridge::NO_ELICITATION_CALLER;
+    use yep_serve::bridge::NO_ELICITATION_CALLER;
     let dir = tempfile::tempdir().unwrap();
     let (_home, host, clients) = asking_echo_host(dir.path()).await;
     // `a` takes questions; `b`, rmcp's bare client, declares no elicitation and connects last.
@@ -466,7 +466,6 @@ async fn each_clients_questions_and_cancels_stay_its_own() {
 }
 
 /// rmcp's client (the host's MCP dialect over streamable HTTP) at `url`, sending `token`.
-#[cfg(feature = "mcp-http")]
 async fn connect_http(
     url: &str,
     token: &str,
@@ -493,22 +492,21 @@ async fn connect_http(
         .await
 }
 
-#[cfg(feature = "mcp-http")]
 #[tokio::test]
 async fn rmcps_http_client_shares_one_host_with_another_and_a_wrong_token_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (home, host, clients) = asking_echo_host(dir.path()).await;
     let bridge = Bridge::new(host.clone(), clients, false).await;
-    let (token, made) = yep_host::bridge::bearer_token(&home).unwrap();
+    let (token, made) = yep_serve::bridge::bearer_token(&home).unwrap();
     assert!(made && token.len() >= 32);
     assert_eq!(
-        yep_host::bridge::bearer_token(&home).unwrap(),
+        yep_serve::bridge::bearer_token(&home).unwrap(),
         (token.clone(), false)
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let stop = CancellationToken::new();
-    let serving = tokio::spawn(yep_host::bridge::serve_http(
+    let serving = tokio::spawn(yep_serve::bridge::serve_http(
         bridge,
         listener,
         token.clone(),
@@ -582,7 +580,7 @@ async fn asker_host(dir: &std::path::Path, clients: &Clients) -> ExtensionHost {
     );
     let opts = HostOptions {
         supervisor: quick_opts(),
-        ask_sink: Some(Arc::new(yep_host::bridge::AskClients(clients.clone()))),
+        ask_sink: Some(Arc::new(yep_serve::bridge::AskClients(clients.clone()))),
         ..HostOptions::default()
     };
     let session = Session {
@@ -647,8 +645,8 @@ async fn a_question_while_two_clients_call_its_extension_is_put_to_neither() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_status_flood_to_a_client_that_does_not_read_is_coalesced() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-    use yep_host::bridge::StatusToClients;
     use yep_host::runtime::StatusSink;
+    use yep_serve::bridge::StatusToClients;
     let dir = tempfile::tempdir().unwrap();
     let opts = HostOptions {
         supervisor: quick_opts(),

@@ -5,7 +5,6 @@
 use super::{
     Hello, PROTOCOL, Purpose, Welcome, lock, lock_path, read_hello, same_user, socket_path, version,
 };
-use crate::store::Home;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +13,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use yep_host::store::Home;
 
 /// The longest line passed through either way (a longer one is dropped, and answered when it
 /// came from the agent).
@@ -111,7 +111,7 @@ async fn connect(
         Found::Refused(e) => return Err(AttachError::Refused(e)),
         Found::Nobody(_) | Found::OtherVersion(_) => {}
     }
-    crate::store::fsutil::create_private_dir(&super::run_dir(home))?;
+    yep_host::store::fsutil::create_private_dir(&super::run_dir(home))?;
     let _lock = StartLock::take(&lock_path(home)).await?;
     // Another client may have started one while this one waited.
     let why = match try_once(&path, hello).await {
@@ -179,7 +179,7 @@ async fn spawn_host(home: &Home, start: &Starter) -> Result<(), AttachError> {
     use std::os::unix::process::CommandExt;
     let log = super::log_path(home);
     if let Some(dir) = log.parent() {
-        crate::store::fsutil::create_private_dir(dir)?;
+        yep_host::store::fsutil::create_private_dir(dir)?;
     }
     // Kept to two files of at most LOG_CAP each: the host says little, but it runs for long.
     if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_CAP) {
@@ -254,7 +254,7 @@ fn log_tail(log: &Path) -> String {
     let tail: Vec<String> = lines
         .into_iter()
         .rev()
-        .map(|l| crate::text::escape(l).into_owned())
+        .map(|l| yep_host::text::escape(l).into_owned())
         .collect();
     match tail.is_empty() {
         true => format!("its log ({}) is empty", log.display()),
@@ -351,7 +351,7 @@ pub async fn attach_stdio(
     if let Some(why) = yep_sandbox::workspace_withheld(&workspace) {
         return Err(AttachError::Unshared(format!(
             "the workspace {} {why}",
-            crate::text::escape(&workspace.display().to_string())
+            yep_host::text::escape(&workspace.display().to_string())
         )));
     }
     let key = super::attach_key(home)?;
@@ -589,7 +589,7 @@ async fn pass_through(
                 Err(e) => {
                     let message = format!(
                         "yep's shared host is gone and a new one could not be started: {}",
-                        crate::text::escape(&e.to_string())
+                        yep_host::text::escape(&e.to_string())
                     );
                     let error = error_line(id.as_deref().unwrap_or("null"), -32603, &message);
                     let _ = write_out(&out, &error).await;

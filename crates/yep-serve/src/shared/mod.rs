@@ -67,27 +67,27 @@ pub fn version() -> String {
 }
 
 /// The directory of the socket and the start lock: `<home>/run`, owner-only.
-pub fn run_dir(home: &crate::store::Home) -> PathBuf {
+pub fn run_dir(home: &yep_host::store::Home) -> PathBuf {
     home.root.join("run")
 }
 
 /// The shared host's socket.
-pub fn socket_path(home: &crate::store::Home) -> PathBuf {
+pub fn socket_path(home: &yep_host::store::Home) -> PathBuf {
     run_dir(home).join("host.sock")
 }
 
 /// The lock a client holds while it starts a host.
-fn lock_path(home: &crate::store::Home) -> PathBuf {
+fn lock_path(home: &yep_host::store::Home) -> PathBuf {
     run_dir(home).join("host.lock")
 }
 
 /// The shared host's log: what it says as it starts, serves and stops.
-pub fn log_path(home: &crate::store::Home) -> PathBuf {
+pub fn log_path(home: &yep_host::store::Home) -> PathBuf {
     home.log_path("host")
 }
 
 /// The attach key's file: `<home>/run/host.key`, owner-only, in the owner-only run dir.
-pub fn key_path(home: &crate::store::Home) -> PathBuf {
+pub fn key_path(home: &yep_host::store::Home) -> PathBuf {
     run_dir(home).join("host.key")
 }
 
@@ -120,7 +120,7 @@ impl Key {
 /// The home's attach key: read from [`key_path`], or made there once (the first client or
 /// host to need it links a fresh one into place; a racing one reads the winner's). A key
 /// file that is not this user's regular owner-only file is refused, never used.
-pub fn attach_key(home: &crate::store::Home) -> std::io::Result<Key> {
+pub fn attach_key(home: &yep_host::store::Home) -> std::io::Result<Key> {
     use std::io::{Read, Write};
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let path = key_path(home);
@@ -152,7 +152,7 @@ pub fn attach_key(home: &crate::store::Home) -> std::io::Result<Key> {
         return Ok(key);
     }
     let dir = run_dir(home);
-    crate::store::fsutil::create_private_dir(&dir)?;
+    yep_host::store::fsutil::create_private_dir(&dir)?;
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     let fresh: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -361,7 +361,7 @@ mod tests {
     fn the_attach_key_is_made_once_kept_private_and_a_loose_one_refused() {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
-        let home = crate::store::Home {
+        let home = yep_host::store::Home {
             root: tmp.path().to_path_buf(),
         };
         let made = attach_key(&home).unwrap();

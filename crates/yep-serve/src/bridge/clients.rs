@@ -6,13 +6,13 @@
 //! the reason. Status goes out through one coalescing queue per client: the latest status of
 //! each extension wins, so a client that does not read costs one entry per extension.
 
-use crate::capability::{Answer, Question};
-use crate::runtime::{AskSink, StatusEntry, StatusSink};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use yep_host::capability::{Answer, Question};
+use yep_host::runtime::{AskSink, StatusEntry, StatusSink};
 
 /// Which client a bridge serves: one per MCP session ([`super::Bridge::for_client`]).
 pub(crate) type ClientId = u64;

@@ -8,7 +8,6 @@
 //! [`PARK_TIMEOUT`] is cancelled; at most [`MAX_PARKED`] wait at once, past which a question
 //! is cancelled with the reason.
 
-use crate::capability::Answer;
 use rmcp::model::{CallToolResult, InputRequests};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -16,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use yep_host::capability::Answer;
 
 /// How long a parked call waits for its client to come back with the answer.
 pub const PARK_TIMEOUT: Duration = Duration::from_secs(600);
@@ -167,7 +167,7 @@ fn token() -> std::io::Result<String> {
     use std::io::Read;
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(crate::store::hash::hex(&bytes))
+    Ok(yep_host::store::hash::hex(&bytes))
 }
 
 /// What an `elicitation/create` result says, as the host's answer: the accepted `answer`

@@ -7,8 +7,6 @@ use super::{
     key_path, lock, read_hello, rss_kib, same_user, socket_path, version,
 };
 use crate::bridge::{AskClients, Bridge, Clients, StatusToClients};
-use crate::runtime::{ExtensionHost, HostOptions, SEARCH_TOOLS, Session};
-use crate::store::Home;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,6 +15,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
+use yep_host::runtime::{ExtensionHost, HostOptions, SEARCH_TOOLS, Session};
+use yep_host::store::Home;
 
 /// How the shared host runs.
 #[derive(Debug, Clone)]
@@ -143,7 +143,7 @@ pub async fn serve(
 fn prepare_dir(dir: &Path) -> Result<(), ServeError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let unsafe_dir = |why: String| ServeError::UnsafeDir(format!("{}: {why}", dir.display()));
-    crate::store::fsutil::create_private_dir(dir)
+    yep_host::store::fsutil::create_private_dir(dir)
         .map_err(|e| unsafe_dir(format!("could not make it owner-only: {e}")))?;
     let meta = std::fs::symlink_metadata(dir).map_err(|e| unsafe_dir(e.to_string()))?;
     if !meta.is_dir() {
@@ -290,7 +290,7 @@ impl Shared {
     }
 
     /// Attach a session to workspace `root`'s host, started on its first session.
-    async fn attach(self: &Arc<Self>, root: &Path) -> Result<Hold, crate::runtime::HostError> {
+    async fn attach(self: &Arc<Self>, root: &Path) -> Result<Hold, yep_host::runtime::HostError> {
         loop {
             let cell = Arc::clone(
                 lock(&self.workspaces)
@@ -327,7 +327,7 @@ impl Shared {
     async fn start_workspace(
         &self,
         root: &Path,
-    ) -> Result<Arc<Workspace>, crate::runtime::HostError> {
+    ) -> Result<Arc<Workspace>, yep_host::runtime::HostError> {
         static NEXT: AtomicUsize = AtomicUsize::new(1);
         let clients = Clients::default();
         let opts = HostOptions {
@@ -337,7 +337,7 @@ impl Shared {
             status_sink: Some(Arc::new(StatusToClients(clients.clone()))),
             idle_stop: self.config.idle_stop,
             // Contained as the home says, read when the workspace opens.
-            supervisor: crate::supervisor::SupervisorOptions::for_home(&self.home),
+            supervisor: yep_host::supervisor::SupervisorOptions::for_home(&self.home),
             ..HostOptions::default()
         };
         let session = Session {
@@ -398,7 +398,7 @@ impl Shared {
                 welcome.error = Some(format!(
                     "this shared host is yep {} (handshake {PROTOCOL}); the client is yep {} (handshake {})",
                     version(),
-                    crate::text::escape(&hello.version),
+                    yep_host::text::escape(&hello.version),
                     hello.yep_shared_host
                 ));
                 let _ = send(&mut write, &welcome).await;
@@ -440,7 +440,7 @@ impl Shared {
                 if !workspace.is_absolute() || !workspace.is_dir() {
                     welcome.error = Some(format!(
                         "the workspace {} is not a directory",
-                        crate::text::escape(&workspace.display().to_string())
+                        yep_host::text::escape(&workspace.display().to_string())
                     ));
                     let _ = send(&mut write, &welcome).await;
                     return;
@@ -448,7 +448,7 @@ impl Shared {
                 if let Some(why) = yep_sandbox::workspace_withheld(&workspace) {
                     welcome.error = Some(format!(
                         "the workspace {} {why}: a shared host never serves it",
-                        crate::text::escape(&workspace.display().to_string())
+                        yep_host::text::escape(&workspace.display().to_string())
                     ));
                     let _ = send(&mut write, &welcome).await;
                     return;
@@ -456,7 +456,7 @@ impl Shared {
                 let hold = match self.attach(&workspace).await {
                     Ok(hold) => hold,
                     Err(e) => {
-                        welcome.error = Some(crate::error::report(&e));
+                        welcome.error = Some(yep_host::error::report(&e));
                         let _ = send(&mut write, &welcome).await;
                         return;
                     }

@@ -80,18 +80,21 @@ pub fn default_max_connections() -> usize {
 }
 
 /// Where `yep mcp serve --http` keeps its bearer token (owner-only).
-pub fn token_path(home: &crate::store::Home) -> std::path::PathBuf {
+pub fn token_path(home: &yep_host::store::Home) -> std::path::PathBuf {
     home.root.join("mcp-serve.token")
 }
 
 /// The bearer token HTTP clients must send, made (owner-only) on first use: the token, and
 /// whether it was just made (it is then shown once).
-pub fn bearer_token(home: &crate::store::Home) -> std::io::Result<(String, bool)> {
+pub fn bearer_token(home: &yep_host::store::Home) -> std::io::Result<(String, bool)> {
     use std::io::Read;
     let path = token_path(home);
     // A regular file only: a FIFO planted there would hang the server's start.
-    let kept =
-        crate::store::fsutil::read_regular_string(&path, 4096, crate::store::fsutil::Links::Refuse);
+    let kept = yep_host::store::fsutil::read_regular_string(
+        &path,
+        4096,
+        yep_host::store::fsutil::Links::Refuse,
+    );
     if let Ok(text) = kept {
         let token = text.trim().to_string();
         if token.len() >= 32 {
@@ -100,9 +103,9 @@ pub fn bearer_token(home: &crate::store::Home) -> std::io::Result<(String, bool)
     }
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    let token = crate::store::hash::hex(&bytes);
+    let token = yep_host::store::hash::hex(&bytes);
     std::fs::create_dir_all(&home.root)?;
-    crate::store::fsutil::write_atomic(&path, token.as_bytes(), 0o600)?;
+    yep_host::store::fsutil::write_atomic(&path, token.as_bytes(), 0o600)?;
     Ok((token, true))
 }
 
@@ -188,7 +191,7 @@ pub async fn serve_http_with(
     };
     // A request body is held to the host's frame cap, as a line from an extension is.
     let mut config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(crate::rpc::DEFAULT_MAX_FRAME_BYTES);
+        .with_max_request_body_bytes(yep_host::rpc::DEFAULT_MAX_FRAME_BYTES);
     config.cancellation_token = stop.child_token();
     if remote {
         config = config.disable_allowed_hosts();
@@ -565,7 +568,7 @@ mod tests {
     #[test]
     fn a_fifo_planted_as_the_token_is_replaced_not_waited_on() {
         let dir = tempfile::tempdir().unwrap();
-        let home = crate::store::Home {
+        let home = yep_host::store::Home {
             root: dir.path().to_path_buf(),
         };
         let path = token_path(&home);
