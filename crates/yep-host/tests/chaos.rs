@@ -3,6 +3,7 @@
 //! host's fds, threads and memory must stay flat. A short run is an ordinary test; the
 //! 1,000-round run is `#[ignore]`d (see the README, "Fuzzing and chaos").
 
+#[path = "all/common/mod.rs"]
 mod common;
 
 use common::{Fixture, Recorder};

@@ -4,6 +4,7 @@
 //! in this test binary is counted (its own global allocator), so the tests here run one at a
 //! time, under a lock.
 
+#[path = "all/common/mod.rs"]
 mod common;
 
 use common::*;

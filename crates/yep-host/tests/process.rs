@@ -1,5 +1,6 @@
 //! Process lifecycle: the group dies with its owner, and a stop escalates to SIGKILL.
 
+#[path = "all/common/mod.rs"]
 mod common;
 
 use common::*;

@@ -4,7 +4,7 @@
 //! rewrites.
 
 // The host's own test helpers (its fixtures, the binaries cargo built).
-#[path = "../../yep-host/tests/common/mod.rs"]
+#[path = "../../yep-host/tests/all/common/mod.rs"]
 mod common;
 
 use common::*;

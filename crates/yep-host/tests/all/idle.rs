@@ -4,7 +4,7 @@
 //! status, says so in the state file and the health stream (never as a warning), and starts
 //! again on next use; a call in flight is never cut short.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

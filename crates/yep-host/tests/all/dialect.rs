@@ -3,7 +3,7 @@
 //! `ExtensionHost` through tools with streamed progress, hooks that block and rewrite, static and
 //! dynamic prompt text, a command, status and a question.
 
-mod common;
+use crate::common;
 
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};

@@ -249,7 +249,7 @@ pub fn hello(extension: &str, dir: &std::path::Path) -> yep_host::dialect::Hello
 /// The echo example's `plugin.json`, its server the built `yep-example-echo`.
 pub fn echo_manifest() -> Value {
     let mut echo: Value =
-        serde_json::from_str(include_str!("../../../../examples/echo/plugin.json")).unwrap();
+        serde_json::from_str(include_str!("../../../../../examples/echo/plugin.json")).unwrap();
     echo["yolop"]["capabilityServer"]["command"] = serde_json::json!(echo_bin());
     echo
 }

@@ -1,7 +1,7 @@
 //! Interop both ways with yolop: `yep-host` drives a server built on the published
 //! `yolop-yep` 0.5 SDK, and our echo server answers lines exactly as yolop's host sends them.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

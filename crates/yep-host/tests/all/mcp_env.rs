@@ -2,7 +2,7 @@
 //! nothing about its value (`DATABASE_URL`) never reaches a server's command line. One test in
 //! its own binary, because it sets a variable of this process's environment.
 
-mod common;
+use crate::common;
 
 use yep_host::store::{AlwaysYes, Home, InstallOptions};
 use yep_host::{ExtensionHost, HostOptions, Session};

@@ -3,7 +3,7 @@
 
 #![cfg(feature = "mcp")]
 
-mod common;
+use crate::common;
 
 use common::hello;
 use serde_json::{Value, json};

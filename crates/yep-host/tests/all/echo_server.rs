@@ -1,6 +1,6 @@
 //! `yep-host` driving the real `yep-example-echo` process (and a few misbehaving servers).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

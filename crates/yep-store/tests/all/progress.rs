@@ -119,7 +119,7 @@ fn a_git_install_reports_its_clone_as_one_finished_step() {
 
 #[test]
 fn the_store_depends_on_no_drawing_crate_and_no_async_runtime() {
-    let manifest: toml::Table = toml::from_str(include_str!("../Cargo.toml")).unwrap();
+    let manifest: toml::Table = toml::from_str(include_str!("../../Cargo.toml")).unwrap();
     let deps = manifest["dependencies"].as_table().unwrap();
     for banned in ["indicatif", "tokio"] {
         assert!(!deps.contains_key(banned), "yep-store depends on {banned}");

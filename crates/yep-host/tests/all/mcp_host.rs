@@ -6,7 +6,7 @@
 
 #![cfg(feature = "mcp")]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! `ExtensionHost` over real servers: the echo example and the configurable fixture, installed
 //! into a temp home exactly as `yep install` does.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};
@@ -1800,7 +1800,7 @@ async fn a_config_write_waiting_on_the_home_lock_does_not_block_the_runtime() {
 /// pointing at the built binary.
 fn add_echo_example(w: &World) {
     let mut manifest: Value =
-        serde_json::from_str(include_str!("../../../examples/echo/plugin.json")).unwrap();
+        serde_json::from_str(include_str!("../../../../examples/echo/plugin.json")).unwrap();
     manifest["yolop"]["capabilityServer"] = json!({"command": echo_bin()});
     w.install(manifest);
 }

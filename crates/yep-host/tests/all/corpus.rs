@@ -4,7 +4,7 @@
 //! Rust runner (`yep_host::conformance`) replays the YEP server-side ones against the echo
 //! example; and both runners fail a transcript the peer does not follow.
 
-mod common;
+use crate::common;
 
 use serde_json::{Value, json};
 use std::collections::VecDeque;

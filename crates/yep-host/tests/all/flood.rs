@@ -3,7 +3,7 @@
 //! names it and its log. Every test runs on a single-threaded runtime, where one reader that
 //! never yields would stop everything.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use serde_json::{Value, json};

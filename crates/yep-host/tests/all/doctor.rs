@@ -1,6 +1,6 @@
 //! `yep doctor` against good and purpose-built bad servers.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};
@@ -70,7 +70,7 @@ async fn the_echo_example_passes_every_check() {
 }
 
 fn yep_example_echo_manifest() -> &'static str {
-    include_str!("../../../examples/echo/plugin.json")
+    include_str!("../../../../examples/echo/plugin.json")
 }
 
 #[tokio::test]

@@ -1,0 +1,21 @@
+//! Every integration test of `yep-host` in one binary: one link instead of one per file. Each
+//! module is one area's tests, and `common` their shared helpers. Apart, each in a binary of its own since it measures the test process itself: chaos, hot_path, process.
+
+mod common;
+mod corpus;
+mod dialect;
+mod doctor;
+mod echo_server;
+mod errors;
+mod flood;
+mod fuzz_corpus;
+mod idle;
+mod interop;
+mod launch;
+mod layers;
+mod mcp;
+mod mcp_env;
+mod mcp_host;
+mod runtime;
+mod weight;
+mod zot;
