@@ -1,5 +1,5 @@
 //! Both programs build and start. (These tests also make `cargo test --workspace` build the
-//! binaries `crates/yep-cli/tests/conformance.rs` runs under the MCP conformance suite.)
+//! binaries `crates/yep-cli/tests/all/conformance.rs` runs under the MCP conformance suite.)
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

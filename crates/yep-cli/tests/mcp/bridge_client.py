@@ -1,5 +1,5 @@
 """Drives `yep mcp serve` with the official MCP Python SDK's client, as an agent would, and
-prints what it saw as one JSON object for crates/yep-cli/tests/mcp.rs to check.
+prints what it saw as one JSON object for crates/yep-cli/tests/all/mcp.rs to check.
 
     python3 bridge_client.py <yep binary> <home>               # spawns `yep mcp serve`
     python3 bridge_client.py <yep binary> <home> <url> <token> # `yep mcp serve --http`

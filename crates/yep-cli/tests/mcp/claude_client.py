@@ -1,5 +1,5 @@
 """Drives `yep mcp serve` with the official MCP Python SDK's client, as an agent would, and
-prints what each step gave as one JSON list, for crates/yep-cli/tests/claude.rs.
+prints what each step gave as one JSON list, for crates/yep-cli/tests/all/claude.rs.
 
     python3 claude_client.py <yep binary> <home> '<[step, ...]>'
 

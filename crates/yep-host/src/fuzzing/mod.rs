@@ -1,6 +1,6 @@
 //! Fuzz target bodies: every parser that reads untrusted bytes, with the invariants it must keep.
 //!
-//! Shared by the cargo-fuzz targets under `fuzz/` (nightly) and by `tests/fuzz_corpus.rs`, which
+//! Shared by the cargo-fuzz targets under `fuzz/` (nightly) and by `tests/all/fuzz_corpus.rs`, which
 //! replays every committed corpus file and crash on stable, so both run the very same code. A
 //! body panics when an invariant breaks; an error returned by the code under test is fine.
 

@@ -4,7 +4,7 @@
 //! update asks again; enabled, their hooks keep Claude Code's contract in `yep session` and
 //! through `yep mcp serve` alike.
 
-mod common;
+use crate::common;
 
 use common::claude::claude_corpus;
 use common::{git, ok, text, yep_with_stdin};

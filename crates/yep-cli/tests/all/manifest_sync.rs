@@ -2,7 +2,7 @@
 //! `schema_sync` check before and after: a hand-edited, stale plugin.json is brought in line,
 //! every unrelated byte stays as written, a removed tool is reported and kept.
 
-mod common;
+use crate::common;
 use common::text;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

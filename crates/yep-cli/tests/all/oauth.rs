@@ -3,7 +3,7 @@
 //! the login with PKCE through a loopback redirect, the tokens kept as secrets, a refresh when
 //! the access token runs out, and a revocation that ends in "log in again".
 
-mod common;
+use crate::common;
 use common::{ok, text, yep_with_env};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,6 +1,6 @@
 //! The `yep` binary run for real, in a sealed temp home.
 
-mod common;
+use crate::common;
 use common::{on_a_pty, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::Path;

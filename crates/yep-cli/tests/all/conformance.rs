@@ -10,7 +10,7 @@
 //! the machine's Node 20) and 0.2.0-alpha.12 for what revision 2026-07-28 requires (on a
 //! pinned Node 22: the 0.2 line needs `fs.globSync`), each with its expected failures.
 
-mod common;
+use crate::common;
 use common::{ok, text, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

@@ -4,9 +4,9 @@
 //!
 //! Ignored by default: it builds yolop 0.22.0 from crates.io once, into the target dir
 //! (`YOLOP_BIN=/path/to/yolop` uses a build you have). Run it with
-//! `cargo test -p yep-cli --test yolop -- --ignored`.
+//! `cargo test -p yep-cli --test all yolop:: -- --ignored`.
 
-mod common;
+use crate::common;
 use common::text;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

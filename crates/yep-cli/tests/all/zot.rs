@@ -6,7 +6,7 @@
 //! The extension is `tests/zot/todo`, a Python one written here after zot's `todo` example
 //! (older generation: registrations before `hello_ack`, no `ready`).
 
-mod common;
+use crate::common;
 use common::{git, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! real `yep` binary, real server processes (the echo example, rmcp's server) and real MCP
 //! sessions over pipes.
 
-mod common;
+use crate::common;
 
 use common::{ok, text, yep_in, yep_with_stdin};
 use serde_json::{Value, json};

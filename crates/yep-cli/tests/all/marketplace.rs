@@ -3,7 +3,7 @@
 //! installs what a catalogue lists, following its renames, held inside it, and `yep update`
 //! follows it.
 
-mod common;
+use crate::common;
 
 use common::claude::claude_corpus;
 use common::{git, ok, text, yep_with_stdin};

@@ -2,7 +2,7 @@
 //! extensions (`../shared/interop/zot`, or `$YEP_ZOT_INTEROP`), each checked for what its
 //! README says it does, and the MCP Inspector's CLI against `yep mcp serve`.
 
-mod common;
+use crate::common;
 use common::zot::built_zot_corpus;
 use common::{ok, text, yep_at};
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! connections past the open-file limit, past the connection cap, half-sent headers, idle
 //! keep-alive connections and a flood of sessions. Each runs the real binary on loopback.
 
-mod common;
+use crate::common;
 
 use common::http::{McpSession, closed_within};
 use common::*;

@@ -2,7 +2,7 @@
 //! kept out of settings and listings, and a session that reaches them through the host's MCP
 //! dialect.
 
-mod common;
+use crate::common;
 use common::{ok, serve_http, text, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

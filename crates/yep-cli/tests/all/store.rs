@@ -1,7 +1,7 @@
 //! `yep install / update / enable / disable / remove / list / logs` run as the real binary in a
 //! sealed temp home, against local directories and real git repositories.
 
-mod common;
+use crate::common;
 use common::{git, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! server stays up, the client's p99 stays under 50 ms, and the server's memory stays
 //! bounded.
 
-mod common;
+use crate::common;
 
 use common::http::McpSession;
 use common::*;

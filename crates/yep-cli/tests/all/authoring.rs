@@ -2,7 +2,7 @@
 //! parameters (doctor fails), `yep manifest sync` (doctor passes), install, doctor, then drive
 //! it in `yep session --json`.
 
-mod common;
+use crate::common;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -2,7 +2,7 @@
 //! approval never gave it (`tests/fixtures/hostile/sandbox-escape/`) is refused by the OS each
 //! time, while the host and the other extensions keep working.
 
-mod common;
+use crate::common;
 use common::zot::built_zot_corpus;
 use common::{ok, text};
 use serde_json::{Value, json};

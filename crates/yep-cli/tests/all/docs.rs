@@ -2,7 +2,7 @@
 //! inside the repository, and the zot extension `docs/zot.md` shows runs as written, through
 //! the CLI.
 
-mod common;
+use crate::common;
 use common::{ok, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

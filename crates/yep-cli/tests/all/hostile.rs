@@ -1,7 +1,7 @@
 //! The CLI against hostile packages and servers (`tests/fixtures/hostile/`): nothing they say
 //! reaches the terminal unescaped, and nothing they declare redraws the consent screen.
 
-mod common;
+use crate::common;
 use common::on_a_pty;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,7 +1,7 @@
 //! `yep doctor --conformance`: the corpus's YEP server-side transcripts replayed against a
 //! package's server, a row each in doctor's human and `--json` output.
 
-mod common;
+use crate::common;
 
 use common::{doctor_check, ok, text, yep_with_stdin};
 use serde_json::{Value, json};

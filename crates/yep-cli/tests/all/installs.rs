@@ -6,7 +6,7 @@
 //! npm cache. The profile reads each one's install root: the `node_modules` tree a program
 //! lives in, the venv a script lives in (`docs/sandbox.md`, Toolchains).
 
-mod common;
+use crate::common;
 use common::registry::{GIT_EMAIL, GIT_NAME, Registry, UserHome};
 use common::{ok, text};
 use serde_json::{Value, json};

@@ -1,0 +1,27 @@
+//! Every integration test of `yep-cli` in one binary: one link instead of one per file. Each
+//! module is one area's tests, and `common` their shared helpers.
+
+mod authoring;
+mod claude;
+mod cli;
+mod common;
+mod conformance;
+mod docs;
+mod doctor_conformance;
+mod fresh_clone;
+mod hostile;
+mod installs;
+mod interop;
+mod manifest_sync;
+mod marketplace;
+mod mcp;
+mod mcp_http;
+mod mcp_soak;
+mod oauth;
+mod registry;
+mod sandbox;
+mod sdks;
+mod shared_host;
+mod store;
+mod yolop;
+mod zot;
