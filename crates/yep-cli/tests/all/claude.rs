@@ -7,13 +7,9 @@
 use crate::common;
 
 use common::claude::claude_corpus;
-use common::{git, ok, text, yep_with_stdin};
+use common::{git, ok, text, yep};
 use serde_json::Value;
 use std::path::Path;
-
-fn yep(home: &Path, args: &[&str]) -> std::process::Output {
-    yep_with_stdin(home, args, "")
-}
 
 /// Install `dir` with `--yes --json`: the one package's report, and what went to stderr.
 fn install_saying(home: &Path, dir: &Path) -> (Value, String) {
@@ -616,7 +612,7 @@ fn security_guidances_session_start_is_refused_the_network_where_the_user_sees_i
     install(&home, &plugins.join("security-guidance"));
     ok(&yep(&home, &["enable", "security-guidance"]));
     #[allow(clippy::disallowed_methods)] // the CLI under test, fed over time
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
+    let mut child = crate::common::yep_command()
         .args(["--home", home.to_str().unwrap(), "session", "--json"])
         .current_dir(tmp.path())
         .stdin(std::process::Stdio::piped())
@@ -1005,7 +1001,7 @@ fn fixture(tmp: &Path, name: &str) -> std::path::PathBuf {
 fn raw_over_mcp(cwd: &Path, home: &Path, requests: &[Value]) -> Vec<Value> {
     use std::io::{BufRead, Write};
     #[allow(clippy::disallowed_methods)] // the CLI under test, as an agent starts it
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
+    let child = crate::common::yep_command()
         .args(["--home", home.to_str().unwrap(), "mcp", "serve"])
         .current_dir(cwd)
         .stdin(std::process::Stdio::piped())

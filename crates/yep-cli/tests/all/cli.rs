@@ -1,21 +1,11 @@
 //! The `yep` binary run for real, in a sealed temp home.
 
 use crate::common;
+use crate::common::yep;
 use common::{on_a_pty, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn yep(home: &Path, args: &[&str]) -> Output {
-    #[allow(clippy::disallowed_methods)] // running the CLI under test
-    Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(args)
-        .env("YEP_HOME", home)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use std::process::Stdio;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -821,7 +811,7 @@ fn an_internal_error_exits_255_and_only_a_closed_pipe_is_quiet() {
     let home = tempfile::tempdir().unwrap();
     for args in [&["list", "--json"][..], &["completions", "bash"][..]] {
         #[allow(clippy::disallowed_methods)] // running the CLI under test
-        let out = Command::new(env!("CARGO_BIN_EXE_yep"))
+        let out = crate::common::yep_command()
             .args(args)
             .env("YEP_HOME", home.path())
             .env_remove("RUST_LOG")
@@ -838,7 +828,7 @@ fn an_internal_error_exits_255_and_only_a_closed_pipe_is_quiet() {
     }
     // `yep completions bash | true`: the reader is gone, nothing to report.
     #[allow(clippy::disallowed_methods)] // running the CLI under test
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+    let mut child = crate::common::yep_command()
         .args(["completions", "bash"])
         .env("YEP_HOME", home.path())
         .stdin(Stdio::null())

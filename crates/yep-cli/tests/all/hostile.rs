@@ -2,25 +2,15 @@
 //! reaches the terminal unescaped, and nothing they declare redraws the consent screen.
 
 use crate::common;
+use crate::common::yep;
 use common::on_a_pty;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/hostile")
         .join(name)
-}
-
-#[allow(clippy::disallowed_methods)] // running the CLI under test
-fn yep(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_yep"))
-        .args(args)
-        .env("YEP_HOME", home)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
 }
 
 /// A home with this fixture installed (copied, approved with `--yes`).
@@ -177,7 +167,7 @@ fn a_same_named_directory_here_does_not_shadow_an_installed_extension() {
     )
     .unwrap();
     #[allow(clippy::disallowed_methods)] // running the CLI under test
-    let out = Command::new(env!("CARGO_BIN_EXE_yep"))
+    let out = crate::common::yep_command()
         .args(["call", "loud", "shout"])
         .env("YEP_HOME", home.path())
         .current_dir(cwd.path())
@@ -198,7 +188,7 @@ fn logs_follow_a_rotated_log_without_replaying_the_old_one() {
     std::fs::create_dir_all(&logs).unwrap();
     std::fs::write(logs.join("z.log"), "old 1\nold 2\n").unwrap();
     #[allow(clippy::disallowed_methods)] // running the CLI under test
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+    let mut child = crate::common::yep_command()
         .args(["logs", "z", "-f"])
         .env("YEP_HOME", home.path())
         .stdin(Stdio::null())
@@ -260,7 +250,7 @@ fn verbose_logs_are_coloured_only_on_a_terminal_without_no_color_and_server_text
     assert!(!plain.contains('\x1b'), "{plain:?}");
     // A pipe: no colour, and still escaped.
     #[allow(clippy::disallowed_methods)] // running the CLI under test
-    let piped = Command::new(env!("CARGO_BIN_EXE_yep"))
+    let piped = crate::common::yep_command()
         .args(["-v", "session", "--json"])
         .env("YEP_HOME", home.path())
         .env_remove("NO_COLOR")

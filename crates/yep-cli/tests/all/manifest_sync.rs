@@ -3,14 +3,10 @@
 //! every unrelated byte stays as written, a removed tool is reported and kept.
 
 use crate::common;
+use crate::common::yep;
 use common::text;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Output;
-
-fn yep(home: &Path, args: &[&str]) -> Output {
-    common::yep_with_stdin(home, args, "")
-}
 
 const SERVER: &str = r#"#!/usr/bin/env python3
 from yep_sdk import Server

@@ -6,13 +6,9 @@
 use crate::common;
 
 use common::claude::claude_corpus;
-use common::{git, ok, text, yep_with_stdin};
+use common::{git, ok, text, yep};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-
-fn yep(home: &Path, args: &[&str]) -> std::process::Output {
-    yep_with_stdin(home, args, "")
-}
 
 #[test]
 fn the_official_marketplace_is_added_in_place_and_lists_every_entry_with_its_source() {
@@ -438,7 +434,7 @@ impl EmptyRegistry {
     /// `yep args` against it (never crates.io, never through a proxy).
     #[allow(clippy::disallowed_methods)] // running the CLI under test
     fn yep(&self, home: &Path, args: &[&str]) -> std::process::Output {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_yep"));
+        let mut command = crate::common::yep_command();
         command
             .args(args)
             .env("YEP_HOME", home)

@@ -3,14 +3,10 @@
 //! dialect.
 
 use crate::common;
+use crate::common::yep;
 use common::{ok, serve_http, text, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Output;
-
-fn yep(home: &Path, args: &[&str]) -> Output {
-    yep_with_stdin(home, args, "")
-}
 
 #[test]
 fn servers_added_to_the_home_are_listed_without_their_secrets_and_reached_in_a_session() {
@@ -390,7 +386,7 @@ fn yep_list_shows_whether_each_server_is_configured_started_or_failed() {
     assert_eq!(tool_names(&lines[0]).len(), 3, "{:?}", lines[0]);
     assert_eq!(states(), all("configured"));
 
-    let mut session = std::process::Command::new(env!("CARGO_BIN_EXE_yep"))
+    let mut session = crate::common::yep_command()
         .args(["session", "--json"])
         .env("YEP_HOME", &home)
         .current_dir(tmp.path())

@@ -290,7 +290,7 @@ fn yep_command(
     registry: Option<&Server>,
     vars: &[(&str, &str)],
 ) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_yep"));
+    let mut cmd = crate::common::yep_command();
     cmd.args(args)
         .env("YEP_HOME", home)
         .env_remove("RUST_LOG")
@@ -1186,7 +1186,7 @@ fn link_archive(links: &[(String, String)]) -> Vec<u8> {
 /// Run `yep`, failing (not hanging) when it takes more than a generous two minutes.
 #[allow(clippy::disallowed_methods)] // running the CLI under test
 fn run_yep_bounded(home: &Path, args: &[&str]) -> std::process::ExitStatus {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+    let mut child = crate::common::yep_command()
         .args(args)
         .env("YEP_HOME", home)
         .env_remove("RUST_LOG")
@@ -1359,7 +1359,7 @@ fn a_bare_name_means_the_registry_even_with_a_same_named_directory_here() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/hostile/cwd-shadow");
     assert!(here.join("weather/plugin.json").is_file());
     let run = |spec: &str| {
-        Command::new(env!("CARGO_BIN_EXE_yep"))
+        crate::common::yep_command()
             .args(["install", spec, "--yes"])
             .current_dir(&here)
             .env("YEP_HOME", sandbox.home())

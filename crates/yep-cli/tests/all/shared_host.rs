@@ -73,7 +73,7 @@ impl Session {
     /// Start `yep mcp serve` in `cwd`, and shake hands (taking questions when `elicit`).
     #[allow(clippy::disallowed_methods)] // the CLI under test
     fn start(home: &Path, cwd: &Path, env: &[(&str, &str)], elicit: bool) -> Session {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        let mut child = crate::common::yep_command()
             .args(["mcp", "serve"])
             .current_dir(cwd)
             .env("YEP_HOME", home)
@@ -746,7 +746,7 @@ fn no_shared_serves_the_session_with_a_host_of_its_own() {
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     #[allow(clippy::disallowed_methods)] // the CLI under test
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+    let mut child = crate::common::yep_command()
         .args(["mcp", "serve", "--no-shared"])
         .current_dir(&ws)
         .env("YEP_HOME", &home)
@@ -813,7 +813,7 @@ fn a_session_on_sockets_or_writing_to_a_file_is_served_as_one_on_pipes() {
     std::fs::create_dir_all(&ws).unwrap();
     #[allow(clippy::disallowed_methods)] // the CLI under test
     let yep = |stdin: Stdio, stdout: Stdio| {
-        Command::new(env!("CARGO_BIN_EXE_yep"))
+        crate::common::yep_command()
             .args(["mcp", "serve"])
             .current_dir(&ws)
             .env("YEP_HOME", &home)

@@ -5,7 +5,7 @@ use crate::common;
 use common::{git, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 struct Env {
     tmp: tempfile::TempDir,
@@ -24,7 +24,7 @@ impl Env {
 
     #[allow(clippy::disallowed_methods)] // running the CLI under test
     fn yep(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_yep"))
+        crate::common::yep_command()
             .args(args)
             .env("YEP_HOME", self.home())
             .env_remove("RUST_LOG")
@@ -570,7 +570,7 @@ fn a_kill_9_during_install_leaves_the_home_consistent() {
             vec!["install".into(), pkg.display().to_string(), "--yes".into()]
         };
         #[allow(clippy::disallowed_methods)]
-        let mut child = Command::new(env!("CARGO_BIN_EXE_yep"))
+        let mut child = crate::common::yep_command()
             .args(&args)
             .env("YEP_HOME", env.home())
             .stdin(Stdio::null())
@@ -683,7 +683,7 @@ fn concurrent_installs_serialise_on_the_home_lock() {
     let children: Vec<_> = pkgs
         .iter()
         .map(|p| {
-            Command::new(env!("CARGO_BIN_EXE_yep"))
+            crate::common::yep_command()
                 .args(["install", p.to_str().unwrap(), "--yes"])
                 .env("YEP_HOME", env.home())
                 .stdin(Stdio::null())
@@ -1079,7 +1079,7 @@ fn two_writers_never_lose_a_write(secret: bool) {
         let children: Vec<_> = ["a", "b"]
             .into_iter()
             .map(|field| {
-                let mut cmd = Command::new(env!("CARGO_BIN_EXE_yep"));
+                let mut cmd = crate::common::yep_command();
                 if secret {
                     cmd.args(["secret", "set", "two", field]);
                 } else {
@@ -1591,7 +1591,7 @@ fn call_by_installed_name_runs_the_server_as_a_session_does() {
     let work = env.tmp.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     #[allow(clippy::disallowed_methods)] // running the CLI under test, from another cwd
-    let out = Command::new(env!("CARGO_BIN_EXE_yep"))
+    let out = crate::common::yep_command()
         .args(["call", "reporter", "report"])
         .env("YEP_HOME", env.home())
         .env_remove("RUST_LOG")
@@ -1722,7 +1722,7 @@ fn read_only_and_failing_commands_write_nothing_to_the_home() {
     for home in [&absent, &empty] {
         for args in commands {
             #[allow(clippy::disallowed_methods)] // running the CLI under test
-            let out = Command::new(env!("CARGO_BIN_EXE_yep"))
+            let out = crate::common::yep_command()
                 .arg("--home")
                 .arg(home)
                 .args(*args)

@@ -1299,12 +1299,12 @@ fn a_zot_command_is_found_as_install_shows_it_and_in_any_case_over_its_whole_nam
 #[test]
 fn a_zot_tools_structured_content_reaches_an_mcp_client_as_structured_content() {
     use std::io::{BufRead, Write};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let env = Env::new();
     env.install_fixture("todo");
     ok(&env.yep(&["enable", "todo-panel"]));
     #[allow(clippy::disallowed_methods)] // the CLI under test, as an agent starts it
-    let child = Command::new(env!("CARGO_BIN_EXE_yep"))
+    let child = crate::common::yep_command()
         .args(["mcp", "serve"])
         .env("YEP_HOME", env.home())
         .env_remove("RUST_LOG")

@@ -7,7 +7,23 @@ pub mod registry;
 pub mod zot;
 
 use std::path::Path;
+
 use std::process::{Command, Output, Stdio};
+pub use yep_test_support::Sealed;
+pub use yep_test_support::fixtures::{copy_tree, edit, git};
+pub use yep_test_support::text::{assert_nothing_hidden, ok, text};
+
+/// Run the CLI in home `home`, sealed, with nothing on its stdin.
+pub fn yep(home: &Path, args: &[&str]) -> Output {
+    yep_with_stdin(home, args, "")
+}
+
+/// The CLI to run, sealed ([`Sealed`]), for a test that drives the process itself (its stdin,
+/// a signal, a pty); one that names its yep home sets `YEP_HOME` after.
+pub fn yep_command() -> Command {
+    let sealed = Sealed::get();
+    sealed.command(env!("CARGO_BIN_EXE_yep"), &sealed.home().join(".yep"))
+}
 
 /// Run the CLI in home `home` with `stdin` as its whole input.
 pub fn yep_with_stdin(home: &Path, args: &[&str], stdin: &str) -> Output {
@@ -24,9 +40,8 @@ pub fn yep_in(cwd: &Path, home: &Path, args: &[&str], stdin: &str) -> Output {
     yep_at(Some(cwd), home, args, stdin, &[])
 }
 
-/// The CLI in directory `cwd` (or here) and home `home`, with `env` added and `stdin` its
-/// whole input.
-#[allow(clippy::disallowed_methods)] // running the CLI under test
+/// The CLI in directory `cwd` (or here) and home `home`, sealed ([`Sealed`]), with `env`
+/// added and `stdin` its whole input.
 pub fn yep_at(
     cwd: Option<&Path>,
     home: &Path,
@@ -35,15 +50,13 @@ pub fn yep_at(
     env: &[(&str, &str)],
 ) -> Output {
     use std::io::Write;
-    let mut command = Command::new(env!("CARGO_BIN_EXE_yep"));
+    let mut command = Sealed::get().command(env!("CARGO_BIN_EXE_yep"), home);
     if let Some(dir) = cwd {
         command.current_dir(dir);
     }
     let mut child = command
         .args(args)
-        .env("YEP_HOME", home)
         .envs(env.iter().copied())
-        .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -58,74 +71,17 @@ pub fn yep_at(
     child.wait_with_output().unwrap()
 }
 
-/// Fails if `text` holds a raw control character (but the newline), a bidi control or a
-/// zero-width one: what a terminal would act on, or a reader would not see.
-pub fn assert_nothing_hidden(text: &str) {
-    for c in text.chars() {
-        let hidden = c.is_control() && c != '\n'
-            || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}')
-            || matches!(c, '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{e0000}'..='\u{e007f}');
-        assert!(!hidden, "{c:?} in {text}");
-    }
-}
-
-/// Its stdout, having checked that it succeeded (else both streams are shown).
-pub fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "stdout: {}\nstderr: {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
-
-/// Output bytes as text (lossy).
-pub fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// `from`'s tree copied to `to`, its files writable whatever they were (a corpus from the
-/// read-only shared/).
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::write(&target, std::fs::read(entry.path()).unwrap()).unwrap();
-        }
-    }
-}
-
 /// `git args` in `dir`, with a throwaway identity and no signing; its trimmed stdout.
-#[allow(clippy::disallowed_methods)] // git, to make repositories to install from
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let said = |b: &[u8]| String::from_utf8_lossy(b).trim().to_string();
-    assert!(out.status.success(), "git {args:?}: {}", said(&out.stderr));
-    said(&out.stdout)
-}
-
-/// util-linux `script` running the shell command `inner` on a pseudo-terminal. `inner` is a
+/// util-linux `script` running the shell command `inner` on a pseudo-terminal, sealed
+/// ([`Sealed`]; `inner` may set `YEP_HOME` and the like before its command). `inner` is a
 /// command, with variable assignments before it if need be. The shell is pinned to `/bin/sh` and
 /// `inner` is `exec`ed through `env`: the results do not depend on the caller's `$SHELL` (CI has
 /// none), and no shell stays between the pty and the CLI to die of a Ctrl-C a test types.
 pub fn script(inner: &str) -> Command {
     #[allow(clippy::disallowed_methods)] // util-linux `script`, to run the CLI on a pty
     let mut command = Command::new("script");
+    let sealed = Sealed::get();
+    sealed.seal(&mut command, &sealed.home().join(".yep"));
     command
         .args(["-qec", &format!("exec env {inner}"), "/dev/null"])
         .env("SHELL", "/bin/sh");
@@ -179,17 +135,6 @@ pub fn doctor_check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_
         .iter()
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no {name} check: {report:#}"))
-}
-
-/// Replace `from` (which must be there) in `file`, once.
-pub fn edit(file: &Path, from: &str, to: &str) {
-    let src = std::fs::read_to_string(file).unwrap();
-    assert!(
-        src.contains(from),
-        "{} has no {from:?}:\n{src}",
-        file.display()
-    );
-    std::fs::write(file, src.replacen(from, to, 1)).unwrap();
 }
 
 /// The edit an author makes to a tool `yep new` wrote in `lang`: `forecast` takes `days`

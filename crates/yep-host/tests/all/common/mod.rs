@@ -10,23 +10,7 @@ use yep_host::rpc::BoxFuture;
 use yep_host::store::grants::SandboxGrants;
 use yep_host::{Events, Extension, Grants, ServerSpec, SupervisorOptions};
 
-/// `target/<profile>`, found from this test binary (`target/<profile>/deps/<test>`).
-pub fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .to_path_buf()
-}
-
-fn built(path: PathBuf, how: &str) -> String {
-    assert!(
-        path.is_file(),
-        "{} is missing; build it first: {how} (or run `cargo test --workspace`)",
-        path.display()
-    );
-    path.to_string_lossy().into_owned()
-}
+pub use yep_test_support::bins::{built, target_dir};
 
 /// The real `yep-example-echo` binary.
 pub fn echo_bin() -> String {
