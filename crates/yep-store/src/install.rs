@@ -4,7 +4,7 @@
 use crate::fetch::{self, FetchError, Registry};
 use crate::home::check_name;
 use crate::journal::Journal;
-use crate::lockfile::{LockBinary, LockEntry, LockSource};
+use crate::lockfile::{LockBinary, LockEntry, LockSource, Lockfile};
 use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::package::{Package, command_resolves, read_package};
 use crate::source::{self, SourceSpec};
@@ -105,6 +105,66 @@ pub enum Outcome {
     Unchanged,
 }
 
+/// A package fetched into scratch, read and hashed: what an install or update judges, asks
+/// about and commits.
+struct Fetched<'a> {
+    name: String,
+    lock_source: LockSource,
+    /// Where the package content is: `staged`, or a linked directory in place.
+    root: PathBuf,
+    staged: PathBuf,
+    scratch: &'a Path,
+    hash: String,
+    opts: &'a InstallOptions,
+    /// The installed entry of that name, if any.
+    previous: Option<LockEntry>,
+    /// A package from another origin takes the name (`--replace`).
+    replacing: bool,
+    /// On update: the entry updated, and whether `--locked`.
+    update_of: Option<(&'a LockEntry, bool)>,
+    via: Option<&'a marketplace::Resolved>,
+}
+
+impl Fetched<'_> {
+    fn outcome(&self) -> Outcome {
+        if self.replacing {
+            Outcome::Replaced
+        } else if self.previous.is_some() {
+            Outcome::Updated
+        } else {
+            Outcome::Installed
+        }
+    }
+}
+
+/// What a fetched package is approved as: the manifest yep holds it to, and what only a zot
+/// extension or a Claude plugin pins beside it.
+struct Approved {
+    manifest: Manifest,
+    zot_pin: Option<zot::ZotPin>,
+    zot_notes: Vec<String>,
+    zot_ext: Option<Box<zot::ZotManifest>>,
+    claude_pin: Option<claude::ClaudePin>,
+    claude_notes: Vec<String>,
+    /// The program built for a zot extension's `go run`.
+    go_built: Option<PathBuf>,
+}
+
+impl Approved {
+    /// A manifest with nothing pinned beside it.
+    fn plain(manifest: Manifest) -> Approved {
+        Approved {
+            manifest,
+            zot_pin: None,
+            zot_notes: Vec::new(),
+            zot_ext: None,
+            claude_pin: None,
+            claude_notes: Vec::new(),
+            go_built: None,
+        }
+    }
+}
+
 impl Home {
     /// Install a package from `spec`. Shows the summary through `approver` before anything
     /// is committed; nothing is enabled.
@@ -154,297 +214,233 @@ impl Home {
         via: Option<&marketplace::Resolved>,
     ) -> Result<Installed, StoreError> {
         let staged = scratch.join("package");
-        let (lock_source, package_root) = self.fetch(source, opts, &staged, via.is_some())?;
-        let package = read_package(source, &lock_source, &package_root, via)?;
+        let (lock_source, root) = self.fetch(source, opts, &staged, via.is_some())?;
+        let package = read_package(source, &lock_source, &root, via)?;
         let name = package.name().to_string();
         check_name(&name)?;
-        if let Some((entry, _)) = update_of
-            && name != entry.name
-        {
-            return Err(StoreError::Renamed {
-                name: entry.name.clone(),
-                now: name,
-            });
+        if let Some((entry, _)) = update_of {
+            same_package(entry, &name, &lock_source)?;
         }
-        // A marketplace may point an entry elsewhere: another origin is another package,
-        // installed (with --replace) rather than updated.
-        if let Some((entry, _)) = update_of
-            && !entry.source.same_origin(&lock_source)
-        {
-            return Err(StoreError::SourceChanged {
-                name,
-                installed: entry.source.to_string(),
-                offered: lock_source.to_string(),
-            });
-        }
-        let mut lock = self.lockfile()?;
+        let lock = self.lockfile()?;
         let previous = lock.get(&name).cloned();
-        // A package from another origin that reuses an installed name is a different package,
-        // never an update of it: it would inherit the original's approval, secrets and
-        // enablement.
-        let replacing = match &previous {
-            Some(prev) if update_of.is_none() && !prev.source.same_origin(&lock_source) => {
-                if !opts.replace {
-                    return Err(StoreError::SourceChanged {
-                        name,
-                        installed: prev.source.to_string(),
-                        offered: lock_source.to_string(),
-                    });
-                }
-                true
-            }
-            _ => false,
+        let replacing = replaces(
+            previous.as_ref(),
+            update_of.is_some(),
+            opts.replace,
+            &name,
+            &lock_source,
+        )?;
+        let hash =
+            hash::content_hash(&root).map_err(io(format!("failed to hash {}", root.display())))?;
+        let fetched = Fetched {
+            name,
+            lock_source,
+            root,
+            staged,
+            scratch,
+            hash,
+            opts,
+            previous,
+            replacing,
+            update_of,
+            via,
         };
-        let hash = hash::content_hash(&package_root)
-            .map_err(io(format!("failed to hash {}", package_root.display())))?;
         // Only now, with the cheap refusals behind it, may a zot extension run; a first install
-        // asks first. What is approved is the bytes hashed above: a run that rewrites them is
-        // refused.
-        let mut claude_pin = None;
-        let mut claude_notes = Vec::new();
-        let mut go_built = None;
-        let (manifest, zot_pin, zot_notes, zot_ext) = match package {
-            Package::Yep(manifest) => (*manifest, None, Vec::new(), None),
+        // asks first.
+        let approved = self.approve_as(&fetched, package, approver)?;
+        let dest = self.package_dir(&approved.manifest.name);
+        let unchanged = Installed {
+            name: approved.manifest.name.clone(),
+            version: approved.manifest.version.clone(),
+            source: fetched.lock_source.to_string(),
+            content_hash: fetched.hash.clone(),
+            outcome: Outcome::Unchanged,
+            summary: install_summary(&fetched, &approved),
+            diff: None,
+            binary: None,
+            ignored: ignored_keys(approved.zot_ext.as_deref()),
+            disabled_in_manifest: approved.zot_ext.as_ref().is_some_and(|ext| !ext.enabled),
+        };
+        // Same approved bytes from the same source: nothing to do.
+        // (The installed copy counts too: one rewritten in place is restored from the source.)
+        let same_pin = same_pin(&fetched.previous, &approved);
+        if let Some(prev) = &fetched.previous
+            && prev.content_hash == fetched.hash
+            && prev.source == fetched.lock_source
+            && same_pin
+            && dest.symlink_metadata().is_ok()
+            && (prev.is_linked() || self.drift_of(prev).is_none())
+        {
+            return Ok(unchanged);
+        }
+        let diff = update_diff(&fetched, &approved, &dest);
+        check_locked(&fetched, &approved.manifest, same_pin)?;
+        ask_consent(
+            &fetched,
+            &approved.manifest,
+            &unchanged.summary,
+            diff.as_ref(),
+            approver,
+        )?;
+        if fetched.replacing {
+            // Before the new bytes land: a crash from here on leaves the old package
+            // disabled and without secrets, never the new one holding them.
+            self.forget_state(&approved.manifest.name)?;
+        }
+        let (binary, pinned) = self.place_binary(&fetched, &approved)?;
+        let outcome = fetched.outcome();
+        self.commit_install(&fetched, lock, approved, pinned, &dest)?;
+        Ok(Installed {
+            outcome,
+            diff,
+            binary,
+            ..unchanged
+        })
+    }
+
+    /// What `package` is approved as: its manifest, and what a Claude plugin or a zot
+    /// extension pins beside it.
+    fn approve_as(
+        &self,
+        fetched: &Fetched,
+        package: Package,
+        approver: &mut dyn Approver,
+    ) -> Result<Approved, StoreError> {
+        match package {
+            Package::Yep(manifest) => Ok(Approved::plain(*manifest)),
             Package::Claude(approval) => {
                 let claude::approve::Approval {
                     manifest,
                     pin,
                     notes,
                 } = *approval;
-                claude_pin = Some(pin);
-                claude_notes = notes;
-                (manifest, None, Vec::new(), None)
+                Ok(Approved {
+                    claude_pin: Some(pin),
+                    claude_notes: notes,
+                    ..Approved::plain(manifest)
+                })
             }
             Package::Zot { extension, shown } => {
-                // An installed one that never ran (its manifest turned it off) asks as a
-                // first install does, whatever the verb.
-                let never_ran = previous.as_ref().is_some_and(|p| p.zot.is_some())
-                    && zot::ZotManifest::load(&self.package_dir(&name))
-                        .is_ok_and(|m| !m.enabled && m.spawns());
-                let first = (update_of.is_none() && (previous.is_none() || replacing)) || never_ran;
-                let ask: Option<&mut dyn Approver> = match first {
-                    true => Some(&mut *approver),
-                    false => None,
-                };
-                let (manifest, pin, notes, built) =
-                    self.run_zot(&extension, &shown, &package_root, opts, scratch, ask)?;
-                go_built = built;
-                let after = hash::content_hash(&package_root)
-                    .map_err(io(format!("failed to hash {}", package_root.display())))?;
-                if after != hash {
-                    return Err(StoreError::ZotRewrote { name });
-                }
-                (manifest, Some(pin), notes, Some(extension))
-            }
-        };
-        let dest = self.package_dir(&manifest.name);
-        let mut summary = match &claude_pin {
-            // Its own screen: each hook's command line, not the `*` its manifest declares.
-            Some(pin) => summary::claude_summary(&manifest, pin, &claude_notes),
-            None => summary::summary(&manifest),
-        };
-        if let (Some(pin), Some(ext)) = (&zot_pin, &zot_ext) {
-            summary.push('\n');
-            summary.push_str(&summary::zot_summary(ext, pin, &zot_notes));
-        }
-        let ignored: Vec<String> = zot_ext
-            .as_ref()
-            .map(|ext| {
-                ext.ignored_keys()
-                    .into_iter()
-                    .map(|k| crate::text::escape(k).into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        summary.push_str(&format!(
-            "\n  source    {}",
-            crate::text::escape(&lock_source.to_string())
-        ));
-        if let Some(found) = via {
-            summary.push_str(&format!(
-                "\n  listed    in marketplace {} as {}",
-                crate::text::escape(&found.pin.name),
-                crate::text::escape(&found.pin.entry)
-            ));
-            if let Some(old) = &found.renamed_from {
-                summary.push_str(&format!(
-                    "\n            note: `{}` is called `{}` there now, so it installs as `{}`",
-                    crate::text::escape(old),
-                    crate::text::escape(&found.pin.entry),
-                    manifest.name
-                ));
+                self.approve_zot(fetched, extension, &shown, approver)
             }
         }
-        if let LockSource::Crate { crate_name, .. } = &lock_source
-            && source::implied_name(crate_name) != manifest.name
-        {
-            summary.push_str(&format!(
-                "\n            note: crate `{crate_name}` installs as `{}`, not `{}`",
-                manifest.name,
-                source::implied_name(crate_name)
+    }
+
+    /// A zot extension, run once to read what it registers (a first install asks first). What
+    /// is approved is the bytes hashed before it ran: a run that rewrites them is refused.
+    fn approve_zot(
+        &self,
+        fetched: &Fetched,
+        extension: Box<zot::ZotManifest>,
+        shown: &Path,
+        approver: &mut dyn Approver,
+    ) -> Result<Approved, StoreError> {
+        // An installed one that never ran (its manifest turned it off) asks as a
+        // first install does, whatever the verb.
+        let never_ran = fetched.previous.as_ref().is_some_and(|p| p.zot.is_some())
+            && zot::ZotManifest::load(&self.package_dir(&fetched.name))
+                .is_ok_and(|m| !m.enabled && m.spawns());
+        let first = (fetched.update_of.is_none()
+            && (fetched.previous.is_none() || fetched.replacing))
+            || never_ran;
+        let ask: Option<&mut dyn Approver> = match first {
+            true => Some(&mut *approver),
+            false => None,
+        };
+        let root = &fetched.root;
+        let (manifest, pin, notes, built) =
+            self.run_zot(&extension, shown, root, fetched.opts, fetched.scratch, ask)?;
+        let after =
+            hash::content_hash(root).map_err(io(format!("failed to hash {}", root.display())))?;
+        if after != fetched.hash {
+            return Err(StoreError::ZotRewrote {
+                name: fetched.name.clone(),
+            });
+        }
+        Ok(Approved {
+            zot_pin: Some(pin),
+            zot_notes: notes,
+            zot_ext: Some(extension),
+            go_built: built,
+            ..Approved::plain(manifest)
+        })
+    }
+
+    /// The prebuilt binary goes in after hashing: it is not part of the approved content.
+    /// So does the program built for a zot extension's `go run`, pinned the same way.
+    /// Returns what happened, and the pin of what was placed.
+    fn place_binary(
+        &self,
+        fetched: &Fetched,
+        approved: &Approved,
+    ) -> Result<(Option<String>, Option<LockBinary>), StoreError> {
+        if fetched.opts.link {
+            return Ok((None, None));
+        }
+        let Some(built) = &approved.go_built else {
+            return Ok(self.binary_step(
+                &approved.manifest,
+                &fetched.staged,
+                &fetched.opts.progress,
             ));
-        }
-        if let Some(prev) = previous.as_ref().filter(|_| replacing) {
-            summary.push_str(&format!(
-                "\n  replaces  `{}` from {} (its secrets, config and data are dropped; it stays disabled)",
-                manifest.name,
-                crate::text::escape(&prev.source.to_string())
-            ));
-        }
-        let installed = |outcome, diff, binary| Installed {
-            name: manifest.name.clone(),
-            version: manifest.version.clone(),
-            source: lock_source.to_string(),
-            content_hash: hash.clone(),
-            outcome,
-            summary: summary.clone(),
-            diff,
-            binary,
-            ignored: ignored.clone(),
-            disabled_in_manifest: zot_ext.as_ref().is_some_and(|ext| !ext.enabled),
         };
-        // Same approved bytes from the same source: nothing to do.
-        // (The installed copy counts too: one rewritten in place is restored from the source.)
-        // A zot extension's registrations can change with the same bytes (a fetched
-        // dependency, the environment): the same pin too.
-        let same_claude = previous.as_ref().and_then(|p| p.claude.as_ref()) == claude_pin.as_ref();
-        let same_pin = same_claude
-            && (zot_pin.is_none()
-                || (prev_pin(&previous) == zot_pin.as_ref()
-                    && previous
-                        .as_ref()
-                        .and_then(LockEntry::approved)
-                        .is_some_and(|m| {
-                            serde_json::to_value(m).ok() == serde_json::to_value(&manifest).ok()
-                        })));
-        if let Some(prev) = &previous
-            && prev.content_hash == hash
-            && prev.source == lock_source
-            && same_pin
-            && dest.symlink_metadata().is_ok()
-            && (prev.is_linked() || self.drift_of(prev).is_none())
-        {
-            return Ok(installed(Outcome::Unchanged, None, None));
+        let path = zot::GO_BUILT.to_string();
+        let target = fetched.staged.join(&path);
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(io(format!("failed to create {}", dir.display())))?;
         }
-        // A linked package changes in place: judge it against what was approved, not its files.
-        let diff = match &previous {
-            Some(_) if replacing => None,
-            Some(prev) => prev
-                .approved()
-                .or_else(|| Manifest::load(&dest).ok())
-                .map(|old| {
-                    let mut d = diff(&old, &manifest);
-                    // What only a zot pin holds (intercepts, events, capabilities).
-                    if let Some(new) = &zot_pin {
-                        let (lines, widened) = prev.zot.clone().unwrap_or_default().diff(new);
-                        d.lines.extend(lines);
-                        d.widened |= widened;
-                    }
-                    // What only a Claude plugin's pin holds (hook command lines, inline
-                    // commands, allowed-tools rules).
-                    if let Some(new) = &claude_pin {
-                        let (lines, widened) = match &prev.claude {
-                            Some(old) => old.diff(new),
-                            None => (vec![format!("+ {} parts", new.kind.label())], true),
-                        };
-                        d.lines.extend(lines);
-                        d.widened |= widened;
-                    }
-                    d
-                }),
-            None => None,
-        };
-        // Restoring the approved bytes leaves the lock as it is, so `--locked` allows it.
-        if let Some((entry, true)) = update_of
-            && (entry.content_hash != hash || !same_pin)
-        {
-            return Err(StoreError::Locked(format!(
-                "`{}` would change ({} → {}); the lock stays as it is",
-                manifest.name,
-                previous.as_ref().map_or("?", |p| p.content_hash.as_str()),
-                hash
-            )));
-        }
-        let needs_consent = match &diff {
-            None => true,
-            Some(d) => d.widened,
-        };
-        if needs_consent && !approver.approve(&summary, diff.as_ref()) {
-            let what = if update_of.is_some() {
-                "updated"
-            } else {
-                "installed"
-            };
-            return Err(StoreError::Declined(format!(
-                "`{}` was not {what}",
-                manifest.name
-            )));
-        }
-        if replacing {
-            // Before the new bytes land: a crash from here on leaves the old package
-            // disabled and without secrets, never the new one holding them.
-            self.forget_state(&manifest.name)?;
-        }
-        // The prebuilt binary goes in after hashing: it is not part of the approved content.
-        // So does the program built for a zot extension's `go run`, pinned the same way.
-        let (binary, pinned) = if opts.link {
-            (None, None)
-        } else if let Some(built) = &go_built {
-            let path = zot::GO_BUILT.to_string();
-            let target = staged.join(&path);
-            if let Some(dir) = target.parent() {
-                std::fs::create_dir_all(dir)
-                    .map_err(io(format!("failed to create {}", dir.display())))?;
-            }
-            std::fs::copy(built, &target)
-                .map_err(io(format!("failed to place {}", target.display())))?;
-            let sha256 = hash::sha256_file(&target)
-                .map_err(io(format!("failed to hash {}", target.display())))?;
-            (
-                Some(format!("built `go run` into {path}")),
-                Some(LockBinary { path, sha256 }),
-            )
-        } else {
-            self.binary_step(&manifest, &staged, &opts.progress)
-        };
+        std::fs::copy(built, &target)
+            .map_err(io(format!("failed to place {}", target.display())))?;
+        let sha256 = hash::sha256_file(&target)
+            .map_err(io(format!("failed to hash {}", target.display())))?;
+        Ok((
+            Some(format!("built `go run` into {path}")),
+            Some(LockBinary { path, sha256 }),
+        ))
+    }
+
+    /// Pin the approved package in the lock and put it at `dest` (moved from scratch, or
+    /// linked), in one journaled commit; what was at `dest` goes with the scratch.
+    fn commit_install(
+        &self,
+        fetched: &Fetched,
+        mut lock: Lockfile,
+        approved: Approved,
+        binary: Option<LockBinary>,
+        dest: &Path,
+    ) -> Result<(), StoreError> {
+        let manifest = approved.manifest;
         lock.upsert(LockEntry {
             name: manifest.name.clone(),
-            source: lock_source.clone(),
-            content_hash: hash.clone(),
+            source: fetched.lock_source.clone(),
+            content_hash: fetched.hash.clone(),
             version: manifest.version.clone(),
             approved_manifest: Some(serde_json::to_string(&manifest).unwrap_or_default()),
-            binary: pinned,
-            zot: zot_pin,
-            claude: claude_pin,
+            binary,
+            zot: approved.zot_pin,
+            claude: approved.claude_pin,
         });
-        let trash = scratch.join("previous");
+        let trash = fetched.scratch.join("previous");
         let mut renames = Vec::new();
         if dest.symlink_metadata().is_ok() {
-            renames.push((dest.clone(), trash.clone()));
+            renames.push((dest.to_path_buf(), trash.clone()));
         }
-        if opts.link {
+        if fetched.opts.link {
             // The link itself is staged, so placing it is one rename too.
-            let link = scratch.join("link");
+            let link = fetched.scratch.join("link");
             #[cfg(unix)]
-            std::os::unix::fs::symlink(&package_root, &link)
+            std::os::unix::fs::symlink(&fetched.root, &link)
                 .map_err(io("failed to create the link"))?;
-            renames.push((link, dest.clone()));
+            renames.push((link, dest.to_path_buf()));
         } else {
-            renames.push((staged.clone(), dest.clone()));
+            renames.push((fetched.staged.clone(), dest.to_path_buf()));
         }
         self.commit(Journal {
             renames,
             lock: lock.render(),
             cleanup: vec![trash],
-        })?;
-        let outcome = if replacing {
-            Outcome::Replaced
-        } else if previous.is_some() {
-            Outcome::Updated
-        } else {
-            Outcome::Installed
-        };
-        Ok(installed(outcome, diff, binary))
+        })
     }
 
     /// Fetch into `staged`; returns the lock source and where the package content is. A
@@ -724,4 +720,205 @@ fn taken_again(source: &LockSource) -> (SourceSpec, bool, Option<String>) {
 /// The zot pin of an installed entry, if it is a zot extension.
 fn prev_pin(previous: &Option<LockEntry>) -> Option<&zot::ZotPin> {
     previous.as_ref().and_then(|p| p.zot.as_ref())
+}
+
+/// An update brings the package it updates: under the name it had, and from the same origin.
+/// A marketplace may point an entry elsewhere: another origin is another package, installed
+/// (with --replace) rather than updated.
+fn same_package(entry: &LockEntry, name: &str, lock_source: &LockSource) -> Result<(), StoreError> {
+    if name != entry.name {
+        return Err(StoreError::Renamed {
+            name: entry.name.clone(),
+            now: name.to_string(),
+        });
+    }
+    if !entry.source.same_origin(lock_source) {
+        return Err(StoreError::SourceChanged {
+            name: name.to_string(),
+            installed: entry.source.to_string(),
+            offered: lock_source.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether an install of `name` from `lock_source` replaces the installed `previous`. A package
+/// from another origin that reuses an installed name is a different package, never an update
+/// of it: it would inherit the original's approval, secrets and enablement. So it needs
+/// `--replace` (`replace`); an update never replaces.
+fn replaces(
+    previous: Option<&LockEntry>,
+    updating: bool,
+    replace: bool,
+    name: &str,
+    lock_source: &LockSource,
+) -> Result<bool, StoreError> {
+    match previous {
+        Some(prev) if !updating && !prev.source.same_origin(lock_source) => {
+            if !replace {
+                return Err(StoreError::SourceChanged {
+                    name: name.to_string(),
+                    installed: prev.source.to_string(),
+                    offered: lock_source.to_string(),
+                });
+            }
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// The consent summary: the package's own screen, then where it comes from, where it is
+/// listed, the name it installs as, and what it replaces.
+fn install_summary(fetched: &Fetched, approved: &Approved) -> String {
+    let manifest = &approved.manifest;
+    let mut summary = match &approved.claude_pin {
+        // Its own screen: each hook's command line, not the `*` its manifest declares.
+        Some(pin) => summary::claude_summary(manifest, pin, &approved.claude_notes),
+        None => summary::summary(manifest),
+    };
+    if let (Some(pin), Some(ext)) = (&approved.zot_pin, &approved.zot_ext) {
+        summary.push('\n');
+        summary.push_str(&summary::zot_summary(ext, pin, &approved.zot_notes));
+    }
+    summary.push_str(&format!(
+        "\n  source    {}",
+        crate::text::escape(&fetched.lock_source.to_string())
+    ));
+    if let Some(found) = fetched.via {
+        summary.push_str(&format!(
+            "\n  listed    in marketplace {} as {}",
+            crate::text::escape(&found.pin.name),
+            crate::text::escape(&found.pin.entry)
+        ));
+        if let Some(old) = &found.renamed_from {
+            summary.push_str(&format!(
+                "\n            note: `{}` is called `{}` there now, so it installs as `{}`",
+                crate::text::escape(old),
+                crate::text::escape(&found.pin.entry),
+                manifest.name
+            ));
+        }
+    }
+    if let LockSource::Crate { crate_name, .. } = &fetched.lock_source
+        && source::implied_name(crate_name) != manifest.name
+    {
+        summary.push_str(&format!(
+            "\n            note: crate `{crate_name}` installs as `{}`, not `{}`",
+            manifest.name,
+            source::implied_name(crate_name)
+        ));
+    }
+    if let Some(prev) = fetched.previous.as_ref().filter(|_| fetched.replacing) {
+        summary.push_str(&format!(
+            "\n  replaces  `{}` from {} (its secrets, config and data are dropped; it stays disabled)",
+            manifest.name,
+            crate::text::escape(&prev.source.to_string())
+        ));
+    }
+    summary
+}
+
+/// The keys of a zot extension's `extension.json` that zot and yep ignore (escaped).
+fn ignored_keys(ext: Option<&zot::ZotManifest>) -> Vec<String> {
+    ext.map(|ext| {
+        ext.ignored_keys()
+            .into_iter()
+            .map(|k| crate::text::escape(k).into_owned())
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Whether what is pinned beside the bytes is what `previous` was approved with. A zot
+/// extension's registrations can change with the same bytes (a fetched dependency, the
+/// environment): the same pin too.
+fn same_pin(previous: &Option<LockEntry>, approved: &Approved) -> bool {
+    let same_claude =
+        previous.as_ref().and_then(|p| p.claude.as_ref()) == approved.claude_pin.as_ref();
+    same_claude
+        && (approved.zot_pin.is_none()
+            || (prev_pin(previous) == approved.zot_pin.as_ref()
+                && previous
+                    .as_ref()
+                    .and_then(LockEntry::approved)
+                    .is_some_and(|m| {
+                        serde_json::to_value(m).ok()
+                            == serde_json::to_value(&approved.manifest).ok()
+                    })))
+}
+
+/// How the approved package differs from the installed one it updates; none for a first
+/// install or a replacement. A linked package changes in place: it is judged against what
+/// was approved, not its files.
+fn update_diff(fetched: &Fetched, approved: &Approved, dest: &Path) -> Option<ContributionDiff> {
+    let prev = fetched.previous.as_ref().filter(|_| !fetched.replacing)?;
+    prev.approved()
+        .or_else(|| Manifest::load(dest).ok())
+        .map(|old| {
+            let mut d = diff(&old, &approved.manifest);
+            // What only a zot pin holds (intercepts, events, capabilities).
+            if let Some(new) = &approved.zot_pin {
+                let (lines, widened) = prev.zot.clone().unwrap_or_default().diff(new);
+                d.lines.extend(lines);
+                d.widened |= widened;
+            }
+            // What only a Claude plugin's pin holds (hook command lines, inline
+            // commands, allowed-tools rules).
+            if let Some(new) = &approved.claude_pin {
+                let (lines, widened) = match &prev.claude {
+                    Some(old) => old.diff(new),
+                    None => (vec![format!("+ {} parts", new.kind.label())], true),
+                };
+                d.lines.extend(lines);
+                d.widened |= widened;
+            }
+            d
+        })
+}
+
+/// `--locked` refuses any change to the lock. Restoring the approved bytes leaves the lock as
+/// it is, so `--locked` allows it.
+fn check_locked(fetched: &Fetched, manifest: &Manifest, same_pin: bool) -> Result<(), StoreError> {
+    if let Some((entry, true)) = fetched.update_of
+        && (entry.content_hash != fetched.hash || !same_pin)
+    {
+        return Err(StoreError::Locked(format!(
+            "`{}` would change ({} → {}); the lock stays as it is",
+            manifest.name,
+            fetched
+                .previous
+                .as_ref()
+                .map_or("?", |p| p.content_hash.as_str()),
+            fetched.hash
+        )));
+    }
+    Ok(())
+}
+
+/// Ask `approver` when consent is needed: for a first install, a replacement, or an update
+/// that widens what was approved.
+fn ask_consent(
+    fetched: &Fetched,
+    manifest: &Manifest,
+    summary: &str,
+    diff: Option<&ContributionDiff>,
+    approver: &mut dyn Approver,
+) -> Result<(), StoreError> {
+    let needs_consent = match diff {
+        None => true,
+        Some(d) => d.widened,
+    };
+    if needs_consent && !approver.approve(summary, diff) {
+        let what = if fetched.update_of.is_some() {
+            "updated"
+        } else {
+            "installed"
+        };
+        return Err(StoreError::Declined(format!(
+            "`{}` was not {what}",
+            manifest.name
+        )));
+    }
+    Ok(())
 }
