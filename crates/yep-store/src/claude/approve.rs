@@ -164,7 +164,70 @@ impl ClaudePlugin {
             return Err(ApproveError::Name { name });
         }
         let mut notes = self.notes.clone();
+        let (commands, pinned_commands) = self.approved_commands(&mut notes);
+        let mcp_servers = self.approved_mcp_servers(&mut notes);
+        let has = |event: &str| self.hooks.iter().any(|h| h.event == event);
+        let observes = self
+            .hooks
+            .iter()
+            .any(|h| !["PreToolUse", "PostToolUse", "SessionStart"].contains(&h.event.as_str()));
 
+        let facet = Facet {
+            config_schema: self.config_schema(&mcp_servers, &mut notes),
+            commands,
+            mcp_servers,
+            hooks: self.tool_hooks(),
+            dynamic_prompt: has("SessionStart"),
+            // A PreToolUse hook may answer "ask".
+            ui_ask: has("PreToolUse"),
+            trace: observes,
+            skills: !self.skills.is_empty(),
+            ..Facet::default()
+        };
+        let contributes = !facet.commands.is_empty()
+            || !facet.mcp_servers.is_empty()
+            || !self.hooks.is_empty()
+            || facet.skills;
+        // LSP servers are something to install and pin (an LSP-only plugin, as marketplaces
+        // list them): the approval holds nothing yep runs, and the pin holds the servers.
+        // Agents alone, or nothing at all, are refused.
+        if !contributes && self.lsp_servers.is_empty() {
+            let agents: Vec<&str> = self.agents.iter().map(|a| a.name.as_str()).collect();
+            return Err(ApproveError::NothingYepRuns {
+                name,
+                offers: offers(&[], &agents),
+            });
+        }
+        let manifest = Manifest {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            version: self.version.clone(),
+            yolop: facet,
+            sandbox: Default::default(),
+        };
+        let manifest = self.parse_approval(&manifest, &name)?;
+
+        let pin = self.pin(pinned_commands);
+        if !pin.lsp_servers.is_empty() {
+            notes.push(format!(
+                "LSP servers left out ({}): yep has no LSP client",
+                pin.lsp_servers
+                    .iter()
+                    .map(|s| escape(s).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        Ok(Approval {
+            manifest,
+            pin,
+            notes,
+        })
+    }
+
+    /// The commands yep can show, each with its pin; those it cannot, or a second of a name,
+    /// are left out with a note.
+    fn approved_commands(&self, notes: &mut Vec<String>) -> (Vec<CommandDef>, Vec<PinnedCommand>) {
         let mut commands = Vec::new();
         let mut pinned_commands = Vec::new();
         for c in &self.commands {
@@ -199,7 +262,14 @@ impl ClaudePlugin {
                 inline: c.inline.clone(),
             });
         }
+        (commands, pinned_commands)
+    }
 
+    /// The MCP servers of a name yep can use; the others are left out with a note.
+    fn approved_mcp_servers(
+        &self,
+        notes: &mut Vec<String>,
+    ) -> BTreeMap<String, crate::manifest::McpServer> {
         let mut mcp_servers = BTreeMap::new();
         for (server, spec) in &self.mcp_servers {
             if valid_item_name(server) && !server.contains("__") {
@@ -211,7 +281,12 @@ impl ClaudePlugin {
                 ));
             }
         }
+        mcp_servers
+    }
 
+    /// The yep hooks that grant what its `PreToolUse` and `PostToolUse` hooks need: every
+    /// tool, the longest timeout (clamped), failing open.
+    fn tool_hooks(&self) -> Vec<HookDef> {
         let tool_hook = |event: HookEvent, claude: &str| {
             let timeouts = self.hooks.iter().filter(|h| h.event == claude);
             timeouts
@@ -225,64 +300,33 @@ impl ClaudePlugin {
                     on_error: OnError::Warn,
                 })
         };
-        let hooks: Vec<HookDef> = [
+        [
             tool_hook(HookEvent::PreToolUse, "PreToolUse"),
             tool_hook(HookEvent::PostToolUse, "PostToolUse"),
         ]
         .into_iter()
         .flatten()
-        .collect();
-        let has = |event: &str| self.hooks.iter().any(|h| h.event == event);
-        let observes = self
-            .hooks
-            .iter()
-            .any(|h| !["PreToolUse", "PostToolUse", "SessionStart"].contains(&h.event.as_str()));
+        .collect()
+    }
 
-        let facet = Facet {
-            config_schema: self.config_schema(&mcp_servers, &mut notes),
-            commands,
-            mcp_servers,
-            hooks,
-            dynamic_prompt: has("SessionStart"),
-            // A PreToolUse hook may answer "ask".
-            ui_ask: has("PreToolUse"),
-            trace: observes,
-            skills: !self.skills.is_empty(),
-            ..Facet::default()
-        };
-        let contributes = !facet.commands.is_empty()
-            || !facet.mcp_servers.is_empty()
-            || !self.hooks.is_empty()
-            || facet.skills;
-        // LSP servers are something to install and pin (an LSP-only plugin, as marketplaces
-        // list them): the approval holds nothing yep runs, and the pin holds the servers.
-        // Agents alone, or nothing at all, are refused.
-        if !contributes && self.lsp_servers.is_empty() {
-            let agents: Vec<&str> = self.agents.iter().map(|a| a.name.as_str()).collect();
-            return Err(ApproveError::NothingYepRuns {
-                name,
-                offers: offers(&[], &agents),
-            });
-        }
-        let manifest = Manifest {
-            name: self.name.clone(),
-            description: self.description.clone(),
-            version: self.version.clone(),
-            yolop: facet,
-            sandbox: Default::default(),
-        };
+    /// `manifest` re-parsed as an approval, so every check a `plugin.json` gets holds.
+    fn parse_approval(&self, manifest: &Manifest, name: &str) -> Result<Manifest, ApproveError> {
         let invalid = |message: String| ApproveError::Invalid {
-            name: name.clone(),
+            name: name.to_string(),
             message,
         };
-        let text = serde_json::to_string(&manifest).map_err(|e| invalid(e.to_string()))?;
+        let text = serde_json::to_string(manifest).map_err(|e| invalid(e.to_string()))?;
         let file = self.manifest_file.unwrap_or("its directory layout");
-        let manifest = Manifest::parse_approval(&text, Path::new(file)).map_err(|e| match e {
+        Manifest::parse_approval(&text, Path::new(file)).map_err(|e| match e {
             ManifestError::Invalid { message, .. } => invalid(message),
             other => invalid(other.to_string()),
-        })?;
+        })
+    }
 
-        let pin = ClaudePin {
+    /// What only a plugin of this kind has, pinned in the lock: its hooks' command lines, its
+    /// commands' rules and inline commands, its skills, agents and LSP servers.
+    fn pin(&self, pinned_commands: Vec<PinnedCommand>) -> ClaudePin {
+        ClaudePin {
             kind: self.kind,
             manifest_less: self.manifest_file.is_none(),
             hooks: self.hooks.clone(),
@@ -305,22 +349,7 @@ impl ClaudePlugin {
             lsp_servers: self.lsp_servers.iter().map(|l| l.name.clone()).collect(),
             ignored: self.ignored.keys().cloned().collect(),
             marketplace: None,
-        };
-        if !pin.lsp_servers.is_empty() {
-            notes.push(format!(
-                "LSP servers left out ({}): yep has no LSP client",
-                pin.lsp_servers
-                    .iter()
-                    .map(|s| escape(s).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
         }
-        Ok(Approval {
-            manifest,
-            pin,
-            notes,
-        })
     }
 
     /// `userConfig` as yep's `config_schema`: each option a property, a sensitive one a secret,

@@ -422,7 +422,6 @@ impl Reader<'_> {
         plugin: &mut ClaudePlugin,
         fields: &Map<String, Value>,
     ) -> Result<(), ClaudeError> {
-        let codex = plugin.kind == PluginKind::Codex;
         // Commands and agents: the manifest's paths replace the default directory.
         let commands = self.paths(fields, "commands")?;
         let command_paths = commands.unwrap_or_else(|| vec!["commands".into()]);
@@ -433,8 +432,20 @@ impl Reader<'_> {
         for path in &agents.unwrap_or_else(|| vec!["agents".into()]) {
             self.agents(plugin, path)?;
         }
-        // Skills: the manifest's paths add to `skills/` (each directory once, however it is
-        // spelled: Codex's docs write `./skills/`).
+        self.claude_skills(plugin, fields)?;
+        self.claude_hooks(plugin, fields)?;
+        self.claude_mcp_servers(plugin, fields)?;
+        self.claude_lsp_servers(plugin, fields)?;
+        self.user_config(plugin, fields)
+    }
+
+    /// Skills: the manifest's paths add to `skills/` (each directory once, however it is
+    /// spelled: Codex's docs write `./skills/`).
+    fn claude_skills(
+        &self,
+        plugin: &mut ClaudePlugin,
+        fields: &Map<String, Value>,
+    ) -> Result<(), ClaudeError> {
         let mut skill_roots = vec!["skills".to_string()];
         let same = |a: &str, b: &str| {
             let norm = |r: &str| r.trim_start_matches("./").trim_end_matches('/').to_string();
@@ -448,10 +459,17 @@ impl Reader<'_> {
             }
         }
         let single = fields.get("skills").is_none() && !self.dir.join("skills").exists();
-        self.skills(plugin, &skill_roots, single)?;
+        self.skills(plugin, &skill_roots, single)
+    }
 
-        // Hooks: `hooks/hooks.json` always loads in Claude Code and the manifest's add to it;
-        // in Codex the manifest's replace it.
+    /// Hooks: `hooks/hooks.json` always loads in Claude Code and the manifest's add to it;
+    /// in Codex the manifest's replace it.
+    fn claude_hooks(
+        &self,
+        plugin: &mut ClaudePlugin,
+        fields: &Map<String, Value>,
+    ) -> Result<(), ClaudeError> {
+        let codex = plugin.kind == PluginKind::Codex;
         let mut read = hooks::Read::default();
         let manifest_hooks = fields.get("hooks").filter(|v| !v.is_null());
         if !(codex && manifest_hooks.is_some())
@@ -483,8 +501,15 @@ impl Reader<'_> {
             }
             plugin.hooks.push(hook);
         }
+        Ok(())
+    }
 
-        // MCP servers: `.mcp.json`, and the manifest's.
+    /// MCP servers: `.mcp.json`, and the manifest's.
+    fn claude_mcp_servers(
+        &self,
+        plugin: &mut ClaudePlugin,
+        fields: &Map<String, Value>,
+    ) -> Result<(), ClaudeError> {
         if let Some(file) = self.read_json_if_there(".mcp.json")? {
             mcp_json::servers(
                 &file,
@@ -498,8 +523,15 @@ impl Reader<'_> {
                 mcp_json::servers(&value, &from, &mut plugin.mcp_servers, &mut plugin.notes);
             }
         }
+        Ok(())
+    }
 
-        // LSP servers: recorded, so the user is told yep does not run them.
+    /// LSP servers: recorded, so the user is told yep does not run them.
+    fn claude_lsp_servers(
+        &self,
+        plugin: &mut ClaudePlugin,
+        fields: &Map<String, Value>,
+    ) -> Result<(), ClaudeError> {
         let mut lsp = Vec::new();
         if let Some(file) = self.read_json_if_there(".lsp.json")? {
             lsp.push(file);
@@ -523,7 +555,16 @@ impl Reader<'_> {
                 });
             }
         }
+        Ok(())
+    }
 
+    /// `userConfig`: the options a user sets, each with its type, description, and whether
+    /// it is sensitive or required.
+    fn user_config(
+        &self,
+        plugin: &mut ClaudePlugin,
+        fields: &Map<String, Value>,
+    ) -> Result<(), ClaudeError> {
         if let Some(config) = fields.get("userConfig").filter(|v| !v.is_null()) {
             let Some(config) = config.as_object() else {
                 return Err(self.invalid("`userConfig` is not an object".into()));

@@ -244,56 +244,62 @@ impl Scan<'_> {
                     }
                 }
                 '`' => self.nested(Close::Backtick, depth, &mut word)?,
-                '\'' => {
-                    // `$'…'` takes backslash escapes; `'…'` takes nothing.
-                    let escapes = word.raw.ends_with('$');
-                    if escapes {
-                        word.plain.pop();
-                    }
-                    self.at += 1;
-                    word.raw.push('\'');
-                    loop {
-                        let c = self.peek(0)?;
-                        self.at += 1;
-                        word.raw.push(c);
-                        if c == '\'' {
-                            break;
-                        }
-                        if c == '\\' && escapes {
-                            let next = self.peek(0)?;
-                            self.at += 1;
-                            word.raw.push(next);
-                            word.plain.push(next);
-                            continue;
-                        }
-                        word.plain.push(c);
-                    }
-                }
+                '\'' => self.single_quoted(&mut word)?,
                 '"' => {
                     self.at += 1;
                     word.raw.push('"');
                     self.double_quoted(&mut word, depth)?;
                 }
-                '\\' => {
-                    self.at += 1;
-                    match self.peek(0) {
-                        // A line continuation joins the lines.
-                        Some('\n') => self.at += 1,
-                        Some(next) => {
-                            self.at += 1;
-                            word.raw.push('\\');
-                            word.raw.push(next);
-                            word.plain.push(next);
-                        }
-                        None => word.raw.push('\\'),
-                    }
-                }
+                '\\' => self.escaped(&mut word),
                 c => {
                     self.at += 1;
                     word.raw.push(c);
                     word.plain.push(c);
                 }
             }
+        }
+    }
+
+    /// A single-quoted string, at its opening quote: `$'…'` takes backslash escapes; `'…'`
+    /// takes nothing.
+    fn single_quoted(&mut self, word: &mut Word) -> Option<()> {
+        let escapes = word.raw.ends_with('$');
+        if escapes {
+            word.plain.pop();
+        }
+        self.at += 1;
+        word.raw.push('\'');
+        loop {
+            let c = self.peek(0)?;
+            self.at += 1;
+            word.raw.push(c);
+            if c == '\'' {
+                return Some(());
+            }
+            if c == '\\' && escapes {
+                let next = self.peek(0)?;
+                self.at += 1;
+                word.raw.push(next);
+                word.plain.push(next);
+                continue;
+            }
+            word.plain.push(c);
+        }
+    }
+
+    /// A backslash outside quotes: the next character as itself.
+    fn escaped(&mut self, word: &mut Word) {
+        self.at += 1;
+        match self.peek(0) {
+            // A line continuation joins the lines.
+            Some('\n') => self.at += 1,
+            Some(next) => {
+                self.at += 1;
+                word.raw.push('\\');
+                word.raw.push(next);
+                word.plain.push(next);
+            }
+            None => word.raw.push('\\'),
         }
     }
 

@@ -121,13 +121,7 @@ fn scan_headers(bytes: &[u8], archive: &str, limits: UnpackLimits) -> Result<(),
     let mut long_name: Option<Vec<u8>> = None;
     let mut block = [0u8; 512];
     loop {
-        let mut filled = 0;
-        while filled < block.len() {
-            match stream.read(&mut block[filled..]).map_err(failed())? {
-                0 => break,
-                n => filled += n,
-            }
-        }
+        let filled = read_block(&mut stream, &mut block).map_err(failed())?;
         consumed += filled as u64;
         if consumed > cap {
             return Err(past_cap(b""));
@@ -139,19 +133,7 @@ fn scan_headers(bytes: &[u8], archive: &str, limits: UnpackLimits) -> Result<(),
         let header = tar::Header::from_byte_slice(&block);
         let kind = header.entry_type();
         let raw_name = header.path_bytes().into_owned();
-        let recognized = header.as_gnu().is_some() || header.as_ustar().is_some();
-        let meta = matches!(
-            kind,
-            EntryType::GNULongName
-                | EntryType::GNULongLink
-                | EntryType::XHeader
-                | EntryType::XGlobalHeader
-        );
-        let consumed_as_meta = recognized
-            && matches!(
-                kind,
-                EntryType::GNULongName | EntryType::GNULongLink | EntryType::XHeader
-            );
+        let (meta, consumed_as_meta) = meta_kind(header);
         let shown = match (&long_name, meta) {
             (Some(name), false) => name.clone(),
             _ => raw_name,
@@ -201,15 +183,7 @@ fn scan_headers(bytes: &[u8], archive: &str, limits: UnpackLimits) -> Result<(),
             }
             body.truncate(size as usize);
             if consumed_as_meta {
-                match kind {
-                    EntryType::GNULongName => {
-                        let end = body.iter().position(|b| *b == 0).unwrap_or(body.len());
-                        body.truncate(end);
-                        long_name = Some(body);
-                    }
-                    EntryType::XHeader => pax_size = pax_value(&body, "size"),
-                    _ => {}
-                }
+                take_meta(kind, body, &mut long_name, &mut pax_size);
             }
             continue;
         }
@@ -232,6 +206,59 @@ fn scan_headers(bytes: &[u8], archive: &str, limits: UnpackLimits) -> Result<(),
         if skipped < padded {
             return Ok(());
         }
+    }
+}
+
+/// Fill `block` from `stream`; fewer bytes than a block only at the end of the stream.
+fn read_block(stream: &mut impl Read, block: &mut [u8; 512]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < block.len() {
+        match stream.read(&mut block[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+/// Whether `header`'s body describes other entries (a long name or link, a PAX header, a
+/// global one included), and whether the `tar` crate applies it to the next plain entry (a
+/// long name or link, or a PAX header, under a header it recognizes).
+fn meta_kind(header: &tar::Header) -> (bool, bool) {
+    use tar::EntryType;
+    let kind = header.entry_type();
+    let recognized = header.as_gnu().is_some() || header.as_ustar().is_some();
+    let meta = matches!(
+        kind,
+        EntryType::GNULongName
+            | EntryType::GNULongLink
+            | EntryType::XHeader
+            | EntryType::XGlobalHeader
+    );
+    let consumed_as_meta = recognized
+        && matches!(
+            kind,
+            EntryType::GNULongName | EntryType::GNULongLink | EntryType::XHeader
+        );
+    (meta, consumed_as_meta)
+}
+
+/// What a long-name or PAX header's `body` says of the next plain entry: its name, or its
+/// size.
+fn take_meta(
+    kind: tar::EntryType,
+    mut body: Vec<u8>,
+    long_name: &mut Option<Vec<u8>>,
+    pax_size: &mut Option<u64>,
+) {
+    match kind {
+        tar::EntryType::GNULongName => {
+            let end = body.iter().position(|b| *b == 0).unwrap_or(body.len());
+            body.truncate(end);
+            *long_name = Some(body);
+        }
+        tar::EntryType::XHeader => *pax_size = pax_value(&body, "size"),
+        _ => {}
     }
 }
 
@@ -270,11 +297,7 @@ fn unpack_streaming(
     archive: &str,
     limits: UnpackLimits,
 ) -> Result<(), FetchError> {
-    let unsafe_entry = |entry: &str, why: &str| FetchError::UnsafeArchive {
-        archive: archive.to_string(),
-        entry: entry.to_string(),
-        why: why.to_string(),
-    };
+    let unsafe_entry = |entry: &str, why: &str| refused(archive, entry, why);
     let mut pending_links: Vec<(PathBuf, PathBuf)> = Vec::new();
     let mut links: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     let (mut total, mut count) = (0u64, 0u64);
@@ -299,17 +322,7 @@ fn unpack_streaming(
                 ),
             ));
         }
-        let mut rel = PathBuf::new();
-        for (i, c) in raw.components().enumerate() {
-            match c {
-                Component::Normal(part) if i >= strip => rel.push(part),
-                Component::Normal(_) | Component::CurDir => {}
-                Component::ParentDir => return Err(unsafe_entry(&shown, "climbs out with `..`")),
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(unsafe_entry(&shown, "is an absolute path"));
-                }
-            }
-        }
+        let rel = stripped(&raw, strip).map_err(|why| unsafe_entry(&shown, why))?;
         if rel.as_os_str().is_empty() {
             continue;
         }
@@ -346,16 +359,7 @@ fn unpack_streaming(
         }
         let path = dest.join(&rel);
         // Belt and braces: never write below a symlink already on disk.
-        if rel
-            .ancestors()
-            .skip(1)
-            .filter(|a| !a.as_os_str().is_empty())
-            .any(|a| {
-                dest.join(a)
-                    .symlink_metadata()
-                    .is_ok_and(|m| m.file_type().is_symlink())
-            })
-        {
+        if below_symlink(dest, &rel) {
             return Err(unsafe_entry(&shown, "would be written through a symlink"));
         }
         if kind.is_dir() {
@@ -374,28 +378,85 @@ fn unpack_streaming(
                 ),
             ));
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(io(format!("failed to create {}", parent.display())))?;
-        }
-        let mode = entry.header().mode().unwrap_or(0o644);
-        let mut file = std::fs::File::create(&path)
-            .map_err(io(format!("failed to write {}", path.display())))?;
-        let written = std::io::copy(&mut (&mut entry).take(size), &mut file)
-            .map_err(io(format!("failed to write {}", path.display())))?;
-        total += written;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o755));
+        total += write_file(&mut entry, &path, size)?;
+    }
+    place_links(dest, pending_links, &links, archive)
+}
+
+/// An entry refused: `why`, naming it as the archive does.
+fn refused(archive: &str, entry: &str, why: &str) -> FetchError {
+    FetchError::UnsafeArchive {
+        archive: archive.to_string(),
+        entry: entry.to_string(),
+        why: why.to_string(),
+    }
+}
+
+/// `raw` without its first `strip` components, nor any `.`; why not, when it climbs out or
+/// is absolute.
+fn stripped(raw: &Path, strip: usize) -> Result<PathBuf, &'static str> {
+    let mut rel = PathBuf::new();
+    for (i, c) in raw.components().enumerate() {
+        match c {
+            Component::Normal(part) if i >= strip => rel.push(part),
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => return Err("climbs out with `..`"),
+            Component::RootDir | Component::Prefix(_) => return Err("is an absolute path"),
         }
     }
-    // Each link was checked lexically from where it sits; a target that walks through another
-    // link would be resolved through that link's target instead (`d/e -> ..`, then
-    // `d/t -> e/../..` lands outside), so such targets are refused.
+    Ok(rel)
+}
+
+/// Whether a directory `rel` would be written under is a symlink on disk in `dest`.
+fn below_symlink(dest: &Path, rel: &Path) -> bool {
+    rel.ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .any(|a| {
+            dest.join(a)
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+        })
+}
+
+/// Write a file entry's `size` bytes (its declared size) to `path`, with its mode's
+/// permission bits (no more than 0o755); returns how many were written.
+fn write_file<R: Read>(
+    entry: &mut tar::Entry<'_, R>,
+    path: &Path,
+    size: u64,
+) -> Result<u64, FetchError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(io(format!("failed to create {}", parent.display())))?;
+    }
+    let mode = entry.header().mode().unwrap_or(0o644);
+    let mut file =
+        std::fs::File::create(path).map_err(io(format!("failed to write {}", path.display())))?;
+    let written = std::io::copy(&mut entry.take(size), &mut file)
+        .map_err(io(format!("failed to write {}", path.display())))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o755));
+    }
+    Ok(written)
+}
+
+/// Create the archive's links in `dest`, once every entry is known to be safe. Each link was
+/// checked lexically from where it sits; a target that walks through another link would be
+/// resolved through that link's target instead (`d/e -> ..`, then `d/t -> e/../..` lands
+/// outside), so such targets are refused.
+fn place_links(
+    dest: &Path,
+    pending_links: Vec<(PathBuf, PathBuf)>,
+    links: &std::collections::HashSet<PathBuf>,
+    archive: &str,
+) -> Result<(), FetchError> {
     for (rel, target) in &pending_links {
         if let Some(LinkEscape::Through(via)) = link_escape(rel, target, |p| links.contains(p)) {
-            return Err(unsafe_entry(
+            return Err(refused(
+                archive,
                 &rel.display().to_string(),
                 &format!(
                     "links through another link of the archive ({} via {})",

@@ -490,7 +490,6 @@ pub fn claude_summary(
     pin: &crate::claude::ClaudePin,
     notes: &[String],
 ) -> String {
-    use crate::claude::{CLAUDE_MANIFEST_FILE, CODEX_MANIFEST_FILE, PluginKind};
     let f = &manifest.yolop;
     let width = FIELD_CHARS + 8;
     let mut out = String::new();
@@ -504,6 +503,65 @@ pub fn claude_summary(
     if !about.is_empty() {
         block(&mut out, "about", &wrap(&about, width));
     }
+    block(&mut out, "kind", &claude_kind(manifest, pin, width));
+    block(&mut out, "hooks", &claude_hooks(pin, width));
+    let plugin = escape(&manifest.name);
+    block(&mut out, "inline", &claude_inline(&plugin, pin));
+
+    let commands: Vec<String> = f
+        .commands
+        .iter()
+        .map(|c| format!("/{plugin}:{}", escape(&c.name)))
+        .collect();
+    block(&mut out, "commands", &list(&commands));
+    let skills: Vec<String> = pin.skills.iter().map(|s| field(s, 40)).collect();
+    block(&mut out, "skills", &list(&skills));
+    let (shown, more) = cut(&pin.agents);
+    let mut agents: Vec<String> = shown.iter().map(|a| field(&a.name, 40)).collect();
+    agents.extend(more);
+    if !agents.is_empty() {
+        let last = agents.len() - 1;
+        agents[last].push_str(" (listed: yep runs no agents)");
+    }
+    block(&mut out, "agents", &list(&agents));
+    let mcp: Vec<String> = f
+        .mcp_servers
+        .iter()
+        .flat_map(|(n, m)| mcp_lines(n, m))
+        .collect();
+    block(&mut out, "mcp", &mcp);
+    let config: Vec<String> = config_fields(manifest)
+        .iter()
+        .map(|c| {
+            let secret = if c.secret { " (secret)" } else { "" };
+            format!("{}{secret}", escape(&c.name))
+        })
+        .collect();
+    if !config.is_empty() {
+        block(&mut out, "config", &list(&config));
+    }
+    note_blocks(&mut out, notes, width);
+    if !pin.ignored.is_empty() {
+        let (shown, more) = cut(&pin.ignored);
+        let mut keys: Vec<String> = shown.iter().map(|k| field(k, 24)).collect();
+        keys.extend(more);
+        let last = keys.len() - 1;
+        keys[last].push_str(" (yep reads no such key)");
+        block(&mut out, "ignored", &list(&keys));
+    }
+    block(
+        &mut out,
+        "counts",
+        &wrap(&claude_counts(manifest, pin), width),
+    );
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// The `kind` rows of a Claude plugin's summary: its kind and where it was read from, that
+/// installing ran nothing, and that approving starts its local MCP servers.
+fn claude_kind(manifest: &Manifest, pin: &crate::claude::ClaudePin, width: usize) -> Vec<String> {
+    use crate::claude::{CLAUDE_MANIFEST_FILE, CODEX_MANIFEST_FILE, PluginKind};
     let file = match pin.kind {
         PluginKind::Claude if pin.manifest_less && pin.marketplace.is_some() => {
             "no manifest: its marketplace entry"
@@ -517,14 +575,23 @@ pub fn claude_summary(
         format!("{} ({file})", pin.kind.label()),
         "installing ran nothing".into(),
     ];
-    if f.mcp_servers.values().any(|m| m.transport == "stdio") {
+    if manifest
+        .yolop
+        .mcp_servers
+        .values()
+        .any(|m| m.transport == "stdio")
+    {
         kind.extend(wrap(
             "approving starts its local MCP servers once each, contained, to pin their tools",
             width,
         ));
     }
-    block(&mut out, "kind", &kind);
+    kind
+}
 
+/// The `hooks` rows: each hook's event, matcher and rule, its timeout (and yep's clamp), that
+/// it fails open, and its command line.
+fn claude_hooks(pin: &crate::claude::ClaudePin, width: usize) -> Vec<String> {
     let mut hooks = Vec::new();
     let (shown, more) = cut(&pin.hooks);
     for h in shown {
@@ -563,10 +630,13 @@ pub fn claude_summary(
             width,
         ));
     }
-    block(&mut out, "hooks", &hooks);
+    hooks
+}
 
+/// The `inline` rows: each inline command a slash command of `plugin` runs, and whether its
+/// `allowed-tools` permit it.
+fn claude_inline(plugin: &str, pin: &crate::claude::ClaudePin) -> Vec<String> {
     let mut inline = Vec::new();
-    let plugin = escape(&manifest.name);
     let runs: Vec<(&crate::claude::PinnedCommand, &String)> = pin
         .commands
         .iter()
@@ -583,41 +653,12 @@ pub fn claude_summary(
         inline.extend(command_lines(command).into_iter().map(|l| format!("  {l}")));
     }
     inline.extend(more);
-    block(&mut out, "inline", &inline);
+    inline
+}
 
-    let commands: Vec<String> = f
-        .commands
-        .iter()
-        .map(|c| format!("/{plugin}:{}", escape(&c.name)))
-        .collect();
-    block(&mut out, "commands", &list(&commands));
-    let skills: Vec<String> = pin.skills.iter().map(|s| field(s, 40)).collect();
-    block(&mut out, "skills", &list(&skills));
-    let (shown, more) = cut(&pin.agents);
-    let mut agents: Vec<String> = shown.iter().map(|a| field(&a.name, 40)).collect();
-    agents.extend(more);
-    if !agents.is_empty() {
-        let last = agents.len() - 1;
-        agents[last].push_str(" (listed: yep runs no agents)");
-    }
-    block(&mut out, "agents", &list(&agents));
-    let mcp: Vec<String> = f
-        .mcp_servers
-        .iter()
-        .flat_map(|(n, m)| mcp_lines(n, m))
-        .collect();
-    block(&mut out, "mcp", &mcp);
-    let config: Vec<String> = config_fields(manifest)
-        .iter()
-        .map(|c| {
-            let secret = if c.secret { " (secret)" } else { "" };
-            format!("{}{secret}", escape(&c.name))
-        })
-        .collect();
-    if !config.is_empty() {
-        block(&mut out, "config", &list(&config));
-    }
-    // The same note twice (five hooks left out alike) is one row, counted.
+/// A `note` block for each of `notes`; the same note twice (five hooks left out alike) is
+/// one row, counted.
+fn note_blocks(out: &mut String, notes: &[String], width: usize) {
     let mut seen: Vec<(&String, usize)> = Vec::new();
     for note in notes {
         match seen.iter_mut().find(|(n, _)| *n == note) {
@@ -632,24 +673,22 @@ pub fn claude_summary(
             String::new()
         };
         block(
-            &mut out,
+            out,
             "note",
             &wrap(&format!("{}{times}", field(note, 400)), width),
         );
     }
-    if !pin.ignored.is_empty() {
-        let (shown, more) = cut(&pin.ignored);
-        let mut keys: Vec<String> = shown.iter().map(|k| field(k, 24)).collect();
-        keys.extend(more);
-        let last = keys.len() - 1;
-        keys[last].push_str(" (yep reads no such key)");
-        block(&mut out, "ignored", &list(&keys));
-    }
+}
+
+/// How many of each part a Claude plugin has, in one line.
+fn claude_counts(manifest: &Manifest, pin: &crate::claude::ClaudePin) -> String {
+    let f = &manifest.yolop;
+    let inline: usize = pin.commands.iter().map(|c| c.inline.len()).sum();
     let mut counts = format!(
         "{} hooks, {} commands, {} inline commands, {} skills, {} agents, {} MCP servers",
         pin.hooks.len(),
         f.commands.len(),
-        runs.len(),
+        inline,
         pin.skills.len(),
         pin.agents.len(),
         f.mcp_servers.len()
@@ -660,9 +699,7 @@ pub fn claude_summary(
             pin.lsp_servers.len()
         ));
     }
-    block(&mut out, "counts", &wrap(&counts, width));
-    out.truncate(out.trim_end().len());
-    out
+    counts
 }
 
 /// How a new manifest differs from the approved one.
@@ -728,18 +765,63 @@ fn fields_name(entry: &str) -> &str {
 /// Compare the approved manifest with a new one.
 pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
     let mut d = ContributionDiff::default();
-    let set = |kind: &str,
-               before: BTreeSet<String>,
-               after: BTreeSet<String>,
-               d: &mut ContributionDiff| {
-        for added in after.difference(&before) {
-            d.lines.push(format!("+ {kind} {added}"));
-            d.widened = true;
-        }
-        for removed in before.difference(&after) {
-            d.lines.push(format!("- {kind} {removed}"));
-        }
+    tools_added_removed(old, new, &mut d);
+    let hooks = |m: &Manifest| m.yolop.hooks.iter().map(hook_line).collect();
+    set_diff("hook", hooks(old), hooks(new), &mut d);
+    mcp_server_changes(old, new, &mut d);
+    let commands = |m: &Manifest| {
+        m.yolop
+            .commands
+            .iter()
+            .map(|c| format!("/{}:{}", escape(&m.name), escape(&c.name)))
+            .collect()
     };
+    set_diff("command", commands(old), commands(new), &mut d);
+    let granted = |m: &Manifest| flags(m).into_iter().map(String::from).collect();
+    set_diff("grant", granted(old), granted(new), &mut d);
+    // The sandbox's grants: each new one widens (a changed limit is a new line too).
+    let sandbox = |m: &Manifest| {
+        m.sandbox
+            .lines()
+            .iter()
+            .map(|g| field(g, FIELD_CHARS))
+            .collect()
+    };
+    set_diff("sandbox", sandbox(old), sandbox(new), &mut d);
+    server_changes(old, new, &mut d);
+    tool_changes(old, new, &mut d);
+    config_changes(old, new, &mut d);
+    if old.version != new.version {
+        d.lines.insert(
+            0,
+            format!(
+                "~ version {} → {}",
+                escape(old.version.as_deref().unwrap_or("?")),
+                escape(new.version.as_deref().unwrap_or("?"))
+            ),
+        );
+    }
+    d
+}
+
+/// `+ kind x` for each of `after` not in `before` (which widens), `- kind x` for each gone.
+fn set_diff(
+    kind: &str,
+    before: BTreeSet<String>,
+    after: BTreeSet<String>,
+    d: &mut ContributionDiff,
+) {
+    for added in after.difference(&before) {
+        d.lines.push(format!("+ {kind} {added}"));
+        d.widened = true;
+    }
+    for removed in before.difference(&after) {
+        d.lines.push(format!("- {kind} {removed}"));
+    }
+}
+
+/// The tools added (which widens) and removed, by name.
+fn tools_added_removed(old: &Manifest, new: &Manifest, d: &mut ContributionDiff) {
     // A new tool is shown with what it says, as a changed one is below: what the model will
     // read is approved seen.
     let mut added: Vec<&ToolDef> = new
@@ -765,8 +847,10 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
     for name in removed {
         d.lines.push(format!("- tool {name}"));
     }
-    let hooks = |m: &Manifest| m.yolop.hooks.iter().map(hook_line).collect();
-    set("hook", hooks(old), hooks(new), &mut d);
+}
+
+/// The MCP servers added, removed, and changed (which widens).
+fn mcp_server_changes(old: &Manifest, new: &Manifest, d: &mut ContributionDiff) {
     let mcp = |m: &Manifest| {
         m.yolop
             .mcp_servers
@@ -774,7 +858,7 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             .map(|n| escape(n).into_owned())
             .collect()
     };
-    set("mcp server", mcp(old), mcp(new), &mut d);
+    set_diff("mcp server", mcp(old), mcp(new), d);
     // Any change to a server it keeps (command, args, env, headers, URL) needs consent too:
     // a new `${VAR}` in a header hands a secret to wherever the URL points.
     for (name, spec) in &new.yolop.mcp_servers {
@@ -789,25 +873,11 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             d.widened = true;
         }
     }
-    let commands = |m: &Manifest| {
-        m.yolop
-            .commands
-            .iter()
-            .map(|c| format!("/{}:{}", escape(&m.name), escape(&c.name)))
-            .collect()
-    };
-    set("command", commands(old), commands(new), &mut d);
-    let granted = |m: &Manifest| flags(m).into_iter().map(String::from).collect();
-    set("grant", granted(old), granted(new), &mut d);
-    // The sandbox's grants: each new one widens (a changed limit is a new line too).
-    let sandbox = |m: &Manifest| {
-        m.sandbox
-            .lines()
-            .iter()
-            .map(|g| field(g, FIELD_CHARS))
-            .collect()
-    };
-    set("sandbox", sandbox(old), sandbox(new), &mut d);
+}
+
+/// How the capability server changed: its command line, its prebuilt binary, or anything
+/// else of it (any change widens).
+fn server_changes(old: &Manifest, new: &Manifest, d: &mut ContributionDiff) {
     if server_line(old) != server_line(new) {
         d.lines.push(format!(
             "~ server `{}` → `{}`",
@@ -840,6 +910,10 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
         }
         d.widened = true;
     }
+}
+
+/// The tools kept that are now always loaded, or whose definition changed (either widens).
+fn tool_changes(old: &Manifest, new: &Manifest, d: &mut ContributionDiff) {
     let never_defer = |m: &Manifest| {
         m.yolop
             .tools
@@ -868,6 +942,10 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             d.widened = true;
         }
     }
+}
+
+/// The config fields added, removed, and newly required (which need setting up).
+fn config_changes(old: &Manifest, new: &Manifest, d: &mut ContributionDiff) {
     let fields = |m: &Manifest| {
         config_fields(m)
             .into_iter()
@@ -906,219 +984,7 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
     for removed in before.difference(&after) {
         d.lines.push(format!("~ config field {removed} removed"));
     }
-    if old.version != new.version {
-        d.lines.insert(
-            0,
-            format!(
-                "~ version {} → {}",
-                escape(old.version.as_deref().unwrap_or("?")),
-                escape(new.version.as_deref().unwrap_or("?"))
-            ),
-        );
-    }
-    d
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::path::Path;
-
-    fn m(facet: &str) -> Manifest {
-        Manifest::parse(
-            &format!(r#"{{"name":"x","version":"1.0.0","yolop":{facet}}}"#),
-            Path::new("plugin.json"),
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn a_field_that_becomes_required_needs_setup_without_widening() {
-        let old = m(
-            r#"{"prompt":true,"config_schema":{"properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["a"]}}"#,
-        );
-        let new = m(
-            r#"{"prompt":true,"config_schema":{"properties":{"a":{"type":"string"},"b":{"type":"string"},"k":{"type":"string","secret":true},"o":{"type":"string"}},"required":["a","b","k"]}}"#,
-        );
-        let d = diff(&old, &new);
-        assert!(!d.widened, "{:?}", d.lines);
-        assert!(!d.narrows_only(), "{:?}", d.lines);
-        assert_eq!(
-            d.lines,
-            [
-                "! config field b now required",
-                "! config field k (secret) added, required",
-                "~ config field o added",
-            ]
-        );
-        let names: Vec<_> = d.needs_setup.iter().map(|f| f.name.as_str()).collect();
-        assert_eq!(names, ["b", "k"]);
-        assert!(diff(&new, &new).needs_setup.is_empty());
-    }
-
-    #[test]
-    fn new_tools_hooks_and_grants_widen_and_removals_narrow() {
-        let old = m(r#"{"capabilityServer":{"command":"x"},"tools":[{"name":"a"},{"name":"b"}]}"#);
-        let wider = m(
-            r#"{"capabilityServer":{"command":"x"},"tools":[{"name":"a"},{"name":"c"}],"hooks":[{"event":"pre_tool_use"}],"trace":true}"#,
-        );
-        let d = diff(&old, &wider);
-        assert!(d.widened);
-        assert!(d.lines.contains(&"+ tool c".to_string()), "{:?}", d.lines);
-        assert!(d.lines.contains(&"- tool b".to_string()));
-        assert!(
-            d.lines.contains(
-                &"+ hook pre_tool_use on * (every tool call) (timeout 5000 ms)".to_string()
-            ),
-            "{:?}",
-            d.lines
-        );
-        assert!(d.lines.contains(&"+ grant trace".to_string()));
-        let narrower = m(r#"{"capabilityServer":{"command":"x"},"tools":[{"name":"a"}]}"#);
-        let d = diff(&old, &narrower);
-        assert!(!d.widened);
-        assert_eq!(d.lines, ["- tool b"]);
-        assert!(d.narrows_only());
-        let moved =
-            m(r#"{"capabilityServer":{"command":"y"},"tools":[{"name":"a"},{"name":"b"}]}"#);
-        assert!(
-            diff(&old, &moved).widened,
-            "a changed server command needs consent"
-        );
-    }
-
-    #[test]
-    fn the_summary_calls_out_match_all_hooks_and_secrets() {
-        let s = summary(&m(
-            r#"{"capabilityServer":{"command":"x"},"tools":[{"name":"a","never_defer":true}],"hooks":[{"event":"pre_tool_use"}],"config_schema":{"properties":{"token":{"type":"string","secret":true}},"required":["token"]}}"#,
-        ));
-        assert!(s.contains("a (always loaded)"), "{s}");
-        assert!(s.contains("every tool call"), "{s}");
-        assert!(s.contains("token (secret, required)"), "{s}");
-    }
-
-    #[test]
-    fn a_changed_hook_timeout_or_on_error_needs_consent() {
-        let old = m(r#"{"hooks":[{"event":"pre_tool_use","tool_name_glob":"bash"}]}"#);
-        let slower = m(
-            r#"{"hooks":[{"event":"pre_tool_use","tool_name_glob":"bash","timeout_ms":86400000}]}"#,
-        );
-        let d = diff(&old, &slower);
-        assert!(d.widened, "{:?}", d.lines);
-        assert!(
-            d.lines
-                .contains(&"+ hook pre_tool_use on bash (timeout 30000 ms)".to_string()),
-            "the clamp shows: {:?}",
-            d.lines
-        );
-        let blocking =
-            m(r#"{"hooks":[{"event":"pre_tool_use","tool_name_glob":"bash","on_error":"block"}]}"#);
-        assert!(diff(&old, &blocking).widened);
-        let s = summary(&blocking);
-        assert!(s.contains("blocks the call if it fails"), "{s}");
-    }
-
-    #[test]
-    fn untrusted_manifest_text_cannot_redraw_the_summary() {
-        let hostile = m(
-            r#"{"capabilityServer":{"command":"x\u001b[2K\rserver    (none)","args":["\u001b[1A"]},"prompt":true,"mcpServers":{"gh":{"type":"http","url":"https://x/\u001b[8m${GITHUB_TOKEN}"}}}"#,
-        );
-        let mut with_text = hostile.clone();
-        with_text.description = "ok\n  hooks     (none)\u{1b}[2J\u{202e}".into();
-        with_text.version = Some("1\u{1b}[A".into());
-        for text in [
-            summary(&with_text),
-            diff(&m("{\"prompt\":true}"), &with_text).render(),
-        ] {
-            assert!(
-                !text
-                    .chars()
-                    .any(|c| c.is_control() && c != '\n' || c == '\u{202e}'),
-                "{text:?}"
-            );
-        }
-        let s = summary(&with_text);
-        assert_rows_are_ours(&s);
-        assert!(s.contains("${GITHUB_TOKEN}"), "{s}");
-        assert!(s.contains("note: it is given ${GITHUB_TOKEN}"), "{s}");
-    }
-
-    /// Every row of a summary is one of ours: the name, a label, or an indented continuation
-    /// that fits in 80 columns and holds no run of spaces a forged row would need.
-    fn assert_rows_are_ours(s: &str) {
-        const LABELS: [&str; 10] = [
-            "about", "server", "tools", "hooks", "prompt", "commands", "mcp", "also", "config",
-            "source",
-        ];
-        for (i, row) in s.lines().enumerate() {
-            if i == 0 {
-                assert!(!row.starts_with(' '), "{row:?}");
-                continue;
-            }
-            let (head, rest) = row.split_at(12.min(row.len()));
-            let label = head.trim();
-            assert!(
-                head.starts_with("  ") && (label.is_empty() || LABELS.contains(&label)),
-                "a row not of ours: {row:?}\n{s}"
-            );
-            assert!(!rest.contains("  "), "padding in {row:?}\n{s}");
-            if label != "tools" && label != "commands" && label != "config" && label != "hooks" {
-                assert!(row.chars().count() <= 80, "{row:?} wraps");
-            }
-        }
-    }
-
-    #[test]
-    fn padding_cannot_line_text_up_as_a_row_of_its_own() {
-        let pad = " ".repeat(32 * 1024);
-        let fake = format!("{pad}  tools     lookup{pad}  hooks     (none){pad}");
-        let facet = serde_json::json!({
-            "capabilityServer": {"command": "x", "args": [fake], "binaries": fake},
-            "hooks": [{"event": "pre_tool_use", "on_error": "block"}],
-            "mcpServers": {
-                "a": {"command": fake, "args": [fake], "env": {"K": fake}},
-                "b": {"type": "http", "url": fake, "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}
-            }
-        });
-        let mut manifest = m(&facet.to_string());
-        manifest.description = fake.clone();
-        manifest.version = Some(fake.clone());
-        let s = summary(&manifest);
-        assert_rows_are_ours(&s);
-        assert!(s.len() < 4096, "{} bytes", s.len());
-    }
-
-    #[test]
-    fn a_change_to_a_kept_mcp_server_or_an_always_loaded_flip_needs_consent() {
-        let old = m(
-            r#"{"tools":[{"name":"forecast"}],"mcpServers":{"gh":{"type":"http","url":"https://api.example"}}}"#,
-        );
-        let headers = m(
-            r#"{"tools":[{"name":"forecast"}],"mcpServers":{"gh":{"type":"http","url":"https://api.example","headers":{"Authorization":"Bearer ${GITHUB_TOKEN}"}}}}"#,
-        );
-        let d = diff(&old, &headers);
-        assert!(d.widened, "{:?}", d.lines);
-        assert!(d.render().contains("${GITHUB_TOKEN}"), "{}", d.render());
-        let pinned = m(
-            r#"{"tools":[{"name":"forecast","never_defer":true}],"mcpServers":{"gh":{"type":"http","url":"https://api.example"}}}"#,
-        );
-        assert!(diff(&old, &pinned).widened);
-        // A change beyond what the summary shows is still a change.
-        let long = |tail: &str| {
-            m(&format!(
-                r#"{{"capabilityServer":{{"command":"srv","args":["{}{tail}"]}},"prompt":true}}"#,
-                "a".repeat(200)
-            ))
-        };
-        assert!(diff(&long("x"), &long("y")).widened);
-    }
-
-    #[test]
-    fn a_glob_of_stars_alone_is_called_out_as_every_tool_call() {
-        let s = summary(&m(
-            r#"{"hooks":[{"event":"pre_tool_use","tool_name_glob":"**"}]}"#,
-        ));
-        assert!(s.contains("** (every tool call)"), "{s}");
-        assert!(s.contains("sees the arguments of every tool call"), "{s}");
-    }
-}
+mod tests;
