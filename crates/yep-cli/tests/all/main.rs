@@ -20,6 +20,7 @@ mod mcp_soak;
 mod oauth;
 mod registry;
 mod sandbox;
+mod screens;
 mod sdks;
 mod shared_host;
 mod store;
