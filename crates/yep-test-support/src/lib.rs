@@ -5,11 +5,14 @@
 //!   `YEP_SANDBOX` cannot change what a test sees;
 //! - [`bins`]: the binaries cargo built for the tests, found beside the test binary;
 //! - [`fixtures`]: trees copied from a corpus, git repositories, edits;
+//! - [`package`]: package directories as an author leaves them;
 //! - [`text`]: what a program wrote, as text, and the checks of what users read.
 
 pub mod bins;
 pub mod fixtures;
+pub mod package;
 pub mod sealed;
 pub mod text;
 
+pub use package::Package;
 pub use sealed::Sealed;

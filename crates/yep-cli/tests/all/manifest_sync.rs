@@ -54,17 +54,11 @@ const STALE: &str = r#"{
 "#;
 
 fn package(tmp: &Path) -> PathBuf {
-    let dir = tmp.join("wx");
-    std::fs::create_dir_all(dir.join("bin")).unwrap();
-    std::fs::write(dir.join("plugin.json"), STALE).unwrap();
-    let server = dir.join("bin/wx-server");
-    std::fs::write(&server, SERVER).unwrap();
-    // Vendored beside the server, as `yep new` does: a sandboxed server reads its package.
-    let sdk = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk/python/yep_sdk.py");
-    std::fs::copy(sdk, dir.join("bin/yep_sdk.py")).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
+    yep_test_support::Package::at(tmp.join("wx"))
+        .file("plugin.json", STALE)
+        .executable("bin/wx-server", SERVER)
+        .python_sdk()
+        .into_dir()
 }
 
 fn doctor(home: &Path, dir: &Path) -> Value {

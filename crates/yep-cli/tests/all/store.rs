@@ -46,16 +46,11 @@ impl Env {
 
     /// A package directory with this manifest facet.
     fn package(&self, dir: &str, name: &str, version: &str, facet: Value) -> PathBuf {
-        let pkg = self.tmp.path().join(dir);
-        std::fs::create_dir_all(pkg.join("bin")).unwrap();
         let manifest = json!({"name": name, "version": version, "description": "test package", "yolop": facet});
-        std::fs::write(
-            pkg.join("plugin.json"),
-            serde_json::to_string_pretty(&manifest).unwrap(),
-        )
-        .unwrap();
-        std::fs::write(pkg.join("bin/server"), "#!/bin/sh\nexit 0\n").unwrap();
-        pkg
+        yep_test_support::Package::at(self.tmp.path().join(dir))
+            .manifest(&manifest)
+            .file("bin/server", "#!/bin/sh\nexit 0\n")
+            .into_dir()
     }
 
     fn lock(&self) -> String {
