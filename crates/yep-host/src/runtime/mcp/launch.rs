@@ -4,10 +4,12 @@
 use super::{MCP_GRACE, McpSource, PACKAGE_VARS, log_stem, package_vars};
 use crate::manifest::Grants;
 use crate::store::Home;
+use crate::store::grants::SandboxGrants;
 use crate::store::launcher::{self, InstallError, Installed};
 use crate::store::mcp::{McpPin, Origin};
 use crate::supervisor::{ServerSpec, SupervisorOptions};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+#[cfg(feature = "mcp")]
 use std::sync::Arc;
 
 /// Why an MCP server cannot be run as it is defined ([`launch`]).
@@ -87,55 +89,8 @@ pub fn launch(
         .collect();
     // A package launcher runs the package yep installed for it, read where it is, or (as the
     // user chose) as written, with its registry and cache.
-    let mut needs = crate::store::grants::SandboxGrants::default();
-    if let Some(launched) = source.launched() {
-        match package {
-            Package {
-                as_written: true, ..
-            } => {
-                needs = launcher::needs(&launched);
-                env.extend(launcher::registry_env(&launched));
-            }
-            Package {
-                install: Some(install),
-                ..
-            } => {
-                install
-                    .verify(home, &source.name)
-                    .map_err(|error| McpLaunchError::Install {
-                        server: source.name.clone(),
-                        error: Box::new(error),
-                    })?;
-                let (program, entry) = install.command(home);
-                command = program.to_string_lossy().into_owned();
-                args = entry;
-                args.extend(launched.args.iter().cloned());
-                needs
-                    .read
-                    .push(install.path(home).to_string_lossy().into_owned());
-                if install.ecosystem == launcher::Ecosystem::Pypi {
-                    // Its files are pinned: Python is not to write beside them.
-                    env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
-                }
-            }
-            // Not approved as it is: it never starts (`McpSource::blocked`).
-            _ => {}
-        }
-    }
-    // A package's server is told its own directories, as Claude Code, Codex and Agent Plugins
-    // tell theirs, over whatever its `env` says; its data dir exists and it may write there.
-    let data_dir = match &source.origin {
-        Origin::Extension(ext) => {
-            let vars = package_vars(home, ext);
-            env.retain(|(k, _)| !PACKAGE_VARS.contains(&k.as_str()));
-            env.extend(vars.map(|(k, v)| (k.to_string(), v)));
-            let data = home.data_dir(ext);
-            // Best effort: a data dir that cannot be made fails the server's own writes.
-            let _ = std::fs::create_dir_all(&data);
-            Some(data)
-        }
-        _ => None,
-    };
+    let needs = run_package(home, source, package, &mut command, &mut args, &mut env)?;
+    let data_dir = package_env(home, source, &mut env);
     let lock = home
         .lockfile()
         .map_err(|e| McpLaunchError::Lock(Box::new(e)))?;
@@ -168,6 +123,89 @@ pub fn launch(
             home.logs_dir(),
         )
     };
+    let opts = supervisor_options(home, source, base)?;
+    Ok((spec, opts))
+}
+
+/// A package launcher's server (`npx -y`, `uvx`) as `package` says it runs: from the package
+/// yep installed for it (verified, into `command` and `args`), or as written (its registry
+/// and cache into `env`). What it needs of the sandbox for that; nothing for another server.
+fn run_package(
+    home: &Home,
+    source: &McpSource,
+    package: Package<'_>,
+    command: &mut String,
+    args: &mut Vec<String>,
+    env: &mut Vec<(String, String)>,
+) -> Result<SandboxGrants, McpLaunchError> {
+    let mut needs = SandboxGrants::default();
+    let Some(launched) = source.launched() else {
+        return Ok(needs);
+    };
+    match package {
+        Package {
+            as_written: true, ..
+        } => {
+            needs = launcher::needs(&launched);
+            env.extend(launcher::registry_env(&launched));
+        }
+        Package {
+            install: Some(install),
+            ..
+        } => {
+            install
+                .verify(home, &source.name)
+                .map_err(|error| McpLaunchError::Install {
+                    server: source.name.clone(),
+                    error: Box::new(error),
+                })?;
+            let (program, entry) = install.command(home);
+            *command = program.to_string_lossy().into_owned();
+            *args = entry;
+            args.extend(launched.args.iter().cloned());
+            needs
+                .read
+                .push(install.path(home).to_string_lossy().into_owned());
+            if install.ecosystem == launcher::Ecosystem::Pypi {
+                // Its files are pinned: Python is not to write beside them.
+                env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+            }
+        }
+        // Not approved as it is: it never starts (`McpSource::blocked`).
+        _ => {}
+    }
+    Ok(needs)
+}
+
+/// A package's server is told its own directories, as Claude Code, Codex and Agent Plugins
+/// tell theirs, over whatever its `env` says; its data dir exists and it may write there.
+/// Its data dir, or `None` for a server that is no package's.
+fn package_env(
+    home: &Home,
+    source: &McpSource,
+    env: &mut Vec<(String, String)>,
+) -> Option<PathBuf> {
+    match &source.origin {
+        Origin::Extension(ext) => {
+            let vars = package_vars(home, ext);
+            env.retain(|(k, _)| !PACKAGE_VARS.contains(&k.as_str()));
+            env.extend(vars.map(|(k, v)| (k.to_string(), v)));
+            let data = home.data_dir(ext);
+            // Best effort: a data dir that cannot be made fails the server's own writes.
+            let _ = std::fs::create_dir_all(&data);
+            Some(data)
+        }
+        _ => None,
+    }
+}
+
+/// `base` as `source` runs with it: an MCP server's grace, and the dialect (over HTTP, the
+/// transport too) of its transport, or an error for one this build cannot reach.
+fn supervisor_options(
+    home: &Home,
+    source: &McpSource,
+    base: &SupervisorOptions,
+) -> Result<SupervisorOptions, McpLaunchError> {
     // Only the MCP features' transports change it.
     #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
     let mut opts = SupervisorOptions {
@@ -209,7 +247,7 @@ pub fn launch(
         }
         other => {
             // A build without the MCP features has nothing to run either with.
-            let _unused = (&spec, &opts);
+            let _unused = (home, &opts);
             return Err(McpLaunchError::Transport {
                 server: source.name.clone(),
                 transport: other.to_string(),
@@ -217,7 +255,7 @@ pub fn launch(
         }
     }
     #[allow(unreachable_code)]
-    Ok((spec, opts))
+    Ok(opts)
 }
 
 /// How a server that starts through a package launcher runs: from the package yep installed

@@ -228,223 +228,16 @@ pub fn sources(
     warn: &mut dyn FnMut(String),
 ) -> Vec<McpSource> {
     let mut out: Vec<McpSource> = Vec::new();
-    // A later source of the same name replaces an earlier one; a workspace's is refused
-    // before it gets here.
-    fn put(out: &mut Vec<McpSource>, source: McpSource) {
-        out.retain(|s| s.name != source.name);
-        out.push(source);
-    }
     for (ext, manifest) in extensions {
-        let secrets = crate::store::config::secrets(home, ext).unwrap_or_default();
-        let own = package_vars(home, ext);
-        let vars = |name: &str| {
-            own.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.clone())
-                .or_else(|| secrets.get(name).map(|s| s.expose().to_string()))
-                .or_else(|| std::env::var(name).ok())
-        };
-        let declared: BTreeSet<String> = crate::store::summary::config_fields(manifest)
-            .into_iter()
-            .filter(|f| f.secret)
-            .map(|f| f.name)
-            .collect();
-        // Kept out of argv: a secret field whatever its name, and every host variable but the
-        // harmless few. The package's own directories are paths in the home, never secrets.
-        let withheld = |name: &str| {
-            !PACKAGE_VARS.contains(&name)
-                && (declared.contains(name) || secrets.contains_key(name) || !argv_safe(name))
-        };
-        for (server, spec) in &manifest.yolop.mcp_servers {
-            let shape_ok = match spec.transport.as_str() {
-                "stdio" => {
-                    spec.command.as_deref().is_some_and(|c| !c.is_empty()) && spec.url.is_none()
-                }
-                "http" => {
-                    spec.url.as_deref().is_some_and(|u| !u.is_empty()) && spec.command.is_none()
-                }
-                _ => false,
-            };
-            if !shape_ok {
-                warn(format!(
-                    "extension `{ext}`: skipping MCP server `{server}`: a stdio server needs `command` (and no `url`), an http one `url` (and no `command`)"
-                ));
-                continue;
-            }
-            let in_argv: BTreeSet<String> = spec
-                .command
-                .iter()
-                .chain(&spec.args)
-                .flat_map(|a| references(a))
-                .filter(|n| withheld(n))
-                .collect();
-            for name in &in_argv {
-                warn(format!(
-                    "extension `{ext}`: MCP server `{server}` puts variable `${{{name}}}` in its command line, where any local user can read it; its value is left out of argv and passed as env `{name}` instead (read it from there, or map it with `env`)"
-                ));
-            }
-            let in_url: BTreeSet<String> = spec
-                .url
-                .iter()
-                .flat_map(|u| references(u))
-                .filter(|n| withheld(n))
-                .collect();
-            for name in &in_url {
-                warn(format!(
-                    "extension `{ext}`: MCP server `{server}` puts variable `${{{name}}}` in its url, where logs and process lists can show it; pass secrets in a header instead"
-                ));
-            }
-            let mut run = spec.clone();
-            let mut moved = BTreeSet::new();
-            run.command = run
-                .command
-                .map(|c| expand_withholding(&c, &vars, &withheld, &mut moved));
-            run.args = run
-                .args
-                .iter()
-                .map(|a| expand_withholding(a, &vars, &withheld, &mut moved))
-                .collect();
-            run.url = run.url.map(|u| expand(&u, &vars));
-            run.env = run
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), expand(v, &vars)))
-                .collect();
-            for name in moved {
-                if let Some(value) = vars(&name) {
-                    run.env.entry(name).or_insert(value);
-                }
-            }
-            run.headers = run
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), expand(v, &vars)))
-                .collect();
-            put(
-                &mut out,
-                McpSource {
-                    name: format!("{ext}__{server}"),
-                    origin: Origin::Extension(ext.clone()),
-                    server: run,
-                    shown: spec.clone(),
-                    // Its code is the package's, pinned by the package's content hash.
-                    code: None,
-                    needs_login: false,
-                },
-            );
-        }
+        extension_servers(home, ext, manifest, &mut out, warn);
     }
-    // The user's own (`yep mcp add`): header values from the secrets only to run it.
-    match (
-        crate::store::mcp::resolved(home),
-        crate::store::mcp::list(home),
-    ) {
-        (Ok(run), Ok(shown)) => {
-            for (name, shown) in shown {
-                let server = run.get(&name).cloned().unwrap_or_else(|| shown.clone());
-                let logged_in = crate::store::mcp::oauth_credentials(home, &name)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|(url, _)| server.url.as_deref() == Some(url.as_str()));
-                let needs_login = crate::store::mcp::oauth_wanted(home, &name) && !logged_in;
-                put(
-                    &mut out,
-                    McpSource {
-                        name,
-                        origin: Origin::Home,
-                        server,
-                        shown,
-                        // The user's own command line, run from wherever they are.
-                        code: None,
-                        needs_login,
-                    },
-                );
-            }
-        }
-        (Err(e), _) | (_, Err(e)) => warn(format!("skipping the home's MCP servers: {e}")),
-    }
+    home_servers(home, &mut out, warn);
     // Approvals are kept per workspace: one path for it, however it was spelled.
     let workspace = &workspace
         .canonicalize()
         .unwrap_or_else(|_| workspace.to_path_buf());
     let file = workspace.join(".mcp.json");
-    // A regular file (a link to one is followed) of at most `MAX_MCP_JSON_BYTES`: a device,
-    // a FIFO or a longer file is refused, never a read without end.
-    let read = read_regular_string(&file, MAX_MCP_JSON_BYTES, Links::Follow);
-    match read {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) if e.get_ref().is_some_and(|inner| inner.is::<Refused>()) => {
-            warn(format!("skipping the workspace's MCP servers: {e}"))
-        }
-        Err(e) => warn(format!("skipping {}: {e}", file.display())),
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(doc) => {
-                let servers = doc.get("mcpServers").and_then(Value::as_object);
-                let count = servers.map_or(0, serde_json::Map::len);
-                if count > MAX_WORKSPACE_SERVERS {
-                    warn(format!(
-                        "{}: {count} MCP servers; using the first {MAX_WORKSPACE_SERVERS}",
-                        file.display()
-                    ));
-                }
-                for (name, spec) in servers.into_iter().flatten().take(MAX_WORKSPACE_SERVERS) {
-                    // Its name becomes a tool prefix, a log file and a question's subject:
-                    // odd characters are refused.
-                    if !crate::store::manifest::valid_item_name(name) {
-                        warn(format!(
-                            "{}: skipping MCP server {:?}: not a server name (A-Z a-z 0-9 _ . -)",
-                            file.display(),
-                            crate::text::escape(name)
-                        ));
-                        continue;
-                    }
-                    // A repository never takes the name of the user's own server or an
-                    // extension's: `yep trust <name>` would run its command in their stead.
-                    if let Some(owner) = out.iter().find(|s| s.name == *name) {
-                        let whose = match &owner.origin {
-                            Origin::Extension(ext) => {
-                                format!("extension `{}`'s", crate::text::escape(ext))
-                            }
-                            _ => "the home's (`yep mcp add`)".to_string(),
-                        };
-                        warn(format!(
-                            "{}: skipping MCP server `{}`: {whose} MCP server has that name, and a workspace's server never takes another's; rename it in .mcp.json to use it here",
-                            file.display(),
-                            crate::text::escape(name)
-                        ));
-                        continue;
-                    }
-                    match serde_json::from_value::<McpServer>(spec.clone()) {
-                        Ok(server) => {
-                            // A workspace file often holds tokens as they are: never shown.
-                            let mut shown = server.clone();
-                            for v in shown.headers.values_mut().chain(shown.env.values_mut()) {
-                                *v = crate::store::mcp::HIDDEN.into();
-                            }
-                            let code = Some(crate::store::code::workspace_code(&server, workspace));
-                            put(
-                                &mut out,
-                                McpSource {
-                                    name: name.clone(),
-                                    origin: Origin::Workspace(workspace.to_path_buf()),
-                                    server,
-                                    shown,
-                                    code,
-                                    needs_login: false,
-                                },
-                            );
-                        }
-                        Err(e) => warn(format!(
-                            "{}: skipping MCP server `{}`: {e}",
-                            file.display(),
-                            crate::text::escape(name)
-                        )),
-                    }
-                }
-            }
-            Err(e) => warn(format!("failed to read {}: {e}", file.display())),
-        },
-    }
+    workspace_servers(workspace, &file, &mut out, warn);
     // yep is never one of its own servers: it would serve this home again, nested.
     out.retain(|s| {
         let itself = runs_yep_serve(&s.server, home);
@@ -462,6 +255,271 @@ pub fn sources(
         !itself
     });
     out
+}
+
+/// Put `source` in `out`. A later source of the same name replaces an earlier one; a
+/// workspace's is refused before it gets here.
+fn put(out: &mut Vec<McpSource>, source: McpSource) {
+    out.retain(|s| s.name != source.name);
+    out.push(source);
+}
+
+/// Extension `ext`'s `mcpServers` as `<ext>__<server>`, put in `out`, `${VAR}` expanded from
+/// its package's own directories, its secrets and the environment as [`sources`] says.
+fn extension_servers(
+    home: &Home,
+    ext: &str,
+    manifest: &Manifest,
+    out: &mut Vec<McpSource>,
+    warn: &mut dyn FnMut(String),
+) {
+    let secrets = crate::store::config::secrets(home, ext).unwrap_or_default();
+    let own = package_vars(home, ext);
+    let vars = |name: &str| {
+        own.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| secrets.get(name).map(|s| s.expose().to_string()))
+            .or_else(|| std::env::var(name).ok())
+    };
+    let declared: BTreeSet<String> = crate::store::summary::config_fields(manifest)
+        .into_iter()
+        .filter(|f| f.secret)
+        .map(|f| f.name)
+        .collect();
+    // Kept out of argv: a secret field whatever its name, and every host variable but the
+    // harmless few. The package's own directories are paths in the home, never secrets.
+    let withheld = |name: &str| {
+        !PACKAGE_VARS.contains(&name)
+            && (declared.contains(name) || secrets.contains_key(name) || !argv_safe(name))
+    };
+    for (server, spec) in &manifest.yolop.mcp_servers {
+        if let Some(source) = extension_server(ext, server, spec, &vars, &withheld, warn) {
+            put(out, source);
+        }
+    }
+}
+
+/// Extension `ext`'s MCP server `server`, defined as `spec`, as it runs; `None`, with a
+/// warning, when it is malformed. A variable `withheld` says yes to is left out of its command
+/// line and url, with a warning.
+fn extension_server(
+    ext: &str,
+    server: &str,
+    spec: &McpServer,
+    vars: &dyn Fn(&str) -> Option<String>,
+    withheld: &dyn Fn(&str) -> bool,
+    warn: &mut dyn FnMut(String),
+) -> Option<McpSource> {
+    let shape_ok = match spec.transport.as_str() {
+        "stdio" => spec.command.as_deref().is_some_and(|c| !c.is_empty()) && spec.url.is_none(),
+        "http" => spec.url.as_deref().is_some_and(|u| !u.is_empty()) && spec.command.is_none(),
+        _ => false,
+    };
+    if !shape_ok {
+        warn(format!(
+            "extension `{ext}`: skipping MCP server `{server}`: a stdio server needs `command` (and no `url`), an http one `url` (and no `command`)"
+        ));
+        return None;
+    }
+    let in_argv: BTreeSet<String> = spec
+        .command
+        .iter()
+        .chain(&spec.args)
+        .flat_map(|a| references(a))
+        .filter(|n| withheld(n))
+        .collect();
+    for name in &in_argv {
+        warn(format!(
+            "extension `{ext}`: MCP server `{server}` puts variable `${{{name}}}` in its command line, where any local user can read it; its value is left out of argv and passed as env `{name}` instead (read it from there, or map it with `env`)"
+        ));
+    }
+    let in_url: BTreeSet<String> = spec
+        .url
+        .iter()
+        .flat_map(|u| references(u))
+        .filter(|n| withheld(n))
+        .collect();
+    for name in &in_url {
+        warn(format!(
+            "extension `{ext}`: MCP server `{server}` puts variable `${{{name}}}` in its url, where logs and process lists can show it; pass secrets in a header instead"
+        ));
+    }
+    Some(McpSource {
+        name: format!("{ext}__{server}"),
+        origin: Origin::Extension(ext.to_string()),
+        server: expanded(spec, vars, withheld),
+        shown: spec.clone(),
+        // Its code is the package's, pinned by the package's content hash.
+        code: None,
+        needs_login: false,
+    })
+}
+
+/// `spec` with `${VAR}` expanded from `vars`: in `command` and `args`, a variable `withheld`
+/// says yes to expands to nothing and its value goes into `env` under its name instead.
+fn expanded(
+    spec: &McpServer,
+    vars: &dyn Fn(&str) -> Option<String>,
+    withheld: &dyn Fn(&str) -> bool,
+) -> McpServer {
+    let mut run = spec.clone();
+    let mut moved = BTreeSet::new();
+    run.command = run
+        .command
+        .map(|c| expand_withholding(&c, vars, withheld, &mut moved));
+    run.args = run
+        .args
+        .iter()
+        .map(|a| expand_withholding(a, vars, withheld, &mut moved))
+        .collect();
+    run.url = run.url.map(|u| expand(&u, vars));
+    run.env = run
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), expand(v, vars)))
+        .collect();
+    for name in moved {
+        if let Some(value) = vars(&name) {
+            run.env.entry(name).or_insert(value);
+        }
+    }
+    run.headers = run
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), expand(v, vars)))
+        .collect();
+    run
+}
+
+/// The user's own servers (`yep mcp add`), put in `out`: header values from the secrets only
+/// to run it.
+fn home_servers(home: &Home, out: &mut Vec<McpSource>, warn: &mut dyn FnMut(String)) {
+    match (
+        crate::store::mcp::resolved(home),
+        crate::store::mcp::list(home),
+    ) {
+        (Ok(run), Ok(shown)) => {
+            for (name, shown) in shown {
+                let server = run.get(&name).cloned().unwrap_or_else(|| shown.clone());
+                let logged_in = crate::store::mcp::oauth_credentials(home, &name)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|(url, _)| server.url.as_deref() == Some(url.as_str()));
+                let needs_login = crate::store::mcp::oauth_wanted(home, &name) && !logged_in;
+                put(
+                    out,
+                    McpSource {
+                        name,
+                        origin: Origin::Home,
+                        server,
+                        shown,
+                        // The user's own command line, run from wherever they are.
+                        code: None,
+                        needs_login,
+                    },
+                );
+            }
+        }
+        (Err(e), _) | (_, Err(e)) => warn(format!("skipping the home's MCP servers: {e}")),
+    }
+}
+
+/// The servers of `workspace`'s `.mcp.json` (`file`), put in `out`, as [`sources`] says.
+fn workspace_servers(
+    workspace: &Path,
+    file: &Path,
+    out: &mut Vec<McpSource>,
+    warn: &mut dyn FnMut(String),
+) {
+    // A regular file (a link to one is followed) of at most `MAX_MCP_JSON_BYTES`: a device,
+    // a FIFO or a longer file is refused, never a read without end.
+    let read = read_regular_string(file, MAX_MCP_JSON_BYTES, Links::Follow);
+    match read {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) if e.get_ref().is_some_and(|inner| inner.is::<Refused>()) => {
+            warn(format!("skipping the workspace's MCP servers: {e}"))
+        }
+        Err(e) => warn(format!("skipping {}: {e}", file.display())),
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(doc) => workspace_doc(workspace, file, &doc, out, warn),
+            Err(e) => warn(format!("failed to read {}: {e}", file.display())),
+        },
+    }
+}
+
+/// The servers `doc`, `workspace`'s `.mcp.json` (`file`), defines, put in `out`: the first
+/// [`MAX_WORKSPACE_SERVERS`], each carrying the code it runs from the workspace, pinned. One
+/// whose name is not a server name, or is taken already, is skipped with a warning.
+fn workspace_doc(
+    workspace: &Path,
+    file: &Path,
+    doc: &Value,
+    out: &mut Vec<McpSource>,
+    warn: &mut dyn FnMut(String),
+) {
+    let servers = doc.get("mcpServers").and_then(Value::as_object);
+    let count = servers.map_or(0, serde_json::Map::len);
+    if count > MAX_WORKSPACE_SERVERS {
+        warn(format!(
+            "{}: {count} MCP servers; using the first {MAX_WORKSPACE_SERVERS}",
+            file.display()
+        ));
+    }
+    for (name, spec) in servers.into_iter().flatten().take(MAX_WORKSPACE_SERVERS) {
+        // Its name becomes a tool prefix, a log file and a question's subject:
+        // odd characters are refused.
+        if !crate::store::manifest::valid_item_name(name) {
+            warn(format!(
+                "{}: skipping MCP server {:?}: not a server name (A-Z a-z 0-9 _ . -)",
+                file.display(),
+                crate::text::escape(name)
+            ));
+            continue;
+        }
+        // A repository never takes the name of the user's own server or an
+        // extension's: `yep trust <name>` would run its command in their stead.
+        if let Some(owner) = out.iter().find(|s| s.name == *name) {
+            let whose = match &owner.origin {
+                Origin::Extension(ext) => {
+                    format!("extension `{}`'s", crate::text::escape(ext))
+                }
+                _ => "the home's (`yep mcp add`)".to_string(),
+            };
+            warn(format!(
+                "{}: skipping MCP server `{}`: {whose} MCP server has that name, and a workspace's server never takes another's; rename it in .mcp.json to use it here",
+                file.display(),
+                crate::text::escape(name)
+            ));
+            continue;
+        }
+        match serde_json::from_value::<McpServer>(spec.clone()) {
+            Ok(server) => {
+                // A workspace file often holds tokens as they are: never shown.
+                let mut shown = server.clone();
+                for v in shown.headers.values_mut().chain(shown.env.values_mut()) {
+                    *v = crate::store::mcp::HIDDEN.into();
+                }
+                let code = Some(crate::store::code::workspace_code(&server, workspace));
+                put(
+                    out,
+                    McpSource {
+                        name: name.clone(),
+                        origin: Origin::Workspace(workspace.to_path_buf()),
+                        server,
+                        shown,
+                        code,
+                        needs_login: false,
+                    },
+                );
+            }
+            Err(e) => warn(format!(
+                "{}: skipping MCP server `{}`: {e}",
+                file.display(),
+                crate::text::escape(name)
+            )),
+        }
+    }
 }
 
 /// Whether `server` runs `yep mcp serve` of `home`: a command named `yep` (or this very
