@@ -356,34 +356,8 @@ impl ExtensionHost {
         let mut rewritten_by = Vec::new();
         let mut unavailable = Vec::new();
         let mut context = Vec::new();
-        // Enabled packages that could not be loaded: their approved hooks still count. One set
-        // to block on error blocks; the others are named as unavailable.
-        for gone in self.snapshot().unloaded.iter() {
-            for (_, on_error) in subscribed(&gone.manifest, HookEvent::PreToolUse, tool) {
-                let err = format!("the extension could not be loaded: {}", gone.reason);
-                let blocked = on_error == OnError::Block;
-                self.core.report(hook_error(
-                    &gone.name,
-                    tool,
-                    HookEvent::PreToolUse,
-                    blocked,
-                    &err,
-                ));
-                if blocked {
-                    return PreDecision::Block {
-                        extension: gone.name.clone(),
-                        reason: format!(
-                            "extension `{}` hook could not run ({err}); it is set to block on error",
-                            gone.name
-                        ),
-                        user_message: None,
-                    };
-                }
-                unavailable.push(UnavailableHook {
-                    extension: gone.name.clone(),
-                    error: err,
-                });
-            }
+        if let Some(blocked) = self.unloaded_pre_hooks(tool, &mut unavailable) {
+            return blocked;
         }
         let budget = self.hook_budget();
         // Mutators, then validators: the first pass applies each rewrite in enable order,
@@ -425,43 +399,20 @@ impl ExtensionHost {
                 accepted.push((Arc::clone(&loaded), timeout, on_error, args.clone()));
             }
         }
-        if !rewritten_by.is_empty() {
-            // Every guard decides on the arguments that run: here only a block, a question
-            // or a failure counts. A rewrite asked for now is not applied, since the others
-            // allowed these arguments (a guard refuses by blocking, never by rewriting).
-            let mut deadlines: Vec<(String, Instant)> = Vec::new();
-            for (loaded, timeout, on_error, seen) in accepted {
-                if seen == args {
-                    continue;
-                }
-                let deadline = match deadlines.iter().find(|(n, _)| *n == loaded.name) {
-                    Some((_, d)) => *d,
-                    None => {
-                        let d = Instant::now() + budget;
-                        deadlines.push((loaded.name.clone(), d));
-                        d
-                    }
-                };
-                let firing = HookFiring {
-                    event: HookEvent::PreToolUse,
-                    tool: tool.into(),
-                    args: args.clone(),
-                    result: None,
-                };
-                let answer = fire_within(&loaded, &firing, timeout, deadline, budget).await;
-                let said = Said {
-                    loaded: &loaded,
+        // After a rewrite, the guards that allowed other arguments decide on these.
+        if !rewritten_by.is_empty()
+            && let Some(decision) = self
+                .pre_hooks_again(
                     tool,
-                    on_error,
-                    again: true,
-                };
-                if let Heard::Decided(decision) = self
-                    .heard(said, answer, &mut context, &mut unavailable)
-                    .await
-                {
-                    return decision;
-                }
-            }
+                    &args,
+                    accepted,
+                    budget,
+                    &mut context,
+                    &mut unavailable,
+                )
+                .await
+        {
+            return decision;
         }
         PreDecision::Allow {
             args,
@@ -469,6 +420,91 @@ impl ExtensionHost {
             unavailable,
             context,
         }
+    }
+
+    /// The pre hooks of enabled packages that could not be loaded: their approved hooks still
+    /// count. One set to block on error blocks; the others are named in `unavailable`.
+    fn unloaded_pre_hooks(
+        &self,
+        tool: &str,
+        unavailable: &mut Vec<UnavailableHook>,
+    ) -> Option<PreDecision> {
+        for gone in self.snapshot().unloaded.iter() {
+            for (_, on_error) in subscribed(&gone.manifest, HookEvent::PreToolUse, tool) {
+                let err = format!("the extension could not be loaded: {}", gone.reason);
+                let blocked = on_error == OnError::Block;
+                self.core.report(hook_error(
+                    &gone.name,
+                    tool,
+                    HookEvent::PreToolUse,
+                    blocked,
+                    &err,
+                ));
+                if blocked {
+                    return Some(PreDecision::Block {
+                        extension: gone.name.clone(),
+                        reason: format!(
+                            "extension `{}` hook could not run ({err}); it is set to block on error",
+                            gone.name
+                        ),
+                        user_message: None,
+                    });
+                }
+                unavailable.push(UnavailableHook {
+                    extension: gone.name.clone(),
+                    error: err,
+                });
+            }
+        }
+        None
+    }
+
+    /// The second pass of [`ExtensionHost::pre_tool_use`] after a rewrite: each subscription
+    /// in `accepted` that saw arguments other than `args` is fired again on them, its
+    /// extension with a fresh `budget`. The decision that ends the call, if one does.
+    async fn pre_hooks_again(
+        &self,
+        tool: &str,
+        args: &Value,
+        accepted: Vec<(Arc<Loaded>, Duration, OnError, Value)>,
+        budget: Duration,
+        context: &mut Vec<HookNote>,
+        unavailable: &mut Vec<UnavailableHook>,
+    ) -> Option<PreDecision> {
+        // Every guard decides on the arguments that run: here only a block, a question
+        // or a failure counts. A rewrite asked for now is not applied, since the others
+        // allowed these arguments (a guard refuses by blocking, never by rewriting).
+        let mut deadlines: Vec<(String, Instant)> = Vec::new();
+        for (loaded, timeout, on_error, seen) in accepted {
+            if seen == *args {
+                continue;
+            }
+            let deadline = match deadlines.iter().find(|(n, _)| *n == loaded.name) {
+                Some((_, d)) => *d,
+                None => {
+                    let d = Instant::now() + budget;
+                    deadlines.push((loaded.name.clone(), d));
+                    d
+                }
+            };
+            let firing = HookFiring {
+                event: HookEvent::PreToolUse,
+                tool: tool.into(),
+                args: args.clone(),
+                result: None,
+            };
+            let answer = fire_within(&loaded, &firing, timeout, deadline, budget).await;
+            let said = Said {
+                loaded: &loaded,
+                tool,
+                on_error,
+                again: true,
+            };
+            if let Heard::Decided(decision) = self.heard(said, answer, context, unavailable).await {
+                return Some(decision);
+            }
+        }
+        None
     }
 
     /// What one pre hook's answer means for the call: a decision that ends it (a block, a

@@ -8,6 +8,7 @@ use super::hooks;
 use crate::dialect::zot::Zot;
 use crate::health::HealthEvent;
 use crate::manifest::{Grants, Manifest, ManifestError};
+use crate::store::lockfile::LockEntry;
 use crate::store::zot::resolve_exec;
 use crate::store::{Home, StoreError, config};
 use crate::supervisor::{ServerSpec, SupervisorOptions};
@@ -125,11 +126,72 @@ pub fn installed(
             why: why.clone(),
         });
     }
-    let mut warnings = Vec::new();
     let dir = home.package_dir(name);
+    let (manifest, warnings) = approved_manifest(home, name, &entry, drift)?;
+    let mut spec = server_spec(home, name, &manifest, &dir, workspace_root);
+    spec.session_id = session_id.to_string();
+    // Its data dir (`YEP_DATA_DIR`, zot's `data_dir`) is the one place of its own it writes.
+    spec.data_dir = Some(home.data_dir(name));
+    // What the user granted beyond the manifest (`yep grant`) widens it too.
+    spec.sandbox_grants = spec.sandbox_grants.merged(&lock.granted(name, None));
+    // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.
+    let read = |e| LaunchError::Config {
+        extension: extension(),
+        source: Box::new(e),
+    };
+    let (plain, env) = config::server_inputs(home, &manifest).map_err(read)?;
+    let secrets = config::secrets(home, name).map_err(read)?;
+    config::validate(&manifest, &plain, &secrets, false).map_err(|e| {
+        LaunchError::InvalidConfig {
+            extension: extension(),
+            source: Box::new(e),
+        }
+    })?;
+    let mut supervisor = supervisor.clone();
+    if entry.zot.is_some() {
+        zot_spec(home, name, &entry, dir, &mut spec, &mut supervisor)?;
+    }
+    // yolop's own key: the per-request timeout, clamped to 1–600 s.
+    if let Some(ms) = plain.get("request_timeout_ms").and_then(Value::as_u64) {
+        supervisor.request_timeout = Duration::from_millis(ms.clamp(1_000, 600_000));
+    }
+    spec.config = plain;
+    spec.env = env;
+    if let Some(pin) = &entry.claude {
+        // A plugin has no server: its dialect runs its pinned hooks and commands, each a
+        // short-lived process contained as a server would be, with state in its data dir.
+        let data = home.data_dir(name);
+        let _ = std::fs::create_dir_all(&data);
+        spec.data_dir = Some(data);
+        let dialect =
+            crate::dialect::claude::ClaudeCode::new(pin.clone(), spec.clone(), &supervisor);
+        supervisor.dialect = Arc::new(dialect);
+        supervisor.transport = Some(Arc::new(crate::dialect::claude::NoStreams));
+    }
+    Ok(Launch {
+        eager: entry.zot.is_some(),
+        manifest,
+        spec,
+        supervisor,
+        warnings,
+    })
+}
+
+/// The manifest installed extension `name` (locked as `entry`) runs with, and what the user
+/// should hear of it: the approved one when its files changed since, else the package's (a
+/// linked package's other `drift` told); its hooks failing closed when the user chose so,
+/// and clamped. An error when it cannot be read or names another extension.
+fn approved_manifest(
+    home: &Home,
+    name: &str,
+    entry: &LockEntry,
+    drift: Option<String>,
+) -> Result<(Manifest, Vec<HealthEvent>), LaunchError> {
+    let extension = || name.to_string();
+    let mut warnings = Vec::new();
     // A zot extension's is its extension.json with the registrations it was approved with.
     let mut manifest = home
-        .package_manifest(&entry)
+        .package_manifest(entry)
         .map_err(|e| LaunchError::Manifest {
             extension: extension(),
             source: e,
@@ -174,9 +236,21 @@ pub fn installed(
                 message,
             }),
     );
-    let mut spec = ServerSpec::from_manifest(
-        &manifest,
-        dir.clone(),
+    Ok((manifest, warnings))
+}
+
+/// The server `manifest` declares, run from package dir `dir`; a declarative package (skills,
+/// MCP servers) gets one with no command.
+fn server_spec(
+    home: &Home,
+    name: &str,
+    manifest: &Manifest,
+    dir: &Path,
+    workspace_root: PathBuf,
+) -> ServerSpec {
+    ServerSpec::from_manifest(
+        manifest,
+        dir.to_path_buf(),
         workspace_root.clone(),
         home.logs_dir(),
     )
@@ -184,96 +258,63 @@ pub fn installed(
         // A declarative package (skills, MCP servers) has no server; calls fail cleanly.
         let (name, command) = (name.to_string(), String::new());
         ServerSpec {
-            grants: Grants::from_manifest(&manifest),
+            grants: Grants::from_manifest(manifest),
             ..ServerSpec::new(
                 name,
                 command,
                 Vec::new(),
-                dir.clone(),
+                dir.to_path_buf(),
                 workspace_root,
                 home.logs_dir(),
             )
         }
-    });
-    spec.session_id = session_id.to_string();
-    // Its data dir (`YEP_DATA_DIR`, zot's `data_dir`) is the one place of its own it writes.
-    spec.data_dir = Some(home.data_dir(name));
-    // What the user granted beyond the manifest (`yep grant`) widens it too.
-    spec.sandbox_grants = spec.sandbox_grants.merged(&lock.granted(name, None));
-    // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.
-    let read = |e| LaunchError::Config {
-        extension: extension(),
-        source: Box::new(e),
-    };
-    let (plain, env) = config::server_inputs(home, &manifest).map_err(read)?;
-    let secrets = config::secrets(home, name).map_err(read)?;
-    config::validate(&manifest, &plain, &secrets, false).map_err(|e| {
-        LaunchError::InvalidConfig {
-            extension: extension(),
-            source: Box::new(e),
-        }
-    })?;
-    let mut supervisor = supervisor.clone();
-    if entry.zot.is_some() {
-        // zot's way: its own wire, run in its own directory, `exec` resolved as zot resolves
-        // it, and state in a data dir outside the approved (hashed) files.
-        zot_wire(&mut supervisor);
-        if !spec.command.is_empty() {
-            spec.command = resolve_exec(&spec.command, &dir).program();
-        }
-        let extension_json = crate::store::zot::ZotManifest::load(&dir).ok();
-        // Its `go run` was built at install: that program runs, pinned with the package.
-        let go_run = extension_json.as_ref().and_then(|m| m.go_run());
-        if let (Some(run), Some(built)) = (go_run, &entry.binary)
-            && built.path == crate::store::zot::GO_BUILT
-        {
-            spec.command = dir.join(&built.path).to_string_lossy().into_owned();
-            spec.args = run.args;
-        }
-        // zot's own switch: one its manifest turns off never starts.
-        if extension_json.as_ref().is_some_and(|m| !m.enabled) {
-            return Err(LaunchError::ZotDisabled {
-                extension: extension(),
-            });
-        }
-        spec.language = extension_json.map(|m| m.language);
-        spec.cwd = Some(dir);
-        spec.pin = entry.zot.clone();
-        // Running the host's tools is pinned like the rest of what it registered.
-        spec.grants.call_tools = entry
-            .zot
-            .as_ref()
-            .is_some_and(|pin| pin.has(crate::store::zot::CALL_TOOL));
-        let data = home.data_dir(name);
-        // Best effort: a data dir that cannot be made fails the extension's own writes,
-        // which it reports.
-        let _ = std::fs::create_dir_all(&data);
-        spec.data_dir = Some(data);
-    }
-    // yolop's own key: the per-request timeout, clamped to 1–600 s.
-    if let Some(ms) = plain.get("request_timeout_ms").and_then(Value::as_u64) {
-        supervisor.request_timeout = Duration::from_millis(ms.clamp(1_000, 600_000));
-    }
-    spec.config = plain;
-    spec.env = env;
-    if let Some(pin) = &entry.claude {
-        // A plugin has no server: its dialect runs its pinned hooks and commands, each a
-        // short-lived process contained as a server would be, with state in its data dir.
-        let data = home.data_dir(name);
-        let _ = std::fs::create_dir_all(&data);
-        spec.data_dir = Some(data);
-        let dialect =
-            crate::dialect::claude::ClaudeCode::new(pin.clone(), spec.clone(), &supervisor);
-        supervisor.dialect = Arc::new(dialect);
-        supervisor.transport = Some(Arc::new(crate::dialect::claude::NoStreams));
-    }
-    Ok(Launch {
-        eager: entry.zot.is_some(),
-        manifest,
-        spec,
-        supervisor,
-        warnings,
     })
+}
+
+/// zot's way, for zot extension `name` (locked as `entry`) in `dir`: its own wire, run in its
+/// own directory, `exec` resolved as zot resolves it, and state in a data dir outside the
+/// approved (hashed) files. An error when its manifest turns it off.
+fn zot_spec(
+    home: &Home,
+    name: &str,
+    entry: &LockEntry,
+    dir: PathBuf,
+    spec: &mut ServerSpec,
+    supervisor: &mut SupervisorOptions,
+) -> Result<(), LaunchError> {
+    zot_wire(supervisor);
+    if !spec.command.is_empty() {
+        spec.command = resolve_exec(&spec.command, &dir).program();
+    }
+    let extension_json = crate::store::zot::ZotManifest::load(&dir).ok();
+    // Its `go run` was built at install: that program runs, pinned with the package.
+    let go_run = extension_json.as_ref().and_then(|m| m.go_run());
+    if let (Some(run), Some(built)) = (go_run, &entry.binary)
+        && built.path == crate::store::zot::GO_BUILT
+    {
+        spec.command = dir.join(&built.path).to_string_lossy().into_owned();
+        spec.args = run.args;
+    }
+    // zot's own switch: one its manifest turns off never starts.
+    if extension_json.as_ref().is_some_and(|m| !m.enabled) {
+        return Err(LaunchError::ZotDisabled {
+            extension: name.to_string(),
+        });
+    }
+    spec.language = extension_json.map(|m| m.language);
+    spec.cwd = Some(dir);
+    spec.pin = entry.zot.clone();
+    // Running the host's tools is pinned like the rest of what it registered.
+    spec.grants.call_tools = entry
+        .zot
+        .as_ref()
+        .is_some_and(|pin| pin.has(crate::store::zot::CALL_TOOL));
+    let data = home.data_dir(name);
+    // Best effort: a data dir that cannot be made fails the extension's own writes,
+    // which it reports.
+    let _ = std::fs::create_dir_all(&data);
+    spec.data_dir = Some(data);
+    Ok(())
 }
 
 /// The zot extension `extension` in directory `dir`, an author's work in progress, as

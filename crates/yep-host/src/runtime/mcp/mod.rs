@@ -1,0 +1,107 @@
+//! MCP servers in the session, beside the extensions and under the same policy: where they
+//! come from (the enabled extensions' `mcpServers`, the home's `yep mcp add`, the workspace's
+//! `.mcp.json`), whether they may run (an approval pinned in the lock), and their tools in the
+//! host's table as `mcp__<server>__<tool>`, offered from the approved list until the server
+//! first starts, and as it last listed them while it is stopped after that (an idle stop, say).
+//! A tool that is new or changed since approval is withheld until `yep trust`.
+
+mod approve;
+mod entry;
+mod launch;
+mod sources;
+mod stage;
+
+pub(crate) use approve::ask_approval;
+pub use approve::{APPROVE, Approval, McpProbeError, approve, approve_with, probe, record};
+pub use entry::McpState;
+pub(crate) use entry::{McpEntry, entries, learn};
+pub use launch::{McpLaunchError, Package, launch};
+pub use sources::{
+    McpSource, PACKAGE_VARS, Unapproved, enabled_manifests, package_vars, runs_yep_serve, sources,
+};
+pub use stage::{StageOptions, Staged, stage};
+
+use crate::capability::OfferedTool;
+use crate::manifest::McpServer;
+use crate::store::mcp::{McpTool, Origin};
+use serde_json::Value;
+use std::time::Duration;
+
+/// The prefix of every MCP tool's name in the table; no extension tool may take it.
+pub const MCP_PREFIX: &str = "mcp__";
+
+/// The largest `.mcp.json` read; a bigger one is skipped with a warning.
+pub const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
+
+/// The most servers one `.mcp.json` defines; the rest are skipped with a warning.
+pub const MAX_WORKSPACE_SERVERS: usize = 64;
+
+/// How long an MCP server gets to exit after its stdin closes, and again after SIGTERM.
+pub const MCP_GRACE: Duration = Duration::from_secs(2);
+
+/// The stem of MCP server `name`'s log and run state, unique to the server: its log is
+/// `<home>/logs/<stem>.log`. `mcp.<name>` for the home's and extensions' (a server name is
+/// `A-Z a-z 0-9 _ . -`, a file name as it is; the `.` keeps it apart from every extension's
+/// name), and `mcp.<name>@<workspace>` for a workspace's, where `<workspace>` is 12 hex digits
+/// of the workspace path's hash: no other server's stem holds an `@`, and the same name in two
+/// workspaces is two servers with two logs.
+pub fn log_stem(name: &str, origin: &Origin) -> String {
+    // Names are checked where they are read; one that is not a name gets a stem that is.
+    let name = match crate::store::manifest::valid_item_name(name) {
+        true => name.to_string(),
+        false => format!(
+            "{}={}",
+            safe(name),
+            &crate::store::hash::sha256_hex(name.as_bytes())[..12]
+        ),
+    };
+    match origin.workspace() {
+        Some(root) => format!(
+            "mcp.{name}@{}",
+            &crate::store::hash::sha256_hex(root.as_bytes())[..12]
+        ),
+        None => format!("mcp.{name}"),
+    }
+}
+
+/// `text` with every character but `A-Z a-z 0-9 _ -` as `_`: a tool name every model API
+/// takes.
+fn safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The table's name for `tool` of MCP server `server`.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    format!("{MCP_PREFIX}{}__{}", safe(server), safe(tool))
+}
+
+/// The tools a server lists, as a pin records them.
+pub fn pinned_form(tool: &OfferedTool) -> McpTool {
+    McpTool {
+        name: tool.name.clone(),
+        description: tool.description.clone(),
+        input_schema: tool.schema.clone().unwrap_or(Value::Null),
+        output_schema: tool.output_schema.clone(),
+        annotations: tool.annotations.clone(),
+    }
+}
+
+/// What runs, as one line: the command and its arguments, or the url.
+pub fn command_line(server: &McpServer) -> String {
+    match (&server.command, &server.url) {
+        (Some(c), _) => std::iter::once(c.as_str())
+            .chain(server.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (None, Some(u)) => u.clone(),
+        (None, None) => String::new(),
+    }
+}

@@ -1,0 +1,163 @@
+//! The table of extensions: the loaded ones (and those kept only for their hooks), the MCP
+//! servers and their tools, as one immutable snapshot the registry task publishes.
+
+use super::tools::{ToolDefinition, extension_tools, mcp_tools};
+use super::{HostError, load::Core, mcp, prompt, trace};
+use crate::manifest::Manifest;
+use crate::supervisor::Extension;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+/// One enabled extension in the session.
+pub(crate) struct Loaded {
+    pub(crate) name: String,
+    /// Started with the session whatever it contributes.
+    pub(super) eager: bool,
+    pub(crate) manifest: Manifest,
+    pub(crate) ext: Extension,
+    /// The pid whose refused (unapproved) tools were already logged.
+    pub(super) warned_pid: Mutex<Option<u32>>,
+    pub(super) prompt: Mutex<prompt::PromptCache>,
+    /// The trace forwarder, when the manifest declares `trace`.
+    pub(crate) forwarder: Option<Arc<trace::Forwarder>>,
+    pub(super) forwarding: Mutex<Option<tokio::task::AbortHandle>>,
+    /// The workspace's own Claude Code config: the hash it was approved at.
+    pub(super) project_hash: Option<String>,
+}
+
+impl Loaded {
+    /// Stop the trace forwarder task (it holds this value, so dropping cannot do it).
+    pub(super) fn stop_forwarding(&self) {
+        if let Some(task) = self
+            .forwarding
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+/// The loaded extensions and what they contribute, as one immutable snapshot. The registry
+/// task publishes a new one on every change; readers never wait for it.
+#[derive(Default)]
+pub struct Table {
+    pub(super) loaded: Vec<Arc<Loaded>>,
+    /// Enabled packages that could not be loaded but whose approved manifest has hooks.
+    pub(super) unloaded: Vec<Arc<Unloaded>>,
+    /// The MCP servers the session sees, approved or not.
+    pub(super) mcp: Vec<Arc<mcp::McpEntry>>,
+    pub(super) tools: Vec<ToolDefinition>,
+    pub(super) forwarders: Vec<Arc<trace::Forwarder>>,
+}
+
+/// An enabled package that could not be loaded (its files drifted from what was approved, its
+/// config is invalid, …), kept for its approved hooks: a guard that cannot load must not
+/// vanish from the decisions it was approved to have a say in.
+pub(crate) struct Unloaded {
+    pub(crate) name: String,
+    /// The approved manifest, from the lock.
+    pub(crate) manifest: Manifest,
+    /// Why it could not be loaded.
+    pub(crate) reason: String,
+}
+
+impl Table {
+    /// Why `name` is no tool of this table: a tool an MCP server lists but that is withheld
+    /// since its approval, or one of a server that is not approved, says so; anything else
+    /// is unknown.
+    pub(super) fn unknown_tool(&self, name: &str) -> HostError {
+        for entry in &self.mcp {
+            let server = &entry.source.name;
+            if let Some(why) = &entry.blocked {
+                let prefix = mcp::tool_name(server, "");
+                if name.starts_with(&prefix) {
+                    return HostError::Unapproved(why.clone());
+                }
+                continue;
+            }
+            for change in entry.tools().1 {
+                use crate::store::mcp::ToolChange;
+                let (ToolChange::Added(tool) | ToolChange::Changed(tool)) = change else {
+                    continue;
+                };
+                if mcp::tool_name(server, &tool) == name {
+                    return HostError::Withheld {
+                        server: server.clone(),
+                        new: entry
+                            .pin
+                            .as_ref()
+                            .is_none_or(|p| !p.tools.contains_key(&tool)),
+                        tool,
+                    };
+                }
+            }
+        }
+        HostError::UnknownTool(name.to_string())
+    }
+
+    /// The enabled extensions, in enable order.
+    pub fn extensions(&self) -> Vec<String> {
+        self.loaded.iter().map(|l| l.name.clone()).collect()
+    }
+
+    /// Every tool, with its extension and whether it is always loaded or deferred.
+    pub fn tools(&self) -> &[ToolDefinition] {
+        &self.tools
+    }
+
+    /// The enabled extensions this table stands for: the loaded ones, then those kept only
+    /// for their hooks.
+    pub(super) fn wanted(&self) -> Vec<String> {
+        let gone = self.unloaded.iter().map(|u| u.name.clone());
+        self.extensions().into_iter().chain(gone).collect()
+    }
+}
+
+impl Core {
+    /// A new table: tool names, collisions and never-defer budgets are decided here.
+    pub(super) fn table(
+        &self,
+        loaded: Vec<Arc<Loaded>>,
+        unloaded: Vec<Arc<Unloaded>>,
+        mcp: Vec<Arc<mcp::McpEntry>>,
+    ) -> Table {
+        let mut taken: BTreeSet<String> = self.opts.builtins.iter().cloned().collect();
+        let mut warnings = Vec::new();
+        let mut tools = extension_tools(&loaded, &mut taken, &mut warnings);
+        // MCP servers' tools, after the extensions' (whose names they cannot take): each
+        // approved one as it is now, the rest withheld with a warning.
+        tools.extend(mcp_tools(&self.home, &mcp, &mut taken, &mut warnings));
+        let mut forwarders = Vec::new();
+        for l in &loaded {
+            if let Some(f) = &l.forwarder {
+                forwarders.push(Arc::clone(f));
+                let mut task = l.forwarding.lock().unwrap_or_else(|p| p.into_inner());
+                if task.is_none() {
+                    let handle = tokio::spawn(Arc::clone(f).run(Arc::clone(l)));
+                    *task = Some(handle.abort_handle());
+                }
+            }
+        }
+        for event in warnings {
+            self.report(event);
+        }
+        Table {
+            loaded,
+            unloaded,
+            mcp,
+            tools,
+            forwarders,
+        }
+    }
+}
+
+pub(super) fn find(table: &Table, name: &str) -> Result<Arc<Loaded>, HostError> {
+    table
+        .loaded
+        .iter()
+        .find(|l| l.name == name)
+        .cloned()
+        .ok_or_else(|| HostError::NotLoaded(name.to_string()))
+}
