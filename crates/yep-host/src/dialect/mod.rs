@@ -346,9 +346,11 @@ pub enum HandshakeError {
     Io(std::io::Error),
     /// The MCP server is `yep mcp serve` (the `yep/serve` capability in its `initialize`): yep
     /// itself, whose tools a session has already.
-    /// The MCP server ended on `server/discover` instead of answering it (older MCP servers
-    /// take an unknown first request for an error): the host starts it again and speaks to
-    /// it with `initialize` only.
+    /// The MCP server must be started again to be spoken to as its probe showed: it ended on
+    /// `server/discover` instead of answering it (older MCP servers take an unknown first
+    /// request for an error), and is spoken to with `initialize` only; or it answered the probe
+    /// too late and refused the `initialize` sent meanwhile, and is asked `server/discover`
+    /// alone.
     #[error("it ended on `server/discover`, which MCP servers before 2026-07-28 may not know")]
     EndedOnProbe,
     #[error(

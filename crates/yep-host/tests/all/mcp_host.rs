@@ -590,6 +590,43 @@ async fn a_server_on_the_official_sdk_over_stdio_at_2025_06_18() {
     sdk_over_stdio("2025-06-18").await;
 }
 
+/// A 2026-07-28 server too slow to answer the probe in time (here it sleeps past
+/// [`PROBE_WAIT`] before reading) refuses the `initialize` sent meanwhile: it is started again
+/// and asked `server/discover` alone, and every call after runs on that one start.
+///
+/// [`PROBE_WAIT`]: yep_host::dialect::mcp::revision::PROBE_WAIT
+#[tokio::test]
+async fn a_2026_07_28_server_too_slow_for_the_probe_is_asked_server_discover_alone() {
+    require_sdk();
+    let w = World::new();
+    let marker = w.dir.path().join("marker");
+    let slow = yep_host::dialect::mcp::revision::PROBE_WAIT.as_secs_f64() + 1.0;
+    let mcp_json = json!({"mcpServers": {"slow": {
+        "command": sdk_python(), "args": [sdk_server_py()],
+        "env": {"MCP_MARKER": marker.display().to_string(), "MCP_SLOW_START": slow.to_string()}}}});
+    std::fs::write(w.workspace().join(".mcp.json"), mcp_json.to_string()).unwrap();
+    let approved = w.approve("slow").await;
+    assert!(approved.contains(&"echo".to_string()), "{approved:?}");
+    std::fs::remove_file(&marker).unwrap();
+    let host = w.host().await;
+    let mut health = host.health();
+    for text in ["one", "two"] {
+        let said = host
+            .call_tool("mcp__slow__echo", json!({"text": text}), None, None)
+            .await
+            .unwrap();
+        assert_eq!(first_text(&said), text);
+    }
+    let started = std::fs::read_to_string(&marker).unwrap();
+    assert_eq!(started.lines().count(), 2, "{started}");
+    let wires = started_wires(&mut health);
+    assert!(
+        matches!(&wires[..], [(_, wire)] if wire == "MCP 2026-07-28"),
+        "{wires:?}"
+    );
+    host.shutdown().await;
+}
+
 /// A server that knows no `server/discover` and ignores it, or ends on it, is spoken to
 /// with `initialize`: the one after yep stops waiting for the answer ([`PROBE_WAIT`]), the
 /// other after one more start, and only `initialize` from then on.

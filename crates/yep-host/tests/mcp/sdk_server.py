@@ -10,6 +10,8 @@ third-party peer. It runs on either line of the SDK, as it was published: `mcp` 
 Environment:
   MCP_MARKER  a file; `started <pid>` is appended to it at start
   MCP_STATE   a JSON file {"echo_description": str, "extra_tool": bool}, both optional
+  MCP_SLOW_START  seconds to wait before reading stdin (a server slow to start: a loaded
+              machine, a big SDK to import)
 
 Tools:
   echo {text}      -> the text (readOnlyHint)
@@ -26,6 +28,7 @@ import functools
 import json
 import os
 import sys
+import time
 from typing import Annotated, TypedDict
 
 import anyio
@@ -200,6 +203,7 @@ def main():
 
     state = load_state()
     mark_started()
+    time.sleep(float(os.environ.get("MCP_SLOW_START", "0")))
     server = build(state)
     if args.http is not None:
         anyio.run(serve_http, server, args.http)

@@ -41,6 +41,11 @@ pub struct Mcp {
     /// Set once the server ended on the `server/discover` probe ([`revision::Probed::Ended`]):
     /// from then on it is spoken to with `initialize` only.
     pub handshake_only: Arc<std::sync::atomic::AtomicBool>,
+    /// Set once a server too slow to answer the probe in time ([`revision::Probed::Silent`])
+    /// turned out to speak 2026-07-28 only (its late answer said so, and it refused
+    /// `initialize`): from then on it is asked `server/discover` alone, with the whole
+    /// handshake's time to answer.
+    pub discover_only: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The lifecycle every MCP client here offers first: 2026-07-28, falling back to the
@@ -66,6 +71,7 @@ impl Dialect for Mcp {
     ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
         let host_home = self.host_home.clone();
         let handshake_only = Arc::clone(&self.handshake_only);
+        let discover_only = Arc::clone(&self.discover_only);
         Box::pin(async move {
             use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
             use std::sync::atomic::Ordering::SeqCst;
@@ -90,6 +96,9 @@ impl Dialect for Mcp {
             let ordinary = hello.timeout;
             hello.timeout = crate::launcher::patience(slow.as_ref(), ordinary);
             let deadline = tokio::time::Instant::now() + hello.timeout;
+            // A late answer to the probe that lists 2026-07-28 ([`revision::Handover`]).
+            let late_modern = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let mut was_silent = false;
             let served = crate::launcher::told_while(
                 &hello.extension,
                 "initialize answer",
@@ -98,17 +107,20 @@ impl Dialect for Mcp {
                 async {
                     // Which revision it speaks ([`revision`]); one that left on the probe
                     // before is not asked again.
-                    let (probed, rest) = match handshake_only.load(SeqCst) {
-                        true => (revision::Probed::Legacy, Vec::new()),
-                        false => {
-                            let wait = match &slow {
-                                Some(_) => hello.timeout,
-                                None => revision::PROBE_WAIT,
-                            };
-                            let config = client.get_info();
-                            revision::probe(&mut reader, &mut writer, &config, wait).await?
-                        }
-                    };
+                    let (probed, rest) =
+                        match (handshake_only.load(SeqCst), discover_only.load(SeqCst)) {
+                            (true, _) => (revision::Probed::Legacy, Vec::new()),
+                            // rmcp asks `server/discover` itself, and waits the whole handshake.
+                            (false, true) => (revision::Probed::Modern, Vec::new()),
+                            (false, false) => {
+                                let wait = match &slow {
+                                    Some(_) => hello.timeout,
+                                    None => revision::PROBE_WAIT,
+                                };
+                                let config = client.get_info();
+                                revision::probe(&mut reader, &mut writer, &config, wait).await?
+                            }
+                        };
                     if probed == revision::Probed::Ended {
                         handshake_only.store(true, SeqCst);
                         return Err(HandshakeError::EndedOnProbe);
@@ -119,7 +131,9 @@ impl Dialect for Mcp {
                         },
                         _ => ClientLifecycleMode::Initialize,
                     };
-                    let reader = revision::Handover::new(reader, probed, rest);
+                    was_silent = probed == revision::Probed::Silent;
+                    let reader = revision::Handover::new(reader, probed, rest)
+                        .noting_late_modern(Arc::clone(&late_modern));
                     let started = client
                         .clone()
                         .serve_with_lifecycle((reader, writer), lifecycle);
@@ -127,7 +141,14 @@ impl Dialect for Mcp {
                 },
             )
             .await?;
-            finish(served, client, &hello, host_home).await
+            let finished = finish(served, client, &hello, host_home).await;
+            // Too slow for the probe (a loaded machine, a big SDK to import), and 2026-07-28
+            // only: it refused `initialize`. Started again and asked `server/discover` alone.
+            if finished.is_err() && was_silent && late_modern.load(SeqCst) {
+                discover_only.store(true, SeqCst);
+                return Err(HandshakeError::EndedOnProbe);
+            }
+            finished
         })
     }
 }

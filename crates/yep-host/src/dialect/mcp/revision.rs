@@ -61,6 +61,13 @@ fn answers_probe(line: &[u8]) -> Option<Value> {
     (ours || unaddressed).then_some(message)
 }
 
+/// Whether the probe's `answer` lists 2026-07-28 among the versions the server speaks.
+fn lists_modern(answer: &Value) -> bool {
+    answer["result"]["supportedVersions"]
+        .as_array()
+        .is_some_and(|v| v.iter().any(|v| v == MODERN))
+}
+
 /// Send the probe and read until it is answered, the server is silent for `wait`, or its
 /// stdout ends. What was read past the answer (or of a line not yet whole) is given back, to
 /// go before the rest of the stream ([`Handover`]). Lines before the answer (a log the server
@@ -84,10 +91,7 @@ where
         while let Some(end) = buf.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = buf.drain(..=end).collect();
             if let Some(answer) = answers_probe(&line) {
-                let modern = answer["result"]["supportedVersions"]
-                    .as_array()
-                    .is_some_and(|v| v.iter().any(|v| v == MODERN));
-                let probed = match modern {
+                let probed = match lists_modern(&answer) {
                     true => Probed::Modern,
                     false => Probed::Legacy,
                 };
@@ -114,6 +118,8 @@ pub struct Handover<R> {
     /// While the probe's answer may still come: the line being read.
     line: Vec<u8>,
     skip: bool,
+    /// Set when the probe's late answer lists 2026-07-28 ([`Handover::noting_late_modern`]).
+    late_modern: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl<R> Handover<R> {
@@ -129,7 +135,18 @@ impl<R> Handover<R> {
             given: 0,
             line,
             skip,
+            late_modern: None,
         }
+    }
+
+    /// Set `flag` if the probe's answer, taken out late, lists 2026-07-28: a server too slow
+    /// to answer in time that speaks only that revision refuses the `initialize` sent meanwhile.
+    pub fn noting_late_modern(
+        mut self,
+        flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Handover<R> {
+        self.late_modern = Some(flag);
+        self
     }
 
     /// Whole lines off `line` into `out`, but for the probe's answer, which ends the skipping.
@@ -140,7 +157,14 @@ impl<R> Handover<R> {
             };
             let line: Vec<u8> = self.line.drain(..=end).collect();
             match answers_probe(&line) {
-                Some(_) => self.skip = false,
+                Some(answer) => {
+                    if lists_modern(&answer)
+                        && let Some(flag) = &self.late_modern
+                    {
+                        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    self.skip = false;
+                }
                 None => self.out.extend_from_slice(&line),
             }
         }
@@ -275,5 +299,47 @@ mod tests {
             all,
             "{\"log\":1}\n{\"id\":0,\"result\":{}}\n{\"id\":\"yep-discover\"}\n"
         );
+    }
+
+    #[tokio::test]
+    async fn a_late_answer_listing_2026_07_28_is_noted_and_an_error_is_not() {
+        for (late, modern) in [
+            (
+                r#"{"jsonrpc":"2.0","id":"yep-discover","result":{"supportedVersions":["2026-07-28"]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"yep-discover","error":{"code":-32601}}"#,
+                false,
+            ),
+        ] {
+            let (mut ours, theirs) = tokio::io::duplex(1 << 16);
+            let (_their_read, mut their_write) = tokio::io::split(theirs);
+            let (mut reader, mut writer) = tokio::io::split(&mut ours);
+            let (p, rest) = probe(
+                &mut reader,
+                &mut writer,
+                &config(),
+                Duration::from_millis(20),
+            )
+            .await
+            .unwrap();
+            assert_eq!(p, Probed::Silent);
+            their_write
+                .write_all(format!("{late}\n{{\"id\":0}}\n").as_bytes())
+                .await
+                .unwrap();
+            their_write.shutdown().await.unwrap();
+            let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let mut handed = Handover::new(reader, p, rest).noting_late_modern(flag.clone());
+            let mut all = String::new();
+            handed.read_to_string(&mut all).await.unwrap();
+            assert_eq!(all, "{\"id\":0}\n");
+            assert_eq!(
+                flag.load(std::sync::atomic::Ordering::SeqCst),
+                modern,
+                "{late}"
+            );
+        }
     }
 }
