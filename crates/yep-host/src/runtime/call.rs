@@ -6,7 +6,7 @@ use super::{BuiltinError, ExtensionHost, HookNote, HostError, PreDecision};
 use crate::capability::{HostToolError, Progress, ToolResult, UpdateSink};
 use crate::supervisor::ExtensionError;
 use crate::text::escape;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::future::{Future, IntoFuture};
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -84,8 +84,8 @@ impl CallOutcome {
     pub fn for_model(&self) -> Value {
         match self {
             CallOutcome::Ok(value) => value.value().clone(),
-            CallOutcome::ToolError { message, .. } => serde_json::json!({ "error": message }),
-            CallOutcome::Blocked { reason, .. } => serde_json::json!({ "error": reason }),
+            CallOutcome::ToolError { message, .. } => json!({ "error": message }),
+            CallOutcome::Blocked { reason, .. } => json!({ "error": reason }),
             other => serde_json::json!({ "error": other.to_string() }),
         }
     }
@@ -199,6 +199,9 @@ pub struct Call {
     chain: Vec<String>,
     /// A server asked for it: a built-in tool runs through `HostOptions::server_tools`.
     for_server: bool,
+    /// The trace span its `tool.started` and `tool.completed` events carry
+    /// ([`Call::trace_span`]); one of the host's own when not named.
+    span: Option<String>,
 }
 
 impl Call {
@@ -252,6 +255,13 @@ impl Call {
 
     /// A server asked for this call: the agent's built-in tools run through its
     /// [`ServerTools`](super::ServerTools).
+    /// Name the trace span of its `tool.started` and `tool.completed` events (a bridge names
+    /// its calls' spans after itself); by default the host names one per call.
+    pub fn trace_span(mut self, span: impl Into<String>) -> Call {
+        self.span = Some(span.into());
+        self
+    }
+
     pub(crate) fn for_server(mut self) -> Call {
         self.for_server = true;
         self
@@ -289,6 +299,17 @@ impl Call {
         let sent: Mutex<Option<Value>> = Mutex::default();
         let pre_context: Mutex<Vec<HookNote>> = Mutex::default();
         let (host, name, hooks) = (self.host.clone(), self.name.clone(), self.hooks);
+        // Every caller's tool use reaches the trace extensions, whoever made the call.
+        let span = host
+            .tracing()
+            .then(|| self.span.clone().unwrap_or_else(super::trace::call_span));
+        if let Some(span) = &span {
+            host.emit(super::trace::tool_event(
+                span,
+                "tool.started",
+                json!({ "tool": name }),
+            ));
+        }
         // The caller's cancel holds through the pre hooks too, and a token that already fired
         // wins before anything is sent. Dropping the call cancels it on the wire.
         let outcome = tokio::select! {
@@ -312,6 +333,14 @@ impl Call {
             } else {
                 host.post_tool_use(&name, &args, result);
             }
+        }
+        if let Some(span) = &span {
+            let ok = matches!(report.outcome, CallOutcome::Ok(_));
+            host.emit(super::trace::tool_event(
+                span,
+                "tool.completed",
+                json!({ "tool": name, "ok": ok }),
+            ));
         }
         report
     }
@@ -454,6 +483,7 @@ impl ExtensionHost {
             hooks: false,
             chain: Vec::new(),
             for_server: false,
+            span: None,
         }
     }
 

@@ -184,7 +184,30 @@ impl ExtensionHost {
         }
     }
 
+    /// Whether any trace extension listens: events are built only then.
+    pub(crate) fn tracing(&self) -> bool {
+        !self.snapshot().forwarders.is_empty()
+    }
+
     fn forwarders(&self) -> Vec<Arc<Forwarder>> {
         self.snapshot().forwarders.clone()
+    }
+}
+
+/// A span of the host's own for one tool call: `yep-<pid>-<n>`.
+pub(crate) fn call_span() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("yep-{}-{n}", std::process::id())
+}
+
+/// A tool call's lifecycle event (`tool.started`, `tool.completed`) in `span`.
+pub(crate) fn tool_event(span: &str, event_type: &str, data: serde_json::Value) -> TraceEvent {
+    TraceEvent {
+        event_type: event_type.into(),
+        id: format!("{span}-{event_type}"),
+        context: serde_json::json!({ "span_id": span }),
+        data,
+        ..TraceEvent::default()
     }
 }

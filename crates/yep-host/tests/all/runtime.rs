@@ -1200,6 +1200,45 @@ async fn secrets_arrive_as_env_only_and_never_leak_into_config_settings_or_logs(
     );
 }
 
+/// The runtime tells the trace extensions of every tool call, whoever makes it: a call with
+/// hooks (`run_tool`) and one without (`call`), each `tool.started` then `tool.completed`, in
+/// a span of the host's own.
+#[tokio::test]
+async fn every_callers_tool_use_reaches_the_trace_extensions() {
+    let w = World::new();
+    w.add(
+        "tracer",
+        json!({"trace": true, "tools": tools(&["traces"])}),
+        json!({}),
+    );
+    w.add(
+        "worker",
+        json!({"tools": tools(&["t1"])}),
+        json!({"tools": ["t1"]}),
+    );
+    let host = w.host(quick()).await;
+    assert!(host.call("t1", json!({})).await.ok().is_some());
+    assert!(host.run_tool("t1", json!({})).await.ok().is_some());
+    host.flush(Duration::from_secs(10)).await;
+    // Asked without a `Call`: no event of its own.
+    let seen = host
+        .call_tool("traces", json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(seen["count"], 4, "{seen}");
+    let first = seen["first"].as_str().unwrap();
+    assert!(
+        first.starts_with(&format!("yep-{}-", std::process::id()))
+            && first.ends_with("-tool.started"),
+        "{seen}"
+    );
+    assert!(
+        seen["last"].as_str().unwrap().ends_with("-tool.completed"),
+        "{seen}"
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_million_events_never_block_emit_the_drops_are_counted_and_flush_delivers_the_tail() {
     let w = World::new();

@@ -227,18 +227,13 @@ impl Bridge {
             .map(|t| t.extension.clone())
             .unwrap_or_default();
         let _in_flight = self.clients.calling(extension, self.client, questions);
-        // Trace extensions see the agent's tool use through the bridge.
-        let span = trace_span();
-        let traced = |event_type: &str, data: Value| yep_host::capability::TraceEvent {
-            event_type: event_type.into(),
-            id: format!("{span}-{event_type}"),
-            context: json!({ "span_id": span }),
-            data,
-            ..yep_host::capability::TraceEvent::default()
-        };
-        self.host
-            .emit(traced("tool.started", json!({ "tool": request.name })));
-        let mut call = self.host.run_tool(&request.name, args).cancel_on(ct);
+        // Trace extensions see the agent's tool use through the bridge (the runtime tells
+        // them; the span is named after the bridge).
+        let mut call = self
+            .host
+            .run_tool(&request.name, args)
+            .cancel_on(ct)
+            .trace_span(trace_span());
         // Progress goes out in order, off the tool's thread, through one bounded forwarding
         // task per call; the result waits until it has sent all of it, so a client that
         // drops progress arriving after the result (the MCP SDKs do) loses none.
@@ -282,11 +277,6 @@ impl Bridge {
             sender.lock().unwrap_or_else(|e| e.into_inner()).take();
             let _ = task.await;
         }
-        let ok = matches!(outcome, CallOutcome::Ok(_));
-        self.host.emit(traced(
-            "tool.completed",
-            json!({ "tool": request.name, "ok": ok }),
-        ));
         let mut result = match outcome {
             CallOutcome::Ok(value) => from_json("tools/call", result_json(value))?,
             CallOutcome::ToolError { message, .. } => error_result(&message),
