@@ -267,33 +267,44 @@ mod tests {
         assert_eq!(probed(b"", PROBE_WAIT).await.0, Probed::Ended);
     }
 
-    #[tokio::test]
-    async fn a_silent_probe_hands_over_without_its_late_answer() {
+    /// What rmcp reads after a probe nobody answered in time, the server then writing
+    /// `chunks`; `flag` notes a late answer listing 2026-07-28.
+    async fn handed_after_silence(
+        chunks: &[&[u8]],
+        flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    ) -> String {
         let (mut ours, theirs) = tokio::io::duplex(1 << 16);
         let (_their_read, mut their_write) = tokio::io::split(theirs);
         let (mut reader, mut writer) = tokio::io::split(&mut ours);
-        let (p, rest) = probe(
-            &mut reader,
-            &mut writer,
-            &config(),
-            Duration::from_millis(20),
-        )
-        .await
-        .unwrap();
+        let wait = Duration::from_millis(20);
+        let (p, rest) = probe(&mut reader, &mut writer, &config(), wait)
+            .await
+            .unwrap();
         assert_eq!(p, Probed::Silent);
-        // The late answer comes in pieces, after a log line and before initialize's answer.
-        their_write
-            .write_all(b"{\"log\":1}\n{\"jsonrpc\":\"2.0\",\"id\":\"yep-dis")
-            .await
-            .unwrap();
-        their_write
-            .write_all(b"cover\",\"error\":{\"code\":-32601}}\n{\"id\":0,\"result\":{}}\n{\"id\":\"yep-discover\"}\n")
-            .await
-            .unwrap();
+        for chunk in chunks {
+            their_write.write_all(chunk).await.unwrap();
+        }
         their_write.shutdown().await.unwrap();
         let mut handed = Handover::new(reader, p, rest);
+        if let Some(flag) = flag {
+            handed = handed.noting_late_modern(flag);
+        }
         let mut all = String::new();
         handed.read_to_string(&mut all).await.unwrap();
+        all
+    }
+
+    #[tokio::test]
+    async fn a_silent_probe_hands_over_without_its_late_answer() {
+        // The late answer comes in pieces, after a log line and before initialize's answer.
+        let all = handed_after_silence(
+            &[
+                b"{\"log\":1}\n{\"jsonrpc\":\"2.0\",\"id\":\"yep-dis",
+                b"cover\",\"error\":{\"code\":-32601}}\n{\"id\":0,\"result\":{}}\n{\"id\":\"yep-discover\"}\n",
+            ],
+            None,
+        )
+        .await;
         // Only the first answer to the probe is taken out.
         assert_eq!(
             all,
@@ -313,27 +324,9 @@ mod tests {
                 false,
             ),
         ] {
-            let (mut ours, theirs) = tokio::io::duplex(1 << 16);
-            let (_their_read, mut their_write) = tokio::io::split(theirs);
-            let (mut reader, mut writer) = tokio::io::split(&mut ours);
-            let (p, rest) = probe(
-                &mut reader,
-                &mut writer,
-                &config(),
-                Duration::from_millis(20),
-            )
-            .await
-            .unwrap();
-            assert_eq!(p, Probed::Silent);
-            their_write
-                .write_all(format!("{late}\n{{\"id\":0}}\n").as_bytes())
-                .await
-                .unwrap();
-            their_write.shutdown().await.unwrap();
             let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let mut handed = Handover::new(reader, p, rest).noting_late_modern(flag.clone());
-            let mut all = String::new();
-            handed.read_to_string(&mut all).await.unwrap();
+            let written = format!("{late}\n{{\"id\":0}}\n");
+            let all = handed_after_silence(&[written.as_bytes()], Some(flag.clone())).await;
             assert_eq!(all, "{\"id\":0}\n");
             assert_eq!(
                 flag.load(std::sync::atomic::Ordering::SeqCst),
