@@ -488,77 +488,16 @@ pub fn matches(
 }
 
 fn match_at(p: &Value, a: Option<&Value>, vars: &mut Bindings, path: &str) -> Result<(), Mismatch> {
-    let miss = || {
-        Err(Mismatch {
-            path: path.to_string(),
-            expected: p.clone(),
-            got: a.cloned(),
-        })
-    };
+    let miss = || Err(mismatch(path, p, a));
     if let Value::String(s) = p
         && s.starts_with('$')
         && !s.starts_with("$$")
     {
-        if s == "$absent" {
-            return if a.is_none() { Ok(()) } else { miss() };
-        }
-        let Some(a) = a else { return miss() };
-        if s == "$any" {
-            return Ok(());
-        }
-        if let Some(ok) = of_type(s, a) {
-            return if ok { Ok(()) } else { miss() };
-        }
-        let Some(name) = var_name(s) else {
-            // Not in the language (`check_pattern` refuses it): matches nothing.
-            return miss();
-        };
-        return match vars.get(name) {
-            Some(bound) if json_equal(bound, a) => Ok(()),
-            Some(bound) => Err(Mismatch {
-                path: path.to_string(),
-                expected: bound.clone(),
-                got: Some(a.clone()),
-            }),
-            None => {
-                vars.insert(name.to_string(), a.clone());
-                Ok(())
-            }
-        };
+        return match_word(s, p, a, vars, path);
     }
     let Some(a) = a else { return miss() };
     match (operator(p), p) {
-        (Some(("$includes", Value::Array(items))), _) => {
-            let Value::Array(elements) = a else {
-                return miss();
-            };
-            let mut used = vec![false; elements.len()];
-            for item in items {
-                let fit = elements.iter().enumerate().find_map(|(j, el)| {
-                    if used[j] {
-                        return None;
-                    }
-                    let mut trial = vars.clone();
-                    match_at(item, Some(el), &mut trial, &format!("{path}[{j}]"))
-                        .ok()
-                        .map(|()| (j, trial))
-                });
-                match fit {
-                    Some((j, trial)) => {
-                        used[j] = true;
-                        *vars = trial;
-                    }
-                    None => {
-                        return Err(Mismatch {
-                            path: path.to_string(),
-                            expected: serde_json::json!({ "$includes": [item] }),
-                            got: Some(a.clone()),
-                        });
-                    }
-                }
-            }
-            Ok(())
-        }
+        (Some(("$includes", Value::Array(items))), _) => match_includes(p, items, a, vars, path),
         (Some(("$prefix", Value::String(prefix))), _) => match a {
             Value::String(s) if s.starts_with(prefix.as_str()) => Ok(()),
             _ => miss(),
@@ -568,22 +507,7 @@ fn match_at(p: &Value, a: Option<&Value>, vars: &mut Bindings, path: &str) -> Re
             let Value::Object(actual) = a else {
                 return miss();
             };
-            for (key, sub) in pattern {
-                let (name, optional) = match key.strip_suffix('?') {
-                    Some(name) => (name, true),
-                    None => (key.as_str(), false),
-                };
-                let name = match name.strip_prefix('$') {
-                    Some(rest) if rest.starts_with('$') => rest,
-                    _ => name,
-                };
-                let got = actual.get(name);
-                if optional && got.is_none() {
-                    continue;
-                }
-                match_at(sub, got, vars, &format!("{path}.{name}"))?;
-            }
-            Ok(())
+            match_object(pattern, actual, vars, path)
         }
         (None, Value::Array(pattern)) => {
             let Value::Array(actual) = a else {
@@ -607,6 +531,119 @@ fn match_at(p: &Value, a: Option<&Value>, vars: &mut Bindings, path: &str) -> Re
         (None, _) if json_equal(p, a) => Ok(()),
         (None, _) => miss(),
     }
+}
+
+/// Where pattern `p` and `a` (`None`: absent) part, at `path`.
+fn mismatch(path: &str, p: &Value, a: Option<&Value>) -> Mismatch {
+    Mismatch {
+        path: path.to_string(),
+        expected: p.clone(),
+        got: a.cloned(),
+    }
+}
+
+/// Pattern `p`, the word `s` of the language (`$absent`, `$any`, a type, `$var:NAME`),
+/// against `a` at `path`: a `$var:NAME` met the first time is bound into `vars`.
+fn match_word(
+    s: &str,
+    p: &Value,
+    a: Option<&Value>,
+    vars: &mut Bindings,
+    path: &str,
+) -> Result<(), Mismatch> {
+    let miss = || Err(mismatch(path, p, a));
+    if s == "$absent" {
+        return if a.is_none() { Ok(()) } else { miss() };
+    }
+    let Some(a) = a else { return miss() };
+    if s == "$any" {
+        return Ok(());
+    }
+    if let Some(ok) = of_type(s, a) {
+        return if ok { Ok(()) } else { miss() };
+    }
+    let Some(name) = var_name(s) else {
+        // Not in the language (`check_pattern` refuses it): matches nothing.
+        return miss();
+    };
+    match vars.get(name) {
+        Some(bound) if json_equal(bound, a) => Ok(()),
+        Some(bound) => Err(Mismatch {
+            path: path.to_string(),
+            expected: bound.clone(),
+            got: Some(a.clone()),
+        }),
+        None => {
+            vars.insert(name.to_string(), a.clone());
+            Ok(())
+        }
+    }
+}
+
+/// Pattern `p`, `{"$includes": items}`, against `a`: an array with an element of its own for
+/// each item.
+fn match_includes(
+    p: &Value,
+    items: &[Value],
+    a: &Value,
+    vars: &mut Bindings,
+    path: &str,
+) -> Result<(), Mismatch> {
+    let Value::Array(elements) = a else {
+        return Err(mismatch(path, p, Some(a)));
+    };
+    let mut used = vec![false; elements.len()];
+    for item in items {
+        let fit = elements.iter().enumerate().find_map(|(j, el)| {
+            if used[j] {
+                return None;
+            }
+            let mut trial = vars.clone();
+            match_at(item, Some(el), &mut trial, &format!("{path}[{j}]"))
+                .ok()
+                .map(|()| (j, trial))
+        });
+        match fit {
+            Some((j, trial)) => {
+                used[j] = true;
+                *vars = trial;
+            }
+            None => {
+                return Err(Mismatch {
+                    path: path.to_string(),
+                    expected: serde_json::json!({ "$includes": [item] }),
+                    got: Some(a.clone()),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An object pattern against object `actual`: each key's pattern against its value (a key
+/// ending in `?` may be absent; `$$key` is the literal key `$key`).
+fn match_object(
+    pattern: &serde_json::Map<String, Value>,
+    actual: &serde_json::Map<String, Value>,
+    vars: &mut Bindings,
+    path: &str,
+) -> Result<(), Mismatch> {
+    for (key, sub) in pattern {
+        let (name, optional) = match key.strip_suffix('?') {
+            Some(name) => (name, true),
+            None => (key.as_str(), false),
+        };
+        let name = match name.strip_prefix('$') {
+            Some(rest) if rest.starts_with('$') => rest,
+            _ => name,
+        };
+        let got = actual.get(name);
+        if optional && got.is_none() {
+            continue;
+        }
+        match_at(sub, got, vars, &format!("{path}.{name}"))?;
+    }
+    Ok(())
 }
 
 /// Frame `t` to send: its `$var:NAME`s replaced by their values, `$$…` unescaped.
@@ -783,116 +820,150 @@ where
                     let _ = w.shutdown().await;
                 }
             }
-            Step::ExpectEof => {
-                // One deadline for the step: frames it may skip do not push it out.
-                let deadline = tokio::time::Instant::now() + timeout;
-                loop {
-                    let next = tokio::time::timeout_at(deadline, frames.next())
-                        .await
-                        .map_err(|_| {
-                            fail(
-                                "expect_eof",
-                                format!(
-                                    "the peer's output did not end within {} ms",
-                                    timeout.as_millis()
-                                ),
-                            )
-                        })?
-                        .map_err(|e| fail("expect_eof", e.to_string()))?;
-                    match next {
-                        Next::Eof => break,
-                        Next::Frame(f) if skippable(&f, &t.allow) => {}
-                        Next::Frame(f) => {
-                            return Err(fail(
-                                "expect_eof",
-                                format!(
-                                    "expected the end of its output, got {}",
-                                    preview(&f.to_string())
-                                ),
-                            ));
-                        }
-                    }
-                }
-            }
+            Step::ExpectEof => expect_eof(&mut frames, timeout, &t.allow)
+                .await
+                .map_err(|message| fail("expect_eof", message))?,
             Step::Expect {
                 frames: wanted,
                 unordered,
             } => {
-                let mut pending: Vec<&Value> = wanted.iter().collect();
-                while !pending.is_empty() {
-                    let at = match wanted.len() {
-                        1 => format!("step {n} (expect)"),
-                        len => format!(
-                            "step {n}, frame {} of {len} (expect)",
-                            len - pending.len() + 1
-                        ),
-                    };
-                    let candidates = if *unordered { pending.len() } else { 1 };
-                    let expected = || {
-                        pending[..candidates]
-                            .iter()
-                            .map(|p| preview(&p.to_string()))
-                            .collect::<Vec<_>>()
-                            .join(" or ")
-                    };
-                    let fail = |message: String| Failure {
-                        at: at.clone(),
-                        message,
-                    };
-                    let deadline = tokio::time::Instant::now() + timeout;
-                    loop {
-                        let next = match tokio::time::timeout_at(deadline, frames.next()).await {
-                            Err(_) => {
-                                return Err(fail(format!(
-                                    "nothing within {} ms; expected {}",
-                                    timeout.as_millis(),
-                                    expected()
-                                )));
-                            }
-                            Ok(next) => next.map_err(|e| fail(e.to_string()))?,
-                        };
-                        let frame = match next {
-                            Next::Eof => {
-                                return Err(fail(format!(
-                                    "the peer's output ended; expected {}",
-                                    expected()
-                                )));
-                            }
-                            Next::Frame(frame) => frame,
-                        };
-                        let mut misses = Vec::new();
-                        let mut hit = None;
-                        for (i, p) in pending[..candidates].iter().enumerate() {
-                            match matches(p, Some(&frame), &mut vars) {
-                                Ok(()) => {
-                                    hit = Some(i);
-                                    break;
-                                }
-                                Err(m) => misses.push((*p, m)),
-                            }
-                        }
-                        if let Some(i) = hit {
-                            pending.remove(i);
-                            break;
-                        }
-                        if skippable(&frame, &t.allow) {
-                            continue;
-                        }
-                        let mut message = misses[0].1.to_string();
-                        for (p, m) in &misses {
-                            message.push_str(&format!("\n  expected: {}", preview(&p.to_string())));
-                            if misses.len() > 1 {
-                                message.push_str(&format!("\n    {m}"));
-                            }
-                        }
-                        message.push_str(&format!("\n  received: {}", preview(&frame.to_string())));
-                        return Err(fail(message));
-                    }
-                }
+                expect(
+                    &mut frames,
+                    wanted,
+                    *unordered,
+                    &mut vars,
+                    timeout,
+                    &t.allow,
+                    n,
+                )
+                .await?;
             }
         }
     }
     Ok(())
+}
+
+/// An `expect_eof` step: the end of the peer's output within `timeout`, skipping only the
+/// frames `allow` names; else why not.
+async fn expect_eof<R: AsyncRead + Unpin>(
+    frames: &mut Frames<R>,
+    timeout: Duration,
+    allow: &[String],
+) -> Result<(), String> {
+    // One deadline for the step: frames it may skip do not push it out.
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let next = tokio::time::timeout_at(deadline, frames.next())
+            .await
+            .map_err(|_| {
+                format!(
+                    "the peer's output did not end within {} ms",
+                    timeout.as_millis()
+                )
+            })?
+            .map_err(|e| e.to_string())?;
+        match next {
+            Next::Eof => return Ok(()),
+            Next::Frame(f) if skippable(&f, allow) => {}
+            Next::Frame(f) => {
+                return Err(format!(
+                    "expected the end of its output, got {}",
+                    preview(&f.to_string())
+                ));
+            }
+        }
+    }
+}
+
+/// Step `n`, an `expect`: each of `wanted` matched by the peer's next frames (in order, or
+/// in any order when `unordered`), binding their `$var:NAME`s into `vars`.
+async fn expect<R: AsyncRead + Unpin>(
+    frames: &mut Frames<R>,
+    wanted: &[Value],
+    unordered: bool,
+    vars: &mut Bindings,
+    timeout: Duration,
+    allow: &[String],
+    n: usize,
+) -> Result<(), Failure> {
+    let mut pending: Vec<&Value> = wanted.iter().collect();
+    while !pending.is_empty() {
+        let at = match wanted.len() {
+            1 => format!("step {n} (expect)"),
+            len => format!(
+                "step {n}, frame {} of {len} (expect)",
+                len - pending.len() + 1
+            ),
+        };
+        let candidates = if unordered { pending.len() } else { 1 };
+        let expected = || {
+            pending[..candidates]
+                .iter()
+                .map(|p| preview(&p.to_string()))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        };
+        let fail = |message: String| Failure {
+            at: at.clone(),
+            message,
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let next = match tokio::time::timeout_at(deadline, frames.next()).await {
+                Err(_) => {
+                    return Err(fail(format!(
+                        "nothing within {} ms; expected {}",
+                        timeout.as_millis(),
+                        expected()
+                    )));
+                }
+                Ok(next) => next.map_err(|e| fail(e.to_string()))?,
+            };
+            let frame = match next {
+                Next::Eof => {
+                    return Err(fail(format!(
+                        "the peer's output ended; expected {}",
+                        expected()
+                    )));
+                }
+                Next::Frame(frame) => frame,
+            };
+            let mut misses = Vec::new();
+            let mut hit = None;
+            for (i, p) in pending[..candidates].iter().enumerate() {
+                match matches(p, Some(&frame), vars) {
+                    Ok(()) => {
+                        hit = Some(i);
+                        break;
+                    }
+                    Err(m) => misses.push((*p, m)),
+                }
+            }
+            if let Some(i) = hit {
+                pending.remove(i);
+                break;
+            }
+            if skippable(&frame, allow) {
+                continue;
+            }
+            return Err(fail(mismatch_message(&misses, &frame)));
+        }
+    }
+    Ok(())
+}
+
+/// Why `frame` matched none of the candidates: the first miss, then each expected frame
+/// (with its miss when there were several) and what was received.
+fn mismatch_message(misses: &[(&Value, Mismatch)], frame: &Value) -> String {
+    let mut message = misses[0].1.to_string();
+    for (p, m) in misses {
+        message.push_str(&format!("\n  expected: {}", preview(&p.to_string())));
+        if misses.len() > 1 {
+            message.push_str(&format!("\n    {m}"));
+        }
+    }
+    message.push_str(&format!("\n  received: {}", preview(&frame.to_string())));
+    message
 }
 
 async fn write_line<W: AsyncWrite + Unpin>(
