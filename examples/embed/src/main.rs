@@ -57,7 +57,17 @@ async fn main() -> anyhow::Result<()> {
         root: scratch.path().join("home"),
     };
     install_echo(&home, scratch.path())?;
+    let host = start(home).await?;
+    prompt_and_tools(&host).await?;
+    model_tool_calls(&host).await?;
+    progress(&host).await?;
+    cancel_and_timeout(&host).await?;
+    commands_and_status(&host).await?;
+    config_and_shutdown(host).await
+}
 
+/// The host for this session, its health printed as it happens.
+async fn start(home: Home) -> anyhow::Result<ExtensionHost> {
     // 1. One host per agent session. The agent's own tool names go in `builtins`, so no
     //    extension tool can shadow them. The status sink is any `Fn(&str, Option<&Status>)`.
     let (asked, questions) = mpsc::channel(8);
@@ -86,7 +96,11 @@ async fn main() -> anyhow::Result<()> {
             println!("[health] {}", escape(&event.to_string()));
         }
     });
+    Ok(host)
+}
 
+/// What the model is given: the extensions' prompt segment and their tools.
+async fn prompt_and_tools(host: &ExtensionHost) -> anyhow::Result<()> {
     // 2. Each turn: the extensions' prompt text is its own trailing segment.
     let segment = host.prompt(1).await;
     println!(
@@ -109,7 +123,11 @@ async fn main() -> anyhow::Result<()> {
     );
     let found = host.dispatch_search_tools(&json!({ "query": "count" }));
     println!("search_tools(\"count\") -> {found}\n");
+    Ok(())
+}
 
+/// The model's tool calls, each through the hooks, and how each ended.
+async fn model_tool_calls(host: &ExtensionHost) -> anyhow::Result<()> {
     // 4. The model's tool calls (here: a script). `run_tool` runs the pre hooks, the call and
     //    the post hooks, and says how it ended.
     let planned = [
@@ -152,7 +170,11 @@ async fn main() -> anyhow::Result<()> {
         "{}",
         outcomes[3]
     );
+    Ok(())
+}
 
+/// A call's progress, from a stream.
+async fn progress(host: &ExtensionHost) -> anyhow::Result<()> {
     // 5. Progress from a stream, received on this task (not the connection's reader).
     let (call, mut progress) = host
         .run_tool("count", json!({ "n": 3, "interval_ms": 20 }))
@@ -169,7 +191,11 @@ async fn main() -> anyhow::Result<()> {
         updates == 3 && counted.ok().is_some(),
         "{updates} updates: {counted}"
     );
+    Ok(())
+}
 
+/// A cancelled call and a timed-out one.
+async fn cancel_and_timeout(host: &ExtensionHost) -> anyhow::Result<()> {
     // 6. A cancel and a timeout, told apart. The server is told to stop either way.
     let slow = json!({ "n": 1000, "interval_ms": 50 });
     let token = CancellationToken::new();
@@ -189,7 +215,11 @@ async fn main() -> anyhow::Result<()> {
     println!("timed call: {timed}");
     anyhow::ensure!(matches!(cancelled, CallOutcome::Cancelled), "{cancelled}");
     anyhow::ensure!(matches!(timed, CallOutcome::TimedOut { .. }), "{timed}");
+    Ok(())
+}
 
+/// The extensions' slash commands, and their status.
+async fn commands_and_status(host: &ExtensionHost) -> anyhow::Result<()> {
     // 7. Slash commands, namespaced by extension.
     for c in host.commands() {
         let out = host.execute_command(&c.name, "").await?;
@@ -202,7 +232,11 @@ async fn main() -> anyhow::Result<()> {
     for (extension, s) in host.status() {
         println!("status now: {extension}: {}", escape(&s.text));
     }
+    Ok(())
+}
 
+/// A config change, then the final shutdown.
+async fn config_and_shutdown(host: ExtensionHost) -> anyhow::Result<()> {
     // 9. Config: validated, persisted, pushed. Echo cannot apply config live, so its server is
     //    restarted with the new value (the health stream says so).
     let outcome = host.set_config("echo", "greeting", json!("hello")).await?;

@@ -7,7 +7,7 @@ use super::{PackageKind, Target};
 use crate::output::{eline, hinted, stdout_line, usage};
 use anyhow::Context;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -38,14 +38,88 @@ pub struct Args {
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let session_id = format!("yep-call-{}", std::process::id());
-    let supervisor = SupervisorOptions::for_home(home);
     let target = args.package.to_string_lossy().into_owned();
     let target = super::resolve_target(home, &target)?;
     let installed = matches!(target, Target::Installed(_));
-    // `manifest` is `None` for a zot extension's directory: its tools are what it registers
-    // when it runs, so they are checked once it started.
-    let (manifest, spec, mut supervisor, manifest_file) = match target {
+    let Prepared {
+        manifest,
+        spec,
+        mut supervisor,
+        manifest_file,
+    } = prepare(home, target, cwd)?;
+    if spec.command.is_empty() {
+        return Err(match manifest {
+            Some(_) => no_server(&spec.name),
+            None => no_zot_server(&spec.name),
+        });
+    }
+    if let Some(secs) = args.timeout {
+        // An explicit --timeout wins over the extension's config.
+        supervisor.request_timeout = std::time::Duration::from_secs(secs.clamp(1, 600));
+    }
+    if let Some(manifest) = &manifest
+        && manifest.tool(&args.tool).is_none()
+    {
+        return Err(not_declared(manifest, &args.tool, &manifest_file));
+    }
+    let tool_args: Value = serde_json::from_str(&args.args).map_err(|e| {
+        usage(
+            format!("failed to parse the tool arguments {:?} as JSON", args.args),
+            e,
+        )
+    })?;
+    let name = spec.name.clone();
+    let ext = Extension::new(spec, supervisor, Arc::new(TerminalEvents::new()));
+    if manifest.is_none()
+        && let Some(code) = zot_registers(&ext, &args.tool, &name, &manifest_file).await?
+    {
+        return Ok(code);
+    }
+    let result = call(&ext, &args.tool, tool_args).await;
+    ext.stop().await;
+    match result {
+        Ok(value) => {
+            stdout_line(&serde_json::to_string_pretty(value.value())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(err) if err.is_cancelled() => {
+            eline!("error: {err}");
+            Ok(ExitCode::from(130))
+        }
+        // Printed with its hints (`yep logs <name>` after a crash) and exit 1; a required
+        // field nobody set may be why, so the commands that set them follow.
+        Err(err) => {
+            let code = crate::output::fail(&err.into());
+            if installed && let Some(manifest) = &manifest {
+                for field in config::missing_required(home, manifest).unwrap_or_default() {
+                    eline!(
+                        "hint: required `{}` is not set: `{}`",
+                        field.name,
+                        config::set_command(manifest, &field.name)
+                    );
+                }
+            }
+            Ok(code)
+        }
+    }
+}
+
+/// What `yep call` runs: the server, how it is supervised, and the manifest its tools are
+/// checked against. `manifest` is `None` for a zot extension's directory: its tools are what
+/// it registers when it runs, so they are checked once it started.
+struct Prepared {
+    manifest: Option<Manifest>,
+    spec: ServerSpec,
+    supervisor: SupervisorOptions,
+    /// The manifest's file, as errors name it.
+    manifest_file: PathBuf,
+}
+
+/// The server `target` names, ready to start (from `cwd`) as `yep call` starts it.
+fn prepare(home: &Home, target: Target, cwd: PathBuf) -> anyhow::Result<Prepared> {
+    let session_id = format!("yep-call-{}", std::process::id());
+    let supervisor = SupervisorOptions::for_home(home);
+    let (manifest, spec, supervisor, manifest_file) = match target {
         // An installed extension runs exactly as a session runs it: from the home, checked
         // against its approval, with its config, secrets, data dir and log.
         Target::Installed(entry) => {
@@ -94,72 +168,76 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    if spec.command.is_empty() {
-        return Err(match manifest {
-            Some(_) => no_server(&spec.name),
-            None => no_zot_server(&spec.name),
-        });
-    }
-    if let Some(secs) = args.timeout {
-        // An explicit --timeout wins over the extension's config.
-        supervisor.request_timeout = std::time::Duration::from_secs(secs.clamp(1, 600));
-    }
-    if let Some(manifest) = &manifest
-        && manifest.tool(&args.tool).is_none()
-    {
-        let declared: Vec<&str> = manifest
-            .yolop
-            .tools
-            .iter()
-            .map(|t| t.name.as_str())
-            .collect();
+    Ok(Prepared {
+        manifest,
+        spec,
+        supervisor,
+        manifest_file,
+    })
+}
+
+/// The error for a tool the manifest does not declare, with the ones it does.
+fn not_declared(manifest: &Manifest, tool: &str, manifest_file: &Path) -> anyhow::Error {
+    let declared: Vec<&str> = manifest
+        .yolop
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    hinted(
+        format!(
+            "tool `{}` is not declared by `{}` in {}",
+            tool,
+            manifest.name,
+            manifest_file.display()
+        ),
+        &[
+            &format!("declared tools: {}", listed(&declared)),
+            "a server may only serve tools its manifest declares",
+        ],
+    )
+}
+
+/// A zot extension's tools are what it registered by the end of its handshake: `tool` must
+/// be one. `Some` exit code when its handshake failed (said already); stopped either way
+/// when it does not go on.
+async fn zot_registers(
+    ext: &Extension,
+    tool: &str,
+    name: &str,
+    manifest_file: &Path,
+) -> anyhow::Result<Option<ExitCode>> {
+    let offer = match ext.handshake().await {
+        Ok(offer) => offer,
+        Err(err) => {
+            ext.stop().await;
+            return Ok(Some(crate::output::fail(&err.into())));
+        }
+    };
+    if !offer.tools.iter().any(|t| t.name == tool) {
+        ext.stop().await;
+        let registered: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
         return Err(hinted(
             format!(
-                "tool `{}` is not declared by `{}` in {}",
-                args.tool,
-                manifest.name,
+                "tool `{}` is not registered by zot extension `{name}` ({})",
+                tool,
                 manifest_file.display()
             ),
             &[
-                &format!("declared tools: {}", listed(&declared)),
-                "a server may only serve tools its manifest declares",
+                &format!("registered tools: {}", listed(&registered)),
+                "a zot extension's tools are the ones it registers when it starts",
             ],
         ));
     }
-    let tool_args: Value = serde_json::from_str(&args.args).map_err(|e| {
-        usage(
-            format!("failed to parse the tool arguments {:?} as JSON", args.args),
-            e,
-        )
-    })?;
-    let name = spec.name.clone();
-    let ext = Extension::new(spec, supervisor, Arc::new(TerminalEvents::new()));
-    if manifest.is_none() {
-        // A zot extension's tools are what it registered by the end of its handshake.
-        let offer = match ext.handshake().await {
-            Ok(offer) => offer,
-            Err(err) => {
-                ext.stop().await;
-                return Ok(crate::output::fail(&err.into()));
-            }
-        };
-        if !offer.tools.iter().any(|t| t.name == args.tool) {
-            ext.stop().await;
-            let registered: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
-            return Err(hinted(
-                format!(
-                    "tool `{}` is not registered by zot extension `{name}` ({})",
-                    args.tool,
-                    manifest_file.display()
-                ),
-                &[
-                    &format!("registered tools: {}", listed(&registered)),
-                    "a zot extension's tools are the ones it registers when it starts",
-                ],
-            ));
-        }
-    }
+    Ok(None)
+}
 
+/// Call `tool`, its progress on stderr; Ctrl-C cancels it.
+async fn call(
+    ext: &Extension,
+    tool: &str,
+    tool_args: Value,
+) -> Result<yep_host::capability::ToolResult, yep_host::ExtensionError> {
     let updates: UpdateSink =
         Arc::new(|p: &yep_host::capability::Progress| eline!("[progress] {}", escape(&p.message)));
     let cancel = CancellationToken::new();
@@ -170,35 +248,8 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             on_interrupt.cancel();
         }
     });
-    let result = ext
-        .call_tool(&args.tool, tool_args, Some(updates), Some(cancel))
-        .await;
-    ext.stop().await;
-    match result {
-        Ok(value) => {
-            stdout_line(&serde_json::to_string_pretty(value.value())?);
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(err) if err.is_cancelled() => {
-            eline!("error: {err}");
-            Ok(ExitCode::from(130))
-        }
-        // Printed with its hints (`yep logs <name>` after a crash) and exit 1; a required
-        // field nobody set may be why, so the commands that set them follow.
-        Err(err) => {
-            let code = crate::output::fail(&err.into());
-            if installed && let Some(manifest) = &manifest {
-                for field in config::missing_required(home, manifest).unwrap_or_default() {
-                    eline!(
-                        "hint: required `{}` is not set: `{}`",
-                        field.name,
-                        config::set_command(manifest, &field.name)
-                    );
-                }
-            }
-            Ok(code)
-        }
-    }
+    ext.call_tool(tool, tool_args, Some(updates), Some(cancel))
+        .await
 }
 
 fn no_server(name: &str) -> anyhow::Error {

@@ -100,7 +100,37 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         ));
     }
 
-    // 1. Spawn and handshake; the served tools are clamped to the manifest.
+    let static_prompt = handshake(&ext, &manifest, &events, &mut report).await?;
+    plain_call(&ext, &mut report).await?;
+    streamed_call(&ext, &mut report).await?;
+    cancelled_call(&ext, &mut report).await?;
+    hook(&ext, &manifest, &mut report).await?;
+    prompt(&ext, static_prompt, &mut report).await?;
+    command(&ext, &mut report).await?;
+    question(&ext, &events, &mut report).await?;
+    stop(&ext, &mut report).await;
+
+    if args.json {
+        stdout_line(&serde_json::to_string_pretty(
+            &json!({"steps": report.steps}),
+        )?);
+    } else {
+        stdout_line("\nEvery step ran over YEP 1.0 on the server's stdio pipes.");
+        stdout_line(
+            "Next: cargo build --release --workspace && PATH=$PWD/target/release:$PATH yep call examples/echo count '{\"n\":3}'",
+        );
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// 1. Spawn and handshake; the served tools are clamped to the manifest. Returns the
+///    handshake's static prompt.
+async fn handshake(
+    ext: &Extension,
+    manifest: &Manifest,
+    events: &DemoEvents,
+    report: &mut Report,
+) -> anyhow::Result<Option<String>> {
     let t = Instant::now();
     let init = ext.handshake().await?;
     let served: Vec<String> = init
@@ -142,7 +172,11 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         report.detail(&format!("status/changed ← {status}"));
     }
 
-    // 2. A plain call.
+    Ok(init.prompt)
+}
+
+/// 2. A plain call.
+async fn plain_call(ext: &Extension, report: &mut Report) -> anyhow::Result<()> {
     let t = Instant::now();
     let echoed = ext
         .call_tool("echo", json!({"text": "hello from yep"}), None, None)
@@ -154,7 +188,11 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         echoed.into_value(),
     );
 
-    // 3. Streamed progress: every update arrives before the result.
+    Ok(())
+}
+
+/// 3. Streamed progress: every update arrives before the result.
+async fn streamed_call(ext: &Extension, report: &mut Report) -> anyhow::Result<()> {
     let t = Instant::now();
     let seen: Arc<Mutex<Vec<(String, Duration)>>> = Arc::default();
     let sink_seen = Arc::clone(&seen);
@@ -183,7 +221,11 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         report.detail(&format!("tool/update ← {line} at +{}", ms(*at)));
     }
 
-    // 4. Cancel a long call mid-way.
+    Ok(())
+}
+
+/// 4. Cancel a long call mid-way.
+async fn cancelled_call(ext: &Extension, report: &mut Report) -> anyhow::Result<()> {
     let token = CancellationToken::new();
     let canceller = token.clone();
     tokio::spawn(async move {
@@ -215,7 +257,11 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     );
     anyhow::ensure!(cancelled, "the cancelled call resolved as {outcome:?}");
 
-    // 5. A pre_tool_use hook that blocks.
+    Ok(())
+}
+
+/// 5. A pre_tool_use hook that blocks.
+async fn hook(ext: &Extension, manifest: &Manifest, report: &mut Report) -> anyhow::Result<()> {
     let hook = manifest
         .yolop
         .hooks
@@ -263,11 +309,19 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         json!({"blocked": describe(&blocked), "allowed": describe(&allowed)}),
     );
 
-    // 6. Prompt text: static from the handshake, dynamic per turn. The dynamic text is what
-    //    the model sees; the static one stands in when it is empty or fails.
+    Ok(())
+}
+
+/// 6. Prompt text: static from the handshake, dynamic per turn. The dynamic text is what
+///    the model sees; the static one stands in when it is empty or fails.
+async fn prompt(
+    ext: &Extension,
+    static_prompt: Option<String>,
+    report: &mut Report,
+) -> anyhow::Result<()> {
     let t = Instant::now();
     let dynamic = ext.prompt().await?;
-    let static_text = init.prompt.unwrap_or_default();
+    let static_text = static_prompt.unwrap_or_default();
     report.step(
         "prompt",
         t.elapsed(),
@@ -277,7 +331,11 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         json!({"static": static_text, "dynamic": dynamic}),
     );
 
-    // 7. A slash command.
+    Ok(())
+}
+
+/// 7. A slash command.
+async fn command(ext: &Extension, report: &mut Report) -> anyhow::Result<()> {
     let t = Instant::now();
     let pong = ext.execute_command("ping", "").await?;
     report.step(
@@ -287,7 +345,11 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         json!(pong),
     );
 
-    // 8. A question to the user (answered by the demo).
+    Ok(())
+}
+
+/// 8. A question to the user (answered by the demo).
+async fn question(ext: &Extension, events: &DemoEvents, report: &mut Report) -> anyhow::Result<()> {
     let t = Instant::now();
     let answer = ext
         .call_tool("ask", json!({"prompt": "favourite colour?"}), None, None)
@@ -304,7 +366,11 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         answer.into_value(),
     );
 
-    // 9. Graceful stop.
+    Ok(())
+}
+
+/// 9. Graceful stop.
+async fn stop(ext: &Extension, report: &mut Report) {
     let t = Instant::now();
     let status = ext.stop().await.unwrap_or_else(|| "not running".into());
     report.step(
@@ -313,18 +379,6 @@ pub async fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         format!("shutdown, exit, stdin closed: {status}"),
         json!({"status": status}),
     );
-
-    if args.json {
-        stdout_line(&serde_json::to_string_pretty(
-            &json!({"steps": report.steps}),
-        )?);
-    } else {
-        stdout_line("\nEvery step ran over YEP 1.0 on the server's stdio pipes.");
-        stdout_line(
-            "Next: cargo build --release --workspace && PATH=$PWD/target/release:$PATH yep call examples/echo count '{\"n\":3}'",
-        );
-    }
-    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// Install the bundled echo extension into a scratch home under `scratch` (its server is this

@@ -259,7 +259,6 @@ impl Shell {
     }
 
     async fn execute(&mut self, line: &str) -> Reply {
-        let host = &self.host;
         let line = line.trim();
         let (verb, rest) = line
             .split_once(' ')
@@ -273,7 +272,22 @@ impl Shell {
                 json: json!({ "help": HELP }),
                 text: HELP.to_string(),
             },
-            "tools" => Reply::Value(json!({ "tools": host.tools() })),
+            "tools" => Reply::Value(json!({ "tools": self.host.tools() })),
+            "call" | "run" | "pre" | "post" => self.tool_verb(verb, first, tail).await,
+            "prompt" | "system-prompt" | "turn" | "message" | "submit" | "stop" | "emit" => {
+                self.turn_verb(verb, rest, first, tail).await
+            }
+            "panel" | "key" | "commands" | "command" => self.ui_verb(verb, first, tail).await,
+            "status" | "skills" | "agents" | "mcp" => self.inspect_verb(verb, first, tail).await,
+            "reload" | "enable" | "disable" => self.package_verb(verb, first).await,
+            other => unknown(other),
+        }
+    }
+
+    /// `call`, `run`, `pre` and `post`: a tool called, run with its hooks, or its hooks fired.
+    async fn tool_verb(&self, verb: &str, first: &str, tail: &str) -> Reply {
+        let host = &self.host;
+        match verb {
             "call" => {
                 let args = match parse_json(tail) {
                     Ok(a) => a,
@@ -324,9 +338,17 @@ impl Shell {
                 host.post_tool_use(first, &args, Ok(&Value::Null.into()));
                 Reply::Value(json!({ "decision": "allow", "reason": null, "modified_args": null }))
             }
+            other => unknown(other),
+        }
+    }
+
+    /// The agent's turn as the host sees it: `prompt`, `system-prompt`, `turn`, `message`,
+    /// `submit`, `stop` and `emit`.
+    async fn turn_verb(&mut self, verb: &str, rest: &str, first: &str, tail: &str) -> Reply {
+        match verb {
             "prompt" => {
                 self.turn += 1;
-                let prompt = host.prompt(self.turn).await;
+                let prompt = self.host.prompt(self.turn).await;
                 Reply::Said {
                     json: json!({ "prompt": prompt }),
                     text: if prompt.is_empty() {
@@ -337,7 +359,7 @@ impl Shell {
                 }
             }
             "system-prompt" => {
-                let prompt = host.system_prompt(rest, "", "").await;
+                let prompt = self.host.system_prompt(rest, "", "").await;
                 Reply::Said {
                     json: json!({ "system_prompt": prompt }),
                     text: prompt,
@@ -351,16 +373,18 @@ impl Shell {
                         Err(_) => return Reply::Error(format!("`{n}` is not a step number")),
                     },
                 };
-                Reply::Value(serde_json::to_value(host.turn_start(step).await).unwrap_or_default())
+                Reply::Value(
+                    serde_json::to_value(self.host.turn_start(step).await).unwrap_or_default(),
+                )
             }
             "message" => Reply::Value(
-                serde_json::to_value(host.assistant_message(rest).await).unwrap_or_default(),
+                serde_json::to_value(self.host.assistant_message(rest).await).unwrap_or_default(),
             ),
             "submit" => Reply::Value(
-                serde_json::to_value(host.prompt_submit(rest).await).unwrap_or_default(),
+                serde_json::to_value(self.host.prompt_submit(rest).await).unwrap_or_default(),
             ),
             "stop" => Reply::Value(
-                serde_json::to_value(host.stop(first == "again").await).unwrap_or_default(),
+                serde_json::to_value(self.host.stop(first == "again").await).unwrap_or_default(),
             ),
             "emit" => {
                 let data = match tail {
@@ -370,9 +394,17 @@ impl Shell {
                         Err(e) => return Reply::Error(e),
                     },
                 };
-                host.emit(lifecycle(first, data));
+                self.host.emit(lifecycle(first, data));
                 done(format!("emitted {first}"))
             }
+            other => unknown(other),
+        }
+    }
+
+    /// `panel`, `key`, `commands` and `command`: what a user sees and types.
+    async fn ui_verb(&self, verb: &str, first: &str, tail: &str) -> Reply {
+        let host = &self.host;
+        match verb {
             "panel" => Reply::Value(json!({ "panel": host.panel() })),
             "key" => match host.panel_key(first, Some(tail)).await {
                 Ok(panel) => Reply::Value(json!({ "panel": panel })),
@@ -390,6 +422,14 @@ impl Shell {
                 },
                 Err(e) => Reply::Error(self.session_error(&e)),
             },
+            other => unknown(other),
+        }
+    }
+
+    /// `status`, `skills`, `agents` and `mcp`: what the host holds.
+    async fn inspect_verb(&self, verb: &str, first: &str, tail: &str) -> Reply {
+        let host = &self.host;
+        match verb {
             "status" => Reply::Value(
                 json!({ "status": host.status(), "trace_dropped": host.trace_dropped() }),
             ),
@@ -409,6 +449,14 @@ impl Shell {
             },
             "mcp" if first == "status" => Reply::Value(json!({ "mcp_status": host.mcp_status() })),
             "mcp" => Reply::Value(json!({ "mcp": host.mcp_servers_unexpanded() })),
+            other => unknown(other),
+        }
+    }
+
+    /// `reload`, `enable` and `disable`: a package restarted, turned on or off.
+    async fn package_verb(&self, verb: &str, first: &str) -> Reply {
+        let host = &self.host;
+        match verb {
             "reload" => match host.reload(first).await {
                 Ok(()) => done(format!("reloaded {first}")),
                 Err(e) => Reply::Error(self.session_error(&e)),
@@ -428,9 +476,7 @@ impl Shell {
                 Ok(()) => done(format!("disabled {first}")),
                 Err(e) => Reply::Error(self.session_error(&e)),
             },
-            other => Reply::Error(format!(
-                "unknown command `{other}`; type `help` to list the commands"
-            )),
+            other => unknown(other),
         }
     }
 
@@ -588,6 +634,13 @@ impl Shell {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// The reply to a verb the session does not know.
+fn unknown(verb: &str) -> Reply {
+    Reply::Error(format!(
+        "unknown command `{verb}`; type `help` to list the commands"
+    ))
 }
 
 fn done(text: String) -> Reply {

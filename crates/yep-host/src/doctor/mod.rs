@@ -2,7 +2,7 @@
 //! protocol, including validating every message it sent against `schema/yep/v1/schema.json`;
 //! with `--conformance`, replay the corpus's YEP server-side transcripts against it.
 
-use crate::capability::{HookFiring, NoEvents};
+use crate::capability::{HookFiring, NoEvents, Offer};
 use crate::manifest::{HookEvent, Manifest};
 use crate::rpc::Tap;
 use yep_sandbox::Mode;
@@ -488,6 +488,42 @@ async fn grade(
     let startup = started.elapsed();
     r.add("spawn", Status::Pass, "started");
     r.add("sandbox", sandbox_status, sandbox_detail);
+    check_handshake(r, manifest, &init);
+
+    // Tools: the handshake may only narrow the manifest.
+    check_tools(r, manifest, &init.tools);
+
+    // What the handlers say of their tools must be what the manifest declares.
+    schema_sync(r, manifest, &init.tools, against);
+
+    // Argument schemas: a tool whose schema does not compile is refused at every call.
+    check_tool_schemas(r, manifest);
+
+    check_prompt(r, manifest, &init);
+
+    // Hooks: a synthetic fire per subscription, within its timeout.
+    check_hooks(r, &ext, manifest).await;
+
+    // Dynamic prompt within its budget.
+    if manifest.yolop.dynamic_prompt {
+        check_dynamic_prompt(r, &ext).await;
+    }
+
+    // Cancel of an unknown id is benign.
+    check_cancel(r, &ext).await;
+
+    check_config_push(r, &ext).await;
+
+    if let Some(replay) = &replay {
+        replay_row(r, &ext, replay).await;
+    }
+    ext.stop().await;
+    check_stream(r, &recording);
+    startup_row(r, startup);
+}
+
+/// The handshake's rows: it answered, speaks a compatible version, and names itself.
+fn check_handshake(r: &mut Grader, manifest: &Manifest, init: &Offer) {
     r.add(
         "handshake",
         Status::Pass,
@@ -514,9 +550,11 @@ async fn grade(
     } else {
         r.add("name", Status::Pass, manifest.name.clone());
     }
+}
 
-    // Tools: the handshake may only narrow the manifest.
-    let served: Vec<String> = init.tools.iter().map(|t| t.name.clone()).collect();
+/// The `tools` row: the handshake may only narrow the manifest.
+fn check_tools(r: &mut Grader, manifest: &Manifest, offered: &[crate::capability::OfferedTool]) {
+    let served: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
     // Served names are the server's words: escaped before a report shows them.
     let widened: Vec<String> = served
         .iter()
@@ -552,11 +590,10 @@ async fn grade(
             format!("{} served, all declared", served.len()),
         );
     }
+}
 
-    // What the handlers say of their tools must be what the manifest declares.
-    schema_sync(r, manifest, &init.tools, against);
-
-    // Argument schemas: a tool whose schema does not compile is refused at every call.
+/// The `tool_schemas` row: a tool whose schema does not compile is refused at every call.
+fn check_tool_schemas(r: &mut Grader, manifest: &Manifest) {
     let broken = crate::tool_args::ToolSchemas::from_manifest(manifest).invalid();
     if broken.is_empty() {
         r.add(
@@ -578,8 +615,10 @@ async fn grade(
             ),
         );
     }
+}
 
-    // Prompt consistency.
+/// The `prompt` row: the prompt text it offers against what the manifest declares.
+fn check_prompt(r: &mut Grader, manifest: &Manifest, init: &Offer) {
     let f = &manifest.yolop;
     let offers_static = init.prompt.as_ref().is_some_and(|p| !p.trim().is_empty());
     let offers_dynamic = init.dynamic_prompt;
@@ -588,13 +627,15 @@ async fn grade(
         (true, false) if f.prompt && !f.dynamic_prompt => r.add("prompt", Status::Warn, "the manifest declares prompt, but the handshake carries no static text"),
         _ => r.add("prompt", Status::Pass, "consistent with the manifest"),
     }
+}
 
-    // Hooks: a synthetic fire per subscription, within its timeout.
-    if f.hooks.is_empty() {
+/// The `hooks` row: a synthetic fire per subscription, within its timeout.
+async fn check_hooks(r: &mut Grader, ext: &Extension, manifest: &Manifest) {
+    if manifest.yolop.hooks.is_empty() {
         r.add("hooks", Status::Pass, "none declared");
     } else {
         let mut problems = Vec::new();
-        for h in &f.hooks {
+        for h in &manifest.yolop.hooks {
             let event = match h.event {
                 HookEvent::PreToolUse => "pre_tool_use",
                 HookEvent::PostToolUse => "post_tool_use",
@@ -618,27 +659,29 @@ async fn grade(
                 Status::Pass,
                 format!(
                     "{} subscription(s) answered within their timeout_ms",
-                    f.hooks.len()
+                    manifest.yolop.hooks.len()
                 ),
             );
         } else {
             r.add("hooks", Status::Fail, problems.join("; "));
         }
     }
+}
 
-    // Dynamic prompt within its budget.
-    if f.dynamic_prompt {
-        match ext.prompt_within(Duration::from_secs(2)).await {
-            Ok(text) => r.add(
-                "dynamic_prompt",
-                Status::Pass,
-                format!("{} bytes within 2 s", text.len()),
-            ),
-            Err(err) => r.add("dynamic_prompt", Status::Fail, err.to_string()),
-        }
+/// The `dynamic_prompt` row: its prompt within its budget.
+async fn check_dynamic_prompt(r: &mut Grader, ext: &Extension) {
+    match ext.prompt_within(Duration::from_secs(2)).await {
+        Ok(text) => r.add(
+            "dynamic_prompt",
+            Status::Pass,
+            format!("{} bytes within 2 s", text.len()),
+        ),
+        Err(err) => r.add("dynamic_prompt", Status::Fail, err.to_string()),
     }
+}
 
-    // Cancel of an unknown id is benign.
+/// The `cancel` row: a cancel of an unknown id is benign.
+async fn check_cancel(r: &mut Grader, ext: &Extension) {
     match ext
         .request_raw("cancel", Some(&json!({"id": 987_654_321u64})))
         .await
@@ -660,8 +703,10 @@ async fn grade(
         ),
         Err(e) => r.add("cancel", Status::Fail, e.to_string()),
     }
+}
 
-    // Config push.
+/// The `config_push` row: a config push answered, or said to be unsupported.
+async fn check_config_push(r: &mut Grader, ext: &Extension) {
     match ext
         .request_raw("config/changed", Some(&json!({"config": Value::Null})))
         .await
@@ -678,12 +723,10 @@ async fn grade(
         ),
         Err(e) => r.add("config_push", Status::Fail, e.to_string()),
     }
+}
 
-    if let Some(replay) = &replay {
-        replay_row(r, &ext, replay).await;
-    }
-    ext.stop().await;
-    check_stream(r, &recording);
+/// The `startup` row: spawn and handshake within 2 s.
+fn startup_row(r: &mut Grader, startup: Duration) {
     let ms = startup.as_secs_f64() * 1000.0;
     let status = if startup > Duration::from_secs(2) {
         Status::Warn

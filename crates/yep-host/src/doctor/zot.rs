@@ -5,11 +5,12 @@
 use super::{Grader, Recording, Report, Status, probe_tool};
 use crate::capability::{HookFiring, Intercept, NoEvents};
 use crate::dialect::Dialect;
+use crate::dialect::zot::Registrations;
 use crate::dialect::zot::frames::FromExtension;
 use crate::dialect::zot::probe::Capture;
 use crate::manifest::{HookEvent, Manifest};
 use crate::rpc::Tap;
-use crate::store::zot::ZotManifest;
+use crate::store::zot::{ZotManifest, ZotPin};
 use crate::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -73,7 +74,43 @@ pub async fn run(
         .unwrap_or_else(|p| p.into_inner())
         .received
         .clone();
-    // The hello, first, and the name it gives.
+    check_hello(&mut r, manifest, &lines, &seen);
+
+    // A tool call, a command, and each intercept, as a session would make them.
+    check_tool_call(&mut r, &ext, &seen, approved).await;
+    check_command(&mut r, &ext, &seen).await;
+    check_intercepts(&mut r, &ext, &seen).await;
+
+    // Within what it was approved with, when installed.
+    if let (Some(pin), Some(approved)) = (&pin, approved) {
+        check_pin(&mut r, manifest, pin, approved, &seen);
+    }
+
+    // It runs until told to stop, and stops when told: `shutdown`, stdin closed, an exit
+    // within the grace.
+    let status = match ext.stop_running().await {
+        Ok(status) => status.unwrap_or_default(),
+        Err(ended) => {
+            r.add("shutdown", Status::Fail, ended.to_string());
+            check_frames(&mut r, &recording);
+            return r.done();
+        }
+    };
+    if status.contains("signal") {
+        r.add(
+            "shutdown",
+            Status::Warn,
+            format!("did not exit within 2 s of shutdown and a closed stdin ({status})"),
+        );
+    } else {
+        r.add("shutdown", Status::Pass, format!("exited ({status})"));
+    }
+    check_frames(&mut r, &recording);
+    r.done()
+}
+
+/// The hello, first, and the name it gives; what it registered; and its `ready`.
+fn check_hello(r: &mut Grader, manifest: &ZotManifest, lines: &[Vec<u8>], seen: &Registrations) {
     match lines.first().map(|l| FromExtension::parse(l)) {
         Some(Ok(FromExtension::Hello {
             name, capabilities, ..
@@ -124,8 +161,16 @@ pub async fn run(
             "never sent ready: it is ready after 250 ms without a frame (zot's older extensions do this); send `ready` after registering",
         );
     }
+}
 
-    // A tool call, a command, and each intercept, as a session would make them.
+/// A call of its first tool a session's model could call, with the simplest arguments the
+/// schema a call is checked against takes.
+async fn check_tool_call(
+    r: &mut Grader,
+    ext: &Extension,
+    seen: &Registrations,
+    approved: Option<&Manifest>,
+) {
     match seen
         .tools
         .iter()
@@ -165,6 +210,10 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Its first command, run with no arguments.
+async fn check_command(r: &mut Grader, ext: &Extension, seen: &Registrations) {
     match seen.commands.first() {
         None => r.add("command", Status::Pass, "no commands to run"),
         Some(c) => match ext.execute_command(&c.name, "").await {
@@ -172,6 +221,10 @@ pub async fn run(
             Err(e) => r.add("command", Status::Fail, format!("/{}: {e}", c.name)),
         },
     }
+}
+
+/// Each intercept it subscribed to, fired as a session fires it: answered within zot's bound.
+async fn check_intercepts(r: &mut Grader, ext: &Extension, seen: &Registrations) {
     let mut late = Vec::new();
     for name in &seen.intercepts {
         let answered = match name.as_str() {
@@ -212,69 +265,53 @@ pub async fn run(
         ),
         (false, false) => r.add("intercepts", Status::Fail, late.join("; ")),
     }
+}
 
-    // Within what it was approved with, when installed.
-    if let (Some(pin), Some(approved)) = (&pin, approved) {
-        let mut beyond = Vec::new();
-        for t in seen
-            .tools
-            .iter()
-            .filter(|t| approved.tool(&t.name).is_none())
-        {
-            beyond.push(format!("tool {}", t.name));
-        }
-        for c in &seen.commands {
-            if !approved.yolop.commands.iter().any(|a| a.name == c.name) {
-                beyond.push(format!("command {}", c.name));
-            }
-        }
-        let (lines, _) = pin.diff(&seen.pin());
-        beyond.extend(
-            lines
-                .iter()
-                .filter_map(|l| l.strip_prefix("+ "))
-                .map(String::from),
-        );
-        if beyond.is_empty() {
-            r.add(
-                "pin",
-                Status::Pass,
-                "registers nothing beyond what was approved",
-            );
-        } else {
-            r.add(
-                "pin",
-                Status::Fail,
-                format!(
-                    "registers beyond what was approved (a session withholds it; `yep trust {}` asks again): {}",
-                    manifest.name,
-                    beyond.join(", ")
-                ),
-            );
+/// It registers nothing beyond the pin it was installed with.
+fn check_pin(
+    r: &mut Grader,
+    manifest: &ZotManifest,
+    pin: &ZotPin,
+    approved: &Manifest,
+    seen: &Registrations,
+) {
+    let mut beyond = Vec::new();
+    for t in seen
+        .tools
+        .iter()
+        .filter(|t| approved.tool(&t.name).is_none())
+    {
+        beyond.push(format!("tool {}", t.name));
+    }
+    for c in &seen.commands {
+        if !approved.yolop.commands.iter().any(|a| a.name == c.name) {
+            beyond.push(format!("command {}", c.name));
         }
     }
-
-    // It runs until told to stop, and stops when told: `shutdown`, stdin closed, an exit
-    // within the grace.
-    let status = match ext.stop_running().await {
-        Ok(status) => status.unwrap_or_default(),
-        Err(ended) => {
-            r.add("shutdown", Status::Fail, ended.to_string());
-            check_frames(&mut r, &recording);
-            return r.done();
-        }
-    };
-    if status.contains("signal") {
+    let (lines, _) = pin.diff(&seen.pin());
+    beyond.extend(
+        lines
+            .iter()
+            .filter_map(|l| l.strip_prefix("+ "))
+            .map(String::from),
+    );
+    if beyond.is_empty() {
         r.add(
-            "shutdown",
-            Status::Warn,
-            format!("did not exit within 2 s of shutdown and a closed stdin ({status})"),
+            "pin",
+            Status::Pass,
+            "registers nothing beyond what was approved",
         );
     } else {
-        r.add("shutdown", Status::Pass, format!("exited ({status})"));
+        r.add(
+            "pin",
+            Status::Fail,
+            format!(
+                "registers beyond what was approved (a session withholds it; `yep trust {}` asks again): {}",
+                manifest.name,
+                beyond.join(", ")
+            ),
+        );
     }
-    check_frames(&mut r, &recording);
-    r.done()
 }
 
 /// Grade the zot extension in directory `dir` (an author's work in progress: nothing is

@@ -277,7 +277,22 @@ impl Bridge {
             sender.lock().unwrap_or_else(|e| e.into_inner()).take();
             let _ = task.await;
         }
-        let mut result = match outcome {
+        let mut result = self.result_of(outcome)?;
+        // What hooks said for the model beside the outcome (a Claude Code hook's
+        // `additionalContext`, a post hook's feedback) is more text for it.
+        let notes = report.context.iter().map(|n| ("context", n));
+        for (what, note) in notes.chain(report.feedback.iter().map(|n| ("feedback", n))) {
+            result.content.push(rmcp::model::ContentBlock::text(format!(
+                "[{what} from extension `{}`] {}",
+                note.extension, note.text
+            )));
+        }
+        Ok(result)
+    }
+
+    /// A call's outcome as the MCP result the model reads.
+    fn result_of(&self, outcome: CallOutcome) -> Result<CallToolResult, McpError> {
+        Ok(match outcome {
             CallOutcome::Ok(value) => from_json("tools/call", result_json(value))?,
             CallOutcome::ToolError { message, .. } => error_result(&message),
             CallOutcome::Blocked {
@@ -303,17 +318,7 @@ impl Bridge {
             CallOutcome::Failed { error, .. } => error_result(&yep_host::error::report(&error)),
             // An ending a newer host knows and this bridge does not.
             _ => error_result("the call did not complete"),
-        };
-        // What hooks said for the model beside the outcome (a Claude Code hook's
-        // `additionalContext`, a post hook's feedback) is more text for it.
-        let notes = report.context.iter().map(|n| ("context", n));
-        for (what, note) in notes.chain(report.feedback.iter().map(|n| ("feedback", n))) {
-            result.content.push(rmcp::model::ContentBlock::text(format!(
-                "[{what} from extension `{}`] {}",
-                note.extension, note.text
-            )));
-        }
-        Ok(result)
+        })
     }
 }
 

@@ -542,30 +542,12 @@ async fn pass_through(
         let line = match next {
             Ok(Some(Line::Whole(line))) => line,
             Ok(Some(Line::TooLong)) => {
-                let said = "a message longer than 64 MiB was dropped";
-                // While the host writes to the agent, a line from here could split one of
-                // its own: the note goes to stderr instead.
-                match matches!(to_host, ToHost::Handed(_)) {
-                    true => tracing::warn!("{said}"),
-                    false => {
-                        let _ = write_out(&out, &error_line("null", -32600, said)).await;
-                    }
-                }
+                too_long(&to_host, &out).await;
                 continue;
             }
             Ok(None) | Err(_) => break,
         };
-        let seen = peek(&line);
-        let id = seen
-            .as_ref()
-            .and_then(|p| p.id)
-            .and_then(|id| id_key(id.get().as_bytes()));
-        let method = seen
-            .as_ref()
-            .and_then(|p| p.method.as_deref().map(str::to_string));
-        // A batch (an array, from a client of an earlier MCP revision) is passed on, but
-        // its ids are not followed.
-        let request = (id.is_some() && method.is_some()) || line.first() == Some(&b'[');
+        let (id, method, request) = classify(&line);
         let up = lock(&link).up;
         if !up {
             // A notification or an answer meant for the host that died goes nowhere.
@@ -608,22 +590,61 @@ async fn pass_through(
                 link.wait(id);
             }
         }
-        // A failed write is the host gone: the other direction (or the hang-up) sees it and
-        // answers.
-        let sent = match &mut to_host {
-            ToHost::Relay(w) => w.write_all(&line).await.is_ok(),
-            ToHost::Handed(handed) => {
-                use std::io::Write;
-                handed.take_notes(&link);
-                (&handed.socket).write_all(&line).is_ok()
-            }
-            ToHost::Gone => true,
-        };
-        if !sent && matches!(to_host, ToHost::Relay(_)) {
-            to_host = ToHost::Gone;
-        }
+        send(&mut to_host, &line, &link).await;
     }
     // The agent closed stdin: the session ends, the host's answers still in flight go out.
+    close(to_host, &link, &out, &log).await;
+    drop(readers);
+    let _ = tokio::time::timeout(Duration::from_secs(5), back).await;
+}
+
+/// A line from the agent too long to pass on, dropped: said to the agent, or on stderr while
+/// the host writes to the agent (a line from here could split one of its own).
+async fn too_long(to_host: &ToHost, out: &Out) {
+    let said = "a message longer than 64 MiB was dropped";
+    match matches!(to_host, ToHost::Handed(_)) {
+        true => tracing::warn!("{said}"),
+        false => {
+            let _ = write_out(out, &error_line("null", -32600, said)).await;
+        }
+    }
+}
+
+/// A line from the agent: its id (as a key), its method, and whether it is a request (a
+/// batch, an array from a client of an earlier MCP revision, is passed on, but its ids are
+/// not followed).
+fn classify(line: &[u8]) -> (Option<String>, Option<String>, bool) {
+    let seen = peek(line);
+    let id = seen
+        .as_ref()
+        .and_then(|p| p.id)
+        .and_then(|id| id_key(id.get().as_bytes()));
+    let method = seen
+        .as_ref()
+        .and_then(|p| p.method.as_deref().map(str::to_string));
+    let request = (id.is_some() && method.is_some()) || line.first() == Some(&b'[');
+    (id, method, request)
+}
+
+/// Pass `line` on to the host. A failed write is the host gone: the other direction (or the
+/// hang-up) sees it and answers.
+async fn send(to_host: &mut ToHost, line: &[u8], link: &Mutex<Link>) {
+    let sent = match to_host {
+        ToHost::Relay(w) => w.write_all(line).await.is_ok(),
+        ToHost::Handed(handed) => {
+            use std::io::Write;
+            handed.take_notes(link);
+            (&handed.socket).write_all(line).is_ok()
+        }
+        ToHost::Gone => true,
+    };
+    if !sent && matches!(to_host, ToHost::Relay(_)) {
+        *to_host = ToHost::Gone;
+    }
+}
+
+/// The agent closed stdin: the host's end shut, its answers still in flight let out.
+async fn close(to_host: ToHost, link: &Mutex<Link>, out: &Out, log: &Path) {
     match to_host {
         ToHost::Relay(mut w) => {
             let _ = w.shutdown().await;
@@ -631,12 +652,10 @@ async fn pass_through(
         ToHost::Handed(mut handed) => {
             let _ = handed.socket.shutdown(std::net::Shutdown::Write);
             let _ = tokio::time::timeout(Duration::from_secs(5), &mut handed.hangup).await;
-            handed.finish(&link, &out, &log).await;
+            handed.finish(link, out, log).await;
         }
         ToHost::Gone => {}
     }
-    drop(readers);
-    let _ = tokio::time::timeout(Duration::from_secs(5), back).await;
 }
 
 /// Attach again after the host died, and replay the session's handshake to the new one.

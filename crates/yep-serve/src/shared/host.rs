@@ -437,60 +437,80 @@ impl Shared {
                 deferred,
                 hand_off,
             } => {
-                if !workspace.is_absolute() || !workspace.is_dir() {
-                    welcome.error = Some(format!(
-                        "the workspace {} is not a directory",
-                        yep_host::text::escape(&workspace.display().to_string())
-                    ));
-                    let _ = send(&mut write, &welcome).await;
-                    return;
-                }
-                if let Some(why) = yep_sandbox::workspace_withheld(&workspace) {
-                    welcome.error = Some(format!(
-                        "the workspace {} {why}: a shared host never serves it",
-                        yep_host::text::escape(&workspace.display().to_string())
-                    ));
-                    let _ = send(&mut write, &welcome).await;
-                    return;
-                }
-                let hold = match self.attach(&workspace).await {
-                    Ok(hold) => hold,
-                    Err(e) => {
-                        welcome.error = Some(yep_host::error::report(&e));
-                        let _ = send(&mut write, &welcome).await;
-                        return;
-                    }
+                let session = SessionAsked {
+                    workspace,
+                    deferred,
+                    hand_off,
                 };
-                if send(&mut write, &welcome).await.is_err() {
-                    return;
-                }
-                let bridge = hold.workspace.bridge.for_session(deferred);
-                let served = match hand_off {
-                    false => crate::bridge::serve_on(bridge, reader, write).await,
-                    true => {
-                        let output = match handed_output(&reader).await {
-                            Ok(output) => output,
-                            Err(e) => {
-                                return tracing::warn!(
-                                    "a session's hand-off failed, so it was hung up on: {e}"
-                                );
-                            }
-                        };
-                        let transport = super::handoff::Noting {
-                            inner: rmcp::transport::async_rw::AsyncRwTransport::new_server(
-                                reader, output,
-                            ),
-                            notes: Arc::new(tokio::sync::Mutex::new(write)),
-                        };
-                        crate::bridge::serve_transport(bridge, transport).await
-                    }
-                };
-                if let Err(e) = served {
-                    tracing::debug!("a session ended: {e}");
-                }
-                drop(hold);
+                self.session(reader, write, welcome, session).await;
             }
         }
+    }
+
+    /// Serve a session for the workspace `asked` names, over this connection (or, handed
+    /// off, with the host writing to the agent itself), once the workspace is one it serves.
+    async fn session(
+        self: &Arc<Self>,
+        reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+        mut write: tokio::net::unix::OwnedWriteHalf,
+        mut welcome: Welcome,
+        asked: SessionAsked,
+    ) {
+        let SessionAsked {
+            workspace,
+            deferred,
+            hand_off,
+        } = asked;
+        if !workspace.is_absolute() || !workspace.is_dir() {
+            welcome.error = Some(format!(
+                "the workspace {} is not a directory",
+                yep_host::text::escape(&workspace.display().to_string())
+            ));
+            let _ = send(&mut write, &welcome).await;
+            return;
+        }
+        if let Some(why) = yep_sandbox::workspace_withheld(&workspace) {
+            welcome.error = Some(format!(
+                "the workspace {} {why}: a shared host never serves it",
+                yep_host::text::escape(&workspace.display().to_string())
+            ));
+            let _ = send(&mut write, &welcome).await;
+            return;
+        }
+        let hold = match self.attach(&workspace).await {
+            Ok(hold) => hold,
+            Err(e) => {
+                welcome.error = Some(yep_host::error::report(&e));
+                let _ = send(&mut write, &welcome).await;
+                return;
+            }
+        };
+        if send(&mut write, &welcome).await.is_err() {
+            return;
+        }
+        let bridge = hold.workspace.bridge.for_session(deferred);
+        let served = match hand_off {
+            false => crate::bridge::serve_on(bridge, reader, write).await,
+            true => {
+                let output = match handed_output(&reader).await {
+                    Ok(output) => output,
+                    Err(e) => {
+                        return tracing::warn!(
+                            "a session's hand-off failed, so it was hung up on: {e}"
+                        );
+                    }
+                };
+                let transport = super::handoff::Noting {
+                    inner: rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, output),
+                    notes: Arc::new(tokio::sync::Mutex::new(write)),
+                };
+                crate::bridge::serve_transport(bridge, transport).await
+            }
+        };
+        if let Err(e) = served {
+            tracing::debug!("a session ended: {e}");
+        }
+        drop(hold);
     }
 
     async fn status(&self) -> HostStatus {
@@ -585,4 +605,12 @@ async fn send<W: tokio::io::AsyncWrite + Unpin>(
     line.push(b'\n');
     write.write_all(&line).await?;
     write.flush().await
+}
+
+/// What a `session` hello asks for: the workspace, whether its tools are deferred, and
+/// whether the host writes to the agent itself.
+struct SessionAsked {
+    workspace: PathBuf,
+    deferred: bool,
+    hand_off: bool,
 }
