@@ -344,8 +344,10 @@ pub enum HandshakeError {
     /// Printed in the message, so not chained as a source (a cause is told once).
     #[error("the connection could not start: {0}")]
     Io(std::io::Error),
-    /// The MCP server is `yep mcp serve` (the `yep/serve` capability in its `initialize`): yep
-    /// itself, whose tools a session has already.
+    /// The server refused to go on without a login (an authorization challenge): the text
+    /// says so, and how to log in. Said as a connection that could not start.
+    #[error("the connection could not start: {0}")]
+    LoginWanted(String),
     /// The MCP server must be started again to be spoken to as its probe showed: it ended on
     /// `server/discover` instead of answering it (older MCP servers take an unknown first
     /// request for an error), and is spoken to with `initialize` only; or it answered the probe
@@ -353,6 +355,8 @@ pub enum HandshakeError {
     /// alone.
     #[error("it ended on `server/discover`, which MCP servers before 2026-07-28 may not know")]
     EndedOnProbe,
+    /// The MCP server is `yep mcp serve` (the `yep/serve` capability in its `initialize`): yep
+    /// itself, whose tools a session has already.
     #[error(
         "skipped: it is yep itself (`yep mcp serve`), and a session has everything that serves already"
     )]

@@ -76,9 +76,7 @@ pub(super) async fn add(args: AddArgs, home: &Home) -> anyhow::Result<()> {
         .into_iter()
         .find(|s| s.name == *name && s.origin == Origin::Home);
     let approved = approve(home, name, source.as_ref(), args.as_written).await?;
-    let wants_login = approved
-        .as_ref()
-        .is_err_and(|why| why.contains("wants a login"));
+    let wants_login = approved.as_ref().is_err_and(|no| no.wants_login);
     if wants_login {
         yep_store::mcp::set_oauth(home, name, true)?;
         let _ = writeln!(
@@ -87,8 +85,8 @@ pub(super) async fn add(args: AddArgs, home: &Home) -> anyhow::Result<()> {
             escape(name),
             escape(name)
         );
-    } else if let Err(why) = &approved {
-        not_started(home, name, args.keep, why)?;
+    } else if let Err(no) = &approved {
+        not_started(home, name, args.keep, &no.why)?;
     }
     report_added(home, &args, &approved, wants_login, source.as_ref());
     Ok(())
@@ -184,14 +182,17 @@ async fn approve(
     name: &str,
     source: Option<&McpSource>,
     as_written: bool,
-) -> anyhow::Result<Result<Approval, String>> {
+) -> anyhow::Result<Result<Approval, NotApproved>> {
     let opts = StageOptions {
         as_written: Some(as_written),
         reinstall: false,
         progress: crate::progress::bars(),
     };
     Ok(match source {
-        None => Err("it is not among the servers a session here sees".to_string()),
+        None => Err(NotApproved {
+            why: "it is not among the servers a session here sees".to_string(),
+            wants_login: false,
+        }),
         Some(source) => match pin_now(home, source, &workspace()?, &opts).await {
             Ok(approval) => Ok(approval),
             // A list past the caps can never be approved: the server is not kept.
@@ -202,9 +203,19 @@ async fn approve(
                     &[&over_cap_hint()],
                 ));
             }
-            Err(why) => Err(why.to_string()),
+            Err(why) => Err(NotApproved {
+                why: why.to_string(),
+                wants_login: why.wants_login(),
+            }),
         },
     })
+}
+
+/// Why an added server's tools were not approved: the reason, and whether a login is the way
+/// on.
+struct NotApproved {
+    why: String,
+    wants_login: bool,
 }
 
 /// A server that could not start and list its tools: removed again (the error), or, with
@@ -245,7 +256,7 @@ fn not_started(home: &Home, name: &str, keep: bool, why: &str) -> anyhow::Result
 fn report_added(
     home: &Home,
     args: &AddArgs,
-    approved: &Result<Approval, String>,
+    approved: &Result<Approval, NotApproved>,
     wants_login: bool,
     source: Option<&McpSource>,
 ) {

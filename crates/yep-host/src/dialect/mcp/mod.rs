@@ -295,20 +295,21 @@ fn reach_error(
     shown: &str,
     login: Option<&(crate::store::Home, String)>,
 ) -> HandshakeError {
-    let said = match (error.auth_challenge(), login) {
-        (Some(_), Some((_, name))) => format!(
+    match (error.auth_challenge(), login) {
+        (Some(_), Some((_, name))) => HandshakeError::LoginWanted(format!(
             "{} wants a login: `yep mcp login {}`",
             crate::text::escape(shown),
             crate::text::escape(name)
-        ),
-        (Some(_), None) => format!("{} wants a login", crate::text::escape(shown)),
-        (None, _) => format!(
+        )),
+        (Some(_), None) => {
+            HandshakeError::LoginWanted(format!("{} wants a login", crate::text::escape(shown)))
+        }
+        (None, _) => HandshakeError::Io(std::io::Error::other(format!(
             "could not reach {}: {}",
             crate::text::escape(shown),
             root_cause(error)
-        ),
-    };
-    HandshakeError::Io(std::io::Error::other(said))
+        ))),
+    }
 }
 
 /// The innermost cause of `error`: what went wrong, without the layers that carried it.
@@ -374,7 +375,7 @@ async fn finish<E: std::fmt::Display>(
             ListError::Cap(cap) => HandshakeError::ToolList(cap),
             // Open to `initialize`, closed after it: a login (or more access) is wanted.
             ListError::Service(e) if e.auth_challenge().is_some() => {
-                HandshakeError::Io(std::io::Error::other(format!(
+                HandshakeError::LoginWanted(format!(
                     "tools/list was refused: it wants a login{}: `yep mcp login`",
                     match e
                         .auth_challenge()
@@ -383,7 +384,7 @@ async fn finish<E: std::fmt::Display>(
                         true => " with more access",
                         false => "",
                     }
-                )))
+                ))
             }
             service => HandshakeError::Malformed(service.to_string()),
         })?;

@@ -37,6 +37,16 @@ pub enum McpProbeError {
 }
 
 impl McpProbeError {
+    /// Whether it refused to go on without a login (`yep mcp login` is the way on).
+    pub fn wants_login(&self) -> bool {
+        use crate::dialect::HandshakeError;
+        use crate::supervisor::ExtensionError;
+        matches!(self, McpProbeError::Start(e) if matches!(&**e, ExtensionError::Handshake {
+            error: HandshakeError::LoginWanted(_),
+            ..
+        }))
+    }
+
     /// The cap its tool list passed, when that is why: approving it again cannot help.
     pub fn over_cap(&self) -> Option<&crate::store::mcp::ListCap> {
         use crate::dialect::HandshakeError;
