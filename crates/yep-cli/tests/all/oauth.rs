@@ -307,3 +307,31 @@ fn idle_connections_to_the_callback_do_not_hold_the_login() {
     );
     assert!(said.contains("opened"), "{said}");
 }
+
+/// A server added without `--oauth` that answers with a login challenge is kept as one that
+/// takes a login (the typed handshake error says so), not refused as one that cannot start.
+#[test]
+fn a_server_added_without_oauth_that_wants_a_login_is_kept_for_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let server = oauth_server();
+    let added = yep_with_env(
+        &home,
+        &["mcp", "add", "remote", "--url", &server.url],
+        "",
+        &[],
+    );
+    let said = text(&added.stderr);
+    assert!(added.status.success(), "{said}");
+    assert!(
+        said.contains(
+            "MCP server remote wants a login: `yep mcp login remote` logs in and pins its tools"
+        ),
+        "{said}"
+    );
+    let listed = ok(&yep_with_env(&home, &["mcp", "list"], "", &[]));
+    assert!(
+        listed.contains("login: needs login (`yep mcp login remote`)"),
+        "{listed}"
+    );
+}
