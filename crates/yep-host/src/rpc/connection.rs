@@ -30,8 +30,8 @@ pub(super) struct Inner {
     pub(super) tap: Option<Tap>,
     pub(super) noise: Mutex<NoiseBucket>,
     pub(super) noise_rate: u32,
-    /// The first line that was not the wire's ([`stray_preview`](super::stray_preview)): a log line on stdout, most
-    /// likely, which a failed handshake names.
+    /// The first line that was not the wire's ([`stray_preview`](super::stray_preview)): a log
+    /// line on stdout, most likely, which a failed handshake names.
     pub(super) first_stray: std::sync::OnceLock<String>,
     /// Server requests being answered now, and the cap.
     pub(super) inbound: AtomicUsize,
