@@ -429,15 +429,84 @@ fn spawn_built(
         program: spec.program.clone(),
         source,
     };
+    let mut cmd = command(spec, &program, &args, contained.as_ref());
+    // Its own cgroup, joined before exec: a grandchild that leaves the process group with
+    // setsid() stays in it, and dies with it.
+    let cgroup = Cgroup::create().map(Arc::new);
+    let procs = cgroup.as_ref().and_then(|c| c.procs_fd());
+    // A sandboxed server's processes are bounded: in its own cgroup (v2), else in a pids
+    // cgroup of its own (v1).
+    let mut missing = contained
+        .as_ref()
+        .and_then(|(p, _, _, _)| p.as_ref())
+        .map(|p| p.missing.clone());
+    if let Some(m) = missing.as_mut().filter(|_| egress_gap) {
+        m.push(NO_EGRESS);
+    }
+    let prepared = contained.as_ref().and_then(|(p, _, _, _)| p.as_ref());
+    let pids = pids_limit(spec, prepared, cgroup.as_deref(), &mut missing).map_err(err)?;
+    let pids_procs = pids.as_ref().and_then(|p| p.procs_fd());
+    #[cfg(target_os = "linux")]
+    {
+        join_on_exec(&mut cmd, pids_procs.as_ref());
+        join_on_exec(&mut cmd, procs.as_ref());
+    }
+    // After joining the cgroup (which the sandbox would refuse): the sandbox, last.
+    if let Some(prepared) = prepared {
+        let prepared = Arc::clone(prepared);
+        // SAFETY: `apply` makes system calls on what was built before the fork, and
+        // allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+    }
+    let spawned = cmd.spawn();
+    drop(procs);
+    drop(pids_procs);
+    let mut child = spawned.map_err(err)?;
+    let pid = child.id();
+    let pgid = pid.map(|pid| pid as i32);
+    let stdin = child.stdin.take().expect("stdin is piped");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let tail = drain_stderr(stderr, spec.log_path.clone());
+    let exit = watch_exit(child, pgid, cgroup.clone());
+    let (sandbox, tmp, egress) = containment(spec, contained, missing);
+    Ok(Spawned {
+        process: ServerProcess {
+            pid,
+            pgid,
+            cgroup,
+            exit,
+            stderr: tail,
+            log_path: spec.log_path.clone(),
+            sandbox,
+            _egress: egress,
+            _tmp: tmp,
+            _pids: pids,
+        },
+        stdin,
+        stdout,
+    })
+}
+
+/// The command that runs `program args` as `spec` says: piped stdio, a process group of its
+/// own, and the environment it gets (a contained one gets none of the user's own).
+fn command(
+    spec: &SpawnSpec,
+    program: &Path,
+    args: &[String],
+    contained: Option<&Contained>,
+) -> Command {
     #[allow(clippy::disallowed_methods)] // the one spawn wrapper
-    let mut cmd = Command::new(&program);
-    cmd.args(&args)
+    let mut cmd = Command::new(program);
+    cmd.args(args)
         .current_dir(&spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if let Some((_, tmp, _, _)) = &contained {
+    if let Some((_, tmp, _, _)) = contained {
         // Nothing of the user's own environment (tokens, keys, the agent's variables): what
         // programs need, then the package's own config and secrets (`spec.env`).
         cmd.env_clear();
@@ -459,26 +528,24 @@ fn spawn_built(
     cmd.env("PYTHONDONTWRITEBYTECODE", "1");
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     // After the package's own env: its proxy is the one way out by name.
-    if let Some(proxy) = contained.as_ref().and_then(|c| c.3.as_ref()) {
+    if let Some(proxy) = contained.and_then(|c| c.3.as_ref()) {
         cmd.envs(egress_env(proxy));
     }
     #[cfg(unix)]
     cmd.process_group(0);
-    // Its own cgroup, joined before exec: a grandchild that leaves the process group with
-    // setsid() stays in it, and dies with it.
-    let cgroup = Cgroup::create().map(Arc::new);
-    let procs = cgroup.as_ref().and_then(|c| c.procs_fd());
-    // A sandboxed server's processes are bounded: in its own cgroup (v2), else in a pids
-    // cgroup of its own (v1).
-    let mut missing = contained
-        .as_ref()
-        .and_then(|(p, _, _, _)| p.as_ref())
-        .map(|p| p.missing.clone());
-    if let Some(m) = missing.as_mut().filter(|_| egress_gap) {
-        m.push(NO_EGRESS);
-    }
-    let prepared = contained.as_ref().and_then(|(p, _, _, _)| p.as_ref());
-    let pids = match (prepared, &cgroup) {
+    cmd
+}
+
+/// The pids cgroup that bounds a sandboxed server's processes where its own cgroup (v2)
+/// cannot: `None` when that one does, or when nothing is sandboxed. Without either, the
+/// bound is added to `missing`, or, when the sandbox is required, the start refused.
+fn pids_limit(
+    spec: &SpawnSpec,
+    prepared: Option<&Arc<yep_sandbox::Prepared>>,
+    cgroup: Option<&Cgroup>,
+    missing: &mut Option<Vec<&'static str>>,
+) -> std::io::Result<Option<yep_sandbox::PidsLimit>> {
+    Ok(match (prepared, cgroup) {
         (Some(p), Some(c)) if c.limit_pids(p.limits().processes) => None,
         (Some(p), _) => {
             let limit = yep_sandbox::PidsLimit::create(p.limits().processes);
@@ -488,7 +555,7 @@ fn spawn_built(
                     let refused = yep_sandbox::SandboxError::Unsupported {
                         missing: vec![what],
                     };
-                    return Err(err(std::io::Error::other(refused)));
+                    return Err(std::io::Error::other(refused));
                 }
                 if let Some(m) = missing.as_mut() {
                     m.push(what);
@@ -497,20 +564,14 @@ fn spawn_built(
             limit
         }
         _ => None,
-    };
-    let pids_procs = pids.as_ref().and_then(|p| p.procs_fd());
-    #[cfg(target_os = "linux")]
-    if let Some(fd) = pids_procs.as_ref().map(std::os::fd::AsRawFd::as_raw_fd) {
-        // SAFETY: as for the cgroup below: one `write(2)` on an fd opened before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::write(fd, b"0".as_ptr().cast(), 1);
-                Ok(())
-            });
-        }
-    }
-    #[cfg(target_os = "linux")]
-    if let Some(fd) = procs.as_ref().map(std::os::fd::AsRawFd::as_raw_fd) {
+    })
+}
+
+/// Have the child join a cgroup before it execs: write `0` to that cgroup's `cgroup.procs`
+/// (`procs`, opened before the fork).
+#[cfg(target_os = "linux")]
+fn join_on_exec(cmd: &mut Command, procs: Option<&std::fs::File>) {
+    if let Some(fd) = procs.map(std::os::fd::AsRawFd::as_raw_fd) {
         // SAFETY: between fork and exec only `write(2)` runs, on an fd opened before the fork;
         // a failure leaves the child where it was (the process group still holds it).
         unsafe {
@@ -520,27 +581,16 @@ fn spawn_built(
             });
         }
     }
-    // After joining the cgroup (which the sandbox would refuse): the sandbox, last.
-    if let Some(prepared) = prepared {
-        let prepared = Arc::clone(prepared);
-        // SAFETY: `apply` makes system calls on what was built before the fork, and
-        // allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || prepared.apply());
-        }
-    }
-    let spawned = cmd.spawn();
-    drop(procs);
-    drop(pids_procs);
-    let mut child = spawned.map_err(err)?;
-    let pid = child.id();
-    let pgid = pid.map(|pid| pid as i32);
-    let stdin = child.stdin.take().expect("stdin is piped");
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let stderr = child.stderr.take().expect("stderr is piped");
-    let tail = drain_stderr(stderr, spec.log_path.clone());
+}
+
+/// Reap `child` on a task of its own, and kill whatever it left running in its process group
+/// (`pgid`) or its cgroup; the receiver hears its exit status.
+fn watch_exit(
+    mut child: tokio::process::Child,
+    pgid: Option<i32>,
+    group: Option<Arc<Cgroup>>,
+) -> watch::Receiver<Option<ExitStatus>> {
     let (exit_tx, exit) = watch::channel(None);
-    let group = cgroup.clone();
     tokio::spawn(async move {
         let status = child.wait().await.ok();
         // Whatever the server left running in its group (or its cgroup) goes with it.
@@ -550,7 +600,21 @@ fn spawn_built(
         }
         let _ = exit_tx.send(status);
     });
-    let (sandbox, tmp, egress) = match contained {
+    exit
+}
+
+/// What a spawned server keeps of what [`spawn`] built: its containment (with what the
+/// sandbox is `missing`), its private temp dir and its egress proxy.
+fn containment(
+    spec: &SpawnSpec,
+    contained: Option<Contained>,
+    missing: Option<Vec<&'static str>>,
+) -> (
+    Option<Containment>,
+    Option<yep_sandbox::TmpDir>,
+    Option<Egress>,
+) {
+    match contained {
         // A learning run was not contained: it says so by having no containment.
         Some((None, tmp, _, _)) => (None, Some(tmp), None),
         Some((_, tmp, profile, egress)) => (
@@ -563,23 +627,7 @@ fn spawn_built(
             egress,
         ),
         None => (None, None, None),
-    };
-    Ok(Spawned {
-        process: ServerProcess {
-            pid,
-            pgid,
-            cgroup,
-            exit,
-            stderr: tail,
-            log_path: spec.log_path.clone(),
-            sandbox,
-            _egress: egress,
-            _tmp: tmp,
-            _pids: pids,
-        },
-        stdin,
-        stdout,
-    })
+    }
 }
 
 /// A cgroup v2 of one server's own, under the host's cgroup: `<host cgroup>/yep-<pid>-<n>`.
