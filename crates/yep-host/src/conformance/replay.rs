@@ -142,9 +142,10 @@ where
                     let _ = w.shutdown().await;
                 }
             }
-            Step::ExpectEof => expect_eof(&mut frames, timeout, &t.allow)
-                .await
-                .map_err(|message| fail("expect_eof", message))?,
+            Step::ExpectEof => {
+                let at = format!("step {n} (expect_eof)");
+                expect_eof(&mut frames, timeout, &t.allow, at).await?
+            }
             Step::Expect {
                 frames: wanted,
                 unordered,
@@ -165,33 +166,38 @@ where
     Ok(())
 }
 
-/// An `expect_eof` step: the end of the peer's output within `timeout`, skipping only the
-/// frames `allow` names; else why not.
+/// An `expect_eof` step (`at`): the end of the peer's output within `timeout`, skipping only
+/// the frames `allow` names; else why not.
 async fn expect_eof<R: AsyncRead + Unpin>(
     frames: &mut Frames<R>,
     timeout: Duration,
     allow: &[String],
-) -> Result<(), String> {
+    at: String,
+) -> Result<(), Failure> {
+    let fail = |message: String| Failure {
+        at: at.clone(),
+        message,
+    };
     // One deadline for the step: frames it may skip do not push it out.
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let next = tokio::time::timeout_at(deadline, frames.next())
             .await
             .map_err(|_| {
-                format!(
+                fail(format!(
                     "the peer's output did not end within {} ms",
                     timeout.as_millis()
-                )
+                ))
             })?
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| fail(e.to_string()))?;
         match next {
             Next::Eof => return Ok(()),
             Next::Frame(f) if skippable(&f, allow) => {}
             Next::Frame(f) => {
-                return Err(format!(
+                return Err(fail(format!(
                     "expected the end of its output, got {}",
                     preview(&f.to_string())
-                ));
+                )));
             }
         }
     }
