@@ -29,6 +29,7 @@ impl Sealed {
     }
 
     fn make() -> Sealed {
+        sweep_stale();
         let root = std::env::temp_dir().join(format!("yep-test-{}", std::process::id()));
         let (home, tmp) = (root.join("home"), root.join("tmp"));
         for dir in [&home, &tmp] {
@@ -91,6 +92,27 @@ impl Sealed {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default());
         for (var, dir) in &self.tools {
             command.env(var, dir);
+        }
+    }
+}
+
+/// What earlier test runs left: the sealed dirs of test processes that are gone (best effort;
+/// go's module cache is read-only and may stay).
+fn sweep_stale() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("yep-test-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
