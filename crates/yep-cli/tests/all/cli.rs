@@ -2,7 +2,7 @@
 
 use crate::common;
 use crate::common::yep;
-use common::{on_a_pty, yep_with_stdin};
+use common::{on_a_pty, regex_escape, yep_with_stdin};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Stdio;
@@ -139,18 +139,6 @@ fn call_errors_are_clear() {
         assert_eq!(missing.status.code(), Some(1));
         insta::assert_snapshot!("missing_manifest", text(&missing.stderr));
     });
-}
-
-fn regex_escape(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '/' {
-                c.to_string()
-            } else {
-                format!("\\{c}")
-            }
-        })
-        .collect()
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use crate::common;
 use common::claude::claude_corpus;
-use common::{Sealed, ok, text, yep, yep_with_stdin};
+use common::{Sealed, ok, regex_escape, text, yep, yep_with_stdin};
 use std::path::Path;
 
 /// `insta` settings that hide what differs between runs: the test's temp dir, the sealed home,
@@ -21,15 +21,6 @@ fn stable(tmp: &Path) -> insta::Settings {
     settings.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "[TIME]");
     settings.add_filter(r"\b\d+(\.\d+)? ?(ms|s)\b", "[DURATION]");
     settings
-}
-
-fn regex_escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| match c.is_ascii_alphanumeric() || c == '/' {
-            true => vec![c],
-            false => vec!['\\', c],
-        })
-        .collect()
 }
 
 #[test]

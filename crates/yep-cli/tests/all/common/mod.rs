@@ -243,3 +243,16 @@ pub fn fixture_home(tmp: &Path) -> std::path::PathBuf {
     assert!(enable.status.success(), "{}", text(&enable.stderr));
     home
 }
+
+/// `s` as a regex that matches it literally (for insta filters: a temp path, a binary's path).
+pub fn regex_escape(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '/' {
+                c.to_string()
+            } else {
+                format!("\\{c}")
+            }
+        })
+        .collect()
+}
