@@ -4,13 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The path a `read:` or `write:` grant names, as the sandbox opens it: `~/` is the home.
-/// `None` for `~/` with no home.
-pub fn grant_path(written: &str) -> Option<PathBuf> {
-    match written.strip_prefix("~/") {
-        Some(rest) => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rest)),
-        None => Some(PathBuf::from(written)),
-    }
-}
+/// `None` for `~/` with no home. (The store's reading of a grant: one meaning for both.)
+pub use yep_store::grants::grant_path;
 
 /// Whether yep may make the missing directory `path` for a `write:` grant: it is inside the
 /// user's home (never the home itself), and neither in nor holding credentials

@@ -407,6 +407,15 @@ impl SandboxGrants {
 /// The grant forms, for errors.
 const GRANT_FORMS: &str = "workspace:write, read:<path>, write:<path>, net:<* | address:port | host name | private>, processes:<n>, open-files:<n>, address-space-mib:<n>";
 
+/// The path a `read:` or `write:` grant names, as the sandbox opens it: `~/` is the home.
+/// `None` for `~/` with no home.
+pub fn grant_path(written: &str) -> Option<std::path::PathBuf> {
+    match written.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(rest)),
+        None => Some(std::path::PathBuf::from(written)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

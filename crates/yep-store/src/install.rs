@@ -1,14 +1,16 @@
 //! Install and update: fetch into scratch, read and hash what came, show the summary (or the
 //! diff against what was approved), then commit through the journal.
 
+use crate::approval::{self, Approval, Decision, Moment, PackageKind, decide};
 use crate::fetch::{self, FetchError, Registry};
+use crate::grants::SandboxGrants;
 use crate::home::check_name;
 use crate::journal::Journal;
 use crate::lockfile::{LockBinary, LockEntry, LockSource, Lockfile};
 use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::package::{Package, command_resolves, read_package};
 use crate::source::{self, SourceSpec};
-use crate::summary::{self, ContributionDiff, diff};
+use crate::summary::{self, ContributionDiff};
 use crate::{Home, Progress, StoreError, claude, fsutil, hash, io, marketplace, zot};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -140,6 +142,7 @@ impl Fetched<'_> {
 /// What a fetched package is approved as: the manifest yep holds it to, and what only a zot
 /// extension or a Claude plugin pins beside it.
 struct Approved {
+    kind: PackageKind,
     manifest: Manifest,
     zot_pin: Option<zot::ZotPin>,
     zot_notes: Vec<String>,
@@ -152,8 +155,9 @@ struct Approved {
 
 impl Approved {
     /// A manifest with nothing pinned beside it.
-    fn plain(manifest: Manifest) -> Approved {
+    fn plain(kind: PackageKind, manifest: Manifest) -> Approved {
         Approved {
+            kind,
             manifest,
             zot_pin: None,
             zot_notes: Vec::new(),
@@ -162,6 +166,18 @@ impl Approved {
             claude_notes: Vec::new(),
             go_built: None,
         }
+    }
+
+    /// It in the one approval model: what `decide` weighs against what was approved, with
+    /// what the user granted the name before (`granted`).
+    fn approval(&self, content: &str, granted: SandboxGrants) -> Approval {
+        Approval {
+            content: Some(content.to_string()),
+            zot: self.zot_pin.clone(),
+            claude: self.claude_pin.clone(),
+            ..Approval::of_manifest(self.kind, self.manifest.clone())
+        }
+        .with_granted(granted)
     }
 }
 
@@ -261,27 +277,38 @@ impl Home {
             ignored: ignored_keys(approved.zot_ext.as_deref()),
             disabled_in_manifest: approved.zot_ext.as_ref().is_some_and(|ext| !ext.enabled),
         };
+        // In the one approval model: what was approved of the name (none for a first
+        // install or a package from another origin taking it), and what came.
+        let candidate = approved.approval(&fetched.hash, lock.granted(&fetched.name, None));
+        let pinned = fetched
+            .previous
+            .as_ref()
+            .filter(|_| !fetched.replacing)
+            .map(|prev| Approval::pinned(&lock, prev, || Manifest::load(&dest).ok()));
         // Same approved bytes from the same source: nothing to do.
         // (The installed copy counts too: one rewritten in place is restored from the source.)
-        let same_pin = same_pin(&fetched.previous, &approved);
-        if let Some(prev) = &fetched.previous
-            && prev.content_hash == fetched.hash
+        if let (Some(prev), Some(pinned)) = (&fetched.previous, &pinned)
             && prev.source == fetched.lock_source
-            && same_pin
+            && pinned.same_as(&candidate)
             && dest.symlink_metadata().is_ok()
             && (prev.is_linked() || self.drift_of(prev).is_none())
         {
             return Ok(unchanged);
         }
-        let diff = update_diff(&fetched, &approved, &dest);
-        check_locked(&fetched, &approved.manifest, same_pin)?;
-        ask_consent(
-            &fetched,
-            &approved.manifest,
-            &unchanged.summary,
-            diff.as_ref(),
-            approver,
-        )?;
+        let diff = pinned.as_ref().map(|p| approval::diff(p, &candidate));
+        let moment = match fetched.update_of {
+            Some((_, locked)) => Moment::Update { locked },
+            None => Moment::Install,
+        };
+        match decide(pinned.as_ref(), &candidate, moment) {
+            Decision::Run => {}
+            Decision::Ask(shown) => {
+                if !approver.approve(&unchanged.summary, shown.as_ref()) {
+                    return Err(declined(&fetched, &approved.manifest));
+                }
+            }
+            Decision::Refuse(_) => return Err(locked_out(&fetched, &approved.manifest)),
+        }
         if fetched.replacing {
             // Before the new bytes land: a crash from here on leaves the old package
             // disabled and without secrets, never the new one holding them.
@@ -307,7 +334,7 @@ impl Home {
         approver: &mut dyn Approver,
     ) -> Result<Approved, StoreError> {
         match package {
-            Package::Yep(manifest) => Ok(Approved::plain(*manifest)),
+            Package::Yep(manifest) => Ok(Approved::plain(PackageKind::Yep, *manifest)),
             Package::Claude(approval) => {
                 let claude::approve::Approval {
                     manifest,
@@ -315,9 +342,9 @@ impl Home {
                     notes,
                 } = *approval;
                 Ok(Approved {
-                    claude_pin: Some(pin),
+                    claude_pin: Some(pin.clone()),
                     claude_notes: notes,
-                    ..Approved::plain(manifest)
+                    ..Approved::plain(pin.kind.into(), manifest)
                 })
             }
             Package::Zot { extension, shown } => {
@@ -362,7 +389,7 @@ impl Home {
             zot_notes: notes,
             zot_ext: Some(extension),
             go_built: built,
-            ..Approved::plain(manifest)
+            ..Approved::plain(PackageKind::Zot, manifest)
         })
     }
 
@@ -418,6 +445,7 @@ impl Home {
             version: manifest.version.clone(),
             approved_manifest: Some(serde_json::to_string(&manifest).unwrap_or_default()),
             binary,
+            kind: Some(approved.kind),
             zot: approved.zot_pin,
             claude: approved.claude_pin,
         });
@@ -717,11 +745,6 @@ fn taken_again(source: &LockSource) -> (SourceSpec, bool, Option<String>) {
     }
 }
 
-/// The zot pin of an installed entry, if it is a zot extension.
-fn prev_pin(previous: &Option<LockEntry>) -> Option<&zot::ZotPin> {
-    previous.as_ref().and_then(|p| p.zot.as_ref())
-}
-
 /// An update brings the package it updates: under the name it had, and from the same origin.
 /// A marketplace may point an entry elsewhere: another origin is another package, installed
 /// (with --replace) rather than updated.
@@ -830,95 +853,26 @@ fn ignored_keys(ext: Option<&zot::ZotManifest>) -> Vec<String> {
     .unwrap_or_default()
 }
 
-/// Whether what is pinned beside the bytes is what `previous` was approved with. A zot
-/// extension's registrations can change with the same bytes (a fetched dependency, the
-/// environment): the same pin too.
-fn same_pin(previous: &Option<LockEntry>, approved: &Approved) -> bool {
-    let same_claude =
-        previous.as_ref().and_then(|p| p.claude.as_ref()) == approved.claude_pin.as_ref();
-    same_claude
-        && (approved.zot_pin.is_none()
-            || (prev_pin(previous) == approved.zot_pin.as_ref()
-                && previous
-                    .as_ref()
-                    .and_then(LockEntry::approved)
-                    .is_some_and(|m| {
-                        serde_json::to_value(m).ok()
-                            == serde_json::to_value(&approved.manifest).ok()
-                    })))
-}
-
-/// How the approved package differs from the installed one it updates; none for a first
-/// install or a replacement. A linked package changes in place: it is judged against what
-/// was approved, not its files.
-fn update_diff(fetched: &Fetched, approved: &Approved, dest: &Path) -> Option<ContributionDiff> {
-    let prev = fetched.previous.as_ref().filter(|_| !fetched.replacing)?;
-    prev.approved()
-        .or_else(|| Manifest::load(dest).ok())
-        .map(|old| {
-            let mut d = diff(&old, &approved.manifest);
-            // What only a zot pin holds (intercepts, events, capabilities).
-            if let Some(new) = &approved.zot_pin {
-                let (lines, widened) = prev.zot.clone().unwrap_or_default().diff(new);
-                d.lines.extend(lines);
-                d.widened |= widened;
-            }
-            // What only a Claude plugin's pin holds (hook command lines, inline
-            // commands, allowed-tools rules).
-            if let Some(new) = &approved.claude_pin {
-                let (lines, widened) = match &prev.claude {
-                    Some(old) => old.diff(new),
-                    None => (vec![format!("+ {} parts", new.kind.label())], true),
-                };
-                d.lines.extend(lines);
-                d.widened |= widened;
-            }
-            d
-        })
-}
-
 /// `--locked` refuses any change to the lock. Restoring the approved bytes leaves the lock as
 /// it is, so `--locked` allows it.
-fn check_locked(fetched: &Fetched, manifest: &Manifest, same_pin: bool) -> Result<(), StoreError> {
-    if let Some((entry, true)) = fetched.update_of
-        && (entry.content_hash != fetched.hash || !same_pin)
-    {
-        return Err(StoreError::Locked(format!(
-            "`{}` would change ({} → {}); the lock stays as it is",
-            manifest.name,
-            fetched
-                .previous
-                .as_ref()
-                .map_or("?", |p| p.content_hash.as_str()),
-            fetched.hash
-        )));
-    }
-    Ok(())
+fn locked_out(fetched: &Fetched, manifest: &Manifest) -> StoreError {
+    StoreError::Locked(format!(
+        "`{}` would change ({} → {}); the lock stays as it is",
+        manifest.name,
+        fetched
+            .previous
+            .as_ref()
+            .map_or("?", |p| p.content_hash.as_str()),
+        fetched.hash
+    ))
 }
 
-/// Ask `approver` when consent is needed: for a first install, a replacement, or an update
-/// that widens what was approved.
-fn ask_consent(
-    fetched: &Fetched,
-    manifest: &Manifest,
-    summary: &str,
-    diff: Option<&ContributionDiff>,
-    approver: &mut dyn Approver,
-) -> Result<(), StoreError> {
-    let needs_consent = match diff {
-        None => true,
-        Some(d) => d.widened,
+/// The user said no to a first install, a replacement, or an update that widens.
+fn declined(fetched: &Fetched, manifest: &Manifest) -> StoreError {
+    let what = if fetched.update_of.is_some() {
+        "updated"
+    } else {
+        "installed"
     };
-    if needs_consent && !approver.approve(summary, diff) {
-        let what = if fetched.update_of.is_some() {
-            "updated"
-        } else {
-            "installed"
-        };
-        return Err(StoreError::Declined(format!(
-            "`{}` was not {what}",
-            manifest.name
-        )));
-    }
-    Ok(())
+    StoreError::Declined(format!("`{}` was not {what}", manifest.name))
 }

@@ -10,6 +10,7 @@
 //! user approves, and [`text`], the escaping of anything a package says before a terminal
 //! sees it.
 
+pub mod approval;
 pub mod claude;
 pub mod code;
 pub mod config;

@@ -119,11 +119,12 @@ impl Home {
                             n => row.contributes.push(format!("{n} LSP servers (not run)")),
                         }
                         // The approved grants and the user's: what a session runs it with.
-                        row.sandbox = entry
+                        let own = entry
                             .approved()
-                            .map_or_else(|| m.sandbox.clone(), |a| a.sandbox)
-                            .merged(&lock.granted(&entry.name, None))
-                            .lines();
+                            .map_or_else(|| m.sandbox.clone(), |a| a.sandbox);
+                        row.sandbox =
+                            crate::approval::effective_grants(&lock, &entry.name, None, &own)
+                                .lines();
                         row.drift = self.drift_of(entry);
                         row.drifted = row.drift.is_some();
                         let set_secrets = config::secrets(self, &entry.name).unwrap_or_default();

@@ -83,6 +83,10 @@ impl std::fmt::Display for LockSource {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockEntry {
     pub name: String,
+    /// What format the package is written in, recorded at every install; a lock written
+    /// before yep recorded it has none, and [`LockEntry::kind`] reads it from the pins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::approval::PackageKind>,
     pub source: LockSource,
     pub content_hash: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,6 +118,18 @@ pub struct LockBinary {
 }
 
 impl LockEntry {
+    /// What format the package is written in: as recorded, else as its pins say (a zot pin
+    /// makes a zot extension, a plugin pin a plugin of its kind).
+    pub fn kind(&self) -> crate::approval::PackageKind {
+        use crate::approval::PackageKind;
+        self.kind
+            .unwrap_or_else(|| match (&self.zot, &self.claude) {
+                (Some(_), _) => PackageKind::Zot,
+                (None, Some(pin)) => pin.kind.into(),
+                (None, None) => PackageKind::Yep,
+            })
+    }
+
     /// Referenced in place (`--link`): its files are the author's and change under the home.
     pub fn is_linked(&self) -> bool {
         matches!(self.source, LockSource::Path { link: true, .. })
@@ -123,19 +139,19 @@ impl LockEntry {
     /// plugin's `.claude-plugin/plugin.json` or `.codex-plugin/plugin.json` (a Claude Code
     /// plugin with none has its directory layout), else `plugin.json`.
     pub fn manifest_file(&self) -> &'static str {
-        if self.zot.is_some() {
-            return crate::zot::ZOT_MANIFEST_FILE;
-        }
-        match self.claude.as_ref().map(|c| c.kind) {
-            Some(crate::claude::PluginKind::Claude) => match self.claude.as_ref() {
-                Some(pin) if pin.manifest_less && pin.marketplace.is_some() => {
-                    "its marketplace entry"
-                }
-                Some(pin) if pin.manifest_less => "its directory layout",
-                _ => crate::claude::CLAUDE_MANIFEST_FILE,
+        use crate::approval::PackageKind;
+        let manifest_less = self.claude.as_ref().filter(|pin| pin.manifest_less);
+        match self.kind() {
+            PackageKind::Zot => crate::zot::ZOT_MANIFEST_FILE,
+            PackageKind::Claude => match manifest_less {
+                Some(pin) if pin.marketplace.is_some() => "its marketplace entry",
+                Some(_) => "its directory layout",
+                None => crate::claude::CLAUDE_MANIFEST_FILE,
             },
-            Some(crate::claude::PluginKind::Codex) => crate::claude::CODEX_MANIFEST_FILE,
-            Some(crate::claude::PluginKind::AgentPlugin) | None => crate::manifest::MANIFEST_FILE,
+            PackageKind::Codex => crate::claude::CODEX_MANIFEST_FILE,
+            PackageKind::AgentPlugin | PackageKind::Yep | PackageKind::Mcp => {
+                crate::manifest::MANIFEST_FILE
+            }
         }
     }
 
@@ -305,6 +321,7 @@ mod tests {
     fn entries_round_trip_sorted_with_tagged_sources() {
         let mut lock = Lockfile::default();
         lock.upsert(LockEntry {
+            kind: None,
             name: "zeta".into(),
             source: LockSource::Crate {
                 crate_name: "yep-extension-zeta".into(),
@@ -319,6 +336,7 @@ mod tests {
             claude: None,
         });
         lock.upsert(LockEntry {
+            kind: None,
             name: "alpha".into(),
             source: LockSource::Git {
                 url: "file:///r".into(),
@@ -339,6 +357,7 @@ mod tests {
             claude: None,
         });
         lock.upsert(LockEntry {
+            kind: None,
             name: "beta".into(),
             source: LockSource::Path {
                 path: "/p".into(),
@@ -469,6 +488,7 @@ mod tests {
             )),
         };
         let entry = |claude| LockEntry {
+            kind: None,
             name: "cc".into(),
             source: LockSource::Path {
                 path: "/p".into(),

@@ -544,16 +544,27 @@ impl std::fmt::Display for ToolChange {
 pub fn diff(pin: Option<&McpPin>, tools: &[McpTool]) -> Vec<ToolChange> {
     let empty = BTreeMap::new();
     let pinned = pin.map_or(&empty, |p| &p.tools);
+    changes(pinned, tools.iter().map(|t| (t.name.as_str(), t.hash())))
+}
+
+/// What changed from the `pinned` tools (name to hash) to those `listed`, in their order;
+/// the removed ones last.
+pub fn changes<'a>(
+    pinned: &BTreeMap<String, String>,
+    listed: impl Iterator<Item = (&'a str, String)>,
+) -> Vec<ToolChange> {
     let mut out = Vec::new();
-    for t in tools {
-        match pinned.get(&t.name) {
-            None => out.push(ToolChange::Added(t.name.clone())),
-            Some(h) if *h != t.hash() => out.push(ToolChange::Changed(t.name.clone())),
+    let mut seen = std::collections::BTreeSet::new();
+    for (name, hash) in listed {
+        seen.insert(name);
+        match pinned.get(name) {
+            None => out.push(ToolChange::Added(name.to_string())),
+            Some(h) if *h != hash => out.push(ToolChange::Changed(name.to_string())),
             Some(_) => {}
         }
     }
     for name in pinned.keys() {
-        if !tools.iter().any(|t| &t.name == name) {
+        if !seen.contains(name.as_str()) {
             out.push(ToolChange::Removed(name.clone()));
         }
     }

@@ -1,14 +1,15 @@
 //! `yep grant` and `yep revoke`: what the user lets an extension or MCP server reach beyond
 //! the sandbox's default profile (and its manifest's own grants), pinned in the lock.
 
+use super::install::Consent;
 use crate::output::{hinted, stdout_line};
 use serde::Serialize;
 use std::io::Write;
 use std::process::ExitCode;
 use yep_host::settings::sandbox_mode_or_required;
 use yep_store::Home;
+use yep_store::approval::{GrantError, Granted, Missing, Subject};
 use yep_store::grants::SandboxGrants;
-use yep_store::mcp::Origin;
 use yep_store::text::escape;
 
 #[derive(clap::Args)]
@@ -54,53 +55,21 @@ struct Outcome {
     effective: Vec<String>,
 }
 
-/// What `name` is here: its kind, the workspace a grant for it is kept for, and its
-/// manifest's own grants.
-struct Grantee {
-    kind: String,
-    workspace: Option<String>,
-    manifest: SandboxGrants,
-}
-
-fn grantee(home: &Home, name: &str) -> anyhow::Result<Grantee> {
-    if let Some(entry) = home.lockfile()?.get(name) {
-        let manifest = entry
-            .approved()
-            .map(|m| m.sandbox)
-            .or_else(|| home.package_manifest(entry).ok().map(|m| m.sandbox))
-            .unwrap_or_default();
-        let kind = match entry.zot {
-            Some(_) => "zot extension",
-            None => "extension",
-        };
-        return Ok(Grantee {
-            kind: kind.into(),
-            workspace: None,
-            manifest,
-        });
+/// What `name` is here: an installed package, else an MCP server a session here sees.
+fn subject(home: &Home, name: &str) -> anyhow::Result<Subject> {
+    if let Some(subject) = Subject::package(home, name)? {
+        return Ok(subject);
     }
-    let source = super::mcp::here(home)?
-        .into_iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| {
-            hinted(
-                format!(
-                    "no extension or MCP server named `{}` here",
-                    escape(name)
-                ),
-                &["`yep list` shows installed extensions, `yep mcp list` the MCP servers a session in this directory sees"],
-            )
-        })?;
-    let kind = match &source.origin {
-        Origin::Extension(ext) => format!("MCP server of extension {ext}"),
-        Origin::Home => "MCP server".into(),
-        Origin::Workspace(_) => "workspace MCP server".into(),
-    };
-    Ok(Grantee {
-        kind,
-        workspace: source.origin.workspace(),
-        manifest: SandboxGrants::default(),
-    })
+    let source = super::mcp::named(home, name)?.ok_or_else(|| {
+        hinted(
+            format!(
+                "no extension or MCP server named `{}` here",
+                escape(name)
+            ),
+            &["`yep list` shows installed extensions, `yep mcp list` the MCP servers a session in this directory sees"],
+        )
+    })?;
+    Ok(Subject::mcp_server(home, name, source.origin)?)
 }
 
 /// The grants `tokens` name, each checked; the first bad one is the error.
@@ -116,77 +85,62 @@ pub fn parse_all(tokens: &[String]) -> anyhow::Result<SandboxGrants> {
     })
 }
 
-/// The directories `write:` grants name that do not exist yet, to be made once the grants
-/// are given ([`Missing::make`]).
-#[must_use]
-pub struct Missing(Vec<(String, std::path::PathBuf)>);
-
-/// Check that every path `grants` names exists: the sandbox can open only what exists when
-/// the server starts, so a grant of a missing path would do nothing. A `write:` one inside
-/// the home is made (by [`Missing::make`], once granted); any other is refused, saying why.
+/// Check, before anything is kept, that every path `grants` names exists or is one yep may
+/// make ([`Missing::check`]); the error says which and why.
 pub fn missing_paths(home: &Home, grants: &SandboxGrants) -> anyhow::Result<Missing> {
-    use yep_sandbox::{grant_path, may_make_for_grant};
-    let mut make = Vec::new();
-    for (kind, written) in grants
-        .read
-        .iter()
-        .map(|p| ("read", p))
-        .chain(grants.write.iter().map(|p| ("write", p)))
-    {
-        let Some(path) = grant_path(written) else {
-            continue;
-        };
-        if std::fs::symlink_metadata(&path).is_ok() {
-            continue;
-        }
-        if kind == "write" && may_make_for_grant(&path, &home.root) {
-            make.push((written.clone(), path));
-            continue;
-        }
-        return Err(hinted(
-            format!(
-                "`{kind}:{}` names {}, which does not exist: the sandbox can open only what exists when the server starts",
-                escape(written),
-                escape(&path.display().to_string())
-            ),
-            &[
-                "create it first, then grant it (for `write:` yep makes a missing directory itself, inside your home only)",
-            ],
-        ));
-    }
-    Ok(Missing(make))
+    Missing::check(grants, &may_make(home)).map_err(|e| grant_error(e, None))
 }
 
-impl Missing {
-    /// Make each missing directory (owner-only, with its missing parents), saying so on
-    /// stderr.
-    pub fn make(self) -> anyhow::Result<()> {
-        use std::os::unix::fs::DirBuilderExt;
-        for (written, path) in self.0 {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&path)
-                .map_err(|e| anyhow::anyhow!("failed to make {}: {e}", path.display()))?;
-            crate::output::stderr_line(&format!(
-                "made {}, a directory for the grant `write:{}` (it did not exist)",
-                escape(&path.display().to_string()),
-                escape(&written)
-            ));
-        }
-        Ok(())
+/// Make the directories `missing` holds, saying each.
+pub fn make_missing(missing: Missing) -> anyhow::Result<()> {
+    say_made(&missing.make()?);
+    Ok(())
+}
+
+/// Where yep may make a missing directory for a `write:` grant: the sandbox's rule.
+fn may_make(home: &Home) -> impl Fn(&std::path::Path) -> bool + '_ {
+    |path| yep_sandbox::may_make_for_grant(path, &home.root)
+}
+
+/// A grant refused, with the hint that leads on.
+fn grant_error(e: GrantError, consent: Option<&Consent>) -> anyhow::Error {
+    let hint = match &e {
+        GrantError::Missing { .. } => "create it first, then grant it (for `write:` yep makes a missing directory itself, inside your home only)".to_string(),
+        GrantError::Declined(_) => match consent.is_some_and(|c| c.asked) {
+            true => "no terminal to ask at: review the grants above and re-run with --yes to grant them".into(),
+            false => "nothing was granted".into(),
+        },
+        GrantError::NotGranted { line, own: true, .. } => format!(
+            "`{}` is asked for by the package's own manifest, and approved with it: disable or remove the package to stop it",
+            escape(line)
+        ),
+        GrantError::NotGranted { .. } => "`yep list` or `yep mcp list` shows what it has".into(),
+        GrantError::Make { .. } | GrantError::Store(_) => return e.into(),
+    };
+    hinted(e.to_string(), &[&hint])
+}
+
+/// Say each directory made for a `write:` grant, on stderr.
+fn say_made(made: &[(String, std::path::PathBuf)]) {
+    for (written, path) in made {
+        crate::output::stderr_line(&format!(
+            "made {}, a directory for the grant `write:{}` (it did not exist)",
+            escape(&path.display().to_string()),
+            escape(written)
+        ));
     }
 }
 
 pub fn grant(args: GrantArgs, home: &Home) -> anyhow::Result<ExitCode> {
-    let who = grantee(home, &args.name)?;
-    let mut consent = super::install::Consent::new(args.yes);
-    let (new, after) = widen(home, &args.name, &who, &args.grants, &mut consent)?;
-    let said = match new.is_empty() {
+    let who = subject(home, &args.name)?;
+    let mut consent = Consent::new(args.yes);
+    let granted = widen(home, &who, &args.grants, &mut consent)?;
+    let said = match granted.new.is_empty() {
         true => "nothing new: it has all of that already",
         false => "granted; it runs with it from its next start",
     };
-    report(home, &args.name, &who, new, &after, args.json, said)
+    let (new, after, effective) = (granted.new, granted.granted, granted.effective);
+    report(home, &who, new, &after, &effective, args.json, said)
 }
 
 /// Grant `name` what `tokens` name, with `consent` (`--yes`, or a `y` at the terminal) when
@@ -195,119 +149,84 @@ pub fn grant_with_consent(
     home: &Home,
     name: &str,
     tokens: &[String],
-    consent: &mut super::install::Consent,
+    consent: &mut Consent,
 ) -> anyhow::Result<Vec<String>> {
-    let who = grantee(home, name)?;
-    Ok(widen(home, name, &who, tokens, consent)?.0)
+    let who = subject(home, name)?;
+    Ok(widen(home, &who, tokens, consent)?.new)
+}
+
+/// Grant what the user typed with the command that installs or adds `who`: typing it is
+/// consenting to it.
+pub fn grant_typed(home: &Home, who: &Subject, asked: &SandboxGrants) -> anyhow::Result<()> {
+    if asked.is_empty() {
+        return Ok(());
+    }
+    let granted = home
+        .grant(who, asked, &may_make(home), &mut |_| true)
+        .map_err(|e| grant_error(e, None))?;
+    say_made(&granted.made);
+    Ok(())
 }
 
 fn widen(
     home: &Home,
-    name: &str,
-    who: &Grantee,
+    who: &Subject,
     tokens: &[String],
-    consent: &mut super::install::Consent,
-) -> anyhow::Result<(Vec<String>, SandboxGrants)> {
+    consent: &mut Consent,
+) -> anyhow::Result<Granted> {
     let asked = parse_all(tokens)?;
-    let missing = missing_paths(home, &asked)?;
-    let before = home.lockfile()?.granted(name, who.workspace.as_deref());
-    let after = before.merged(&asked);
-    let new = before.merged(&who.manifest).widened_by(&after);
-    if new.is_empty() {
-        // Granted already: a directory removed since is made again.
-        missing.make()?;
-        return Ok((new, before));
-    }
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(
-        err,
-        "{} `{}` would run with more than its sandbox allows now:",
-        who.kind,
-        escape(name)
-    );
-    for line in &new {
-        let _ = writeln!(err, "  + {}", escape(line));
-    }
-    if !consent.ask(&mut err, "grant it?") {
-        let hint = if consent.asked {
-            "no terminal to ask at: review the grants above and re-run with --yes to grant them"
-        } else {
-            "nothing was granted"
-        };
-        return Err(hinted(format!("not granted: `{}`", escape(name)), &[hint]));
-    }
-    drop(err);
-    missing.make()?;
-    home.set_granted(name, who.workspace.as_deref(), after.clone())?;
-    Ok((new, after))
+    let mut ask = |new: &[String]| {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "{} `{}` would run with more than its sandbox allows now:",
+            who.kind,
+            escape(&who.name)
+        );
+        for line in new {
+            let _ = writeln!(err, "  + {}", escape(line));
+        }
+        consent.ask(&mut err, "grant it?")
+    };
+    let granted = home.grant(who, &asked, &may_make(home), &mut ask);
+    let granted = granted.map_err(|e| grant_error(e, Some(consent)))?;
+    say_made(&granted.made);
+    Ok(granted)
 }
 
 pub fn revoke(args: RevokeArgs, home: &Home) -> anyhow::Result<ExitCode> {
-    let who = grantee(home, &args.name)?;
-    let before = home
-        .lockfile()?
-        .granted(&args.name, who.workspace.as_deref());
-    let after = match args.grants.is_empty() {
-        true => SandboxGrants::default(),
-        false => {
-            let named = parse_all(&args.grants)?;
-            // Only what the user granted can be taken back here: the manifest's are part of
-            // the package the user approved.
-            let held = before.lines();
-            // A limit is named by its kind (`processes:1` takes back any processes limit).
-            let kind = |l: &str| l.split(' ').take(2).collect::<Vec<_>>().join(" ");
-            let own: Vec<String> = named
-                .lines()
-                .into_iter()
-                .filter(|l| match l.starts_with("limit ") {
-                    true => !held.iter().any(|h| kind(h) == kind(l)),
-                    false => !held.contains(l),
-                })
-                .collect();
-            if let Some(line) = own.first() {
-                let why = match who.manifest.lines().contains(line) {
-                    true => format!(
-                        "`{}` is asked for by the package's own manifest, and approved with it: disable or remove the package to stop it",
-                        escape(line)
-                    ),
-                    false => "`yep list` or `yep mcp list` shows what it has".into(),
-                };
-                return Err(hinted(
-                    format!(
-                        "`{}` was not granted to `{}` with yep grant",
-                        escape(line),
-                        escape(&args.name)
-                    ),
-                    &[&why],
-                ));
-            }
-            before.without(&named)
-        }
+    let who = subject(home, &args.name)?;
+    let named = match args.grants.is_empty() {
+        true => None,
+        false => Some(parse_all(&args.grants)?),
     };
-    let taken: Vec<String> = after.widened_by(&before);
-    home.set_granted(&args.name, who.workspace.as_deref(), after.clone())?;
-    let said = match taken.is_empty() {
+    let revoked = home
+        .revoke(&who, named.as_ref())
+        .map_err(|e| grant_error(e, None))?;
+    let said = match revoked.taken.is_empty() {
         true => "nothing to take back: you granted it nothing",
         false => "revoked; it runs without it from its next start",
     };
-    report(home, &args.name, &who, taken, &after, args.json, said)
+    let (taken, after, effective) = (revoked.taken, revoked.granted, revoked.effective);
+    report(home, &who, taken, &after, &effective, args.json, said)
 }
 
 fn report(
     home: &Home,
-    name: &str,
-    who: &Grantee,
+    who: &Subject,
     changed: Vec<String>,
     granted: &SandboxGrants,
+    effective: &SandboxGrants,
     json: bool,
     said: &str,
 ) -> anyhow::Result<ExitCode> {
+    let name = &who.name;
     let outcome = Outcome {
         name: name.to_string(),
-        kind: who.kind.clone(),
+        kind: who.kind.to_string(),
         changed,
         granted: granted.lines(),
-        effective: who.manifest.merged(granted).lines(),
+        effective: effective.lines(),
     };
     if json {
         stdout_line(&serde_json::to_string(&outcome)?);

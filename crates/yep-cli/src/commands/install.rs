@@ -287,7 +287,7 @@ pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode>
     let mut consent = Consent::new(args.yes);
     let granting = super::grant::parse_all(&args.grants)?;
     // Made before the install, whose first run of a zot extension has the grants too.
-    super::grant::missing_paths(home, &granting)?.make()?;
+    super::grant::make_missing(super::grant::missing_paths(home, &granting)?)?;
     if !granting.is_empty() {
         // Shown before the summary it is approved with.
         let mut err = std::io::stderr().lock();
@@ -313,9 +313,8 @@ pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode>
                 Some(hint) => hinted(e.to_string(), &[&hint]),
                 None => declined(e, &consent),
             })?;
-    if !granting.is_empty() {
-        let before = home.lockfile()?.granted(&result.name, None);
-        home.set_granted(&result.name, None, before.merged(&granting))?;
+    if let Some(subject) = yep_store::approval::Subject::package(home, &result.name)? {
+        super::grant::grant_typed(home, &subject, &granting)?;
     }
     report(std::slice::from_ref(&result), args.json, home)?;
     super::mcp::pin_contributed(home, &[result], args.json).await;

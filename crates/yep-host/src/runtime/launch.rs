@@ -133,7 +133,8 @@ pub fn installed(
     // Its data dir (`YEP_DATA_DIR`, zot's `data_dir`) is the one place of its own it writes.
     spec.data_dir = Some(home.data_dir(name));
     // What the user granted beyond the manifest (`yep grant`) widens it too.
-    spec.sandbox_grants = spec.sandbox_grants.merged(&lock.granted(name, None));
+    spec.sandbox_grants =
+        crate::store::approval::effective_grants(&lock, name, None, &spec.sandbox_grants);
     // Plain config (secrets stripped) for initialize; secrets and env-mapped fields as env.
     let read = |e| LaunchError::Config {
         extension: extension(),
@@ -198,8 +199,11 @@ fn approved_manifest(
         })?;
     // Files can change after approval: the grants are the approved ones.
     if let Some(approved) = entry.approved() {
-        let same = serde_json::to_value(&approved).ok() == serde_json::to_value(&manifest).ok();
-        if !same {
+        use crate::store::approval::{Approval, Decision, Moment, decide};
+        let pinned = Approval::of_manifest(entry.kind(), approved.clone());
+        let candidate = Approval::of_manifest(entry.kind(), manifest.clone());
+        // Nobody is asked at launch: a change is refused, and what was approved runs.
+        if let Decision::Refuse(_) = decide(Some(&pinned), &candidate, Moment::Launch) {
             warnings.push(HealthEvent::Drifted {
                 extension: extension(),
                 message: format!("extension `{name}`: {} changed since it was approved; using the approved manifest (review with `yep update {name}`)", entry.manifest_file()),

@@ -1,6 +1,7 @@
 //! Every integration test of `yep-store` in one binary: one link instead of one per file. Each
 //! module is one area's tests. Apart, in a binary of its own: without_fetch, built only without the `fetch` feature (CI runs it so).
 
+mod approval;
 mod claude_corpus;
 mod errors;
 mod planted_fifo;

@@ -57,17 +57,15 @@ pub struct AddArgs {
 /// they are now pinned (adding it is approving it), or left for a login.
 pub(super) async fn add(args: AddArgs, home: &Home) -> anyhow::Result<()> {
     let granted = crate::commands::grant::parse_all(&args.grants)?;
-    let missing = crate::commands::grant::missing_paths(home, &granted)?;
+    // Checked before anything is kept: a grant that cannot be given adds nothing.
+    let _ = crate::commands::grant::missing_paths(home, &granted)?;
     let server = server(&args)?;
     let name = &args.name;
     yep_store::mcp::add(home, name, &server)?;
     // Typed with the command that adds it: granted as it is added, before its first
     // run (which lists its tools) so that run has them too.
-    missing.make()?;
-    if !granted.is_empty() {
-        let before = home.lockfile()?.granted(name, None);
-        home.set_granted(name, None, before.merged(&granted))?;
-    }
+    let subject = yep_store::approval::Subject::mcp_server(home, name, Origin::Home)?;
+    crate::commands::grant::grant_typed(home, &subject, &granted)?;
     if args.oauth {
         return added_for_login(home, name, args.json);
     }

@@ -103,9 +103,15 @@ fn row(home: &Home, lock: &yep_store::lockfile::Lockfile, s: McpSource) -> Row {
         as_written: pin.as_ref().is_some_and(|p| p.as_written),
         login,
         sandbox: match s.server.transport.as_str() {
+            // An MCP server has no grants of its own: the user's are all it has.
             "stdio" => Some(
-                lock.granted(&s.name, s.origin.workspace().as_deref())
-                    .lines(),
+                yep_store::approval::effective_grants(
+                    lock,
+                    &s.name,
+                    s.origin.workspace().as_deref(),
+                    &Default::default(),
+                )
+                .lines(),
             ),
             _ => None,
         },

@@ -91,14 +91,14 @@ fn trust_project(args: &TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     if why != Asked::Never {
         summary.push_str(&format!("\n  not approved{}", why.since()));
     }
-    let diff = pinned.as_ref().map(|old| {
-        let (lines, widened) = old.claude.diff(&project.approval.pin);
-        yep_store::summary::ContributionDiff {
-            lines,
-            widened,
-            ..Default::default()
-        }
-    });
+    // What its hooks, commands and skills add, in the one approval model's diff.
+    let held = |pin: &yep_store::claude::ClaudePin| yep_store::approval::Approval {
+        claude: Some(pin.clone()),
+        ..yep_store::approval::Approval::of_kind(yep_store::approval::PackageKind::Claude)
+    };
+    let diff = pinned
+        .as_ref()
+        .map(|old| yep_store::approval::diff(&held(&old.claude), &held(&project.approval.pin)));
     let mut consent = Consent::new(args.yes);
     if !consent.approve(&summary, diff.as_ref()) {
         return Err(hinted(

@@ -110,9 +110,13 @@ pub fn launch(
         grants,
         // Only the user grants a server more than the default profile (`yep grant`, `yep
         // mcp add --grant`, `yep trust --grant`): a workspace's `.mcp.json` never can.
-        sandbox_grants: lock
-            .granted(&source.name, source.origin.workspace().as_deref())
-            .merged(&needs),
+        // (What its launcher needs, `needs`, stands in for its own grants.)
+        sandbox_grants: crate::store::approval::effective_grants(
+            &lock,
+            &source.name,
+            source.origin.workspace().as_deref(),
+            &needs,
+        ),
         grant_name: Some(source.name.clone()),
         ..ServerSpec::new(
             log_stem(&source.name, &source.origin),

@@ -5,6 +5,7 @@ use super::{MAX_MCP_JSON_BYTES, MAX_WORKSPACE_SERVERS, command_line};
 use crate::manifest::{Manifest, McpServer};
 use crate::runtime::contrib::{argv_safe, expand, expand_withholding, references};
 use crate::store::Home;
+use crate::store::approval::{Approval, Decision, Moment, decide};
 use crate::store::code::{CodeError, WorkspaceCode};
 use crate::store::fsutil::{Links, Refused, read_regular_string};
 use crate::store::launcher::{self, Launched};
@@ -137,7 +138,27 @@ impl McpSource {
             None => return Some(Unapproved::Never),
             Some(pin) => pin,
         };
-        if pin.spec != crate::store::mcp::spec_hash(self.definition(), &self.origin) {
+        // What would run now, in the one approval model, against what was approved: its
+        // definition and the workspace code it names (its tools are known only once it runs,
+        // and are withheld one by one then).
+        let now = McpPin {
+            spec: crate::store::mcp::spec_hash(self.definition(), &self.origin),
+            code: match &self.code {
+                Some(Ok(code)) => code.hash.clone(),
+                _ => pin.code.clone(),
+            },
+            ..pin.clone()
+        };
+        let approved = Approval::of_mcp(pin.clone());
+        let changed = !matches!(
+            decide(
+                Some(&approved),
+                &Approval::of_mcp(now.clone()),
+                Moment::Launch
+            ),
+            Decision::Run
+        );
+        if changed && now.spec != pin.spec {
             return Some(Unapproved::Definition);
         }
         if let Some(launched) = self.launched()
@@ -149,12 +170,10 @@ impl McpSource {
             });
         }
         match &self.code {
-            Some(Ok(code)) if pin.code.as_deref() != code.hash.as_deref() => {
-                Some(Unapproved::Code {
-                    paths: code.paths.clone(),
-                    unpinned: pin.code.is_none(),
-                })
-            }
+            Some(Ok(code)) if changed => Some(Unapproved::Code {
+                paths: code.paths.clone(),
+                unpinned: pin.code.is_none(),
+            }),
             _ => None,
         }
     }
