@@ -157,7 +157,7 @@ impl Home {
         }
         // zot's own switch, in the package: zot never starts one that says false.
         if on
-            && entry.is_some_and(|e| e.zot.is_some())
+            && entry.is_some_and(|e| e.kind().speaks_zot())
             && zot::ZotManifest::load(&self.package_dir(name)).is_ok_and(|m| !m.enabled)
         {
             return Err(StoreError::ZotDisabled {

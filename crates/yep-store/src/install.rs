@@ -364,7 +364,10 @@ impl Home {
     ) -> Result<Approved, StoreError> {
         // An installed one that never ran (its manifest turned it off) asks as a
         // first install does, whatever the verb.
-        let never_ran = fetched.previous.as_ref().is_some_and(|p| p.zot.is_some())
+        let never_ran = fetched
+            .previous
+            .as_ref()
+            .is_some_and(|p| p.kind().speaks_zot())
             && zot::ZotManifest::load(&self.package_dir(&fetched.name))
                 .is_ok_and(|m| !m.enabled && m.spawns());
         let first = (fetched.update_of.is_none()

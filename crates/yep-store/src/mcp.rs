@@ -663,6 +663,19 @@ pub struct Approved<'a> {
 }
 
 impl<'a> Approved<'a> {
+    /// The pin of server `name` at `origin` approved so with `tools`: what the lock holds.
+    pub fn pin(&self, name: &str, origin: &Origin, tools: &[McpTool]) -> McpPin {
+        McpPin {
+            name: name.to_string(),
+            workspace: origin.workspace(),
+            spec: spec_hash(self.spec, origin),
+            code: self.code.map(String::from),
+            install: self.install.cloned(),
+            as_written: self.as_written,
+            tools: tools.iter().map(|t| (t.name.clone(), t.hash())).collect(),
+        }
+    }
+
     /// An approval of `spec` running `code`, with no launcher install.
     pub fn of(spec: &'a McpServer, code: Option<&'a str>) -> Approved<'a> {
         Approved {
@@ -684,25 +697,11 @@ pub fn record(
     approved: Approved<'_>,
     tools: &[McpTool],
 ) -> Result<McpPin, StoreError> {
-    let Approved {
-        spec,
-        code,
-        install,
-        as_written,
-    } = approved;
     check_list(tools).map_err(|cap| StoreError::McpToolList {
         server: name.to_string(),
         cap,
     })?;
-    let pin = McpPin {
-        name: name.to_string(),
-        workspace: origin.workspace(),
-        spec: spec_hash(spec, origin),
-        code: code.map(String::from),
-        install: install.cloned(),
-        as_written,
-        tools: tools.iter().map(|t| (t.name.clone(), t.hash())).collect(),
-    };
+    let pin = approved.pin(name, origin, tools);
     let _lock = home.lock()?;
     // The cache first: a crash between the two leaves a cache no pin vouches for, never a pin
     // without its tools.

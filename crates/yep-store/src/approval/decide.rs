@@ -15,7 +15,8 @@ pub enum Moment {
     /// A session starts it: nobody is asked, so a change is refused (and what was approved
     /// runs instead, where the caller can hold it to that).
     Launch,
-    /// `yep trust`, `yep mcp add`: the user approves it as it is now.
+    /// `yep trust`, `yep mcp add`: the user came to approve it as it is now, so any change
+    /// is shown and asked, a narrowing too.
     Trust,
     /// `yep grant`: the user widens what it may reach.
     Grant,
@@ -64,6 +65,7 @@ pub fn decide(pinned: Option<&Approval>, candidate: &Approval, moment: Moment) -
     let d = diff(pinned, candidate);
     match moment {
         Moment::Launch => Decision::Refuse(Refusal::Changed(d)),
+        Moment::Trust => Decision::Ask(Some(d)),
         _ if d.widened => Decision::Ask(Some(d)),
         _ => Decision::Run,
     }
@@ -225,9 +227,17 @@ mod tests {
         let old = pin("s1", &[("read", "h1"), ("list", "h2")]);
         let fewer = pin("s1", &[("read", "h1")]);
         assert!(matches!(
-            decide(Some(&old), &fewer, Moment::Trust),
+            decide(Some(&old), &fewer, Moment::Install),
             Decision::Run
         ));
+        // At `yep trust` the user came to review it: a narrowing is shown and asked too.
+        match decide(Some(&old), &fewer, Moment::Trust) {
+            Decision::Ask(Some(d)) => {
+                assert!(!d.widened);
+                assert_eq!(d.lines, ["- tool list (no longer listed)"]);
+            }
+            other => panic!("{other:?}"),
+        }
         let changed = pin("s1", &[("read", "h9"), ("list", "h2")]);
         match decide(Some(&old), &changed, Moment::Trust) {
             Decision::Ask(Some(d)) => assert_eq!(

@@ -52,8 +52,20 @@ fn mcp_lines(old: Option<&McpPin>, new: &McpPin, d: &mut ContributionDiff) {
         if old.code != new.code {
             widen("~ the workspace code it runs changed");
         }
-        if old.install != new.install && new.install.is_some() {
-            widen("~ the package its launcher installed changed");
+        let package = |p: &McpPin| {
+            p.install
+                .as_ref()
+                .map(|i| (i.package.clone(), i.version.clone(), i.integrity.clone()))
+        };
+        match (package(old), package(new)) {
+            (Some(a), Some(b)) if a != b => widen(&format!(
+                "~ package {} {} → {}",
+                escape(&b.0),
+                escape(&a.1),
+                escape(&b.1)
+            )),
+            (None, Some(b)) => widen(&format!("+ package {} {}", escape(&b.0), escape(&b.1))),
+            _ => {}
         }
         if !old.as_written && new.as_written {
             widen("+ runs its launcher as written (fetching at each cold start)");

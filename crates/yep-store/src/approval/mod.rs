@@ -121,9 +121,36 @@ impl Approval {
             && self.kind == other.kind
             && self.zot == other.zot
             && self.claude == other.claude
-            && self.mcp == other.mcp
+            && same_mcp(self.mcp.as_ref(), other.mcp.as_ref())
             && self.granted == other.granted
             && json(&self.manifest) == json(&other.manifest)
+    }
+}
+
+/// Whether two MCP pins approve the same: a launcher's package is the same package when its
+/// name, version and integrity are (where and how it was laid out is not approved).
+fn same_mcp(a: Option<&McpPin>, b: Option<&McpPin>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let package = |p: &McpPin| {
+                p.install.as_ref().map(|i| {
+                    (
+                        i.ecosystem,
+                        i.package.clone(),
+                        i.version.clone(),
+                        i.integrity.clone(),
+                    )
+                })
+            };
+            McpPin {
+                install: None,
+                ..a.clone()
+            } == McpPin {
+                install: None,
+                ..b.clone()
+            } && package(a) == package(b)
+        }
+        (a, b) => a == b,
     }
 }
 

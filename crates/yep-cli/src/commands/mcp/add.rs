@@ -6,7 +6,7 @@ use super::{here, workspace};
 use crate::output::{hinted, stdout_line};
 use std::collections::BTreeMap;
 use std::io::Write;
-use yep_host::runtime::mcp::{Approval, McpSource, StageOptions, log_stem};
+use yep_host::runtime::mcp::{McpSource, Pinned, StageOptions, log_stem};
 use yep_store::Home;
 use yep_store::manifest::McpServer;
 use yep_store::mcp::Origin;
@@ -180,7 +180,7 @@ async fn approve(
     name: &str,
     source: Option<&McpSource>,
     as_written: bool,
-) -> anyhow::Result<Result<Approval, NotApproved>> {
+) -> anyhow::Result<Result<Pinned, NotApproved>> {
     let opts = StageOptions {
         as_written: Some(as_written),
         reinstall: false,
@@ -254,7 +254,7 @@ fn not_started(home: &Home, name: &str, keep: bool, why: &str) -> anyhow::Result
 fn report_added(
     home: &Home,
     args: &AddArgs,
-    approved: &Result<Approval, NotApproved>,
+    approved: &Result<Pinned, NotApproved>,
     wants_login: bool,
     source: Option<&McpSource>,
 ) {

@@ -5,7 +5,7 @@ use super::workspace;
 use crate::output::stdout_line;
 use std::io::Write;
 use yep_host::runtime::mcp::{
-    Approval, McpProbeError, McpSource, StageOptions, approve_with, sources,
+    McpProbeError, McpSource, Pinned, StageOptions, approve_with, sources,
 };
 use yep_store::Home;
 use yep_store::launcher::{Installed, Launched};
@@ -24,7 +24,7 @@ pub(super) async fn pin_now(
     source: &McpSource,
     here: &std::path::Path,
     opts: &StageOptions,
-) -> Result<Approval, McpProbeError> {
+) -> Result<Pinned, McpProbeError> {
     approve_with(
         home,
         source,
@@ -94,7 +94,9 @@ pub async fn pin_contributed(home: &Home, results: &[yep_store::Installed], json
         };
         // A plugin's remote servers are listed, not reached, until the user trusts them: the
         // consent screen said what approving starts, its local (stdio) servers, once each.
-        let plugin = lock.get(&r.name).is_some_and(|e| e.claude.is_some());
+        let plugin = lock
+            .get(&r.name)
+            .is_some_and(|e| e.kind().plugin().is_some());
         let extensions = [(r.name.clone(), manifest)];
         for source in sources(home, &extensions, &here, &mut |_| {}) {
             if !matches!(&source.origin, Origin::Extension(e) if *e == r.name) {

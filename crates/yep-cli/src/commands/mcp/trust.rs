@@ -10,6 +10,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use yep_host::runtime::mcp::{McpSource, StageOptions, Staged, Unapproved, probe, stage};
 use yep_store::Home;
+use yep_store::approval::{Approval, Decision, Moment, decide};
 use yep_store::code::{MAX_CODE_BYTES, MAX_CODE_FILES};
 use yep_store::launcher::Installed;
 use yep_store::mcp::{McpPin, McpTool, ToolChange};
@@ -168,7 +169,7 @@ pub async fn trust(args: TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     let zot = home
         .lockfile()?
         .get(&args.name)
-        .is_some_and(|e| e.zot.is_some());
+        .is_some_and(|e| e.kind().speaks_zot());
     let workspace_named = source
         .as_ref()
         .is_none_or(|s| matches!(s.origin, yep_store::mcp::Origin::Workspace(_)));
@@ -240,9 +241,6 @@ async fn trust_server(
     };
     let changes: Vec<ToolChange> = yep_store::mcp::diff(pin.as_ref(), &tools);
     let package = package_moved(pin.as_ref(), &staged);
-    let as_written_moved = pin
-        .as_ref()
-        .is_some_and(|p| p.as_written != staged.as_written);
     let mut outcome = Trusted {
         name: source.name.clone(),
         kind: "mcp",
@@ -266,7 +264,15 @@ async fn trust_server(
         package: package.clone(),
         install: staged.install.clone(),
     };
-    if changes.is_empty() && !definition_changed && package.is_none() && !as_written_moved {
+    let pinned = pin.clone().map(Approval::of_mcp);
+    let candidate = yep_host::runtime::mcp::candidate(source, &staged, &tools);
+    // What runs now was approved (`blocked` also says so for what a pin cannot show: one
+    // from before yep installed launchers' packages).
+    if matches!(
+        decide(pinned.as_ref(), &candidate, Moment::Trust),
+        Decision::Run
+    ) && !definition_changed
+    {
         return unchanged(args, home, source, &staged, &tools, outcome);
     }
     let approved = show_changes(home, source, &staged, &changes, &outcome, consent);

@@ -96,7 +96,7 @@ pub async fn probe(
 
 /// What an approval pinned: the tools, and the package installed for a launcher.
 #[derive(Debug)]
-pub struct Approval {
+pub struct Pinned {
     pub tools: Vec<McpTool>,
     pub install: Option<Installed>,
 }
@@ -124,7 +124,7 @@ pub async fn approve_with(
     workspace: &Path,
     base: &SupervisorOptions,
     opts: &StageOptions,
-) -> Result<Approval, McpProbeError> {
+) -> Result<Pinned, McpProbeError> {
     let staged = stage(home, source, opts).await?;
     let tools = match probe(home, source, workspace, base, staged.package()).await {
         Ok(tools) => tools,
@@ -137,7 +137,7 @@ pub async fn approve_with(
         staged.discard(home);
         return Err(McpProbeError::Record(Box::new(e)));
     }
-    Ok(Approval {
+    Ok(Pinned {
         tools,
         install: staged.install,
     })
@@ -155,12 +155,7 @@ pub fn record(
         home,
         &source.name,
         &source.origin,
-        crate::store::mcp::Approved {
-            spec: source.definition(),
-            code: source.code_pin(),
-            install: staged.install.as_ref(),
-            as_written: staged.as_written,
-        },
+        approved_as(source, staged),
         tools,
     )?;
     let keep: Vec<&str> = staged.install.iter().map(|i| i.dir.as_str()).collect();
@@ -169,6 +164,27 @@ pub fn record(
     }
     launcher::prune(home, &log_stem(&source.name, &source.origin), &keep);
     Ok(pin)
+}
+
+/// What approving `source` with its package as `staged` approves.
+fn approved_as<'a>(source: &'a McpSource, staged: &'a Staged) -> crate::store::mcp::Approved<'a> {
+    crate::store::mcp::Approved {
+        spec: source.definition(),
+        code: source.code_pin(),
+        install: staged.install.as_ref(),
+        as_written: staged.as_written,
+    }
+}
+
+/// `source` as it is now, with its package as `staged` and the `tools` it listed, in the one
+/// approval model: what `yep trust` decides on against its pin.
+pub fn candidate(
+    source: &McpSource,
+    staged: &Staged,
+    tools: &[McpTool],
+) -> crate::store::approval::Approval {
+    let pin = approved_as(source, staged).pin(&source.name, &source.origin, tools);
+    crate::store::approval::Approval::of_mcp(pin)
 }
 
 /// The answer that approves an MCP server when the session asks.

@@ -12,7 +12,9 @@ mod sources;
 mod stage;
 
 pub(crate) use approve::ask_approval;
-pub use approve::{APPROVE, Approval, McpProbeError, approve, approve_with, probe, record};
+pub use approve::{
+    APPROVE, McpProbeError, Pinned, approve, approve_with, candidate, probe, record,
+};
 pub use entry::McpState;
 pub(crate) use entry::{McpEntry, entries, learn};
 pub use launch::{McpLaunchError, Package, launch};
