@@ -1,4 +1,4 @@
-//! Fuzz target `lockfile`: the body is `yep_host::fuzzing::lockfile`, which the stable corpus replay shares.
+//! Fuzz target `lockfile`: the body is `lockfile` in `yep_host::fuzzing`, which the stable corpus replay shares.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| yep_host::fuzzing::lockfile(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| yep_host::fuzzing::run("lockfile", data));

@@ -1,4 +1,4 @@
-//! Fuzz target `manifest`: the body is `yep_host::fuzzing::manifest`, which the stable corpus replay shares.
+//! Fuzz target `manifest`: the body is `manifest` in `yep_host::fuzzing`, which the stable corpus replay shares.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| yep_host::fuzzing::manifest(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| yep_host::fuzzing::run("manifest", data));

@@ -1,4 +1,4 @@
-//! Fuzz target `settings`: the body is `yep_host::fuzzing::settings`, which the stable corpus replay shares.
+//! Fuzz target `settings`: the body is `settings` in `yep_host::fuzzing`, which the stable corpus replay shares.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| yep_host::fuzzing::settings(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| yep_host::fuzzing::run("settings", data));

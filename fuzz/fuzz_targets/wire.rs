@@ -1,4 +1,4 @@
-//! Fuzz target `wire`: the body is `yep_host::fuzzing::wire`, which the stable corpus replay shares.
+//! Fuzz target `wire`: the body is `wire` in `yep_host::fuzzing`, which the stable corpus replay shares.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| yep_host::fuzzing::wire(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| yep_host::fuzzing::run("wire", data));

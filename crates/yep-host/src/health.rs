@@ -18,7 +18,7 @@ pub const HEALTH_BACKLOG: usize = 256;
 /// Distinct warnings kept; past this they are counted, not kept.
 pub const MAX_WARNINGS: usize = 256;
 /// The longest message kept, in bytes: longer ones (they can quote a server) are cut.
-pub const MAX_MESSAGE: usize = 4096;
+pub(crate) const MAX_MESSAGE: usize = 4096;
 /// Distinct warnings remembered (as hashes) to tell a repeat from a new one.
 const MAX_SEEN: usize = 65_536;
 

@@ -40,18 +40,21 @@ impl std::fmt::Display for SlowStart {
 
 /// How long a server started by a launcher that builds or fetches first may take to answer
 /// its handshake: a cold build cache or a slow network takes minutes.
-pub const SLOW_START_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const SLOW_START_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// How long such a server is waited for before the user is told why (at most the ordinary
 /// wait): a [`PROGRESS_TARGET`] info line.
-pub const SLOW_START_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
+pub(crate) const SLOW_START_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The `tracing` target of what the host says while a start takes long; the CLI shows it.
-pub const PROGRESS_TARGET: &str = "yep_host::progress";
+pub(crate) const PROGRESS_TARGET: &str = "yep_host::progress";
 
 /// How long to wait for the handshake of a server whose ordinary wait is `timeout`: that, or
 /// for a [`SlowStart`] the longer of it and [`SLOW_START_WAIT`].
-pub fn patience(slow: Option<&SlowStart>, timeout: std::time::Duration) -> std::time::Duration {
+pub(crate) fn patience(
+    slow: Option<&SlowStart>,
+    timeout: std::time::Duration,
+) -> std::time::Duration {
     match slow {
         Some(_) => timeout.max(SLOW_START_WAIT),
         None => timeout,
@@ -61,7 +64,7 @@ pub fn patience(slow: Option<&SlowStart>, timeout: std::time::Duration) -> std::
 /// `handshake`, with the user told why after [`SLOW_START_NOTICE`] (or `timeout`, the
 /// ordinary wait, if sooner) when `slow`: "waiting for <extension>'s <answer>: `npx …` may
 /// download on its first start (up to 10 min)".
-pub async fn told_while<F: std::future::Future>(
+pub(crate) async fn told_while<F: std::future::Future>(
     extension: &str,
     answer: &str,
     slow: Option<&SlowStart>,
@@ -106,7 +109,7 @@ const SHOWN_CHARS: usize = 60;
 /// `uvx`, `uv run`, `uv tool run`, `pipx run`, `deno run`/`deno x`, `nix run`/`nix shell`.
 /// Anything else (a built binary, `node`, `python3`, `go build` run by hand) starts as fast as
 /// it starts.
-pub fn slow_start(program: &str, args: &[String]) -> Option<SlowStart> {
+pub(crate) fn slow_start(program: &str, args: &[String]) -> Option<SlowStart> {
     let name = Path::new(program)
         .file_name()
         .and_then(|n| n.to_str())

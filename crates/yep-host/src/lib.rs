@@ -17,8 +17,8 @@
 //! Re-exported from the `yep_store` crate (synchronous, no runtime needed): [`store`] (the
 //! home: install, lock, update, enable, remove, list, config), [`manifest`] (the `plugin.json`
 //! a user approves, and its [`Grants`]) and [`text`] (escaping what servers and packages say).
-//! [`doctor`] checks a server against the YEP wire; [`conformance`] replays the golden
-//! transcripts of `conformance/` (its matching language and replay).
+//! The checks an author runs against a server (`doctor`, the conformance corpus's replay) are
+//! not here: they are the `yep-tools` crate, built on this one's public API.
 //!
 //! Every process a server runs in is contained by the `yep_sandbox` crate (re-exported as
 //! [`sandbox`]): the policy as plain data, its enforcement, the egress proxy and
@@ -26,9 +26,7 @@
 //! sandbox crate reads no settings.
 
 pub mod capability;
-pub mod conformance;
 pub mod dialect;
-pub mod doctor;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;

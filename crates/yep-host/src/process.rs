@@ -15,7 +15,7 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 /// How many stderr lines are kept in memory for error messages.
-pub const STDERR_TAIL_LINES: usize = 20;
+pub(crate) const STDERR_TAIL_LINES: usize = 20;
 
 /// A server's log grows to this size, then moves to `<name>.log.1` (replacing the one before)
 /// and starts again: a server that floods stderr costs at most twice this on disk.
@@ -153,7 +153,7 @@ impl std::fmt::Debug for SpawnSpec {
 }
 
 /// Env as `NAME=***`: values can be secrets, names help debugging.
-pub fn redacted_env(env: &[(String, String)]) -> Vec<String> {
+pub(crate) fn redacted_env(env: &[(String, String)]) -> Vec<String> {
     env.iter().map(|(k, _)| format!("{k}=***")).collect()
 }
 
@@ -946,7 +946,7 @@ impl ServerProcess {
     }
 
     /// The exit status, once the process has exited and been reaped.
-    pub fn exit_status(&self) -> Option<ExitStatus> {
+    pub(crate) fn exit_status(&self) -> Option<ExitStatus> {
         *self.exit.borrow()
     }
 
@@ -956,7 +956,7 @@ impl ServerProcess {
     }
 
     /// A future that resolves when the process exits, independent of `self`.
-    pub fn on_exit(
+    pub(crate) fn on_exit(
         &self,
     ) -> impl std::future::Future<Output = Option<ExitStatus>> + Send + 'static {
         let mut rx = self.exit.clone();

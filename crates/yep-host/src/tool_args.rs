@@ -40,7 +40,7 @@ impl std::fmt::Debug for ToolSchemas {
 
 /// Why arguments were refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ArgsError {
+pub(crate) enum ArgsError {
     /// The arguments break the schema: one line per problem, each naming the field and rule.
     Invalid(Vec<String>),
     /// The tool's own schema does not compile.
@@ -83,7 +83,7 @@ impl ToolSchemas {
 
     /// Check `args` for `tool`. A tool with no schema here (not declared) passes: whether it
     /// may be called at all is decided elsewhere.
-    pub fn check(&self, tool: &str, args: &Value) -> Result<(), ArgsError> {
+    pub(crate) fn check(&self, tool: &str, args: &Value) -> Result<(), ArgsError> {
         match self.tools.get(tool) {
             None => Ok(()),
             Some(Compiled::Invalid(why)) => Err(ArgsError::BadSchema(why.clone())),

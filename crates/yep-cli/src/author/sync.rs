@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::path::Path;
 use yep_host::Manifest;
 use yep_host::capability::OfferedTool;
-use yep_host::doctor::drift::{Drift, drift};
+use yep_tools::doctor::drift::{Drift, drift};
 
 /// The manifest's text brought in line with `served`, and every difference found: those it
 /// wrote, and the declared tools no longer served (reported, never dropped).

@@ -8,7 +8,6 @@ use anyhow::Context;
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use yep_host::doctor::{self, Check, Report, Status};
 use yep_host::runtime::launch::{self, LaunchError};
 use yep_host::settings::sandbox_mode_or_required;
 use yep_host::store::Home;
@@ -18,6 +17,7 @@ use yep_host::supervisor::DeniedCall;
 use yep_host::text::{escape, escape_multiline};
 use yep_host::{Manifest, ServerSpec, SupervisorOptions};
 use yep_sandbox::learn::Learning;
+use yep_tools::doctor::{self, Check, Report, Status};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -7,11 +7,11 @@ use anyhow::Context;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use yep_host::doctor::drift::Drift;
 use yep_host::store::Home;
 use yep_host::store::manifest::MANIFEST_FILE;
 use yep_host::text::escape;
 use yep_host::{Manifest, ServerSpec};
+use yep_tools::doctor::drift::Drift;
 
 #[derive(clap::Subcommand)]
 pub enum ManifestCommand {
@@ -73,7 +73,7 @@ async fn sync_dir(args: SyncArgs, home: &Home) -> anyhow::Result<ExitCode> {
         },
     )?;
     let log = spec.log_path();
-    let offer = yep_host::doctor::offer(spec, yep_host::settings::sandbox_mode_or_required(home))
+    let offer = yep_tools::doctor::offer(spec, yep_host::settings::sandbox_mode_or_required(home))
         .await
         .map_err(|err| {
             hinted(

@@ -236,11 +236,11 @@ pub struct Panel {
 }
 
 /// The most lines a panel keeps; a render with more shows the first ones.
-pub const MAX_PANEL_LINES: usize = 1000;
+pub(crate) const MAX_PANEL_LINES: usize = 1000;
 
 impl Panel {
     /// The indexes of its selected rows.
-    pub fn selected(&self) -> Vec<usize> {
+    pub(crate) fn selected(&self) -> Vec<usize> {
         self.lines
             .iter()
             .enumerate()
@@ -448,8 +448,6 @@ pub struct RemoteError {
 impl RemoteError {
     /// JSON-RPC's "method not found": the server does not know what it was asked.
     pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// A request the caller cancelled.
-    pub const CANCELLED: i64 = -32800;
 
     pub fn new(code: i64, message: impl Into<String>) -> RemoteError {
         RemoteError {

@@ -13,14 +13,14 @@ use yep_protocol::{
     HostNotification, HostRequest, Message, RawMessage, ServerNotification, ServerRequest,
 };
 
-/// A target body: feed it any bytes; it panics only when an invariant breaks.
-pub type Body = fn(&[u8]);
-
 // The archive unpacker exists only with the store's `fetch` feature.
 #[cfg(feature = "fetch")]
 mod unpack;
 #[cfg(feature = "fetch")]
-pub use unpack::unpack;
+use unpack::unpack;
+
+/// A target body: feed it any bytes; it panics only when an invariant breaks.
+type Body = fn(&[u8]);
 
 /// Every target: its name (the directory under `fuzz/corpus/` and `fuzz/artifacts/`) and body.
 pub const TARGETS: &[(&str, Body)] = &[
@@ -36,10 +36,19 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("unpack", unpack),
 ];
 
+/// Feed `data` to the body of target `name` (one of [`TARGETS`]): what each `fuzz/` target and
+/// the stable corpus replay run. An unknown name panics.
+pub fn run(name: &str, data: &[u8]) {
+    let Some((_, body)) = TARGETS.iter().find(|(target, _)| *target == name) else {
+        panic!("no fuzz target {name}");
+    };
+    body(data)
+}
+
 /// The frame reader and the envelope classifier, in both dialect directions: split the bytes
 /// into capped lines as a connection does, then type each line the way the host (server to host
 /// methods) and the SDK (host to server methods) do.
-pub fn wire(data: &[u8]) {
+fn wire(data: &[u8]) {
     let cap = crate::rpc::DEFAULT_MAX_FRAME_BYTES;
     let frames = crate::rpc::split_frames(data, cap);
     let mut consumed = 0;
@@ -169,7 +178,7 @@ fn classify(line: &[u8]) {
 }
 
 /// `plugin.json` parsing and validation, and what is shown from a valid one before consent.
-pub fn manifest(data: &[u8]) {
+fn manifest(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -180,7 +189,7 @@ pub fn manifest(data: &[u8]) {
 
 /// A zot `extension.json`, read as zot's Go decoder reads it: what is shown of a valid one is
 /// escaped, and it reads the same once written.
-pub fn zot_manifest(data: &[u8]) {
+fn zot_manifest(data: &[u8]) {
     use crate::store::zot::{Registrations, ZotManifest, ZotPin};
     let Ok(text) = std::str::from_utf8(data) else {
         return;
@@ -214,7 +223,7 @@ const CLAUDE_PARTS: [&str; 5] = [
 /// summarised: its approved manifest reads again, its pin is its own diff's empty side and
 /// reads back as written, and nothing in its summary can move the cursor. Each part is also a
 /// hook matcher and a permission rule.
-pub fn claude_plugin(data: &[u8]) {
+fn claude_plugin(data: &[u8]) {
     use crate::store::claude::{ClaudePin, ClaudePlugin, Matcher, Overrides, PermissionRule};
     let dir = Scratch::new();
     for (rel, part) in CLAUDE_PARTS.iter().zip(data.split(|b| *b == 0)) {
@@ -268,7 +277,7 @@ pub fn claude_plugin(data: &[u8]) {
 }
 
 /// The `[package.metadata.yolop]` facet of a crate's `Cargo.toml`, read from a real file.
-pub fn cargo_manifest(data: &[u8]) {
+fn cargo_manifest(data: &[u8]) {
     let dir = Scratch::new();
     let path = dir.0.join("Cargo.toml");
     std::fs::write(&path, data).expect("write the scratch Cargo.toml");
@@ -307,7 +316,7 @@ fn accepted_as(
 
 /// `extensions.lock`, read from a real file: a corrupt lock is an error, never a panic, and a
 /// lock that reads writes back to one that reads the same.
-pub fn lockfile(data: &[u8]) {
+fn lockfile(data: &[u8]) {
     let dir = Scratch::new();
     let path = dir.0.join("extensions.lock");
     std::fs::write(&path, data).expect("write the scratch lock");
@@ -328,7 +337,7 @@ pub fn lockfile(data: &[u8]) {
 
 /// `settings.toml` and `connections.toml` as the store reads and edits them: whatever the file
 /// holds, an edit that succeeds is seen by the next read.
-pub fn settings(data: &[u8]) {
+fn settings(data: &[u8]) {
     let dir = Scratch::new();
     let home = Home {
         root: dir.0.clone(),
@@ -399,7 +408,7 @@ impl Drop for Scratch {
 /// A git config file, sanitised as a sandboxed process's copy is
 /// ([`yep_sandbox::gitconfig::sanitise`]): what it writes is only what the policy keeps (a
 /// file it names points at the copy), and sanitising that again changes nothing.
-pub fn gitconfig(data: &[u8]) {
+fn gitconfig(data: &[u8]) {
     use yep_sandbox::gitconfig::{Verdict, entries, sanitise, verdict};
     let (dir, home) = (Path::new("/home/fuzz/cfg"), Path::new("/home/fuzz"));
     let copy = Path::new("/tmp/copy");

@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 /// The archive unpacker. The first byte picks how many leading components to strip; the rest is
 /// a tar, gzipped here so mutations reach the tar reader rather than the deflate checksum.
 /// Nothing may be written outside the destination, and no link in it may resolve outside it.
-pub fn unpack(data: &[u8]) {
+pub(super) fn unpack(data: &[u8]) {
     let Some((&strip, tar)) = data.split_first() else {
         return;
     };

@@ -58,10 +58,10 @@ pub struct Connection {
 
 /// A [`Connection`] that may be gone ([`Connection::downgrade`]).
 #[derive(Clone)]
-pub struct WeakConnection(std::sync::Weak<Inner>);
+pub(crate) struct WeakConnection(std::sync::Weak<Inner>);
 
 impl WeakConnection {
-    pub fn upgrade(&self) -> Option<Connection> {
+    pub(crate) fn upgrade(&self) -> Option<Connection> {
         self.0.upgrade().map(|inner| Connection { inner })
     }
 }
@@ -156,7 +156,7 @@ impl Connection {
     }
 
     /// A handle that does not keep the connection alive (for a handler that writes to it).
-    pub fn downgrade(&self) -> WeakConnection {
+    pub(crate) fn downgrade(&self) -> WeakConnection {
         WeakConnection(Arc::downgrade(&self.inner))
     }
 
@@ -165,13 +165,13 @@ impl Connection {
         self.lock_pending().closed.clone()
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.close_reason().is_some()
     }
 
     /// The first line the server wrote that the codec could not read, escaped and cut short
     /// ([`stray_preview`](super::stray_preview)); skipped, as every such line is.
-    pub fn first_stray_line(&self) -> Option<&str> {
+    pub(crate) fn first_stray_line(&self) -> Option<&str> {
         self.inner.first_stray.get().map(String::as_str)
     }
 

@@ -50,7 +50,7 @@ pub(super) async fn read_line_capped<'a, R: AsyncBufRead + Unpin>(
 /// Split `bytes` into frames exactly as a connection's reader does: `Ok(line)` per line (without
 /// its newline), then `Err(len)` and nothing more if a line runs past `cap`. For fuzzing.
 #[doc(hidden)]
-pub fn split_frames(bytes: &[u8], cap: usize) -> Vec<Result<Vec<u8>, usize>> {
+pub(crate) fn split_frames(bytes: &[u8], cap: usize) -> Vec<Result<Vec<u8>, usize>> {
     let mut reader = bytes;
     let mut frames = Vec::new();
     let mut lines = LineBuffer::new(cap);

@@ -25,11 +25,12 @@ mod writer;
 pub use pipe::set_nonblocking;
 
 #[doc(hidden)]
-pub use lines::split_frames;
+pub(crate) use lines::split_frames;
 
 use crate::capability::RemoteError;
 use crate::framing::spin_from_env;
-pub use connection::{Connection, WeakConnection};
+pub use connection::Connection;
+pub(crate) use connection::WeakConnection;
 use serde_json::Value;
 pub use serde_json::value::RawValue;
 use std::sync::Arc;
@@ -237,11 +238,11 @@ impl Default for ConnectionOptions {
 }
 
 /// The default for [`ConnectionOptions::noise_rate`].
-pub const DEFAULT_NOISE_RATE: u32 = 10_000;
+pub(crate) const DEFAULT_NOISE_RATE: u32 = 10_000;
 /// The default for [`ConnectionOptions::noise_burst`].
-pub const DEFAULT_NOISE_BURST: u32 = 100_000;
+pub(crate) const DEFAULT_NOISE_BURST: u32 = 100_000;
 /// The default for [`ConnectionOptions::max_inbound_requests`].
-pub const DEFAULT_MAX_INBOUND_REQUESTS: usize = 32;
+pub(crate) const DEFAULT_MAX_INBOUND_REQUESTS: usize = 32;
 
 impl std::fmt::Debug for ConnectionOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

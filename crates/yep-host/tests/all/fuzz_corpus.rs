@@ -66,7 +66,7 @@ macro_rules! replays {
         $(#[$attr])*
         #[test]
         fn $test() {
-            assert!(replay(stringify!($target), yep_host::fuzzing::$target) > 0);
+            assert!(replay(stringify!($target), |data| yep_host::fuzzing::run(stringify!($target), data)) > 0);
         }
     )*};
 }

@@ -2,9 +2,7 @@
 //! module is one area's tests, and `common` their shared helpers. Apart, each in a binary of its own since it measures the test process itself: chaos, hot_path, process.
 
 mod common;
-mod corpus;
 mod dialect;
-mod doctor;
 mod echo_server;
 mod errors;
 mod flood;

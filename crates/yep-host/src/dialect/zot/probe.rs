@@ -145,7 +145,7 @@ impl Probe for ZotProbe {
 /// How a zot extension in `dir` is run, as a session would run it (its own directory as cwd,
 /// `exec` resolved as zot resolves it; its data dir the store's, set by the caller); `None`
 /// for a bundle with nothing to run.
-pub(crate) fn dir_spec(
+pub fn dir_spec(
     manifest: &ZotManifest,
     dir: &Path,
     workspace: PathBuf,

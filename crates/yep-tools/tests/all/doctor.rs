@@ -5,7 +5,7 @@ use crate::common;
 use common::*;
 use serde_json::{Value, json};
 use yep_host::Manifest;
-use yep_host::doctor::{self, Report, Status};
+use yep_tools::doctor::{self, Report, Status};
 
 /// The mode an embedder gets by default, as doctor runs under it.
 const BEST_EFFORT: yep_host::sandbox::Mode = yep_host::sandbox::Mode::BestEffort;

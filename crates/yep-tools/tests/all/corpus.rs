@@ -1,7 +1,7 @@
 //! The conformance corpus (`conformance/`) against this host and the servers it ships with:
 //! yep-host drives every host-side transcript while `conformance/run.py` plays the scripted
 //! server; the zot server-side transcripts run against the extension `docs/zot.md` shows; the
-//! Rust runner (`yep_host::conformance`) replays the YEP server-side ones against the echo
+//! Rust runner (`yep_tools::conformance`) replays the YEP server-side ones against the echo
 //! example; and both runners fail a transcript the peer does not follow.
 
 use crate::common;
@@ -13,12 +13,12 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use yep_host::capability::{Answer, HookEvent, HookFiring, HookOutcome, Progress, Question};
-use yep_host::conformance::{self, Bindings, Transcript, Wire};
 use yep_host::dialect::zot::Zot;
 use yep_host::rpc::BoxFuture;
 use yep_host::{CancellationToken, Events, Extension, ExtensionError, Manifest, ServerSpec};
 use yep_host::{SupervisorOptions, UpdateSink};
 use yep_sandbox::Mode;
+use yep_tools::conformance::{self, Bindings, Transcript, Wire};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

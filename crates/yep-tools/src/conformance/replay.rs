@@ -3,10 +3,10 @@
 
 use super::pattern::{Mismatch, matches, substitute};
 use super::{Bindings, DEFAULT_TIMEOUT, MAX_FRAME_BYTES, Step, Transcript, preview};
-use crate::framing::{Frame as Line, LineBuffer};
 use serde_json::Value;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use yep_protocol::framing::{Frame as Line, LineBuffer};
 
 /// Where and why a replay stopped: the peer did not do what the transcript says (or the
 /// transcript could not be followed).

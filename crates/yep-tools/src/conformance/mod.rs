@@ -8,11 +8,11 @@
 mod pattern;
 mod replay;
 
-use crate::manifest::{HookEvent, Manifest};
-use crate::supervisor::{ServerSpec, SupervisorOptions};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
+use yep_host::manifest::{HookEvent, Manifest};
+use yep_host::supervisor::{ServerSpec, SupervisorOptions};
 
 use pattern::check_template;
 pub use pattern::{Mismatch, check_pattern, json_equal, matches, substitute};
@@ -369,11 +369,11 @@ pub async fn replay_server(
     timeout: Option<Duration>,
 ) -> Result<(), Failure> {
     let spawn = spec.spawn_spec(&spec.workspace_root, spec.env.clone(), opts, None);
-    let spawned = crate::process::spawn(&spawn).map_err(|e| Failure {
+    let spawned = yep_host::process::spawn(&spawn).map_err(|e| Failure {
         at: "spawn".into(),
         message: format!("cannot spawn `{}`: {}", spec.command, e.source),
     })?;
-    let crate::process::Spawned {
+    let yep_host::process::Spawned {
         process,
         stdin,
         stdout,

@@ -5,13 +5,13 @@
 //! is proposed as grants.
 
 use super::{Against, Grader, Report, Status};
-use crate::capability::NoEvents;
-use crate::runtime::mcp::{McpSource, Package, launch};
-use crate::store::Home;
-use crate::supervisor::{Extension, SupervisorOptions};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use yep_host::capability::NoEvents;
+use yep_host::runtime::mcp::{McpSource, Package, launch};
+use yep_host::store::Home;
+use yep_host::supervisor::{Extension, SupervisorOptions};
 
 /// Grade MCP server `source` as a session in `workspace` runs it, making `replay`'s call; with
 /// `learn`, outside the sandbox under `strace`, and propose the grants it needs.
@@ -28,7 +28,7 @@ pub async fn run(
     let pin = home
         .lockfile()
         .ok()
-        .and_then(|lock| crate::store::mcp::pin_in(&lock, &source.name, &source.origin));
+        .and_then(|lock| yep_host::store::mcp::pin_in(&lock, &source.name, &source.origin));
     if let Some(why) = source.unapproved(pin.as_ref()) {
         r.add("approval", Status::Fail, why);
         return r.done();
@@ -70,7 +70,7 @@ pub async fn run(
                 .peer()
                 .listed()
                 .iter()
-                .map(|t| crate::text::escape(&t.name).into_owned())
+                .map(|t| yep_host::text::escape(&t.name).into_owned())
                 .collect();
             r.add(
                 "tools",
@@ -81,7 +81,7 @@ pub async fn run(
                 super::replay_row(&mut r, &ext, replay).await;
             }
         }
-        Err(e) => r.add("start", Status::Fail, crate::error::report(&e)),
+        Err(e) => r.add("start", Status::Fail, yep_host::error::report(&e)),
     }
     ext.stop().await;
     let learned = learn.map(|l| {

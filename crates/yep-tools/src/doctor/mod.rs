@@ -2,17 +2,17 @@
 //! protocol, including validating every message it sent against `schema/yep/v1/schema.json`;
 //! with `--conformance`, replay the corpus's YEP server-side transcripts against it.
 
-use crate::capability::{HookFiring, NoEvents, Offer};
-use crate::manifest::{HookEvent, Manifest};
-use crate::rpc::Tap;
+use yep_host::capability::{HookFiring, NoEvents, Offer};
+use yep_host::manifest::{HookEvent, Manifest};
+use yep_host::rpc::Tap;
 use yep_sandbox::Mode;
 
-use crate::supervisor::{DeniedCall, Extension, ExtensionError, ServerSpec, SupervisorOptions};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use yep_host::supervisor::{DeniedCall, Extension, ExtensionError, ServerSpec, SupervisorOptions};
 use yep_protocol::Message;
 
 pub mod drift;
@@ -148,7 +148,7 @@ fn doctor_extension(
 pub async fn offer(
     spec: ServerSpec,
     mode: Mode,
-) -> Result<crate::capability::Offer, ExtensionError> {
+) -> Result<yep_host::capability::Offer, ExtensionError> {
     let ext = doctor_extension(spec, None, None, mode);
     let offer = ext.handshake().await;
     ext.stop().await;
@@ -157,7 +157,7 @@ pub async fn offer(
 
 /// How the server ran contained, for doctor's `sandbox` row: the mode, what this system
 /// enforces, and what its approval grants beyond the default profile.
-pub fn sandbox_row(grants: &crate::manifest::SandboxGrants, mode: Mode) -> (Status, String) {
+pub fn sandbox_row(grants: &yep_host::manifest::SandboxGrants, mode: Mode) -> (Status, String) {
     use yep_sandbox::Support;
     if mode == Mode::Off {
         return (
@@ -308,7 +308,7 @@ pub struct Replay {
 /// The `call` row: `replay`'s call made on `ext`, and how it went. Its arguments are never
 /// shown (they may be secret).
 pub(crate) async fn replay_row(r: &mut Grader, ext: &Extension, replay: &Replay) {
-    let tool = crate::text::escape(&replay.call.tool);
+    let tool = yep_host::text::escape(&replay.call.tool);
     let what = match replay.denied {
         true => "the call its sandbox last denied",
         false => "the call asked for",
@@ -553,13 +553,13 @@ fn check_handshake(r: &mut Grader, manifest: &Manifest, init: &Offer) {
 }
 
 /// The `tools` row: the handshake may only narrow the manifest.
-fn check_tools(r: &mut Grader, manifest: &Manifest, offered: &[crate::capability::OfferedTool]) {
+fn check_tools(r: &mut Grader, manifest: &Manifest, offered: &[yep_host::capability::OfferedTool]) {
     let served: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
     // Served names are the server's words: escaped before a report shows them.
     let widened: Vec<String> = served
         .iter()
         .filter(|t| manifest.tool(t).is_none())
-        .map(|t| crate::text::escape(t).into_owned())
+        .map(|t| yep_host::text::escape(t).into_owned())
         .collect();
     let unserved: Vec<&str> = manifest
         .yolop
@@ -594,7 +594,7 @@ fn check_tools(r: &mut Grader, manifest: &Manifest, offered: &[crate::capability
 
 /// The `tool_schemas` row: a tool whose schema does not compile is refused at every call.
 fn check_tool_schemas(r: &mut Grader, manifest: &Manifest) {
-    let broken = crate::tool_args::ToolSchemas::from_manifest(manifest).invalid();
+    let broken = yep_host::tool_args::ToolSchemas::from_manifest(manifest).invalid();
     if broken.is_empty() {
         r.add(
             "tool_schemas",
@@ -744,7 +744,7 @@ fn startup_row(r: &mut Grader, startup: Duration) {
 fn schema_sync(
     r: &mut Grader,
     manifest: &Manifest,
-    served: &[crate::capability::OfferedTool],
+    served: &[yep_host::capability::OfferedTool],
     against: Against<'_>,
 ) {
     use drift::Drift;
@@ -864,7 +864,7 @@ fn check_stream(r: &mut Grader, recording: &Mutex<Recording>) {
         }
         match Message::parse(line) {
             // Escaped and cut as the handshake's error quotes it.
-            Err(_) => stray.push(crate::rpc::stray_preview(line)),
+            Err(_) => stray.push(yep_host::rpc::stray_preview(line)),
             Ok(Message::Response(resp)) => {
                 let method = rec.sent.get(&resp.id).cloned().unwrap_or_default();
                 match &resp.result {

@@ -1,11 +1,11 @@
 //! Where what a server says of its tools (the schemas and descriptions its handlers derive)
 //! differs from its manifest. `yep doctor` fails on it; `yep manifest sync` writes it back.
 
-use crate::capability::OfferedTool;
-use crate::manifest::Manifest;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
+use yep_host::capability::OfferedTool;
+use yep_host::manifest::Manifest;
 
 /// One difference between a served tool and the manifest.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -99,7 +99,7 @@ pub fn how_schemas_differ(declared: &Value, served: &Value) -> String {
         let mut shown: Vec<String> = names
             .iter()
             .take(SHOWN)
-            .map(|n| format!("`{}`", crate::text::escape(n)))
+            .map(|n| format!("`{}`", yep_host::text::escape(n)))
             .collect();
         if names.len() > SHOWN {
             shown.push(format!("{} more", names.len() - SHOWN));

@@ -3,21 +3,55 @@
 //! is installed. zot has no doctor of its own.
 
 use super::{Grader, Recording, Report, Status, probe_tool};
-use crate::capability::{HookFiring, Intercept, NoEvents};
-use crate::dialect::Dialect;
-use crate::dialect::zot::Registrations;
-use crate::dialect::zot::frames::FromExtension;
-use crate::dialect::zot::probe::Capture;
-use crate::manifest::{HookEvent, Manifest};
-use crate::rpc::Tap;
-use crate::store::zot::{ZotManifest, ZotPin};
-use crate::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use yep_host::capability::{Events, HookFiring, Intercept, NoEvents};
+use yep_host::dialect::zot::Registrations;
+use yep_host::dialect::zot::frames::FromExtension;
+use yep_host::dialect::{Dialect, HandshakeError, Hello, Peer, PeerFuture, Streams};
+use yep_host::manifest::{HookEvent, Manifest};
+use yep_host::rpc::ConnectionOptions;
+use yep_host::rpc::Tap;
+use yep_host::store::zot::{ZotManifest, ZotPin};
+use yep_host::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
 
 /// How long a zot intercept may take (zot's own bound).
 const INTERCEPT_WITHIN: Duration = Duration::from_secs(5);
+
+/// The zot dialect, keeping what the extension registered in its handshake.
+#[derive(Default)]
+struct Capture {
+    seen: Arc<Mutex<Option<Registrations>>>,
+}
+
+impl Capture {
+    /// What the last handshake registered.
+    fn take(&self) -> Option<Registrations> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+impl Dialect for Capture {
+    fn name(&self) -> &'static str {
+        "zot"
+    }
+
+    fn open(
+        &self,
+        streams: Streams,
+        hello: Hello,
+        events: Arc<dyn Events>,
+        opts: ConnectionOptions,
+    ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
+        let seen = Arc::clone(&self.seen);
+        Box::pin(async move {
+            let peer = yep_host::dialect::zot::open(streams, hello, events, opts).await?;
+            *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.registrations());
+            Ok(peer as Arc<dyn Peer>)
+        })
+    }
+}
 
 /// Grade the zot extension `manifest` describes, run from `spec`. `approved` is the manifest
 /// it was installed with (its pin is `spec.pin`); `None` for a directory.
@@ -185,7 +219,7 @@ async fn check_tool_call(
                 .map(|t| t.schema.clone())
                 .or_else(|| tool.schema.clone())
                 .unwrap_or_else(|| json!({"type": "object"}));
-            match crate::tool_args::probe_args(&schema) {
+            match yep_host::tool_args::probe_args(&schema) {
                 Err(why) => r.add(
                     "tool_call",
                     Status::Skip,
@@ -321,9 +355,9 @@ pub async fn run_dir(
     workspace: std::path::PathBuf,
     log_dir: &std::path::Path,
     mode: yep_sandbox::Mode,
-) -> Result<Option<Report>, crate::manifest::ManifestError> {
+) -> Result<Option<Report>, yep_host::manifest::ManifestError> {
     let manifest = ZotManifest::load(dir)?;
-    let Some(spec) = crate::dialect::zot::probe::dir_spec(&manifest, dir, workspace, log_dir)
+    let Some(spec) = yep_host::dialect::zot::probe::dir_spec(&manifest, dir, workspace, log_dir)
     else {
         return Ok(None);
     };
@@ -340,8 +374,9 @@ fn check_frames(r: &mut Grader, recording: &Mutex<Recording>) {
     for line in &rec.received {
         let text = String::from_utf8_lossy(line);
         if serde_json::from_slice::<serde_json::Value>(line).is_err() {
-            noise
-                .push(crate::text::escape(&text.chars().take(80).collect::<String>()).into_owned());
+            noise.push(
+                yep_host::text::escape(&text.chars().take(80).collect::<String>()).into_owned(),
+            );
             continue;
         }
         match FromExtension::parse(line) {
