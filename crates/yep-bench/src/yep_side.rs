@@ -165,7 +165,6 @@ fn spec(name: &str, command: &Path, scratch: &Path, tool_schemas: ToolSchemas) -
         cwd: None,
         data_dir: None,
         language: None,
-        pin: None,
         session_id: "bench".into(),
         config: Value::Null,
         env: vec![],
@@ -182,7 +181,7 @@ pub fn zot_extension(script: &Path, scratch: &Path) -> Extension {
     let mut ext_spec = spec("zot-echo", Path::new("node"), scratch, Default::default());
     ext_spec.args = vec![script.to_string_lossy().into_owned()];
     let opts = SupervisorOptions {
-        dialect: Arc::new(yep_host::dialect::zot::Zot),
+        dialect: Arc::new(yep_host::dialect::zot::Zot::default()),
         ..SupervisorOptions::default()
     };
     Extension::new(ext_spec, opts, Arc::new(NoEvents))

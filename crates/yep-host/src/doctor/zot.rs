@@ -6,6 +6,7 @@ use super::{Grader, Recording, Report, Status, probe_tool};
 use crate::capability::{HookFiring, Intercept, NoEvents};
 use crate::dialect::Dialect;
 use crate::dialect::zot::Registrations;
+use crate::dialect::zot::Zot;
 use crate::dialect::zot::frames::FromExtension;
 use crate::dialect::zot::probe::Capture;
 use crate::manifest::{HookEvent, Manifest};
@@ -20,11 +21,12 @@ use std::time::Duration;
 const INTERCEPT_WITHIN: Duration = Duration::from_secs(5);
 
 /// Grade the zot extension `manifest` describes, run from `spec`. `approved` is the manifest
-/// it was installed with (its pin is `spec.pin`); `None` for a directory.
+/// it was installed with and `pin` what its lock pinned; both `None` for a directory.
 pub async fn run(
     manifest: &ZotManifest,
     mut spec: ServerSpec,
     approved: Option<&Manifest>,
+    pin: Option<ZotPin>,
     mode: yep_sandbox::Mode,
 ) -> Report {
     let mut r = Grader::default();
@@ -36,7 +38,7 @@ pub async fn run(
         }
     });
     spec.session_id = "doctor".into();
-    let capture = Arc::new(Capture::default());
+    let capture = Arc::new(Capture::new(Zot::pinned(pin.clone())));
     let opts = SupervisorOptions {
         dialect: Arc::clone(&capture) as Arc<dyn Dialect>,
         tap: Some(tap),
@@ -46,7 +48,6 @@ pub async fn run(
         sandbox: mode,
         ..SupervisorOptions::default()
     };
-    let pin = spec.pin.clone();
     let (sandbox_status, sandbox_detail) = super::sandbox_row(&spec.sandbox_grants, mode);
     let ext = Extension::new(spec, opts, Arc::new(NoEvents));
     match ext.handshake().await {
@@ -327,7 +328,7 @@ pub async fn run_dir(
     else {
         return Ok(None);
     };
-    Ok(Some(run(&manifest, spec, None, mode).await))
+    Ok(Some(run(&manifest, spec, None, None, mode).await))
 }
 
 /// Every line it wrote, against the reference's frame rules; anything that is not JSON is

@@ -282,7 +282,7 @@ fn zot_spec(
     spec: &mut ServerSpec,
     supervisor: &mut SupervisorOptions,
 ) -> Result<(), LaunchError> {
-    zot_wire(supervisor);
+    zot_wire(supervisor, Zot::pinned(entry.zot.clone()));
     if !spec.command.is_empty() {
         spec.command = resolve_exec(&spec.command, &dir).program();
     }
@@ -303,7 +303,6 @@ fn zot_spec(
     }
     spec.language = extension_json.map(|m| m.language);
     spec.cwd = Some(dir);
-    spec.pin = entry.zot.clone();
     // Running the host's tools is pinned like the rest of what it registered.
     spec.grants.call_tools = entry
         .zot
@@ -332,14 +331,14 @@ pub fn zot_dir(
     // As under zot, its directory is its data dir: an author's work in progress writes there.
     spec.data_dir = Some(dir.to_path_buf());
     let mut supervisor = supervisor.clone();
-    zot_wire(&mut supervisor);
+    zot_wire(&mut supervisor, Zot::default());
     Some((spec, supervisor))
 }
 
-/// Run a server as zot runs its extensions: its wire, and its stop (2 s to exit after
-/// `shutdown`, all stop at once, then SIGTERM, then 1 s).
-fn zot_wire(supervisor: &mut SupervisorOptions) {
-    supervisor.dialect = Arc::new(Zot);
+/// Run a server as zot runs its extensions: its wire (`zot`, with what was pinned), and its
+/// stop (2 s to exit after `shutdown`, all stop at once, then SIGTERM, then 1 s).
+fn zot_wire(supervisor: &mut SupervisorOptions, zot: Zot) {
+    supervisor.dialect = Arc::new(zot);
     supervisor.grace = Duration::from_secs(2);
     supervisor.term_wait = Duration::from_secs(1);
 }

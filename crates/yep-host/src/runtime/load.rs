@@ -125,8 +125,8 @@ impl Core {
             self.report(event);
         }
         let manifest = launch.manifest;
-        // A pinned (zot) extension is owed every event it observes.
-        let lossless = launch.spec.pin.is_some();
+        // Its dialect says whether it is owed every event it observes (a pinned zot one).
+        let lossless = launch.supervisor.dialect.lossless_traces();
         let ext = Extension::new(
             launch.spec,
             launch.supervisor,

@@ -209,7 +209,7 @@ async fn drive(path: &Path) -> Result<(), String> {
     let opts = SupervisorOptions {
         dialect: match t.wire {
             Wire::Yep => SupervisorOptions::default().dialect,
-            Wire::Zot => Arc::new(Zot),
+            Wire::Zot => Arc::new(Zot::default()),
         },
         // The runner is the host's helper here, not a package to contain.
         sandbox: Mode::Off,

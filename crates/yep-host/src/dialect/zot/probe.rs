@@ -161,7 +161,6 @@ pub(crate) fn dir_spec(
         cwd: Some(dir.to_path_buf()),
         data_dir: None,
         language: Some(manifest.language.clone()),
-        pin: None,
         session_id: String::new(),
         config: Value::Null,
         env: Vec::new(),
@@ -173,13 +172,23 @@ pub(crate) fn dir_spec(
     })
 }
 
-/// The zot dialect, keeping what the extension registered in its handshake.
+/// The zot dialect (of an extension not pinned yet), keeping what the extension registered
+/// in its handshake.
 #[derive(Default)]
 pub(crate) struct Capture {
+    zot: super::Zot,
     seen: Arc<Mutex<Option<Registrations>>>,
 }
 
 impl Capture {
+    /// `zot`, keeping what each handshake registered.
+    pub(crate) fn new(zot: super::Zot) -> Capture {
+        Capture {
+            zot,
+            seen: Arc::default(),
+        }
+    }
+
     /// What the last handshake registered.
     pub(crate) fn take(&self) -> Option<Registrations> {
         self.seen.lock().unwrap_or_else(|p| p.into_inner()).take()
@@ -188,7 +197,19 @@ impl Capture {
 
 impl Dialect for Capture {
     fn name(&self) -> &'static str {
-        "zot"
+        self.zot.name()
+    }
+
+    fn command_key(&self) -> &'static str {
+        self.zot.command_key()
+    }
+
+    fn sandbox_learnable(&self) -> bool {
+        self.zot.sandbox_learnable()
+    }
+
+    fn workspace_files(&self) -> Option<&'static str> {
+        self.zot.workspace_files()
     }
 
     fn open(
@@ -199,8 +220,9 @@ impl Dialect for Capture {
         opts: ConnectionOptions,
     ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
         let seen = Arc::clone(&self.seen);
+        let pin = self.zot.pin.clone();
         Box::pin(async move {
-            let peer = open(streams, hello, events, opts).await?;
+            let peer = open(streams, hello, pin, events, opts).await?;
             *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.registrations());
             Ok(peer as Arc<dyn Peer>)
         })
