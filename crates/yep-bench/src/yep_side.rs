@@ -349,9 +349,8 @@ pub fn claude_hook_extension(
         sandbox,
         ..SupervisorOptions::default()
     };
-    let dialect = yep_host::dialect::claude::ClaudeCode::new(pin, spec.clone(), &opts);
-    opts.dialect = Arc::new(dialect);
-    opts.transport = Some(Arc::new(yep_host::dialect::claude::NoStreams));
+    let names = Default::default();
+    yep_host::runtime::launch::claude_wire(pin, &spec, &mut opts, &names);
     Ok(Extension::new(spec, opts, Arc::new(NoEvents)))
 }
 

@@ -63,6 +63,11 @@ impl Streams {
     }
 }
 
+/// The wire a server speaks unless its launcher picks another: YEP.
+pub(crate) fn default_dialect() -> Arc<dyn Dialect> {
+    Arc::new(yep::Yep)
+}
+
 /// What the host tells a server as it starts it.
 #[derive(Debug, Clone)]
 pub struct Hello {

@@ -7,8 +7,8 @@ use crate::capability::{HookFiring, Intercept, NoEvents};
 use crate::dialect::Dialect;
 use crate::dialect::zot::Registrations;
 use crate::dialect::zot::Zot;
+use crate::dialect::zot::capture::Capture;
 use crate::dialect::zot::frames::FromExtension;
-use crate::dialect::zot::probe::Capture;
 use crate::manifest::{HookEvent, Manifest};
 use crate::rpc::Tap;
 use crate::store::zot::{ZotManifest, ZotPin};
@@ -324,7 +324,7 @@ pub async fn run_dir(
     mode: yep_sandbox::Mode,
 ) -> Result<Option<Report>, crate::manifest::ManifestError> {
     let manifest = ZotManifest::load(dir)?;
-    let Some(spec) = crate::dialect::zot::probe::dir_spec(&manifest, dir, workspace, log_dir)
+    let Some(spec) = crate::runtime::launch::zot_dir_spec(&manifest, dir, workspace, log_dir)
     else {
         return Ok(None);
     };

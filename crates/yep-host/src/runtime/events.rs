@@ -16,6 +16,9 @@ use tokio::sync::oneshot;
 /// The latest status an extension pushed.
 pub type StatusEntry = Status;
 
+/// The most tools one `activate_tools` activates (as many as one server may register).
+const MAX_ACTIVATED: usize = 256;
+
 /// Questions of one extension waiting behind the open one; one more is answered cancelled
 /// at once (so one extension cannot crowd out the others).
 pub const MAX_QUEUED_QUESTIONS: usize = 4;
@@ -349,7 +352,7 @@ impl Events for HostEvents {
 
     fn activate_tools(&self, extension: &str, tools: &[String]) {
         let mut activated = self.activated.lock().unwrap_or_else(|p| p.into_inner());
-        for tool in tools.iter().take(crate::dialect::zot::MAX_REGISTRATIONS) {
+        for tool in tools.iter().take(MAX_ACTIVATED) {
             activated.insert((extension.to_string(), tool.clone()));
         }
     }

@@ -93,8 +93,6 @@ impl ExtensionHost {
             opts.status_sink.clone(),
             opts.ask_sink.clone(),
         ));
-        let mut opts = opts;
-        opts.supervisor.claude_tool_names = opts.claude_tool_names.clone();
         // Its secrets, lock and packages never reach a server by way of the workspace.
         yep_sandbox::protect(&home.root);
         let core = Arc::new(Core {

@@ -465,10 +465,7 @@ async fn call_tool_runs_the_agents_built_in_tools_and_asks_its_permission_first(
         std::fs::copy(fixture.join(file), pkg.join(file)).unwrap();
     }
     let opts = InstallOptions {
-        zot: Some(yep_host::dialect::zot::probe::runner(
-            &home,
-            dir.path().to_path_buf(),
-        )),
+        zot: Some(yep_host::probe::runner(&home, dir.path().to_path_buf())),
         ..InstallOptions::default()
     };
     home.install(pkg.to_str().unwrap(), &opts, &mut AlwaysYes)

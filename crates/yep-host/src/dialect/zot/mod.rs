@@ -8,8 +8,8 @@
 //! that never says `ready` is ready after [`AUTO_READY_IDLE`] without a frame, at most
 //! [`READY_WAIT`] after its hello. Its registered tools and commands are the offer.
 
+pub(crate) mod capture;
 pub mod frames;
-pub mod probe;
 
 mod codec;
 mod handshake;
