@@ -316,7 +316,9 @@ pub async fn warm_hook(
     let mut out = Vec::with_capacity(samples);
     for i in 0..warmup + samples {
         let t = Instant::now();
-        let decision = ext.fire_hook(&event, Duration::from_secs(5)).await?;
+        let decision = ext
+            .with_peer(|p, _| p.fire_hook(&event, Duration::from_secs(5)))
+            .await?;
         anyhow::ensure!(
             !matches!(decision.outcome, HookOutcome::Block { .. }),
             "the warm hook blocked an allowed call"

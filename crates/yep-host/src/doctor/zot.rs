@@ -217,7 +217,7 @@ async fn check_tool_call(
 async fn check_command(r: &mut Grader, ext: &Extension, seen: &Registrations) {
     match seen.commands.first() {
         None => r.add("command", Status::Pass, "no commands to run"),
-        Some(c) => match ext.execute_command(&c.name, "").await {
+        Some(c) => match ext.with_peer(|p, t| p.command(&c.name, "", t)).await {
             Ok(_) => r.add("command", Status::Pass, format!("/{} answered", c.name)),
             Err(e) => r.add("command", Status::Fail, format!("/{}: {e}", c.name)),
         },
@@ -236,7 +236,9 @@ async fn check_intercepts(r: &mut Grader, ext: &Extension, seen: &Registrations)
                     args: json!({"doctor": true}),
                     result: None,
                 };
-                ext.fire_hook(&firing, INTERCEPT_WITHIN).await.map(|_| ())
+                ext.with_peer(|p, _| p.fire_hook(&firing, INTERCEPT_WITHIN))
+                    .await
+                    .map(|_| ())
             }
             other => {
                 let point = match other {
@@ -250,7 +252,9 @@ async fn check_intercepts(r: &mut Grader, ext: &Extension, seen: &Registrations)
                         model: String::new(),
                     },
                 };
-                ext.intercept(&point, INTERCEPT_WITHIN).await.map(|_| ())
+                ext.with_peer(|p, _| p.intercept(&point, INTERCEPT_WITHIN))
+                    .await
+                    .map(|_| ())
             }
         };
         if let Err(e) = answered {

@@ -286,7 +286,10 @@ impl HostEvents {
             let closed = crate::capability::PanelInput::Closed { id: old.panel.id };
             tokio::spawn(async move {
                 if let Ok(owner) = host.find(&old.extension) {
-                    let _ = owner.ext.panel_input(&closed).await;
+                    let _ = owner
+                        .ext
+                        .with_running_peer(|p, _| p.panel_input(&closed))
+                        .await;
                 }
             });
         }

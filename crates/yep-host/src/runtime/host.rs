@@ -423,7 +423,7 @@ impl ExtensionHost {
             .ok_or_else(unknown)?;
         Ok(loaded
             .ext
-            .execute_command(&registered.name, arguments)
+            .with_peer(|p, t| p.command(&registered.name, arguments, t))
             .await?)
     }
 
