@@ -165,7 +165,6 @@ fn spec(name: &str, command: &Path, scratch: &Path, tool_schemas: ToolSchemas) -
         cwd: None,
         data_dir: None,
         language: None,
-        pin: None,
         session_id: "bench".into(),
         config: Value::Null,
         env: vec![],
@@ -182,7 +181,7 @@ pub fn zot_extension(script: &Path, scratch: &Path) -> Extension {
     let mut ext_spec = spec("zot-echo", Path::new("node"), scratch, Default::default());
     ext_spec.args = vec![script.to_string_lossy().into_owned()];
     let opts = SupervisorOptions {
-        dialect: Arc::new(yep_host::dialect::zot::Zot),
+        dialect: Arc::new(yep_host::dialect::zot::Zot::default()),
         ..SupervisorOptions::default()
     };
     Extension::new(ext_spec, opts, Arc::new(NoEvents))
@@ -317,7 +316,9 @@ pub async fn warm_hook(
     let mut out = Vec::with_capacity(samples);
     for i in 0..warmup + samples {
         let t = Instant::now();
-        let decision = ext.fire_hook(&event, Duration::from_secs(5)).await?;
+        let decision = ext
+            .with_peer(|p, _| p.fire_hook(&event, Duration::from_secs(5)))
+            .await?;
         anyhow::ensure!(
             !matches!(decision.outcome, HookOutcome::Block { .. }),
             "the warm hook blocked an allowed call"
@@ -350,9 +351,8 @@ pub fn claude_hook_extension(
         sandbox,
         ..SupervisorOptions::default()
     };
-    let dialect = yep_host::dialect::claude::ClaudeCode::new(pin, spec.clone(), &opts);
-    opts.dialect = Arc::new(dialect);
-    opts.transport = Some(Arc::new(yep_host::dialect::claude::NoStreams));
+    let names = Default::default();
+    yep_host::runtime::launch::claude_wire(pin, &spec, &mut opts, &names);
     Ok(Extension::new(spec, opts, Arc::new(NoEvents)))
 }
 

@@ -32,6 +32,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod health;
 pub mod launcher;
+pub mod probe;
 pub mod process;
 pub mod rpc;
 pub mod runtime;

@@ -391,12 +391,12 @@ pub struct Registrations {
 }
 
 /// Why a [`Probe`] could not run an extension: the runner's own error type (the host's is
-/// `yep_host::dialect::zot::probe::ZotProbeError`), boxed, since the store cannot name it.
+/// `yep_host::probe::ZotProbeError`), boxed, since the store cannot name it.
 pub type ProbeFailure = Box<dyn std::error::Error + Send + Sync>;
 
 /// Runs a zot extension once, as a session would start it, to learn what it registers; then
 /// stops it. The store has no processes of its own: the host crate provides this
-/// (`yep_host::dialect::zot::probe::ZotProbe`).
+/// (`yep_host::probe::ZotProbe`).
 pub trait Probe: Send + Sync {
     /// Run the extension `manifest` describes from `dir`, with `data_dir` as its data
     /// directory. The error says why, naming the extension, its exec and its log.

@@ -282,11 +282,21 @@ async fn hook(ext: &Extension, manifest: &Manifest, report: &mut Report) -> anyh
     };
     let t = Instant::now();
     let blocked = ext
-        .fire_hook(&fire(true), Duration::from_millis(hook.timeout_ms))
+        .with_peer(|p, _| {
+            p.fire_hook(
+                &fire(true),
+                yep_host::manifest::hook_timeout(hook.timeout_ms),
+            )
+        })
         .await?
         .outcome;
     let allowed = ext
-        .fire_hook(&fire(false), Duration::from_millis(hook.timeout_ms))
+        .with_peer(|p, _| {
+            p.fire_hook(
+                &fire(false),
+                yep_host::manifest::hook_timeout(hook.timeout_ms),
+            )
+        })
         .await?
         .outcome;
     report.step(
@@ -320,7 +330,7 @@ async fn prompt(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let t = Instant::now();
-    let dynamic = ext.prompt().await?;
+    let dynamic = ext.with_peer(|p, t| p.prompt(t)).await?;
     let static_text = static_prompt.unwrap_or_default();
     report.step(
         "prompt",
@@ -337,7 +347,7 @@ async fn prompt(
 /// 7. A slash command.
 async fn command(ext: &Extension, report: &mut Report) -> anyhow::Result<()> {
     let t = Instant::now();
-    let pong = ext.execute_command("ping", "").await?;
+    let pong = ext.with_peer(|p, t| p.command("ping", "", t)).await?;
     report.step(
         "command/execute ping",
         t.elapsed(),

@@ -289,6 +289,7 @@ async fn installed(
                 &extension,
                 launch.spec,
                 Some(&launch.manifest),
+                entry.zot.clone(),
                 launch.supervisor.sandbox,
             )
             .await;

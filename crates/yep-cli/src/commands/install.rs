@@ -280,7 +280,7 @@ pub(crate) fn warn_unresolved(home: &Home, name: &str) {
 /// this directory would start it.
 fn zot_runner(home: &Home) -> yep_store::ZotRunner {
     let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
-    yep_host::dialect::zot::probe::runner(home, cwd)
+    yep_host::probe::runner(home, cwd)
 }
 
 pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode> {
@@ -297,7 +297,7 @@ pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode>
         }
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
-    let zot = yep_host::dialect::zot::probe::ZotProbe::new(home, cwd)
+    let zot = yep_host::probe::ZotProbe::new(home, cwd)
         .granting(granting.clone())
         .runner();
     let opts = InstallOptions {

@@ -63,6 +63,11 @@ impl Streams {
     }
 }
 
+/// The wire a server speaks unless its launcher picks another: YEP.
+pub(crate) fn default_dialect() -> Arc<dyn Dialect> {
+    Arc::new(yep::Yep)
+}
+
 /// What the host tells a server as it starts it.
 #[derive(Debug, Clone)]
 pub struct Hello {
@@ -80,8 +85,6 @@ pub struct Hello {
     pub package_dir: String,
     /// Where the server keeps its state (zot's `data_dir`).
     pub data_dir: String,
-    /// What it was approved to register beyond tools and commands (zot), when pinned.
-    pub pin: Option<crate::store::zot::ZotPin>,
     /// A user is at an interactive UI: tools that wait on one may run.
     pub interactive_ui: bool,
     /// Its command builds or fetches the program first (`go run .`, `npx -y tsx`), so its
@@ -108,6 +111,37 @@ pub trait Dialect: Send + Sync + 'static {
     /// a zot extension's pin says so for it. None by default.
     fn intercepts(&self, point: &str) -> bool {
         let _ = point;
+        false
+    }
+
+    /// The manifest key that names a server's program, as a failed spawn's fix spells it
+    /// (`command`; zot's `extension.json` says `exec`).
+    fn command_key(&self) -> &'static str {
+        "command"
+    }
+
+    /// Whether the name a server gives itself in its handshake is meant to be its package's,
+    /// so that another name is warned about (the default). An MCP server's is its
+    /// implementation's.
+    fn names_its_package(&self) -> bool {
+        true
+    }
+
+    /// Whether `yep doctor --sandbox-learn` runs its servers to learn what they need (the
+    /// default); a denial of one that it cannot run says where the denial is written instead.
+    fn sandbox_learnable(&self) -> bool {
+        true
+    }
+
+    /// The directory of the workspace (relative to it) whose regular files its servers keep
+    /// as their own (zot's `.zot`, as zot's scratchpad does); none by default.
+    fn workspace_files(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether its servers are owed every trace event they observe, none dropped under load
+    /// (a pinned zot extension); by default a busy forwarder may drop.
+    fn lossless_traces(&self) -> bool {
         false
     }
 
@@ -348,13 +382,13 @@ pub enum HandshakeError {
     /// says so, and how to log in. Said as a connection that could not start.
     #[error("the connection could not start: {0}")]
     LoginWanted(String),
-    /// The MCP server must be started again to be spoken to as its probe showed: it ended on
-    /// `server/discover` instead of answering it (older MCP servers take an unknown first
-    /// request for an error), and is spoken to with `initialize` only; or it answered the probe
-    /// too late and refused the `initialize` sent meanwhile, and is asked `server/discover`
-    /// alone.
+    /// The server must be started again, once, to be spoken to as its first start showed
+    /// (the dialect remembers how): an MCP server that ended on `server/discover` instead of
+    /// answering it (older MCP servers take an unknown first request for an error) is spoken
+    /// to with `initialize` only; one that answered the probe too late and refused the
+    /// `initialize` sent meanwhile is asked `server/discover` alone.
     #[error("it ended on `server/discover`, which MCP servers before 2026-07-28 may not know")]
-    EndedOnProbe,
+    RestartWanted,
     /// The MCP server is `yep mcp serve` (the `yep/serve` capability in its `initialize`): yep
     /// itself, whose tools a session has already.
     #[error(

@@ -16,6 +16,9 @@ use tokio::sync::oneshot;
 /// The latest status an extension pushed.
 pub type StatusEntry = Status;
 
+/// The most tools one `activate_tools` activates (as many as one server may register).
+const MAX_ACTIVATED: usize = 256;
+
 /// Questions of one extension waiting behind the open one; one more is answered cancelled
 /// at once (so one extension cannot crowd out the others).
 pub const MAX_QUEUED_QUESTIONS: usize = 4;
@@ -283,7 +286,10 @@ impl HostEvents {
             let closed = crate::capability::PanelInput::Closed { id: old.panel.id };
             tokio::spawn(async move {
                 if let Ok(owner) = host.find(&old.extension) {
-                    let _ = owner.ext.panel_input(&closed).await;
+                    let _ = owner
+                        .ext
+                        .with_running_peer(|p, _| p.panel_input(&closed))
+                        .await;
                 }
             });
         }
@@ -349,7 +355,7 @@ impl Events for HostEvents {
 
     fn activate_tools(&self, extension: &str, tools: &[String]) {
         let mut activated = self.activated.lock().unwrap_or_else(|p| p.into_inner());
-        for tool in tools.iter().take(crate::dialect::zot::MAX_REGISTRATIONS) {
+        for tool in tools.iter().take(MAX_ACTIVATED) {
             activated.insert((extension.to_string(), tool.clone()));
         }
     }

@@ -218,7 +218,12 @@ async fn fire_within(
     // The bound covers starting the server too (a backoff or a slow handshake). The request's
     // own timeout stays the subscription's, so a cut one ends here, naming the budget.
     let bound = timeout.min(left);
-    match tokio::time::timeout(bound, loaded.ext.fire_hook(firing, timeout)).await {
+    match tokio::time::timeout(
+        bound,
+        loaded.ext.with_peer(|p, _| p.fire_hook(firing, timeout)),
+    )
+    .await
+    {
         Ok(answer) => Ok(answer?),
         Err(_) => Err(HookFailure::TimedOut { bound, budget }),
     }

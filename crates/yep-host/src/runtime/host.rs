@@ -4,7 +4,7 @@
 use super::load::Core;
 use super::registry::{Command, Registry};
 use super::setup::{setup, setup_asking};
-use super::table::{Loaded, Table, find};
+use super::table::{Loaded, Serves, Table, find};
 use super::{
     HostError, HostOptions, McpState, Session, StatusEntry, events::HostEvents, idle, mcp,
 };
@@ -93,8 +93,6 @@ impl ExtensionHost {
             opts.status_sink.clone(),
             opts.ask_sink.clone(),
         ));
-        let mut opts = opts;
-        opts.supervisor.claude_tool_names = opts.claude_tool_names.clone();
         // Its secrets, lock and packages never reach a server by way of the workspace.
         yep_sandbox::protect(&home.root);
         let core = Arc::new(Core {
@@ -239,28 +237,12 @@ impl ExtensionHost {
         }
         let (loaded, tool) = {
             let table = self.table.borrow();
-            let def = table
-                .tools
-                .iter()
-                .find(|t| t.name == name)
-                .ok_or_else(|| table.unknown_tool(name))?;
-            let mcp = def
-                .mcp
-                .then(|| table.mcp.iter().find(|e| e.source.name == def.extension))
-                .flatten()
-                .cloned();
-            match mcp {
-                Some(entry) => (Err(entry), def.tool.clone()),
-                None => (
-                    Ok(table
-                        .loaded
-                        .iter()
-                        .find(|l| l.name == def.extension && !def.mcp)
-                        .cloned()
-                        .ok_or_else(|| HostError::UnknownTool(name.to_string()))?),
-                    def.tool.clone(),
-                ),
-            }
+            let route = table.route(name)?;
+            let to = match &route.to {
+                Serves::Extension(loaded) => Ok(Arc::clone(loaded)),
+                Serves::Mcp(entry) => Err(Arc::clone(entry)),
+            };
+            (to, route.tool.clone())
         };
         let mut call = ToolCall {
             tool,
@@ -425,7 +407,7 @@ impl ExtensionHost {
             .ok_or_else(unknown)?;
         Ok(loaded
             .ext
-            .execute_command(&registered.name, arguments)
+            .with_peer(|p, t| p.command(&registered.name, arguments, t))
             .await?)
     }
 

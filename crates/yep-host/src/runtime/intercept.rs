@@ -223,7 +223,7 @@ impl ExtensionHost {
         bound: Duration,
     ) -> Option<InterceptOutcome> {
         // The bound whatever it takes: starting a server that is not up counts too.
-        let asked = tokio::time::timeout(bound, l.ext.intercept(point, bound))
+        let asked = tokio::time::timeout(bound, l.ext.with_peer(|p, _| p.intercept(point, bound)))
             .await
             .map_err(|_| format!("no answer within {} s", bound.as_secs()))
             .and_then(|answer| answer.map_err(|e| e.to_string()));

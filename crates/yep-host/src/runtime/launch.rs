@@ -5,13 +5,15 @@
 //! directory runs before it is installed.
 
 use super::hooks;
+use crate::dialect::claude::{ClaudeCode, ToolNames};
 use crate::dialect::zot::Zot;
 use crate::health::HealthEvent;
 use crate::manifest::{Grants, Manifest, ManifestError};
+use crate::store::claude::ClaudePin;
 use crate::store::lockfile::LockEntry;
 use crate::store::zot::resolve_exec;
 use crate::store::{Home, StoreError, config};
-use crate::supervisor::{ServerSpec, SupervisorOptions};
+use crate::supervisor::{NoStreams, ServerSpec, SupervisorOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -99,13 +101,35 @@ pub struct Launch {
 /// copied package that changed since approval, a renamed manifest, invalid config).
 ///
 /// This is the one place that decides how an installed extension runs: a session, `yep call
-/// <name>`, `yep doctor <name>` and `yep demo` all launch through it.
+/// <name>`, `yep doctor <name>` and `yep demo` all launch through it. A Claude Code plugin's
+/// hooks see the agent's tools by their usual names ([`ToolNames::default`]).
 pub fn installed(
     home: &Home,
     name: &str,
     workspace_root: PathBuf,
     session_id: &str,
     supervisor: &SupervisorOptions,
+) -> Result<Launch, LaunchError> {
+    let tool_names = ToolNames::default();
+    installed_naming(
+        home,
+        name,
+        workspace_root,
+        session_id,
+        supervisor,
+        &tool_names,
+    )
+}
+
+/// [`installed`], for a host whose agent names its tools as `tool_names` says to Claude Code
+/// plugins' hooks ([`HostOptions::claude_tool_names`](super::HostOptions::claude_tool_names)).
+pub(super) fn installed_naming(
+    home: &Home,
+    name: &str,
+    workspace_root: PathBuf,
+    session_id: &str,
+    supervisor: &SupervisorOptions,
+    tool_names: &ToolNames,
 ) -> Result<Launch, LaunchError> {
     let extension = || name.to_string();
     let lock = home.lockfile().map_err(|e| LaunchError::Lock {
@@ -164,10 +188,7 @@ pub fn installed(
         let data = home.data_dir(name);
         let _ = std::fs::create_dir_all(&data);
         spec.data_dir = Some(data);
-        let dialect =
-            crate::dialect::claude::ClaudeCode::new(pin.clone(), spec.clone(), &supervisor);
-        supervisor.dialect = Arc::new(dialect);
-        supervisor.transport = Some(Arc::new(crate::dialect::claude::NoStreams));
+        claude_wire(pin.clone(), &spec, &mut supervisor, tool_names);
     }
     Ok(Launch {
         eager: entry.zot.is_some(),
@@ -286,7 +307,7 @@ fn zot_spec(
     spec: &mut ServerSpec,
     supervisor: &mut SupervisorOptions,
 ) -> Result<(), LaunchError> {
-    zot_wire(supervisor);
+    zot_wire(supervisor, Zot::pinned(entry.zot.clone()));
     if !spec.command.is_empty() {
         spec.command = resolve_exec(&spec.command, &dir).program();
     }
@@ -307,7 +328,6 @@ fn zot_spec(
     }
     spec.language = extension_json.map(|m| m.language);
     spec.cwd = Some(dir);
-    spec.pin = entry.zot.clone();
     // Running the host's tools is pinned like the rest of what it registered.
     spec.grants.call_tools = entry
         .zot
@@ -332,20 +352,65 @@ pub fn zot_dir(
     log_dir: &Path,
     supervisor: &SupervisorOptions,
 ) -> Option<(ServerSpec, SupervisorOptions)> {
-    let mut spec = crate::dialect::zot::probe::dir_spec(extension, dir, workspace_root, log_dir)?;
+    let mut spec = zot_dir_spec(extension, dir, workspace_root, log_dir)?;
     // As under zot, its directory is its data dir: an author's work in progress writes there.
     spec.data_dir = Some(dir.to_path_buf());
     let mut supervisor = supervisor.clone();
-    zot_wire(&mut supervisor);
+    zot_wire(&mut supervisor, Zot::default());
     Some((spec, supervisor))
 }
 
-/// Run a server as zot runs its extensions: its wire, and its stop (2 s to exit after
-/// `shutdown`, all stop at once, then SIGTERM, then 1 s).
-fn zot_wire(supervisor: &mut SupervisorOptions) {
-    supervisor.dialect = Arc::new(Zot);
+/// How a zot extension in `dir` is run, as a session would run it (its own directory as cwd,
+/// `exec` resolved as zot resolves it; its data dir the store's, set by the caller); `None`
+/// for a bundle with nothing to run.
+pub fn zot_dir_spec(
+    manifest: &crate::store::zot::ZotManifest,
+    dir: &Path,
+    workspace: PathBuf,
+    log_dir: &Path,
+) -> Option<ServerSpec> {
+    let command = manifest.exec_in(dir)?.program();
+    Some(ServerSpec {
+        name: manifest.name.clone(),
+        command,
+        args: manifest.args.clone(),
+        package_dir: dir.to_path_buf(),
+        workspace_root: workspace,
+        cwd: Some(dir.to_path_buf()),
+        data_dir: None,
+        language: Some(manifest.language.clone()),
+        session_id: String::new(),
+        config: Value::Null,
+        env: Vec::new(),
+        log_dir: log_dir.to_path_buf(),
+        grants: Grants::default(),
+        tool_schemas: Default::default(),
+        sandbox_grants: Default::default(),
+        grant_name: None,
+    })
+}
+
+/// Run a server as zot runs its extensions: its wire (`zot`, with what was pinned), and its
+/// stop (2 s to exit after `shutdown`, all stop at once, then SIGTERM, then 1 s).
+fn zot_wire(supervisor: &mut SupervisorOptions, zot: Zot) {
+    supervisor.dialect = Arc::new(zot);
     supervisor.grace = Duration::from_secs(2);
     supervisor.term_wait = Duration::from_secs(1);
+}
+
+/// Run a Claude Code plugin pinned as `pin` for `spec`: no server and no streams, its dialect
+/// runs the pinned hooks and commands, each spawned as `spec`'s server would be (contained
+/// the same), and shows them the agent's tools as `tool_names` names them.
+pub fn claude_wire(
+    pin: ClaudePin,
+    spec: &ServerSpec,
+    supervisor: &mut SupervisorOptions,
+    tool_names: &ToolNames,
+) {
+    let spawn = spec.spawn_spec(&spec.workspace_root, spec.env.clone(), supervisor, None);
+    let dialect = ClaudeCode::new(pin, spec.package_dir.clone(), spawn, tool_names.clone());
+    supervisor.dialect = Arc::new(dialect);
+    supervisor.transport = Some(Arc::new(NoStreams));
 }
 
 /// What a workspace's own Claude Code config is to a session: nothing to run, waiting for
@@ -366,6 +431,7 @@ pub fn project(
     workspace: &Path,
     session_id: &str,
     supervisor: &SupervisorOptions,
+    tool_names: &ToolNames,
 ) -> Project {
     use crate::store::claude::project::{self, PROJECT};
     let read = match project::read(workspace) {
@@ -411,9 +477,7 @@ pub fn project(
     let _ = std::fs::create_dir_all(&data);
     spec.data_dir = Some(data);
     let mut supervisor = supervisor.clone();
-    let dialect = crate::dialect::claude::ClaudeCode::new(pin.claude, spec.clone(), &supervisor);
-    supervisor.dialect = Arc::new(dialect);
-    supervisor.transport = Some(Arc::new(crate::dialect::claude::NoStreams));
+    claude_wire(pin.claude, &spec, &mut supervisor, tool_names);
     Project::Approved {
         launch: Box::new(Launch {
             eager: false,

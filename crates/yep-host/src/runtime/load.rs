@@ -72,12 +72,13 @@ impl Core {
     }
 
     fn load(&self, name: &str) -> Result<Loaded, launch::LaunchError> {
-        let launch = launch::installed(
+        let launch = launch::installed_naming(
             &self.home,
             name,
             self.workspace_root(),
             &self.session_id,
             &self.opts.supervisor,
+            &self.opts.claude_tool_names,
         )?;
         Ok(self.loaded_from(name, launch, None))
     }
@@ -92,6 +93,7 @@ impl Core {
             &workspace,
             &self.session_id,
             &self.opts.supervisor,
+            &self.opts.claude_tool_names,
         ) {
             launch::Project::None => None,
             launch::Project::Unapproved(message) => {
@@ -125,8 +127,8 @@ impl Core {
             self.report(event);
         }
         let manifest = launch.manifest;
-        // A pinned (zot) extension is owed every event it observes.
-        let lossless = launch.spec.pin.is_some();
+        // Its dialect says whether it is owed every event it observes (a pinned zot one).
+        let lossless = launch.supervisor.dialect.lossless_traces();
         let ext = Extension::new(
             launch.spec,
             launch.supervisor,

@@ -115,7 +115,10 @@ impl ExtensionHost {
         let mut changes = self.core.events.panel.subscribe();
         changes.borrow_and_update();
         let owner = self.find(&active.extension)?;
-        owner.ext.panel_input(&input).await?;
+        owner
+            .ext
+            .with_running_peer(|p, _| p.panel_input(&input))
+            .await?;
         if matches!(input, PanelInput::Key { .. }) {
             let _ = tokio::time::timeout(PANEL_RENDER_WAIT, changes.changed()).await;
         }

@@ -111,7 +111,8 @@ impl ExtensionHost {
                     // The budget covers starting the server too.
                     let fetched = tokio::time::timeout(
                         self.core.opts.prompt_timeout,
-                        l.ext.prompt_within(self.core.opts.prompt_timeout),
+                        l.ext
+                            .with_peer(|p, _| p.prompt(self.core.opts.prompt_timeout)),
                     )
                     .await;
                     let fresh = match fetched

@@ -264,7 +264,10 @@ impl Registry {
         if !loaded.ext.is_running() {
             return Ok(ConfigOutcome::Applied);
         }
-        let status = loaded.ext.config_changed(plain).await?;
+        let status = loaded
+            .ext
+            .with_peer(|p, t| p.config_changed(plain, t))
+            .await?;
         if status == ConfigOutcome::RestartRequired {
             loaded.ext.stop().await;
             self.core.events.clear(name);
@@ -285,7 +288,11 @@ impl Registry {
         let text = root.to_string_lossy().into_owned();
         for l in &self.current().loaded {
             l.ext.set_workspace(root.clone());
-            if let Err(err) = l.ext.workspace_changed(&text).await {
+            if let Err(err) = l
+                .ext
+                .with_running_peer(|p, _| p.workspace_changed(&text))
+                .await
+            {
                 self.core.report(HealthEvent::Warning {
                     extension: Some(l.name.clone()),
                     message: format!(

@@ -5,7 +5,7 @@ use super::tools::{ToolDefinition, extension_tools, mcp_tools};
 use super::{HostError, load::Core, mcp, prompt, trace};
 use crate::manifest::Manifest;
 use crate::supervisor::Extension;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 /// One enabled extension in the session.
@@ -49,7 +49,22 @@ pub struct Table {
     /// The MCP servers the session sees, approved or not.
     pub(super) mcp: Vec<Arc<mcp::McpEntry>>,
     pub(super) tools: Vec<ToolDefinition>,
+    /// Each of `tools` by the name it is called by, with what serves it: a call finds its
+    /// server without a scan.
+    pub(super) routes: HashMap<String, Route>,
     pub(super) forwarders: Vec<Arc<trace::Forwarder>>,
+}
+
+/// What serves a tool of the table, and the tool's own name there.
+pub(super) struct Route {
+    pub(super) tool: String,
+    pub(super) to: Serves,
+}
+
+/// The extension or MCP server a [`Route`] leads to.
+pub(super) enum Serves {
+    Extension(Arc<Loaded>),
+    Mcp(Arc<mcp::McpEntry>),
 }
 
 /// An enabled package that could not be loaded (its files drifted from what was approved, its
@@ -107,6 +122,18 @@ impl Table {
         &self.tools
     }
 
+    /// What serves the tool called `name`, or why nothing does.
+    pub(super) fn route(&self, name: &str) -> Result<&Route, HostError> {
+        match self.routes.get(name) {
+            Some(route) => Ok(route),
+            // Listed, but what listed it is gone from the table.
+            None if self.tools.iter().any(|t| t.name == name) => {
+                Err(HostError::UnknownTool(name.to_string()))
+            }
+            None => Err(self.unknown_tool(name)),
+        }
+    }
+
     /// The enabled extensions this table stands for: the loaded ones, then those kept only
     /// for their hooks.
     pub(super) fn wanted(&self) -> Vec<String> {
@@ -143,14 +170,44 @@ impl Core {
         for event in warnings {
             self.report(event);
         }
+        let routes = routes(&tools, &loaded, &mcp);
         Table {
             loaded,
             unloaded,
             mcp,
             tools,
+            routes,
             forwarders,
         }
     }
+}
+
+/// Each of `tools` by its name, with the loaded extension or MCP server that serves it.
+fn routes(
+    tools: &[ToolDefinition],
+    loaded: &[Arc<Loaded>],
+    mcp: &[Arc<mcp::McpEntry>],
+) -> HashMap<String, Route> {
+    let by_name: HashMap<&str, &Arc<Loaded>> =
+        loaded.iter().map(|l| (l.name.as_str(), l)).collect();
+    let servers: HashMap<&str, &Arc<mcp::McpEntry>> =
+        mcp.iter().map(|e| (e.source.name.as_str(), e)).collect();
+    let mut routes = HashMap::with_capacity(tools.len());
+    for def in tools {
+        let to = match def.mcp {
+            true => servers
+                .get(def.extension.as_str())
+                .map(|e| Serves::Mcp(Arc::clone(e))),
+            false => by_name
+                .get(def.extension.as_str())
+                .map(|l| Serves::Extension(Arc::clone(l))),
+        };
+        if let Some(to) = to {
+            let tool = def.tool.clone();
+            routes.insert(def.name.clone(), Route { tool, to });
+        }
+    }
+    routes
 }
 
 pub(super) fn find(table: &Table, name: &str) -> Result<Arc<Loaded>, HostError> {

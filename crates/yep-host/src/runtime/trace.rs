@@ -90,7 +90,7 @@ impl Forwarder {
             };
             match next {
                 Some(event) => {
-                    if let Err(err) = loaded.ext.trace_event_started(&event).await {
+                    if let Err(err) = loaded.ext.with_peer(|p, _| p.trace(&event)).await {
                         tracing::debug!(extension = %loaded.name, "trace event not delivered: {err}");
                     }
                 }
@@ -166,7 +166,7 @@ impl ExtensionHost {
                         f.drained().await;
                     }
                     // A server that never started has nothing to flush.
-                    if let Err(err) = l.ext.barrier().await {
+                    if let Err(err) = l.ext.with_running_peer(|p, t| p.barrier(t)).await {
                         tracing::debug!(extension = %l.name, "trace barrier failed: {err}");
                     }
                 });

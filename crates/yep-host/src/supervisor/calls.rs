@@ -4,11 +4,8 @@
 use super::denied::DeniedCall;
 use super::error::ExtensionError;
 use super::extension::{Extension, Live};
-use crate::capability::{
-    CommandResult, ConfigOutcome, HookAnswer, HookFiring, Intercept, InterceptOutcome, PanelInput,
-    ToolCall, ToolResult, TraceEvent,
-};
-use crate::dialect::{PeerError, PeerFailure};
+use crate::capability::{ToolCall, ToolResult};
+use crate::dialect::{Peer, PeerError, PeerFailure, PeerFuture};
 use crate::health::HealthEvent;
 use crate::process::describe_status;
 use crate::rpc::{CallError, CloseReason, UpdateSink};
@@ -139,19 +136,30 @@ impl Extension {
         }
     }
 
-    /// Send any request by its wire name with the default timeout and return the raw result:
-    /// for tools like `yep doctor` that probe a server beyond the capability model.
-    pub async fn request_raw(
+    /// Ask the live server (started if none runs) with `ask`, given its [`Peer`] and the
+    /// per-request timeout, and settle the answer as every call here is: a failure names the
+    /// extension, and a server gone away says its exit status and last words. A [`Peer`]
+    /// method returns its future boxed already, so `ask` adds no allocation of its own.
+    pub async fn with_peer<T>(
         &self,
-        method: &str,
-        params: Option<&Value>,
-    ) -> Result<Value, ExtensionError> {
+        ask: impl for<'p> FnOnce(&'p dyn Peer, Duration) -> PeerFuture<'p, Result<T, PeerError>>,
+    ) -> Result<T, ExtensionError> {
         let live = self.live().await?;
-        let res = live
-            .peer
-            .request(method, params.cloned(), self.opts.request_timeout)
-            .await;
+        let res = ask(live.peer.as_ref(), self.opts.request_timeout).await;
         self.settle(&live, res).await
+    }
+
+    /// [`Extension::with_peer`] on the server that runs now; `None` when none does (nothing
+    /// is started, nothing sent).
+    pub async fn with_running_peer<T>(
+        &self,
+        ask: impl for<'p> FnOnce(&'p dyn Peer, Duration) -> PeerFuture<'p, Result<T, PeerError>>,
+    ) -> Result<Option<T>, ExtensionError> {
+        let Some(live) = self.live_now() else {
+            return Ok(None);
+        };
+        let res = ask(live.peer.as_ref(), self.opts.request_timeout).await;
+        self.settle(&live, res).await.map(Some)
     }
 
     /// Whether `args` satisfy `tool`'s declared schema
@@ -227,65 +235,6 @@ impl Extension {
         res
     }
 
-    /// Fire a hook with its own timeout, clamped to the host maximum
-    /// ([`crate::runtime::MAX_HOOK_TIMEOUT_MS`]).
-    pub async fn fire_hook(
-        &self,
-        firing: &HookFiring,
-        timeout: Duration,
-    ) -> Result<HookAnswer, ExtensionError> {
-        let timeout = timeout.min(Duration::from_millis(crate::runtime::MAX_HOOK_TIMEOUT_MS));
-        let live = self.live().await?;
-        let res = live.peer.fire_hook(firing, timeout).await;
-        self.settle(&live, res).await
-    }
-
-    /// Tell a running server what the user did with its panel (nothing when none runs).
-    pub async fn panel_input(&self, input: &PanelInput) -> Result<(), ExtensionError> {
-        let Some(live) = self.live_now() else {
-            return Ok(());
-        };
-        let res = live.peer.panel_input(input).await;
-        self.settle(&live, res).await
-    }
-
-    /// Ask the server at an intercept point, starting it if needed.
-    pub async fn intercept(
-        &self,
-        point: &Intercept,
-        timeout: Duration,
-    ) -> Result<InterceptOutcome, ExtensionError> {
-        let live = self.live().await?;
-        let res = live.peer.intercept(point, timeout).await;
-        self.settle(&live, res).await
-    }
-
-    /// The dynamic prompt text, giving up after `timeout`.
-    pub async fn prompt_within(&self, timeout: Duration) -> Result<String, ExtensionError> {
-        let live = self.live().await?;
-        let res = live.peer.prompt(timeout).await;
-        self.settle(&live, res).await
-    }
-
-    /// The dynamic prompt text.
-    pub async fn prompt(&self) -> Result<String, ExtensionError> {
-        self.prompt_within(self.opts.request_timeout).await
-    }
-
-    /// Run a slash command.
-    pub async fn execute_command(
-        &self,
-        name: &str,
-        arguments: &str,
-    ) -> Result<CommandResult, ExtensionError> {
-        let live = self.live().await?;
-        let res = live
-            .peer
-            .command(name, arguments, self.opts.request_timeout)
-            .await;
-        self.settle(&live, res).await
-    }
-
     /// Run in `root` from the next start on.
     pub fn set_workspace(&self, root: PathBuf) {
         *self.workspace.lock().unwrap_or_else(|p| p.into_inner()) = root;
@@ -294,50 +243,5 @@ impl Extension {
     /// Use this config and env from the next start on.
     pub fn set_inputs(&self, config: Value, env: Vec<(String, String)>) {
         *self.inputs.lock().unwrap_or_else(|p| p.into_inner()) = (config, env);
-    }
-
-    /// Push new config to the (started) server.
-    pub async fn config_changed(&self, config: Value) -> Result<ConfigOutcome, ExtensionError> {
-        let live = self.live().await?;
-        let res = live
-            .peer
-            .config_changed(config, self.opts.request_timeout)
-            .await;
-        self.settle(&live, res).await
-    }
-
-    /// Tell a running server the workspace moved. Nothing is sent when none runs.
-    pub async fn workspace_changed(&self, root: &str) -> Result<(), ExtensionError> {
-        let Some(live) = self.live_now() else {
-            return Ok(());
-        };
-        let res = live.peer.workspace_changed(root).await;
-        self.settle(&live, res).await
-    }
-
-    /// Forward a trace event, starting the server if it is not running.
-    pub async fn trace_event_started(&self, event: &TraceEvent) -> Result<(), ExtensionError> {
-        let live = self.live().await?;
-        let res = live.peer.trace(event).await;
-        self.settle(&live, res).await
-    }
-
-    /// Forward a trace event to a running server (never awaited by the server).
-    pub async fn trace_event(&self, event: &TraceEvent) -> Result<(), ExtensionError> {
-        let Some(live) = self.live_now() else {
-            return Ok(());
-        };
-        let res = live.peer.trace(event).await;
-        self.settle(&live, res).await
-    }
-
-    /// Once a running server has handled everything sent before (the trace flush). Nothing
-    /// is sent when none runs.
-    pub async fn barrier(&self) -> Result<(), ExtensionError> {
-        let Some(live) = self.live_now() else {
-            return Ok(());
-        };
-        let res = live.peer.barrier(self.opts.request_timeout).await;
-        self.settle(&live, res).await
     }
 }

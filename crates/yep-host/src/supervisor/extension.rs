@@ -148,14 +148,10 @@ impl Extension {
         &self.spec
     }
 
-    /// Whether it was approved to be asked at the intercept point named `point`: its pin
-    /// (zot) or its dialect's own (a Claude Code plugin's hooks) says so.
+    /// Whether it was approved to be asked at the intercept point named `point`, as its
+    /// dialect says ([`Dialect::intercepts`](crate::dialect::Dialect::intercepts)).
     pub fn intercepts(&self, point: &str) -> bool {
-        self.spec
-            .pin
-            .as_ref()
-            .is_some_and(|pin| pin.intercepts(point))
-            || self.opts.dialect.intercepts(point)
+        self.opts.dialect.intercepts(point)
     }
 
     /// Whether its post hooks answer

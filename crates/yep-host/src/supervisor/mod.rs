@@ -17,5 +17,5 @@ mod start;
 pub use denied::DeniedCall;
 pub use error::ExtensionError;
 pub use extension::{Extension, Live, backoff_delay};
-pub use options::{SupervisorOptions, Transport};
+pub use options::{NoStreams, SupervisorOptions, Transport};
 pub use spec::ServerSpec;

@@ -12,6 +12,19 @@ pub trait Transport: Send + Sync + 'static {
     fn open(&self, spec: &ServerSpec) -> std::io::Result<Streams>;
 }
 
+/// The streams of a server that has none (a Claude Code plugin, whose dialect runs short-lived
+/// commands instead): nothing to read, nothing to write.
+pub struct NoStreams;
+
+impl Transport for NoStreams {
+    fn open(&self, _: &ServerSpec) -> std::io::Result<Streams> {
+        Ok(Streams::Other {
+            reader: Box::new(tokio::io::empty()),
+            writer: Box::new(tokio::io::sink()),
+        })
+    }
+}
+
 /// Supervision tuning.
 #[derive(Clone)]
 pub struct SupervisorOptions {
@@ -43,9 +56,6 @@ pub struct SupervisorOptions {
     /// Run it outside the sandbox under `strace`, to learn what it needs
     /// ([`yep_sandbox::learn`]; `yep doctor --sandbox-learn`).
     pub learn: Option<Arc<yep_sandbox::learn::Learning>>,
-    /// The agent's tools as Claude Code's hooks know them (set from
-    /// [`crate::runtime::HostOptions::claude_tool_names`]).
-    pub claude_tool_names: crate::dialect::claude::ToolNames,
 }
 
 impl SupervisorOptions {
@@ -62,7 +72,7 @@ impl SupervisorOptions {
 impl Default for SupervisorOptions {
     fn default() -> Self {
         SupervisorOptions {
-            dialect: Arc::new(crate::dialect::yep::Yep),
+            dialect: crate::dialect::default_dialect(),
             transport: None,
             request_timeout: Duration::from_secs(60),
             handshake_timeout: Duration::from_secs(10),
@@ -73,12 +83,11 @@ impl Default for SupervisorOptions {
             term_wait: Duration::from_secs(3),
             backoff_base: Duration::from_millis(250),
             backoff_max: Duration::from_secs(30),
-            spin: yep_protocol::framing::spin_from_env(),
+            spin: crate::framing::spin_from_env(),
             tap: None,
             interactive_ui: false,
             sandbox: crate::settings::UNSET_MODE,
             learn: None,
-            claude_tool_names: Default::default(),
         }
     }
 }

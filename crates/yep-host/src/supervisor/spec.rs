@@ -26,9 +26,6 @@ pub struct ServerSpec {
     pub data_dir: Option<PathBuf>,
     /// The language the package says it is written in (zot's `language`), for errors.
     pub language: Option<String>,
-    /// For a server with no static manifest (zot), what it was approved to register beyond
-    /// tools and commands: the most its dialect honours. `None` when nothing was pinned.
-    pub pin: Option<crate::store::zot::ZotPin>,
     pub session_id: String,
     /// `initialize.config` (secrets already stripped).
     pub config: Value,
@@ -60,7 +57,6 @@ impl std::fmt::Debug for ServerSpec {
             .field("cwd", &self.cwd)
             .field("data_dir", &self.data_dir)
             .field("language", &self.language)
-            .field("pin", &self.pin)
             .field("session_id", &self.session_id)
             .field("config", &self.config)
             .field("env", &process::redacted_env(&self.env))
@@ -91,7 +87,6 @@ impl ServerSpec {
             cwd: None,
             data_dir: None,
             language: None,
-            pin: None,
             session_id: String::new(),
             config: Value::Null,
             env: Vec::new(),
@@ -146,12 +141,11 @@ impl ServerSpec {
                 package_dir: Some(self.package_dir.clone()),
                 data_dir: self.data_dir.clone(),
                 workspace: Some(workspace.to_path_buf()),
-                // A zot extension (the one kind that says its language) keeps files of its
-                // own in the workspace's `.zot`, as zot's scratchpad does.
-                files: self
-                    .language
-                    .is_some()
-                    .then(|| workspace.join(yep_sandbox::ZOT_FILES)),
+                // A wire whose servers keep files of their own in the workspace (zot's `.zot`).
+                files: opts
+                    .dialect
+                    .workspace_files()
+                    .map(|dir| workspace.join(dir)),
                 grants: self.sandbox_grants.clone(),
                 name: self.grant_name.clone().unwrap_or_else(|| self.name.clone()),
                 on_denied,

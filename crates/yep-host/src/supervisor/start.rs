@@ -50,9 +50,8 @@ impl Extension {
         let allowed = contained.profile.said(workspace);
         let name = crate::text::escape(self.spec.grant_name.as_ref().unwrap_or(&self.spec.name));
         // `--sandbox-learn` runs YEP and MCP servers (an MCP server by its `yep grant` name,
-        // which doctor takes too); a zot extension (which says its language) is told where
-        // its denial is written.
-        let learnable = self.spec.language.is_none();
+        // which doctor takes too); a zot extension is told where its denial is written.
+        let learnable = self.opts.dialect.sandbox_learnable();
         // A launcher's package yep installed is pinned: no grant writes there.
         let installs = self.spec.log_dir.parent().map(|h| h.join("installs"));
         let in_install = installs.is_some_and(|dir| {
@@ -87,10 +86,7 @@ impl Extension {
                         |_| self.spec.command.clone(),
                         |rel| rel.to_string_lossy().into_owned(),
                     );
-                let key = match self.opts.dialect.name() {
-                    "zot" => "exec",
-                    _ => "command",
-                };
+                let key = self.opts.dialect.command_key();
                 let fix = crate::store::manifest::command_line_fix(key, &written, &self.spec.args)?;
                 Some(format!(
                     "it is a whole command line, and a command is one program, run with no shell and never split: put the program alone in `{key}` and the rest in `args`: {fix}"
@@ -138,15 +134,15 @@ impl Extension {
             .await;
         match opened {
             Ok(peer) => Ok(self.started(peer, process, pid)),
-            // An MCP server that left rather than answer `server/discover` is started again,
-            // once: its dialect now speaks to it with `initialize` only.
-            Err(HandshakeError::EndedOnProbe) => {
+            // A server its dialect wants started again (an MCP server that left rather than
+            // answer `server/discover`) is, once: its dialect now knows how to speak to it.
+            Err(HandshakeError::RestartWanted) => {
                 if let Some(proc_) = &process
                     && proc_.wait_for_exit(Duration::from_secs(1)).await.is_none()
                 {
                     let _ = proc_.terminate(Duration::from_millis(100)).await;
                 }
-                tracing::debug!(extension = %spec.name, "ended on server/discover; started again for initialize");
+                tracing::debug!(extension = %spec.name, wire = self.opts.dialect.name(), "started again, as its first start asked");
                 Box::pin(self.start()).await
             }
             Err(error) => Err(self
@@ -266,7 +262,6 @@ impl Extension {
                 .unwrap_or(&spec.package_dir)
                 .to_string_lossy()
                 .into_owned(),
-            pin: spec.pin.clone(),
             interactive_ui: self.opts.interactive_ui,
             slow_start: crate::launcher::slow_start(&spec.command, &spec.args),
         }
@@ -282,9 +277,7 @@ impl Extension {
     ) -> Arc<Live> {
         let spec = &self.spec;
         let offered = &peer.offer().name;
-        // An MCP server's name is its implementation's, never a package's.
-        let mcp = self.opts.dialect.name().starts_with("mcp");
-        if !offered.is_empty() && *offered != spec.name && !mcp {
+        if !offered.is_empty() && *offered != spec.name && self.opts.dialect.names_its_package() {
             tracing::warn!(extension = %spec.name, "server calls itself `{offered}`; the manifest name wins");
         }
         tracing::debug!(extension = %spec.name, pid, wire = self.opts.dialect.name(), "started");

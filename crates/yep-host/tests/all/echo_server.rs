@@ -222,7 +222,7 @@ async fn the_server_resolves_a_wire_cancel_with_the_cancelled_error() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Ids are per connection: handshake was 1, the call is 2.
     let answer = conn_ext
-        .request_raw("cancel", Some(&json!({"id": 2})))
+        .with_peer(|p, t| p.request("cancel", Some(json!({"id": 2})), t))
         .await
         .unwrap();
     assert_eq!(answer, json!({"cancelled": true}));
@@ -233,7 +233,7 @@ async fn the_server_resolves_a_wire_cancel_with_the_cancelled_error() {
         "{err}"
     );
     let again = conn_ext
-        .request_raw("cancel", Some(&json!({"id": 2})))
+        .with_peer(|p, t| p.request("cancel", Some(json!({"id": 2})), t))
         .await
         .unwrap();
     assert_eq!(again, json!({"cancelled": false}));
@@ -269,7 +269,10 @@ async fn a_refused_question_fails_the_tool_with_a_clear_message() {
 async fn an_unknown_method_is_answered_method_not_found() {
     let fx = Fixture::new();
     let ext = extension(fx.echo(), Arc::default());
-    let err = ext.request_raw("frobnicate", None).await.unwrap_err();
+    let err = ext
+        .with_peer(|p, t| p.request("frobnicate", None, t))
+        .await
+        .unwrap_err();
     assert_eq!(
         err.remote().map(|e| e.code),
         Some(RemoteError::METHOD_NOT_FOUND),
@@ -288,7 +291,7 @@ async fn hook_prompt_and_command_answer() {
         result: None,
     };
     let blocked = ext
-        .fire_hook(&fire(true), Duration::from_secs(5))
+        .with_peer(|p, _| p.fire_hook(&fire(true), Duration::from_secs(5)))
         .await
         .unwrap()
         .outcome;
@@ -297,14 +300,20 @@ async fn hook_prompt_and_command_answer() {
         "{blocked:?}"
     );
     assert_eq!(
-        ext.fire_hook(&fire(false), Duration::from_secs(5))
+        ext.with_peer(|p, _| p.fire_hook(&fire(false), Duration::from_secs(5)))
             .await
             .unwrap()
             .outcome,
         HookOutcome::Allow
     );
-    assert_eq!(ext.prompt().await.unwrap(), "echo dynamic prompt, turn 1");
-    let pong = ext.execute_command("ping", "").await.unwrap();
+    assert_eq!(
+        ext.with_peer(|p, t| p.prompt(t)).await.unwrap(),
+        "echo dynamic prompt, turn 1"
+    );
+    let pong = ext
+        .with_peer(|p, t| p.command("ping", "", t))
+        .await
+        .unwrap();
     assert!(pong.success);
     assert_eq!(pong.message, "pong");
 }

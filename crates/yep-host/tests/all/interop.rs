@@ -48,7 +48,7 @@ async fn yep_host_drives_a_yolop_yep_server() {
         result: None,
     };
     let decision = ext
-        .fire_hook(&fire, Duration::from_secs(5))
+        .with_peer(|p, _| p.fire_hook(&fire, Duration::from_secs(5)))
         .await
         .unwrap()
         .outcome;
@@ -61,16 +61,21 @@ async fn yep_host_drives_a_yolop_yep_server() {
     );
 
     assert_eq!(
-        ext.prompt().await.unwrap(),
+        ext.with_peer(|p, t| p.prompt(t)).await.unwrap(),
         "dynamic prompt from a yolop-yep server"
     );
 
     // yolop's SDK answers -32601 to what it lacks; the host reads that sensibly.
     assert_eq!(
-        ext.config_changed(json!({"a": 1})).await.unwrap(),
+        ext.with_peer(|p, t| p.config_changed(json!({"a": 1}), t))
+            .await
+            .unwrap(),
         ConfigOutcome::RestartRequired
     );
-    let err = ext.execute_command("ping", "").await.unwrap_err();
+    let err = ext
+        .with_peer(|p, t| p.command("ping", "", t))
+        .await
+        .unwrap_err();
     assert_eq!(err.remote().map(|e| e.code), Some(-32601), "{err}");
 
     // A cancel it does not understand (-32601) still resolves our call as cancelled, and its

@@ -45,7 +45,6 @@ async fn open(mode: &str, dir: &std::path::Path, notes: Arc<Notes>) -> Result<Op
         timeout: Duration::from_secs(10),
         package_dir: "/pkg/pyzot".into(),
         data_dir: "/data/pyzot".into(),
-        pin: None,
         interactive_ui: false,
         slow_start: None,
     };
@@ -53,7 +52,7 @@ async fn open(mode: &str, dir: &std::path::Path, notes: Arc<Notes>) -> Result<Op
         stdout: spawned.stdout,
         stdin: spawned.stdin,
     };
-    let peer = Zot
+    let peer = Zot::default()
         .open(streams, hello, notes, ConnectionOptions::default())
         .await
         .map_err(|e| e.to_string())?;
@@ -466,10 +465,7 @@ async fn call_tool_runs_the_agents_built_in_tools_and_asks_its_permission_first(
         std::fs::copy(fixture.join(file), pkg.join(file)).unwrap();
     }
     let opts = InstallOptions {
-        zot: Some(yep_host::dialect::zot::probe::runner(
-            &home,
-            dir.path().to_path_buf(),
-        )),
+        zot: Some(yep_host::probe::runner(&home, dir.path().to_path_buf())),
         ..InstallOptions::default()
     };
     home.install(pkg.to_str().unwrap(), &opts, &mut AlwaysYes)

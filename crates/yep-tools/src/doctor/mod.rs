@@ -647,7 +647,9 @@ async fn check_hooks(r: &mut Grader, ext: &Extension, manifest: &Manifest) {
                 result: (h.event == HookEvent::PostToolUse).then(|| json!({})),
             };
             if let Err(err) = ext
-                .fire_hook(&firing, Duration::from_millis(h.timeout_ms))
+                .with_peer(|p, _| {
+                    p.fire_hook(&firing, yep_host::manifest::hook_timeout(h.timeout_ms))
+                })
                 .await
             {
                 problems.push(format!("{event} on {}: {err}", h.tool_name_glob));
@@ -670,7 +672,7 @@ async fn check_hooks(r: &mut Grader, ext: &Extension, manifest: &Manifest) {
 
 /// The `dynamic_prompt` row: its prompt within its budget.
 async fn check_dynamic_prompt(r: &mut Grader, ext: &Extension) {
-    match ext.prompt_within(Duration::from_secs(2)).await {
+    match ext.with_peer(|p, _| p.prompt(Duration::from_secs(2))).await {
         Ok(text) => r.add(
             "dynamic_prompt",
             Status::Pass,
@@ -683,7 +685,7 @@ async fn check_dynamic_prompt(r: &mut Grader, ext: &Extension) {
 /// The `cancel` row: a cancel of an unknown id is benign.
 async fn check_cancel(r: &mut Grader, ext: &Extension) {
     match ext
-        .request_raw("cancel", Some(&json!({"id": 987_654_321u64})))
+        .with_peer(|p, t| p.request("cancel", Some(json!({"id": 987_654_321u64})), t))
         .await
     {
         Ok(v) if v == json!({"cancelled": false}) => r.add(
@@ -708,7 +710,7 @@ async fn check_cancel(r: &mut Grader, ext: &Extension) {
 /// The `config_push` row: a config push answered, or said to be unsupported.
 async fn check_config_push(r: &mut Grader, ext: &Extension) {
     match ext
-        .request_raw("config/changed", Some(&json!({"config": Value::Null})))
+        .with_peer(|p, t| p.request("config/changed", Some(json!({"config": Value::Null})), t))
         .await
     {
         Ok(v) => r.add(

@@ -6,12 +6,11 @@ use super::{Grader, Recording, Report, Status, probe_tool};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use yep_host::capability::{Events, HookFiring, Intercept, NoEvents};
-use yep_host::dialect::zot::Registrations;
+use yep_host::capability::{HookFiring, Intercept, NoEvents};
+use yep_host::dialect::Dialect;
 use yep_host::dialect::zot::frames::FromExtension;
-use yep_host::dialect::{Dialect, HandshakeError, Hello, Peer, PeerFuture, Streams};
+use yep_host::dialect::zot::{Capture, Registrations, Zot};
 use yep_host::manifest::{HookEvent, Manifest};
-use yep_host::rpc::ConnectionOptions;
 use yep_host::rpc::Tap;
 use yep_host::store::zot::{ZotManifest, ZotPin};
 use yep_host::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOptions};
@@ -19,46 +18,13 @@ use yep_host::supervisor::{Extension, ExtensionError, ServerSpec, SupervisorOpti
 /// How long a zot intercept may take (zot's own bound).
 const INTERCEPT_WITHIN: Duration = Duration::from_secs(5);
 
-/// The zot dialect, keeping what the extension registered in its handshake.
-#[derive(Default)]
-struct Capture {
-    seen: Arc<Mutex<Option<Registrations>>>,
-}
-
-impl Capture {
-    /// What the last handshake registered.
-    fn take(&self) -> Option<Registrations> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-}
-
-impl Dialect for Capture {
-    fn name(&self) -> &'static str {
-        "zot"
-    }
-
-    fn open(
-        &self,
-        streams: Streams,
-        hello: Hello,
-        events: Arc<dyn Events>,
-        opts: ConnectionOptions,
-    ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
-        let seen = Arc::clone(&self.seen);
-        Box::pin(async move {
-            let peer = yep_host::dialect::zot::open(streams, hello, events, opts).await?;
-            *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.registrations());
-            Ok(peer as Arc<dyn Peer>)
-        })
-    }
-}
-
 /// Grade the zot extension `manifest` describes, run from `spec`. `approved` is the manifest
-/// it was installed with (its pin is `spec.pin`); `None` for a directory.
+/// it was installed with and `pin` what its lock pinned; both `None` for a directory.
 pub async fn run(
     manifest: &ZotManifest,
     mut spec: ServerSpec,
     approved: Option<&Manifest>,
+    pin: Option<ZotPin>,
     mode: yep_sandbox::Mode,
 ) -> Report {
     let mut r = Grader::default();
@@ -70,7 +36,7 @@ pub async fn run(
         }
     });
     spec.session_id = "doctor".into();
-    let capture = Arc::new(Capture::default());
+    let capture = Arc::new(Capture::new(Zot::pinned(pin.clone())));
     let opts = SupervisorOptions {
         dialect: Arc::clone(&capture) as Arc<dyn Dialect>,
         tap: Some(tap),
@@ -80,7 +46,6 @@ pub async fn run(
         sandbox: mode,
         ..SupervisorOptions::default()
     };
-    let pin = spec.pin.clone();
     let (sandbox_status, sandbox_detail) = super::sandbox_row(&spec.sandbox_grants, mode);
     let ext = Extension::new(spec, opts, Arc::new(NoEvents));
     match ext.handshake().await {
@@ -250,7 +215,7 @@ async fn check_tool_call(
 async fn check_command(r: &mut Grader, ext: &Extension, seen: &Registrations) {
     match seen.commands.first() {
         None => r.add("command", Status::Pass, "no commands to run"),
-        Some(c) => match ext.execute_command(&c.name, "").await {
+        Some(c) => match ext.with_peer(|p, t| p.command(&c.name, "", t)).await {
             Ok(_) => r.add("command", Status::Pass, format!("/{} answered", c.name)),
             Err(e) => r.add("command", Status::Fail, format!("/{}: {e}", c.name)),
         },
@@ -269,7 +234,9 @@ async fn check_intercepts(r: &mut Grader, ext: &Extension, seen: &Registrations)
                     args: json!({"doctor": true}),
                     result: None,
                 };
-                ext.fire_hook(&firing, INTERCEPT_WITHIN).await.map(|_| ())
+                ext.with_peer(|p, _| p.fire_hook(&firing, INTERCEPT_WITHIN))
+                    .await
+                    .map(|_| ())
             }
             other => {
                 let point = match other {
@@ -283,7 +250,9 @@ async fn check_intercepts(r: &mut Grader, ext: &Extension, seen: &Registrations)
                         model: String::new(),
                     },
                 };
-                ext.intercept(&point, INTERCEPT_WITHIN).await.map(|_| ())
+                ext.with_peer(|p, _| p.intercept(&point, INTERCEPT_WITHIN))
+                    .await
+                    .map(|_| ())
             }
         };
         if let Err(e) = answered {
@@ -357,11 +326,11 @@ pub async fn run_dir(
     mode: yep_sandbox::Mode,
 ) -> Result<Option<Report>, yep_host::manifest::ManifestError> {
     let manifest = ZotManifest::load(dir)?;
-    let Some(spec) = yep_host::dialect::zot::probe::dir_spec(&manifest, dir, workspace, log_dir)
+    let Some(spec) = yep_host::runtime::launch::zot_dir_spec(&manifest, dir, workspace, log_dir)
     else {
         return Ok(None);
     };
-    Ok(Some(run(&manifest, spec, None, mode).await))
+    Ok(Some(run(&manifest, spec, None, None, mode).await))
 }
 
 /// Every line it wrote, against the reference's frame rules; anything that is not JSON is

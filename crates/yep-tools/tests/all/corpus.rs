@@ -174,7 +174,7 @@ async fn act(ext: &Extension, user: &User, action: &Value) -> Result<Value, Stri
                 result: None,
             };
             let outcome = ext
-                .fire_hook(&firing, Duration::from_secs(5))
+                .with_peer(|p, _| p.fire_hook(&firing, Duration::from_secs(5)))
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(match outcome.outcome {
@@ -186,7 +186,7 @@ async fn act(ext: &Extension, user: &User, action: &Value) -> Result<Value, Stri
         }
         Some("command") => {
             let said = ext
-                .execute_command(&str_of("name"), &str_of("arguments"))
+                .with_peer(|p, t| p.command(&str_of("name"), &str_of("arguments"), t))
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(json!({ "success": said.success, "message": said.message }))
@@ -209,7 +209,7 @@ async fn drive(path: &Path) -> Result<(), String> {
     let opts = SupervisorOptions {
         dialect: match t.wire {
             Wire::Yep => SupervisorOptions::default().dialect,
-            Wire::Zot => Arc::new(Zot),
+            Wire::Zot => Arc::new(Zot::default()),
         },
         // The runner is the host's helper here, not a package to contain.
         sandbox: Mode::Off,

@@ -3,8 +3,8 @@
 //! ([`crate::process::run_to_end`]), with Claude Code's contract on stdin and stdout ([`io`]),
 //! and slash commands expanded as Claude Code expands them ([`command`]).
 //!
-//! [`ClaudeCode`] is the dialect and [`NoStreams`] the transport that gives it nothing to
-//! read: the supervisor "starts" a plugin as it starts any server, so hooks, budgets,
+//! [`ClaudeCode`] is the dialect, over a transport that gives it nothing to read
+//! (`supervisor::NoStreams`): the supervisor "starts" a plugin as it starts any server, so hooks, budgets,
 //! `on_error`, health events and ordering are the runtime's, unchanged. The peer runs only
 //! what the lock pinned ([`ClaudePin`]): each hook's command line and each command's inline
 //! commands, never what the files say now.
@@ -24,7 +24,6 @@ use crate::health::HealthEvent;
 use crate::process::{RunLimits, RunOutput, SpawnSpec};
 use crate::rpc::{CallError, CloseReason, ConnectionOptions};
 use crate::store::claude::{ClaudePin, CommandHook};
-use crate::supervisor::{ServerSpec, SupervisorOptions, Transport};
 use crate::text::escape;
 use io::{About, Event, Said};
 use serde_json::Value;
@@ -51,42 +50,39 @@ pub const MAX_BACKGROUND: Duration = Duration::from_secs(600);
 pub const WIRE: &str = "Claude Code hooks";
 
 /// The Claude Code dialect for one installed plugin: what its lock pinned, and how its
-/// commands run (its server spec's sandbox, package, data dir and env).
+/// commands run (its package, and the recipe its server would be spawned by).
 pub struct ClaudeCode {
     plan: Arc<Plan>,
 }
 
 struct Plan {
     pin: ClaudePin,
-    spec: ServerSpec,
-    opts: SupervisorOptions,
+    package_dir: PathBuf,
+    /// How its server would be spawned (its env, log, sandbox mode and grants, data dir): each
+    /// hook or inline command runs so, with its own program, in the workspace of the moment.
+    spawn: SpawnSpec,
+    tool_names: ToolNames,
 }
 
 impl ClaudeCode {
-    /// The dialect that runs `pin` with `spec`'s package, data dir, env and sandbox grants,
-    /// in `opts`'s sandbox mode, naming tools by `opts.claude_tool_names`. A hook that fails
-    /// (crashes, hangs, is missing) is an error, never an allow: the approved hook's
+    /// The dialect that runs `pin` from `package_dir`, each command spawned as `spawn` says
+    /// (its env, log, sandbox and data dir), naming tools as `tool_names` does. A hook that
+    /// fails (crashes, hangs, is missing) is an error, never an allow: the approved hook's
     /// `on_error` decides whether the call goes on.
-    pub fn new(pin: ClaudePin, spec: ServerSpec, opts: &SupervisorOptions) -> ClaudeCode {
+    pub fn new(
+        pin: ClaudePin,
+        package_dir: PathBuf,
+        spawn: SpawnSpec,
+        tool_names: ToolNames,
+    ) -> ClaudeCode {
         ClaudeCode {
             plan: Arc::new(Plan {
                 pin,
-                spec,
-                opts: opts.clone(),
+                package_dir,
+                spawn,
+                tool_names,
             }),
         }
-    }
-}
-
-/// The streams of a plugin, which has no server: nothing to read, nothing to write.
-pub struct NoStreams;
-
-impl Transport for NoStreams {
-    fn open(&self, _: &ServerSpec) -> std::io::Result<Streams> {
-        Ok(Streams::Other {
-            reader: Box::new(tokio::io::empty()),
-            writer: Box::new(tokio::io::sink()),
-        })
     }
 }
 
@@ -198,9 +194,9 @@ impl ClaudePeer {
     /// The environment a hook or inline command gets: the package's env-mapped config and
     /// secrets, and Claude Code's variables.
     fn env(&self, workspace: &Path) -> Vec<(String, String)> {
-        let root = self.plan.spec.package_dir.to_string_lossy().into_owned();
+        let root = self.plan.package_dir.to_string_lossy().into_owned();
         let data = self.data_dir.to_string_lossy().into_owned();
-        let mut env = self.plan.spec.env.clone();
+        let mut env = self.plan.spawn.env.clone();
         env.extend([
             ("CLAUDE_PLUGIN_ROOT".into(), root.clone()),
             ("CLAUDE_PLUGIN_DATA".into(), data.clone()),
@@ -240,15 +236,15 @@ impl ClaudePeer {
                 message: denial.message,
             })
         }));
-        let mut spec = self
-            .plan
-            .spec
-            .spawn_spec(&workspace, env, &self.plan.opts, Some(denied));
+        let mut spec = self.plan.spawn.clone();
         if let Some(sandboxed) = spec.sandbox.as_mut() {
+            sandboxed.workspace = Some(workspace.clone());
+            sandboxed.on_denied = Some(denied);
             sandboxed.tell_refused_hosts = true;
         }
         spec.program = program;
         spec.args = args;
+        spec.env = env;
         spec.cwd = workspace;
         spec
     }
@@ -258,7 +254,7 @@ impl ClaudePeer {
             return self.spawn_spec("/bin/sh".into(), vec!["-c".into(), hook.command.clone()]);
         }
         let fill = |s: &str| {
-            let root = self.plan.spec.package_dir.to_string_lossy();
+            let root = self.plan.package_dir.to_string_lossy();
             let data = self.data_dir.to_string_lossy();
             s.replace("${CLAUDE_PLUGIN_ROOT}", &root)
                 .replace("${PLUGIN_ROOT}", &root)
@@ -579,11 +575,7 @@ impl Peer for ClaudePeer {
             HookEvent::PreToolUse => Event::PreToolUse,
             HookEvent::PostToolUse => Event::PostToolUse,
         };
-        let tool = self
-            .plan
-            .opts
-            .claude_tool_names
-            .claude(&firing.tool, &firing.args);
+        let tool = self.plan.tool_names.claude(&firing.tool, &firing.args);
         let hooks = self.hooks_for(event, &tool.name, &tool.input);
         let id = format!("yep-{}", self.calls.fetch_add(1, Ordering::Relaxed) + 1);
         let input = match (event, &firing.result) {
@@ -696,7 +688,7 @@ impl Peer for ClaudePeer {
                     message: format!("plugin `{}` has no command `{name}`", self.extension),
                 });
             };
-            let file = self.plan.spec.package_dir.join(&pinned.file);
+            let file = self.plan.package_dir.join(&pinned.file);
             let text = crate::store::fsutil::read_regular_string(
                 &file,
                 crate::store::claude::MAX_PART_BYTES,

@@ -62,6 +62,10 @@ impl Dialect for Mcp {
         "mcp"
     }
 
+    fn names_its_package(&self) -> bool {
+        false
+    }
+
     fn open(
         &self,
         streams: Streams,
@@ -123,7 +127,7 @@ impl Dialect for Mcp {
                         };
                     if probed == revision::Probed::Ended {
                         handshake_only.store(true, SeqCst);
-                        return Err(HandshakeError::EndedOnProbe);
+                        return Err(HandshakeError::RestartWanted);
                     }
                     let lifecycle = match probed {
                         revision::Probed::Modern => ClientLifecycleMode::Discover {
@@ -146,7 +150,7 @@ impl Dialect for Mcp {
             // only: it refused `initialize`. Started again and asked `server/discover` alone.
             if finished.is_err() && was_silent && late_modern.load(SeqCst) {
                 discover_only.store(true, SeqCst);
-                return Err(HandshakeError::EndedOnProbe);
+                return Err(HandshakeError::RestartWanted);
             }
             finished
         })
@@ -175,6 +179,10 @@ pub struct McpHttp {
 impl Dialect for McpHttp {
     fn name(&self) -> &'static str {
         "mcp-http"
+    }
+
+    fn names_its_package(&self) -> bool {
+        false
     }
 
     fn open(

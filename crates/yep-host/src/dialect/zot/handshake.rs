@@ -13,6 +13,7 @@ use crate::capability::{Events, Offer};
 use crate::dialect::{HandshakeError, Hello, Streams};
 use crate::launcher::said;
 use crate::rpc::{CallError, CloseReason, Codec, Connection, ConnectionOptions, Handler};
+use crate::store::zot::ZotPin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,10 +21,12 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 /// Connect to a zot extension and shake hands: the [`Zot`](super::Zot) dialect's `open`, with the
-/// extension's own type (and so [`ZotPeer::registrations`]).
-pub async fn open(
+/// extension's own type (and so [`ZotPeer::registrations`]). `pin` is what it was approved to
+/// register beyond tools and commands (`None`: not pinned).
+pub(crate) async fn open(
     streams: Streams,
     hello: Hello,
+    pin: Option<ZotPin>,
     events: Arc<dyn Events>,
     opts: ConnectionOptions,
 ) -> Result<Arc<ZotPeer>, HandshakeError> {
@@ -37,7 +40,7 @@ pub async fn open(
         session_id: hello.session_id.clone(),
         cwd: hello.workspace_root.clone(),
         interactive_ui: hello.interactive_ui,
-        pin: hello.pin.clone(),
+        pin,
         sequence: AtomicU64::new(0),
         state: Mutex::new(State {
             said_hello: Some(said_hello),

@@ -8,8 +8,9 @@
 //! that never says `ready` is ready after [`AUTO_READY_IDLE`] without a frame, at most
 //! [`READY_WAIT`] after its hello. Its registered tools and commands are the offer.
 
+pub(crate) mod capture;
+pub use capture::Capture;
 pub mod frames;
-pub mod probe;
 
 mod codec;
 mod handshake;
@@ -20,7 +21,8 @@ mod router;
 use super::{Dialect, HandshakeError, Hello, Peer, PeerFuture, Streams};
 use crate::capability::Events;
 use crate::rpc::ConnectionOptions;
-pub use handshake::open;
+use crate::store::zot::ZotPin;
+pub(crate) use handshake::open;
 pub use peer::{Registrations, ZotPeer};
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,12 +65,43 @@ pub const WRITE_BOUND: Duration = Duration::from_secs(5);
 /// What the host says it is in `hello_ack.zot_version`.
 pub const HOST_VERSION: &str = concat!("yep-", env!("CARGO_PKG_VERSION"));
 
-/// The zot wire.
-pub struct Zot;
+/// The zot wire, for one extension: what it was approved to register beyond tools and
+/// commands, when it was pinned at install (an author's work in progress is not).
+#[derive(Default)]
+pub struct Zot {
+    pub(super) pin: Option<ZotPin>,
+}
+
+impl Zot {
+    /// The wire for an extension pinned to `pin` (`None`: nothing pinned).
+    pub fn pinned(pin: Option<ZotPin>) -> Zot {
+        Zot { pin }
+    }
+}
 
 impl Dialect for Zot {
     fn name(&self) -> &'static str {
         "zot"
+    }
+
+    fn command_key(&self) -> &'static str {
+        "exec"
+    }
+
+    fn sandbox_learnable(&self) -> bool {
+        false
+    }
+
+    fn workspace_files(&self) -> Option<&'static str> {
+        Some(yep_sandbox::ZOT_FILES)
+    }
+
+    fn lossless_traces(&self) -> bool {
+        self.pin.is_some()
+    }
+
+    fn intercepts(&self, point: &str) -> bool {
+        self.pin.as_ref().is_some_and(|pin| pin.intercepts(point))
     }
 
     fn open(
@@ -78,8 +111,9 @@ impl Dialect for Zot {
         events: Arc<dyn Events>,
         opts: ConnectionOptions,
     ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
+        let pin = self.pin.clone();
         Box::pin(async move {
-            let peer = open(streams, hello, events, opts).await?;
+            let peer = open(streams, hello, pin, events, opts).await?;
             Ok(peer as Arc<dyn Peer>)
         })
     }

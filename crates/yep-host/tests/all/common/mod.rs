@@ -57,7 +57,6 @@ impl Fixture {
             cwd: None,
             data_dir: None,
             language: None,
-            pin: None,
             session_id: "test-session".into(),
             config: Value::Null,
             env: Vec::new(),
@@ -224,7 +223,6 @@ pub fn hello(extension: &str, dir: &std::path::Path) -> yep_host::dialect::Hello
         timeout: Duration::from_secs(10),
         package_dir: dir.display().to_string(),
         data_dir: dir.display().to_string(),
-        pin: None,
         interactive_ui: false,
         slow_start: None,
     }

@@ -51,7 +51,6 @@ impl Fixture {
             cwd: None,
             data_dir: None,
             language: None,
-            pin: None,
             session_id: "test-session".into(),
             config: Value::Null,
             env: Vec::new(),

@@ -5,17 +5,15 @@
 //! `hello_ack` fields, stderr to its log), through the supervisor, so a failure reads like
 //! any startup error: the extension, what ran, where, its exit status and its log.
 
-use super::{AUTO_READY_IDLE, Registrations, open};
-use crate::capability::{Events, NoEvents};
-use crate::dialect::{Dialect, HandshakeError, Hello, Peer, PeerFuture, Streams};
-use crate::manifest::{CommandDef, Grants, ToolDef};
-use crate::rpc::ConnectionOptions;
+use crate::capability::NoEvents;
+use crate::dialect::Dialect;
+use crate::dialect::zot::capture::{Capture, pinned};
+use crate::dialect::zot::{AUTO_READY_IDLE, Zot};
 use crate::store::zot::{self, Probe, ZotManifest};
 use crate::store::{Home, ZotRunner};
-use crate::supervisor::{Extension, ServerSpec, SupervisorOptions};
-use serde_json::{Value, json};
+use crate::supervisor::{Extension, SupervisorOptions};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Why a zot extension could not be run once to read what it registers. The store holds it
 /// as the source of its `ZotRun` error: downcast to match on it.
@@ -81,7 +79,12 @@ impl ZotProbe {
             path: data_dir.to_path_buf(),
             source,
         })?;
-        let Some(mut spec) = dir_spec(manifest, dir, self.workspace.clone(), &self.log_dir) else {
+        let Some(mut spec) = crate::runtime::launch::zot_dir_spec(
+            manifest,
+            dir,
+            self.workspace.clone(),
+            &self.log_dir,
+        ) else {
             return Ok(zot::Registrations::default());
         };
         spec.data_dir = Some(data_dir.to_path_buf());
@@ -93,7 +96,7 @@ impl ZotProbe {
             .map(|l| l.granted(&manifest.name, None))
             .unwrap_or_default();
         spec.sandbox_grants = granted.merged(&self.extra);
-        let capture = Arc::new(Capture::default());
+        let capture = Arc::new(Capture::new(Zot::default()));
         let opts = SupervisorOptions {
             dialect: Arc::clone(&capture) as Arc<dyn Dialect>,
             ..SupervisorOptions::for_home(&self.home)
@@ -139,100 +142,6 @@ impl Probe for ZotProbe {
             .unwrap_or(Err(ZotProbeError::Panicked))
         });
         run.map_err(|e| Box::new(e) as zot::ProbeFailure)
-    }
-}
-
-/// How a zot extension in `dir` is run, as a session would run it (its own directory as cwd,
-/// `exec` resolved as zot resolves it; its data dir the store's, set by the caller); `None`
-/// for a bundle with nothing to run.
-pub fn dir_spec(
-    manifest: &ZotManifest,
-    dir: &Path,
-    workspace: PathBuf,
-    log_dir: &Path,
-) -> Option<ServerSpec> {
-    let command = manifest.exec_in(dir)?.program();
-    Some(ServerSpec {
-        name: manifest.name.clone(),
-        command,
-        args: manifest.args.clone(),
-        package_dir: dir.to_path_buf(),
-        workspace_root: workspace,
-        cwd: Some(dir.to_path_buf()),
-        data_dir: None,
-        language: Some(manifest.language.clone()),
-        pin: None,
-        session_id: String::new(),
-        config: Value::Null,
-        env: Vec::new(),
-        log_dir: log_dir.to_path_buf(),
-        grants: Grants::default(),
-        tool_schemas: Default::default(),
-        sandbox_grants: Default::default(),
-        grant_name: None,
-    })
-}
-
-/// The zot dialect, keeping what the extension registered in its handshake.
-#[derive(Default)]
-pub(crate) struct Capture {
-    seen: Arc<Mutex<Option<Registrations>>>,
-}
-
-impl Capture {
-    /// What the last handshake registered.
-    pub(crate) fn take(&self) -> Option<Registrations> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-}
-
-impl Dialect for Capture {
-    fn name(&self) -> &'static str {
-        "zot"
-    }
-
-    fn open(
-        &self,
-        streams: Streams,
-        hello: Hello,
-        events: Arc<dyn Events>,
-        opts: ConnectionOptions,
-    ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>> {
-        let seen = Arc::clone(&self.seen);
-        Box::pin(async move {
-            let peer = open(streams, hello, events, opts).await?;
-            *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.registrations());
-            Ok(peer as Arc<dyn Peer>)
-        })
-    }
-}
-
-/// What a run registered, in the store's terms.
-fn pinned(seen: Registrations) -> zot::Registrations {
-    let pin = seen.pin();
-    zot::Registrations {
-        tools: seen
-            .tools
-            .into_iter()
-            .map(|t| ToolDef {
-                name: t.name,
-                description: t.description.unwrap_or_default(),
-                schema: t.schema.unwrap_or_else(|| json!({"type": "object"})),
-                // zot's `direct` tools are loaded up front; its deferred ones are searched.
-                never_defer: !t.deferred,
-                output_schema: t.output_schema,
-            })
-            .collect(),
-        commands: seen
-            .commands
-            .into_iter()
-            .map(|c| CommandDef {
-                name: c.name,
-                description: c.description,
-                args: Vec::new(),
-            })
-            .collect(),
-        pin,
     }
 }
 
