@@ -3,6 +3,9 @@
 //! host's fds, threads and memory must stay flat. A short run is an ordinary test; the
 //! 1,000-round run is `#[ignore]`d (see the README, "Fuzzing and chaos").
 
+// The HOME, TMPDIR and yep home of this test process are its own (yep-test-support).
+yep_test_support::seal_this_test_binary!();
+
 #[path = "all/common/mod.rs"]
 mod common;
 

@@ -4,6 +4,9 @@
 //! in this test binary is counted (its own global allocator), so the tests here run one at a
 //! time, under a lock.
 
+// The HOME, TMPDIR and yep home of this test process are its own (yep-test-support).
+yep_test_support::seal_this_test_binary!();
+
 #[path = "all/common/mod.rs"]
 mod common;
 

@@ -1,5 +1,8 @@
 //! Process lifecycle: the group dies with its owner, and a stop escalates to SIGKILL.
 
+// The HOME, TMPDIR and yep home of this test process are its own (yep-test-support).
+yep_test_support::seal_this_test_binary!();
+
 #[path = "all/common/mod.rs"]
 mod common;
 

@@ -3,6 +3,9 @@
 //! other. Tools listed, a call with progress, a cancel, a hook that blocks and one that
 //! rewrites.
 
+// The HOME, TMPDIR and yep home of this test process are its own (yep-test-support).
+yep_test_support::seal_this_test_binary!();
+
 // The host's own test helpers (its fixtures, the binaries cargo built).
 #[path = "../../yep-host/tests/all/common/mod.rs"]
 mod common;

@@ -4,6 +4,9 @@
 //! (in `.ci/run`).
 #![cfg(not(feature = "fetch"))]
 
+// The HOME, TMPDIR and yep home of this test process are its own (yep-test-support).
+yep_test_support::seal_this_test_binary!();
+
 use yep_store::{AlwaysYes, Home, InstallOptions};
 
 fn home(dir: &tempfile::TempDir) -> Home {

@@ -15,4 +15,21 @@ pub mod sealed;
 pub mod text;
 
 pub use package::Package;
+
+/// The `ctor` crate, for [`seal_this_test_binary!`].
+#[doc(hidden)]
+pub use ctor;
+
+/// Seal this integration-test binary before its `main` runs ([`Sealed::seal_process`]): put
+/// it once at the top of `tests/all/main.rs`.
+#[macro_export]
+macro_rules! seal_this_test_binary {
+    () => {
+        #[$crate::ctor::ctor(crate_path = $crate::ctor)]
+        unsafe fn seal_this_test_binary() {
+            // SAFETY: before `main`, so before any other thread.
+            unsafe { $crate::Sealed::seal_process() }
+        }
+    };
+}
 pub use sealed::Sealed;

@@ -77,6 +77,32 @@ impl Sealed {
         command
     }
 
+    /// Seal this test process itself as [`Sealed::seal`] seals a program: code a test runs
+    /// in-process (an `ExtensionHost`, the store) reads `HOME`, `TMPDIR` and the yep home
+    /// too. Each integration-test binary calls it before `main`, through
+    /// [`seal_this_test_binary!`](crate::seal_this_test_binary).
+    ///
+    /// # Safety
+    /// It sets the process environment: call it before any other thread runs.
+    pub unsafe fn seal_process() {
+        let sealed = Sealed::get();
+        let vars: Vec<OsString> = std::env::vars_os().map(|(var, _)| var).collect();
+        // SAFETY: the caller runs this before any other thread exists.
+        unsafe {
+            for var in vars {
+                if var.to_str().is_some_and(|v| v.starts_with("YEP_")) || var == "RUST_LOG" {
+                    std::env::remove_var(&var);
+                }
+            }
+            for (var, dir) in &sealed.tools {
+                std::env::set_var(var, dir);
+            }
+            std::env::set_var("HOME", &sealed.home);
+            std::env::set_var("TMPDIR", &sealed.tmp);
+            std::env::set_var("YEP_HOME", sealed.home.join(".yep"));
+        }
+    }
+
     /// Seal `command` as [`Sealed::command`] does.
     pub fn seal(&self, command: &mut Command, yep_home: &Path) {
         for (var, _) in std::env::vars_os() {
