@@ -90,7 +90,10 @@ impl Sealed {
         // SAFETY: the caller runs this before any other thread exists.
         unsafe {
             for var in vars {
-                if var.to_str().is_some_and(|v| v.starts_with("YEP_")) || var == "RUST_LOG" {
+                let yeps = var
+                    .to_str()
+                    .is_some_and(|v| v.starts_with("YEP_") && !HARNESS.contains(&v));
+                if yeps || var == "RUST_LOG" {
                     std::env::remove_var(&var);
                 }
             }
@@ -121,6 +124,17 @@ impl Sealed {
         }
     }
 }
+
+/// The test harness's own settings (`scripts/test` sets them, or a developer: which peers and
+/// corpora the tests use), which yep itself never reads: a sealed test process keeps them.
+const HARNESS: [&str; 6] = [
+    "YEP_PEERS",
+    "YEP_NODE22_BIN",
+    "YEP_MCP_PYTHON",
+    "YEP_CLAUDE_INTEROP",
+    "YEP_ZOT_INTEROP",
+    "YEP_FRESH_CLONE",
+];
 
 /// What earlier test runs left: the sealed dirs of test processes that are gone (best effort;
 /// go's module cache is read-only and may stay).

@@ -76,3 +76,52 @@ fn errors_say_what_failed_and_what_to_do() {
         insta::assert_snapshot!("grant_malformed", text(&bad_grant.stderr));
     });
 }
+
+/// A package with `tools` and the manifest's own grant of `example.com`.
+fn notes_package(dir: &Path, tools: &[&str], version: &str) -> std::path::PathBuf {
+    let tools: Vec<serde_json::Value> = tools
+        .iter()
+        .map(|t| serde_json::json!({"name": t, "description": format!("{t} a note"), "inputSchema": {"type": "object"}}))
+        .collect();
+    yep_test_support::Package::at(dir)
+        .manifest(&serde_json::json!({
+            "name": "notes",
+            "version": version,
+            "yolop": {"capabilityServer": {"command": "notes-server"}, "tools": tools},
+            "sandbox": {"net": ["example.com"]},
+        }))
+        .into_dir()
+}
+
+#[test]
+fn the_approval_screens_of_a_grant_a_revoke_and_an_update() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let src = tmp.path().join("notes");
+    notes_package(&src, &["read"], "1.0.0");
+    ok(&yep(&home, &["install", src.to_str().unwrap(), "--yes"]));
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let read = format!("read:{}", data.display());
+    // No terminal to ask at: the screen, then why nothing was granted.
+    let unasked = yep(&home, &["grant", "notes", &read]);
+    assert!(!unasked.status.success());
+    let granted = ok(&yep(&home, &["grant", "notes", &read, "--yes", "--json"]));
+    let again = ok(&yep(&home, &["grant", "notes", "net:example.com"]));
+    let own = yep(&home, &["revoke", "notes", "net:example.com"]);
+    assert!(!own.status.success());
+    // A new version that widens: its diff is asked about, and `--locked` refuses it.
+    notes_package(&src, &["read", "delete"], "1.1.0");
+    let locked = yep(&home, &["update", "notes", "--locked"]);
+    assert!(!locked.status.success());
+    let update = yep_with_stdin(&home, &["update", "notes"], "n\n");
+    assert!(!update.status.success());
+    stable(tmp.path()).bind(|| {
+        insta::assert_snapshot!("grant_unasked", text(&unasked.stderr));
+        insta::assert_snapshot!("grant_json", granted);
+        insta::assert_snapshot!("grant_nothing_new", again);
+        insta::assert_snapshot!("revoke_the_manifests_own", text(&own.stderr));
+        insta::assert_snapshot!("update_locked", text(&locked.stderr));
+        insta::assert_snapshot!("update_widens_refused", text(&update.stderr));
+    });
+}
