@@ -14,9 +14,9 @@ use tokio::sync::broadcast;
 
 /// Events kept for a stream that subscribes later (the start-up ones, say); older ones are
 /// dropped first. Also the most a slow subscriber can fall behind before it misses events.
-pub const HEALTH_BACKLOG: usize = 256;
+pub(crate) const HEALTH_BACKLOG: usize = 256;
 /// Distinct warnings kept; past this they are counted, not kept.
-pub const MAX_WARNINGS: usize = 256;
+pub(crate) const MAX_WARNINGS: usize = 256;
 /// The longest message kept, in bytes: longer ones (they can quote a server) are cut.
 pub(crate) const MAX_MESSAGE: usize = 4096;
 /// Distinct warnings remembered (as hashes) to tell a repeat from a new one.

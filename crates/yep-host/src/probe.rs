@@ -19,7 +19,7 @@ use std::sync::Arc;
 /// as the source of its `ZotRun` error: downcast to match on it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ZotProbeError {
+pub(crate) enum ZotProbeError {
     /// Its data directory could not be made.
     #[error("failed to create {}: {source}", path.display())]
     DataDir {

@@ -951,7 +951,7 @@ impl ServerProcess {
     }
 
     /// Resolves when the process exits.
-    pub async fn exited(&self) -> Option<ExitStatus> {
+    pub(crate) async fn exited(&self) -> Option<ExitStatus> {
         self.on_exit().await
     }
 

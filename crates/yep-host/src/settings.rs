@@ -9,7 +9,7 @@ use yep_sandbox::{Mode, UnknownMode};
 
 /// The mode when neither the home nor `$YEP_SANDBOX` names one: everything the kernel can
 /// enforce, and a warning for what it cannot.
-pub const UNSET_MODE: Mode = Mode::BestEffort;
+pub(crate) const UNSET_MODE: Mode = Mode::BestEffort;
 
 /// The mode for `home`: `$YEP_SANDBOX` when set, else its `sandbox` setting, else
 /// [`UNSET_MODE`].

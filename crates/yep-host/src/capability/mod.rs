@@ -10,7 +10,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-pub use crate::manifest::{Grants, HookEvent};
+pub(crate) use crate::manifest::Grants;
+pub use crate::manifest::HookEvent;
 
 mod result;
 pub use result::ToolResult;
@@ -37,7 +38,7 @@ pub struct Progress {
 
 impl Progress {
     /// A message with no figures.
-    pub fn message(message: impl Into<String>) -> Progress {
+    pub(crate) fn message(message: impl Into<String>) -> Progress {
         Progress {
             message: message.into(),
             ..Progress::default()
@@ -69,7 +70,7 @@ pub struct Offer {
 
 impl Offer {
     /// Whether the server serves `tool` this run.
-    pub fn serves(&self, tool: &str) -> bool {
+    pub(crate) fn serves(&self, tool: &str) -> bool {
         self.tools.iter().any(|t| t.name == tool)
     }
 }
@@ -302,7 +303,7 @@ pub enum Intercept {
 
 impl Intercept {
     /// The intercept's name on the zot wire (and in a zot pin).
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Intercept::TurnStart { .. } => "turn_start",
             Intercept::AssistantMessage { .. } => "assistant_message",
@@ -458,7 +459,7 @@ impl RemoteError {
         }
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.message == "cancelled"
     }
 

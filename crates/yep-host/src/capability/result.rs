@@ -27,7 +27,7 @@ impl ToolResult {
     }
 
     /// An answer a wire already parsed.
-    pub fn from_value(value: Value) -> ToolResult {
+    pub(crate) fn from_value(value: Value) -> ToolResult {
         ToolResult {
             raw: None,
             parsed: OnceLock::from(value),

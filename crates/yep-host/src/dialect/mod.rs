@@ -8,7 +8,7 @@
 //! recipe); MCP is `mcp::Mcp` (the default `mcp` feature). Claude Code plugins' command hooks
 //! are [`claude`]'s.
 
-pub mod claude;
+pub(crate) mod claude;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod yep;
@@ -322,7 +322,11 @@ impl PeerError {
     }
 
     /// `value` did not decode as the wire's answer to `method`.
-    pub fn malformed(method: &str, message: impl std::fmt::Display, value: &Value) -> PeerError {
+    pub(crate) fn malformed(
+        method: &str,
+        message: impl std::fmt::Display,
+        value: &Value,
+    ) -> PeerError {
         PeerError::malformed_text(method, message, &value.to_string())
     }
 

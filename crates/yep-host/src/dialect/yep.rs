@@ -34,7 +34,7 @@ use yep_protocol::{
 
 /// Feature tokens this host always advertises in `initialize`; `ui_ask` and `status` are
 /// added when the manifest grants them.
-pub const HOST_CAPABILITIES: &[&str] = &["streaming", "cancel"];
+pub(crate) const HOST_CAPABILITIES: &[&str] = &["streaming", "cancel"];
 
 /// The sink of a tool call nobody watches: one for every such call, not one each.
 static IGNORE_PROGRESS: std::sync::LazyLock<crate::capability::UpdateSink> =
@@ -42,7 +42,7 @@ static IGNORE_PROGRESS: std::sync::LazyLock<crate::capability::UpdateSink> =
 
 /// The YEP 1.0 dialect.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Yep;
+pub(crate) struct Yep;
 
 impl Dialect for Yep {
     fn name(&self) -> &'static str {
@@ -203,7 +203,7 @@ pub async fn request<P: Serialize, R: DeserializeOwned>(
 }
 
 /// A notification on a YEP connection.
-pub async fn notify<P: Serialize>(
+pub(crate) async fn notify<P: Serialize>(
     conn: &Connection,
     method: &str,
     params: Option<&P>,
@@ -219,11 +219,9 @@ fn num(id: &Id) -> u64 {
 }
 
 /// A live YEP server.
-pub struct YepPeer {
+pub(crate) struct YepPeer {
     conn: Connection,
     offer: Offer,
-    /// What the handshake answered, verbatim.
-    pub init: InitializeResult,
     extension: String,
     session_id: String,
     next_call: AtomicU64,
@@ -262,16 +260,10 @@ impl YepPeer {
         YepPeer {
             conn,
             offer,
-            init,
             extension: hello.extension,
             session_id: hello.session_id,
             next_call: AtomicU64::new(1),
         }
-    }
-
-    /// The connection, for conformance tools that look at the wire itself.
-    pub fn connection(&self) -> &Connection {
-        &self.conn
     }
 }
 
@@ -574,7 +566,7 @@ fn question(ask: UiAskParams) -> Question {
 }
 
 /// `initialize`, the version check, then `initialized`.
-pub async fn handshake(
+pub(crate) async fn handshake(
     conn: &Connection,
     params: &InitializeParams,
     timeout: Duration,
@@ -600,7 +592,7 @@ pub async fn handshake(
 }
 
 /// The `initialize` params this host sends.
-pub fn initialize_params(
+pub(crate) fn initialize_params(
     session_id: &str,
     workspace_root: &str,
     config: Value,

@@ -258,7 +258,7 @@ impl std::fmt::Debug for ConnectionOptions {
 }
 
 /// The most characters of a server's line an error quotes.
-pub const STRAY_CHARS: usize = 120;
+pub(crate) const STRAY_CHARS: usize = 120;
 
 /// A line a server wrote, as an error quotes it: escaped for a terminal, and cut to
 /// [`STRAY_CHARS`] characters (escapes counted) with an ellipsis.

@@ -170,7 +170,7 @@ impl Connection {
     }
 
     /// Send a line that expects no answer (a notification, rendered by the dialect).
-    pub async fn send(&self, line: String) -> Result<(), CallError> {
+    pub(crate) async fn send(&self, line: String) -> Result<(), CallError> {
         self.write_line(line, false).await
     }
 }

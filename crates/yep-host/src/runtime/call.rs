@@ -268,7 +268,7 @@ impl Call {
     }
 
     /// Run it.
-    pub async fn run(self) -> CallOutcome {
+    pub(crate) async fn run(self) -> CallOutcome {
         self.run_reporting(false).await.outcome
     }
 

@@ -32,7 +32,7 @@ pub struct Agent {
 }
 
 /// The largest `SKILL.md` read; a longer one is refused with a warning.
-pub const MAX_SKILL_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_SKILL_BYTES: u64 = 1024 * 1024;
 
 /// The text of a skill file at its real path (links resolved, checked inside its package):
 /// a regular file of at most [`MAX_SKILL_BYTES`], never a FIFO or a device, which would hold
@@ -83,7 +83,7 @@ fn skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 }
 
 /// A server's `${VAR}` references, expanded from `vars`; unknown ones become empty.
-pub fn expand(text: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
+pub(crate) fn expand(text: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
     expand_withholding(text, vars, &|_| false, &mut BTreeSet::new())
 }
 
@@ -129,14 +129,14 @@ pub(super) fn references(text: &str) -> BTreeSet<String> {
 /// The host variables whose values may appear in an MCP server's command line: they describe
 /// the user's session, not a credential. Every other variable (and any secret field, whatever
 /// its name) is kept out of argv.
-pub const ARGV_SAFE_VARS: [&str; 9] = [
+pub(crate) const ARGV_SAFE_VARS: [&str; 9] = [
     "HOME", "USER", "LOGNAME", "PATH", "PWD", "TMPDIR", "SHELL", "LANG", "TERM",
 ];
 
 /// Whether `${name}` may expand in an MCP server's `command` or `args`: one of
 /// [`ARGV_SAFE_VARS`] or an `XDG_*` directory. Deny by default: no name can tell that a value
 /// (`DATABASE_URL=postgres://user:password@...`) holds no credential.
-pub fn argv_safe(name: &str) -> bool {
+pub(crate) fn argv_safe(name: &str) -> bool {
     ARGV_SAFE_VARS.contains(&name) || name.starts_with("XDG_")
 }
 

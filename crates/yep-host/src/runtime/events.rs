@@ -21,7 +21,7 @@ const MAX_ACTIVATED: usize = 256;
 
 /// Questions of one extension waiting behind the open one; one more is answered cancelled
 /// at once (so one extension cannot crowd out the others).
-pub const MAX_QUEUED_QUESTIONS: usize = 4;
+pub(crate) const MAX_QUEUED_QUESTIONS: usize = 4;
 
 /// Told whenever an extension's status changes (`None`: cleared, when the extension clears
 /// it, is reloaded or is deactivated). Runs on the connection's reader: keep it cheap. A

@@ -13,7 +13,8 @@ use tokio::time::Instant;
 
 /// The longest a hook may hold a tool call, whatever its manifest asks for: a package's
 /// `timeout_ms` is clamped to this, start-up included (the consent summary shows the clamp).
-pub use crate::manifest::{MAX_HOOK_TIMEOUT_MS, hook_timeout};
+pub use crate::manifest::MAX_HOOK_TIMEOUT_MS;
+pub(crate) use crate::manifest::hook_timeout;
 
 /// One warning per hook of `loaded` whose `timeout_ms` is over the host maximum.
 pub(crate) fn clamp_warnings(name: &str, manifest: &crate::Manifest) -> Vec<String> {
@@ -70,7 +71,7 @@ pub struct HookNote {
 ///
 /// [`Dialect::post_hooks_answer`]: crate::dialect::Dialect::post_hooks_answer
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct PostAnswers {
+pub(crate) struct PostAnswers {
     /// Text for the model beside the tool's answer.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<HookNote>,
@@ -120,7 +121,7 @@ impl std::fmt::Display for PreDecision {
 }
 
 /// `*` is the only wildcard; the pattern is anchored at both ends.
-pub fn glob_matches(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();
     if parts.len() == 1 {
         return pattern == name;
@@ -277,10 +278,10 @@ enum Heard {
 }
 
 /// What the user answers a hook that asks before a call, to let the call go on.
-pub const ALLOW: &str = "allow";
+pub(crate) const ALLOW: &str = "allow";
 
 /// What the user answers a hook that asks before a call, to stop it.
-pub const DENY: &str = "deny";
+pub(crate) const DENY: &str = "deny";
 
 impl ExtensionHost {
     /// A hook of `extension` asks before `tool` runs, saying `reason`: the user is asked
@@ -615,7 +616,7 @@ impl ExtensionHost {
     /// its budget; the others observe in the background, not awaited.
     ///
     /// [`Dialect::post_hooks_answer`]: crate::dialect::Dialect::post_hooks_answer
-    pub async fn post_tool_use_answered(
+    pub(crate) async fn post_tool_use_answered(
         &self,
         tool: &str,
         args: &Value,

@@ -16,10 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The idle stop when `settings.toml` does not say: ten minutes.
-pub const DEFAULT_IDLE_STOP: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_IDLE_STOP: Duration = Duration::from_secs(600);
 
 /// The `settings.toml` key [`idle_stop_setting`] reads.
-pub const IDLE_STOP_KEY: &str = "idle_stop";
+pub(crate) const IDLE_STOP_KEY: &str = "idle_stop";
 
 /// The sweeper looks at least this often (for short idle times, as tests use)…
 const SWEEP_MIN: Duration = Duration::from_millis(250);

@@ -17,13 +17,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How long one extension may take to answer at an intercept point.
-pub const INTERCEPT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const INTERCEPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest system prompt an extension may put in place of the one assembled.
-pub const MAX_SYSTEM_PROMPT_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_SYSTEM_PROMPT_BYTES: usize = 1024 * 1024;
 
 /// How long one extension may take at a lifecycle point (a submitted prompt, a stop): a
 /// Claude Code hook's longest, as its consent screen shows it.
-pub const LIFECYCLE_TIMEOUT: Duration =
+pub(crate) const LIFECYCLE_TIMEOUT: Duration =
     Duration::from_secs(crate::store::claude::hooks::MAX_LIFECYCLE_TIMEOUT_S);
 
 /// Whether a submitted prompt goes to the model.

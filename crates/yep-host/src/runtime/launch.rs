@@ -416,7 +416,7 @@ pub fn claude_wire(
 /// What a workspace's own Claude Code config is to a session: nothing to run, waiting for
 /// `yep trust project` (the warning says why), or approved, with its launch and the hash it
 /// was approved at.
-pub enum Project {
+pub(crate) enum Project {
     None,
     Unapproved(String),
     Approved { launch: Box<Launch>, hash: String },
@@ -426,7 +426,7 @@ pub enum Project {
 /// it for this workspace, and not once it, or the code its hooks run from the workspace,
 /// changed since (the pin's hooks and commands, never what the files say now), through the
 /// Claude Code dialect, contained as any package.
-pub fn project(
+pub(crate) fn project(
     home: &Home,
     workspace: &Path,
     session_id: &str,

@@ -20,31 +20,19 @@ mod table;
 mod tools;
 mod trace;
 
-pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream, Report};
-pub use contrib::{Agent, MAX_SKILL_BYTES, Skill, expand};
-pub use events::{
-    AskSink, BuiltinError, Denied, DynAskSink, MAX_QUEUED_QUESTIONS, ServerTools, StatusEntry,
-    StatusSink,
-};
-pub use hooks::{
-    HookNote, MAX_HOOK_TIMEOUT_MS, PostAnswers, PreDecision, UnavailableHook, glob_matches,
-    hook_timeout,
-};
-pub use host::{CommandInfo, ExtensionHost, WeakHost};
-pub use idle::{
-    DEFAULT_IDLE_STOP, IDLE_STOP_KEY, IdleStopError, ServerInfo, ServerState, duration_setting,
-    idle_stop_setting,
-};
-pub use intercept::{
-    INTERCEPT_TIMEOUT, LIFECYCLE_TIMEOUT, MAX_SYSTEM_PROMPT_BYTES, MessageDecision, PromptDecision,
-    StopDecision, TurnDecision,
-};
-pub use mcp::{MCP_PREFIX, McpSource, McpState};
-pub use panel::{ActivePanel, PANEL_KEYS, PANEL_RENDER_WAIT};
+pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream};
+pub use events::{AskSink, BuiltinError, Denied, DynAskSink, ServerTools, StatusEntry, StatusSink};
+pub use hooks::{HookNote, MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook};
+pub(crate) use host::WeakHost;
+pub use host::{CommandInfo, ExtensionHost};
+pub use idle::{ServerInfo, ServerState, duration_setting, idle_stop_setting};
+pub use intercept::{MessageDecision, TurnDecision};
+pub use mcp::McpSource;
+pub(crate) use mcp::{MCP_PREFIX, McpState};
+pub use panel::ActivePanel;
 pub use setup::{SETUP_ATTEMPTS, setup};
-pub use table::Table;
-pub use tools::{NEVER_DEFER_BUDGET, SEARCH_TOOLS, ToolDefinition};
-pub use trace::{TRACE_QUEUE, TraceEvent, is_streaming_delta};
+pub use tools::{SEARCH_TOOLS, ToolDefinition};
+pub use trace::TraceEvent;
 
 use crate::store::StoreError;
 use crate::supervisor::{ExtensionError, SupervisorOptions};

@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::time::Duration;
 
 /// The keys a panel takes; any other is sent as `unknown`. `esc` and `ctrl+c` close it.
-pub const PANEL_KEYS: [&str; 14] = [
+pub(crate) const PANEL_KEYS: [&str; 14] = [
     "up",
     "down",
     "left",
@@ -26,7 +26,7 @@ pub const PANEL_KEYS: [&str; 14] = [
 ];
 
 /// How long [`ExtensionHost::panel_key`] waits for the owner to render after a key.
-pub const PANEL_RENDER_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const PANEL_RENDER_WAIT: Duration = Duration::from_secs(2);
 
 /// The active panel and the extension that owns it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// At most this many tools per extension are always loaded; the rest are deferred.
-pub const NEVER_DEFER_BUDGET: usize = 8;
+pub(crate) const NEVER_DEFER_BUDGET: usize = 8;
 
 /// A tool the model can see.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -13,12 +13,12 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// Events queued per trace extension before the oldest are dropped.
-pub const TRACE_QUEUE: usize = 4096;
+pub(crate) const TRACE_QUEUE: usize = 4096;
 
 pub use crate::capability::TraceEvent;
 
 /// Streaming deltas are dropped: they would swamp an exporter for no span information.
-pub fn is_streaming_delta(event_type: &str) -> bool {
+pub(crate) fn is_streaming_delta(event_type: &str) -> bool {
     event_type.ends_with(".delta") || event_type == "tool.progress"
 }
 

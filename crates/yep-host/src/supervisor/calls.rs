@@ -151,7 +151,7 @@ impl Extension {
 
     /// [`Extension::with_peer`] on the server that runs now; `None` when none does (nothing
     /// is started, nothing sent).
-    pub async fn with_running_peer<T>(
+    pub(crate) async fn with_running_peer<T>(
         &self,
         ask: impl for<'p> FnOnce(&'p dyn Peer, Duration) -> PeerFuture<'p, Result<T, PeerError>>,
     ) -> Result<Option<T>, ExtensionError> {
@@ -236,12 +236,12 @@ impl Extension {
     }
 
     /// Run in `root` from the next start on.
-    pub fn set_workspace(&self, root: PathBuf) {
+    pub(crate) fn set_workspace(&self, root: PathBuf) {
         *self.workspace.lock().unwrap_or_else(|p| p.into_inner()) = root;
     }
 
     /// Use this config and env from the next start on.
-    pub fn set_inputs(&self, config: Value, env: Vec<(String, String)>) {
+    pub(crate) fn set_inputs(&self, config: Value, env: Vec<(String, String)>) {
         *self.inputs.lock().unwrap_or_else(|p| p.into_inner()) = (config, env);
     }
 }

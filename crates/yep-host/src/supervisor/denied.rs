@@ -40,7 +40,7 @@ impl DeniedCall {
     }
 
     /// Keep it as server `name`'s last denied call. Best effort: a call never fails for it.
-    pub fn keep(mut self, log_dir: &std::path::Path, name: &str) {
+    pub(crate) fn keep(mut self, log_dir: &std::path::Path, name: &str) {
         if self.args.to_string().len() > DeniedCall::MAX_ARGS {
             self.args = Value::Null;
             self.too_big = true;

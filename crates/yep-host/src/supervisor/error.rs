@@ -130,7 +130,7 @@ impl ExtensionError {
     }
 
     /// The extension it is about.
-    pub fn extension(&self) -> &str {
+    pub(crate) fn extension(&self) -> &str {
         match self {
             ExtensionError::Spawn { extension, .. }
             | ExtensionError::Handshake { extension, .. }
@@ -149,7 +149,7 @@ impl ExtensionError {
     }
 
     /// The server's stderr log, when the error is about a process that ran.
-    pub fn log_path(&self) -> Option<&std::path::Path> {
+    pub(crate) fn log_path(&self) -> Option<&std::path::Path> {
         match self {
             ExtensionError::Handshake { log_path, .. }
             | ExtensionError::Exited { log_path, .. }

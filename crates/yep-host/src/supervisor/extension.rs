@@ -40,7 +40,7 @@ pub(super) fn use_clock(born: Instant) -> u64 {
 
 /// The delay before the next start after `failures` consecutive failures: `base`, doubling
 /// per failure, capped at `max`.
-pub fn backoff_delay(base: Duration, max: Duration, failures: u32) -> Duration {
+pub(crate) fn backoff_delay(base: Duration, max: Duration, failures: u32) -> Duration {
     if failures == 0 {
         return Duration::ZERO;
     }
@@ -57,12 +57,12 @@ pub struct Live {
 
 impl Live {
     /// What the server offered in its handshake.
-    pub fn offer(&self) -> &Offer {
+    pub(crate) fn offer(&self) -> &Offer {
         self.peer.offer()
     }
 
     /// Whether it serves `tool` now (a tool registered after the handshake counts).
-    pub fn serves(&self, tool: &str) -> bool {
+    pub(crate) fn serves(&self, tool: &str) -> bool {
         self.peer.serves(tool)
     }
 
@@ -140,23 +140,23 @@ impl Extension {
         }
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.spec.name
     }
 
-    pub fn spec(&self) -> &ServerSpec {
+    pub(crate) fn spec(&self) -> &ServerSpec {
         &self.spec
     }
 
     /// Whether it was approved to be asked at the intercept point named `point`, as its
     /// dialect says ([`Dialect::intercepts`](crate::dialect::Dialect::intercepts)).
-    pub fn intercepts(&self, point: &str) -> bool {
+    pub(crate) fn intercepts(&self, point: &str) -> bool {
         self.opts.dialect.intercepts(point)
     }
 
     /// Whether its post hooks answer
     /// ([`Dialect::post_hooks_answer`](crate::dialect::Dialect::post_hooks_answer)).
-    pub fn post_hooks_answer(&self) -> bool {
+    pub(crate) fn post_hooks_answer(&self) -> bool {
         self.opts.dialect.post_hooks_answer()
     }
 
@@ -170,12 +170,12 @@ impl Extension {
     }
 
     /// Whether a server is running now.
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.live_now().is_some()
     }
 
     /// The live server, if one runs now; never starts one.
-    pub fn running(&self) -> Option<Arc<Live>> {
+    pub(crate) fn running(&self) -> Option<Arc<Live>> {
         self.live_now()
     }
 
@@ -185,20 +185,20 @@ impl Extension {
     }
 
     /// Whether a server of it ever started (the next start is a restart).
-    pub fn has_started(&self) -> bool {
+    pub(crate) fn has_started(&self) -> bool {
         self.starts.load(Ordering::Relaxed) > 0
     }
 
     /// Whether its server runs as a child process of the host: not when a transport supplies
     /// its streams (a Claude Code plugin's dialect, an MCP server over HTTP, an embedder's own),
     /// nor for a package that declares no server.
-    pub fn spawns_process(&self) -> bool {
+    pub(crate) fn spawns_process(&self) -> bool {
         self.opts.transport.is_none() && !self.spec.command.is_empty()
     }
 
     /// How long since it was last used (the server handed out by [`Extension::live`], or a
     /// call on it finished); `None` if it never was.
-    pub fn idle_for(&self) -> Option<Duration> {
+    pub(crate) fn idle_for(&self) -> Option<Duration> {
         match self.last_used.load(Ordering::Relaxed) {
             0 => None,
             at => Some(Duration::from_nanos(
@@ -208,7 +208,7 @@ impl Extension {
     }
 
     /// Whether a call holds its running server now: one in flight, or about to be sent.
-    pub fn in_use(&self) -> bool {
+    pub(crate) fn in_use(&self) -> bool {
         let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         // Every call holds an `Arc<Live>` from `live()` until it settles; the slot holds one.
         current.as_ref().is_some_and(|l| Arc::strong_count(l) > 1)
@@ -216,7 +216,7 @@ impl Extension {
 
     /// Whether its last server was stopped by [`Extension::stop_if_idle`], and none started
     /// since.
-    pub fn is_idle_stopped(&self) -> bool {
+    pub(crate) fn is_idle_stopped(&self) -> bool {
         self.idle_stopped.load(Ordering::Relaxed) && !self.is_running()
     }
 
@@ -263,7 +263,7 @@ impl Extension {
     }
 
     /// Whether [`Extension::close`] was called.
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
 
@@ -390,7 +390,7 @@ impl Extension {
     /// closing the extension, so the next use starts it again (as `Restarted`). A start in
     /// progress is never waited for: it is a use. Tells [`HealthEvent::Idle`] once the
     /// process is gone, and returns whether it stopped one.
-    pub async fn stop_if_idle(&self, idle: Duration) -> bool {
+    pub(crate) async fn stop_if_idle(&self, idle: Duration) -> bool {
         if self.is_closed() {
             return false;
         }

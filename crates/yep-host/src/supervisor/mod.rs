@@ -16,6 +16,7 @@ mod start;
 
 pub use denied::DeniedCall;
 pub use error::ExtensionError;
-pub use extension::{Extension, Live, backoff_delay};
-pub use options::{NoStreams, SupervisorOptions, Transport};
+pub use extension::Extension;
+pub(crate) use options::NoStreams;
+pub use options::{SupervisorOptions, Transport};
 pub use spec::ServerSpec;

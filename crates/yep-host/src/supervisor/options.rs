@@ -14,7 +14,7 @@ pub trait Transport: Send + Sync + 'static {
 
 /// The streams of a server that has none (a Claude Code plugin, whose dialect runs short-lived
 /// commands instead): nothing to read, nothing to write.
-pub struct NoStreams;
+pub(crate) struct NoStreams;
 
 impl Transport for NoStreams {
     fn open(&self, _: &ServerSpec) -> std::io::Result<Streams> {

@@ -156,7 +156,7 @@ impl ServerSpec {
     }
 
     /// What runs and where, as startup errors say it: `` `cmd args` in DIR (language) ``.
-    pub fn ran(&self, workspace: &std::path::Path) -> String {
+    pub(crate) fn ran(&self, workspace: &std::path::Path) -> String {
         let line = std::iter::once(self.command.as_str())
             .chain(self.args.iter().map(String::as_str))
             .collect::<Vec<_>>()

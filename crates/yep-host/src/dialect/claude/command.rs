@@ -15,13 +15,13 @@ use std::future::Future;
 use std::path::Path;
 
 /// The most bytes of one file an `@path` attaches.
-pub const MAX_ATTACHED_FILE: u64 = 256 * 1024;
+pub(crate) const MAX_ATTACHED_FILE: u64 = 256 * 1024;
 
 /// The most bytes all of a command's `@path`s attach together.
-pub const MAX_ATTACHED: u64 = 1024 * 1024;
+pub(crate) const MAX_ATTACHED: u64 = 1024 * 1024;
 
 /// `body` with its argument placeholders replaced by `arguments`.
-pub fn substitute(body: &str, arguments: &str) -> String {
+pub(crate) fn substitute(body: &str, arguments: &str) -> String {
     let words = shlex::split(arguments)
         .unwrap_or_else(|| arguments.split_whitespace().map(String::from).collect());
     let mut out = String::with_capacity(body.len() + arguments.len());
@@ -81,7 +81,7 @@ pub fn substitute(body: &str, arguments: &str) -> String {
 
 /// The inline commands of `text`, in order: each `` !`cmd` `` at the start of a line or after
 /// whitespace, as (the whole span, the command).
-pub fn inline_commands(text: &str) -> Vec<(std::ops::Range<usize>, String)> {
+pub(crate) fn inline_commands(text: &str) -> Vec<(std::ops::Range<usize>, String)> {
     let mut found = Vec::new();
     let mut from = 0;
     while let Some(at) = text[from..].find("!`").map(|i| from + i) {
@@ -103,7 +103,7 @@ pub fn inline_commands(text: &str) -> Vec<(std::ops::Range<usize>, String)> {
 }
 
 /// How an inline command went, to stand in its place.
-pub enum Ran {
+pub(crate) enum Ran {
     /// Its output (stdout and stderr, as the caller bounded them).
     Output(String),
     /// It could not run, or failed: why.
@@ -113,7 +113,7 @@ pub enum Ran {
 /// `body` expanded for `arguments`: placeholders replaced, then each inline command run by
 /// `run` when `permits` it (in order, one at a time), its output in its place. Output is not
 /// scanned again.
-pub async fn expand<P, R, F>(body: &str, arguments: &str, permits: P, run: R) -> String
+pub(crate) async fn expand<P, R, F>(body: &str, arguments: &str, permits: P, run: R) -> String
 where
     P: Fn(&str) -> bool,
     R: Fn(String) -> F,
@@ -144,7 +144,7 @@ where
 /// `<file path="…">…</file>`: only regular files inside `workspace` (none reached through a
 /// link out of it), at most [`MAX_ATTACHED_FILE`] each and [`MAX_ATTACHED`] in all. An
 /// `@path` that names nothing attachable stays as written, and attaches nothing.
-pub fn attach_files(text: &str, workspace: &Path) -> String {
+pub(crate) fn attach_files(text: &str, workspace: &Path) -> String {
     let Ok(root) = workspace.canonicalize() else {
         return text.to_string();
     };

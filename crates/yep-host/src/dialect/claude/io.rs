@@ -18,11 +18,11 @@ use serde_json::{Value, json};
 
 /// The most characters of one text a hook gives (a context, a reason, a message), as Claude
 /// Code caps them.
-pub const TEXT_CAP: usize = 10_000;
+pub(crate) const TEXT_CAP: usize = 10_000;
 
 /// The hook events yep runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Event {
+pub(crate) enum Event {
     PreToolUse,
     PostToolUse,
     UserPromptSubmit,
@@ -36,7 +36,7 @@ pub enum Event {
 
 impl Event {
     /// Its name in `hooks.json` and in `hook_event_name`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Event::PreToolUse => "PreToolUse",
             Event::PostToolUse => "PostToolUse",
@@ -50,25 +50,8 @@ impl Event {
         }
     }
 
-    /// The event named `name`, when yep runs it.
-    pub fn parse(name: &str) -> Option<Event> {
-        [
-            Event::PreToolUse,
-            Event::PostToolUse,
-            Event::UserPromptSubmit,
-            Event::SessionStart,
-            Event::SessionEnd,
-            Event::Stop,
-            Event::SubagentStop,
-            Event::PreCompact,
-            Event::Notification,
-        ]
-        .into_iter()
-        .find(|e| e.name() == name)
-    }
-
     /// Whether exit 2 (or a `block`) stops what the event is about.
-    pub fn can_block(self) -> bool {
+    pub(crate) fn can_block(self) -> bool {
         matches!(
             self,
             Event::PreToolUse
@@ -88,7 +71,7 @@ impl Event {
 
 /// The session a hook runs in: the common fields of its input.
 #[derive(Debug, Clone)]
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub session_id: &'a str,
     /// The workspace.
     pub cwd: &'a str,
@@ -98,7 +81,7 @@ pub struct Context<'a> {
 
 /// What an event is about: the fields of its input past the common ones.
 #[derive(Debug, Clone)]
-pub enum About<'a> {
+pub(crate) enum About<'a> {
     /// PreToolUse: the tool, by its Claude Code name, its input, and the call's id.
     Tool {
         name: &'a str,
@@ -127,7 +110,7 @@ pub enum About<'a> {
 }
 
 /// The JSON a hook of `event` reads on stdin.
-pub fn input(event: Event, context: &Context<'_>, about: &About<'_>) -> Value {
+pub(crate) fn input(event: Event, context: &Context<'_>, about: &About<'_>) -> Value {
     let mut input = json!({
         "session_id": context.session_id,
         "transcript_path": context.transcript_path,
@@ -162,7 +145,7 @@ pub fn input(event: Event, context: &Context<'_>, about: &About<'_>) -> Value {
 
 /// A PreToolUse hook's decision on the call, weakest first (the strongest of several wins).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Permission {
+pub(crate) enum Permission {
     Allow,
     /// The user is to be asked.
     Ask,
@@ -171,7 +154,7 @@ pub enum Permission {
 
 /// What one hook said.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Said {
+pub(crate) struct Said {
     /// PreToolUse's decision.
     pub permission: Option<Permission>,
     /// Why, for the model on a deny, for the user on an allow or ask.
@@ -193,7 +176,7 @@ pub struct Said {
 
 /// Why a hook's answer is no answer: it failed, and that is never an allow.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Failed {
+pub(crate) enum Failed {
     #[error("it ran past its timeout")]
     TimedOut,
     #[error("its command was not found (exit 127){}", tail_of(.0))]
@@ -219,7 +202,7 @@ fn cut(text: &str) -> String {
 
 /// What a hook of `event` said, from how it ended: its exit `code` (`None`: killed at its
 /// timeout, or by a signal: `signal`), its stdout, and its last lines of stderr.
-pub fn read(
+pub(crate) fn read(
     event: Event,
     code: Option<i32>,
     signal: Option<String>,
@@ -338,7 +321,7 @@ fn from_json(event: Event, json: &Value) -> Said {
 /// What the hooks of one event said together, as Claude Code merges them: deny beats ask
 /// beats allow, the first `updatedInput` (in the order given) is what runs, every context
 /// and message is kept, and the first block and stop stand.
-pub fn merge(all: Vec<Said>) -> Said {
+pub(crate) fn merge(all: Vec<Said>) -> Said {
     let mut merged = Said::default();
     let mut contexts = Vec::new();
     let mut messages = Vec::new();

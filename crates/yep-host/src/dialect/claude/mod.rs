@@ -9,11 +9,11 @@
 //! what the lock pinned ([`ClaudePin`]): each hook's command line and each command's inline
 //! commands, never what the files say now.
 
-pub mod command;
-pub mod io;
+pub(crate) mod command;
+pub(crate) mod io;
 mod names;
 
-pub use names::{ClaudeTool, Seen, ToolNames};
+pub(crate) use names::ToolNames;
 
 use crate::capability::{
     CommandResult, Events, HookAnswer, HookEvent, HookFiring, HookOutcome, Intercept,
@@ -35,23 +35,23 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// The most stdout a hook's answer is read from; the rest is dropped, and the user told.
-pub const MAX_HOOK_STDOUT: usize = 1024 * 1024;
+pub(crate) const MAX_HOOK_STDOUT: usize = 1024 * 1024;
 
 /// How long one inline command of a slash command may run.
-pub const INLINE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const INLINE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The most output of one inline command put into a command's text.
-pub const MAX_INLINE_OUTPUT: usize = 64 * 1024;
+pub(crate) const MAX_INLINE_OUTPUT: usize = 64 * 1024;
 
 /// The longest a hook that answered `{"async": true}` runs on in the background.
-pub const MAX_BACKGROUND: Duration = Duration::from_secs(600);
+pub(crate) const MAX_BACKGROUND: Duration = Duration::from_secs(600);
 
 /// What the runtime asks a [`ClaudeCode`] peer by, for its name in logs and `yep list`.
-pub const WIRE: &str = "Claude Code hooks";
+pub(crate) const WIRE: &str = "Claude Code hooks";
 
 /// The Claude Code dialect for one installed plugin: what its lock pinned, and how its
 /// commands run (its package, and the recipe its server would be spawned by).
-pub struct ClaudeCode {
+pub(crate) struct ClaudeCode {
     plan: Arc<Plan>,
 }
 
@@ -69,7 +69,7 @@ impl ClaudeCode {
     /// (its env, log, sandbox and data dir), naming tools as `tool_names` does. A hook that
     /// fails (crashes, hangs, is missing) is an error, never an allow: the approved hook's
     /// `on_error` decides whether the call goes on.
-    pub fn new(
+    pub(crate) fn new(
         pin: ClaudePin,
         package_dir: PathBuf,
         spawn: SpawnSpec,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 /// One host tool as Claude Code names it: its name, and the host's argument names renamed to
 /// Claude Code's (`cmd` → `command`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClaudeTool {
+pub(crate) struct ClaudeTool {
     pub name: String,
     /// Host argument name → Claude Code's.
     pub args: BTreeMap<String, String>,
@@ -17,7 +17,7 @@ pub struct ClaudeTool {
 
 impl ClaudeTool {
     /// `name`, with the host's arguments passed as they are.
-    pub fn named(name: &str) -> ClaudeTool {
+    pub(crate) fn named(name: &str) -> ClaudeTool {
         ClaudeTool {
             name: name.to_string(),
             args: BTreeMap::new(),
@@ -25,7 +25,8 @@ impl ClaudeTool {
     }
 
     /// Also rename the host's argument `host` to Claude Code's `claude`.
-    pub fn arg(mut self, host: &str, claude: &str) -> ClaudeTool {
+    #[cfg(test)]
+    pub(crate) fn arg(mut self, host: &str, claude: &str) -> ClaudeTool {
         self.args.insert(host.to_string(), claude.to_string());
         self
     }
@@ -69,7 +70,7 @@ impl Default for ToolNames {
 
 /// A host tool's call as a Claude Code hook sees it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Seen<'a> {
+pub(crate) struct Seen<'a> {
     pub name: String,
     pub input: Value,
     mapping: Option<&'a ClaudeTool>,
@@ -77,7 +78,7 @@ pub struct Seen<'a> {
 
 impl Seen<'_> {
     /// A hook's `updatedInput` with the host's argument names back.
-    pub fn host_input(&self, input: Value) -> Value {
+    pub(crate) fn host_input(&self, input: Value) -> Value {
         match (self.mapping, input) {
             (Some(tool), Value::Object(fields)) if !tool.args.is_empty() => {
                 Value::Object(renamed(fields, |k| {
@@ -101,12 +102,12 @@ fn renamed(fields: Map<String, Value>, to: impl Fn(&str) -> Option<String>) -> M
 
 impl ToolNames {
     /// No mapping: every tool keeps its own name.
-    pub fn none() -> ToolNames {
+    pub(crate) fn none() -> ToolNames {
         ToolNames(Arc::new(BTreeMap::new()))
     }
 
     /// The usual lowercase names added, where not mapped already.
-    pub fn with_usual(self) -> ToolNames {
+    pub(crate) fn with_usual(self) -> ToolNames {
         let mut map = Arc::unwrap_or_clone(self.0);
         for (host, claude) in USUAL {
             map.entry(host.to_string())
@@ -116,14 +117,15 @@ impl ToolNames {
     }
 
     /// Host tool `host` is Claude Code's `tool`.
-    pub fn with(self, host: &str, tool: ClaudeTool) -> ToolNames {
+    #[cfg(test)]
+    pub(crate) fn with(self, host: &str, tool: ClaudeTool) -> ToolNames {
         let mut map = Arc::unwrap_or_clone(self.0);
         map.insert(host.to_string(), tool);
         ToolNames(Arc::new(map))
     }
 
     /// A call of host tool `host` with `args`, as a Claude Code hook sees it.
-    pub fn claude(&self, host: &str, args: &Value) -> Seen<'_> {
+    pub(crate) fn claude(&self, host: &str, args: &Value) -> Seen<'_> {
         let mapping = self.0.get(host);
         let name = mapping.map_or(host, |t| t.name.as_str()).to_string();
         let input = match (mapping, args) {

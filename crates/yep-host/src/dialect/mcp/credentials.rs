@@ -84,7 +84,7 @@ pub fn tls() {
 
 /// An authorization manager over the credentials kept for `name` at `url`, ready to give
 /// tokens (refreshing them as they run out); `None` when no login is kept.
-pub async fn manager(
+pub(crate) async fn manager(
     home: &Home,
     name: &str,
     url: &str,

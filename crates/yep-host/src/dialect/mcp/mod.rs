@@ -27,10 +27,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
 /// The least time between two listings after `notifications/tools/list_changed`.
-pub const RELIST_SPACING: Duration = Duration::from_millis(200);
+pub(crate) const RELIST_SPACING: Duration = Duration::from_millis(200);
 
 /// How long a listing after `notifications/tools/list_changed` may take.
-pub const RELIST_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const RELIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The MCP wire.
 #[derive(Default)]
@@ -473,7 +473,7 @@ async fn listen(peer: RmcpPeer<RoleClient>, client: Client) {
 }
 
 /// The most `tools/list` pages read; a server that pages on and on is cut there.
-pub const MAX_PAGES: usize = 64;
+pub(crate) const MAX_PAGES: usize = 64;
 
 /// Why a server's tool list was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -615,10 +615,10 @@ impl Client {
 }
 
 /// The most rounds of questions one 2026-07-28 tool call may ask before it answers.
-pub const MAX_INPUT_ROUNDS: usize = 8;
+pub(crate) const MAX_INPUT_ROUNDS: usize = 8;
 
 /// The most fields one elicitation may ask for.
-pub const MAX_ELICIT_FIELDS: usize = 16;
+pub(crate) const MAX_ELICIT_FIELDS: usize = 16;
 
 impl ClientHandler for Client {
     fn get_info(&self) -> rmcp::model::ClientConfig {
@@ -854,7 +854,7 @@ fn typed(spec: &Value, answer: String) -> Value {
 }
 
 /// A live MCP server.
-pub struct McpPeer {
+pub(crate) struct McpPeer {
     peer: RmcpPeer<RoleClient>,
     offer: Offer,
     progress: ProgressSinks,

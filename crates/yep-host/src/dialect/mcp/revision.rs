@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The id of yep's `server/discover` probe: no id rmcp gives its own requests.
-pub const PROBE_ID: &str = "yep-discover";
+pub(crate) const PROBE_ID: &str = "yep-discover";
 
 /// How long a silent server is waited for before `initialize` goes too. A server reading its
 /// stdin answers at once (with an error when it knows no `server/discover`); JSON-RPC wants an
@@ -25,11 +25,11 @@ pub const PROBE_ID: &str = "yep-discover";
 pub const PROBE_WAIT: Duration = Duration::from_secs(2);
 
 /// The revision without a handshake.
-pub const MODERN: &str = "2026-07-28";
+pub(crate) const MODERN: &str = "2026-07-28";
 
 /// What the probe found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Probed {
+pub(crate) enum Probed {
     Modern,
     Legacy,
     Silent,
@@ -38,7 +38,7 @@ pub enum Probed {
 
 /// The `server/discover` request, as rmcp's `Discover` lifecycle sends it: the version, who
 /// asks and what it can do, in `_meta`.
-pub fn probe_line(config: &rmcp::model::ClientConfig) -> String {
+pub(crate) fn probe_line(config: &rmcp::model::ClientConfig) -> String {
     let request = json!({
         "jsonrpc": "2.0",
         "id": PROBE_ID,
@@ -72,7 +72,7 @@ fn lists_modern(answer: &Value) -> bool {
 /// stdout ends. What was read past the answer (or of a line not yet whole) is given back, to
 /// go before the rest of the stream ([`Handover`]). Lines before the answer (a log the server
 /// sent ahead of everything) are dropped, as rmcp drops them before `initialize`'s answer.
-pub async fn probe<R, W>(
+pub(crate) async fn probe<R, W>(
     reader: &mut R,
     writer: &mut W,
     config: &rmcp::model::ClientConfig,
@@ -110,7 +110,7 @@ where
 /// The server's stdout after the probe: first what the probe read past its answer, then the
 /// rest. After a silent probe it also takes the probe's answer out, should it come late, so
 /// rmcp sees only the answer to its `initialize`.
-pub struct Handover<R> {
+pub(crate) struct Handover<R> {
     inner: R,
     /// Bytes to give before reading on.
     out: Vec<u8>,
@@ -123,7 +123,7 @@ pub struct Handover<R> {
 }
 
 impl<R> Handover<R> {
-    pub fn new(inner: R, probed: Probed, leftover: Vec<u8>) -> Handover<R> {
+    pub(crate) fn new(inner: R, probed: Probed, leftover: Vec<u8>) -> Handover<R> {
         let skip = probed == Probed::Silent;
         let (out, line) = match skip {
             true => (Vec::new(), leftover),
@@ -141,7 +141,7 @@ impl<R> Handover<R> {
 
     /// Set `flag` if the probe's answer, taken out late, lists 2026-07-28: a server too slow
     /// to answer in time that speaks only that revision refuses the `initialize` sent meanwhile.
-    pub fn noting_late_modern(
+    pub(crate) fn noting_late_modern(
         mut self,
         flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> Handover<R> {

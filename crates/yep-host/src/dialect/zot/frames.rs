@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The protocol version in `hello_ack`; it has never changed.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub(crate) const PROTOCOL_VERSION: u32 = 1;
 
 /// One content block of a tool result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -28,7 +28,7 @@ pub struct ContentBlock {
 }
 
 impl ContentBlock {
-    pub fn text(text: impl Into<String>) -> ContentBlock {
+    pub(crate) fn text(text: impl Into<String>) -> ContentBlock {
         ContentBlock {
             kind: "text".into(),
             text: text.into(),
@@ -215,7 +215,7 @@ impl FromExtension {
     }
 
     /// A line already read as JSON.
-    pub fn from_value(value: Value) -> Result<FromExtension, FrameError> {
+    pub(crate) fn from_value(value: Value) -> Result<FromExtension, FrameError> {
         let kind = value
             .get("type")
             .and_then(Value::as_str)
@@ -237,7 +237,7 @@ impl FromExtension {
 /// A frame the host sends.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ToExtension {
+pub(crate) enum ToExtension {
     /// Always the host's first frame.
     HelloAck {
         protocol_version: u32,
@@ -300,7 +300,7 @@ pub enum ToExtension {
 
 impl ToExtension {
     /// The frame as one line, without its newline.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         serde_json::to_string(self).expect("host frames always serialize")
     }
 }
@@ -309,7 +309,7 @@ impl ToExtension {
 /// data is not base64 adds an error note and makes the result an error; a block of another
 /// type becomes a text note; nothing at all becomes `(extension returned no content)`.
 /// Returns the blocks and whether the result is an error.
-pub fn model_content(
+pub(crate) fn model_content(
     blocks: Vec<ContentBlock>,
     is_error: bool,
     extension: &str,
@@ -340,7 +340,7 @@ pub fn model_content(
 
 /// The zot lifecycle event a host trace event is: zot's own names as they are, and the YEP
 /// trace names that mean the same thing.
-pub fn zot_event(event_type: &str) -> Option<&'static str> {
+pub(crate) fn zot_event(event_type: &str) -> Option<&'static str> {
     if let Some(name) = crate::store::zot::EVENTS.iter().find(|e| **e == event_type) {
         return Some(name);
     }
@@ -359,7 +359,7 @@ pub fn zot_event(event_type: &str) -> Option<&'static str> {
 /// The `event` frame for `name`: the payload's fields, then `event`, `session_id`, `cwd` and
 /// `sequence` (which win over the payload's). An observed tool result is held to the
 /// observation bounds.
-pub fn event_frame(
+pub(crate) fn event_frame(
     name: &str,
     data: &Value,
     session_id: &str,
@@ -388,14 +388,14 @@ pub fn event_frame(
 }
 
 /// The most bytes of text, base64 and MIME types in one `call_tool` result or observation.
-pub const MAX_RESULT_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_RESULT_BYTES: usize = 256 * 1024;
 /// The most blocks in one.
-pub const MAX_RESULT_BLOCKS: usize = 128;
+pub(crate) const MAX_RESULT_BLOCKS: usize = 128;
 
 /// A host tool's result as zot content: its `content` blocks when it has them (what a zot or
 /// MCP-shaped tool answers), else the value as one text block (a string as itself, anything
 /// else as JSON).
-pub fn host_content(value: &Value) -> Vec<ContentBlock> {
+pub(crate) fn host_content(value: &Value) -> Vec<ContentBlock> {
     if let Some(blocks) = value
         .get("content")
         .and_then(|c| serde_json::from_value::<Vec<ContentBlock>>(c.clone()).ok())
@@ -412,7 +412,7 @@ pub fn host_content(value: &Value) -> Vec<ContentBlock> {
 
 /// Hold `blocks` to [`MAX_RESULT_BYTES`] and [`MAX_RESULT_BLOCKS`]: text is cut at a UTF-8
 /// boundary, an image that does not fit whole is dropped. Returns whether anything was cut.
-pub fn bound_content(blocks: Vec<ContentBlock>) -> (Vec<ContentBlock>, bool) {
+pub(crate) fn bound_content(blocks: Vec<ContentBlock>) -> (Vec<ContentBlock>, bool) {
     let mut left = MAX_RESULT_BYTES;
     let mut truncated = blocks.len() > MAX_RESULT_BLOCKS;
     let mut out = Vec::with_capacity(blocks.len().min(MAX_RESULT_BLOCKS));

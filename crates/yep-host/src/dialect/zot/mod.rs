@@ -23,47 +23,47 @@ use crate::capability::Events;
 use crate::rpc::ConnectionOptions;
 use crate::store::zot::ZotPin;
 pub(crate) use handshake::open;
-pub use peer::{Registrations, ZotPeer};
+pub use peer::Registrations;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The least time an extension gets to say `hello` (zot waits for ever; a start that hangs
 /// must end somewhere). `$YEP_ZOT_HELLO_WAIT_MS` sets it instead ([`HELLO_WAIT_ENV`]).
-pub const HELLO_WAIT: Duration = Duration::from_secs(60);
+pub(crate) const HELLO_WAIT: Duration = Duration::from_secs(60);
 /// The time an extension started by a launcher that builds or fetches first
 /// ([`crate::launcher::slow_start`]: `go run .`, `npx -y tsx`) gets to say `hello`: a cold
 /// build cache or a slow network takes minutes, and zot waits for ever.
-pub const SLOW_START_HELLO_WAIT: Duration = crate::launcher::SLOW_START_WAIT;
+pub(crate) const SLOW_START_HELLO_WAIT: Duration = crate::launcher::SLOW_START_WAIT;
 /// How long such an extension is waited for before the user is told why (at most the
 /// ordinary wait): a `yep_host::progress` info line.
-pub const SLOW_START_NOTICE: Duration = crate::launcher::SLOW_START_NOTICE;
+pub(crate) const SLOW_START_NOTICE: Duration = crate::launcher::SLOW_START_NOTICE;
 /// The variable that sets the ordinary hello wait, in milliseconds (the tests shorten it).
-pub const HELLO_WAIT_ENV: &str = "YEP_ZOT_HELLO_WAIT_MS";
+pub(crate) const HELLO_WAIT_ENV: &str = "YEP_ZOT_HELLO_WAIT_MS";
 /// The `tracing` target of what the host says while a start takes long; the CLI shows it.
-pub const PROGRESS_TARGET: &str = crate::launcher::PROGRESS_TARGET;
+pub(crate) const PROGRESS_TARGET: &str = crate::launcher::PROGRESS_TARGET;
 /// An extension that never says `ready` is ready once this passes without a frame.
-pub const AUTO_READY_IDLE: Duration = Duration::from_millis(250);
+pub(crate) const AUTO_READY_IDLE: Duration = Duration::from_millis(250);
 /// The longest the host waits for `ready` after `hello`.
-pub const READY_WAIT: Duration = Duration::from_secs(3);
+pub(crate) const READY_WAIT: Duration = Duration::from_secs(3);
 /// The most tools, and the most commands, one extension may register; later ones are refused
 /// with a diagnostic.
 pub const MAX_REGISTRATIONS: usize = 256;
 /// The longest a command may take to answer.
-pub const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
+pub(crate) const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
 /// The longest a `call_tool` from an extension may run.
-pub const CALL_TOOL_DEADLINE: Duration = Duration::from_secs(60);
+pub(crate) const CALL_TOOL_DEADLINE: Duration = Duration::from_secs(60);
 /// The most tools in one `call_tool` chain, counting the original call.
-pub const MAX_CHAIN: usize = 4;
+pub(crate) const MAX_CHAIN: usize = 4;
 /// The most `call_tool` requests one extension may have in flight.
-pub const MAX_NESTED_CALLS: usize = 16;
+pub(crate) const MAX_NESTED_CALLS: usize = 16;
 /// The most frames queued for one extension, beyond the one being written.
-pub const OUTBOX_FRAMES: usize = 256;
+pub(crate) const OUTBOX_FRAMES: usize = 256;
 /// The most bytes queued for one extension.
-pub const OUTBOX_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const OUTBOX_BYTES: usize = 16 * 1024 * 1024;
 /// The longest one write to an extension may block before it is disconnected.
-pub const WRITE_BOUND: Duration = Duration::from_secs(5);
+pub(crate) const WRITE_BOUND: Duration = Duration::from_secs(5);
 /// What the host says it is in `hello_ack.zot_version`.
-pub const HOST_VERSION: &str = concat!("yep-", env!("CARGO_PKG_VERSION"));
+pub(crate) const HOST_VERSION: &str = concat!("yep-", env!("CARGO_PKG_VERSION"));
 
 /// The zot wire, for one extension: what it was approved to register beyond tools and
 /// commands, when it was pinned at install (an author's work in progress is not).

@@ -52,7 +52,7 @@ impl Registrations {
 }
 
 /// A live zot extension.
-pub struct ZotPeer {
+pub(crate) struct ZotPeer {
     pub(super) conn: Connection,
     pub(super) offer: Offer,
     pub(super) router: Arc<Router>,
@@ -85,7 +85,7 @@ impl ZotPeer {
     }
 
     /// What it has registered so far.
-    pub fn registrations(&self) -> Registrations {
+    pub(crate) fn registrations(&self) -> Registrations {
         self.router.registrations()
     }
 

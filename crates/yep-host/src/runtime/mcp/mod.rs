@@ -15,12 +15,11 @@ pub(crate) use approve::ask_approval;
 pub use approve::{
     APPROVE, McpProbeError, Pinned, approve, approve_with, candidate, probe, record,
 };
-pub use entry::McpState;
+pub(crate) use entry::McpState;
 pub(crate) use entry::{McpEntry, entries, learn};
 pub use launch::{McpLaunchError, Package, launch};
-pub use sources::{
-    McpSource, PACKAGE_VARS, Unapproved, enabled_manifests, package_vars, runs_yep_serve, sources,
-};
+pub use sources::{McpSource, Unapproved, enabled_manifests, sources};
+pub(crate) use sources::{PACKAGE_VARS, package_vars};
 pub use stage::{StageOptions, Staged, stage};
 
 use crate::capability::OfferedTool;
@@ -30,16 +29,16 @@ use serde_json::Value;
 use std::time::Duration;
 
 /// The prefix of every MCP tool's name in the table; no extension tool may take it.
-pub const MCP_PREFIX: &str = "mcp__";
+pub(crate) const MCP_PREFIX: &str = "mcp__";
 
 /// The largest `.mcp.json` read; a bigger one is skipped with a warning.
-pub const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
 
 /// The most servers one `.mcp.json` defines; the rest are skipped with a warning.
-pub const MAX_WORKSPACE_SERVERS: usize = 64;
+pub(crate) const MAX_WORKSPACE_SERVERS: usize = 64;
 
 /// How long an MCP server gets to exit after its stdin closes, and again after SIGTERM.
-pub const MCP_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const MCP_GRACE: Duration = Duration::from_secs(2);
 
 /// The stem of MCP server `name`'s log and run state, unique to the server: its log is
 /// `<home>/logs/<stem>.log`. `mcp.<name>` for the home's and extensions' (a server name is
@@ -81,12 +80,12 @@ fn safe(text: &str) -> String {
 }
 
 /// The table's name for `tool` of MCP server `server`.
-pub fn tool_name(server: &str, tool: &str) -> String {
+pub(crate) fn tool_name(server: &str, tool: &str) -> String {
     format!("{MCP_PREFIX}{}__{}", safe(server), safe(tool))
 }
 
 /// The tools a server lists, as a pin records them.
-pub fn pinned_form(tool: &OfferedTool) -> McpTool {
+pub(crate) fn pinned_form(tool: &OfferedTool) -> McpTool {
     McpTool {
         name: tool.name.clone(),
         description: tool.description.clone(),

@@ -90,7 +90,7 @@ impl McpSource {
     /// What an approval hashes: the definition as written, and for a workspace's, its env
     /// values too (they are the repository's, and a changed `PATH`, `LD_PRELOAD` or
     /// `NODE_OPTIONS` runs other code; header values are hashed by name only).
-    pub fn definition(&self) -> &McpServer {
+    pub(crate) fn definition(&self) -> &McpServer {
         match self.origin {
             Origin::Workspace(_) => &self.server,
             _ => &self.shown,
@@ -113,7 +113,7 @@ impl McpSource {
 
     /// The hash of the code it runs from the workspace, as an approval now pins it: none for
     /// a server from elsewhere, or one whose command line names nothing in the workspace.
-    pub fn code_pin(&self) -> Option<&str> {
+    pub(crate) fn code_pin(&self) -> Option<&str> {
         match &self.code {
             Some(Ok(code)) => code.hash.as_deref(),
             _ => None,
@@ -210,10 +210,10 @@ impl McpSource {
 
 /// The variables that name a package's own directories: the first two its package, the last
 /// two its data dir.
-pub const PACKAGE_VARS: [&str; 4] = crate::store::claude::PACKAGE_DIR_VARS;
+pub(crate) const PACKAGE_VARS: [&str; 4] = crate::store::claude::PACKAGE_DIR_VARS;
 
 /// [`PACKAGE_VARS`] with their values for extension `ext`: its package dir and its data dir.
-pub fn package_vars(home: &Home, ext: &str) -> [(&'static str, String); 4] {
+pub(crate) fn package_vars(home: &Home, ext: &str) -> [(&'static str, String); 4] {
     let root = home.package_dir(ext).to_string_lossy().into_owned();
     let data = home.data_dir(ext).to_string_lossy().into_owned();
     [
@@ -545,7 +545,7 @@ fn workspace_doc(
 /// program), `mcp` then `serve` among its arguments, and no `--home` naming another home.
 /// One behind a wrapper is known at `initialize` instead
 /// ([`crate::dialect::HandshakeError::Itself`]).
-pub fn runs_yep_serve(server: &McpServer, home: &Home) -> bool {
+pub(crate) fn runs_yep_serve(server: &McpServer, home: &Home) -> bool {
     let Some(command) = server.command.as_deref() else {
         return false;
     };

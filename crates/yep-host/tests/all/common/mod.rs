@@ -1,4 +1,5 @@
 //! Shared helpers: locating the binaries cargo built, specs in a temp dir, recording events.
+//! `yep-tools`' tests use this file too (`#[path]`).
 #![allow(dead_code)]
 
 use serde_json::Value;
@@ -28,7 +29,7 @@ pub fn fixture_bin() -> String {
     )
 }
 
-/// The yolop-yep fixture (an example of this package, built by `cargo test`).
+/// The yolop-yep fixture (an example of `yep-host`, built by its `cargo test`).
 pub fn yolop_fixture_bin() -> String {
     built(
         target_dir().join("examples/yolop_fixture"),
