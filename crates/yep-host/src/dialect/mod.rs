@@ -376,14 +376,16 @@ pub enum HandshakeError {
     /// its registrations).
     #[error("it ended before it was ready: {0}")]
     NotReady(CloseReason),
-    /// An MCP server's tool list past a cap on what may be approved: refused, not cut.
+    /// What the server offers is past a cap on what may be approved (an MCP server's tool
+    /// list): refused, not cut.
     #[error("its tool list is refused: {0}")]
-    ToolList(crate::store::mcp::ListCap),
+    OfferPastCap(crate::store::mcp::ListCap),
     /// Printed in the message, so not chained as a source (a cause is told once).
     #[error("the connection could not start: {0}")]
     Io(std::io::Error),
-    /// The server refused to go on without a login (an authorization challenge): the text
-    /// says so, and how to log in. Said as a connection that could not start.
+    /// The server refused to go on without a login (an authorization challenge, as remote
+    /// MCP servers make): the text says so, and how to log in. Said as a connection that
+    /// could not start.
     #[error("the connection could not start: {0}")]
     LoginWanted(String),
     /// The server must be started again, once, to be spoken to as its first start showed
@@ -393,12 +395,12 @@ pub enum HandshakeError {
     /// `initialize` sent meanwhile is asked `server/discover` alone.
     #[error("it ended on `server/discover`, which MCP servers before 2026-07-28 may not know")]
     RestartWanted,
-    /// The MCP server is `yep mcp serve` (the `yep/serve` capability in its `initialize`): yep
-    /// itself, whose tools a session has already.
+    /// The server is this host itself, served back (an MCP server that is `yep mcp serve`, by
+    /// the `yep/serve` capability in its `initialize`): a session has its tools already.
     #[error(
         "skipped: it is yep itself (`yep mcp serve`), and a session has everything that serves already"
     )]
-    Itself,
+    IsThisHost,
 }
 
 impl From<std::io::Error> for HandshakeError {

@@ -144,7 +144,7 @@ impl ExtensionHost {
     /// Whether any loaded extension's post hook would see a call of `tool`: a call keeps its
     /// arguments for them only then.
     pub(crate) fn wants_post_tool_use(&self, tool: &str) -> bool {
-        self.snapshot().loaded.iter().any(|l| {
+        self.snapshot().loaded().any(|l| {
             hooks_on(&l.manifest, HookEvent::PostToolUse, tool)
                 .next()
                 .is_some()
@@ -435,7 +435,7 @@ impl ExtensionHost {
         tool: &str,
         unavailable: &mut Vec<UnavailableHook>,
     ) -> Option<PreDecision> {
-        for gone in self.snapshot().unloaded.iter() {
+        for gone in self.snapshot().unloaded() {
             for (_, on_error) in subscribed(&gone.manifest, HookEvent::PreToolUse, tool) {
                 let err = format!("the extension could not be loaded: {}", gone.reason);
                 let blocked = on_error == OnError::Block;

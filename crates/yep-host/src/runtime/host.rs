@@ -63,7 +63,7 @@ impl Drop for LastHandle {
     fn drop(&mut self) {
         // Forwarder tasks hold their extension; without this a dropped host would leave them
         // (and their servers) running.
-        for l in self.0.borrow().loaded.iter() {
+        for l in self.0.borrow().loaded() {
             l.stop_forwarding();
         }
     }
@@ -197,7 +197,7 @@ impl ExtensionHost {
     }
 
     pub(crate) fn loaded(&self) -> Vec<Arc<Loaded>> {
-        self.snapshot().loaded.clone()
+        self.snapshot().loaded().cloned().collect()
     }
 
     pub(super) fn find(&self, name: &str) -> Result<Arc<Loaded>, HostError> {
@@ -393,8 +393,7 @@ impl ExtensionHost {
             .ok()
             .or_else(|| {
                 table
-                    .loaded
-                    .iter()
+                    .loaded()
                     .find(|l| l.name.eq_ignore_ascii_case(ext))
                     .cloned()
             })

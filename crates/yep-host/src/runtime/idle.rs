@@ -192,8 +192,7 @@ impl ExtensionHost {
         let idle_stop = idle_stop(&self.core.opts);
         let table = self.snapshot();
         let extensions = table
-            .loaded
-            .iter()
+            .loaded()
             .filter(|l| l.ext.spawns_process())
             .map(|l| ServerInfo::of(&l.name, false, &l.ext, idle_stop));
         let mcp = table
@@ -240,8 +239,7 @@ pub(crate) async fn sweep(host: WeakHost, idle: Duration) {
                 .as_ref()
                 .map(|p| p.extension.clone());
             let extensions = table
-                .loaded
-                .iter()
+                .loaded()
                 .filter(|l| panel.as_deref() != Some(l.name.as_str()))
                 .map(|l| Candidate::Extension(Arc::clone(l)));
             let mcp = table.mcp.iter().map(|e| Candidate::Mcp(Arc::clone(e)));

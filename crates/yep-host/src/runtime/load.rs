@@ -104,7 +104,7 @@ impl Core {
                 None
             }
             launch::Project::Approved { launch, hash } => {
-                let kept = old.loaded.iter().find(|l| {
+                let kept = old.loaded().find(|l| {
                     l.name == PROJECT
                         && l.project_hash.as_deref() == Some(hash.as_str())
                         && l.ext.spec().package_dir == launch.spec.package_dir
@@ -216,7 +216,7 @@ impl Core {
         // The workspace's own config is decided here, from the workspace, not from settings.
         let project = crate::store::claude::project::PROJECT;
         for name in wanted.iter().filter(|n| *n != project) {
-            match old.loaded.iter().find(|l| &l.name == name) {
+            match old.loaded().find(|l| &l.name == name) {
                 Some(l) => next.push(Arc::clone(l)),
                 None => match self.load(name) {
                     Ok(l) => {
@@ -228,7 +228,7 @@ impl Core {
                         let message = format!("skipping extension `{name}`: {}", report(&why));
                         // Not in the old table's loaded ones (those are kept above), so what
                         // this session last knew of it is an earlier failed load.
-                        let last_known = old.unloaded.iter().find(|u| &u.name == name);
+                        let last_known = old.unloaded().find(|u| &u.name == name);
                         let known = self.unloaded(name, &why, last_known.map(|u| &u.manifest));
                         if let Some(u) = known {
                             unloaded.push(Arc::new(u));
@@ -255,7 +255,7 @@ impl Core {
             }
         }
         if let Some(l) = self.load_project(old) {
-            if !old.loaded.iter().any(|o| Arc::ptr_eq(o, &l)) {
+            if !old.loaded().any(|o| Arc::ptr_eq(o, &l)) {
                 added.push(Arc::clone(&l));
             }
             next.push(l);

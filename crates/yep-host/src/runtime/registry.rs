@@ -128,21 +128,22 @@ impl Registry {
             Err(_) => return Err(HostError::ShutDown),
         };
         let gone: Vec<_> = old
-            .loaded
-            .iter()
+            .loaded()
             .filter(|l| !wanted.contains(&l.name))
             .cloned()
             .collect();
         let names = |list: &[Arc<Loaded>]| list.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
         let gone_names =
             |list: &[Arc<Unloaded>]| list.iter().map(|u| u.name.clone()).collect::<Vec<_>>();
+        let old_loaded: Vec<Arc<Loaded>> = old.loaded().cloned().collect();
+        let old_unloaded: Vec<Arc<Unloaded>> = old.unloaded().cloned().collect();
         let kept = |list: &[Arc<mcp::McpEntry>], e: &Arc<mcp::McpEntry>| {
             list.iter().any(|other| Arc::ptr_eq(other, e))
         };
         let gone_mcp: Vec<_> = old.mcp.iter().filter(|e| !kept(&mcp, e)).cloned().collect();
         let new_mcp: Vec<_> = mcp.iter().filter(|e| !kept(&old.mcp, e)).cloned().collect();
-        if names(&next) == names(&old.loaded)
-            && gone_names(&unloaded) == gone_names(&old.unloaded)
+        if names(&next) == names(&old_loaded)
+            && gone_names(&unloaded) == gone_names(&old_unloaded)
             && gone_mcp.is_empty()
             && new_mcp.is_empty()
         {
@@ -226,8 +227,8 @@ impl Registry {
         }
         let current = self.current();
         let next = self.core.table(
-            current.loaded.clone(),
-            current.unloaded.clone(),
+            current.loaded().cloned().collect(),
+            current.unloaded().cloned().collect(),
             current.mcp.clone(),
         );
         if next.tools != current.tools {
@@ -286,7 +287,7 @@ impl Registry {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = root.clone();
         let text = root.to_string_lossy().into_owned();
-        for l in &self.current().loaded {
+        for l in self.current().loaded() {
             l.ext.set_workspace(root.clone());
             if let Err(err) = l
                 .ext
@@ -315,7 +316,7 @@ impl Registry {
         self.shut = true;
         self.core.shut.store(true, Ordering::Release);
         let mut tasks = tokio::task::JoinSet::new();
-        for l in self.current().loaded.iter().cloned() {
+        for l in self.current().loaded().cloned() {
             l.stop_forwarding();
             let (events, home) = (Arc::clone(&self.core.events), self.core.home.clone());
             tasks.spawn(async move {

@@ -43,9 +43,9 @@ impl Loaded {
 /// task publishes a new one on every change; readers never wait for it.
 #[derive(Default)]
 pub struct Table {
-    pub(super) loaded: Vec<Arc<Loaded>>,
-    /// Enabled packages that could not be loaded but whose approved manifest has hooks.
-    pub(super) unloaded: Vec<Arc<Unloaded>>,
+    /// The enabled extensions: the loaded ones, then the packages that could not be loaded
+    /// but whose approved manifest has hooks.
+    pub(super) entries: Vec<Entry>,
     /// The MCP servers the session sees, approved or not.
     pub(super) mcp: Vec<Arc<mcp::McpEntry>>,
     pub(super) tools: Vec<ToolDefinition>,
@@ -53,6 +53,22 @@ pub struct Table {
     /// server without a scan.
     pub(super) routes: HashMap<String, Route>,
     pub(super) forwarders: Vec<Arc<trace::Forwarder>>,
+}
+
+/// One enabled extension of the session: loaded, or kept only for its approved hooks.
+pub(crate) enum Entry {
+    Loaded(Arc<Loaded>),
+    Unloaded(Arc<Unloaded>),
+}
+
+impl Entry {
+    /// Its name, as enabled.
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Entry::Loaded(l) => &l.name,
+            Entry::Unloaded(u) => &u.name,
+        }
+    }
 }
 
 /// What serves a tool of the table, and the tool's own name there.
@@ -79,6 +95,22 @@ pub(crate) struct Unloaded {
 }
 
 impl Table {
+    /// The loaded extensions, in enable order.
+    pub(crate) fn loaded(&self) -> impl Iterator<Item = &Arc<Loaded>> {
+        self.entries.iter().filter_map(|e| match e {
+            Entry::Loaded(l) => Some(l),
+            Entry::Unloaded(_) => None,
+        })
+    }
+
+    /// The enabled packages kept only for their approved hooks.
+    pub(crate) fn unloaded(&self) -> impl Iterator<Item = &Arc<Unloaded>> {
+        self.entries.iter().filter_map(|e| match e {
+            Entry::Unloaded(u) => Some(u),
+            Entry::Loaded(_) => None,
+        })
+    }
+
     /// Why `name` is no tool of this table: a tool an MCP server lists but that is withheld
     /// since its approval, or one of a server that is not approved, says so; anything else
     /// is unknown.
@@ -114,7 +146,7 @@ impl Table {
 
     /// The enabled extensions, in enable order.
     pub fn extensions(&self) -> Vec<String> {
-        self.loaded.iter().map(|l| l.name.clone()).collect()
+        self.loaded().map(|l| l.name.clone()).collect()
     }
 
     /// Every tool, with its extension and whether it is always loaded or deferred.
@@ -137,8 +169,7 @@ impl Table {
     /// The enabled extensions this table stands for: the loaded ones, then those kept only
     /// for their hooks.
     pub(super) fn wanted(&self) -> Vec<String> {
-        let gone = self.unloaded.iter().map(|u| u.name.clone());
-        self.extensions().into_iter().chain(gone).collect()
+        self.entries.iter().map(|e| e.name().to_string()).collect()
     }
 }
 
@@ -171,9 +202,11 @@ impl Core {
             self.report(event);
         }
         let routes = routes(&tools, &loaded, &mcp);
+        let entries = (loaded.into_iter().map(Entry::Loaded))
+            .chain(unloaded.into_iter().map(Entry::Unloaded))
+            .collect();
         Table {
-            loaded,
-            unloaded,
+            entries,
             mcp,
             tools,
             routes,
@@ -212,8 +245,7 @@ fn routes(
 
 pub(super) fn find(table: &Table, name: &str) -> Result<Arc<Loaded>, HostError> {
     table
-        .loaded
-        .iter()
+        .loaded()
         .find(|l| l.name == name)
         .cloned()
         .ok_or_else(|| HostError::NotLoaded(name.to_string()))

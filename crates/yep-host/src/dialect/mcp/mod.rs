@@ -374,13 +374,13 @@ async fn finish<E: std::fmt::Display>(
     let itself = host_home.is_some() && served_home == host_home;
     if itself {
         started.cancellation_token().cancel();
-        return Err(HandshakeError::Itself);
+        return Err(HandshakeError::IsThisHost);
     }
     let tools = tokio::time::timeout(hello.timeout, list(&peer, &hello.extension))
         .await
         .map_err(|_| HandshakeError::Malformed("tools/list did not answer".into()))?
         .map_err(|e| match e {
-            ListError::Cap(cap) => HandshakeError::ToolList(cap),
+            ListError::Cap(cap) => HandshakeError::OfferPastCap(cap),
             // Open to `initialize`, closed after it: a login (or more access) is wanted.
             ListError::Service(e) if e.auth_challenge().is_some() => {
                 HandshakeError::LoginWanted(format!(

@@ -54,7 +54,7 @@ impl McpProbeError {
         match self {
             McpProbeError::Start(e) => match &**e {
                 ExtensionError::Handshake {
-                    error: HandshakeError::ToolList(cap),
+                    error: HandshakeError::OfferPastCap(cap),
                     ..
                 } => Some(cap),
                 _ => None,

@@ -544,7 +544,7 @@ fn workspace_doc(
 /// Whether `server` runs `yep mcp serve` of `home`: a command named `yep` (or this very
 /// program), `mcp` then `serve` among its arguments, and no `--home` naming another home.
 /// One behind a wrapper is known at `initialize` instead
-/// ([`crate::dialect::HandshakeError::Itself`]).
+/// ([`crate::dialect::HandshakeError::IsThisHost`]).
 pub(crate) fn runs_yep_serve(server: &McpServer, home: &Home) -> bool {
     let Some(command) = server.command.as_deref() else {
         return false;
