@@ -89,13 +89,11 @@ impl ZotProbe {
         };
         spec.data_dir = Some(data_dir.to_path_buf());
         spec.session_id = "install".into();
-        // As a session runs it: with what the user granted it (and is granting now).
-        let granted = self
-            .home
-            .lockfile()
-            .map(|l| l.granted(&manifest.name, None))
-            .unwrap_or_default();
-        spec.sandbox_grants = granted.merged(&self.extra);
+        // As a session runs it: with what the user granted it, and is granting now (a zot
+        // manifest asks for no grants of its own).
+        let lock = self.home.lockfile().unwrap_or_default();
+        spec.sandbox_grants =
+            crate::store::approval::effective_grants(&lock, &manifest.name, None, &self.extra);
         let capture = Arc::new(Capture::new(Zot::default()));
         let opts = SupervisorOptions {
             dialect: Arc::clone(&capture) as Arc<dyn Dialect>,
