@@ -86,7 +86,7 @@ pub struct LockEntry {
     /// What format the package is written in, recorded at every install; a lock written
     /// before yep recorded it has none, and [`LockEntry::kind`] reads it from the pins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<crate::approval::PackageKind>,
+    pub kind: Option<crate::approval::kind::PackageKind>,
     pub source: LockSource,
     pub content_hash: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,8 +120,8 @@ pub struct LockBinary {
 impl LockEntry {
     /// What format the package is written in: as recorded, else as its pins say (a zot pin
     /// makes a zot extension, a plugin pin a plugin of its kind).
-    pub fn kind(&self) -> crate::approval::PackageKind {
-        use crate::approval::PackageKind;
+    pub fn kind(&self) -> crate::approval::kind::PackageKind {
+        use crate::approval::kind::PackageKind;
         self.kind
             .unwrap_or_else(|| match (&self.zot, &self.claude) {
                 (Some(_), _) => PackageKind::Zot,
@@ -139,7 +139,7 @@ impl LockEntry {
     /// plugin's `.claude-plugin/plugin.json` or `.codex-plugin/plugin.json` (a Claude Code
     /// plugin with none has its directory layout), else `plugin.json`.
     pub fn manifest_file(&self) -> &'static str {
-        use crate::approval::PackageKind;
+        use crate::approval::kind::PackageKind;
         let manifest_less = self.claude.as_ref().filter(|pin| pin.manifest_less);
         match self.kind() {
             PackageKind::Zot => crate::zot::ZOT_MANIFEST_FILE,

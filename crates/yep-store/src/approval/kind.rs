@@ -28,21 +28,9 @@ impl PackageKind {
             PackageKind::Yep => "extension",
             PackageKind::Zot => "zot extension",
             PackageKind::Mcp => "MCP server",
-            PackageKind::Claude | PackageKind::Codex | PackageKind::AgentPlugin => self
-                .plugin()
-                .map(crate::claude::PluginKind::label)
-                .unwrap_or_default(),
-        }
-    }
-
-    /// The plugin format it is, for the three plugin kinds.
-    pub fn plugin(self) -> Option<crate::claude::PluginKind> {
-        use crate::claude::PluginKind;
-        match self {
-            PackageKind::Claude => Some(PluginKind::Claude),
-            PackageKind::Codex => Some(PluginKind::Codex),
-            PackageKind::AgentPlugin => Some(PluginKind::AgentPlugin),
-            PackageKind::Yep | PackageKind::Zot | PackageKind::Mcp => None,
+            PackageKind::Claude => "Claude Code plugin",
+            PackageKind::Codex => "Codex plugin",
+            PackageKind::AgentPlugin => "Agent Plugins 1.0 plugin",
         }
     }
 
@@ -50,17 +38,6 @@ impl PackageKind {
     /// the package kind makes).
     pub fn speaks_zot(self) -> bool {
         self == PackageKind::Zot
-    }
-}
-
-impl From<crate::claude::PluginKind> for PackageKind {
-    fn from(kind: crate::claude::PluginKind) -> PackageKind {
-        use crate::claude::PluginKind;
-        match kind {
-            PluginKind::Claude => PackageKind::Claude,
-            PluginKind::Codex => PackageKind::Codex,
-            PluginKind::AgentPlugin => PackageKind::AgentPlugin,
-        }
     }
 }
 
@@ -77,6 +54,7 @@ mod tests {
     #[test]
     fn every_kind_has_a_label_and_plugins_round_trip() {
         use crate::claude::PluginKind;
+        // (The plugin kinds' side of this lives with them, in `claude`.)
         for p in [
             PluginKind::Claude,
             PluginKind::Codex,

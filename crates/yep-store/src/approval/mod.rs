@@ -8,7 +8,7 @@
 mod decide;
 mod diff;
 mod grant;
-mod kind;
+pub(crate) mod kind;
 
 pub use decide::{Decision, Moment, Refusal, decide};
 pub use diff::diff;

@@ -16,6 +16,7 @@ pub use approve::{Approval, ApproveError, ClaudePin, MarketplacePin, PinnedAgent
 pub use hooks::{CommandHook, Matcher, MatcherError};
 pub use rules::PermissionRule;
 
+use crate::approval::kind::PackageKind;
 use crate::fsutil::{Links, read_regular_string, stays_inside};
 use crate::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, ManifestError, McpServer};
 use crate::text::escape;
@@ -64,10 +65,28 @@ pub enum PluginKind {
 impl PluginKind {
     /// What the consent screen calls it.
     pub fn label(self) -> &'static str {
+        PackageKind::from(self).label()
+    }
+}
+
+impl From<PluginKind> for PackageKind {
+    fn from(kind: PluginKind) -> PackageKind {
+        match kind {
+            PluginKind::Claude => PackageKind::Claude,
+            PluginKind::Codex => PackageKind::Codex,
+            PluginKind::AgentPlugin => PackageKind::AgentPlugin,
+        }
+    }
+}
+
+impl PackageKind {
+    /// The plugin format it is, for the three plugin kinds.
+    pub fn plugin(self) -> Option<PluginKind> {
         match self {
-            PluginKind::Claude => "Claude Code plugin",
-            PluginKind::Codex => "Codex plugin",
-            PluginKind::AgentPlugin => "Agent Plugins 1.0 plugin",
+            PackageKind::Claude => Some(PluginKind::Claude),
+            PackageKind::Codex => Some(PluginKind::Codex),
+            PackageKind::AgentPlugin => Some(PluginKind::AgentPlugin),
+            PackageKind::Yep | PackageKind::Zot | PackageKind::Mcp => None,
         }
     }
 }
