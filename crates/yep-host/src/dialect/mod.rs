@@ -120,6 +120,12 @@ pub trait Dialect: Send + Sync + 'static {
         "command"
     }
 
+    /// What to do about a server whose program could not be spawned, when its command is
+    /// not written in a package's manifest; `None` says to install it or fix the manifest.
+    fn spawn_fix(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Whether the name a server gives itself in its handshake is meant to be its package's,
     /// so that another name is warned about (the default). An MCP server's is its
     /// implementation's.

@@ -92,7 +92,8 @@ impl Extension {
                     "it is a whole command line, and a command is one program, run with no shell and never split: put the program alone in `{key}` and the rest in `args`: {fix}"
                 ))
             })
-            .flatten();
+            .flatten()
+            .or_else(|| self.opts.dialect.spawn_fix().map(String::from));
         ExtensionError::Spawn {
             extension: self.spec.name.clone(),
             command: self.spec.command.clone(),

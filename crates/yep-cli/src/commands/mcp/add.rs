@@ -6,7 +6,7 @@ use super::{here, workspace};
 use crate::output::{hinted, stdout_line};
 use std::collections::BTreeMap;
 use std::io::Write;
-use yep_host::runtime::mcp::{McpSource, Pinned, StageOptions, log_stem};
+use yep_host::runtime::mcp::{McpSource, Pinned, StageOptions};
 use yep_store::Home;
 use yep_store::manifest::McpServer;
 use yep_store::mcp::Origin;
@@ -219,12 +219,8 @@ struct NotApproved {
 /// A server that could not start and list its tools: removed again (the error), or, with
 /// `--keep`, kept unapproved with a warning.
 fn not_started(home: &Home, name: &str, keep: bool, why: &str) -> anyhow::Result<()> {
-    let log = home.log_path(&log_stem(name, &Origin::Home));
-    let log_hint = format!(
-        "its log: {} (`yep logs {}`)",
-        escape(&log.display().to_string()),
-        escape(name)
-    );
+    // The reason names the log when a process ran; the command reads it whatever it was.
+    let log_hint = format!("`yep logs {}` shows its log", escape(name));
     if !keep {
         // A server that cannot start is not kept as if it were added.
         yep_store::mcp::remove(home, name)?;

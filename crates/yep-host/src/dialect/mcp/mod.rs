@@ -66,6 +66,12 @@ impl Dialect for Mcp {
         false
     }
 
+    fn spawn_fix(&self) -> Option<&'static str> {
+        Some(
+            "install it, or fix its command where the server is defined (`yep mcp add`, the workspace's .mcp.json, or its package's)",
+        )
+    }
+
     fn open(
         &self,
         streams: Streams,
