@@ -1,7 +1,7 @@
 //! The one diff of two approvals: what a candidate adds to, takes from or changes in what was
 //! approved, and whether any of it widens (consent is needed again).
 
-use super::Approval;
+use super::{Approval, approved_package};
 use crate::mcp::{McpPin, ToolChange};
 use crate::summary::{self, ContributionDiff};
 use crate::text::escape;
@@ -52,19 +52,14 @@ fn mcp_lines(old: Option<&McpPin>, new: &McpPin, d: &mut ContributionDiff) {
         if old.code != new.code {
             widen("~ the workspace code it runs changed");
         }
-        let package = |p: &McpPin| {
-            p.install
-                .as_ref()
-                .map(|i| (i.package.clone(), i.version.clone(), i.integrity.clone()))
-        };
-        match (package(old), package(new)) {
+        match (approved_package(old), approved_package(new)) {
             (Some(a), Some(b)) if a != b => widen(&format!(
                 "~ package {} {} → {}",
-                escape(&b.0),
-                escape(&a.1),
-                escape(&b.1)
+                escape(b.1),
+                escape(a.2),
+                escape(b.2)
             )),
-            (None, Some(b)) => widen(&format!("+ package {} {}", escape(&b.0), escape(&b.1))),
+            (None, Some(b)) => widen(&format!("+ package {} {}", escape(b.1), escape(b.2))),
             _ => {}
         }
         if !old.as_written && new.as_written {

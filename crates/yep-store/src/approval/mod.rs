@@ -128,30 +128,27 @@ impl Approval {
 }
 
 /// Whether two MCP pins approve the same: a launcher's package is the same package when its
-/// name, version and integrity are (where and how it was laid out is not approved).
+/// [`approved_package`] is.
 fn same_mcp(a: Option<&McpPin>, b: Option<&McpPin>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => {
-            let package = |p: &McpPin| {
-                p.install.as_ref().map(|i| {
-                    (
-                        i.ecosystem,
-                        i.package.clone(),
-                        i.version.clone(),
-                        i.integrity.clone(),
-                    )
-                })
-            };
             McpPin {
                 install: None,
                 ..a.clone()
             } == McpPin {
                 install: None,
                 ..b.clone()
-            } && package(a) == package(b)
+            } && approved_package(a) == approved_package(b)
         }
         (a, b) => a == b,
     }
+}
+
+/// The package a launcher's install was approved as: its ecosystem, name, version and
+/// integrity (where and how it was laid out is not approved); none without an install.
+fn approved_package(pin: &McpPin) -> Option<(crate::launcher::Ecosystem, &str, &str, &str)> {
+    let i = pin.install.as_ref()?;
+    Some((i.ecosystem, &i.package, &i.version, &i.integrity))
 }
 
 /// What `name` runs with beyond the default profile, given its manifest's own grants: those
