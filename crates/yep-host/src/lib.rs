@@ -25,6 +25,13 @@
 //! `--sandbox-learn`. The host decides the policy and the mode ([`settings::sandbox_mode`]); the
 //! sandbox crate reads no settings.
 
+// Internals are crate-private: a `pub` that the crate root does not reach is an error.
+#![deny(unreachable_pub)]
+
+// The unit tests' HOME, TMPDIR and yep home are their own (yep-test-support).
+#[cfg(test)]
+yep_test_support::seal_this_test_binary!();
+
 pub mod capability;
 pub mod dialect;
 pub mod error;

@@ -384,7 +384,7 @@ pub async fn replay_server(
         .terminate_in(Duration::from_secs(1), Duration::from_millis(500))
         .await;
     outcome.map_err(|mut failure| {
-        let tail = process.stderr.lines();
+        let tail = process.stderr_tail();
         let tail = &tail[tail.len().saturating_sub(5)..];
         if !tail.is_empty() {
             failure.message.push_str("\n  its last stderr lines:");

@@ -14,12 +14,18 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+mod run;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use run::{RunLimits, RunOutput, run_to_end};
+
 /// How many stderr lines are kept in memory for error messages.
 pub(crate) const STDERR_TAIL_LINES: usize = 20;
 
 /// A server's log grows to this size, then moves to `<name>.log.1` (replacing the one before)
 /// and starts again: a server that floods stderr costs at most twice this on disk.
-pub const LOG_CAP_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const LOG_CAP_BYTES: u64 = 8 * 1024 * 1024;
 
 /// What to run.
 #[derive(Clone)]
@@ -159,13 +165,13 @@ pub(crate) fn redacted_env(env: &[(String, String)]) -> Vec<String> {
 
 /// The last lines a server wrote to stderr.
 #[derive(Clone, Default)]
-pub struct StderrTail {
+pub(crate) struct StderrTail {
     lines: Arc<Mutex<VecDeque<String>>>,
     done: Option<watch::Receiver<bool>>,
 }
 
 impl StderrTail {
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         self.lines
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -175,7 +181,7 @@ impl StderrTail {
     }
 
     /// Wait (bounded) until stderr reached EOF, so the tail holds the server's last words.
-    pub async fn drained(&self, within: Duration) {
+    pub(crate) async fn drained(&self, within: Duration) {
         if let Some(mut rx) = self.done.clone() {
             let _ = tokio::time::timeout(within, rx.wait_for(|done| *done)).await;
         }
@@ -192,10 +198,10 @@ pub struct ServerProcess {
     pgid: Option<i32>,
     cgroup: Option<Arc<Cgroup>>,
     exit: watch::Receiver<Option<ExitStatus>>,
-    pub stderr: StderrTail,
+    pub(crate) stderr: StderrTail,
     pub log_path: PathBuf,
     /// How it is contained: `None` unsandboxed.
-    pub sandbox: Option<Containment>,
+    pub(crate) sandbox: Option<Containment>,
     /// Its private temp dir, removed with it.
     _tmp: Option<yep_sandbox::TmpDir>,
     /// Its egress proxy, stopped with it.
@@ -205,13 +211,13 @@ pub struct ServerProcess {
 }
 
 /// How a spawned process is contained.
-pub struct Containment {
+pub(crate) struct Containment {
     /// What it may reach.
-    pub profile: yep_sandbox::Profile,
+    pub(crate) profile: yep_sandbox::Profile,
     /// The workspace it was started in.
-    pub workspace: Option<PathBuf>,
+    pub(crate) workspace: Option<PathBuf>,
     /// What the kernel could not enforce (empty when everything).
-    pub missing: Vec<&'static str>,
+    pub(crate) missing: Vec<&'static str>,
 }
 
 /// The spawned process plus its stdio pipes.
@@ -229,104 +235,6 @@ pub struct SpawnError {
     pub program: String,
     #[source]
     pub source: std::io::Error,
-}
-
-/// What a one-shot command ([`run_to_end`]) may take.
-#[derive(Clone, Copy, Debug)]
-pub struct RunLimits {
-    /// From the start to its end: past it the whole process group is killed.
-    pub timeout: Duration,
-    /// The most stdout kept; the rest is read and dropped, so the command never blocks on a
-    /// full pipe.
-    pub max_stdout: usize,
-}
-
-/// How a one-shot command ended.
-#[derive(Debug)]
-pub struct RunOutput {
-    /// Its exit status; `None` when it was killed at its timeout.
-    pub status: Option<ExitStatus>,
-    /// Its stdout, up to [`RunLimits::max_stdout`].
-    pub stdout: Vec<u8>,
-    /// How many bytes of stdout past the cap were dropped.
-    pub dropped: u64,
-    /// Its last lines of stderr (all of it went to the log).
-    pub stderr_tail: Vec<String>,
-    pub log_path: PathBuf,
-}
-
-impl RunOutput {
-    /// Killed at its timeout.
-    pub fn timed_out(&self) -> bool {
-        self.status.is_none()
-    }
-}
-
-/// Run a short-lived command to its end, as a server is spawned (contained by `spec.sandbox`,
-/// in its own process group, stderr to its log): `stdin` is written and closed, stdout read
-/// up to the cap, and past `limits.timeout` the whole group is killed. A hook command or an
-/// inline command runs this way.
-pub async fn run_to_end(
-    spec: &SpawnSpec,
-    stdin: &[u8],
-    limits: RunLimits,
-) -> Result<RunOutput, SpawnError> {
-    let deadline = tokio::time::Instant::now() + limits.timeout;
-    let Spawned {
-        process,
-        stdin: mut input,
-        stdout: mut output,
-    } = spawn(spec)?;
-    // Written beside the reading: a command that answers before it has read all of its
-    // input never waits on us. One that does not read it at all ends the write early.
-    let given = stdin.to_vec();
-    let writing = tokio::spawn(async move {
-        let _ = input.write_all(&given).await;
-        let _ = input.shutdown().await;
-    });
-    let mut stdout = Vec::new();
-    let mut dropped = 0u64;
-    let mut chunk = vec![0u8; 16 * 1024];
-    let read = async {
-        loop {
-            match output.read(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let room = limits.max_stdout.saturating_sub(stdout.len()).min(n);
-                    stdout.extend_from_slice(&chunk[..room]);
-                    dropped += (n - room) as u64;
-                }
-            }
-        }
-    };
-    let read_in_time = tokio::time::timeout_at(deadline, read).await.is_ok();
-    let status = match read_in_time {
-        // Its stdout ended: it has ended, or is about to (a child of its own holding stdout
-        // open would not let it end here).
-        true => {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match process.wait_for_exit(left).await {
-                Some(status) => Some(status),
-                None => {
-                    let _ = process.terminate(Duration::from_millis(100)).await;
-                    None
-                }
-            }
-        }
-        false => {
-            let _ = process.terminate(Duration::from_millis(100)).await;
-            None
-        }
-    };
-    writing.abort();
-    process.stderr.drained(Duration::from_millis(200)).await;
-    Ok(RunOutput {
-        status,
-        stdout,
-        dropped,
-        stderr_tail: process.stderr.lines(),
-        log_path: process.log_path.clone(),
-    })
 }
 
 /// PATH with `dir` first.
@@ -634,7 +542,7 @@ fn containment(
 /// Killing it reaches every process the server started, including those that called
 /// `setsid()` to leave its process group. Only where the host may create one (cgroup v2
 /// mounted and the host's own cgroup writable); elsewhere the process group is the bound.
-pub struct Cgroup {
+pub(crate) struct Cgroup {
     path: PathBuf,
 }
 
@@ -708,7 +616,8 @@ impl Cgroup {
     }
 
     /// Its directory.
-    pub fn path(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -940,8 +849,14 @@ impl ServerProcess {
         self.pid
     }
 
+    /// The last lines it wrote to stderr (all of it went to its log).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.stderr.lines()
+    }
+
     /// The server's own cgroup, when the host could create one.
-    pub fn cgroup(&self) -> Option<&Cgroup> {
+    #[cfg(test)]
+    pub(crate) fn cgroup(&self) -> Option<&Cgroup> {
         self.cgroup.as_deref()
     }
 
@@ -1016,7 +931,7 @@ impl Drop for ServerProcess {
 }
 
 /// Render an exit status the way people read it: `exit code 3`, `signal 9 (SIGKILL)`.
-pub fn describe_status(status: Option<ExitStatus>) -> String {
+pub(crate) fn describe_status(status: Option<ExitStatus>) -> String {
     let Some(status) = status else {
         return "still running or not reaped".to_string();
     };
