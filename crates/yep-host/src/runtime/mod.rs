@@ -30,7 +30,7 @@ pub use intercept::{MessageDecision, TurnDecision};
 pub use mcp::McpSource;
 pub(crate) use mcp::{MCP_PREFIX, McpState};
 pub use panel::ActivePanel;
-pub use setup::{SETUP_ATTEMPTS, setup};
+pub use setup::setup;
 pub use tools::{SEARCH_TOOLS, ToolDefinition};
 pub use trace::TraceEvent;
 

@@ -6,7 +6,7 @@ use crate::manifest::Manifest;
 use crate::store::Home;
 
 /// How many times one required field is asked for before it is left unset.
-pub const SETUP_ATTEMPTS: usize = 3;
+pub(crate) const SETUP_ATTEMPTS: usize = 3;
 
 /// Ask through `sink` for each required config field of `name` nobody set, by kind (secret:
 /// masked, `enum`: a selector, else free text), and store the answers. An answer its field

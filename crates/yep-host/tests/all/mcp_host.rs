@@ -600,7 +600,8 @@ async fn a_2026_07_28_server_too_slow_for_the_probe_is_asked_server_discover_alo
     require_sdk();
     let w = World::new();
     let marker = w.dir.path().join("marker");
-    let slow = yep_host::dialect::mcp::revision::PROBE_WAIT.as_secs_f64() + 1.0;
+    // Past the 2 s the host waits for a silent server before it sends `initialize` too.
+    let slow = 3.0;
     let mcp_json = json!({"mcpServers": {"slow": {
         "command": sdk_python(), "args": [sdk_server_py()],
         "env": {"MCP_MARKER": marker.display().to_string(), "MCP_SLOW_START": slow.to_string()}}}});

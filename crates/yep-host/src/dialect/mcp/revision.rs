@@ -22,7 +22,7 @@ pub(crate) const PROBE_ID: &str = "yep-discover";
 /// How long a silent server is waited for before `initialize` goes too. A server reading its
 /// stdin answers at once (with an error when it knows no `server/discover`); JSON-RPC wants an
 /// answer to every request, so only a server that ignores unknown methods costs this.
-pub const PROBE_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const PROBE_WAIT: Duration = Duration::from_secs(2);
 
 /// The revision without a handshake.
 pub(crate) const MODERN: &str = "2026-07-28";

@@ -47,7 +47,7 @@ pub(crate) const AUTO_READY_IDLE: Duration = Duration::from_millis(250);
 pub(crate) const READY_WAIT: Duration = Duration::from_secs(3);
 /// The most tools, and the most commands, one extension may register; later ones are refused
 /// with a diagnostic.
-pub const MAX_REGISTRATIONS: usize = 256;
+pub(crate) const MAX_REGISTRATIONS: usize = 256;
 /// The longest a command may take to answer.
 pub(crate) const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
 /// The longest a `call_tool` from an extension may run.

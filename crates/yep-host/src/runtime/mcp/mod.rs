@@ -17,7 +17,8 @@ pub use approve::{
 };
 pub(crate) use entry::McpState;
 pub(crate) use entry::{McpEntry, entries, learn};
-pub use launch::{McpLaunchError, Package, launch};
+pub use launch::McpLaunchError;
+pub use launch::{Package, launch};
 pub use sources::{McpSource, Unapproved, enabled_manifests, sources};
 pub(crate) use sources::{PACKAGE_VARS, package_vars};
 pub use stage::{StageOptions, Staged, stage};
