@@ -1,27 +1,11 @@
-//! What users read, held as snapshots: a consent screen, errors with their hints, and `--json`
-//! output. A change to any of them shows as a diff to review (`cargo insta review`, or
+//! What users read, held as snapshots: consent screens (YEP, zot, Claude Code, Codex and Agent
+//! Plugins packages, MCP servers), errors with their hints, and `--json` output. A change to any of them shows as a diff to review (`cargo insta review`, or
 //! `INSTA_UPDATE=always`), never as a silently rewritten sentence.
 
 use crate::common;
 use common::claude::claude_corpus;
-use common::{Sealed, ok, regex_escape, text, yep, yep_with_stdin};
+use common::{ok, stable, text, yep, yep_in, yep_with_env, yep_with_stdin};
 use std::path::Path;
-
-/// `insta` settings that hide what differs between runs: the test's temp dir, the sealed home,
-/// hashes and times.
-fn stable(tmp: &Path) -> insta::Settings {
-    let mut settings = insta::Settings::clone_current();
-    settings.add_filter(&regex_escape(tmp.to_str().unwrap()), "[TMP]");
-    settings.add_filter(
-        &regex_escape(Sealed::get().home().to_str().unwrap()),
-        "[USER_HOME]",
-    );
-    settings.add_filter(r"sha256:[0-9a-f]{64}", "sha256:[HASH]");
-    settings.add_filter(r"\b[0-9a-f]{40}\b", "[COMMIT]");
-    settings.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "[TIME]");
-    settings.add_filter(r"\b\d+(\.\d+)? ?(ms|s)\b", "[DURATION]");
-    settings
-}
 
 #[test]
 fn a_claude_plugins_consent_screen_and_the_list_that_follows() {
@@ -123,5 +107,112 @@ fn the_approval_screens_of_a_grant_a_revoke_and_an_update() {
         insta::assert_snapshot!("revoke_the_manifests_own", text(&own.stderr));
         insta::assert_snapshot!("update_locked", text(&locked.stderr));
         insta::assert_snapshot!("update_widens_refused", text(&update.stderr));
+    });
+}
+
+/// `yep new`'s package `weather` in `tmp`, with every kind of contribution `yep new` writes:
+/// what its `--json` printed.
+fn new_weather(tmp: &Path) -> String {
+    let dir = tmp.to_str().unwrap();
+    #[rustfmt::skip]
+    let args = [
+        "new", "weather", "--dir", dir, "--tool", "forecast", "--tool", "alerts",
+        "--hook", "pre_tool_use:bash", "--prompt", "Use forecast for the weather",
+        "--command", "today", "--status", "--ui-ask", "--trace", "--skills", "--json",
+    ];
+    ok(&yep(&tmp.join("home"), &args))
+}
+
+#[test]
+fn a_yep_package_from_new_through_consent_doctor_and_a_tampered_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let new = new_weather(tmp.path());
+    let src = tmp.path().join("weather");
+    let src = src.to_str().unwrap();
+    let refused = yep(&home, &["install", src]);
+    assert!(!refused.status.success());
+    assert!(!home.join("extensions/weather").exists());
+    let installed = ok(&yep(&home, &["install", src, "--yes", "--json"]));
+    // Sandboxes differ between machines (Landlock's ABI, seccomp); without one the report
+    // is the same everywhere.
+    let doctor = yep_with_env(
+        &home,
+        &["doctor", "weather", "--json"],
+        "",
+        &[("YEP_SANDBOX", "off")],
+    );
+    assert!(doctor.status.success(), "{}", text(&doctor.stderr));
+    // Another package under the same name is not an update of it.
+    let other = tmp.path().join("other");
+    common::copy_tree(Path::new(src), &other);
+    let replaced = yep(&home, &["install", other.to_str().unwrap(), "--yes"]);
+    assert!(!replaced.status.success());
+    // The approved copy, changed behind yep's back, is refused.
+    let server = home.join("extensions/weather/bin/weather-server");
+    let mut code = std::fs::read_to_string(&server).unwrap();
+    code.push_str("\n# changed after approval\n");
+    std::fs::write(&server, code).unwrap();
+    let tampered = yep_in(
+        tmp.path(),
+        &home,
+        &["call", "weather", "forecast", r#"{"text":"x"}"#],
+        "",
+    );
+    assert!(!tampered.status.success());
+    stable(tmp.path()).bind(|| {
+        insta::assert_snapshot!("new_json", new);
+        insta::assert_snapshot!("yep_consent_refused", text(&refused.stderr));
+        insta::assert_snapshot!("install_json", installed);
+        insta::assert_snapshot!("doctor_json", text(&doctor.stdout));
+        insta::assert_snapshot!("install_other_source_refused", text(&replaced.stderr));
+        insta::assert_snapshot!("call_tampered", text(&tampered.stderr));
+    });
+}
+
+/// A package whose server ends at once, saying why on stderr, and whose config wants a
+/// secret `token` (required) and a plain `limit`.
+fn weather_that_wants_a_token(dir: &Path) -> std::path::PathBuf {
+    yep_test_support::Package::at(dir)
+        .manifest(&serde_json::json!({
+            "name": "weather",
+            "version": "0.1.0",
+            "description": "forecasts",
+            "yolop": {
+                "capabilityServer": {"command": "weather-server"},
+                "tools": [{"name": "forecast"}],
+                "config_schema": {"type": "object", "required": ["token"], "properties": {
+                    "token": {"type": "string", "secret": true, "env": "WEATHER_TOKEN"},
+                    "limit": {"type": "integer"},
+                }},
+            },
+        }))
+        // It reads the handshake's first line before it ends: the host's write never races
+        // its exit, so the error is the same every run.
+        .executable(
+            "bin/weather-server",
+            "#!/bin/sh\nread -r line\necho 'weather: no API token (set WEATHER_TOKEN)' >&2\nexit 3\n",
+        )
+        .into_dir()
+}
+
+#[test]
+fn config_screens_and_a_server_that_ends_for_want_of_a_required_secret() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let src = weather_that_wants_a_token(&tmp.path().join("weather"));
+    ok(&yep(&home, &["install", src.to_str().unwrap(), "--yes"]));
+    let enabled = ok(&yep(&home, &["enable", "weather", "--json"]));
+    ok(&yep(&home, &["config", "set", "weather", "limit", "10"]));
+    let shown = ok(&yep(&home, &["config", "show", "weather", "--json"]));
+    let not_secret = yep(&home, &["secret", "set", "weather", "limit"]);
+    assert!(!not_secret.status.success());
+    let crashed = yep_in(tmp.path(), &home, &["call", "weather", "forecast"], "");
+    assert_eq!(crashed.status.code(), Some(1), "{crashed:?}");
+    stable(tmp.path()).bind(|| {
+        insta::assert_snapshot!("enable_json_setup_incomplete", enabled);
+        insta::assert_snapshot!("config_show_json", shown);
+        insta::assert_snapshot!("secret_set_plain_field", text(&not_secret.stderr));
+        insta::assert_snapshot!("call_server_ended_secret_unset", text(&crashed.stderr));
     });
 }
