@@ -216,3 +216,68 @@ fn config_screens_and_a_server_that_ends_for_want_of_a_required_secret() {
         insta::assert_snapshot!("call_server_ended_secret_unset", text(&crashed.stderr));
     });
 }
+
+#[test]
+fn errors_about_names_and_paths_that_are_nothing_here() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    // Every verb that takes an installed extension says the same when there is none.
+    let not_installed = yep(&home, &["remove", "nosuch"]);
+    assert!(!not_installed.status.success());
+    for args in [
+        &["call", "nosuch", "t"][..],
+        &["enable", "nosuch"],
+        &["disable", "nosuch"],
+        &["update", "nosuch"],
+        &["config", "show", "nosuch"],
+    ] {
+        let out = yep(&home, args);
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(text(&out.stderr), text(&not_installed.stderr), "{args:?}");
+    }
+    let trust = yep(&home, &["trust", "nosuch"]);
+    assert!(!trust.status.success());
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let no_manifest = yep(&home, &["install", empty.to_str().unwrap()]);
+    assert!(!no_manifest.status.success());
+    ok(&yep(
+        &home,
+        &[
+            "mcp",
+            "add",
+            "files",
+            "--keep",
+            "--",
+            "/nonexistent/mcp-server",
+        ],
+    ));
+    let clash = yep(&home, &["mcp", "add", "files", "--", "/nonexistent/other"]);
+    assert!(!clash.status.success());
+    // An agent yep has no snippet for is a usage error (2), with the ones it has.
+    let agent = yep(&home, &["mcp", "config", "claud"]);
+    assert_eq!(agent.status.code(), Some(2), "{agent:?}");
+    stable(tmp.path()).bind(|| {
+        insta::assert_snapshot!("not_installed", text(&not_installed.stderr));
+        insta::assert_snapshot!("trust_unknown", text(&trust.stderr));
+        insta::assert_snapshot!("install_no_manifest", text(&no_manifest.stderr));
+        insta::assert_snapshot!("mcp_add_name_taken", text(&clash.stderr));
+        insta::assert_snapshot!("mcp_config_unknown_agent", text(&agent.stderr));
+    });
+}
+
+#[test]
+fn the_snippet_each_agent_is_given_for_yep_mcp_serve() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let mut said = String::new();
+    for agent in ["claude", "codex", "cursor", "gemini", "goose"] {
+        let out = yep(&home, &["mcp", "config", agent]);
+        said += &format!(
+            "── {agent}: stdout\n{}── {agent}: stderr\n{}",
+            ok(&out),
+            text(&out.stderr)
+        );
+    }
+    stable(tmp.path()).bind(|| insta::assert_snapshot!("mcp_config", said));
+}
