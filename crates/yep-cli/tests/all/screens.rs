@@ -281,3 +281,40 @@ fn the_snippet_each_agent_is_given_for_yep_mcp_serve() {
     }
     stable(tmp.path()).bind(|| insta::assert_snapshot!("mcp_config", said));
 }
+
+#[test]
+fn a_zot_extension_is_asked_about_before_its_first_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let src = tmp.path().join("todo");
+    std::fs::create_dir_all(&src).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zot/todo");
+    for file in ["extension.json", "todo.py"] {
+        std::fs::copy(fixture.join(file), src.join(file)).unwrap();
+    }
+    let refused = yep(&home, &["install", src.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    assert!(!home.join("extensions/todo-panel").exists());
+    stable(tmp.path()).bind(|| {
+        insta::assert_snapshot!("zot_first_run_refused", text(&refused.stderr));
+    });
+}
+
+#[test]
+fn a_codex_and_an_agent_plugins_packages_consent_screens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut refused = Vec::new();
+    for name in ["codex-guard", "agent-notes"] {
+        let dir = tmp.path().join(name);
+        common::copy_tree(&fixtures.join(name), &dir);
+        let out = yep(&home, &["install", dir.to_str().unwrap()]);
+        assert!(!out.status.success(), "{name}");
+        refused.push(text(&out.stderr));
+    }
+    stable(tmp.path()).bind(|| {
+        insta::assert_snapshot!("codex_consent_refused", refused[0]);
+        insta::assert_snapshot!("agent_plugins_consent_refused", refused[1]);
+    });
+}
