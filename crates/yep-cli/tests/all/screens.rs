@@ -4,7 +4,7 @@
 
 use crate::common;
 use common::claude::claude_corpus;
-use common::{ok, stable, text, yep, yep_in, yep_with_env, yep_with_stdin};
+use common::{ok, stable, text, yep, yep_at, yep_in, yep_with_env, yep_with_stdin};
 use std::path::Path;
 
 #[test]
@@ -316,5 +316,110 @@ fn a_codex_and_an_agent_plugins_packages_consent_screens() {
     stable(tmp.path()).bind(|| {
         insta::assert_snapshot!("codex_consent_refused", refused[0]);
         insta::assert_snapshot!("agent_plugins_consent_refused", refused[1]);
+    });
+}
+
+/// An MCP server (JSON-RPC 2.0 on stdio) whose tools are what `tools.json` in its working
+/// directory lists.
+const LISTED_SERVER: &str = r#"import json
+import sys
+
+for line in sys.stdin:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        continue
+    if "id" not in message:
+        continue
+    method, mid = message.get("method"), message["id"]
+    if method == "initialize":
+        result = {"protocolVersion": message.get("params", {}).get("protocolVersion", "2025-06-18"),
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "notes", "version": "1.0.0"}}
+    elif method == "tools/list":
+        with open("tools.json", encoding="utf-8") as f:
+            result = {"tools": json.load(f)}
+    else:
+        result = None
+    reply = {"jsonrpc": "2.0", "id": mid}
+    if result is None:
+        reply["error"] = {"code": -32601, "message": "no such method"}
+    else:
+        reply["result"] = result
+    sys.stdout.write(json.dumps(reply) + "\n")
+    sys.stdout.flush()
+"#;
+
+/// `tools.json` for [`LISTED_SERVER`]: `read`, described as `read`, and the tools `more`.
+fn list_tools(ws: &Path, read: &str, more: &[&str]) {
+    let mut tools = vec![serde_json::json!({"name": "read", "description": read,
+        "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}})];
+    for name in more {
+        tools.push(
+            serde_json::json!({"name": name, "description": format!("{name} a note"),
+            "inputSchema": {"type": "object"}}),
+        );
+    }
+    std::fs::write(
+        ws.join("tools.json"),
+        serde_json::Value::from(tools).to_string(),
+    )
+    .unwrap();
+}
+
+/// `.mcp.json` for [`LISTED_SERVER`], with `args` after the script and `env`.
+fn mcp_json(ws: &Path, args: &[&str], env: serde_json::Value) {
+    let mut all = vec!["server.py"];
+    all.extend(args);
+    let servers = serde_json::json!({"mcpServers": {"notes": {"command": "python3", "args": all, "env": env}}});
+    std::fs::write(ws.join(".mcp.json"), servers.to_string()).unwrap();
+}
+
+#[test]
+fn a_workspace_mcp_servers_trust_screens_first_then_for_changed_tools_and_definition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("server.py"), LISTED_SERVER).unwrap();
+    list_tools(&ws, "Read a note.", &[]);
+    mcp_json(&ws, &[], serde_json::json!({"NOTES_DIR": "notes"}));
+    let trust = |args: &[&str]| {
+        let mut all = vec!["trust", "notes"];
+        all.extend(args);
+        yep_in(&ws, &home, &all, "")
+    };
+    let never = trust(&[]);
+    assert!(!never.status.success());
+    let first = trust(&["--yes"]);
+    ok(&first);
+    // The server now says more of `read` and has a tool more.
+    list_tools(&ws, "Read a note, or all of them.", &["delete"]);
+    let changed = trust(&[]);
+    assert!(!changed.status.success());
+    let approved = trust(&["--yes", "--json"]);
+    let approved_json = ok(&approved);
+    // What it runs changes: another argument, another variable.
+    mcp_json(
+        &ws,
+        &["--verbose"],
+        serde_json::json!({"NOTES_DIR": "notes", "NOTES_TOKEN": "t"}),
+    );
+    let redefined = trust(&[]);
+    assert!(!redefined.status.success());
+    let session = yep_at(Some(&ws), &home, &["session", "--json"], "quit\n", &[]);
+    let warned = text(&session.stdout);
+    assert!(warned.contains("yep trust notes"), "{warned}");
+    stable(tmp.path()).bind(|| {
+        insta::assert_snapshot!("mcp_trust_never_approved", text(&never.stderr));
+        insta::assert_snapshot!(
+            "mcp_trust_first_yes",
+            text(&first.stderr) + &text(&first.stdout)
+        );
+        insta::assert_snapshot!("mcp_trust_tools_changed_refused", text(&changed.stderr));
+        insta::assert_snapshot!("mcp_trust_json", approved_json);
+        insta::assert_snapshot!(
+            "mcp_trust_definition_changed_refused",
+            text(&redefined.stderr)
+        );
     });
 }
