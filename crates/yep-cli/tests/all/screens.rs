@@ -423,3 +423,42 @@ fn a_workspace_mcp_servers_trust_screens_first_then_for_changed_tools_and_defini
         );
     });
 }
+
+#[test]
+fn a_marketplaces_add_and_list_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let market = tmp.path().join("market");
+    yep_test_support::Package::at(market.join("plugins/hello"))
+        .file(
+            ".claude-plugin/plugin.json",
+            r#"{"name": "hello", "description": "Says hello"}"#,
+        )
+        .file("commands/hi.md", "Say hello to the user.\n");
+    let catalogue = serde_json::json!({
+        "name": "team-tools",
+        "owner": {"name": "The team"},
+        "metadata": {"description": "What the team uses"},
+        "plugins": [
+            {"name": "hello", "source": "./plugins/hello", "description": "Says hello"},
+            {"name": "remote", "source": {"source": "github", "repo": "example/remote"}, "description": "Lives elsewhere"},
+            {"name": "broken", "source": 42},
+        ],
+    });
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        catalogue.to_string(),
+    )
+    .unwrap();
+    let added = yep(&home, &["marketplace", "add", market.to_str().unwrap()]);
+    let added = ok(&added) + &text(&added.stderr);
+    let listed = ok(&yep(
+        &home,
+        &["marketplace", "list", "team-tools", "--json"],
+    ));
+    stable(tmp.path()).bind(|| {
+        insta::assert_snapshot!("marketplace_add", added);
+        insta::assert_snapshot!("marketplace_list_json", listed);
+    });
+}
