@@ -838,17 +838,8 @@ fn yep_trust_shows_a_changed_tools_old_and_new_text_with_hidden_characters_marke
     assert!(!refused.status.success());
     let said = text(&refused.stderr);
     common::assert_nothing_hidden(&said);
-    for line in [
-        "  ~ tool read (description, schema or hints changed)",
-        "      -   Read a note.",
-        &format!("      +   {MARKED_DESCRIPTION}"),
-        "      -         \"description\": \"the note to read\",",
-        "      +         \"description\": \"the note<U+2067> to read\",",
-        "  + tool send (new)",
-        "      +   Send<U+200B><U+200B> a note<U+202E>",
-    ] {
-        assert!(said.lines().any(|l| l == line), "{line:?} not in:\n{said}");
-    }
+    common::stable(tmp.path())
+        .bind(|| insta::assert_snapshot!("mcp_trust_hidden_text_marked", said));
     let lock = std::fs::read_to_string(home.join("extensions.lock")).unwrap();
     assert!(!lock.contains("send"), "{lock}");
 

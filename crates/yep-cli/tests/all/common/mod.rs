@@ -256,3 +256,22 @@ pub fn regex_escape(s: &str) -> String {
         })
         .collect()
 }
+
+/// `insta` settings that hide what differs between runs: the test's temp dir `tmp`, the sealed
+/// home, this build's `yep`, hashes, commits, times and measured durations (a fraction, or a
+/// wait: `in 12 ms`); a configured timeout (`timeout 10 s`) is the same every run and stays.
+pub fn stable(tmp: &Path) -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(&regex_escape(tmp.to_str().unwrap()), "[TMP]");
+    settings.add_filter(
+        &regex_escape(Sealed::get().home().to_str().unwrap()),
+        "[USER_HOME]",
+    );
+    settings.add_filter(&regex_escape(env!("CARGO_BIN_EXE_yep")), "[YEP]");
+    settings.add_filter(r"sha256:[0-9a-f]{64}", "sha256:[HASH]");
+    settings.add_filter(r"\b[0-9a-f]{40}\b", "[COMMIT]");
+    settings.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "[TIME]");
+    settings.add_filter(r"\b\d+\.\d+ ?(ms|s)\b", "[DURATION]");
+    settings.add_filter(r"\b(in|after) \d+ ?(ms|s)\b", "$1 [DURATION]");
+    settings
+}
