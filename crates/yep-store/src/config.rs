@@ -143,10 +143,14 @@ pub fn parse_value(manifest: &Manifest, field: &str, raw: &str) -> Result<Value,
         .unwrap_or("string");
     Ok(match ty {
         "integer" | "number" | "boolean" | "array" | "object" | "null" => serde_json::from_str(raw)
-            .map_err(|error| StoreError::FieldType {
+            .map_err(|_| StoreError::FieldType {
                 field: field.to_string(),
-                expected: ty.to_string(),
-                error,
+                expected: match ty {
+                    "integer" | "array" | "object" => format!("an {ty}"),
+                    "null" => "null".to_string(),
+                    _ => format!("a {ty}"),
+                },
+                given: crate::text::escape(&crate::summary::shorten(raw, 80)).into_owned(),
             })?,
         _ => Value::String(raw.to_string()),
     })

@@ -222,11 +222,13 @@ pub enum StoreError {
     )]
     IsSecret { extension: String, field: String },
     /// A value does not parse as its field's declared type.
-    #[error("config field `{field}` wants a {expected}: {error}")]
+    #[error("config field `{field}` wants {expected} (as JSON), and `{given}` is not one")]
     FieldType {
         field: String,
+        /// The type with its article: "an integer", "a boolean".
         expected: String,
-        error: serde_json::Error,
+        /// What was given, escaped.
+        given: String,
     },
     /// A config value TOML cannot hold.
     #[error("config field `{field}`: TOML has no null; remove the key instead")]

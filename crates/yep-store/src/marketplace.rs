@@ -283,7 +283,11 @@ fn source(source: &Value) -> Result<EntrySource, String> {
             "its source is `{}`, which yep does not fetch (a path, github, url or git-subdir)",
             text::escape(other)
         )),
-        None => Err("it has no `source`".into()),
+        None if source.is_null() => Err("it has no `source`".into()),
+        None => Err(
+            "its `source` is neither a path nor an object with a `source` kind (github, url or git-subdir)"
+                .into(),
+        ),
     }
 }
 

@@ -152,6 +152,12 @@ fn declined(err: StoreError, consent: &Consent) -> anyhow::Error {
                 ),
             ],
         ),
+        StoreError::NoManifest { dir } => hinted(
+            StoreError::NoManifest { dir }.to_string(),
+            &[
+                "`yep new <name>` makes a YEP package; a zot extension has an extension.json, a Claude Code or Codex plugin a .claude-plugin/plugin.json or .codex-plugin/plugin.json",
+            ],
+        ),
         StoreError::Locked(msg) => hinted(
             format!("--locked: {msg}"),
             &["run without --locked to review and apply the change"],

@@ -739,7 +739,11 @@ fn config_set_validates_fields_and_refuses_secrets() {
         "{too_many}"
     );
     let not_a_number = text(&env.yep(&["config", "set", "w", "retries", "lots"]).stderr);
-    assert!(not_a_number.contains("wants a integer"), "{not_a_number}");
+    assert!(
+        not_a_number
+            .contains("config field `retries` wants an integer (as JSON), and `lots` is not one"),
+        "{not_a_number}"
+    );
     let secret = text(&env.yep(&["config", "set", "w", "token", "abc"]).stderr);
     assert!(
         secret.contains("is a secret") && secret.contains("yep secret set w token"),
@@ -903,7 +907,7 @@ fn enable_at_a_terminal_asks_again_after_an_answer_the_field_refuses() {
         screen.contains("w.retries: config field `retries`: 50 is greater than the maximum of 10 (maximum); try again"),
         "a refused value is asked again with the reason: {screen}"
     );
-    assert!(screen.contains("wants a integer"), "{screen}");
+    assert!(screen.contains("wants an integer (as JSON)"), "{screen}");
     let settings = std::fs::read_to_string(env.home().join("settings.toml")).unwrap();
     assert!(
         settings.contains("region = \"us\"") && settings.contains("retries = 3"),

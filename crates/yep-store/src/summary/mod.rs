@@ -180,7 +180,7 @@ fn server_line(manifest: &Manifest) -> Option<String> {
 const MAX_DESCRIPTION_CHARS: usize = 200;
 
 /// At most `max` characters of `s`, with an ellipsis when cut.
-fn shorten(s: &str, max: usize) -> String {
+pub(crate) fn shorten(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
@@ -680,23 +680,28 @@ fn note_blocks(out: &mut String, notes: &[String], width: usize) {
     }
 }
 
+/// `n` and the noun in its number: "1 skill", "2 skills".
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// How many of each part a Claude plugin has, in one line.
 fn claude_counts(manifest: &Manifest, pin: &crate::claude::ClaudePin) -> String {
     let f = &manifest.yolop;
     let inline: usize = pin.commands.iter().map(|c| c.inline.len()).sum();
-    let mut counts = format!(
-        "{} hooks, {} commands, {} inline commands, {} skills, {} agents, {} MCP servers",
-        pin.hooks.len(),
-        f.commands.len(),
-        inline,
-        pin.skills.len(),
-        pin.agents.len(),
-        f.mcp_servers.len()
-    );
+    let mut counts = [
+        count(pin.hooks.len(), "hook", "hooks"),
+        count(f.commands.len(), "command", "commands"),
+        count(inline, "inline command", "inline commands"),
+        count(pin.skills.len(), "skill", "skills"),
+        count(pin.agents.len(), "agent", "agents"),
+        count(f.mcp_servers.len(), "MCP server", "MCP servers"),
+    ]
+    .join(", ");
     if !pin.lsp_servers.is_empty() {
         counts.push_str(&format!(
-            ", {} LSP servers (not run)",
-            pin.lsp_servers.len()
+            ", {} (not run)",
+            count(pin.lsp_servers.len(), "LSP server", "LSP servers")
         ));
     }
     counts

@@ -594,7 +594,7 @@ fn an_lsp_only_plugin_is_approved_running_nothing_and_agents_alone_are_refused()
         yep_store::summary::claude_summary(&approval.manifest, &approval.pin, &approval.notes);
     assert!(
         summary.contains("LSP servers left out (rust-analyzer): yep has no LSP client")
-            && summary.contains("1 LSP servers (not run)"),
+            && summary.contains("1 LSP server (not run)"),
         "{summary}"
     );
     // Agents alone are refused, naming them.
