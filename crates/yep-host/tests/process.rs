@@ -13,15 +13,7 @@ use yep_host::process::{self, SpawnSpec};
 
 /// Alive and not a zombie.
 fn running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
+    yep_test_support::procs::running(pid.into())
 }
 
 #[tokio::test]

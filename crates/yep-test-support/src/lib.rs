@@ -6,11 +6,13 @@
 //! - [`bins`]: the binaries cargo built for the tests, found beside the test binary;
 //! - [`fixtures`]: trees copied from a corpus, git repositories, edits;
 //! - [`package`]: package directories as an author leaves them;
+//! - [`procs`]: processes a test started, seen from `/proc`;
 //! - [`text`]: what a program wrote, as text, and the checks of what users read.
 
 pub mod bins;
 pub mod fixtures;
 pub mod package;
+pub mod procs;
 pub mod sealed;
 pub mod text;
 

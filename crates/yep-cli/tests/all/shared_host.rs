@@ -249,10 +249,7 @@ fn hosts_of(home: &Path) -> Vec<u32> {
 }
 
 fn alive(pid: u64) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .contains(") Z ")
+    yep_test_support::procs::running(pid as i64)
 }
 
 fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {

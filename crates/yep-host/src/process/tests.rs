@@ -18,15 +18,7 @@ async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
 
 /// Alive and not a zombie.
 fn running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
+    yep_test_support::procs::running(pid.into())
 }
 
 /// A file under `tests/fixtures/hostile/<attack>/` at the repository root.
