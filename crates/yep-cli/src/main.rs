@@ -65,6 +65,13 @@ enum Command {
     /// MCP servers: add one to the home, remove it, list every one a session sees.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
+    /// What an agent runs for each of its hook events (`yep hooks config` wires it): the
+    /// event's JSON on stdin, yep's hooks run, the answer in the agent's format on stdout.
+    Hook(commands::hooks::HookArgs),
+    /// yep's hooks in the agents people use: `yep hooks config <agent>` prints the
+    /// configuration that runs them on the agent's own tools (Claude Code, Codex, Gemini CLI).
+    #[command(subcommand)]
+    Hooks(commands::hooks::HooksCommand),
     /// The shared host every `yep mcp serve` of this home attaches to: its status, stop it.
     #[command(subcommand)]
     Host(commands::host::HostCommand),
@@ -130,7 +137,9 @@ fn main() -> ExitCode {
     }
     // A session attached to the shared host only passes the agent's requests on: one thread
     // does it with no hand-off between threads (another only waits for the host to hang up).
-    let runtime = match matches!(&cli.command, Command::Mcp(m) if m.attaches()) {
+    let one_thread = matches!(&cli.command, Command::Mcp(m) if m.attaches())
+        || matches!(cli.command, Command::Hook(_));
+    let runtime = match one_thread {
         true => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build(),
@@ -162,6 +171,8 @@ fn main() -> ExitCode {
             Command::Mcp(cmd) => commands::mcp::run(cmd, &home).await,
             Command::Marketplace(cmd) => commands::marketplace::run(cmd, &home),
             Command::Host(cmd) => commands::host::run(cmd, &home).await,
+            Command::Hook(args) => commands::hooks::hook(args, &home).await,
+            Command::Hooks(cmd) => commands::hooks::run(cmd, &home),
             Command::Trust(args) => commands::mcp::trust(args, &home).await,
             Command::Grant(args) => commands::grant::grant(args, &home),
             Command::Revoke(args) => commands::grant::revoke(args, &home),

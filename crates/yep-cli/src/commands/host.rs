@@ -29,6 +29,21 @@ pub enum HostCommand {
     Serve,
 }
 
+/// How a client starts this home's shared host when none runs: `yep --home <home> host
+/// serve`, detached (it is meant to outlive the session that started it, and is reaped by
+/// init once that is gone).
+pub(crate) fn starter(home: &Home) -> std::io::Result<Box<yep_serve::shared::Starter>> {
+    let yep = std::env::current_exe()?;
+    let root = home.root.clone();
+    #[allow(clippy::disallowed_methods)]
+    let start = move || {
+        let mut cmd = std::process::Command::new(&yep);
+        cmd.arg("--home").arg(&root).args(["host", "serve"]);
+        cmd
+    };
+    Ok(Box::new(start))
+}
+
 /// How long the host stays up with no session attached (`host_linger` in settings.toml).
 pub const DEFAULT_LINGER: Duration = Duration::from_secs(600);
 

@@ -5,6 +5,7 @@ pub mod config;
 pub mod demo;
 pub mod doctor;
 pub mod grant;
+pub mod hooks;
 pub mod host;
 pub mod install;
 pub mod manage;

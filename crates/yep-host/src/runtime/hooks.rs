@@ -5,7 +5,7 @@ use super::{ExtensionHost, HostError, Loaded};
 use crate::capability::{HookAnswer, HookFiring, HookOutcome, ToolResult};
 use crate::health::HealthEvent;
 use crate::manifest::{HookEvent, OnError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,7 +61,7 @@ pub enum PreDecision {
 
 /// Text a hook gave for the model (unescaped: it goes to the model, and is escaped before a
 /// terminal sees it), and which extension's hook gave it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HookNote {
     pub extension: String,
     pub text: String,
@@ -82,7 +82,7 @@ pub(crate) struct PostAnswers {
 }
 
 /// A hook that could not run for a decision: which extension's, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnavailableHook {
     pub extension: String,
     pub error: String,
@@ -267,6 +267,22 @@ struct Said<'a> {
     again: bool,
 }
 
+/// What the pre hooks said beside their decisions, kept for the decision.
+struct Kept<'a> {
+    context: Vec<HookNote>,
+    unavailable: Vec<UnavailableHook>,
+    asks: &'a mut Asks,
+}
+
+/// Where a pre hook's question goes.
+enum Asks {
+    /// To the host's ask sink: the user answers, and a "no" blocks.
+    User,
+    /// Back to the caller, which asks its user itself: the first question (the extension
+    /// that asked, and why).
+    Caller(Option<(String, String)>),
+}
+
 /// What one pre hook's answer means for the call.
 enum Heard {
     /// The call is decided: blocked.
@@ -351,6 +367,26 @@ impl ExtensionHost {
     /// `unavailable`), in `warnings()` and on the health stream ([`HealthEvent::HookError`]).
     /// After [`ExtensionHost::shutdown`] every call is blocked.
     pub async fn pre_tool_use(&self, tool: &str, args: Value) -> PreDecision {
+        self.pre_tool_use_with(tool, args, &mut Asks::User).await
+    }
+
+    /// [`ExtensionHost::pre_tool_use`] for a caller that asks its user itself (an agent
+    /// running its own tool): a hook's question is not put to the ask sink; the first one is
+    /// handed back beside the decision (which extension asked, and why). A block still wins.
+    pub(crate) async fn pre_tool_use_asking_caller(
+        &self,
+        tool: &str,
+        args: Value,
+    ) -> (PreDecision, Option<(String, String)>) {
+        let mut asks = Asks::Caller(None);
+        let decision = self.pre_tool_use_with(tool, args, &mut asks).await;
+        match asks {
+            Asks::Caller(asked) => (decision, asked),
+            Asks::User => (decision, None),
+        }
+    }
+
+    async fn pre_tool_use_with(&self, tool: &str, args: Value, asks: &mut Asks) -> PreDecision {
         if self.core.is_shut() {
             return PreDecision::Block {
                 extension: String::new(),
@@ -360,9 +396,12 @@ impl ExtensionHost {
         }
         let mut args = args;
         let mut rewritten_by = Vec::new();
-        let mut unavailable = Vec::new();
-        let mut context = Vec::new();
-        if let Some(blocked) = self.unloaded_pre_hooks(tool, &mut unavailable) {
+        let mut kept = Kept {
+            context: Vec::new(),
+            unavailable: Vec::new(),
+            asks,
+        };
+        if let Some(blocked) = self.unloaded_pre_hooks(tool, &mut kept.unavailable) {
             return blocked;
         }
         let budget = self.hook_budget();
@@ -391,10 +430,7 @@ impl ExtensionHost {
                     on_error,
                     again: false,
                 };
-                match self
-                    .heard(said, answer, &mut context, &mut unavailable)
-                    .await
-                {
+                match self.heard(said, answer, &mut kept).await {
                     Heard::Decided(decision) => return decision,
                     Heard::Rewrite(new) => {
                         args = new;
@@ -408,14 +444,7 @@ impl ExtensionHost {
         // After a rewrite, the guards that allowed other arguments decide on these.
         if !rewritten_by.is_empty()
             && let Some(decision) = self
-                .pre_hooks_again(
-                    tool,
-                    &args,
-                    accepted,
-                    budget,
-                    &mut context,
-                    &mut unavailable,
-                )
+                .pre_hooks_again(tool, &args, accepted, budget, &mut kept)
                 .await
         {
             return decision;
@@ -423,8 +452,8 @@ impl ExtensionHost {
         PreDecision::Allow {
             args,
             rewritten_by,
-            unavailable,
-            context,
+            unavailable: kept.unavailable,
+            context: kept.context,
         }
     }
 
@@ -474,8 +503,7 @@ impl ExtensionHost {
         args: &Value,
         accepted: Vec<(Arc<Loaded>, Duration, OnError, Value)>,
         budget: Duration,
-        context: &mut Vec<HookNote>,
-        unavailable: &mut Vec<UnavailableHook>,
+        kept: &mut Kept<'_>,
     ) -> Option<PreDecision> {
         // Every guard decides on the arguments that run: here only a block, a question
         // or a failure counts. A rewrite asked for now is not applied, since the others
@@ -506,7 +534,7 @@ impl ExtensionHost {
                 on_error,
                 again: true,
             };
-            if let Heard::Decided(decision) = self.heard(said, answer, context, unavailable).await {
+            if let Heard::Decided(decision) = self.heard(said, answer, kept).await {
                 return Some(decision);
             }
         }
@@ -520,8 +548,7 @@ impl ExtensionHost {
         &self,
         said: Said<'_>,
         answer: Result<HookAnswer, HookFailure>,
-        context: &mut Vec<HookNote>,
-        unavailable: &mut Vec<UnavailableHook>,
+        kept: &mut Kept<'_>,
     ) -> Heard {
         let Said {
             loaded,
@@ -536,8 +563,8 @@ impl ExtensionHost {
                     text,
                 };
                 // Asked again, a hook often says the same again.
-                if !(again && context.contains(&note)) {
-                    context.push(note);
+                if !(again && kept.context.contains(&note)) {
+                    kept.context.push(note);
                 }
             }
             a.outcome
@@ -561,6 +588,10 @@ impl ExtensionHost {
             Ok(HookOutcome::Rewrite(new)) => Heard::Rewrite(new),
             Ok(HookOutcome::Allow) => Heard::GoOn,
             Ok(HookOutcome::Ask { reason }) => {
+                if let Asks::Caller(asked) = &mut kept.asks {
+                    asked.get_or_insert_with(|| (loaded.name.clone(), reason));
+                    return Heard::GoOn;
+                }
                 match self.asked(&loaded.name, tool, &reason).await {
                     Some(refused) => Heard::Decided(refused),
                     None => Heard::GoOn,
@@ -595,8 +626,8 @@ impl ExtensionHost {
                     extension: loaded.name.clone(),
                     error: err.to_string(),
                 };
-                if !(again && unavailable.contains(&gone)) {
-                    unavailable.push(gone);
+                if !(again && kept.unavailable.contains(&gone)) {
+                    kept.unavailable.push(gone);
                 }
                 Heard::GoOn
             }

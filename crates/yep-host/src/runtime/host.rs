@@ -102,6 +102,7 @@ impl ExtensionHost {
             opts,
             events,
             shut: AtomicBool::new(false),
+            agent: Default::default(),
         });
         let (table_tx, table) = watch::channel(Arc::new(Table::default()));
         let (commands, queue) = mpsc::unbounded_channel();

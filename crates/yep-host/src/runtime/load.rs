@@ -23,6 +23,8 @@ pub(crate) struct Core {
     /// Set by `shutdown`: every call after it fails with
     /// [`HostError::ShutDown`](super::HostError::ShutDown).
     pub(super) shut: AtomicBool,
+    /// What the events of an agent that runs its own tools need kept between them.
+    pub(super) agent: super::agent::AgentState,
 }
 
 impl Core {

@@ -2,6 +2,7 @@
 //! around every tool call, prompt text, slash commands, a status line and questions, each held
 //! to what the manifest approved (D4): the handshake can only narrow it.
 
+mod agent;
 mod call;
 mod contrib;
 mod events;
@@ -20,6 +21,7 @@ mod table;
 mod tools;
 mod trace;
 
+pub use agent::{AgentAnswer, AgentEvent, Verdict};
 pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream};
 pub use events::{AskSink, BuiltinError, Denied, DynAskSink, ServerTools, StatusEntry, StatusSink};
 pub use hooks::{HookNote, MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook};

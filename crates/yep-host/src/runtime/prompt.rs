@@ -66,21 +66,30 @@ impl ExtensionHost {
     /// contributes. An extension's text cannot open or close a block: its `<capability` and
     /// `</capability` tags (any case) are escaped as `&lt;capability`, `&lt;/capability`.
     pub async fn prompt(&self, turn: u64) -> String {
+        let blocks: Vec<String> = self
+            .prompt_blocks(turn)
+            .await
+            .into_iter()
+            .map(|(_, block)| block)
+            .collect();
+        blocks.join("\n\n")
+    }
+
+    /// [`ExtensionHost::prompt`]'s blocks, each with its extension's name.
+    pub(crate) async fn prompt_blocks(&self, turn: u64) -> Vec<(String, String)> {
         if self.core.is_shut() {
-            return String::new();
+            return Vec::new();
         }
         let mut loaded = self.loaded();
         loaded.sort_by(|a, b| a.name.cmp(&b.name));
         let mut blocks = Vec::new();
         for l in loaded {
             if let Some(text) = self.text_of(&l, turn).await {
-                blocks.push(format!(
-                    "<capability id=\"ext:{}\">\n{text}\n</capability>",
-                    l.name
-                ));
+                let block = format!("<capability id=\"ext:{}\">\n{text}\n</capability>", l.name);
+                blocks.push((l.name.clone(), block));
             }
         }
-        blocks.join("\n\n")
+        blocks
     }
 
     async fn text_of(&self, l: &Loaded, turn: u64) -> Option<String> {

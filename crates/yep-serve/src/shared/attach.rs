@@ -262,6 +262,54 @@ fn log_tail(log: &Path) -> String {
     }
 }
 
+/// How long `yep hook` waits for the chain's answer: under the 120 s the agents are told to
+/// give the command, so the agent hears yep's own refusal, not its timeout.
+const HOOK_WAIT: Duration = Duration::from_secs(110);
+
+/// One event of an agent that runs its own tools, run by the chain of the shared host of
+/// `workspace` (started if none runs): its answer.
+pub async fn hook(
+    home: &Home,
+    workspace: PathBuf,
+    event: &yep_host::runtime::AgentEvent,
+    start: &Starter,
+) -> Result<yep_host::runtime::AgentAnswer, AttachError> {
+    yep_sandbox::protect(&home.root);
+    if let Some(why) = yep_sandbox::workspace_withheld(&workspace) {
+        return Err(AttachError::Unshared(format!(
+            "the workspace {} {why}",
+            yep_host::text::escape(&workspace.display().to_string())
+        )));
+    }
+    let hello = Hello {
+        yep_shared_host: PROTOCOL,
+        version: version(),
+        key: super::attach_key(home)?,
+        purpose: Purpose::Hook { workspace },
+    };
+    let (mut reader, mut writer) = connect(home, &hello, start).await?;
+    let mut line = serde_json::to_vec(event).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    writer.write_all(&line).await?;
+    writer.flush().await?;
+    let answer = tokio::time::timeout(
+        HOOK_WAIT,
+        super::read_line(&mut reader, crate::agents::MAX_INPUT),
+    )
+    .await
+    .map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no answer within {} s", HOOK_WAIT.as_secs()),
+        )
+    })??;
+    match serde_json::from_slice(&answer) {
+        Ok(super::Answered::Answer(answer)) => Ok(answer),
+        Ok(super::Answered::Error(why)) => Err(AttachError::Refused(why)),
+        Err(e) => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e).into()),
+    }
+}
+
 /// Ask the home's running host for its status or to stop, without starting one: `None` when
 /// none answers.
 pub async fn control(home: &Home, purpose: Purpose) -> Result<Option<Welcome>, AttachError> {

@@ -3,8 +3,8 @@
 //! of its workspace's [`ExtensionHost`].
 
 use super::{
-    Hello, HostStatus, Key, PROTOCOL, Purpose, ServerStatus, Welcome, WorkspaceStatus, attach_key,
-    key_path, lock, read_hello, rss_kib, same_user, socket_path, version,
+    Answered, Hello, HostStatus, Key, PROTOCOL, Purpose, ServerStatus, Welcome, WorkspaceStatus,
+    attach_key, key_path, lock, read_hello, rss_kib, same_user, socket_path, version,
 };
 use crate::bridge::{AskClients, Bridge, Clients, StatusToClients};
 use std::collections::HashMap;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
-use yep_host::runtime::{ExtensionHost, HostOptions, SEARCH_TOOLS, Session};
+use yep_host::runtime::{AgentEvent, ExtensionHost, HostOptions, SEARCH_TOOLS, Session};
 use yep_host::store::Home;
 
 /// How the shared host runs.
@@ -432,6 +432,7 @@ impl Shared {
                 tracing::info!("asked to stop");
                 self.stop.cancel();
             }
+            Purpose::Hook { workspace } => self.hook(reader, write, welcome, workspace).await,
             Purpose::Session {
                 workspace,
                 deferred,
@@ -453,7 +454,7 @@ impl Shared {
         self: &Arc<Self>,
         reader: BufReader<tokio::net::unix::OwnedReadHalf>,
         mut write: tokio::net::unix::OwnedWriteHalf,
-        mut welcome: Welcome,
+        welcome: Welcome,
         asked: SessionAsked,
     ) {
         let SessionAsked {
@@ -461,33 +462,9 @@ impl Shared {
             deferred,
             hand_off,
         } = asked;
-        if !workspace.is_absolute() || !workspace.is_dir() {
-            welcome.error = Some(format!(
-                "the workspace {} is not a directory",
-                yep_host::text::escape(&workspace.display().to_string())
-            ));
-            let _ = send(&mut write, &welcome).await;
+        let Some(hold) = self.hold(&mut write, welcome, &workspace).await else {
             return;
-        }
-        if let Some(why) = yep_sandbox::workspace_withheld(&workspace) {
-            welcome.error = Some(format!(
-                "the workspace {} {why}: a shared host never serves it",
-                yep_host::text::escape(&workspace.display().to_string())
-            ));
-            let _ = send(&mut write, &welcome).await;
-            return;
-        }
-        let hold = match self.attach(&workspace).await {
-            Ok(hold) => hold,
-            Err(e) => {
-                welcome.error = Some(yep_host::error::report(&e));
-                let _ = send(&mut write, &welcome).await;
-                return;
-            }
         };
-        if send(&mut write, &welcome).await.is_err() {
-            return;
-        }
         let bridge = hold.workspace.bridge.for_session(deferred);
         let served = match hand_off {
             false => crate::bridge::serve_on(bridge, reader, write).await,
@@ -510,6 +487,71 @@ impl Shared {
         if let Err(e) = served {
             tracing::debug!("a session ended: {e}");
         }
+        drop(hold);
+    }
+
+    /// Hold workspace `workspace`'s host (started on its first session) and send the
+    /// welcome; `None` once the welcome said why not.
+    async fn hold(
+        self: &Arc<Self>,
+        write: &mut tokio::net::unix::OwnedWriteHalf,
+        mut welcome: Welcome,
+        workspace: &Path,
+    ) -> Option<Hold> {
+        let shown = || yep_host::text::escape(&workspace.display().to_string()).into_owned();
+        let refused = if !workspace.is_absolute() || !workspace.is_dir() {
+            Some(format!("the workspace {} is not a directory", shown()))
+        } else {
+            yep_sandbox::workspace_withheld(workspace).map(|why| {
+                format!(
+                    "the workspace {} {why}: a shared host never serves it",
+                    shown()
+                )
+            })
+        };
+        let hold = match refused {
+            Some(why) => Err(why),
+            None => self
+                .attach(workspace)
+                .await
+                .map_err(|e| yep_host::error::report(&e)),
+        };
+        match hold {
+            Ok(hold) => send(write, &welcome).await.is_ok().then_some(hold),
+            Err(why) => {
+                welcome.error = Some(why);
+                let _ = send(write, &welcome).await;
+                None
+            }
+        }
+    }
+
+    /// Run one agent event ([`Purpose::Hook`]) on `workspace`'s host: its line in, the
+    /// chain's answer out. The hold keeps the workspace warm as a session does.
+    async fn hook(
+        self: &Arc<Self>,
+        mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+        mut write: tokio::net::unix::OwnedWriteHalf,
+        welcome: Welcome,
+        workspace: PathBuf,
+    ) {
+        let Some(hold) = self.hold(&mut write, welcome, &workspace).await else {
+            return;
+        };
+        let read = tokio::time::timeout(
+            Duration::from_secs(10),
+            super::read_line(&mut reader, crate::agents::MAX_INPUT),
+        )
+        .await;
+        let answered = match read {
+            Err(_) => Answered::Error("no event within 10 s".into()),
+            Ok(Err(e)) => Answered::Error(format!("the event could not be read: {e}")),
+            Ok(Ok(line)) => match serde_json::from_slice::<AgentEvent>(&line) {
+                Err(e) => Answered::Error(format!("the event is not understood: {e}")),
+                Ok(event) => Answered::Answer(hold.workspace.host.agent_event(event).await),
+            },
+        };
+        let _ = send(&mut write, &answered).await;
         drop(hold);
     }
 
@@ -599,9 +641,9 @@ fn stream_pid(write: &tokio::net::unix::OwnedWriteHalf) -> Option<i32> {
 /// Write `welcome` as one line.
 async fn send<W: tokio::io::AsyncWrite + Unpin>(
     write: &mut W,
-    welcome: &Welcome,
+    what: &impl serde::Serialize,
 ) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(welcome).map_err(std::io::Error::other)?;
+    let mut line = serde_json::to_vec(what).map_err(std::io::Error::other)?;
     line.push(b'\n');
     write.write_all(&line).await?;
     write.flush().await

@@ -41,7 +41,7 @@ pub mod attach;
 mod handoff;
 pub mod host;
 
-pub use attach::{AttachError, attach_stdio, control};
+pub use attach::{AttachError, Starter, attach_stdio, control, hook};
 pub use host::{HostConfig, serve};
 
 use serde::{Deserialize, Serialize};
@@ -219,10 +219,24 @@ pub enum Purpose {
         #[serde(default)]
         hand_off: bool,
     },
+    /// One event of an agent that runs its own tools (`yep hook <agent>`) in `workspace`: the
+    /// client sends one [`yep_host::runtime::AgentEvent`] line, the host answers one
+    /// [`Answered`] line and closes.
+    Hook { workspace: PathBuf },
     /// Answer with [`HostStatus`] and close.
     Status,
     /// Stop the host: its sessions end, its servers stop.
     Stop,
+}
+
+/// The host's answer to a [`Purpose::Hook`] event.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answered {
+    /// What the chain decided.
+    Answer(yep_host::runtime::AgentAnswer),
+    /// Why the host could not run it.
+    Error(String),
 }
 
 /// The host's first line.
@@ -324,6 +338,14 @@ fn same_user(stream: &tokio::net::UnixStream) -> std::io::Result<()> {
 async fn read_hello<R: tokio::io::AsyncBufRead + Unpin>(
     reader: &mut R,
 ) -> std::io::Result<Vec<u8>> {
+    read_line(reader, MAX_HELLO).await
+}
+
+/// Read one line of at most `max` bytes from `reader`, without its newline.
+async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+) -> std::io::Result<Vec<u8>> {
     use tokio::io::AsyncBufReadExt;
     let mut line = Vec::new();
     loop {
@@ -331,7 +353,7 @@ async fn read_hello<R: tokio::io::AsyncBufRead + Unpin>(
         if buf.is_empty() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
-                "the connection closed during the handshake",
+                "the connection closed before a whole line",
             ));
         }
         let (take, done) = match buf.iter().position(|b| *b == b'\n') {
@@ -340,10 +362,10 @@ async fn read_hello<R: tokio::io::AsyncBufRead + Unpin>(
         };
         line.extend_from_slice(&buf[..take]);
         reader.consume(take);
-        if line.len() > MAX_HELLO {
+        if line.len() > max {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                "the handshake line is longer than 64 KiB",
+                format!("a line is longer than {max} bytes"),
             ));
         }
         if done {

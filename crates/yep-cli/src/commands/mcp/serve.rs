@@ -90,16 +90,7 @@ async fn attach(home: &Home, deferred: bool) -> Result<(), yep_serve::shared::At
         workspace().map_err(|e| yep_serve::shared::AttachError::Start(e.to_string()))?;
     // One host per workspace root, however the session's path to it is spelled.
     let workspace = workspace.canonicalize().unwrap_or(workspace);
-    let yep = std::env::current_exe()?;
-    let root = home.root.clone();
-    // The shared host is meant to outlive this session: it is started detached, in a
-    // session of its own, and is reaped by init when this client is gone.
-    #[allow(clippy::disallowed_methods)]
-    let start = move || {
-        let mut cmd = std::process::Command::new(&yep);
-        cmd.arg("--home").arg(&root).args(["host", "serve"]);
-        cmd
-    };
+    let start = crate::commands::host::starter(home)?;
     yep_serve::shared::attach_stdio(home, workspace, deferred, &start).await
 }
 
