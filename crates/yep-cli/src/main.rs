@@ -16,7 +16,7 @@ use std::process::ExitCode;
     about = "Install, author and debug extensions for AI coding agents: YEP and zot extensions, and MCP servers"
 )]
 struct Cli {
-    /// The yep home (extensions, settings, logs). Defaults to $YEP_HOME, then <config dir>/yep.
+    /// The yep home (extensions, settings, logs). Defaults to `$YEP_HOME`, then `<config dir>/yep`.
     #[arg(long, global = true, value_name = "DIR")]
     home: Option<PathBuf>,
     /// More logging on stderr (-v debug, -vv trace). RUST_LOG overrides.

@@ -218,7 +218,7 @@ fn as_ms<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S
     s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// A subscription to [`HealthEvent`]s: first the recent ones (up to [`HEALTH_BACKLOG`]), then
+/// A subscription to [`HealthEvent`]s: first the recent ones (up to `HEALTH_BACKLOG`), then
 /// each as it happens.
 pub struct HealthStream {
     backlog: VecDeque<HealthEvent>,

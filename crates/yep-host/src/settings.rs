@@ -12,7 +12,7 @@ use yep_sandbox::{Mode, UnknownMode};
 pub(crate) const UNSET_MODE: Mode = Mode::BestEffort;
 
 /// The mode for `home`: `$YEP_SANDBOX` when set, else its `sandbox` setting, else
-/// [`UNSET_MODE`].
+/// `UNSET_MODE`.
 pub fn sandbox_mode(home: &crate::store::Home) -> Result<Mode, ModeError> {
     if let Some(text) = std::env::var_os("YEP_SANDBOX").filter(|v| !v.is_empty()) {
         return text

@@ -116,7 +116,7 @@ const MAX_PROBE_LEN: u64 = 256;
 /// allows (its `const`, first `enum` value or `default` when given; else by `type`: `""` or
 /// `minLength` letters, the `minimum` or 0, `false`, `null`, `minItems` copies of an item,
 /// an object of its own required properties). The result is checked by the validator a call
-/// is checked by ([`ToolSchemas::check`]); when it fails, it is not used and the error says
+/// is checked by (`ToolSchemas::check`); when it fails, it is not used and the error says
 /// what it broke.
 pub fn probe_args(schema: &Value) -> Result<Value, ProbeArgsError> {
     let validator = jsonschema::validator_for(schema)

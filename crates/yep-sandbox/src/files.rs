@@ -8,12 +8,12 @@ use std::path::Path;
 /// `.zot/extensions/`, and runs them: [`own_files`] never opens a directory of it.
 pub const ZOT_FILES: &str = ".zot";
 
-/// At most this many entries of a [`Place::files`] directory are looked at; past it, it is
-/// not opened.
+/// At most this many entries of a [`Place::files`](crate::Place::files) directory are looked
+/// at; past it, it is not opened.
 const MAX_FILES_ENTRIES: usize = 4096;
 
-/// Why a [`Place::files`] directory was not opened ([`own_files`]); its text is a clause
-/// ("holds extensions, a directory").
+/// Why a [`Place::files`](crate::Place::files) directory was not opened ([`own_files`]); its
+/// text is a clause ("holds extensions, a directory").
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FilesWithheld {
@@ -30,10 +30,10 @@ pub enum FilesWithheld {
     Holds(String, &'static str),
 }
 
-/// Whether a server may keep regular files in `dir` (a [`Place::files`] directory): made when
-/// missing, and opened only while it is a directory of regular files alone. A directory or a
-/// link in it could be (or lead to) what other code reads or runs (zot runs the extensions in
-/// `.zot/extensions/`), and the rule on `dir` would reach beneath it.
+/// Whether a server may keep regular files in `dir` (a [`Place::files`](crate::Place::files)
+/// directory): made when missing, and opened only while it is a directory of regular files
+/// alone. A directory or a link in it could be (or lead to) what other code reads or runs (zot
+/// runs the extensions in `.zot/extensions/`), and the rule on `dir` would reach beneath it.
 pub fn own_files(dir: &Path) -> Result<(), FilesWithheld> {
     match std::fs::symlink_metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -8,7 +8,7 @@
 //! tool's `[github] token`), name a credential helper that hands out the user's passwords, and
 //! include other files the sandbox keeps closed (git fails on those too).
 //!
-//! So the host writes a copy into the process's private temp dir at each spawn ([`env`]):
+//! So the host writes a copy into the process's private temp dir at each spawn ([`env`](fn@env)):
 //! the XDG file (`$XDG_CONFIG_HOME/git/config`, else `~/.config/git/config`) then
 //! `~/.gitconfig`, as git reads them, each entry kept only when [`verdict`] allows it. It keeps
 //! what tells git who the user is and how to behave; it leaves out every section it does not

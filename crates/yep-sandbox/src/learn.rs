@@ -2,7 +2,7 @@
 //! sandbox under `strace`, and what it touched beyond its default profile becomes the grants
 //! that would let it through, as `yep grant` takes them.
 //!
-//! The run is the spawn path's own ([`crate::process::Sandboxed::learn`]): the same scrubbed
+//! The run is the spawn path's own (`yep_host::process::Sandboxed::learn`): the same scrubbed
 //! environment and private `TMPDIR`, the profile built as for a contained run, only not
 //! applied. So what it learns is what the sandbox would have refused.
 

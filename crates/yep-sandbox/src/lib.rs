@@ -1,7 +1,7 @@
 //! Containment: the OS sandbox around every process yep starts for a package or server.
 //!
 //! A [`Profile`] says what the process may reach: paths to read (and execute), paths to read
-//! and write, TCP ports to connect to, and limits. [`process::spawn`](crate::process::spawn)
+//! and write, TCP ports to connect to, and limits. `yep_host::process::spawn`
 //! applies it between fork and exec, so the server and everything it starts run inside it:
 //!
 //! - Landlock for the filesystem, for TCP bind and connect (ABI 4 and later), and for signals
@@ -11,7 +11,7 @@
 //!   fall back to `clone`, whose flags it checks), every socket family but unix, IPv4 and IPv6,
 //!   and, with no network granted, every IP socket but a plain TCP stream;
 //! - `no_new_privs`, and rlimits on open files and address space (the processes limit is the
-//!   server's cgroup's, where the host may make one: see [`crate::process`]);
+//!   server's cgroup's, where the host may make one: see `yep_host::process`);
 //! - a scrubbed environment ([`scrubbed_env`]) and a private `TMPDIR`.
 //!
 //! Everything that can allocate or fail runs in the host before the fork ([`prepare`]); the

@@ -398,7 +398,7 @@ fn ports(ports: &[u16]) -> String {
 }
 
 /// Something the sandbox refused a server that the host saw (a host name asked of its egress
-/// proxy): told as [`crate::HealthEvent::SandboxDenied`].
+/// proxy): told as `yep_host::HealthEvent::SandboxDenied`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Denial {
     /// What it reached for (`host:port`).

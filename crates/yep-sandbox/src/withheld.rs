@@ -9,7 +9,7 @@ pub use yep_store::grants::grant_path;
 
 /// Whether yep may make the missing directory `path` for a `write:` grant: it is inside the
 /// user's home (never the home itself), and neither in nor holding credentials
-/// ([`CREDENTIALS`]) or a yep home (`yep_home`, and those [`protect`]ed). Anywhere else a
+/// (`CREDENTIALS`) or a yep home (`yep_home`, and those [`protect`]ed). Anywhere else a
 /// missing path is the user's to make.
 pub fn may_make_for_grant(path: &Path, yep_home: &Path) -> bool {
     let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
@@ -96,7 +96,7 @@ pub enum WorkspaceAccess {
 
 /// How much of `workspace` a server may be opened to:
 /// - nothing when it is the root or holds the user's home, is inside a yep home, or holds or
-///   is inside a credentials directory ([`CREDENTIALS`]): what it holds besides is not known
+///   is inside a credentials directory (`CREDENTIALS`): what it holds besides is not known
 ///   to be safe;
 /// - all but the yep homes it holds ([`protect`]ed ones and the default one) when it holds
 ///   one: every entry beside the path down to each;

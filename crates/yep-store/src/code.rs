@@ -132,7 +132,7 @@ pub fn workspace_code(server: &McpServer, workspace: &Path) -> Result<WorkspaceC
 /// `workspace` (already canonical), pinned: every word of a hook's command line that names a
 /// file or a package in the workspace (`sh tools/g.sh`, `"$CLAUDE_PROJECT_DIR"/tools/g.sh`,
 /// a bare name found in `.claude/bin/`, which a hook's `PATH` holds first), with what a
-/// script among them may load ([`pin`]).
+/// script among them may load (`pin`).
 pub fn hooks_code(hooks: &[CommandHook], workspace: &Path) -> Result<WorkspaceCode, CodeError> {
     let root = workspace.join(".claude").to_string_lossy().into_owned();
     let vars = [

@@ -71,7 +71,7 @@ fn sorted(value: &Value) -> Value {
     }
 }
 
-/// `old` against `new`, line by line: each change with up to [`CONTEXT`] unchanged lines
+/// `old` against `new`, line by line: each change with up to `CONTEXT` unchanged lines
 /// around it; no `old` (a new tool) is every line added.
 pub fn diff(old: Option<&[String]>, new: &[String]) -> Vec<String> {
     let Some(old) = old else {

@@ -16,9 +16,9 @@ use yep_store::text::escape;
 pub struct GrantArgs {
     /// The extension, or the MCP server as `yep mcp list` names it.
     name: String,
-    /// What to grant: workspace:write, read:<path>, write:<path>,
-    /// net:<* | address:port | host name | private>, processes:<n>, open-files:<n>,
-    /// address-space-mib:<n> (docs/sandbox.md).
+    /// What to grant: `workspace:write`, `read:<path>`, `write:<path>`,
+    /// `net:<* | address:port | host name | private>`, `processes:<n>`, `open-files:<n>`,
+    /// `address-space-mib:<n>` (docs/sandbox.md).
     #[arg(required = true, value_name = "GRANT")]
     grants: Vec<String>,
     /// Grant without asking.

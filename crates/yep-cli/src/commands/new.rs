@@ -36,7 +36,7 @@ pub struct Args {
     /// Receive the session's trace events.
     #[arg(long)]
     trace: bool,
-    /// Ship skills (skills/<name>/SKILL.md).
+    /// Ship skills (`skills/<name>/SKILL.md`).
     #[arg(long)]
     skills: bool,
     /// Where the package directory goes (default: the current directory).

@@ -20,7 +20,7 @@ pub use result::ToolResult;
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Receives one call's streamed progress. Runs on the connection's reader: keep it cheap (or
-/// take a channel: [`crate::Call::progress`]).
+/// take a channel: [`Call::progress_stream`](crate::Call::progress_stream)).
 pub type UpdateSink = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 /// One progress update of a running tool call, as far as its wire says: YEP's `tool/update`

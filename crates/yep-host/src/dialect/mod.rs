@@ -4,9 +4,9 @@
 //! A [`Dialect`] opens a started server's byte streams and shakes hands, which yields a
 //! [`Peer`]: the live server in capability terms. The supervisor starts and stops processes;
 //! the runtime calls a `Peer` and never asks which dialect it holds. YEP 1.0 is
-//! [`yep::Yep`]; zot's extension protocol v1 is [`zot::Zot`] (chosen per package by the launch
+//! `yep::Yep`; zot's extension protocol v1 is [`zot::Zot`] (chosen per package by the launch
 //! recipe); MCP is `mcp::Mcp` (the default `mcp` feature). Claude Code plugins' command hooks
-//! are [`claude`]'s.
+//! are `claude`'s.
 
 pub(crate) mod claude;
 #[cfg(feature = "mcp")]
@@ -107,7 +107,7 @@ pub trait Dialect: Send + Sync + 'static {
     }
 
     /// Whether its servers are approved to be asked at the intercept point named `point`
-    /// ([`Intercept::name`]) by what the dialect itself pinned (a Claude Code plugin's hooks);
+    /// (`Intercept::name`) by what the dialect itself pinned (a Claude Code plugin's hooks);
     /// a zot extension's pin says so for it. None by default.
     fn intercepts(&self, point: &str) -> bool {
         let _ = point;

@@ -3,11 +3,11 @@
 //! The caller's task writes its request line itself and awaits a oneshot; one reader task
 //! resolves that oneshot directly when the response arrives. That keeps a call to one hop each
 //! way. Lines sent while another caller writes join that caller's next write
-//! ([`Connection::write_line`]), so many calls at once share writes. The dialect's [`Codec`] reads each line: a response, progress for a call
-//! (routed by id to the call's update sink; it counts as activity for its timeout), or a
-//! notification or request from the server, which go to a [`Handler`]. The codec also writes
-//! answers and cancels; the dialect renders its own requests. This module knows no method
-//! names and no wire format.
+//! (`Connection::write_line`), so many calls at once share writes. The dialect's [`Codec`]
+//! reads each line: a response, progress for a call (routed by id to the call's update sink;
+//! it counts as activity for its timeout), or a notification or request from the server, which
+//! go to a [`Handler`]. The codec also writes answers and cancels; the dialect renders its own
+//! requests. This module knows no method names and no wire format.
 //!
 //! Over a child's pipes ([`Connection::start_pipe`]), a caller alone in flight busy-polls the
 //! pipe for its answer for a few microseconds before sleeping (see `pipe`).
@@ -261,7 +261,7 @@ impl std::fmt::Debug for ConnectionOptions {
 pub(crate) const STRAY_CHARS: usize = 120;
 
 /// A line a server wrote, as an error quotes it: escaped for a terminal, and cut to
-/// [`STRAY_CHARS`] characters (escapes counted) with an ellipsis.
+/// `STRAY_CHARS` characters (escapes counted) with an ellipsis.
 pub fn stray_preview(line: &[u8]) -> String {
     // Enough bytes for the characters shown, however wide each is.
     let head = &line[..line.len().min(4 * STRAY_CHARS)];

@@ -185,7 +185,8 @@ impl ProgressStream {
 }
 
 /// One tool call, built by [`ExtensionHost::call`] or [`ExtensionHost::run_tool`] and run by
-/// awaiting it (or [`Call::run`]). Owns a handle to the host, so it can be spawned.
+/// awaiting it (or by [`Call::report`], which also returns what the hooks said). Owns a handle
+/// to the host, so it can be spawned.
 #[must_use = "a call does nothing until it is awaited"]
 pub struct Call {
     host: ExtensionHost,

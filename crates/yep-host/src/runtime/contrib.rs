@@ -143,7 +143,7 @@ pub(crate) fn argv_safe(name: &str) -> bool {
 impl ExtensionHost {
     /// The skills of enabled extensions that declare `skills`. A file that resolves outside
     /// its package (a symlink out), or that is not a regular file of at most
-    /// [`MAX_SKILL_BYTES`] (a FIFO, a device), is refused with a warning.
+    /// `MAX_SKILL_BYTES` (a FIFO, a device), is refused with a warning.
     ///
     /// It reads every skill's file: call it off the async workers (`spawn_blocking`), as the
     /// bridge does.

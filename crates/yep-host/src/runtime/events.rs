@@ -116,7 +116,7 @@ impl BuiltinError {
 /// Answers an extension's questions: show `prompt` (and `placeholder`), mask the input when
 /// `secret`, offer `options` as a selector when there are any. Write `ask` as an `async fn`.
 /// One question is open at a time; the host queues the others in the order asked (up to
-/// [`MAX_QUEUED_QUESTIONS`] per extension), so `ask` is not called again before its last
+/// `MAX_QUEUED_QUESTIONS` per extension), so `ask` is not called again before its last
 /// answer is in, or its future dropped (the asking server went away: take it as dismissed).
 pub trait AskSink: Send + Sync + 'static {
     /// The user's answer, or [`Answer::cancelled`] when they dismiss it (the default).

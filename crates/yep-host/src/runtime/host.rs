@@ -169,16 +169,14 @@ impl ExtensionHost {
 
     /// Every problem so far, once each, as a sentence that names the extension: skipped or
     /// drifted packages, servers that failed to start or stopped, renamed and refused tools,
-    /// hooks that could not run. The first [`MAX_WARNINGS`](crate::health::MAX_WARNINGS) are
-    /// kept.
+    /// hooks that could not run. The first `MAX_WARNINGS` are kept.
     pub fn warnings(&self) -> Vec<String> {
         self.core.events.health.warnings()
     }
 
     /// Health events as they happen: started, failed, restarted, drifted, refused tool, hook
     /// error, and the other warnings. A new stream first gets the recent ones (up to
-    /// [`HEALTH_BACKLOG`](crate::health::HEALTH_BACKLOG)), so subscribing after `start`
-    /// misses nothing of it.
+    /// `HEALTH_BACKLOG`), so subscribing after `start` misses nothing of it.
     pub fn health(&self) -> HealthStream {
         self.core.events.health.subscribe()
     }

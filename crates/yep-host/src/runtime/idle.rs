@@ -27,7 +27,7 @@ const SWEEP_MIN: Duration = Duration::from_millis(250);
 const SWEEP_MAX: Duration = Duration::from_secs(30);
 
 /// How `home` wants idle servers stopped: its `idle_stop` setting (`"10m"`, `"90s"`, any
-/// [`humantime`] duration), `None` for `"off"` or `"0"` (never), [`DEFAULT_IDLE_STOP`] when
+/// [`humantime`] duration), `None` for `"off"` or `"0"` (never), `DEFAULT_IDLE_STOP` when
 /// it has none. For [`HostOptions::idle_stop`](super::HostOptions::idle_stop).
 pub fn idle_stop_setting(home: &Home) -> Result<Option<Duration>, IdleStopError> {
     duration_setting(home, IDLE_STOP_KEY, Some(DEFAULT_IDLE_STOP))

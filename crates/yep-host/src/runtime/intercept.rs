@@ -120,7 +120,7 @@ impl ExtensionHost {
     }
 
     /// The assembled system prompt, as the extensions that replace it leave it: each sees
-    /// the one before's. A replacement over [`MAX_SYSTEM_PROMPT_BYTES`] is refused (the
+    /// the one before's. A replacement over `MAX_SYSTEM_PROMPT_BYTES` is refused (the
     /// prompt stays as it was) and reported.
     pub async fn system_prompt(&self, base: &str, provider: &str, model: &str) -> String {
         let mut prompt = base.to_string();
@@ -158,7 +158,7 @@ impl ExtensionHost {
 
     /// The user submitted `prompt`: the first extension that blocks it keeps it from the
     /// model; what the others say for the model goes beside it. Each may take up to
-    /// [`LIFECYCLE_TIMEOUT`] (a Claude Code hook's own timeout, clamped as its consent
+    /// `LIFECYCLE_TIMEOUT` (a Claude Code hook's own timeout, clamped as its consent
     /// screen showed).
     pub async fn prompt_submit(&self, prompt: &str) -> PromptDecision {
         let point = Intercept::PromptSubmit {

@@ -102,7 +102,7 @@ pub struct Launch {
 ///
 /// This is the one place that decides how an installed extension runs: a session, `yep call
 /// <name>`, `yep doctor <name>` and `yep demo` all launch through it. A Claude Code plugin's
-/// hooks see the agent's tools by their usual names ([`ToolNames::default`]).
+/// hooks see the agent's tools by their usual names (`ToolNames::default`).
 pub fn installed(
     home: &Home,
     name: &str,

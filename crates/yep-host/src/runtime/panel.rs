@@ -86,7 +86,7 @@ impl ExtensionHost {
     }
 
     /// Send `key` to the active panel's owner (`text` holds the character of a `rune`), and
-    /// the panel once the owner has rendered (or after [`PANEL_RENDER_WAIT`]). `esc` and
+    /// the panel once the owner has rendered (or after `PANEL_RENDER_WAIT`). `esc` and
     /// `ctrl+c` close the panel and tell its owner; an unknown key is sent as `unknown`.
     pub async fn panel_key(
         &self,

@@ -10,7 +10,7 @@ pub(crate) const SETUP_ATTEMPTS: usize = 3;
 
 /// Ask through `sink` for each required config field of `name` nobody set, by kind (secret:
 /// masked, `enum`: a selector, else free text), and store the answers. An answer its field
-/// refuses is asked again, the prompt saying why, up to [`SETUP_ATTEMPTS`] times; a cancelled
+/// refuses is asked again, the prompt saying why, up to `SETUP_ATTEMPTS` times; a cancelled
 /// or empty answer leaves the field unset. Returns the fields still unset (`setup_incomplete`);
 /// without a sink, every missing one.
 pub async fn setup(

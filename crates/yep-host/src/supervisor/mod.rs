@@ -1,7 +1,8 @@
 //! One extension's server, lifecycle only: spawned through [`crate::process`] on first use,
 //! opened by its dialect, respawned after a crash with exponential backoff between failed
 //! starts, stopped gracefully, and stopped when unused for a while if its host says so
-//! ([`Extension::stop_if_idle`]). What goes over the wire is the dialect's ([`crate::dialect`]).
+//! ([`HostOptions::idle_stop`](crate::HostOptions::idle_stop)). What goes over the wire is the
+//! dialect's ([`crate::dialect`]).
 //!
 //! Every error names the extension; process failures add the exit status, the last stderr
 //! lines and the log file's path.

@@ -384,7 +384,7 @@ impl ServerHandler for Bridge {
 
     /// Before 2026-07-28 a call is answered when it ends. A 2026-07-28 client's call runs in
     /// a task of its own, so that a question it asks can go out in its answer and the call
-    /// wait for the client to come back with the reply ([`rounds`]).
+    /// wait for the client to come back with the reply (`rounds`).
     async fn call_tool(
         &self,
         mut request: CallToolRequestParams,

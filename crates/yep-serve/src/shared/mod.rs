@@ -1,7 +1,7 @@
 //! One warm host per user, shared by every agent session.
 //!
 //! An agent spawns `yep mcp serve` once per session. Without sharing, each one builds its own
-//! [`ExtensionHost`](crate::ExtensionHost), so N sessions of M packages run N×M server
+//! [`ExtensionHost`](yep_host::ExtensionHost), so N sessions of M packages run N×M server
 //! processes. With it, `yep mcp serve` is a thin client ([`attach`]): it connects to the one
 //! host of its home ([`host::serve`]) over a unix socket in the home, and passes the session's
 //! requests on.
@@ -24,7 +24,7 @@
 //!   own in its place, and the old one exits once its last session has left.
 //! - Starting is race-free: a client that finds no host takes `<home>/run/host.lock`, looks
 //!   again, and only then starts one, so sessions that start together share one host.
-//! - The host keeps one [`ExtensionHost`](crate::ExtensionHost) per workspace root: a server
+//! - The host keeps one [`ExtensionHost`](yep_host::ExtensionHost) per workspace root: a server
 //!   is told its workspace, so two workspaces never share a process, and a workspace's
 //!   approvals (its `.mcp.json` servers, its `.claude/` project) reach its own sessions only.
 //!   What is per session stays per session: each one is its own MCP client of that host

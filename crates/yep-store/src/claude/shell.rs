@@ -21,7 +21,7 @@ pub struct Subcommand {
     pub text: String,
     /// Its words as the shell passes them (quotes and escapes removed), one space apart.
     pub plain: String,
-    /// The command its process wrappers run ([`WRAPPERS`]: `timeout 10 rm x` runs `rm x`),
+    /// The command its process wrappers run (`WRAPPERS`: `timeout 10 rm x` runs `rm x`),
     /// written and plain, when it has any: what Claude Code also matches rules against.
     pub unwrapped: Option<(String, String)>,
     /// The command past the wrappers that also change who runs it (`sudo`, `doas`), when

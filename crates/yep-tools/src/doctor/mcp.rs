@@ -1,8 +1,8 @@
 //! `yep doctor` for an MCP server, by the name `yep mcp list` gives it: start it as a session
 //! does (its approved definition, its grants, its log), see it list its tools, and make the
-//! call asked for, or the one its sandbox last denied ([`Replay`]). With `--sandbox-learn` the
-//! run is a learning one ([`yep_sandbox::learn`]): what that call touched beyond the default profile
-//! is proposed as grants.
+//! call asked for, or the one its sandbox last denied ([`Replay`](super::Replay)). With
+//! `--sandbox-learn` the run is a learning one ([`yep_sandbox::learn`]): what that call touched
+//! beyond the default profile is proposed as grants.
 
 use super::{Against, Grader, Report, Status};
 use std::path::Path;

@@ -30,9 +30,9 @@ pub struct AddArgs {
     /// pinned once logged in.
     #[arg(long, requires = "url")]
     oauth: bool,
-    /// Let it reach more than the sandbox's default profile (repeatable): workspace:write,
-    /// read:<path>, write:<path>, net:<* | address:port | host name | private>, processes:<n>…
-    /// (as `yep grant` takes them).
+    /// Let it reach more than the sandbox's default profile (repeatable): `workspace:write`,
+    /// `read:<path>`, `write:<path>`, `net:<* | address:port | host name | private>`,
+    /// `processes:<n>`… (as `yep grant` takes them).
     #[arg(long = "grant", value_name = "GRANT")]
     grants: Vec<String>,
     /// Keep a package launcher (`npx -y`, `uvx`, `pnpm dlx`, `bunx`, `pipx run`) as

@@ -1,6 +1,6 @@
 //! The credentials of remote MCP servers that need a login: kept in `connections.toml` beside
 //! the URL they were got for ([`Credentials`], rmcp's credential store), and the authorization
-//! manager a connection takes its tokens from ([`manager`]). Logging in (`yep mcp login`) is
+//! manager a connection takes its tokens from (`manager`). Logging in (`yep mcp login`) is
 //! `yep_serve::oauth`.
 //!
 //! The tokens are secrets: they are used for that URL only, never shown, logged or sent

@@ -38,10 +38,10 @@ pub struct Mcp {
     /// The home a host runs this server for ([`home_id`]): a server that says it is `yep mcp
     /// serve` of that same home ([`SERVE_MARKER`]) is refused as yep itself.
     pub host_home: Option<String>,
-    /// Set once the server ended on the `server/discover` probe ([`revision::Probed::Ended`]):
+    /// Set once the server ended on the `server/discover` probe (`revision::Probed::Ended`):
     /// from then on it is spoken to with `initialize` only.
     pub handshake_only: Arc<std::sync::atomic::AtomicBool>,
-    /// Set once a server too slow to answer the probe in time ([`revision::Probed::Silent`])
+    /// Set once a server too slow to answer the probe in time (`revision::Probed::Silent`)
     /// turned out to speak 2026-07-28 only (its late answer said so, and it refused
     /// `initialize`): from then on it is asked `server/discover` alone, with the whole
     /// handshake's time to answer.

@@ -3,14 +3,14 @@
 //! 2026-07-28 has no handshake: a client asks `server/discover` and sends its version with
 //! every request. Servers of the revisions before it (2025-11-25, 2025-06-18, most of the
 //! field) know only `initialize`. So yep asks `server/discover` first, on the raw lines and
-//! under an id of its own ([`PROBE_ID`]), and reads what comes back:
-//! - a result listing 2026-07-28: the server is spoken to in it ([`Probed::Modern`]);
-//! - an error, or a result without it: `initialize` follows on the same pipes ([`Probed::Legacy`]);
-//! - nothing for [`PROBE_WAIT`]: `initialize` follows too, and the probe's answer, should one
-//!   come late, is taken off the stream before rmcp reads it ([`Handover`]), so the two answers
-//!   never cross ([`Probed::Silent`]);
+//! under an id of its own (`PROBE_ID`), and reads what comes back:
+//! - a result listing 2026-07-28: the server is spoken to in it (`Probed::Modern`);
+//! - an error, or a result without it: `initialize` follows on the same pipes (`Probed::Legacy`);
+//! - nothing for `PROBE_WAIT`: `initialize` follows too, and the probe's answer, should one
+//!   come late, is taken off the stream before rmcp reads it (`Handover`), so the two answers
+//!   never cross (`Probed::Silent`);
 //! - the end of its stdout: the server left rather than answer an unknown method (older rmcp
-//!   servers do). It is started again and spoken to with `initialize` only ([`Probed::Ended`]).
+//!   servers do). It is started again and spoken to with `initialize` only (`Probed::Ended`).
 
 use serde_json::{Value, json};
 use std::time::Duration;

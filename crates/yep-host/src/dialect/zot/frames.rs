@@ -1,6 +1,6 @@
 //! zot's frames, one JSON object per line with a `type`, and the host's reading of them: what
-//! an extension may send ([`FromExtension`]), what the host sends ([`ToExtension`]), and how a
-//! tool's content blocks reach the model ([`model_content`]), each as zot does it. Unknown
+//! an extension may send ([`FromExtension`]), what the host sends (`ToExtension`), and how a
+//! tool's content blocks reach the model (`model_content`), each as zot does it. Unknown
 //! fields are ignored and unknown frame types are kept as [`FromExtension::Unknown`] (zot
 //! logs and skips them).
 

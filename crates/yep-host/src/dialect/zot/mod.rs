@@ -2,11 +2,11 @@
 //! extension's frames ([`frames`]) adapted to the host's capability model.
 //!
 //! The handshake is the extension's: its `hello` is its first line (no deadline in zot; here
-//! at least [`HELLO_WAIT`], and [`SLOW_START_HELLO_WAIT`] for a launcher that builds or
+//! at least `HELLO_WAIT`, and `SLOW_START_HELLO_WAIT` for a launcher that builds or
 //! fetches first), the host's `hello_ack` is the host's first frame, registrations
 //! are taken whenever they come (before the ack, after it, after `ready`), and an extension
-//! that never says `ready` is ready after [`AUTO_READY_IDLE`] without a frame, at most
-//! [`READY_WAIT`] after its hello. Its registered tools and commands are the offer.
+//! that never says `ready` is ready after `AUTO_READY_IDLE` without a frame, at most
+//! `READY_WAIT` after its hello. Its registered tools and commands are the offer.
 
 pub(crate) mod capture;
 pub use capture::Capture;

@@ -226,7 +226,7 @@ pub(crate) fn package_vars(home: &Home, ext: &str) -> [(&'static str, String); 4
 
 /// Every MCP server a session in `workspace` sees: each of `extensions`' `mcpServers` as
 /// `<ext>__<server>` (a malformed entry is skipped with a warning), `${VAR}` expanded from the
-/// package's own directories ([`PACKAGE_VARS`]: argv-safe, they are paths in the home), the
+/// package's own directories (`PACKAGE_VARS`: argv-safe, they are paths in the home), the
 /// extension's secrets and the environment; then the home's own (`yep mcp add`, header values
 /// from `connections.toml`); then the workspace's `.mcp.json`, whose entry named like one of
 /// those is skipped with a warning (a repository never takes the user's server's name), and
