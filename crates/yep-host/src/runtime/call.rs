@@ -254,8 +254,6 @@ impl Call {
         self
     }
 
-    /// A server asked for this call: the agent's built-in tools run through its
-    /// [`ServerTools`](super::ServerTools).
     /// Name the trace span of its `tool.started` and `tool.completed` events (a bridge names
     /// its calls' spans after itself); by default the host names one per call.
     pub fn trace_span(mut self, span: impl Into<String>) -> Call {
@@ -263,6 +261,8 @@ impl Call {
         self
     }
 
+    /// A server asked for this call: the agent's built-in tools run through its
+    /// [`ServerTools`](super::ServerTools).
     pub(crate) fn for_server(mut self) -> Call {
         self.for_server = true;
         self
