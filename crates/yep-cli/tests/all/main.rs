@@ -12,6 +12,7 @@ mod conformance;
 mod docs;
 mod doctor_conformance;
 mod fresh_clone;
+mod hooks;
 mod hostile;
 mod installs;
 mod interop;
