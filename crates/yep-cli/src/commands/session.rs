@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use yep_host::capability::{Answer, Question};
-use yep_host::runtime::{AskSink, DynAskSink, HookNote, TraceEvent};
+use yep_host::runtime::{AgentEvent, AskSink, DynAskSink, HookNote, TraceEvent, Verdict};
 use yep_host::{
     CallOutcome, ExtensionHost, HostError, HostOptions, PreDecision, Session, UpdateSink,
 };
@@ -307,7 +307,8 @@ impl Shell {
                     Ok(a) => a,
                     Err(e) => return Reply::Error(e),
                 };
-                Reply::Value(match host.pre_tool_use(first, args.clone()).await {
+                let tool = self.tool_name(first);
+                Reply::Value(match host.pre_tool_use(&tool, args.clone()).await {
                     PreDecision::Allow {
                         args: after,
                         rewritten_by,
@@ -335,8 +336,19 @@ impl Shell {
                     Ok(a) => a,
                     Err(e) => return Reply::Error(e),
                 };
-                host.post_tool_use(first, &args, Ok(&Value::Null.into()));
-                Reply::Value(json!({ "decision": "allow", "reason": null, "modified_args": null }))
+                // As `yep hook` does: the answers of hooks that answer (a plugin's warning)
+                // are shown; the others observe.
+                let after = host
+                    .agent_event(AgentEvent::PostTool {
+                        tool: self.tool_name(first),
+                        args,
+                        id: None,
+                        result: Value::Null,
+                        error: None,
+                    })
+                    .await;
+                let decided = json!({ "decision": "allow", "reason": null, "modified_args": null });
+                with_notes(Reply::Value(decided), &after.context, &after.feedback)
             }
             other => unknown(other),
         }
@@ -542,6 +554,9 @@ impl Shell {
     /// Run a tool as an agent does: the pre hooks (a block ends it there, a rewrite is what
     /// runs), the call, then the post hooks.
     async fn run(&self, tool: &str, args: Value) -> Reply {
+        if !self.serves(tool) {
+            return self.run_agents_own(tool, args).await;
+        }
         let cancel = CancellationToken::new();
         let sink = self.progress_sink();
         let call = self
@@ -553,6 +568,90 @@ impl Shell {
         let report = self.interruptible(call, &cancel).await;
         let reply = self.ran(tool, report.outcome);
         with_notes(reply, &report.context, &report.feedback)
+    }
+
+    /// Whether `tool` is one of the tools this session's extensions and MCP servers serve.
+    fn serves(&self, tool: &str) -> bool {
+        self.host.tools().iter().any(|t| t.name == tool)
+    }
+
+    /// yep's name for `tool`: a tool it serves keeps its name; the agent's own tools are
+    /// named as `yep hook claude` names them (`Write` is `write`, `Bash` is `bash`), so the
+    /// hooks see here what they see in the agent.
+    fn tool_name(&self, tool: &str) -> String {
+        match self.serves(tool) {
+            true => tool.to_string(),
+            false => yep_serve::agents::Agent::Claude.tool(tool),
+        }
+    }
+
+    /// `run` of a tool no extension serves: the agent's own (`Write`, `Bash`). Its hooks fire
+    /// exactly as `yep hook` fires them for an agent: the pre hooks decide, then (the agent
+    /// would run it here) the post hooks answer with what they found.
+    async fn run_agents_own(&self, tool: &str, args: Value) -> Reply {
+        let name = self.tool_name(tool);
+        let before = self
+            .host
+            .agent_event(AgentEvent::PreTool {
+                tool: name.clone(),
+                args: args.clone(),
+                id: None,
+            })
+            .await;
+        let by = before.by.clone().unwrap_or_default();
+        let reason = before.reason.clone().unwrap_or_default();
+        let reply = match before.verdict {
+            Verdict::Block => {
+                return with_notes(
+                    self.ran(
+                        tool,
+                        CallOutcome::Blocked {
+                            extension: by,
+                            reason,
+                            user_message: before.user_message.clone(),
+                        },
+                    ),
+                    &before.context,
+                    &[],
+                );
+            }
+            Verdict::Ask => {
+                return Reply::Said {
+                    json: json!({ "asks": {"extension": by, "reason": reason} }),
+                    text: format!(
+                        "`{}` asks before `{}` runs: {}",
+                        escape(&by),
+                        escape(tool),
+                        escape(&reason)
+                    ),
+                };
+            }
+            Verdict::Go => {
+                let args = before.args.clone().unwrap_or(args);
+                let after = self
+                    .host
+                    .agent_event(AgentEvent::PostTool {
+                        tool: name,
+                        args: args.clone(),
+                        id: None,
+                        result: Value::Null,
+                        error: None,
+                    })
+                    .await;
+                let mut context = before.context;
+                context.extend(after.context);
+                let said = Reply::Said {
+                    json: json!({ "agent_runs": {"tool": tool, "args": args} }),
+                    text: format!(
+                        "the agent's own `{}`: the hooks let it run with {}",
+                        escape(tool),
+                        escape(&args.to_string())
+                    ),
+                };
+                (said, context, after.feedback)
+            }
+        };
+        with_notes(reply.0, &reply.1, &reply.2)
     }
 
     /// A `run`'s outcome as this session says it.

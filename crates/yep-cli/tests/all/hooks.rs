@@ -212,3 +212,81 @@ fn hooks_config_prints_what_each_agent_reads() {
         "{open:#}"
     );
 }
+
+/// A home with security-guidance (from the Claude Code plugins corpus) installed and enabled,
+/// and a project to work in.
+fn with_security_guidance(tmp: &std::path::Path) -> (PathBuf, PathBuf) {
+    let plugins = common::claude::claude_corpus(tmp).join("plugins");
+    let home = tmp.join("home");
+    ok(&yep(
+        &home,
+        &[
+            "install",
+            plugins.join("security-guidance").to_str().unwrap(),
+            "--yes",
+        ],
+    ));
+    ok(&yep(&home, &["enable", "security-guidance"]));
+    let project = tmp.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    (home, project)
+}
+
+#[test]
+fn a_plugins_post_tool_warning_on_the_agents_own_edits_reaches_the_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, project) = with_security_guidance(tmp.path());
+    let warning = "eval() executes arbitrary code";
+    // security-guidance warns once per file and rule in a session: each step writes its own.
+    let write = |file: &str| json!({"file_path": file, "content": "x = eval(input())\n"});
+    // Claude Code's own Edit, after it ran.
+    let edit = json!({"session_id": "s", "cwd": project, "hook_event_name": "PostToolUse",
+        "tool_name": "Edit", "tool_input": {"file_path": "edit.py", "old_string": "x = 1",
+            "new_string": "x = eval(input())"},
+        "tool_response": {"filePath": "edit.py"}});
+    let said = answer(&yep_in(
+        &project,
+        &home,
+        &["hook", "claude"],
+        &edit.to_string(),
+    ));
+    assert!(said.to_string().contains(warning), "{said:#}");
+    // Gemini CLI's write_file is a Write to the plugin.
+    let gemini = json!({"hook_event_name": "AfterTool", "tool_name": "write_file",
+        "tool_input": write("gemini.py"), "tool_response": {"llmContent": "ok"}});
+    let said = answer(&yep_in(
+        &project,
+        &home,
+        &["hook", "gemini"],
+        &gemini.to_string(),
+    ));
+    assert!(
+        said["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .is_some_and(|c| c.contains(warning)),
+        "{said:#}"
+    );
+    // `yep session` fires the same hooks for the agent's own tools: `post Write` shows the
+    // warning, and `run Write` runs the hooks of a tool no extension serves.
+    let script = format!(
+        "post Write {}\nrun Write {}\nquit\n",
+        write("post.py"),
+        write("run.py")
+    );
+    let out = yep_in(&project, &home, &["session", "--json"], &script);
+    let replies: Vec<Value> = ok(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &Value| v.get("warning").is_none())
+        .collect();
+    assert_eq!(replies.len(), 2, "{replies:?}");
+    for reply in &replies {
+        assert!(reply.to_string().contains(warning), "{reply}");
+    }
+    assert_eq!(
+        replies[1]["agent_runs"]["tool"], "Write",
+        "{:?}",
+        replies[1]
+    );
+    let _ = yep(&home, &["host", "stop"]);
+}

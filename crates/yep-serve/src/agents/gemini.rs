@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use yep_host::runtime::{AgentAnswer, AgentEvent, Verdict};
 
 /// Gemini CLI's tools and yep's names for the same tool. A tool not listed keeps its name.
-const TOOLS: [(&str, &str); 8] = [
+pub(super) const TOOLS: [(&str, &str); 8] = [
     ("run_shell_command", "bash"),
     ("write_file", "write"),
     ("replace", "edit"),

@@ -49,6 +49,15 @@ impl Agent {
         Agent::ALL.into_iter().find(|a| a.name() == name)
     }
 
+    /// yep's name for this agent's tool `name` (Claude Code's `Bash` and Gemini CLI's
+    /// `run_shell_command` are `bash`): what zot's guard and YEP hook subscriptions see.
+    pub fn tool(self, name: &str) -> String {
+        match self {
+            Agent::Claude | Agent::Codex => yep_tool(&CLAUDE_TOOLS, name),
+            Agent::Gemini => yep_tool(&gemini::TOOLS, name),
+        }
+    }
+
     /// Read the agent's hook input.
     pub fn parse(self, input: &[u8]) -> Result<Input, String> {
         let value: Value = serde_json::from_slice(input)
