@@ -72,6 +72,9 @@ enum Command {
     /// configuration that runs them on the agent's own tools (Claude Code, Codex, Gemini CLI).
     #[command(subcommand)]
     Hooks(commands::hooks::HooksCommand),
+    /// The extensions' status in one line, for Claude Code's `statusLine` command (its session
+    /// JSON on stdin); nothing when no shared host runs.
+    Statusline(commands::hooks::StatuslineArgs),
     /// The shared host every `yep mcp serve` of this home attaches to: its status, stop it.
     #[command(subcommand)]
     Host(commands::host::HostCommand),
@@ -138,7 +141,7 @@ fn main() -> ExitCode {
     // A session attached to the shared host only passes the agent's requests on: one thread
     // does it with no hand-off between threads (another only waits for the host to hang up).
     let one_thread = matches!(&cli.command, Command::Mcp(m) if m.attaches())
-        || matches!(cli.command, Command::Hook(_));
+        || matches!(cli.command, Command::Hook(_) | Command::Statusline(_));
     let runtime = match one_thread {
         true => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -173,6 +176,7 @@ fn main() -> ExitCode {
             Command::Host(cmd) => commands::host::run(cmd, &home).await,
             Command::Hook(args) => commands::hooks::hook(args, &home).await,
             Command::Hooks(cmd) => commands::hooks::run(cmd, &home),
+            Command::Statusline(args) => commands::hooks::statusline(args, &home).await,
             Command::Trust(args) => commands::mcp::trust(args, &home).await,
             Command::Grant(args) => commands::grant::grant(args, &home),
             Command::Revoke(args) => commands::grant::revoke(args, &home),

@@ -5,12 +5,14 @@
 //! run the chain (started if none runs), and answers in the agent's own format. yep's hooks,
 //! zot's intercepts and the Claude Code plugins' hooks so guard the agent's own tools.
 
+use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use yep_serve::agents::{Agent, Input, MAX_INPUT, Reply};
 use yep_serve::shared::AttachError;
 use yep_store::Home;
+use yep_store::text::escape;
 
 /// An agent that runs yep's hooks.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -42,6 +44,13 @@ pub struct HookArgs {
     /// prompt go on with a warning instead of blocking it.
     #[arg(long)]
     fail_open: bool,
+}
+
+#[derive(clap::Args)]
+pub struct StatuslineArgs {
+    /// Print each extension's status as JSON instead of one line.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Subcommand)]
@@ -157,6 +166,84 @@ fn emit(reply: Reply) -> ExitCode {
     ExitCode::from(reply.code)
 }
 
+/// `yep statusline`: the extensions' status in one line, for Claude Code's `statusLine`
+/// command (its session JSON on stdin names the project). Nothing when no shared host runs:
+/// the status line never starts one.
+pub async fn statusline(args: StatuslineArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let mut given = Value::Null;
+    if !std::io::stdin().is_terminal() {
+        let mut bytes = Vec::new();
+        let _ = std::io::stdin().take(1024 * 1024).read_to_end(&mut bytes);
+        given = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    }
+    let said = given["workspace"]["project_dir"]
+        .as_str()
+        .or_else(|| given["cwd"].as_str())
+        .map(PathBuf::from);
+    let input = Input {
+        name: String::new(),
+        event: None,
+        cwd: said,
+        tool: None,
+    };
+    let workspace = match input.cwd.clone().filter(|p| p.is_absolute() && p.is_dir()) {
+        Some(dir) => dir.canonicalize().unwrap_or(dir),
+        None => workspace(&input),
+    };
+    let status = match yep_serve::shared::hook_if_running(
+        home,
+        workspace,
+        &yep_host::runtime::AgentEvent::Status,
+    )
+    .await
+    {
+        Ok(answer) => answer.map(|a| a.status).unwrap_or_default(),
+        // A status line shows what there is, and never an error of its own.
+        Err(e) => {
+            tracing::debug!("no status: {e}");
+            Default::default()
+        }
+    };
+    let line = match args.json {
+        true => serde_json::to_string(&status)?,
+        false => status_line(&status),
+    };
+    let mut stdout = std::io::stdout().lock();
+    let written = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+    drop(stdout);
+    crate::output::stdout_written(written);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Each extension's status, escaped, in one line: `name: text`, a warning marked `!`, an
+/// error `✗`.
+fn status_line(
+    status: &std::collections::BTreeMap<String, yep_host::capability::Status>,
+) -> String {
+    use yep_host::capability::StatusLevel;
+    status
+        .iter()
+        .map(|(name, s)| {
+            let mark = match s.level {
+                StatusLevel::Ok => "",
+                StatusLevel::Warn => "! ",
+                StatusLevel::Error => "✗ ",
+            };
+            let text: String = s
+                .text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(80)
+                .collect();
+            format!("{mark}{}: {}", escape(name), escape(&text))
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
 /// `yep hooks config <agent>`.
 pub fn run(cmd: HooksCommand, home: &Home) -> anyhow::Result<ExitCode> {
     let HooksCommand::Config { agent, fail_open } = cmd;
@@ -166,22 +253,12 @@ pub fn run(cmd: HooksCommand, home: &Home) -> anyhow::Result<ExitCode> {
         .and_then(|p| p.to_str().map(String::from))
         .unwrap_or_else(|| "yep".into());
     let home_dir = home.root.display().to_string();
-    let mut words = vec![
-        yep.as_str(),
-        "--home",
-        home_dir.as_str(),
-        "hook",
-        agent.name(),
-    ];
-    if fail_open {
-        words.push("--fail-open");
-    }
-    let command = words
+    let yep = [yep.as_str(), "--home", home_dir.as_str()]
         .iter()
         .map(|w| shell_word(w))
         .collect::<Vec<_>>()
         .join(" ");
-    let config = agent.config(&command);
+    let config = agent.config(&yep, fail_open);
     let mut stdout = std::io::stdout().lock();
     let written = stdout
         .write_all(config.text.as_bytes())

@@ -290,3 +290,41 @@ fn a_plugins_post_tool_warning_on_the_agents_own_edits_reaches_the_model() {
     );
     let _ = yep(&home, &["host", "stop"]);
 }
+
+#[test]
+fn the_status_line_shows_each_extensions_status_and_never_starts_a_host() {
+    let h = Home::with_echo();
+    let claude = json!({"session_id": "s", "cwd": h.workspace,
+        "workspace": {"current_dir": h.workspace, "project_dir": h.workspace},
+        "model": {"id": "m", "display_name": "M"}});
+    let line = |json: bool| {
+        let args: &[&str] = if json {
+            &["statusline", "--json"]
+        } else {
+            &["statusline"]
+        };
+        ok(&yep_in(&h.workspace, &h.home, args, &claude.to_string()))
+    };
+    // No host runs: an empty line, and still none runs.
+    assert_eq!(line(false), "\n");
+    let status: Value =
+        serde_json::from_str(&ok(&yep(&h.home, &["host", "status", "--json"]))).unwrap();
+    assert_eq!(status, json!({"running": false}));
+    // The agent's session starts its host; the echo example says it is ready.
+    let start = json!({"hook_event_name": "SessionStart", "source": "startup"});
+    answer(&h.hook("claude", &[], &start));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while line(false) != "echo: echo ready\n" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the status line never showed the echo example's status: {:?}",
+            line(false)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let status: Value = serde_json::from_str(&line(true)).unwrap();
+    assert_eq!(
+        status,
+        json!({"echo": {"text": "echo ready", "level": "ok"}})
+    );
+}

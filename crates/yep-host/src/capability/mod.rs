@@ -3,7 +3,7 @@
 //! tool call with its updates and cancel, a hook firing and its outcome, a command's result,
 //! a status, a question and its answer, a trace event.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -347,7 +347,7 @@ pub enum ConfigOutcome {
 }
 
 /// How urgent a status is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StatusLevel {
     #[default]
@@ -357,7 +357,7 @@ pub enum StatusLevel {
 }
 
 /// A status-bar entry an extension pushed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Status {
     pub text: String,
     pub level: StatusLevel,

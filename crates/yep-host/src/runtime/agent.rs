@@ -6,10 +6,11 @@
 
 use super::trace::{call_span, tool_event};
 use super::{ExtensionHost, HookNote, PreDecision, UnavailableHook};
+use crate::capability::Status;
 use crate::capability::TraceEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -67,6 +68,8 @@ pub enum AgentEvent {
         #[serde(default)]
         active: bool,
     },
+    /// The agent draws its status line: the extensions' status.
+    Status,
 }
 
 /// What the hooks decided.
@@ -111,6 +114,9 @@ pub struct AgentAnswer {
     /// Hooks that should have had a say and could not; their `on_error` let it go on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<UnavailableHook>,
+    /// Status: the latest status each extension pushed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub status: BTreeMap<String, Status>,
 }
 
 impl AgentAnswer {
@@ -236,6 +242,10 @@ impl ExtensionHost {
                     ..AgentAnswer::default()
                 }
             }
+            AgentEvent::Status => AgentAnswer {
+                status: self.status(),
+                ..AgentAnswer::default()
+            },
             AgentEvent::Stop { active } => {
                 self.emit(lifecycle(self, "turn.completed", json!({})));
                 match self.stop(active).await {

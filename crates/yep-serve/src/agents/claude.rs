@@ -169,8 +169,10 @@ pub(super) fn refused(input: Option<&Input>, reason: &str, codex: bool) -> Reply
     self::answer(input, &answer, codex)
 }
 
-/// Claude Code's settings (`hooks`), or Codex's `hooks.json` (the same shape).
-pub(super) fn config(command: &str, codex: bool) -> Config {
+/// Claude Code's settings (`hooks`, and `statusLine` running `statusline`), or Codex's
+/// `hooks.json` (the same shape, and no status line).
+pub(super) fn config(command: &str, statusline: Option<&str>) -> Config {
+    let codex = statusline.is_none();
     let mut hooks = Map::new();
     for (event, tools) in EVENTS {
         let mut group = Map::new();
@@ -183,7 +185,11 @@ pub(super) fn config(command: &str, codex: bool) -> Config {
         );
         hooks.insert(event.into(), json!([group]));
     }
-    let text = serde_json::to_string_pretty(&json!({ "hooks": hooks })).unwrap_or_default();
+    let mut settings = json!({ "hooks": hooks });
+    if let Some(statusline) = statusline {
+        settings["statusLine"] = json!({ "type": "command", "command": statusline });
+    }
+    let text = serde_json::to_string_pretty(&settings).unwrap_or_default();
     Config {
         text: text + "\n",
         file: match codex {
@@ -381,7 +387,7 @@ mod tests {
 
     #[test]
     fn the_configuration_wires_every_event_to_the_one_command() {
-        let config = config("/usr/bin/yep hook claude", false);
+        let config = config("/usr/bin/yep hook claude", Some("/usr/bin/yep statusline"));
         let v: Value = serde_json::from_str(&config.text).unwrap();
         for (event, tools) in EVENTS {
             let group = &v["hooks"][event][0];
@@ -389,5 +395,6 @@ mod tests {
             assert_eq!(group["hooks"][0]["type"], "command");
             assert_eq!(group.get("matcher").is_some(), tools, "{event}");
         }
+        assert_eq!(v["statusLine"]["command"], "/usr/bin/yep statusline");
     }
 }

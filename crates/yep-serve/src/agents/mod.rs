@@ -109,12 +109,16 @@ impl Agent {
         }
     }
 
-    /// The hook configuration this agent reads, wiring each of its events to `command`.
-    pub fn config(self, command: &str) -> Config {
+    /// The hook configuration this agent reads, wiring each of its events to
+    /// `<yep> hook <agent>` (`yep` is the command line that runs yep for this home, shell
+    /// words), with `--fail-open` when asked. Claude Code's has its `statusLine` too.
+    pub fn config(self, yep: &str, fail_open: bool) -> Config {
+        let open = if fail_open { " --fail-open" } else { "" };
+        let command = format!("{yep} hook {}{open}", self.name());
         match self {
-            Agent::Claude => claude::config(command, false),
-            Agent::Codex => claude::config(command, true),
-            Agent::Gemini => gemini::config(command),
+            Agent::Claude => claude::config(&command, Some(&format!("{yep} statusline"))),
+            Agent::Codex => claude::config(&command, None),
+            Agent::Gemini => gemini::config(&command),
         }
     }
 }

@@ -274,6 +274,32 @@ pub async fn hook(
     event: &yep_host::runtime::AgentEvent,
     start: &Starter,
 ) -> Result<yep_host::runtime::AgentAnswer, AttachError> {
+    let hello = hook_hello(home, workspace)?;
+    let (reader, writer) = connect(home, &hello, start).await?;
+    exchange(reader, writer, event).await
+}
+
+/// [`hook`] on the host that runs for this home, never starting one: `None` when none runs
+/// (the status line asks often, and has nothing to show of a host that is not there).
+pub async fn hook_if_running(
+    home: &Home,
+    workspace: PathBuf,
+    event: &yep_host::runtime::AgentEvent,
+) -> Result<Option<yep_host::runtime::AgentAnswer>, AttachError> {
+    let path = socket_path(home);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let hello = hook_hello(home, workspace)?;
+    match try_once(&path, &hello).await {
+        Found::Attached(reader, writer) => exchange(reader, writer, event).await.map(Some),
+        Found::Refused(e) => Err(AttachError::Refused(e)),
+        Found::Nobody(_) | Found::OtherVersion(_) => Ok(None),
+    }
+}
+
+/// The hello of a [`Purpose::Hook`] connection for `workspace`.
+fn hook_hello(home: &Home, workspace: PathBuf) -> Result<Hello, AttachError> {
     yep_sandbox::protect(&home.root);
     if let Some(why) = yep_sandbox::workspace_withheld(&workspace) {
         return Err(AttachError::Unshared(format!(
@@ -281,13 +307,20 @@ pub async fn hook(
             yep_host::text::escape(&workspace.display().to_string())
         )));
     }
-    let hello = Hello {
+    Ok(Hello {
         yep_shared_host: PROTOCOL,
         version: version(),
         key: super::attach_key(home)?,
         purpose: Purpose::Hook { workspace },
-    };
-    let (mut reader, mut writer) = connect(home, &hello, start).await?;
+    })
+}
+
+/// Send `event` on an attached hook connection and read the host's answer.
+async fn exchange(
+    mut reader: BufReader<OwnedReadHalf>,
+    mut writer: OwnedWriteHalf,
+    event: &yep_host::runtime::AgentEvent,
+) -> Result<yep_host::runtime::AgentAnswer, AttachError> {
     let mut line = serde_json::to_vec(event).map_err(std::io::Error::other)?;
     line.push(b'\n');
     writer.write_all(&line).await?;
