@@ -337,7 +337,7 @@ async fn exchange(
         )
     })??;
     match serde_json::from_slice(&answer) {
-        Ok(super::Answered::Answer(answer)) => Ok(answer),
+        Ok(super::Answered::Answer(answer)) => Ok(*answer),
         Ok(super::Answered::Error(why)) => Err(AttachError::Refused(why)),
         Err(e) => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e).into()),
     }

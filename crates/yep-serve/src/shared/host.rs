@@ -548,7 +548,9 @@ impl Shared {
             Ok(Err(e)) => Answered::Error(format!("the event could not be read: {e}")),
             Ok(Ok(line)) => match serde_json::from_slice::<AgentEvent>(&line) {
                 Err(e) => Answered::Error(format!("the event is not understood: {e}")),
-                Ok(event) => Answered::Answer(hold.workspace.host.agent_event(event).await),
+                Ok(event) => {
+                    Answered::Answer(Box::new(hold.workspace.host.agent_event(event).await))
+                }
             },
         };
         let _ = send(&mut write, &answered).await;

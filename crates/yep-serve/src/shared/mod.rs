@@ -234,7 +234,7 @@ pub enum Purpose {
 #[serde(rename_all = "snake_case")]
 pub enum Answered {
     /// What the chain decided.
-    Answer(yep_host::runtime::AgentAnswer),
+    Answer(Box<yep_host::runtime::AgentAnswer>),
     /// Why the host could not run it.
     Error(String),
 }
