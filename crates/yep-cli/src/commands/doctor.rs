@@ -22,8 +22,9 @@ use yep_tools::doctor::{self, Check, Report, Status};
 #[derive(clap::Args)]
 pub struct Args {
     /// An installed extension's name, an MCP server's as `yep mcp list` names it, or a
-    /// package directory.
-    target: String,
+    /// package directory. Without one: the setup around the agents (a Claude Code plugin
+    /// enabled both in yep and in Claude Code, whose hooks would run twice).
+    target: Option<String>,
     /// Print the report (every check, its status and detail) as JSON.
     #[arg(long)]
     json: bool,
@@ -46,13 +47,19 @@ pub struct Args {
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let Some(name) = args.target.clone() else {
+        if args.sandbox_learn || args.conformance || args.tool.is_some() {
+            anyhow::bail!("--sandbox-learn, --conformance and --tool grade one server: name it");
+        }
+        let mut report = yep_tools::doctor::agents::setup(home, &cwd)?;
+        return print(&mut report, args.json);
+    };
     let asked = asked_call(&args)?;
     // An MCP server, by the name `yep mcp list` gives it (an installed extension's name, or a
     // path, wins).
-    let server = match looks_like_path(&args.target) || home.lockfile()?.get(&args.target).is_some()
-    {
+    let server = match looks_like_path(&name) || home.lockfile()?.get(&name).is_some() {
         true => None,
-        false => super::mcp::named(home, &args.target)?,
+        false => super::mcp::named(home, &name)?,
     };
     if let Some(source) = &server
         && args.conformance
@@ -62,10 +69,10 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             escape(&source.name)
         );
     }
-    if server.is_none() && !looks_like_path(&args.target) && !Path::new(&args.target).is_dir() {
+    if server.is_none() && !looks_like_path(&name) && !Path::new(&name).is_dir() {
         home.lockfile()?
-            .get(&args.target)
-            .ok_or_else(|| super::mcp::no_such_server(home, &args.target))?;
+            .get(&name)
+            .ok_or_else(|| super::mcp::no_such_server(home, &name))?;
     }
     let learn = match args.sandbox_learn {
         true => Some(Learning::new()?),
@@ -83,7 +90,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             let replay = replay(home, &stem, asked, learn.is_some());
             doctor::mcp::run(home, &source, &cwd, learn, replay).await
         }
-        None => target(home, &args, cwd, learn, asked).await?,
+        None => target(home, &name, &args, cwd, learn, asked).await?,
     };
     print(&mut report, args.json)
 }
@@ -136,12 +143,13 @@ fn replay(
 /// An installed extension or a package directory.
 async fn target(
     home: &Home,
+    name: &str,
     args: &Args,
     cwd: PathBuf,
     learn: Option<Learning>,
     asked: Option<DeniedCall>,
 ) -> anyhow::Result<Report> {
-    Ok(match super::resolve_target(home, &args.target)? {
+    Ok(match super::resolve_target(home, name)? {
         Target::Installed(entry) => {
             if entry.zot.is_some() && asked.is_some() {
                 return Err(zot_call());
@@ -165,7 +173,7 @@ async fn target(
                         sandbox_mode_or_required(home),
                     )
                     .await?
-                    .ok_or_else(|| no_server(&args.target))?;
+                    .ok_or_else(|| no_server(name))?;
                     if args.conformance {
                         report.checks.push(zot_conformance());
                     }

@@ -328,3 +328,46 @@ fn the_status_line_shows_each_extensions_status_and_never_starts_a_host() {
         json!({"echo": {"text": "echo ready", "level": "ok"}})
     );
 }
+
+#[test]
+fn doctor_says_when_a_plugin_is_on_in_yep_and_in_claude_code_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, project) = with_security_guidance(tmp.path());
+    let claude = tmp.path().join("claude-config");
+    std::fs::create_dir_all(&claude).unwrap();
+    let doctor = |claude_settings: Value| {
+        std::fs::write(claude.join("settings.json"), claude_settings.to_string()).unwrap();
+        let out = common::yep_at(
+            Some(&project),
+            &home,
+            &["doctor", "--json"],
+            "",
+            &[("CLAUDE_CONFIG_DIR", claude.to_str().unwrap())],
+        );
+        let report: Value = serde_json::from_str(&ok(&out)).unwrap();
+        report["checks"][0].clone()
+    };
+    let twice = doctor(json!({"enabledPlugins": {
+        "security-guidance@claude-plugins-official": true, "other@x": true}}));
+    assert_eq!(twice["status"], "warn", "{twice:#}");
+    let detail = twice["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("security-guidance@claude-plugins-official")
+            && detail.contains("its hooks run twice")
+            && detail.contains("`yep disable security-guidance`"),
+        "{detail}"
+    );
+    // Off in Claude Code, or a project's local settings turning it off: once.
+    let once =
+        doctor(json!({"enabledPlugins": {"security-guidance@claude-plugins-official": false}}));
+    assert_eq!(once["status"], "pass", "{once:#}");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    std::fs::write(
+        project.join(".claude/settings.local.json"),
+        json!({"enabledPlugins": {"security-guidance@claude-plugins-official": false}}).to_string(),
+    )
+    .unwrap();
+    let local =
+        doctor(json!({"enabledPlugins": {"security-guidance@claude-plugins-official": true}}));
+    assert_eq!(local["status"], "pass", "{local:#}");
+}

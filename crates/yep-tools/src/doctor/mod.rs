@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use yep_host::supervisor::{DeniedCall, Extension, ExtensionError, ServerSpec, SupervisorOptions};
 use yep_protocol::Message;
 
+pub mod agents;
 pub mod drift;
 pub mod mcp;
 pub mod zot;
