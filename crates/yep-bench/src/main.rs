@@ -3,6 +3,7 @@
 //! `cargo run --release -p yep-bench` prints a table; `-- --json` prints one object per figure
 //! plus the derived ratios and whether each target holds.
 
+mod agent_hooks;
 mod launchers;
 mod rmcp_bench;
 mod shared;
@@ -464,6 +465,9 @@ fn main() -> anyhow::Result<()> {
             "spawn_hook_rust",
             percentiles(spawned_hook(&pong, &["hook"], 20, 300)?),
         );
+        // 12. `yep hook claude` per event, as Claude Code runs it.
+        r.probe("agent hooks")?;
+        agent_hooks::measure(&mut r, &echo, &scratch)?;
     }
     // The floor again: a core taken during the run shows here if not at the start.
     r.latency(
@@ -1039,6 +1043,7 @@ fn ratios(r: &Report, noisy: bool) -> Value {
         "= 0",
         spawned == 0.0,
     );
+    agent_hooks::targets(&mut t, r);
     Value::Object(t.out)
 }
 
