@@ -187,10 +187,8 @@ pub(super) fn config(command: &str, codex: bool) -> Config {
     Config {
         text: text + "\n",
         file: match codex {
-            true => "$CODEX_HOME/hooks.json (by default ~/.codex/hooks.json)",
-            false => {
-                "~/.claude/settings.json (or a project's .claude/settings.json), merged into its \"hooks\""
-            }
+            true => "`$CODEX_HOME/hooks.json` (by default `~/.codex/hooks.json`)",
+            false => "`~/.claude/settings.json` (or a project's `.claude/settings.json`)",
         },
     }
 }
