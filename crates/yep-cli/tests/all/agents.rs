@@ -484,10 +484,17 @@ def hook(params):
 server.serve()
 "#;
 
-/// A Claude Code plugin's PreToolUse hook on Bash: it denies a command with `PLUGIN-BLOCK`
-/// in it, and asks the user first about one with `PLUGIN-ASK`.
+/// A Claude Code plugin's hooks: on PreToolUse of Bash it denies a command with
+/// `PLUGIN-BLOCK` in it and asks the user first about one with `PLUGIN-ASK`; at the first
+/// Stop it keeps the agent going.
 const PLUGIN_HOOK: &str = r#"import json, sys
-command = json.load(sys.stdin).get("tool_input", {}).get("command", "")
+event = json.load(sys.stdin)
+if event.get("hook_event_name") == "Stop":
+    if not event.get("stop_hook_active"):
+        print(json.dumps({"decision": "block",
+            "reason": "plugin-guard: run the tests before you stop"}))
+    sys.exit(0)
+command = event.get("tool_input", {}).get("command", "")
 for word, decision, reason in [("PLUGIN-BLOCK", "deny", "plugin-guard refused it: PLUGIN-BLOCK"),
                                ("PLUGIN-ASK", "ask", "plugin-guard asks first: PLUGIN-ASK")]:
     if word in command:
@@ -512,8 +519,11 @@ fn chain_home(tmp: &Path) -> PathBuf {
     let plugin = yep_test_support::Package::at(tmp.join("plugin-guard"))
         .file(
             "hooks/hooks.json",
-            &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
-                "command": "python3 \"${CLAUDE_PLUGIN_ROOT}/hooks/refuse.py\""}]}]}})
+            &json!({"hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+                    "command": "python3 \"${CLAUDE_PLUGIN_ROOT}/hooks/refuse.py\""}]}],
+                "Stop": [{"hooks": [{"type": "command",
+                    "command": "python3 \"${CLAUDE_PLUGIN_ROOT}/hooks/refuse.py\""}]}]}})
             .to_string(),
         )
         .file("hooks/refuse.py", PLUGIN_HOOK)
@@ -532,9 +542,9 @@ fn chain_home(tmp: &Path) -> PathBuf {
 }
 
 /// The agent's own tools meet yep's whole chain: a YEP pre hook's block and rewrite, zot's
-/// guard, a Claude Code plugin's PreToolUse hook (a block and a question), the session's
-/// context, and (for an agent with a Write tool) security-guidance's warning after it, all
-/// in one session.
+/// guard, a Claude Code plugin's PreToolUse hook (a block and a question) and Stop hook, the
+/// session's context, and (for an agent with a Write tool) security-guidance's warning after
+/// it, all in one session.
 fn own_tools_meet_yeps_chain(cli: Cli) {
     let tmp = tempfile::tempdir().unwrap();
     let yep_home = chain_home(tmp.path());
@@ -565,6 +575,9 @@ fn own_tools_meet_yeps_chain(cli: Cli) {
     let run = agent.run(&calls);
     let results = run.results(cli);
     assert_eq!(results.len(), calls.len(), "{results:#?}\n{}", run.said());
+    // A turn for each call's result, the final answer's, and one more: the Stop hook's.
+    let answered = calls.len();
+    assert_eq!(run.turns().len(), answered + 2, "{}", run.said());
 
     // The session's context: careful's prompt text, in the model's first turn.
     assert!(
@@ -615,6 +628,10 @@ fn own_tools_meet_yeps_chain(cli: Cli) {
         _ => "refused: extension `plugin-guard` wants the user's approval first (plugin-guard asks first: PLUGIN-ASK)".to_string(),
     };
     assert!(results[4].contains(&asked), "{}", results[4]);
+    // The plugin's Stop hook kept the agent going, its reason the model's next prompt.
+    let stop = "plugin-guard: run the tests before you stop";
+    assert!(run.turn(answered + 1).contains(stop), "{}", run.said());
+    assert!(!run.turn(answered).contains(stop));
     if cli == Cli::Codex {
         return;
     }
@@ -625,9 +642,12 @@ fn own_tools_meet_yeps_chain(cli: Cli) {
         "x = eval(input())\n"
     );
     let warning = "eval() executes arbitrary code";
-    let after = run.turns().len() - 1;
-    assert!(run.turn(after).contains(warning), "{}", run.turn(after));
-    assert!(!run.turn(after - 1).contains(warning));
+    assert!(
+        run.turn(answered).contains(warning),
+        "{}",
+        run.turn(answered)
+    );
+    assert!(!run.turn(answered - 1).contains(warning));
 }
 
 /// When the hook command cannot reach or start a shared host (the yep home's `run` is a
