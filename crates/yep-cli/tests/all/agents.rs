@@ -461,7 +461,8 @@ fn guard() -> &'static Path {
 
 /// A YEP package in Python: its pre hook on `bash` blocks a command with `DANGER` in it and
 /// rewrites `echo REWRITE-ME` to `echo REWRITTEN`; its prompt text is the context an agent's
-/// session starts with.
+/// session starts with (a YEP hook's decision has no field for context: a package's text for
+/// the model is its prompt).
 const CAREFUL: &str = r#"#!/usr/bin/env python3
 from yep_sdk import Server, block, modify
 
