@@ -3,8 +3,8 @@
 //! the answer. Beside it are the same check as a Python command hook, and a bare `true` spawn:
 //! what any command hook costs before it does anything.
 
-use crate::yep_side::{command, interpreter, sibling};
 use crate::stats::percentiles;
+use crate::yep_side::{command, interpreter, sibling};
 use crate::{Ratios, Report};
 use serde_json::json;
 use std::io::Write;

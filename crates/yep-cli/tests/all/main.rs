@@ -4,6 +4,7 @@
 // The HOME, TMPDIR and yep home of this test process are its own (yep-test-support).
 yep_test_support::seal_this_test_binary!();
 
+mod agents;
 mod authoring;
 mod claude;
 mod cli;

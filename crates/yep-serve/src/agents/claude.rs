@@ -193,8 +193,8 @@ pub(super) fn config(command: &str, statusline: Option<&str>) -> Config {
     Config {
         text: text + "\n",
         file: match codex {
-            true => "$CODEX_HOME/hooks.json (by default ~/.codex/hooks.json)",
-            false => "~/.claude/settings.json (or a project's .claude/settings.json)",
+            true => "`$CODEX_HOME/hooks.json` (by default `~/.codex/hooks.json`)",
+            false => "`~/.claude/settings.json` (or a project's `.claude/settings.json`)",
         },
     }
 }

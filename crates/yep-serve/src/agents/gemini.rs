@@ -173,7 +173,7 @@ pub(super) fn config(command: &str) -> Config {
     let text = serde_json::to_string_pretty(&json!({ "hooks": hooks })).unwrap_or_default();
     Config {
         text: text + "\n",
-        file: "~/.gemini/settings.json (or a project's .gemini/settings.json)",
+        file: "`~/.gemini/settings.json` (or a project's `.gemini/settings.json`)",
     }
 }
 

@@ -40,6 +40,20 @@ fn go(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "go {args:?}: {}", text(&out.stderr));
 }
 
+/// The example `name` of the corpus at `root`, built where its manifest's `exec` expects it.
+fn build(root: &Path, name: &str) {
+    let out = root.join("examples/extensions").join(name).join(name);
+    go(
+        root,
+        &[
+            "build",
+            "-o",
+            out.to_str().unwrap(),
+            &format!("./examples/extensions/{name}"),
+        ],
+    );
+}
+
 /// [`zot_corpus`] with `hello`, `weather` and `guard` built where their manifests' `exec`
 /// expects them, and `todo`'s module (which `go run .` builds) pointed at the copy: the one
 /// edit the corpus's README says any example needs.
@@ -47,16 +61,7 @@ pub fn built_zot_corpus(dir: &Path) -> PathBuf {
     let root = zot_corpus(dir);
     let examples = root.join("examples/extensions");
     for built in ["hello", "weather", "guard"] {
-        let out = examples.join(built).join(built);
-        go(
-            &root,
-            &[
-                "build",
-                "-o",
-                out.to_str().unwrap(),
-                &format!("./examples/extensions/{built}"),
-            ],
-        );
+        build(&root, built);
     }
     let replace = format!("github.com/patriceckhart/zot={}", root.display());
     go(
@@ -64,4 +69,12 @@ pub fn built_zot_corpus(dir: &Path) -> PathBuf {
         &["mod", "edit", "-replace", &replace],
     );
     root
+}
+
+/// The example `name` alone, built in a [`zot_corpus`] copy in `dir`: its directory, ready to
+/// install.
+pub fn built_zot_example(dir: &Path, name: &str) -> PathBuf {
+    let root = zot_corpus(dir);
+    build(&root, name);
+    root.join("examples/extensions").join(name)
 }
