@@ -1,6 +1,7 @@
-//! Section 12: `yep hook claude` end to end, as Claude Code runs it for each event: the
-//! process start, the attach to the warm shared host, a chain of one warm YEP pre hook, and
-//! the answer. Beside it are the same check as a Python command hook, and a bare `true` spawn:
+//! Section 12: the hook command end to end, as Claude Code runs it for each event (`yep-hook
+//! claude`, as `yep hooks config` wires it): the process start, the attach to the warm shared
+//! host, a chain of one warm YEP pre hook, and the answer. `yep hook claude`, the same through
+//! the whole `yep` binary, is reported beside it. Beside it are the same check as a Python command hook, and a bare `true` spawn:
 //! what any command hook costs before it does anything.
 
 use crate::stats::percentiles;
@@ -47,11 +48,12 @@ fn spawned(
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;
-        child
+        // `true` reads none of it: a write it never takes is no failure.
+        let _ = child
             .stdin
             .take()
             .expect("piped")
-            .write_all(input.as_bytes())?;
+            .write_all(input.as_bytes());
         let output = child.wait_with_output()?;
         anyhow::ensure!(
             output.status.success(),
@@ -112,14 +114,25 @@ pub fn measure(r: &mut Report, echo: &Path, scratch: &Path) -> anyhow::Result<()
     let home = home_with_hook(&yep, echo, scratch)?;
     let input = event(&workspace);
     let home_arg = home.display().to_string();
-    let hook = ["--home", home_arg.as_str(), "hook", "claude"];
-    // The first event starts the shared host and the package's server: the warm-up.
-    let hooked = spawned(&yep, &hook, &input, 20, 300);
+    // What `yep hooks config` wires: the small `yep-hook`. The first event starts the shared
+    // host and the package's server: the warm-up.
+    let small = sibling("yep-hook")?;
+    let hooked = spawned(
+        &small,
+        &["--home", home_arg.as_str(), "claude"],
+        &input,
+        20,
+        300,
+    );
+    // The same through the whole `yep` binary (`yep hook claude`).
+    let whole = ["--home", home_arg.as_str(), "hook", "claude"];
+    let hooked_yep = spawned(&yep, &whole, &input, 5, 100);
     let _ = command(&yep)
         .args(["--home", home_arg.as_str(), "host", "stop"])
         .stdin(Stdio::null())
         .output();
     r.latency("hook_command", percentiles(hooked?));
+    r.latency("hook_command_yep", percentiles(hooked_yep?));
     let python = interpreter("python3", &["-c", "import sys; print(sys.executable)"])?;
     r.latency(
         "python_command_hook",

@@ -133,8 +133,9 @@ fn main() -> anyhow::Result<()> {
     let shared_only = std::env::args().any(|a| a == "--shared-only");
     // Only the yep round trips and throughput, for working on the call path (or profiling it).
     let calls_only = std::env::args().any(|a| a == "--calls-only");
-    // Only the package launchers' figures (section 11).
+    // Only the package launchers' figures (section 11), or only `yep hook`'s (section 12).
     let launchers_only = std::env::args().any(|a| a == "--launchers-only");
+    let agent_hooks_only = std::env::args().any(|a| a == "--agent-hooks-only");
     let args: Vec<String> = std::env::args().collect();
     // One figure in a loop for about ten seconds, for a profiler to watch: `rtt` (200 B, one
     // in flight) or `throughput` (64 in flight).
@@ -183,9 +184,12 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     rt.block_on(async {
-        if launchers_only {
-            r.probe("launchers")?;
-            return launchers::launchers(&mut r, &scratch);
+        if launchers_only || agent_hooks_only {
+            r.probe("launchers or agent hooks")?;
+            return match launchers_only {
+                true => launchers::launchers(&mut r, &scratch),
+                false => agent_hooks::measure(&mut r, &echo, &scratch),
+            };
         }
         if bridge_only {
             r.probe("bridge")?;
@@ -447,6 +451,7 @@ fn main() -> anyhow::Result<()> {
     // 6. The same decision from a process spawned per event.
     let part = mcp_only
         || launchers_only
+        || agent_hooks_only
         || bridge_only
         || shared_only
         || calls_only

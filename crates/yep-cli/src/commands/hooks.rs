@@ -9,8 +9,7 @@ use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use yep_serve::agents::{Agent, Input, MAX_INPUT, Reply};
-use yep_serve::shared::AttachError;
+use yep_serve::agents::{Agent, Input};
 use yep_store::Home;
 use yep_store::text::escape;
 
@@ -69,101 +68,10 @@ pub enum HooksCommand {
 
 /// `yep hook <agent>`: the agent's event on stdin, the answer on stdout, its exit code.
 pub async fn hook(args: HookArgs, home: &Home) -> anyhow::Result<ExitCode> {
-    let agent = args.agent.agent();
-    let reply = match read_input(agent) {
-        Err(why) => agent.failed(None, &why, args.fail_open),
-        // Nothing for yep to say: no host is reached.
-        Ok(input) if input.event.is_none() => Reply::default(),
-        Ok(input) => match answer(home, &input).await {
-            Ok(answer) => agent.answer(&input, &answer),
-            Err(why) => agent.failed(Some(&input), &why, args.fail_open),
-        },
-    };
-    Ok(emit(reply))
-}
-
-/// The agent's hook input, read (bounded) from stdin.
-fn read_input(agent: Agent) -> Result<Input, String> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .take(MAX_INPUT as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("the hook input could not be read: {e}"))?;
-    if bytes.len() > MAX_INPUT {
-        return Err(format!(
-            "the hook input is over {} MiB",
-            MAX_INPUT / (1024 * 1024)
-        ));
-    }
-    agent.parse(&bytes)
-}
-
-/// The chain's answer to `input`'s event, from the shared host of its workspace; a workspace
-/// the shared host never serves (the home, `/`) is served by a host of this process's own.
-async fn answer(home: &Home, input: &Input) -> Result<yep_host::runtime::AgentAnswer, String> {
-    let Some(event) = &input.event else {
-        return Ok(Default::default());
-    };
-    let workspace = workspace(input);
-    let start = super::host::starter(home).map_err(|e| e.to_string())?;
-    match yep_serve::shared::hook(home, workspace.clone(), event, &start).await {
-        Ok(answer) => Ok(answer),
-        Err(AttachError::Unshared(_)) => own_host(home, workspace, event.clone()).await,
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// The agent's project: the directory the agent names for its hooks (`CLAUDE_PROJECT_DIR`,
-/// `GEMINI_PROJECT_DIR`), else this process's, else the input's `cwd`. A session of
-/// `yep mcp serve` started by the same agent has the same one, so they share a host.
-fn workspace(input: &Input) -> PathBuf {
-    let named = ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(PathBuf::from)
-        .find(|p| p.is_absolute() && p.is_dir());
-    let dir = named
-        .or_else(|| std::env::current_dir().ok())
-        .or_else(|| input.cwd.clone())
-        .unwrap_or_else(|| PathBuf::from("/"));
-    dir.canonicalize().unwrap_or(dir)
-}
-
-/// Run the event on a host of this process's own, then stop it.
-async fn own_host(
-    home: &Home,
-    workspace: PathBuf,
-    event: yep_host::runtime::AgentEvent,
-) -> Result<yep_host::runtime::AgentAnswer, String> {
-    use yep_host::runtime::{ExtensionHost, HostOptions, Session};
-    let session = Session {
-        id: format!("yep-hook-{}", std::process::id()),
-        workspace_root: workspace,
-    };
-    let opts = HostOptions {
-        supervisor: yep_host::supervisor::SupervisorOptions::for_home(home),
-        ..HostOptions::default()
-    };
-    let host = ExtensionHost::start(home.clone(), session, opts)
-        .await
-        .map_err(|e| yep_host::error::report(&e))?;
-    let answer = host.agent_event(event).await;
-    host.shutdown().await;
-    Ok(answer)
-}
-
-/// Write the reply and give its exit code.
-fn emit(reply: Reply) -> ExitCode {
-    let mut stdout = std::io::stdout().lock();
-    let written = stdout
-        .write_all(reply.stdout.as_bytes())
-        .and_then(|()| stdout.flush());
-    drop(stdout);
-    crate::output::stdout_written(written);
-    if !reply.stderr.is_empty() {
-        let _ = std::io::stderr().write_all(reply.stderr.as_bytes());
-    }
-    ExitCode::from(reply.code)
+    let start = super::host::starter(home)?;
+    let reply =
+        yep_serve::agents::command::run(home, args.agent.agent(), args.fail_open, &start).await;
+    Ok(ExitCode::from(yep_serve::agents::command::emit(&reply)))
 }
 
 /// `yep statusline`: the extensions' status in one line, for Claude Code's `statusLine`
@@ -189,7 +97,7 @@ pub async fn statusline(args: StatuslineArgs, home: &Home) -> anyhow::Result<Exi
     };
     let workspace = match input.cwd.clone().filter(|p| p.is_absolute() && p.is_dir()) {
         Some(dir) => dir.canonicalize().unwrap_or(dir),
-        None => workspace(&input),
+        None => yep_serve::agents::command::workspace(&input),
     };
     let status = match yep_serve::shared::hook_if_running(
         home,
@@ -248,17 +156,28 @@ fn status_line(
 pub fn run(cmd: HooksCommand, home: &Home) -> anyhow::Result<ExitCode> {
     let HooksCommand::Config { agent, fail_open } = cmd;
     let agent = agent.agent();
-    let yep = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.to_str().map(String::from))
-        .unwrap_or_else(|| "yep".into());
+    let exe = std::env::current_exe().ok();
     let home_dir = home.root.display().to_string();
-    let yep = [yep.as_str(), "--home", home_dir.as_str()]
-        .iter()
-        .map(|w| shell_word(w))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let config = agent.config(&yep, fail_open);
+    let words = |program: &str, rest: &[&str]| -> String {
+        [program, "--home", home_dir.as_str()]
+            .iter()
+            .chain(rest)
+            .map(|w| shell_word(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let yep = exe
+        .as_deref()
+        .and_then(|p| p.to_str())
+        .unwrap_or("yep")
+        .to_string();
+    // The small binary beside this one when it is there (`cargo install` puts both): it
+    // starts faster, and an agent starts it for every event.
+    let hook = match exe.map(|p| p.with_file_name("yep-hook")) {
+        Some(small) if small.is_file() => words(&small.to_string_lossy(), &[]),
+        _ => words(&yep, &["hook"]),
+    };
+    let config = agent.config(&hook, &words(&yep, &[]), fail_open);
     let mut stdout = std::io::stdout().lock();
     let written = stdout
         .write_all(config.text.as_bytes())

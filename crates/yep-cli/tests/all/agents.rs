@@ -280,10 +280,11 @@ impl Agent {
         let out = yep(yep_home, &args);
         let config: Value = serde_json::from_str(&ok(&out))
             .unwrap_or_else(|e| panic!("yep hooks config printed no JSON ({e})"));
-        // Every event runs this very binary on this home.
+        // Every event runs this build's hook command (the small `yep-hook` beside `yep`) on
+        // this home.
         let mut command = format!(
-            "{} --home {} hook {}",
-            env!("CARGO_BIN_EXE_yep"),
+            "{} --home {} {}",
+            env!("CARGO_BIN_EXE_yep-hook"),
             yep_home.display(),
             self.cli.name()
         );

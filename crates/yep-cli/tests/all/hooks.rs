@@ -82,6 +82,28 @@ fn a_yep_pre_hook_blocks_the_agents_own_shell_call_in_each_agents_format() {
         answer(&h.hook("gemini", &[], &gemini)),
         json!({"decision": "deny", "reason": reason})
     );
+    // The small `yep-hook` binary, which the configurations run, answers the same.
+    let small = {
+        use std::io::Write;
+        let mut child = common::Sealed::get()
+            .command(env!("CARGO_BIN_EXE_yep-hook"), &h.home)
+            .args(["claude"])
+            .current_dir(&h.workspace)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = claude(json!({"forbidden": true})).to_string();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    assert_eq!(answer(&small), denied);
     // A call the hooks let go: nothing to say, and the agent decides as it would.
     let allowed = h.hook("claude", &[], &claude(json!({"command": "ls"})));
     assert_eq!(allowed.status.code(), Some(0));
@@ -208,7 +230,10 @@ fn hooks_config_prints_what_each_agent_reads() {
         open["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
             .as_str()
             .unwrap()
-            .ends_with(" hook claude --fail-open"),
+            .ends_with(&format!(
+                "yep-hook --home {} claude --fail-open",
+                home.display()
+            )),
         "{open:#}"
     );
 }

@@ -4,13 +4,15 @@
 //! agent's own answer: stdout, stderr and an exit code ([`Reply`]).
 //!
 //! - [`claude`]: Claude Code's hooks, which Codex reads too (`$CODEX_HOME/hooks.json`);
-//! - [`gemini`]: Gemini CLI's.
+//! - [`gemini`]: Gemini CLI's;
+//! - [`command`]: the hook command itself, which `yep hook` and the `yep-hook` binary run.
 //!
 //! Each agent's configuration ([`Agent::config`]) wires every event it has to one command.
 //! When yep cannot answer, the reply blocks what can be blocked (a tool call, a prompt) and
 //! says why, unless the user chose `--fail-open` ([`Agent::failed`]); never a silent allow.
 
 pub mod claude;
+pub mod command;
 pub mod gemini;
 
 use serde_json::Value;
@@ -110,11 +112,12 @@ impl Agent {
     }
 
     /// The hook configuration this agent reads, wiring each of its events to
-    /// `<yep> hook <agent>` (`yep` is the command line that runs yep for this home, shell
-    /// words), with `--fail-open` when asked. Claude Code's has its `statusLine` too.
-    pub fn config(self, yep: &str, fail_open: bool) -> Config {
+    /// `<hook> <agent>`, with `--fail-open` when asked. `hook` is the command line of the hook
+    /// command for this home (`yep-hook --home H`, or `yep --home H hook`) and `yep` that of
+    /// yep, in shell words. Claude Code's has its `statusLine` too.
+    pub fn config(self, hook: &str, yep: &str, fail_open: bool) -> Config {
         let open = if fail_open { " --fail-open" } else { "" };
-        let command = format!("{yep} hook {}{open}", self.name());
+        let command = format!("{hook} {}{open}", self.name());
         match self {
             Agent::Claude => claude::config(&command, Some(&format!("{yep} statusline"))),
             Agent::Codex => claude::config(&command, None),
