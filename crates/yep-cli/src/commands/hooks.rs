@@ -94,6 +94,7 @@ pub async fn statusline(args: StatuslineArgs, home: &Home) -> anyhow::Result<Exi
         event: None,
         cwd: said,
         tool: None,
+        session: None,
     };
     let workspace = match input.cwd.clone().filter(|p| p.is_absolute() && p.is_dir()) {
         Some(dir) => dir.canonicalize().unwrap_or(dir),

@@ -276,6 +276,17 @@ fn a_plugins_post_tool_warning_on_the_agents_own_edits_reaches_the_model() {
         &edit.to_string(),
     ));
     assert!(said.to_string().contains(warning), "{said:#}");
+    // The plugin warns once per file in a session, and that session is the agent's: the same
+    // edit warns again in another agent session, and not again in the first.
+    let again = |session: &str| {
+        let mut event = edit.clone();
+        event["session_id"] = json!(session);
+        let out = yep_in(&project, &home, &["hook", "claude"], &event.to_string());
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert!(again("another").contains(warning));
+    assert!(!again("s").contains(warning));
     // Gemini CLI's write_file is a Write to the plugin.
     let gemini = json!({"hook_event_name": "AfterTool", "tool_name": "write_file",
         "tool_input": write("gemini.py"), "tool_response": {"llmContent": "ok"}});

@@ -13,6 +13,19 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use crate::manifest::Grants;
 pub use crate::manifest::HookEvent;
 
+tokio::task_local! {
+    /// The session of the agent whose event the runtime is running, when that agent is not
+    /// the embedder (an agent's own hook, through `yep hook`). A wire that names a session to
+    /// its servers (Claude Code's hooks' `session_id`) names this one, so a plugin's
+    /// per-session state is per agent session, as in that agent.
+    pub(crate) static AGENT_SESSION: String;
+}
+
+/// The agent session of the event being run ([`AGENT_SESSION`]), if any.
+pub(crate) fn agent_session() -> Option<String> {
+    AGENT_SESSION.try_with(Clone::clone).ok()
+}
+
 mod result;
 pub use result::ToolResult;
 

@@ -145,6 +145,20 @@ fn lifecycle(host: &ExtensionHost, event_type: &str, data: Value) -> TraceEvent 
 }
 
 impl ExtensionHost {
+    /// [`ExtensionHost::agent_event`] in the agent's session `session` (its own id, as its
+    /// hooks know it): a plugin's hooks are told that session, so their per-session state is
+    /// per agent session.
+    pub async fn agent_event_in(&self, session: Option<String>, event: AgentEvent) -> AgentAnswer {
+        match session.filter(|s| !s.is_empty()) {
+            Some(session) => {
+                crate::capability::AGENT_SESSION
+                    .scope(session, self.agent_event(event))
+                    .await
+            }
+            None => self.agent_event(event).await,
+        }
+    }
+
     /// Run the chain for one event of an agent that runs its own tools, and say what it
     /// decided. A hook that asks is answered [`Verdict::Ask`] (the agent asks its user), never
     /// put to this host's ask sink; a block after it still wins.

@@ -701,7 +701,7 @@ impl ExtensionHost {
             let core = Arc::clone(&self.core);
             let name = loaded.name.clone();
             let answers = loaded.ext.post_hooks_answer();
-            let task = tokio::spawn(async move {
+            let fired = async move {
                 let mut said = Vec::new();
                 for (timeout, _) in subscribed {
                     match fire_within(&loaded, &firing, timeout, deadline, budget).await {
@@ -713,7 +713,14 @@ impl ExtensionHost {
                     }
                 }
                 said
-            });
+            };
+            // The agent session whose event this is goes with it onto the task.
+            let task = match crate::capability::agent_session() {
+                Some(session) => {
+                    tokio::spawn(crate::capability::AGENT_SESSION.scope(session, fired))
+                }
+                None => tokio::spawn(fired),
+            };
             if answers {
                 answering.push((name, task));
             }

@@ -58,9 +58,10 @@ async fn answer(home: &Home, input: &Input, start: &Starter) -> Result<AgentAnsw
         return Ok(AgentAnswer::default());
     };
     let workspace = workspace(input);
-    match crate::shared::hook(home, workspace.clone(), event, start).await {
+    let session = input.session.clone();
+    match crate::shared::hook(home, workspace.clone(), session.clone(), event, start).await {
         Ok(answer) => Ok(answer),
-        Err(AttachError::Unshared(_)) => own_host(home, workspace, event.clone()).await,
+        Err(AttachError::Unshared(_)) => own_host(home, workspace, session, event.clone()).await,
         Err(e) => Err(e.to_string()),
     }
 }
@@ -85,10 +86,11 @@ pub fn workspace(input: &Input) -> PathBuf {
 async fn own_host(
     home: &Home,
     workspace: PathBuf,
+    session: Option<String>,
     event: AgentEvent,
 ) -> Result<AgentAnswer, String> {
     use yep_host::runtime::{ExtensionHost, HostOptions, Session};
-    let session = Session {
+    let own = Session {
         id: format!("yep-hook-{}", std::process::id()),
         workspace_root: workspace,
     };
@@ -96,10 +98,10 @@ async fn own_host(
         supervisor: yep_host::supervisor::SupervisorOptions::for_home(home),
         ..HostOptions::default()
     };
-    let host = ExtensionHost::start(home.clone(), session, opts)
+    let host = ExtensionHost::start(home.clone(), own, opts)
         .await
         .map_err(|e| yep_host::error::report(&e))?;
-    let answer = host.agent_event(event).await;
+    let answer = host.agent_event_in(session, event).await;
     host.shutdown().await;
     Ok(answer)
 }

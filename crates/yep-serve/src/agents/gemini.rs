@@ -71,6 +71,7 @@ pub(super) fn parse(v: &Value) -> Input {
             .filter(|c| !c.is_empty())
             .map(PathBuf::from),
         tool,
+        session: v["session_id"].as_str().map(str::to_string),
     }
 }
 

@@ -137,6 +137,8 @@ pub struct Input {
     pub cwd: Option<PathBuf>,
     /// The tool as the agent names it.
     pub tool: Option<String>,
+    /// The agent's session, as its hooks know it (`session_id`).
+    pub session: Option<String>,
 }
 
 /// What the hook command writes and how it exits.

@@ -271,10 +271,11 @@ const HOOK_WAIT: Duration = Duration::from_secs(110);
 pub async fn hook(
     home: &Home,
     workspace: PathBuf,
+    session: Option<String>,
     event: &yep_host::runtime::AgentEvent,
     start: &Starter,
 ) -> Result<yep_host::runtime::AgentAnswer, AttachError> {
-    let hello = hook_hello(home, workspace)?;
+    let hello = hook_hello(home, workspace, session)?;
     let (reader, writer) = connect(home, &hello, start).await?;
     exchange(reader, writer, event).await
 }
@@ -290,7 +291,7 @@ pub async fn hook_if_running(
     if !path.exists() {
         return Ok(None);
     }
-    let hello = hook_hello(home, workspace)?;
+    let hello = hook_hello(home, workspace, None)?;
     match try_once(&path, &hello).await {
         Found::Attached(reader, writer) => exchange(reader, writer, event).await.map(Some),
         Found::Refused(e) => Err(AttachError::Refused(e)),
@@ -299,7 +300,11 @@ pub async fn hook_if_running(
 }
 
 /// The hello of a [`Purpose::Hook`] connection for `workspace`.
-fn hook_hello(home: &Home, workspace: PathBuf) -> Result<Hello, AttachError> {
+fn hook_hello(
+    home: &Home,
+    workspace: PathBuf,
+    session: Option<String>,
+) -> Result<Hello, AttachError> {
     yep_sandbox::protect(&home.root);
     if let Some(why) = yep_sandbox::workspace_withheld(&workspace) {
         return Err(AttachError::Unshared(format!(
@@ -311,7 +316,7 @@ fn hook_hello(home: &Home, workspace: PathBuf) -> Result<Hello, AttachError> {
         yep_shared_host: PROTOCOL,
         version: version(),
         key: super::attach_key(home)?,
-        purpose: Purpose::Hook { workspace },
+        purpose: Purpose::Hook { workspace, session },
     })
 }
 

@@ -432,7 +432,9 @@ impl Shared {
                 tracing::info!("asked to stop");
                 self.stop.cancel();
             }
-            Purpose::Hook { workspace } => self.hook(reader, write, welcome, workspace).await,
+            Purpose::Hook { workspace, session } => {
+                self.hook(reader, write, welcome, workspace, session).await
+            }
             Purpose::Session {
                 workspace,
                 deferred,
@@ -534,6 +536,7 @@ impl Shared {
         mut write: tokio::net::unix::OwnedWriteHalf,
         welcome: Welcome,
         workspace: PathBuf,
+        session: Option<String>,
     ) {
         let Some(hold) = self.hold(&mut write, welcome, &workspace).await else {
             return;
@@ -549,7 +552,8 @@ impl Shared {
             Ok(Ok(line)) => match serde_json::from_slice::<AgentEvent>(&line) {
                 Err(e) => Answered::Error(format!("the event is not understood: {e}")),
                 Ok(event) => {
-                    Answered::Answer(Box::new(hold.workspace.host.agent_event(event).await))
+                    let host = &hold.workspace.host;
+                    Answered::Answer(Box::new(host.agent_event_in(session, event).await))
                 }
             },
         };

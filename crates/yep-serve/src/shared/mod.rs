@@ -222,7 +222,12 @@ pub enum Purpose {
     /// One event of an agent that runs its own tools (`yep hook <agent>`) in `workspace`: the
     /// client sends one [`yep_host::runtime::AgentEvent`] line, the host answers one
     /// [`Answered`] line and closes.
-    Hook { workspace: PathBuf },
+    Hook {
+        workspace: PathBuf,
+        /// The agent's session, as its hooks know it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+    },
     /// Answer with [`HostStatus`] and close.
     Status,
     /// Stop the host: its sessions end, its servers stop.

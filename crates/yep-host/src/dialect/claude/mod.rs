@@ -271,8 +271,10 @@ impl ClaudePeer {
     fn input(&self, event: Event, about: &About<'_>) -> Vec<u8> {
         let workspace = self.workspace().to_string_lossy().into_owned();
         let transcript = self.transcript.to_string_lossy();
+        // An agent's own session when the event is its (`yep hook`), else the host's.
+        let agent = crate::capability::agent_session();
         let context = io::Context {
-            session_id: &self.session_id,
+            session_id: agent.as_deref().unwrap_or(&self.session_id),
             cwd: &workspace,
             transcript_path: &transcript,
         };
