@@ -148,8 +148,16 @@ impl ExtensionHost {
     /// [`ExtensionHost::agent_event`] in the agent's session `session` (its own id, as its
     /// hooks know it): a plugin's hooks are told that session, so their per-session state is
     /// per agent session.
+    /// A session id that is not a plain word (letters, digits, `_`, `-`, `.`; at most 128, not
+    /// starting with `.`) is not passed on: plugins make paths of it.
     pub async fn agent_event_in(&self, session: Option<String>, event: AgentEvent) -> AgentAnswer {
-        match session.filter(|s| !s.is_empty()) {
+        let plain = |s: &String| {
+            (1..=128).contains(&s.len())
+                && !s.starts_with('.')
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+        };
+        match session.filter(plain) {
             Some(session) => {
                 crate::capability::AGENT_SESSION
                     .scope(session, self.agent_event(event))
