@@ -65,13 +65,5 @@ fn starter(home: &Home) -> Result<Box<yep_serve::shared::Starter>, String> {
             yep.display()
         ));
     }
-    let root = home.root.clone();
-    // The shared host outlives this event: it is started detached, and reaped by init.
-    #[allow(clippy::disallowed_methods)]
-    let start = move || {
-        let mut cmd = std::process::Command::new(&yep);
-        cmd.arg("--home").arg(&root).args(["host", "serve"]);
-        cmd
-    };
-    Ok(Box::new(start))
+    Ok(yep_serve::shared::starter(yep, home))
 }

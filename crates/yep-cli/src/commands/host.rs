@@ -33,15 +33,7 @@ pub enum HostCommand {
 /// serve`, detached (it is meant to outlive the session that started it, and is reaped by
 /// init once that is gone).
 pub(crate) fn starter(home: &Home) -> std::io::Result<Box<yep_serve::shared::Starter>> {
-    let yep = std::env::current_exe()?;
-    let root = home.root.clone();
-    #[allow(clippy::disallowed_methods)]
-    let start = move || {
-        let mut cmd = std::process::Command::new(&yep);
-        cmd.arg("--home").arg(&root).args(["host", "serve"]);
-        cmd
-    };
-    Ok(Box::new(start))
+    Ok(yep_serve::shared::starter(std::env::current_exe()?, home))
 }
 
 /// How long the host stays up with no session attached (`host_linger` in settings.toml).

@@ -554,7 +554,7 @@ impl Shell {
     /// Run a tool as an agent does: the pre hooks (a block ends it there, a rewrite is what
     /// runs), the call, then the post hooks.
     async fn run(&self, tool: &str, args: Value) -> Reply {
-        if !self.serves(tool) {
+        if !self.serves(tool) && yep_serve::agents::Agent::Claude.owns(tool) {
             return self.run_agents_own(tool, args).await;
         }
         let cancel = CancellationToken::new();
@@ -585,7 +585,7 @@ impl Shell {
         }
     }
 
-    /// `run` of a tool no extension serves: the agent's own (`Write`, `Bash`). Its hooks fire
+    /// `run` of one of the agent's own tools (`Write`, `Bash`) that no extension serves. Its hooks fire
     /// exactly as `yep hook` fires them for an agent: the pre hooks decide, then (the agent
     /// would run it here) the post hooks answer with what they found.
     async fn run_agents_own(&self, tool: &str, args: Value) -> Reply {

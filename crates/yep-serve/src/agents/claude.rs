@@ -3,7 +3,7 @@
 //! on stdout (`hookSpecificOutput`'s `permissionDecision`, `updatedInput` and
 //! `additionalContext`, `decision: "block"` with a `reason`, `systemMessage`), exit code 0.
 
-use super::{CLAUDE_TOOLS, Config, Input, Reply, joined, unavailable, yep_tool};
+use super::{CLAUDE_TOOLS, Config, Input, Reply, joined, unavailable, written, yep_tool};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use yep_host::runtime::{AgentAnswer, AgentEvent, Verdict};
@@ -105,7 +105,7 @@ pub(super) fn answer(input: &Input, a: &AgentAnswer, codex: bool) -> Reply {
         Some(AgentEvent::PostTool { .. }) if codex => {}
         Some(AgentEvent::PostTool { .. }) if !a.feedback.is_empty() => {
             out.insert("decision".into(), "block".into());
-            out.insert("reason".into(), joined(&a.feedback).into());
+            out.insert("reason".into(), joined(&[&a.feedback]).into());
         }
         Some(AgentEvent::PromptSubmit { .. } | AgentEvent::Stop { .. })
             if a.verdict == Verdict::Block =>
@@ -115,59 +115,13 @@ pub(super) fn answer(input: &Input, a: &AgentAnswer, codex: bool) -> Reply {
         }
         _ => {}
     }
-    let mut context = joined(&a.context);
-    if codex && matches!(input.event, Some(AgentEvent::PostTool { .. })) {
-        context = [joined(&a.feedback), context]
-            .into_iter()
-            .filter(|t| !t.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n\n");
-    }
-    if !context.is_empty() && input.event.is_some() {
-        specific.insert("additionalContext".into(), context.into());
-    }
-    if !specific.is_empty() {
-        specific.insert("hookEventName".into(), input.name.clone().into());
-        out.insert("hookSpecificOutput".into(), Value::Object(specific));
-    }
-    let mut told = unavailable(a);
-    if let Some(message) = &a.user_message {
-        told = [yep_host::text::escape(message).into_owned(), told]
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n");
-    }
-    if !told.is_empty() {
-        out.insert("systemMessage".into(), told.into());
-    }
-    Reply {
-        stdout: match out.is_empty() {
-            true => String::new(),
-            false => format!("{}\n", Value::Object(out)),
-        },
-        stderr: String::new(),
-        code: 0,
-    }
-}
-
-/// A refusal yep gives itself (it could not answer): a tool call denied, a prompt blocked;
-/// unread input, exit code 2 with the reason on stderr, which blocks whatever can be.
-pub(super) fn refused(input: Option<&Input>, reason: &str, codex: bool) -> Reply {
-    let Some(input) = input else {
-        return Reply {
-            stdout: String::new(),
-            stderr: format!("{reason}\n"),
-            code: 2,
-        };
+    let context = match codex && matches!(input.event, Some(AgentEvent::PostTool { .. })) {
+        true => joined(&[&a.feedback, &a.context]),
+        false => joined(&[&a.context]),
     };
-    let answer = AgentAnswer {
-        verdict: Verdict::Block,
-        by: Some("yep".into()),
-        reason: Some(reason.to_string()),
-        ..AgentAnswer::default()
-    };
-    self::answer(input, &answer, codex)
+    let message = a.user_message.as_deref().map(yep_host::text::escape);
+    let told = [message.unwrap_or_default().into_owned(), unavailable(a)];
+    written(input, out, specific, context, &told)
 }
 
 /// Claude Code's settings (`hooks`, and `statusLine` running `statusline`), or Codex's

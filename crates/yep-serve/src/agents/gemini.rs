@@ -4,7 +4,7 @@
 //! `ask`) with a `reason`, `hookSpecificOutput`'s `tool_input` (a rewrite) and
 //! `additionalContext`, `systemMessage`; exit code 0.
 
-use super::{Config, Input, Reply, joined, unavailable, yep_tool};
+use super::{Config, Input, Reply, joined, unavailable, written, yep_tool};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use yep_host::runtime::{AgentAnswer, AgentEvent, Verdict};
@@ -80,7 +80,7 @@ pub(super) fn answer(input: &Input, a: &AgentAnswer) -> Reply {
     let mut out = Map::new();
     let mut specific = Map::new();
     let reason = a.reason.clone().unwrap_or_default();
-    let mut context = joined(&a.context);
+    let mut context = joined(&[&a.context]);
     match &input.event {
         Some(AgentEvent::PreTool { .. }) => {
             match a.verdict {
@@ -101,14 +101,7 @@ pub(super) fn answer(input: &Input, a: &AgentAnswer) -> Reply {
             }
         }
         // A `deny` after a tool replaces its output: what the hooks found goes beside it.
-        Some(AgentEvent::PostTool { .. }) => {
-            let feedback = joined(&a.feedback);
-            context = [feedback, context]
-                .into_iter()
-                .filter(|t| !t.is_empty())
-                .collect::<Vec<_>>()
-                .join("\n\n");
-        }
+        Some(AgentEvent::PostTool { .. }) => context = joined(&[&a.feedback, &a.context]),
         Some(AgentEvent::PromptSubmit { .. } | AgentEvent::Stop { .. })
             if a.verdict == Verdict::Block =>
         {
@@ -117,44 +110,7 @@ pub(super) fn answer(input: &Input, a: &AgentAnswer) -> Reply {
         }
         _ => {}
     }
-    if !context.is_empty() && input.event.is_some() {
-        specific.insert("additionalContext".into(), context.into());
-    }
-    if !specific.is_empty() {
-        specific.insert("hookEventName".into(), input.name.clone().into());
-        out.insert("hookSpecificOutput".into(), Value::Object(specific));
-    }
-    let told = unavailable(a);
-    if !told.is_empty() {
-        out.insert("systemMessage".into(), told.into());
-    }
-    Reply {
-        stdout: match out.is_empty() {
-            true => String::new(),
-            false => format!("{}\n", Value::Object(out)),
-        },
-        stderr: String::new(),
-        code: 0,
-    }
-}
-
-/// A refusal yep gives itself (it could not answer): a tool call or a prompt denied; unread
-/// input, exit code 2 with the reason on stderr, which blocks whatever can be.
-pub(super) fn refused(input: Option<&Input>, reason: &str) -> Reply {
-    let Some(input) = input else {
-        return Reply {
-            stdout: String::new(),
-            stderr: format!("{reason}\n"),
-            code: 2,
-        };
-    };
-    let answer = AgentAnswer {
-        verdict: Verdict::Block,
-        by: Some("yep".into()),
-        reason: Some(reason.to_string()),
-        ..AgentAnswer::default()
-    };
-    self::answer(input, &answer)
+    written(input, out, specific, context, &[unavailable(a)])
 }
 
 /// Gemini CLI's settings (`hooks`).

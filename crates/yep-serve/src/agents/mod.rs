@@ -60,6 +60,18 @@ impl Agent {
         }
     }
 
+    /// Whether `name` is one of this agent's own tools, by its name or by yep's for it
+    /// (`Write` or `write`).
+    pub fn owns(self, name: &str) -> bool {
+        let table: &[(&str, &str)] = match self {
+            Agent::Claude | Agent::Codex => &CLAUDE_TOOLS,
+            Agent::Gemini => &gemini::TOOLS,
+        };
+        table
+            .iter()
+            .any(|(theirs, ours)| *theirs == name || *ours == name)
+    }
+
     /// Read the agent's hook input.
     pub fn parse(self, input: &[u8]) -> Result<Input, String> {
         let value: Value = serde_json::from_slice(input)
@@ -98,11 +110,21 @@ impl Agent {
                 "yep could not run its hooks, so this is blocked: {why} (`yep hook {} --fail-open` lets it go on when yep cannot answer)",
                 self.name()
             );
-            return match self {
-                Agent::Claude => claude::refused(input, &reason, false),
-                Agent::Codex => claude::refused(input, &reason, true),
-                Agent::Gemini => gemini::refused(input, &reason),
+            // Unread input: exit code 2 with the reason on stderr blocks whatever can be.
+            let Some(input) = input else {
+                return Reply {
+                    stdout: String::new(),
+                    stderr: format!("{reason}\n"),
+                    code: 2,
+                };
             };
+            let refusal = AgentAnswer {
+                verdict: yep_host::runtime::Verdict::Block,
+                by: Some("yep".into()),
+                reason: Some(reason),
+                ..AgentAnswer::default()
+            };
+            return self.answer(input, &refusal);
         }
         Reply {
             stdout: String::new(),
@@ -183,14 +205,50 @@ fn yep_tool(table: &[(&str, &str)], name: &str) -> String {
         .to_string()
 }
 
-/// The texts of `notes`, one paragraph each.
-fn joined(notes: &[yep_host::runtime::HookNote]) -> String {
-    notes
+/// The texts of each of `lists` of notes, in order, one paragraph each.
+fn joined(lists: &[&[yep_host::runtime::HookNote]]) -> String {
+    lists
         .iter()
+        .flat_map(|notes| notes.iter())
         .map(|n| n.text.trim())
         .filter(|t| !t.is_empty())
         .collect::<Vec<_>>()
         .join("\n\n")
+}
+
+/// The answer JSON an adapter built, written: `context` for the model and the
+/// `hookSpecificOutput` (named for the input's event) in it, what the user is `told` as its
+/// `systemMessage`; nothing at all when there is nothing to say.
+fn written(
+    input: &Input,
+    mut out: serde_json::Map<String, Value>,
+    mut specific: serde_json::Map<String, Value>,
+    context: String,
+    told: &[String],
+) -> Reply {
+    if !context.is_empty() && input.event.is_some() {
+        specific.insert("additionalContext".into(), context.into());
+    }
+    if !specific.is_empty() {
+        specific.insert("hookEventName".into(), input.name.clone().into());
+        out.insert("hookSpecificOutput".into(), Value::Object(specific));
+    }
+    let told: Vec<&str> = told
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if !told.is_empty() {
+        out.insert("systemMessage".into(), told.join("\n").into());
+    }
+    Reply {
+        stdout: match out.is_empty() {
+            true => String::new(),
+            false => format!("{}\n", Value::Object(out)),
+        },
+        stderr: String::new(),
+        code: 0,
+    }
 }
 
 /// The refusal that stands for a hook's question where the agent cannot ask its user.

@@ -49,6 +49,20 @@ pub enum AttachError {
 /// prints `ready` on its stdout once it listens (`yep --home <home> host serve`).
 pub type Starter = dyn Fn() -> std::process::Command + Send + Sync;
 
+/// The [`Starter`] of `home`'s shared host with the `yep` binary at `yep`:
+/// `yep --home <home> host serve`, detached (it is meant to outlive the session or event that
+/// started it, and is reaped by init once that is gone).
+pub fn starter(yep: PathBuf, home: &Home) -> Box<Starter> {
+    let root = home.root.clone();
+    #[allow(clippy::disallowed_methods)]
+    let start = move || {
+        let mut cmd = std::process::Command::new(&yep);
+        cmd.arg("--home").arg(&root).args(["host", "serve"]);
+        cmd
+    };
+    Box::new(start)
+}
+
 /// What one connection attempt found.
 enum Found {
     Attached(BufReader<OwnedReadHalf>, OwnedWriteHalf),

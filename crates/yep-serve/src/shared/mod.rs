@@ -41,7 +41,7 @@ pub mod attach;
 mod handoff;
 pub mod host;
 
-pub use attach::{AttachError, Starter, attach_stdio, control, hook, hook_if_running};
+pub use attach::{AttachError, Starter, attach_stdio, control, hook, hook_if_running, starter};
 pub use host::{HostConfig, serve};
 
 use serde::{Deserialize, Serialize};
