@@ -148,6 +148,7 @@ impl ExtensionHost {
     /// [`ExtensionHost::agent_event`] in the agent's session `session` (its own id, as its
     /// hooks know it): a plugin's hooks are told that session, so their per-session state is
     /// per agent session.
+    ///
     /// A session id that is not a plain word (letters, digits, `_`, `-`, `.`; at most 128, not
     /// starting with `.`) is not passed on: plugins make paths of it.
     pub async fn agent_event_in(&self, session: Option<String>, event: AgentEvent) -> AgentAnswer {
