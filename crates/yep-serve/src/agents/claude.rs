@@ -3,7 +3,9 @@
 //! on stdout (`hookSpecificOutput`'s `permissionDecision`, `updatedInput` and
 //! `additionalContext`, `decision: "block"` with a `reason`, `systemMessage`), exit code 0.
 
-use super::{CLAUDE_TOOLS, Config, Input, Reply, joined, unavailable, written, yep_tool};
+use super::wire::{
+    CLAUDE_TOOLS, Config, Input, Reply, cannot_ask, joined, unavailable, written, yep_tool,
+};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use yep_host::runtime::{AgentAnswer, AgentEvent, Verdict};
@@ -84,10 +86,7 @@ pub(super) fn answer(input: &Input, a: &AgentAnswer, codex: bool) -> Reply {
                 }
                 Verdict::Ask if codex => {
                     specific.insert("permissionDecision".into(), "deny".into());
-                    specific.insert(
-                        "permissionDecisionReason".into(),
-                        super::cannot_ask(a).into(),
-                    );
+                    specific.insert("permissionDecisionReason".into(), cannot_ask(a).into());
                 }
                 Verdict::Ask => {
                     specific.insert("permissionDecision".into(), "ask".into());

@@ -4,7 +4,7 @@
 //! `ask`) with a `reason`, `hookSpecificOutput`'s `tool_input` (a rewrite) and
 //! `additionalContext`, `systemMessage`; exit code 0.
 
-use super::{Config, Input, Reply, joined, unavailable, written, yep_tool};
+use super::wire::{Config, Input, Reply, cannot_ask, joined, unavailable, written, yep_tool};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use yep_host::runtime::{AgentAnswer, AgentEvent, Verdict};
@@ -92,7 +92,7 @@ pub(super) fn answer(input: &Input, a: &AgentAnswer) -> Reply {
                 // from a session at a terminal, so a question is a refusal that says so.
                 Verdict::Ask => {
                     out.insert("decision".into(), "deny".into());
-                    out.insert("reason".into(), super::cannot_ask(a).into());
+                    out.insert("reason".into(), cannot_ask(a).into());
                 }
                 Verdict::Go => {}
             }
