@@ -173,6 +173,7 @@ fn spec(name: &str, command: &Path, scratch: &Path, tool_schemas: ToolSchemas) -
         tool_schemas,
         sandbox_grants: Default::default(),
         grant_name: None,
+        broker: None,
     }
 }
 

@@ -255,6 +255,13 @@ pub enum StoreError {
     /// The manifest's `config_schema` is not a JSON Schema.
     #[error("the config_schema of `{extension}` is not a valid JSON Schema: {message}")]
     BadSchema { extension: String, message: String },
+    /// A brokered secret's binding does not read ([`crate::broker::Binding::validate`]).
+    #[error("extension `{extension}`: the brokered secret `{field}`: {why}")]
+    Broker {
+        extension: String,
+        field: String,
+        why: String,
+    },
     /// Any other file-system step; `context` says what was attempted.
     #[error("{context}: {error}")]
     Io {

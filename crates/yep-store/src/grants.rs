@@ -66,16 +66,36 @@ pub enum NetEntry<'a> {
     /// on any address (the kernel's rules know ports, not addresses).
     Port(u16),
     /// A host name, reached through the egress proxy: `name` may start with `*.` (any name
-    /// below it, not itself); without a port, 80 and 443.
-    Host { name: &'a str, port: Option<u16> },
+    /// below it, not itself); without a port, 80 and 443. `rule`, when the entry has one,
+    /// is its [`RequestRule`] as written (`GET,POST /repos/me/`).
+    Host {
+        name: &'a str,
+        port: Option<u16>,
+        rule: Option<&'a str>,
+    },
     /// `private`: the host names granted may resolve to loopback and private addresses
     /// (RFC 1918, CGNAT, ULA, the machine's own); the proxy refuses those otherwise.
     Private,
 }
 
 impl NetEntry<'_> {
-    /// Read a `net` entry; `None` when it is none of the four forms.
+    /// Read a `net` entry; `None` when it is none of the four forms. A host name may be
+    /// followed by a request rule (`api.github.com GET,POST /repos/me/`, see
+    /// [`RequestRule`]); no other form may.
     pub fn parse(entry: &str) -> Option<NetEntry<'_>> {
+        let entry = entry.trim();
+        if let Some((host, rest)) = entry.split_once(char::is_whitespace) {
+            let rest = rest.trim();
+            RequestRule::parse(rest)?;
+            return match NetEntry::parse(host)? {
+                NetEntry::Host { name, port, .. } => Some(NetEntry::Host {
+                    name,
+                    port,
+                    rule: Some(rest),
+                }),
+                _ => None,
+            };
+        }
         if entry == "*" {
             return Some(NetEntry::Any);
         }
@@ -107,7 +127,83 @@ impl NetEntry<'_> {
             })
             // A wildcard needs a name of two labels or more beneath it (never `*.com`).
             && (name.len() == host.len() || labels.len() >= 2);
-        valid.then_some(NetEntry::Host { name: host, port })
+        valid.then_some(NetEntry::Host {
+            name: host,
+            port,
+            rule: None,
+        })
+    }
+}
+
+/// What requests a host's `net` entry lets through, when it names more than the host:
+/// methods, then path prefixes, after the host and a space:
+/// `api.github.com GET,POST /repos/me/ /user` lets `GET` and `POST` to paths under
+/// `/repos/me/` or `/user`; `*` (or no methods) is any method, and no prefix is any path.
+/// The egress proxy can see a request only over plain HTTP or where it terminates TLS, so a
+/// host with a rule is always terminated. Several entries for one host let through what any
+/// of them does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRule {
+    /// Upper-case methods; empty is any.
+    pub methods: Vec<String>,
+    /// Path prefixes, each starting with `/`; empty is any.
+    pub prefixes: Vec<String>,
+}
+
+/// The most methods and path prefixes one rule names.
+const MAX_RULE_PARTS: usize = 16;
+
+impl RequestRule {
+    /// Read the text after an entry's host; `None` when it is not `[METHODS|*] [/prefix…]`
+    /// with at least one of them.
+    pub fn parse(text: &str) -> Option<RequestRule> {
+        let mut words = text.split_whitespace().peekable();
+        let mut methods = Vec::new();
+        match words.peek() {
+            Some(&"*") => {
+                words.next();
+            }
+            Some(w) if !w.starts_with('/') => {
+                for m in w.split(',') {
+                    let valid =
+                        !m.is_empty() && m.len() <= 16 && m.bytes().all(|b| b.is_ascii_uppercase());
+                    if !valid {
+                        return None;
+                    }
+                    methods.push(m.to_string());
+                }
+                words.next();
+            }
+            _ => {}
+        }
+        let mut prefixes = Vec::new();
+        for w in words {
+            let valid = w.starts_with('/')
+                && w.len() <= 512
+                && !w.split('/').any(|seg| seg == ".." || seg == ".")
+                && !w.contains(['%', '?', '#', '\\'])
+                && w.bytes().all(|b| b.is_ascii_graphic());
+            if !valid {
+                return None;
+            }
+            prefixes.push(w.to_string());
+        }
+        let parts = methods.len() + prefixes.len();
+        (!text.trim().is_empty() && parts <= MAX_RULE_PARTS)
+            .then_some(RequestRule { methods, prefixes })
+    }
+
+    /// Whether it lets `method` to `path` (the request's path, without its query) through.
+    /// A path with a `.` or `..` segment, an encoded byte, or a backslash never matches a
+    /// prefix: what the origin makes of it is not what the rule names.
+    pub fn allows(&self, method: &str, path: &str) -> bool {
+        let method_ok = self.methods.is_empty() || self.methods.iter().any(|m| m == method);
+        let path_ok = self.prefixes.is_empty()
+            || (path.starts_with('/')
+                && !path.contains(['%', '\\'])
+                && !path.split('/').any(|seg| seg == ".." || seg == ".")
+                && self.prefixes.iter().any(|p| path.starts_with(p.as_str())));
+        method_ok && path_ok
     }
 }
 
@@ -386,7 +482,7 @@ impl SandboxGrants {
         }
         if let Some(n) = self.net.iter().find(|n| NetEntry::parse(n).is_none()) {
             return Err(format!(
-                "sandbox.net entry {:?} is none of \"*\", \"<address>:<port>\" (127.0.0.1:8080), a host name (api.github.com, *.example.com, example.org:8443) or \"private\"",
+                "sandbox.net entry {:?} is none of \"*\", \"<address>:<port>\" (127.0.0.1:8080), a host name (api.github.com, *.example.com, example.org:8443), perhaps with a request rule (\"api.github.com GET,POST /repos/me/\") or \"private\"",
                 crate::text::escape(n)
             ));
         }
@@ -405,7 +501,7 @@ impl SandboxGrants {
 }
 
 /// The grant forms, for errors.
-const GRANT_FORMS: &str = "workspace:write, read:<path>, write:<path>, net:<* | address:port | host name | private>, processes:<n>, open-files:<n>, address-space-mib:<n>";
+const GRANT_FORMS: &str = "workspace:write, read:<path>, write:<path>, net:<* | address:port | host name [METHODS] [/prefix…] | private>, processes:<n>, open-files:<n>, address-space-mib:<n>";
 
 /// The path a `read:` or `write:` grant names, as the sandbox opens it: `~/` is the home.
 /// `None` for `~/` with no home.
@@ -432,6 +528,7 @@ mod tests {
                 Some(NetEntry::Host {
                     name: "api.github.com",
                     port: None,
+                    rule: None,
                 }),
             ),
             (
@@ -439,6 +536,7 @@ mod tests {
                 Some(NetEntry::Host {
                     name: "*.context7.com",
                     port: None,
+                    rule: None,
                 }),
             ),
             (
@@ -446,9 +544,33 @@ mod tests {
                 Some(NetEntry::Host {
                     name: "example.org",
                     port: Some(8443),
+                    rule: None,
                 }),
             ),
             ("private", Some(NetEntry::Private)),
+            (
+                "api.github.com GET,POST /repos/me/",
+                Some(NetEntry::Host {
+                    name: "api.github.com",
+                    port: None,
+                    rule: Some("GET,POST /repos/me/"),
+                }),
+            ),
+            (
+                "example.org:8443  * /v1/ /v2/",
+                Some(NetEntry::Host {
+                    name: "example.org",
+                    port: Some(8443),
+                    rule: Some("* /v1/ /v2/"),
+                }),
+            ),
+            ("api.github.com get", None),
+            ("api.github.com GET /a/../b", None),
+            ("api.github.com GET /a%2f", None),
+            ("api.github.com GET repos", None),
+            ("* GET", None),
+            ("private GET", None),
+            ("127.0.0.1:80 GET", None),
             ("127.0.0.1", None),
             ("localhost", None),
             ("*.com", None),
@@ -549,5 +671,25 @@ mod tests {
         );
         let any = SandboxGrants::parse("net:*").unwrap().merged(&g);
         assert_eq!(any.net_ports(), None);
+    }
+
+    #[test]
+    fn request_rules_let_through_their_methods_and_paths_only() {
+        let rule = RequestRule::parse("GET,POST /repos/me/ /user").unwrap();
+        assert!(rule.allows("GET", "/repos/me/x/issues"));
+        assert!(rule.allows("POST", "/user"));
+        assert!(!rule.allows("DELETE", "/repos/me/x"));
+        assert!(!rule.allows("GET", "/repos/other/x"));
+        assert!(!rule.allows("GET", "/repos/me/../other/x"));
+        assert!(!rule.allows("GET", "/repos/me/%2e%2e/other"));
+        assert!(!rule.allows("GET", "/repos/me/./x"));
+        assert!(!rule.allows("GET", "repos/me/"));
+        let any_path = RequestRule::parse("GET").unwrap();
+        assert!(any_path.allows("GET", "/anything/%20"));
+        assert!(!any_path.allows("PUT", "/"));
+        let any_method = RequestRule::parse("* /v1/").unwrap();
+        assert!(any_method.allows("PATCH", "/v1/x"));
+        assert!(RequestRule::parse("").is_none());
+        assert!(RequestRule::parse("*").is_some());
     }
 }

@@ -11,6 +11,7 @@
 //! sees it.
 
 pub mod approval;
+pub mod broker;
 pub mod claude;
 pub mod code;
 pub mod config;

@@ -12,6 +12,7 @@ use yep_host::runtime::DynAskSink;
 use yep_store::Home;
 use yep_store::config::{self, Secret};
 use yep_store::summary::config_fields;
+use yep_store::text::escape;
 
 #[derive(clap::Subcommand)]
 pub enum ConfigCommand {
@@ -46,6 +47,22 @@ pub enum SecretCommand {
         name: String,
         /// A secret field of its config_schema.
         field: String,
+        /// Broker it: the server holds a placeholder, and its egress proxy puts the value
+        /// into requests to this host only (repeatable; `api.github.com`, `*.example.com`,
+        /// `example.org:8443`). HTTPS to it is terminated by yep's proxy.
+        #[arg(long = "for", value_name = "HOST[:PORT]")]
+        hosts: Vec<String>,
+        /// With --for: set this header on every request to those hosts (any Authorization
+        /// the client sent is removed), rather than swapping the placeholder where it is.
+        #[arg(long, requires = "hosts")]
+        header: Option<String>,
+        /// With --header: the header's value, `{}` standing for the secret (`Bearer {}`).
+        #[arg(long, requires = "header")]
+        format: Option<String>,
+        /// Give it in the environment in the clear, though its manifest declares it
+        /// brokered (for a client that pins certificates).
+        #[arg(long, conflicts_with = "hosts")]
+        in_env: bool,
         /// Print what was stored (never the value) as one JSON object.
         #[arg(long)]
         json: bool,
@@ -118,8 +135,31 @@ pub fn config(cmd: ConfigCommand, home: &Home) -> anyhow::Result<ExitCode> {
 }
 
 pub fn secret(cmd: SecretCommand, home: &Home) -> anyhow::Result<ExitCode> {
-    let SecretCommand::Set { name, field, json } = cmd;
+    let SecretCommand::Set {
+        name,
+        field,
+        hosts,
+        header,
+        format,
+        in_env,
+        json,
+    } = cmd;
     let m = manifest(home, &name)?;
+    let binding = (in_env || !hosts.is_empty()).then_some(yep_store::broker::Binding {
+        hosts,
+        header,
+        format,
+        in_env,
+    });
+    // A binding that does not read is refused before the secret is asked for.
+    if let Some(why) = binding.as_ref().and_then(|b| b.validate().err()) {
+        return Err(hinted(
+            format!("--for {name}.{field}: {why}"),
+            &[
+                "yep secret set <extension> <field> --for api.github.com [--header Authorization --format 'Bearer {}']",
+            ],
+        ));
+    }
     if !config_fields(&m)
         .iter()
         .any(|f| f.name == field && f.secret)
@@ -150,17 +190,74 @@ pub fn secret(cmd: SecretCommand, home: &Home) -> anyhow::Result<ExitCode> {
         ));
     };
     config::set_secret(home, &m, &field, &Secret::new(value))?;
+    if let Some(binding) = &binding {
+        yep_store::broker::bind(home, &name, &field, binding)?;
+    }
+    let ungranted = binding
+        .as_ref()
+        .map(|b| ungranted_hosts(home, &m, b))
+        .unwrap_or_default();
     if json {
-        stdout_line(
-            &serde_json::json!({ "name": name, "field": field, "stored": true }).to_string(),
-        );
+        let mut out = serde_json::json!({ "name": name, "field": field, "stored": true });
+        if let Some(b) = binding.as_ref().filter(|b| !b.in_env) {
+            out["brokered"] = serde_json::json!({
+                "hosts": b.hosts,
+                "header": b.header,
+                "format": b.format,
+                "ungranted": ungranted,
+            });
+        }
+        stdout_line(&out.to_string());
         return Ok(ExitCode::SUCCESS);
     }
     stdout_line(&format!(
         "stored {name}.{field} (secret) in {}",
         home.connections_path().display()
     ));
+    match &binding {
+        Some(b) if b.in_env => stdout_line(&format!(
+            "{name} gets it in its environment, in the clear (not brokered)"
+        )),
+        Some(b) => {
+            stdout_line(&format!(
+                "brokered: {name} holds a placeholder; its egress proxy puts the value into requests to {}",
+                escape(&b.describe())
+            ));
+            for host in &ungranted {
+                stdout_line(&format!(
+                    "warning: {name}'s grants do not name {}, so its proxy refuses it: `yep grant {name} net:{}`",
+                    escape(host),
+                    escape(host)
+                ));
+            }
+        }
+        None => {}
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The hosts of `binding` that extension `m`'s grants (its manifest's and the user's) do
+/// not let it reach: the secret can go nowhere there.
+fn ungranted_hosts(home: &Home, m: &Manifest, binding: &yep_store::broker::Binding) -> Vec<String> {
+    let Ok(lock) = home.lockfile() else {
+        return Vec::new();
+    };
+    let grants = yep_store::approval::effective_grants(&lock, &m.name, None, &m.sandbox);
+    let allowed = yep_sandbox::egress::Allowed::from_grants(grants.net.iter().map(String::as_str));
+    binding
+        .hosts
+        .iter()
+        .filter(|h| {
+            let (host, port) = match h.rsplit_once(':') {
+                Some((host, port)) => (host, port.parse().unwrap_or(443)),
+                None => (h.as_str(), 443),
+            };
+            // A wildcard is reached when any name below it is: try one.
+            let host = host.replace("*.", "x.");
+            !allowed.allows(&host, port)
+        })
+        .cloned()
+        .collect()
 }
 
 /// After `yep enable`: ask for each required field nobody set, by kind (secret: masked;

@@ -58,6 +58,11 @@ pub struct Sandboxed {
     pub files: Option<PathBuf>,
     /// What its approval grants beyond the default profile.
     pub grants: crate::manifest::SandboxGrants,
+    /// Its brokered secrets (it holds their placeholders; its egress proxy puts the values
+    /// into requests to their hosts), and where the home's CA is kept, which its proxy
+    /// terminates TLS with for those hosts and for grants with request rules. `None` runs
+    /// it with neither: a host with a request rule is then refused.
+    pub broker: Option<crate::store::broker::Broker>,
     /// The name `yep grant` knows it by: what its egress proxy's refusals name.
     pub name: String,
     /// Told of each refusal the host sees (a host name its grants do not name, asked of its
@@ -95,18 +100,31 @@ type Egress = ();
 fn start_egress(
     profile: &mut yep_sandbox::Profile,
     sandboxed: &Sandboxed,
+    tmp: &Path,
 ) -> std::io::Result<Option<Egress>> {
     let on_denied = sandboxed.on_denied.clone();
     let name = sandboxed.name.clone();
     let report = Arc::new(move |refused: yep_sandbox::egress::Refusal| {
         if let Some(sink) = &on_denied {
+            // A refusal no grant lifts (a stray placeholder, a refused certificate) says so
+            // itself; one a grant lifts names the command.
+            let message = match refused.grant.is_empty() {
+                true => refused.to_string(),
+                false => {
+                    let grant = crate::text::escape(&refused.grant);
+                    let grant = match grant.contains(' ') {
+                        true => format!("'{grant}'"),
+                        false => grant.into_owned(),
+                    };
+                    format!(
+                        "{refused}: `yep grant {} {grant}`",
+                        crate::text::escape(&name)
+                    )
+                }
+            };
             (sink.0)(yep_sandbox::Denial {
                 target: format!("{}:{}", refused.host, refused.port),
-                message: format!(
-                    "{refused}: `yep grant {} {}`",
-                    crate::text::escape(&name),
-                    crate::text::escape(&refused.grant)
-                ),
+                message,
                 grant: refused.grant,
             })
         }
@@ -118,7 +136,14 @@ fn start_egress(
             .chain(&profile.egress_also)
             .map(String::as_str),
     );
-    let proxy = yep_sandbox::egress::EgressProxy::start(&sandboxed.name, allowed, report)?;
+    let setup = yep_sandbox::egress::Setup {
+        allowed,
+        broker: sandboxed.broker.clone(),
+        on_refused: Some(report),
+        ..Default::default()
+    };
+    let mut proxy = yep_sandbox::egress::EgressProxy::start(&sandboxed.name, setup)?;
+    proxy.write_trust(tmp)?;
     profile.proxy = Some(proxy.port());
     Ok(Some(proxy))
 }
@@ -127,6 +152,7 @@ fn start_egress(
 fn start_egress(
     _profile: &mut yep_sandbox::Profile,
     _sandboxed: &Sandboxed,
+    _tmp: &Path,
 ) -> std::io::Result<Option<Egress>> {
     Ok(None)
 }
@@ -293,7 +319,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
                 && matches!(profile.net, yep_sandbox::Net::None));
             let egress = match profile.egress.is_empty() && quiet {
                 true => None,
-                false => match start_egress(&mut profile, sandboxed).map_err(err)? {
+                false => match start_egress(&mut profile, sandboxed, tmp.path()).map_err(err)? {
                     Some(proxy) => Some(proxy),
                     None if sandboxed.mode == yep_sandbox::Mode::Required => {
                         let refused = yep_sandbox::SandboxError::Unsupported {

@@ -324,6 +324,7 @@ async fn a_one_shot_command_runs_in_the_sandbox() {
         name: "hook".into(),
         on_denied: None,
         tell_refused_hosts: false,
+        broker: None,
         learn: None,
     });
     let ran = run_to_end(&spec, b"", QUICK).await.unwrap();

@@ -182,6 +182,13 @@ pub(super) fn installed_naming(
     }
     spec.config = plain;
     spec.env = env;
+    // A brokered secret reaches the server as its placeholder; the value, only its proxy.
+    let brokered = crate::store::broker::brokered(home, &manifest).map_err(read)?;
+    crate::store::broker::hide(&mut spec.env, &brokered);
+    spec.broker = Some(crate::store::broker::Broker {
+        ca_dir: crate::store::broker::dir(home),
+        secrets: brokered,
+    });
     if let Some(pin) = &entry.claude {
         // A plugin has no server: its dialect runs its pinned hooks and commands, each a
         // short-lived process contained as a server would be, with state in its data dir.
@@ -387,6 +394,7 @@ pub fn zot_dir_spec(
         tool_schemas: Default::default(),
         sandbox_grants: Default::default(),
         grant_name: None,
+        broker: None,
     })
 }
 

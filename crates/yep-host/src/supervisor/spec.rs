@@ -43,6 +43,8 @@ pub struct ServerSpec {
     /// The name `yep grant` knows it by, when not `name` (an MCP server's `name` is the stem
     /// of its log).
     pub grant_name: Option<String>,
+    /// Its brokered secrets and the home's CA ([`process::Sandboxed::broker`]).
+    pub broker: Option<crate::store::broker::Broker>,
 }
 
 /// Env values can be secrets: Debug shows their names only.
@@ -95,6 +97,7 @@ impl ServerSpec {
             tool_schemas: ToolSchemas::default(),
             sandbox_grants: Default::default(),
             grant_name: None,
+            broker: None,
         }
     }
 
@@ -150,6 +153,7 @@ impl ServerSpec {
                 name: self.grant_name.clone().unwrap_or_else(|| self.name.clone()),
                 on_denied,
                 tell_refused_hosts: false,
+                broker: self.broker.clone(),
                 learn: opts.learn.clone(),
             }),
         }

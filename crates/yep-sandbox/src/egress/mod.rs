@@ -20,6 +20,18 @@
 //! over a fresh HTTP/1.1 connection). What the grants do not name is answered `403` with the
 //! grant that would allow it, and reported once per host and port ([`Refusal`]).
 //!
+//! Two things make it read requests rather than relay bytes:
+//! - a grant with a request rule (`api.github.com GET,POST /repos/me/`): a request the
+//!   rules do not let through is answered `403` naming them ([`Reason::Request`]);
+//! - a brokered secret ([`Broker`]): the process holds a placeholder, and the proxy puts
+//!   the value into requests to the hosts the secret belongs to, and refuses a request that
+//!   carries the placeholder anywhere else ([`Reason::Placeholder`]).
+//!
+//! For such a host, a CONNECT is answered by the proxy itself: it terminates the client's TLS
+//! with a certificate its home's CA signed ([`Ca`]), reads each request, and sends it on over
+//! TLS it opens to the origin, verified against the system's roots. Other hosts' TLS stays
+//! end to end. Every decision can be told to the host as it is made ([`Decision`]).
+//!
 //! A sandboxed server is hostile: headers must arrive within [`HEADER_READ_TIMEOUT`], a
 //! proxy holds at most [`MAX_CONNECTIONS`] connections, and at most [`MAX_REPORTED`]
 //! refusals reach the host, so a flood costs the flooder.
@@ -44,13 +56,21 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 mod guard;
+mod inspect;
+#[cfg(test)]
+mod inspect_tests;
 mod rules;
+mod terminate;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 pub use guard::{Guarded, Resolver};
-pub use rules::{Allowed, Refusal};
+pub use inspect::Broker;
+use inspect::Held;
+pub use rules::{Allowed, Reason, Refusal};
 use rules::{normalize_host, shown, target};
+pub use tls::{Ca, ROOTS_ENV};
 
 /// How long a client has to send a request's headers.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -103,7 +123,50 @@ enum ConnectError {
 /// A running proxy for one package; dropping it stops accepting and closes its connections.
 pub struct EgressProxy {
     port: u16,
+    /// The CA it terminates TLS with, when it terminates any host's.
+    ca: Option<Arc<Ca>>,
+    /// The trust variables [`EgressProxy::write_trust`] made.
+    trust: Vec<(String, String)>,
     _stop: DropGuard,
+}
+
+/// What a proxy decides by and whom it tells ([`EgressProxy::start`]).
+#[derive(Default)]
+pub struct Setup {
+    /// What the package may reach.
+    pub allowed: Allowed,
+    /// Its brokered secrets, and where the CA is kept.
+    pub broker: Option<Broker>,
+    /// How names are looked up; `None` is [`Resolver::from_env`].
+    pub resolver: Option<Resolver>,
+    /// Told of the first refusal of each `host:port` and kind, up to [`MAX_REPORTED`].
+    pub on_refused: Option<Arc<dyn Fn(Refusal) + Send + Sync>>,
+    /// Told of every decision (for an audit trail), from the proxy's tasks.
+    pub on_decided: Option<Arc<dyn Fn(Decision) + Send + Sync>>,
+    /// A PEM file of more roots to verify origins by, beside the system's; `None` is
+    /// `$YEP_EGRESS_ROOTS` (see [`ROOTS_ENV`]). For tests: a loopback origin with a test CA.
+    pub origin_roots: Option<std::path::PathBuf>,
+}
+
+/// One decision of a proxy ([`Setup::on_decided`]).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Decision {
+    /// A tunnel or request let through: the method and path when the proxy read them.
+    Allowed {
+        host: String,
+        port: u16,
+        method: Option<String>,
+        path: Option<String>,
+    },
+    /// Brokered secret `secret` (its field's name, never its value) put into a request.
+    Injected {
+        host: String,
+        port: u16,
+        secret: String,
+    },
+    /// A refusal, each one.
+    Refused(Refusal),
 }
 
 impl std::fmt::Debug for EgressProxy {
@@ -118,26 +181,23 @@ impl std::fmt::Debug for EgressProxy {
 const LOOPBACK: &str = "localhost,127.0.0.1,::1";
 
 impl EgressProxy {
-    /// Bind 127.0.0.1 on a free port and serve `allowed` for `package` on the current tokio
-    /// runtime (an error outside one), looking names up with [`Resolver::from_env`].
-    /// `on_refused` is called, from the proxy's task, for the first refusal of each
-    /// `host:port`, up to [`MAX_REPORTED`] of them.
-    pub fn start(
-        package: &str,
-        allowed: Allowed,
-        on_refused: Arc<dyn Fn(Refusal) + Send + Sync>,
-    ) -> std::io::Result<EgressProxy> {
-        EgressProxy::start_with(package, allowed, Resolver::from_env(), on_refused)
-    }
-
-    /// [`EgressProxy::start`] with its own [`Resolver`].
-    pub fn start_with(
-        package: &str,
-        allowed: Allowed,
-        resolver: Resolver,
-        on_refused: Arc<dyn Fn(Refusal) + Send + Sync>,
-    ) -> std::io::Result<EgressProxy> {
+    /// Bind 127.0.0.1 on a free port and serve `setup` for `package` on the current tokio
+    /// runtime (an error outside one). With brokered secrets or request rules, its home's
+    /// CA is read, or made, first.
+    pub fn start(package: &str, setup: Setup) -> std::io::Result<EgressProxy> {
         let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+        let held: Vec<Held> = setup
+            .broker
+            .iter()
+            .flat_map(|b| &b.secrets)
+            .filter_map(|b| Held::of(package, b))
+            .collect();
+        let ca = match &setup.broker {
+            Some(b) if !held.is_empty() || setup.allowed.has_any_request_rule() => {
+                Some(Ca::open(&b.ca_dir)?)
+            }
+            _ => None,
+        };
         let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
@@ -148,17 +208,53 @@ impl EgressProxy {
         let stop = CancellationToken::new();
         let shared = Arc::new(Shared {
             package: package.to_string(),
-            allowed,
-            resolver,
-            on_refused,
+            allowed: setup.allowed,
+            resolver: setup.resolver.unwrap_or_else(Resolver::from_env),
+            on_refused: setup.on_refused,
+            on_decided: setup.on_decided,
             reported: Mutex::new(HashSet::new()),
+            held,
+            ca: ca.clone(),
+            origin_roots: setup.origin_roots,
             stop: stop.clone(),
         });
         runtime.spawn(serve(listener, shared));
         Ok(EgressProxy {
             port,
+            ca,
+            trust: Vec::new(),
             _stop: stop.drop_guard(),
         })
+    }
+
+    /// Write what a process needs to trust the proxy's certificates into `dir` (its
+    /// private temp dir), when the proxy terminates any host's TLS: `yep-ca.pem` (the CA
+    /// alone, for `NODE_EXTRA_CA_CERTS`, which adds to Node's own roots) and
+    /// `yep-ca-bundle.pem` (the system's roots and the CA, for the variables that replace
+    /// the roots: `SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`, `GIT_SSL_CAINFO`,
+    /// `CARGO_HTTP_CAINFO`). [`EgressProxy::env`] then names them.
+    pub fn write_trust(&mut self, dir: &std::path::Path) -> std::io::Result<()> {
+        let Some(ca) = &self.ca else { return Ok(()) };
+        let (alone, bundle) = (dir.join("yep-ca.pem"), dir.join("yep-ca-bundle.pem"));
+        std::fs::write(&alone, ca.pem())?;
+        let mut roots = tls::system_bundle();
+        if !roots.is_empty() && !roots.ends_with('\n') {
+            roots.push('\n');
+        }
+        roots.push_str(ca.pem());
+        std::fs::write(&bundle, roots)?;
+        let (alone, bundle) = (alone.display().to_string(), bundle.display().to_string());
+        self.trust = vec![("NODE_EXTRA_CA_CERTS".to_string(), alone)];
+        for name in [
+            "SSL_CERT_FILE",
+            "REQUESTS_CA_BUNDLE",
+            "CURL_CA_BUNDLE",
+            "GIT_SSL_CAINFO",
+            "CARGO_HTTP_CAINFO",
+        ] {
+            self.trust.push((name.to_string(), bundle.clone()));
+        }
+        Ok(())
     }
 
     /// The port it listens on, on 127.0.0.1: the one port the sandbox may connect to.
@@ -167,7 +263,9 @@ impl EgressProxy {
     }
 
     /// The environment the sandboxed process gets: the proxy for HTTP and HTTPS, in upper
-    /// and lower case, and `NO_PROXY` naming loopback only (its ports are grants of their own).
+    /// and lower case, `NO_PROXY` naming loopback only (its ports are grants of their own),
+    /// `NODE_USE_ENV_PROXY=1` (so Node's own `fetch` uses them, from Node 22.21 and 24.5),
+    /// and the trust variables [`EgressProxy::write_trust`] wrote.
     pub fn env(&self) -> Vec<(String, String)> {
         let url = format!("http://127.0.0.1:{}", self.port);
         let mut env: Vec<(String, String)> =
@@ -178,6 +276,8 @@ impl EgressProxy {
         for name in ["NO_PROXY", "no_proxy"] {
             env.push((name.to_string(), LOOPBACK.to_string()));
         }
+        env.push(("NODE_USE_ENV_PROXY".to_string(), "1".to_string()));
+        env.extend(self.trust.iter().cloned());
         env
     }
 }
@@ -187,9 +287,16 @@ struct Shared {
     package: String,
     allowed: Allowed,
     resolver: Resolver,
-    on_refused: Arc<dyn Fn(Refusal) + Send + Sync>,
-    /// The `host:port`s reported so far.
-    reported: Mutex<HashSet<(String, u16)>>,
+    on_refused: Option<Arc<dyn Fn(Refusal) + Send + Sync>>,
+    on_decided: Option<Arc<dyn Fn(Decision) + Send + Sync>>,
+    /// The `host:port`s and kinds of refusal reported so far.
+    reported: Mutex<HashSet<(String, u16, u8)>>,
+    /// Its brokered secrets.
+    held: Vec<Held>,
+    /// The CA it terminates TLS with; `None` when it terminates none.
+    ca: Option<Arc<Ca>>,
+    /// More roots to verify origins by ([`Setup::origin_roots`]).
+    origin_roots: Option<std::path::PathBuf>,
     stop: CancellationToken,
 }
 
@@ -238,7 +345,7 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
         let for_requests = Arc::clone(&shared);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let (shared, slot) = (Arc::clone(&for_requests), Arc::clone(&slot));
-            async move { Ok::<_, Infallible>(answer(&shared, slot, request).await) }
+            async move { Ok::<_, Infallible>(answer(shared, slot, request).await) }
         });
         let connection = http1
             .serve_connection(TokioIo::new(stream), service)
@@ -255,7 +362,7 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
 
 /// The answer to one request.
 async fn answer(
-    shared: &Shared,
+    shared: Arc<Shared>,
     slot: Arc<OwnedSemaphorePermit>,
     request: Request<Incoming>,
 ) -> Response<Body> {
@@ -265,18 +372,23 @@ async fn answer(
         Err(why) => return text(StatusCode::BAD_REQUEST, why.to_string()),
     };
     if !shared.allowed.allows_normalized(&host, port) {
-        let refusal = Refusal::new(&shared.package, &host, port);
-        let body = refusal.to_string();
-        shared.report(refusal);
-        return text(StatusCode::FORBIDDEN, body);
+        return shared.refuse(Refusal::new(&shared.package, &host, port));
+    }
+    // What makes the proxy read this host's requests, if anything.
+    let terminate = shared.terminates(&host, port);
+    if connect && terminate.is_some() && shared.ca.is_none() {
+        return text(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "yep's egress proxy must read requests to {} and has no CA to terminate TLS with",
+                target(&host, port)
+            ),
+        );
     }
     let upstream = match shared.resolver.connect(&host, port, &shared.allowed).await {
         Ok(upstream) => upstream,
         Err(ConnectError::Guarded(ip, kind)) => {
-            let refusal = Refusal::resolved(&shared.package, &host, port, ip, kind);
-            let body = refusal.to_string();
-            shared.report(refusal);
-            return text(StatusCode::FORBIDDEN, body);
+            return shared.refuse(Refusal::resolved(&shared.package, &host, port, ip, kind));
         }
         Err(e) => {
             return text(
@@ -288,10 +400,20 @@ async fn answer(
             );
         }
     };
-    if connect {
-        tunnel(shared, slot, request, upstream)
-    } else {
-        forward(shared, request, upstream, &host, port).await
+    match (connect, terminate) {
+        (true, Some(because)) => {
+            terminate::terminate(shared, slot, request, upstream, host, port, because)
+        }
+        (true, None) => {
+            shared.decided(|| Decision::Allowed {
+                host: host.clone(),
+                port,
+                method: None,
+                path: None,
+            });
+            tunnel(&shared, slot, request, upstream)
+        }
+        (false, _) => forward(&shared, request, upstream, &host, port).await,
     }
 }
 
@@ -333,17 +455,66 @@ fn requested(request: &Request<Incoming>, connect: bool) -> Result<(String, u16)
 }
 
 impl Shared {
-    /// Tell the host of a refusal: once per `host:port`, at most [`MAX_REPORTED`] of them.
+    /// Refuse with `refusal`: a `403` saying why, told to the host.
+    fn refuse(&self, refusal: Refusal) -> Response<Body> {
+        let body = refusal.to_string();
+        self.report(refusal);
+        text(StatusCode::FORBIDDEN, body)
+    }
+
+    /// Tell the host of a refusal: every one to [`Setup::on_decided`], and once per
+    /// `host:port` and kind, at most [`MAX_REPORTED`] of them, to [`Setup::on_refused`].
     fn report(&self, refusal: Refusal) {
+        self.decided(|| Decision::Refused(refusal.clone()));
+        let Some(on_refused) = &self.on_refused else {
+            return;
+        };
         {
             let mut reported = self.reported.lock().unwrap_or_else(PoisonError::into_inner);
-            let key = (refusal.host.clone(), refusal.port);
+            let key = (refusal.host.clone(), refusal.port, refusal.reason.kind());
             if reported.len() >= MAX_REPORTED || reported.contains(&key) {
                 return;
             }
             reported.insert(key);
         }
-        (self.on_refused)(refusal);
+        on_refused(refusal);
+    }
+
+    /// Tell [`Setup::on_decided`] of a decision, made only when someone listens.
+    fn decided(&self, decision: impl FnOnce() -> Decision) {
+        if let Some(on_decided) = &self.on_decided {
+            on_decided(decision());
+        }
+    }
+
+    /// Tell [`Setup::on_decided`] of a request let through to `host:port`, and of the
+    /// secrets put into it.
+    fn told(&self, host: &str, port: u16, parts: &http::request::Parts, put: Vec<String>) {
+        self.decided(|| Decision::Allowed {
+            host: host.to_string(),
+            port,
+            method: Some(parts.method.as_str().to_string()),
+            path: Some(shown(parts.uri.path())),
+        });
+        for secret in put {
+            self.decided(|| Decision::Injected {
+                host: host.to_string(),
+                port,
+                secret,
+            });
+        }
+    }
+
+    /// Why the proxy must read the requests to `host:port` (for a message), or `None` when
+    /// it relays their bytes: a brokered secret belongs there, or its grants have request
+    /// rules only.
+    fn terminates(&self, host: &str, port: u16) -> Option<String> {
+        if let Some(held) = self.held.iter().find(|h| h.belongs_to(host, port)) {
+            return Some(format!("the brokered secret `{}`", held.field()));
+        }
+        self.allowed
+            .has_request_rules(host, port)
+            .then(|| "its request rules".to_string())
     }
 }
 
@@ -391,7 +562,12 @@ async fn forward(
             ),
         )
     };
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    let put = match inspect::vet(shared, host, port, &mut parts) {
+        Ok(put) => put,
+        Err(refusal) => return shared.refuse(*refusal),
+    };
+    shared.told(host, port, &parts, put);
     let path = parts
         .uri
         .path_and_query()

@@ -13,10 +13,14 @@ pub struct Allowed {
 
 /// One host entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Rule {
+pub(super) struct Rule {
     host: HostPattern,
     /// `None`: the web's ports, 80 and 443.
     port: Option<u16>,
+    /// What requests it lets through, when it says (`GET,POST /repos/me/`); `None` is all.
+    request: Option<yep_store::grants::RequestRule>,
+    /// The entry as written, when it has a request rule: what a refusal names.
+    written: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,31 +67,86 @@ impl Allowed {
     }
 
     pub(super) fn allows_normalized(&self, host: &str, port: u16) -> bool {
-        let is_ip = host.parse::<IpAddr>().is_ok();
-        self.rules.iter().any(|rule| {
-            let port_ok = match rule.port {
-                None => port == 80 || port == 443,
-                Some(p) => p == port,
-            };
-            port_ok
-                && match &rule.host {
-                    HostPattern::Exact(name) => name == host,
-                    HostPattern::Below(suffix) => {
-                        !is_ip
-                            && host.len() > suffix.len() + 1
-                            && host.ends_with(suffix.as_str())
-                            && host.as_bytes()[host.len() - suffix.len() - 1] == b'.'
-                    }
+        self.rules.iter().any(|rule| rule.matches(host, port))
+    }
+
+    /// Whether any entry has a request rule (then the proxy needs its CA).
+    pub(super) fn has_any_request_rule(&self) -> bool {
+        self.rules.iter().any(|r| r.request.is_some())
+    }
+
+    /// Whether the proxy must see `host:port`'s requests to decide them: every entry that
+    /// names it has a request rule.
+    pub(super) fn has_request_rules(&self, host: &str, port: u16) -> bool {
+        let mut matching = self
+            .rules
+            .iter()
+            .filter(|r| r.matches(host, port))
+            .peekable();
+        matching.peek().is_some() && matching.all(|r| r.request.is_some())
+    }
+
+    /// Whether `method` to `path` on `host:port` may pass; else the rules that name the host,
+    /// as written, for the refusal.
+    pub(super) fn allows_request(
+        &self,
+        host: &str,
+        port: u16,
+        method: &str,
+        path: &str,
+    ) -> Result<(), String> {
+        let matching: Vec<&Rule> = self
+            .rules
+            .iter()
+            .filter(|r| r.matches(host, port))
+            .collect();
+        let allowed = matching.iter().any(|r| match &r.request {
+            None => true,
+            Some(rule) => rule.allows(method, path),
+        });
+        match allowed {
+            true => Ok(()),
+            false => Err(matching
+                .iter()
+                .filter_map(|r| r.written.as_deref())
+                .collect::<Vec<_>>()
+                .join("`, `")),
+        }
+    }
+}
+
+impl Rule {
+    /// Whether it names `host` (normalized) on `port`.
+    pub(super) fn matches(&self, host: &str, port: u16) -> bool {
+        let port_ok = match self.port {
+            None => port == 80 || port == 443,
+            Some(p) => p == port,
+        };
+        port_ok
+            && match &self.host {
+                HostPattern::Exact(name) => name == host,
+                HostPattern::Below(suffix) => {
+                    host.parse::<IpAddr>().is_err()
+                        && host.len() > suffix.len() + 1
+                        && host.ends_with(suffix.as_str())
+                        && host.as_bytes()[host.len() - suffix.len() - 1] == b'.'
                 }
-        })
+            }
     }
 }
 
 /// One grant entry as a rule; `None` when it is no proxy entry.
-fn parse_rule(entry: &str) -> Option<Rule> {
+pub(super) fn parse_rule(entry: &str) -> Option<Rule> {
     let entry = entry.trim();
     if entry == "*" {
         return None;
+    }
+    if let Some((host, rest)) = entry.split_once(char::is_whitespace) {
+        let request = yep_store::grants::RequestRule::parse(rest)?;
+        let mut rule = parse_rule(host)?;
+        rule.request = Some(request);
+        rule.written = Some(entry.split_whitespace().collect::<Vec<_>>().join(" "));
+        return Some(rule);
     }
     let (host, port) = split_host_port(entry)?;
     let port = match port {
@@ -102,12 +161,16 @@ fn parse_rule(entry: &str) -> Option<Rule> {
         return Some(Rule {
             host: HostPattern::Below(suffix),
             port,
+            request: None,
+            written: None,
         });
     }
     let host = normalize_host(host)?;
     Some(Rule {
         host: HostPattern::Exact(host),
         port,
+        request: None,
+        written: None,
     })
 }
 
@@ -169,6 +232,18 @@ pub(super) fn shown(text: &str) -> String {
     }
 }
 
+/// What to do to keep a host's TLS end to end, for what made the proxy terminate it.
+fn how_to_keep_connect(because: &str) -> &'static str {
+    match because.starts_with("the brokered secret") {
+        true => {
+            "give the secret in the environment instead (`yep secret set <extension> <field> --in-env`), which lets the process hold its value"
+        }
+        false => {
+            "grant the host without a request rule (`yep grant <extension> net:<host>`), which lets every request through"
+        }
+    }
+}
+
 /// A refused request: the package, the host and port it asked for, and the grant that would
 /// allow it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -185,6 +260,42 @@ pub struct Refusal {
     pub grant: String,
     /// When a granted name was refused for what it resolves to: the address, and its kind.
     pub resolved: Option<(IpAddr, Guarded)>,
+    /// What was refused of a host the grants name; [`Reason::Host`] when the host itself.
+    pub reason: Reason,
+}
+
+/// What a refusal refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reason {
+    /// The host (or what it resolves to): no grant names it.
+    Host,
+    /// A request the host's request rules do not let through: its method and path, and the
+    /// rules as written.
+    Request {
+        method: String,
+        path: String,
+        rules: String,
+    },
+    /// A request that carries the placeholder of brokered secret `secret` to a host it does
+    /// not belong to.
+    Placeholder { secret: String },
+    /// The client refused the certificate yep showed it for a host whose TLS the proxy
+    /// terminates (for `because`): it pins certificates, or does not read the trust
+    /// variables.
+    Certificate { because: String },
+}
+
+impl Reason {
+    /// A small number per kind, so each kind of refusal of one host is told once.
+    pub(super) fn kind(&self) -> u8 {
+        match self {
+            Reason::Host => 0,
+            Reason::Request { .. } => 1,
+            Reason::Placeholder { .. } => 2,
+            Reason::Certificate { .. } => 3,
+        }
+    }
 }
 
 impl Refusal {
@@ -207,6 +318,29 @@ impl Refusal {
             port,
             grant,
             resolved: Some((ip, kind)),
+            reason: Reason::Host,
+        }
+    }
+
+    /// A refusal of `host:port` for `reason`, whose grant, if any, is `grant`.
+    pub(super) fn of(package: &str, host: &str, port: u16, reason: Reason) -> Refusal {
+        let grant = match &reason {
+            Reason::Request { method, path, .. } => {
+                let host = match port {
+                    80 | 443 => host.to_string(),
+                    _ => target(host, port),
+                };
+                format!("net:{host} {method} {}", shown(path))
+            }
+            _ => String::new(),
+        };
+        Refusal {
+            package: package.to_string(),
+            host: host.to_string(),
+            port,
+            grant,
+            resolved: None,
+            reason,
         }
     }
 
@@ -226,6 +360,7 @@ impl Refusal {
             port,
             grant,
             resolved: None,
+            reason: Reason::Host,
         }
     }
 }
@@ -235,6 +370,37 @@ impl std::fmt::Display for Refusal {
         let asked = shown(&target(&self.host, self.port));
         let package = shown(&self.package);
         let grant = shown(&self.grant);
+        match &self.reason {
+            Reason::Host => {}
+            Reason::Request {
+                method,
+                path,
+                rules,
+            } => {
+                return write!(
+                    f,
+                    "yep's sandbox refused {} {} on {asked} for package {package}: its grants let through only `{}` there; the grant `{grant}` would allow it",
+                    shown(method),
+                    shown(path),
+                    shown(rules)
+                );
+            }
+            Reason::Placeholder { secret } => {
+                return write!(
+                    f,
+                    "yep's sandbox refused a request to {asked} for package {package}: it carries the placeholder of the brokered secret `{}`, which belongs to other hosts (the secret was not sent)",
+                    shown(secret)
+                );
+            }
+            Reason::Certificate { because } => {
+                return write!(
+                    f,
+                    "a client of package {package} refused yep's certificate for {asked}: it pins certificates, or does not read the trust variables yep sets (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO). yep terminates TLS to this host for {}; to keep plain CONNECT for it, {}",
+                    shown(because),
+                    how_to_keep_connect(because)
+                );
+            }
+        }
         match self.resolved {
             None => write!(
                 f,

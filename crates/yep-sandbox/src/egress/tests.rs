@@ -12,11 +12,14 @@ type Refusals = Arc<Mutex<Vec<Refusal>>>;
 fn proxy(grants: &[&str], table: &str) -> (EgressProxy, Refusals) {
     let refusals: Refusals = Arc::default();
     let sink = Arc::clone(&refusals);
-    let proxy = EgressProxy::start_with(
+    let proxy = EgressProxy::start(
         "pkg",
-        Allowed::from_grants(grants.iter().copied()),
-        Resolver::with_table(table),
-        Arc::new(move |r| sink.lock().unwrap().push(r)),
+        Setup {
+            allowed: Allowed::from_grants(grants.iter().copied()),
+            resolver: Some(Resolver::with_table(table)),
+            on_refused: Some(Arc::new(move |r| sink.lock().unwrap().push(r))),
+            ..Setup::default()
+        },
     )
     .unwrap();
     (proxy, refusals)
@@ -178,6 +181,7 @@ async fn a_name_not_granted_is_refused_with_its_grant_and_reported_once() {
             port: 443,
             grant: "net:denied.test".to_string(),
             resolved: None,
+            reason: Reason::Host,
         }]
     );
 }
@@ -277,6 +281,7 @@ async fn a_granted_name_mapped_to_loopback_is_refused_and_told_unless_private_is
             port: echo,
             grant: "net:private".to_string(),
             resolved: Some((IpAddr::V4(Ipv4Addr::LOCALHOST), Guarded::Loopback)),
+            reason: Reason::Host,
         }]
     );
 
@@ -478,11 +483,6 @@ fn the_host_table_skips_what_is_not_name_equals_address() {
 
 #[test]
 fn starting_outside_a_runtime_is_an_error_not_a_panic() {
-    let started = EgressProxy::start_with(
-        "pkg",
-        Allowed::default(),
-        Resolver::default(),
-        Arc::new(|_| {}),
-    );
+    let started = EgressProxy::start("pkg", Setup::default());
     assert!(started.is_err());
 }

@@ -16,6 +16,11 @@ pub struct ConfigField {
     pub required: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub env: Option<String>,
+    /// Where a secret field may go, as its manifest declares (`"broker": {…}`, see
+    /// [`crate::broker`]); one that does not read is kept with no hosts, which nothing
+    /// accepts, so its secret is never given in the clear instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broker: Option<crate::broker::Binding>,
 }
 
 /// The config fields a manifest declares, in schema order.
@@ -39,6 +44,9 @@ pub fn config_fields(manifest: &Manifest) -> Vec<ConfigField> {
                     secret: prop.get("secret").and_then(Value::as_bool).unwrap_or(false),
                     required: required.contains(name.as_str()),
                     env: prop.get("env").and_then(Value::as_str).map(String::from),
+                    broker: prop
+                        .get("broker")
+                        .map(|b| serde_json::from_value(b.clone()).unwrap_or_default()),
                 })
                 .collect()
         })

@@ -73,6 +73,7 @@ impl Fixture {
                 ..SandboxGrants::default()
             },
             grant_name: None,
+            broker: None,
         }
     }
 
