@@ -6,6 +6,7 @@ yep_test_support::seal_this_test_binary!();
 
 mod agents;
 mod authoring;
+mod broker;
 mod claude;
 mod cli;
 mod common;

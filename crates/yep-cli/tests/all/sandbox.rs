@@ -30,12 +30,12 @@ fn mcp_python() -> String {
 }
 
 /// A fake `$HOME` with planted keys and a yep home in it, as an attacker would find one.
-struct FakeHome {
-    tmp: tempfile::TempDir,
+pub(crate) struct FakeHome {
+    pub(crate) tmp: tempfile::TempDir,
 }
 
 impl FakeHome {
-    fn new() -> FakeHome {
+    pub(crate) fn new() -> FakeHome {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
         for (file, body) in [
@@ -60,7 +60,7 @@ impl FakeHome {
         self.tmp.path().join("home")
     }
 
-    fn yep_home(&self) -> PathBuf {
+    pub(crate) fn yep_home(&self) -> PathBuf {
         self.home().join(".config/yep")
     }
 
@@ -70,12 +70,12 @@ impl FakeHome {
 
     /// `yep args` with this `$HOME` and yep home, in the workspace, `stdin` its input, under
     /// everything this kernel (Landlock ABI 7, seccomp) can do, or nothing starts.
-    fn yep(&self, args: &[&str], stdin: &str) -> Output {
+    pub(crate) fn yep(&self, args: &[&str], stdin: &str) -> Output {
         self.yep_with(args, stdin, &[("YEP_SANDBOX", "required")])
     }
 
     /// [`FakeHome::yep`] with `env` set.
-    fn yep_with(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+    pub(crate) fn yep_with(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
         let home = self.home();
         let home = home.to_str().unwrap();
         let mut all = vec![("HOME", home), ("AGENT_API_KEY", "sk-host-secret-planted")];
