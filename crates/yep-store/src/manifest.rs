@@ -385,6 +385,18 @@ impl Manifest {
                         crate::text::escape(&env.to_string())
                     ));
                 }
+                if let Some(broker) = prop.get("broker") {
+                    let binding = serde_json::from_value::<crate::broker::Binding>(broker.clone())
+                        .map_err(|e| format!("config field {name}: broker: {e}"))?;
+                    let secret = prop.get("secret").and_then(Value::as_bool) == Some(true);
+                    binding
+                        .validate()
+                        .and_then(|()| match secret && !binding.in_env {
+                            true => Ok(()),
+                            false => Err("only a secret field is brokered, to hosts".into()),
+                        })
+                        .map_err(|why| format!("config field {name}: broker: {why}"))?;
+                }
             }
         }
         if f.hooks.len() > MAX_HOOKS {
@@ -677,6 +689,18 @@ mod tests {
             (
                 r#"{"hooks":[{"event":"pre_tool_use","tool_name_glob":"a\u001bb"}]}"#,
                 "tool_name_glob",
+            ),
+            (
+                r#"{"prompt":true,"config_schema":{"properties":{"k":{"type":"string","secret":true,"broker":{"hosts":["*"]}}}}}"#,
+                "broker",
+            ),
+            (
+                r#"{"prompt":true,"config_schema":{"properties":{"k":{"type":"string","broker":{"hosts":["a.b"]}}}}}"#,
+                "only a secret field",
+            ),
+            (
+                r#"{"prompt":true,"config_schema":{"properties":{"k":{"type":"string","secret":true,"broker":{"hosts":["a.b"],"extra":1}}}}}"#,
+                "broker",
             ),
         ] {
             let err = with(facet).unwrap_err().to_string();

@@ -358,10 +358,13 @@ pub fn summary(manifest: &Manifest) -> String {
         .map(|c| {
             let mut tags = Vec::new();
             if c.secret {
-                tags.push("secret");
+                tags.push("secret".to_string());
             }
             if c.required {
-                tags.push("required");
+                tags.push("required".to_string());
+            }
+            if let Some(b) = c.broker.as_ref().filter(|_| c.secret) {
+                tags.push(format!("brokered: only to {}", escape(&b.describe())));
             }
             if tags.is_empty() {
                 escape(&c.name).into_owned()
@@ -541,7 +544,13 @@ pub fn claude_summary(
     let config: Vec<String> = config_fields(manifest)
         .iter()
         .map(|c| {
-            let secret = if c.secret { " (secret)" } else { "" };
+            let secret = match (&c.broker, c.secret) {
+                (Some(b), true) => {
+                    format!(" (secret, brokered: only to {})", escape(&b.describe()))
+                }
+                (None, true) => " (secret)".to_string(),
+                _ => String::new(),
+            };
             format!("{}{secret}", escape(&c.name))
         })
         .collect();
@@ -973,6 +982,33 @@ fn config_changes(old: &Manifest, new: &Manifest, d: &mut ContributionDiff) {
     };
     let (before, after): (BTreeSet<String>, BTreeSet<String>) = (fields(old), fields(new));
     let old_fields = config_fields(old);
+    // A brokered secret that may now go to a host it could not: widened.
+    for f in config_fields(new).into_iter().filter(|f| f.secret) {
+        let Some(was) = old_fields.iter().find(|o| o.name == f.name) else {
+            continue;
+        };
+        let hosts = |b: &Option<crate::broker::Binding>| b.as_ref().map(|b| b.hosts.clone());
+        let (then, now) = (hosts(&was.broker), hosts(&f.broker));
+        let new_hosts: Vec<&String> = match (&then, &now) {
+            (Some(then), Some(now)) => now.iter().filter(|h| !then.contains(h)).collect(),
+            (None, Some(_)) | (_, None) => Vec::new(),
+        };
+        if then.is_some() && now.is_none() {
+            d.lines.push(format!(
+                "+ config field {} (secret) no longer brokered: the server gets its value",
+                escape(&f.name)
+            ));
+            d.widened = true;
+        } else if !new_hosts.is_empty() {
+            let hosts: Vec<String> = new_hosts.iter().map(|h| escape(h).into_owned()).collect();
+            d.lines.push(format!(
+                "+ config field {} (secret) now also goes to {}",
+                escape(&f.name),
+                hosts.join(", ")
+            ));
+            d.widened = true;
+        }
+    }
     for f in config_fields(new).into_iter().filter(|f| f.required) {
         let was = old_fields.iter().find(|o| o.name == f.name);
         if was.is_some_and(|o| o.required) {

@@ -195,3 +195,36 @@ fn a_glob_of_stars_alone_is_called_out_as_every_tool_call() {
     assert!(s.contains("** (every tool call)"), "{s}");
     assert!(s.contains("sees the arguments of every tool call"), "{s}");
 }
+
+#[test]
+fn a_brokered_secret_shows_where_it_goes_and_a_new_host_needs_consent() {
+    let with = |hosts: &str| {
+        m(&format!(
+            r#"{{"capabilityServer":{{"command":"x"}},"tools":[{{"name":"a"}}],"config_schema":{{"properties":{{"token":{{"type":"string","secret":true,"broker":{{"hosts":[{hosts}],"header":"Authorization","format":"Bearer {{}}"}}}}}}}}}}"#
+        ))
+    };
+    let one = with(r#""api.github.com""#);
+    let s = summary(&one);
+    assert!(
+        s.contains(
+            "token (secret, brokered: only to api.github.com (as Authorization: Bearer {}))"
+        ),
+        "{s}"
+    );
+    let two = with(r#""api.github.com","uploads.github.com""#);
+    let d = diff(&one, &two);
+    assert!(d.widened, "{:?}", d.lines);
+    assert!(
+        d.lines.contains(
+            &"+ config field token (secret) now also goes to uploads.github.com".to_string()
+        ),
+        "{:?}",
+        d.lines
+    );
+    let unbrokered = m(
+        r#"{"capabilityServer":{"command":"x"},"tools":[{"name":"a"}],"config_schema":{"properties":{"token":{"type":"string","secret":true}}}}"#,
+    );
+    assert!(diff(&one, &unbrokered).widened);
+    // Fewer hosts narrow: no consent.
+    assert!(!diff(&two, &one).widened, "{:?}", diff(&two, &one).lines);
+}
