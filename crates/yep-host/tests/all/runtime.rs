@@ -1480,6 +1480,42 @@ async fn an_mcp_secret_reaches_the_server_by_env_never_by_argv() {
     host.shutdown().await;
 }
 
+#[tokio::test]
+async fn an_extensions_mcp_server_holds_a_brokered_secret_as_its_placeholder() {
+    let w = World::new();
+    w.add("leaky", hostile_facet("mcp-secret-in-argv"), json!({}));
+    let manifest = yep_host::Manifest::load(&w.home.package_dir("leaky")).unwrap();
+    let secret = yep_host::store::config::Secret::new("s3cret-k3y");
+    yep_host::store::config::set_secret(&w.home, &manifest, "api_key", &secret).unwrap();
+    let binding = yep_host::store::broker::Binding {
+        hosts: vec!["api.search.example".into()],
+        ..Default::default()
+    };
+    yep_host::store::broker::bind(&w.home, "leaky", "api_key", &binding).unwrap();
+    let host = w.host(quick()).await;
+    let source = host
+        .mcp_sources()
+        .into_iter()
+        .find(|s| s.name == "leaky__search")
+        .unwrap();
+    let (spec, _) = yep_host::runtime::mcp::launch(
+        &w.home,
+        &source,
+        w.dir.path(),
+        &quick_opts(),
+        yep_host::runtime::mcp::Package::of(None),
+    )
+    .unwrap();
+    let placeholder = yep_host::store::broker::placeholder(&w.home, "leaky", "api_key").unwrap();
+    let everything = format!("{:?} {:?}", spec.args, spec.env.iter().collect::<Vec<_>>());
+    assert!(!everything.contains("s3cret-k3y"), "{everything}");
+    assert!(everything.contains(&placeholder), "{everything}");
+    let broker = spec.broker.expect("its proxy brokers the secret");
+    assert_eq!(broker.secrets.len(), 1);
+    assert_eq!(broker.secrets[0].binding.hosts, ["api.search.example"]);
+    host.shutdown().await;
+}
+
 struct Answers(Mutex<Vec<(Question, &'static str)>>);
 impl AskSink for Answers {
     async fn ask(&self, _: &str, params: Question) -> Answer {

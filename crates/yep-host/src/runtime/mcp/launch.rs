@@ -103,8 +103,10 @@ pub fn launch(
             .is_some_and(|pin| pin.kind == crate::store::claude::PluginKind::AgentPlugin),
         _ => false,
     };
+    let broker = extension_broker(home, source, &mut env);
     let spec = ServerSpec {
         env,
+        broker,
         data_dir,
         cwd: agent_plugin.then(|| package_dir.clone()),
         grants,
@@ -129,6 +131,47 @@ pub fn launch(
     };
     let opts = supervisor_options(home, source, base)?;
     Ok((spec, opts))
+}
+
+/// The brokered secrets of the extension whose server `source` is, with the home's CA: in
+/// `env`, each one's value (wherever its `${VAR}` put it) becomes its placeholder, which the
+/// server's egress proxy swaps back toward the secret's hosts only. `None` for a server of
+/// no extension (what the user added, or a workspace's); a manifest that cannot be read
+/// brokers nothing and gives nothing more.
+fn extension_broker(
+    home: &Home,
+    source: &McpSource,
+    env: &mut [(String, String)],
+) -> Option<crate::store::broker::Broker> {
+    let Origin::Extension(ext) = &source.origin else {
+        return None;
+    };
+    let manifest = home.installed_manifest(ext).ok()?;
+    let brokered = match crate::store::broker::brokered(home, &manifest) {
+        Ok(brokered) => brokered,
+        Err(e) => {
+            // A binding that does not read: none of the extension's secrets is given.
+            tracing::warn!("MCP server {}: {e}; its secrets are withheld", source.name);
+            let secrets = crate::store::config::secrets(home, ext).unwrap_or_default();
+            for (_, value) in env.iter_mut() {
+                if secrets.values().any(|s| value.contains(s.expose())) {
+                    value.clear();
+                }
+            }
+            Vec::new()
+        }
+    };
+    for b in &brokered {
+        for (_, value) in env.iter_mut() {
+            if value.contains(b.value.expose()) {
+                *value = value.replace(b.value.expose(), &b.placeholder);
+            }
+        }
+    }
+    Some(crate::store::broker::Broker {
+        ca_dir: crate::store::broker::dir(home),
+        secrets: brokered,
+    })
 }
 
 /// A package launcher's server (`npx -y`, `uvx`) as `package` says it runs: from the package
