@@ -4,6 +4,7 @@
 //! plus the derived ratios and whether each target holds.
 
 mod agent_hooks;
+mod egress;
 mod launchers;
 mod rmcp_bench;
 mod shared;
@@ -136,6 +137,7 @@ fn main() -> anyhow::Result<()> {
     // Only the package launchers' figures (section 11), or only `yep hook`'s (section 12).
     let launchers_only = std::env::args().any(|a| a == "--launchers-only");
     let agent_hooks_only = std::env::args().any(|a| a == "--agent-hooks-only");
+    let egress_only = std::env::args().any(|a| a == "--egress-only"); // section 13
     let args: Vec<String> = std::env::args().collect();
     // One figure in a loop for about ten seconds, for a profiler to watch: `rtt` (200 B, one
     // in flight) or `throughput` (64 in flight).
@@ -184,11 +186,12 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     rt.block_on(async {
-        if launchers_only || agent_hooks_only {
-            r.probe("launchers or agent hooks")?;
-            return match launchers_only {
-                true => launchers::launchers(&mut r, &scratch),
-                false => agent_hooks::measure(&mut r, &echo, &scratch),
+        if launchers_only || agent_hooks_only || egress_only {
+            r.probe("launchers, agent hooks or egress")?;
+            return match (launchers_only, agent_hooks_only) {
+                (true, _) => launchers::launchers(&mut r, &scratch),
+                (_, true) => agent_hooks::measure(&mut r, &echo, &scratch),
+                _ => egress::measure_in(&mut r, &scratch).await,
             };
         }
         if bridge_only {
@@ -452,6 +455,7 @@ fn main() -> anyhow::Result<()> {
     let part = mcp_only
         || launchers_only
         || agent_hooks_only
+        || egress_only
         || bridge_only
         || shared_only
         || calls_only
@@ -473,6 +477,8 @@ fn main() -> anyhow::Result<()> {
         // 12. `yep hook claude` per event, as Claude Code runs it.
         r.probe("agent hooks")?;
         agent_hooks::measure(&mut r, &echo, &scratch)?;
+        r.probe("egress")?; // 13. A brokered secret's HTTPS request, TLS terminated.
+        egress::measure(&mut r, &scratch)?;
     }
     // The floor again: a core taken during the run shows here if not at the start.
     r.latency(
@@ -1049,6 +1055,7 @@ fn ratios(r: &Report, noisy: bool) -> Value {
         spawned == 0.0,
     );
     agent_hooks::targets(&mut t, r);
+    egress::targets(&mut t, r);
     Value::Object(t.out)
 }
 
@@ -1103,12 +1110,6 @@ fn machine() -> Value {
         .map(|n| n.get())
         .unwrap_or(0);
     json!({ "cpu": cpu, "cores": cores, "os": std::env::consts::OS, "arch": std::env::consts::ARCH })
-}
-
-fn tempdir() -> anyhow::Result<std::path::PathBuf> {
-    let dir = std::env::temp_dir().join(format!("yep-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
 }
 
 #[cfg(test)]

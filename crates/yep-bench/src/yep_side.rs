@@ -807,3 +807,10 @@ pub fn bridge_home(echo: &Path, scratch: &Path, packages: usize) -> anyhow::Resu
     }
     Ok(home.root)
 }
+
+/// This run's scratch directory, under the system's temp dir.
+pub fn tempdir() -> anyhow::Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("yep-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
