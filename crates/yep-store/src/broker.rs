@@ -196,12 +196,21 @@ pub fn user_bindings(
     home: &Home,
     name: &str,
 ) -> Result<std::collections::BTreeMap<String, Binding>, StoreError> {
+    bindings_in(home, &capability_ref(name))
+}
+
+/// The bindings kept in table `table` of `connections.toml` (`[<table>.broker.<field>]`):
+/// an extension's (`ext:<name>`), or a home MCP server's environment (`mcp-env:<name>`).
+pub fn bindings_in(
+    home: &Home,
+    table: &str,
+) -> Result<std::collections::BTreeMap<String, Binding>, StoreError> {
     let path = home.connections_path();
     config::guard_mode(&path)?;
     let doc = settings::load(&path)?;
     let mut out = std::collections::BTreeMap::new();
     let table = doc
-        .get(&capability_ref(name))
+        .get(table)
         .and_then(|t| t.get("broker"))
         .and_then(Item::as_table_like);
     for (field, item) in table.into_iter().flat_map(|t| t.iter()) {
@@ -227,8 +236,20 @@ fn inline_to_table(item: &Item) -> Option<String> {
 
 /// Bind secret `field` of extension `name` to `binding` (checked), beside its value.
 pub fn bind(home: &Home, name: &str, field: &str, binding: &Binding) -> Result<(), StoreError> {
+    bind_in(home, name, &capability_ref(name), field, binding)
+}
+
+/// Bind `field` of `owner` (an extension or a home MCP server), whose values are in table
+/// `key` of `connections.toml`, to `binding` (checked).
+pub fn bind_in(
+    home: &Home,
+    owner: &str,
+    key: &str,
+    field: &str,
+    binding: &Binding,
+) -> Result<(), StoreError> {
     binding.validate().map_err(|why| StoreError::Broker {
-        extension: name.to_string(),
+        extension: owner.to_string(),
         field: field.to_string(),
         why,
     })?;
@@ -236,7 +257,7 @@ pub fn bind(home: &Home, name: &str, field: &str, binding: &Binding) -> Result<(
     let _lock = home.lock()?;
     config::guard_mode(&path)?;
     let mut doc = settings::load(&path)?;
-    let key = capability_ref(name);
+    let key = key.to_string();
     if doc.get(&key).and_then(Item::as_table).is_none() {
         doc.insert(&key, Item::Table(Table::new()));
     }

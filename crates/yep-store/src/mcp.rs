@@ -27,6 +27,44 @@ fn env_key(name: &str) -> String {
     format!("mcp-env:{name}")
 }
 
+/// The table of `connections.toml` that holds home server `name`'s environment values and
+/// their broker bindings ([`crate::broker::bindings_in`]).
+pub fn env_table(name: &str) -> String {
+    env_key(name)
+}
+
+/// The placeholder owner of home server `name`'s brokered environment values
+/// ([`crate::broker::placeholder`]).
+pub fn broker_owner(name: &str) -> String {
+    format!("mcp:{name}")
+}
+
+/// Store `value` as environment variable `var` of home server `name` (one it declares).
+pub fn set_env(home: &Home, name: &str, var: &str, value_: &str) -> Result<(), StoreError> {
+    let declared = list(home)?
+        .get(name)
+        .is_some_and(|s| s.env.contains_key(var));
+    if !declared {
+        return Err(invalid(format!(
+            "MCP server `{name}` has no environment variable `{}` (`yep mcp add {name} --env {}=…` declares one)",
+            crate::text::escape(var),
+            crate::text::escape(var)
+        )));
+    }
+    let _lock = home.lock()?;
+    let path = home.connections_path();
+    guard_mode(&path)?;
+    let mut doc = settings::load(&path)?;
+    let key = env_key(name);
+    if doc.get(&key).and_then(Item::as_table).is_none() {
+        doc.insert(&key, Item::Table(Table::new()));
+    }
+    if let Some(table) = doc.get_mut(&key).and_then(Item::as_table_mut) {
+        table.insert(var, value(value_));
+    }
+    settings::store(&path, &doc, MODE_PRIVATE)
+}
+
 /// Why an MCP server could not be added.
 fn invalid(message: String) -> StoreError {
     StoreError::McpServer(message)

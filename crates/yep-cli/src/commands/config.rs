@@ -144,13 +144,22 @@ pub fn secret(cmd: SecretCommand, home: &Home) -> anyhow::Result<ExitCode> {
         in_env,
         json,
     } = cmd;
+    let binding_of = |hosts, header, format, in_env| {
+        (in_env || !Vec::is_empty(&hosts)).then_some(yep_store::broker::Binding {
+            hosts,
+            header,
+            format,
+            in_env,
+        })
+    };
+    // A home MCP server's environment value (`yep mcp add --env`), when no extension has
+    // the name.
+    if home.installed_manifest(&name).is_err() && yep_store::mcp::list(home)?.contains_key(&name) {
+        let binding = binding_of(hosts, header, format, in_env);
+        return mcp_secret(home, &name, &field, binding, json);
+    }
     let m = manifest(home, &name)?;
-    let binding = (in_env || !hosts.is_empty()).then_some(yep_store::broker::Binding {
-        hosts,
-        header,
-        format,
-        in_env,
-    });
+    let binding = binding_of(hosts, header, format, in_env);
     // A binding that does not read is refused before the secret is asked for.
     if let Some(why) = binding.as_ref().and_then(|b| b.validate().err()) {
         return Err(hinted(
@@ -171,18 +180,7 @@ pub fn secret(cmd: SecretCommand, home: &Home) -> anyhow::Result<ExitCode> {
             )],
         ));
     }
-    let value = if std::io::stdin().is_terminal() {
-        let params = Question {
-            prompt: format!("{name}.{field}"),
-            secret: true,
-            ..Question::default()
-        };
-        read_answer(&name, &params)?
-    } else {
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line)?;
-        Some(line.trim_end_matches(['\n', '\r']).to_string()).filter(|l| !l.is_empty())
-    };
+    let value = read_secret(&name, &field)?;
     let Some(value) = value else {
         return Err(hinted(
             "no value given; nothing was stored",
@@ -234,6 +232,67 @@ pub fn secret(cmd: SecretCommand, home: &Home) -> anyhow::Result<ExitCode> {
         None => {}
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `yep secret set <mcp server> <VAR>`: store the value of a home MCP server's environment
+/// variable, brokered to the hosts `binding` names (or given in the clear with `--in-env`).
+fn mcp_secret(
+    home: &Home,
+    name: &str,
+    var: &str,
+    binding: Option<yep_store::broker::Binding>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    if let Some(why) = binding.as_ref().and_then(|b| b.validate().err()) {
+        return Err(hinted(format!("--for {name}.{var}: {why}"), &[]));
+    }
+    let Some(value) = read_secret(name, var)? else {
+        return Err(hinted(
+            "no value given; nothing was stored",
+            &["type the secret at the prompt, or pipe it on stdin"],
+        ));
+    };
+    yep_store::mcp::set_env(home, name, var, &value)?;
+    if let Some(binding) = &binding {
+        let table = yep_store::mcp::env_table(name);
+        yep_store::broker::bind_in(home, name, &table, var, binding)?;
+    }
+    if json {
+        let brokered = binding.as_ref().filter(|b| !b.in_env);
+        stdout_line(
+            &json!({"name": name, "field": var, "stored": true,
+                "brokered": brokered.map(|b| json!({"hosts": b.hosts, "header": b.header, "format": b.format}))})
+            .to_string(),
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    stdout_line(&format!(
+        "stored MCP server {name}'s {var} (secret) in {}",
+        home.connections_path().display()
+    ));
+    if let Some(b) = binding.as_ref().filter(|b| !b.in_env) {
+        stdout_line(&format!(
+            "brokered: {name} holds a placeholder; its egress proxy puts the value into requests to {} (grant the hosts with `yep grant {name} net:<host>`)",
+            escape(&b.describe())
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A secret, asked with masked input on a terminal, else read as one line of stdin; `None`
+/// when none was given.
+fn read_secret(name: &str, field: &str) -> anyhow::Result<Option<String>> {
+    if std::io::stdin().is_terminal() {
+        let params = Question {
+            prompt: format!("{name}.{field}"),
+            secret: true,
+            ..Question::default()
+        };
+        return Ok(read_answer(name, &params)?);
+    }
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    Ok(Some(line.trim_end_matches(['\n', '\r']).to_string()).filter(|l| !l.is_empty()))
 }
 
 /// The hosts of `binding` that extension `m`'s grants (its manifest's and the user's) do

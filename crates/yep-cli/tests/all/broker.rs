@@ -382,3 +382,62 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_home_mcp_servers_environment_value_can_be_brokered_and_shows_nowhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("yep");
+    ok(&common::yep(
+        &home,
+        &[
+            "mcp",
+            "add",
+            "gh",
+            "--keep",
+            "--env",
+            "GITHUB_TOKEN=first-value",
+            "--",
+            "true",
+        ],
+    ));
+    let stored = ok(&common::yep_with_stdin(
+        &home,
+        &[
+            "secret",
+            "set",
+            "gh",
+            "GITHUB_TOKEN",
+            "--for",
+            "api.github.com",
+            "--header",
+            "Authorization",
+            "--format",
+            "Bearer {}",
+            "--json",
+        ],
+        &format!("{VALUE}\n"),
+    ));
+    let stored: Value = serde_json::from_str(stored.trim()).unwrap();
+    assert_eq!(
+        stored["brokered"]["hosts"],
+        json!(["api.github.com"]),
+        "{stored}"
+    );
+    let connections = std::fs::read_to_string(home.join("connections.toml")).unwrap();
+    assert!(connections.contains(VALUE) && !connections.contains("first-value"));
+    // What lists servers never shows it.
+    let listed = ok(&common::yep(&home, &["mcp", "list", "--json"]));
+    assert!(!listed.contains(VALUE), "{listed}");
+    // A variable the server does not declare is refused, and nothing is stored.
+    let refused = common::yep_with_stdin(
+        &home,
+        &["secret", "set", "gh", "OTHER", "--for", "api.github.com"],
+        "x\n",
+    );
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("has no environment variable `OTHER`"),
+        "{}",
+        text(&refused.stderr)
+    );
+}

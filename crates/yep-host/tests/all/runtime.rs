@@ -1516,6 +1516,41 @@ async fn an_extensions_mcp_server_holds_a_brokered_secret_as_its_placeholder() {
     host.shutdown().await;
 }
 
+#[tokio::test]
+async fn a_home_mcp_servers_brokered_environment_value_is_its_placeholder() {
+    let w = World::new();
+    let server: yep_host::store::manifest::McpServer = serde_json::from_value(json!({
+        "command": "true", "env": {"GITHUB_TOKEN": "real-token-value"}
+    }))
+    .unwrap();
+    yep_host::store::mcp::add(&w.home, "gh", &server).unwrap();
+    let binding = yep_host::store::broker::Binding {
+        hosts: vec!["api.github.com".into()],
+        ..Default::default()
+    };
+    let table = yep_host::store::mcp::env_table("gh");
+    yep_host::store::broker::bind_in(&w.home, "gh", &table, "GITHUB_TOKEN", &binding).unwrap();
+    let host = w.host(quick()).await;
+    let source = host
+        .mcp_sources()
+        .into_iter()
+        .find(|s| s.name == "gh")
+        .unwrap();
+    let (spec, _) = yep_host::runtime::mcp::launch(
+        &w.home,
+        &source,
+        w.dir.path(),
+        &quick_opts(),
+        yep_host::runtime::mcp::Package::of(None),
+    )
+    .unwrap();
+    let held = spec.env.iter().find(|(k, _)| k == "GITHUB_TOKEN").unwrap();
+    assert!(held.1.starts_with("yep_ph_"), "{held:?}");
+    let broker = spec.broker.expect("brokered");
+    assert_eq!(broker.secrets[0].value.expose(), "real-token-value");
+    host.shutdown().await;
+}
+
 struct Answers(Mutex<Vec<(Question, &'static str)>>);
 impl AskSink for Answers {
     async fn ask(&self, _: &str, params: Question) -> Answer {

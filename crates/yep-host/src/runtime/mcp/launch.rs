@@ -135,16 +135,18 @@ pub fn launch(
 
 /// The brokered secrets of the extension whose server `source` is, with the home's CA: in
 /// `env`, each one's value (wherever its `${VAR}` put it) becomes its placeholder, which the
-/// server's egress proxy swaps back toward the secret's hosts only. `None` for a server of
-/// no extension (what the user added, or a workspace's); a manifest that cannot be read
-/// brokers nothing and gives nothing more.
+/// server's egress proxy swaps back toward the secret's hosts only. A home server's are the
+/// environment values the user brokered ([`home_broker`]); a workspace's server has none. A
+/// manifest that cannot be read brokers nothing and gives nothing more.
 fn extension_broker(
     home: &Home,
     source: &McpSource,
     env: &mut [(String, String)],
 ) -> Option<crate::store::broker::Broker> {
-    let Origin::Extension(ext) = &source.origin else {
-        return None;
+    let ext = match &source.origin {
+        Origin::Extension(ext) => ext,
+        Origin::Home => return home_broker(home, &source.name, env),
+        Origin::Workspace(_) => return None,
     };
     let manifest = home.installed_manifest(ext).ok()?;
     let brokered = match crate::store::broker::brokered(home, &manifest) {
@@ -171,6 +173,49 @@ fn extension_broker(
     Some(crate::store::broker::Broker {
         ca_dir: crate::store::broker::dir(home),
         secrets: brokered,
+    })
+}
+
+/// The brokered environment values of home server `name` (`yep secret set <name> <VAR>
+/// --for <host>`): in `env`, each becomes its placeholder.
+fn home_broker(
+    home: &Home,
+    name: &str,
+    env: &mut [(String, String)],
+) -> Option<crate::store::broker::Broker> {
+    use crate::store::broker;
+    let bindings = broker::bindings_in(home, &crate::store::mcp::env_table(name)).ok()?;
+    let mut secrets = Vec::new();
+    for (var, binding) in bindings {
+        let Some((_, value)) = env.iter_mut().find(|(k, _)| *k == var) else {
+            continue;
+        };
+        if binding.in_env {
+            continue;
+        }
+        if binding.validate().is_err() {
+            // A binding that does not read: the value is withheld, never given in the clear.
+            tracing::warn!("MCP server {name}: the brokered {var} does not read; withheld");
+            value.clear();
+            continue;
+        }
+        let owner = crate::store::mcp::broker_owner(name);
+        let Ok(placeholder) = broker::placeholder(home, &owner, &var) else {
+            value.clear();
+            continue;
+        };
+        let real = std::mem::replace(value, placeholder.clone());
+        secrets.push(broker::Brokered {
+            field: var.clone(),
+            env: Some(var),
+            placeholder,
+            value: crate::store::config::Secret::new(real),
+            binding,
+        });
+    }
+    Some(broker::Broker {
+        ca_dir: broker::dir(home),
+        secrets,
     })
 }
 
