@@ -80,12 +80,16 @@ pub fn config(cmd: ConfigCommand, home: &Home) -> anyhow::Result<ExitCode> {
             // Reading only: not `server_inputs`, which makes the data dir a server needs.
             let plain = config::plain(home, &m)?;
             let secrets = config::secrets(home, &name)?;
+            let bound = yep_store::broker::user_bindings(home, &name)?;
             let rows: Vec<Value> = config_fields(&m)
                 .into_iter()
                 .map(|f| {
                     let set = if f.secret { secrets.contains_key(&f.name) } else { plain.get(&f.name).is_some() };
                     let shown = if f.secret { Value::Null } else { plain.get(&f.name).cloned().unwrap_or(Value::Null) };
-                    json!({ "name": f.name, "secret": f.secret, "required": f.required, "env": f.env, "set": set, "value": shown })
+                    // Where a brokered secret may go: the user's binding, else the manifest's.
+                    let broker = bound.get(&f.name).or(f.broker.as_ref()).filter(|b| f.secret && !b.in_env);
+                    let brokered = broker.map(|b| json!({ "hosts": b.hosts, "header": b.header, "format": b.format }));
+                    json!({ "name": f.name, "secret": f.secret, "required": f.required, "env": f.env, "set": set, "value": shown, "brokered": brokered })
                 })
                 .collect();
             if json {
@@ -94,9 +98,18 @@ pub fn config(cmd: ConfigCommand, home: &Home) -> anyhow::Result<ExitCode> {
                 stdout_line(&format!("`{name}` has no config fields"));
             } else {
                 for r in rows {
+                    let brokered = r["brokered"]["hosts"]
+                        .as_array()
+                        .map(|h| {
+                            let hosts: Vec<&str> = h.iter().filter_map(Value::as_str).collect();
+                            format!(", brokered: only to {}", escape(&hosts.join(", ")))
+                        })
+                        .unwrap_or_default();
                     let value = match (&r["secret"], &r["set"]) {
-                        (Value::Bool(true), Value::Bool(true)) => "(secret, set)".to_string(),
-                        (Value::Bool(true), _) => "(secret, unset)".to_string(),
+                        (Value::Bool(true), Value::Bool(true)) => {
+                            format!("(secret, set{brokered})")
+                        }
+                        (Value::Bool(true), _) => format!("(secret, unset{brokered})"),
                         (_, Value::Bool(true)) => r["value"].to_string(),
                         _ => "(unset)".to_string(),
                     };

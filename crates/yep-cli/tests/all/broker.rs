@@ -215,6 +215,11 @@ fn a_brokered_secret_reaches_its_host_only_with_every_real_client() {
         &format!("{VALUE}\n"),
     ));
     assert!(stored.contains(&format!("brokered: broker-exfil holds a placeholder; its egress proxy puts the value into requests to {api}")), "{stored}");
+    let shown = ok(&fake.yep(&["config", "show", "broker-exfil"], ""));
+    assert!(
+        shown.contains(&format!("token = (secret, set, brokered: only to {api})")),
+        "{shown}"
+    );
 
     let node = node_bin.join("node");
     let fetch = |client: &str, url: String| json!({"client": client, "url": url, "node": node.to_str().unwrap()});
