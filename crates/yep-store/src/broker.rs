@@ -49,7 +49,7 @@ pub struct Binding {
 const MAX_HOSTS: usize = 16;
 
 impl Binding {
-    /// Whether it is well formed: one to [`MAX_HOSTS`] host names (no address, no request
+    /// Whether it is well formed: one to 16 host names (no address, no request
     /// rule, no `*`), a header name of token characters, and a format holding `{}` once.
     pub fn validate(&self) -> Result<(), String> {
         if self.in_env {

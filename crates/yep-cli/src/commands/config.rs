@@ -89,7 +89,11 @@ pub fn config(cmd: ConfigCommand, home: &Home) -> anyhow::Result<ExitCode> {
                     // Where a brokered secret may go: the user's binding, else the manifest's.
                     let broker = bound.get(&f.name).or(f.broker.as_ref()).filter(|b| f.secret && !b.in_env);
                     let brokered = broker.map(|b| json!({ "hosts": b.hosts, "header": b.header, "format": b.format }));
-                    json!({ "name": f.name, "secret": f.secret, "required": f.required, "env": f.env, "set": set, "value": shown, "brokered": brokered })
+                    let mut row = json!({ "name": f.name, "secret": f.secret, "required": f.required, "env": f.env, "set": set, "value": shown });
+                    if let Some(brokered) = brokered {
+                        row["brokered"] = brokered;
+                    }
+                    row
                 })
                 .collect();
             if json {

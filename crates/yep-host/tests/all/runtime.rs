@@ -1480,6 +1480,24 @@ async fn an_mcp_secret_reaches_the_server_by_env_never_by_argv() {
     host.shutdown().await;
 }
 
+/// How MCP server `name` of `host`'s session would be started (its spec: env, broker).
+fn mcp_launched(w: &World, host: &ExtensionHost, name: &str) -> yep_host::ServerSpec {
+    let source = host
+        .mcp_sources()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap();
+    let (spec, _) = yep_host::runtime::mcp::launch(
+        &w.home,
+        &source,
+        w.dir.path(),
+        &quick_opts(),
+        yep_host::runtime::mcp::Package::of(None),
+    )
+    .unwrap();
+    spec
+}
+
 #[tokio::test]
 async fn an_extensions_mcp_server_holds_a_brokered_secret_as_its_placeholder() {
     let w = World::new();
@@ -1493,19 +1511,7 @@ async fn an_extensions_mcp_server_holds_a_brokered_secret_as_its_placeholder() {
     };
     yep_host::store::broker::bind(&w.home, "leaky", "api_key", &binding).unwrap();
     let host = w.host(quick()).await;
-    let source = host
-        .mcp_sources()
-        .into_iter()
-        .find(|s| s.name == "leaky__search")
-        .unwrap();
-    let (spec, _) = yep_host::runtime::mcp::launch(
-        &w.home,
-        &source,
-        w.dir.path(),
-        &quick_opts(),
-        yep_host::runtime::mcp::Package::of(None),
-    )
-    .unwrap();
+    let spec = mcp_launched(&w, &host, "leaky__search");
     let placeholder = yep_host::store::broker::placeholder(&w.home, "leaky", "api_key").unwrap();
     let everything = format!("{:?} {:?}", spec.args, spec.env.iter().collect::<Vec<_>>());
     assert!(!everything.contains("s3cret-k3y"), "{everything}");
@@ -1531,19 +1537,7 @@ async fn a_home_mcp_servers_brokered_environment_value_is_its_placeholder() {
     let table = yep_host::store::mcp::env_table("gh");
     yep_host::store::broker::bind_in(&w.home, "gh", &table, "GITHUB_TOKEN", &binding).unwrap();
     let host = w.host(quick()).await;
-    let source = host
-        .mcp_sources()
-        .into_iter()
-        .find(|s| s.name == "gh")
-        .unwrap();
-    let (spec, _) = yep_host::runtime::mcp::launch(
-        &w.home,
-        &source,
-        w.dir.path(),
-        &quick_opts(),
-        yep_host::runtime::mcp::Package::of(None),
-    )
-    .unwrap();
+    let spec = mcp_launched(&w, &host, "gh");
     let held = spec.env.iter().find(|(k, _)| k == "GITHUB_TOKEN").unwrap();
     assert!(held.1.starts_with("yep_ph_"), "{held:?}");
     let broker = spec.broker.expect("brokered");

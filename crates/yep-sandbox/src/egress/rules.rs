@@ -232,6 +232,16 @@ pub(super) fn shown(text: &str) -> String {
     }
 }
 
+/// The grant that names `host` on `port`: `net:host` for the web's ports, else with the
+/// port (an IPv6 address in brackets).
+fn host_grant(host: &str, port: u16) -> String {
+    match (port, host.contains(':')) {
+        (80 | 443, true) => format!("net:[{host}]"),
+        (80 | 443, false) => format!("net:{host}"),
+        _ => format!("net:{}", target(host, port)),
+    }
+}
+
 /// What to do to keep a host's TLS end to end, for what made the proxy terminate it.
 fn how_to_keep_connect(because: &str) -> &'static str {
     match because.starts_with("the brokered secret") {
@@ -326,11 +336,7 @@ impl Refusal {
     pub(super) fn of(package: &str, host: &str, port: u16, reason: Reason) -> Refusal {
         let grant = match &reason {
             Reason::Request { method, path, .. } => {
-                let host = match port {
-                    80 | 443 => host.to_string(),
-                    _ => target(host, port),
-                };
-                format!("net:{host} {method} {}", shown(path))
+                format!("{} {method} {}", host_grant(host, port), shown(path))
             }
             _ => String::new(),
         };
@@ -345,22 +351,9 @@ impl Refusal {
     }
 
     pub(super) fn new(package: &str, host: &str, port: u16) -> Refusal {
-        let grant = if port == 80 || port == 443 {
-            if host.contains(':') {
-                format!("net:[{host}]")
-            } else {
-                format!("net:{host}")
-            }
-        } else {
-            format!("net:{}", target(host, port))
-        };
         Refusal {
-            package: package.to_string(),
-            host: host.to_string(),
-            port,
-            grant,
-            resolved: None,
-            reason: Reason::Host,
+            grant: host_grant(host, port),
+            ..Refusal::of(package, host, port, Reason::Host)
         }
     }
 }
