@@ -466,3 +466,44 @@ fn without_namespaces_protected_files_are_missing_best_effort_and_refused_requir
         .unwrap();
     assert!(!prepared.missing.contains(&NO_PROTECTED_FILES));
 }
+
+/// In a forked child: `mounts` applied, then `path` opened for writing; the child's exit code
+/// is 0 when the open failed with `EROFS`, 2 when it succeeded, 3 when the mounts failed.
+fn write_in_child(mounts: &crate::Mounts, path: &std::ffi::CStr) -> i32 {
+    // SAFETY: the child makes system calls on what was built before the fork, and ends with
+    // `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = match mounts.apply() {
+            // SAFETY: open(2) of a NUL-terminated path.
+            Ok(()) => match unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_APPEND) } {
+                fd if fd >= 0 => 2,
+                _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EROFS) => 0,
+                _ => 1,
+            },
+            Err(_) => 3,
+        };
+        // SAFETY: ends the forked child at once.
+        unsafe { libc::_exit(code) }
+    }
+    let mut status = 0;
+    // SAFETY: waitpid writes our own child's status into `status`.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    libc::WEXITSTATUS(status)
+}
+
+#[test]
+fn a_protected_file_is_read_only_in_the_child_alone_as_root_or_not() {
+    if !Support::current().namespaces {
+        eprintln!("skipped: this system makes no user namespaces");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    touch(&ws.join(".envrc"));
+    let mounts = crate::Mounts::new(&protected_paths(&ws)).unwrap();
+    let envrc = std::ffi::CString::new(ws.join(".envrc").display().to_string()).unwrap();
+    assert_eq!(write_in_child(&mounts, &envrc), 0);
+    // The host's view is unchanged.
+    std::fs::write(ws.join(".envrc"), "still mine\n").unwrap();
+}
