@@ -120,6 +120,37 @@ impl Report {
     }
 }
 
+/// The Rust echo server's cold starts: bare, in the default sandbox, and in a sandbox that
+/// writes a workspace holding protected files (its own user and mount namespaces, and a
+/// read-only bind mount for each).
+async fn cold_starts(
+    r: &mut Report,
+    echo: &std::path::Path,
+    scratch: &std::path::Path,
+) -> anyhow::Result<()> {
+    use yep_sandbox::Mode;
+    let none = Default::default();
+    r.latency(
+        "cold_start_rust",
+        percentiles(cold_start(echo, &[], scratch, 50, Mode::Off, &none).await?),
+    );
+    // The same start in the sandbox: the profile built, the rules applied in the child.
+    r.latency(
+        "cold_start_rust_sandboxed",
+        percentiles(cold_start(echo, &[], scratch, 50, Mode::BestEffort, &none).await?),
+    );
+    let write = yep_host::manifest::SandboxGrants {
+        workspace: Some("write".into()),
+        ..Default::default()
+    };
+    let ws = yep_side::protected_workspace(scratch)?;
+    r.latency(
+        "cold_start_rust_protected",
+        percentiles(cold_start(echo, &[], &ws, 50, Mode::BestEffort, &write).await?),
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     if std::env::args().any(|a| a == launchers::CHILD_FLAG) {
         return launchers::child();
@@ -138,6 +169,9 @@ fn main() -> anyhow::Result<()> {
     let launchers_only = std::env::args().any(|a| a == "--launchers-only");
     let agent_hooks_only = std::env::args().any(|a| a == "--agent-hooks-only");
     let egress_only = std::env::args().any(|a| a == "--egress-only"); // section 13
+    // Only the Rust server's cold starts (section 7), bare, sandboxed, and sandboxed with
+    // protected workspace files to mount.
+    let cold_start_only = std::env::args().any(|a| a == "--cold-start-only");
     let args: Vec<String> = std::env::args().collect();
     // One figure in a loop for about ten seconds, for a profiler to watch: `rtt` (200 B, one
     // in flight) or `throughput` (64 in flight).
@@ -201,6 +235,10 @@ fn main() -> anyhow::Result<()> {
         if mcp_only {
             r.probe("mcp host")?;
             return mcp_host_vs_direct(&mut r, &rmcp_server, &scratch, 40).await;
+        }
+        if cold_start_only {
+            r.probe("cold starts")?;
+            return cold_starts(&mut r, &echo, &scratch).await;
         }
         if shared_only {
             r.probe("shared")?;
@@ -400,15 +438,7 @@ fn main() -> anyhow::Result<()> {
         // 7. Cold start: spawn plus handshake.
         r.probe("cold starts")?;
         use yep_sandbox::Mode;
-        r.latency(
-            "cold_start_rust",
-            percentiles(cold_start(&echo, &[], &scratch, 50, Mode::Off).await?),
-        );
-        // The same start in the sandbox: the profile built, the rules applied in the child.
-        r.latency(
-            "cold_start_rust_sandboxed",
-            percentiles(cold_start(&echo, &[], &scratch, 50, Mode::BestEffort).await?),
-        );
+        cold_starts(&mut r, &echo, &scratch).await?;
         // The SDKs' echo servers on the interpreter itself (a version manager's shim, such as
         // pyenv's, would add its own start to both), against the bare interpreter's start.
         let sdk = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk");
@@ -429,7 +459,17 @@ fn main() -> anyhow::Result<()> {
             let script = script.canonicalize()?.display().to_string();
             r.latency(
                 &format!("cold_start_{label}"),
-                percentiles(cold_start(&interpreter, &[script], &scratch, 20, Mode::Off).await?),
+                percentiles(
+                    cold_start(
+                        &interpreter,
+                        &[script],
+                        &scratch,
+                        20,
+                        Mode::Off,
+                        &Default::default(),
+                    )
+                    .await?,
+                ),
             );
             r.latency(
                 &format!("bare_start_{label}"),
@@ -459,6 +499,7 @@ fn main() -> anyhow::Result<()> {
         || bridge_only
         || shared_only
         || calls_only
+        || cold_start_only
         || profile.is_some()
         || ab_echo.is_some();
     if !part {
@@ -887,6 +928,15 @@ fn ratios(r: &Report, noisy: bool) -> Value {
         sandbox_spawn_ms,
         "<= 1 ms",
         sandbox_spawn_ms <= 1.0,
+    );
+    let protected_ms =
+        (r.p50("cold_start_rust_protected") - r.p50("cold_start_rust_sandboxed")) / 1000.0;
+    t.timed(
+        "cold_start_rust_protected_p50 - cold_start_rust_sandboxed_p50 (ms)",
+        &["cold_start_rust_protected", "cold_start_rust_sandboxed"],
+        protected_ms,
+        "<= 1 ms",
+        protected_ms <= 1.0,
     );
     t.timed(
         "rtt_p50 sandboxed - unsandboxed (µs)",

@@ -405,18 +405,20 @@ pub fn spawned_hook(
 /// The bash hook script: read the event, answer allow unless `"forbidden": true`.
 pub const BASH_HOOK: &str = r#"event=$(cat); case "$event" in *'"forbidden":true'*) echo '{"block":true}';; *) echo '{"block":false}';; esac"#;
 
-/// Spawn plus handshake, fresh each time.
+/// Spawn plus handshake, fresh each time, in `scratch` as its workspace, with `grants`.
 pub async fn cold_start(
     command: &Path,
     args: &[String],
     scratch: &Path,
     samples: usize,
     sandbox: yep_sandbox::Mode,
+    grants: &yep_host::manifest::SandboxGrants,
 ) -> anyhow::Result<Vec<Duration>> {
     let mut out = Vec::with_capacity(samples);
     for i in 0..samples + 3 {
         let mut spec = spec("cold", command, scratch, Default::default());
         spec.args = args.to_vec();
+        spec.sandbox_grants = grants.clone();
         let opts = SupervisorOptions {
             sandbox,
             ..SupervisorOptions::default()
@@ -813,4 +815,17 @@ pub fn tempdir() -> anyhow::Result<std::path::PathBuf> {
     let dir = std::env::temp_dir().join(format!("yep-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
+}
+
+/// A workspace in `scratch` that holds a git repository's hooks and config, `.vscode/` and
+/// `.envrc`: a server that may write it starts with them mounted read-only.
+pub fn protected_workspace(scratch: &Path) -> anyhow::Result<PathBuf> {
+    let ws = scratch.join("protected-ws");
+    for dir in [".git/hooks", ".vscode"] {
+        std::fs::create_dir_all(ws.join(dir))?;
+    }
+    for file in [".git/config", ".envrc"] {
+        std::fs::write(ws.join(file), "")?;
+    }
+    Ok(ws)
 }

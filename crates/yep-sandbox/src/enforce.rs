@@ -14,6 +14,9 @@ pub struct Support {
     pub landlock_abi: i32,
     /// seccomp filters.
     pub seccomp: bool,
+    /// User and mount namespaces a process may make for itself: what keeps protected
+    /// workspace files read-only ([`Profile::read_only`]).
+    pub namespaces: bool,
 }
 
 impl Support {
@@ -23,6 +26,7 @@ impl Support {
         *SUPPORT.get_or_init(|| Support {
             landlock_abi: landlock_abi(),
             seccomp: seccomp_filter(false).is_some(),
+            namespaces: namespaces_work(),
         })
     }
 
@@ -44,7 +48,21 @@ impl Support {
         }
         out
     }
+
+    /// What `profile` needs that this kernel cannot do: [`Support::missing`], and protected
+    /// workspace files when it writes one and no namespace can be made to keep it read-only.
+    pub fn missing_for(&self, profile: &Profile) -> Vec<&'static str> {
+        let mut out = self.missing();
+        if !self.namespaces && !profile.read_only().is_empty() {
+            out.push(NO_PROTECTED_FILES);
+        }
+        out
+    }
 }
+
+/// What [`Support::missing_for`] names when protected workspace files cannot be kept
+/// read-only.
+pub const NO_PROTECTED_FILES: &str = "protected workspace files (user namespaces)";
 
 /// The highest Landlock ABI this kernel enforces (and this crate knows), 0 for none: the
 /// highest for which a ruleset that requires all of its filesystem rights can be created.
@@ -275,6 +293,9 @@ pub struct Prepared {
     /// What it may do beneath its own `/proc/self`, added in the child.
     #[cfg(target_os = "linux")]
     own_proc: landlock::BitFlags<landlock::AccessFs>,
+    /// The read-only mounts over the protected paths it may otherwise write; `None` when it
+    /// writes none (or namespaces are unavailable, and `missing` says so).
+    mounts: Option<Mounts>,
     limits: Limits,
     /// What this kernel left out (best-effort), for the one warning a session shows.
     pub missing: Vec<&'static str>,
@@ -282,11 +303,19 @@ pub struct Prepared {
 
 /// Build `profile` for a spawn under `mode`; `None` for [`Mode::Off`].
 pub fn prepare(profile: &Profile, mode: Mode) -> Result<Option<Prepared>, SandboxError> {
+    prepare_on(profile, mode, Support::current())
+}
+
+/// [`prepare`] on a kernel that supports what `support` says.
+pub(crate) fn prepare_on(
+    profile: &Profile,
+    mode: Mode,
+    support: Support,
+) -> Result<Option<Prepared>, SandboxError> {
     if mode == Mode::Off {
         return Ok(None);
     }
-    let support = Support::current();
-    let missing = support.missing();
+    let missing = support.missing_for(profile);
     if mode == Mode::Required && !missing.is_empty() {
         return Err(SandboxError::Unsupported { missing });
     }
@@ -297,6 +326,10 @@ pub fn prepare(profile: &Profile, mode: Mode) -> Result<Option<Prepared>, Sandbo
         filter: seccomp_filter(profile.net != Net::Any),
         #[cfg(target_os = "linux")]
         own_proc: landlock::AccessFs::from_read(abi_of(support.landlock_abi)),
+        mounts: match support.namespaces {
+            true => Mounts::new(&profile.read_only().into_iter().cloned().collect::<Vec<_>>()),
+            false => None,
+        },
         limits: profile.limits,
         missing,
     }))
@@ -398,10 +431,20 @@ impl Prepared {
         self.limits
     }
 
-    /// Apply it to the calling process: rlimits, `no_new_privs`, Landlock, then seccomp (the
-    /// filter refuses nothing the others need). Called between fork and exec: it makes system
-    /// calls and allocates nothing.
+    /// Whether it mounts protected workspace files read-only (in namespaces of its own).
+    pub fn protects_files(&self) -> bool {
+        self.mounts.is_some()
+    }
+
+    /// Apply it to the calling process: the read-only mounts over protected workspace files
+    /// (in user and mount namespaces of its own), rlimits, `no_new_privs`, Landlock, then
+    /// seccomp (the filter refuses nothing the others need, and from then on refuses mounts
+    /// and new namespaces). Called between fork and exec: it makes system calls and allocates
+    /// nothing.
     pub fn apply(&self) -> std::io::Result<()> {
+        if let Some(mounts) = &self.mounts {
+            mounts.apply()?;
+        }
         let limit = |resource, value: u64| {
             let lim = libc::rlimit {
                 rlim_cur: value,

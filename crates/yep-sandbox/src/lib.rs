@@ -12,7 +12,10 @@
 //!   and, with no network granted, every IP socket but a plain TCP stream;
 //! - `no_new_privs`, and rlimits on open files and address space (the processes limit is the
 //!   server's cgroup's, where the host may make one: see `yep_host::process`);
-//! - a scrubbed environment ([`scrubbed_env`]) and a private `TMPDIR`.
+//! - a scrubbed environment ([`scrubbed_env`]) and a private `TMPDIR`;
+//! - for a process that may write the workspace, its protected files (git hooks and config,
+//!   agent and editor settings, shell rc files: [`PROTECTED_WORKSPACE`]) mounted read-only in
+//!   user and mount namespaces of its own, made first ([`Profile::read_only`]).
 //!
 //! Everything that can allocate or fail runs in the host before the fork ([`prepare`]); the
 //! child only makes the system calls, through the `landlock` and `seccompiler` crates.
@@ -30,16 +33,18 @@ mod layout;
 pub mod learn;
 mod mode;
 mod policy;
+mod protected;
 #[cfg(test)]
 mod tests;
 mod tmp;
 mod withheld;
 
-pub use enforce::{Prepared, SandboxError, Support, prepare};
+pub use enforce::{NO_PROTECTED_FILES, Prepared, SandboxError, Support, prepare};
 pub use env::{ENV_ALLOWED, scrubbed_env};
 pub use files::{FilesWithheld, ZOT_FILES, own_files};
 pub use mode::{Mode, UnknownMode};
 pub use policy::{Denial, Limits, Net, Place, Profile};
+pub use protected::{PROTECTED_WORKSPACE, protected_paths};
 pub use tmp::{PidsLimit, TmpDir};
 pub use withheld::{
     WorkspaceAccess, grant_path, may_make_for_grant, protect, workspace_access, workspace_withheld,
@@ -49,6 +54,7 @@ pub use withheld::{
 pub(crate) use layout::prefix;
 pub(crate) use layout::{install_roots, toolchain};
 pub(crate) use policy::{DEVICES_WRITE, SYSTEM_READ, proc_entries};
+pub(crate) use protected::{Mounts, named_by, namespaces_work};
 #[cfg(test)]
 pub(crate) use tmp::TMP_NEXT;
 pub(crate) use withheld::{

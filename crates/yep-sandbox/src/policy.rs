@@ -73,6 +73,10 @@ pub struct Profile {
     /// Its [`Place::files`] directory, when it was not opened: why, as a clause ("holds
     /// extensions, a directory").
     pub files_withheld: Option<(PathBuf, String)>,
+    /// The protected paths of the workspace that exist ([`protected_paths`]), less those a
+    /// `write:` grant names: what no write rule opens. Those its write rules reach
+    /// ([`Profile::read_only`]) are mounted read-only in its own mount namespace.
+    pub protected: Vec<PathBuf>,
 }
 
 /// The system's own directories, read-only: programs, libraries, configuration.
@@ -206,6 +210,11 @@ impl Profile {
             },
             _ => (Vec::new(), None),
         };
+        // Judged from the workspace itself, opened whole or in parts: its root holds them.
+        let protected = match workspace.is_empty() {
+            true => Vec::new(),
+            false => place.workspace.map(protected_paths).unwrap_or_default(),
+        };
         Profile {
             read,
             write,
@@ -218,7 +227,18 @@ impl Profile {
             withheld,
             files,
             files_withheld,
+            protected,
         }
+    }
+
+    /// The protected paths its write rules reach (`workspace:write`, or a `write:` grant of a
+    /// directory that holds one): what is mounted read-only for it. Empty for a server that
+    /// writes none of the workspace, which then pays nothing for them.
+    pub fn read_only(&self) -> Vec<&PathBuf> {
+        self.protected
+            .iter()
+            .filter(|p| self.write.iter().any(|w| p.starts_with(w)))
+            .collect()
     }
 }
 
@@ -231,8 +251,11 @@ impl Profile {
         }
         self.read
             .extend(grants.read.iter().filter_map(|p| grant_path(p)));
-        self.write
-            .extend(grants.write.iter().filter_map(|p| grant_path(p)));
+        let written: Vec<PathBuf> = grants.write.iter().filter_map(|p| grant_path(p)).collect();
+        // A grant that names a protected path lifts it, and only it.
+        self.protected
+            .retain(|p| !written.iter().any(|w| named_by(p, w)));
+        self.write.extend(written);
         if !grants.net.is_empty() {
             self.net = match grants.net_ports() {
                 None => Net::Any,
@@ -296,7 +319,10 @@ impl Profile {
             (_, false) => format!("{} through yep's egress proxy", self.egress.join(", ")),
         };
         let workspace = match (writes_workspace, self.files.first()) {
-            (true, _) => "and write the workspace, its data and temp dirs".to_string(),
+            (true, _) => format!(
+                "and write the workspace{}, its data and temp dirs",
+                self.protected_said(workspace)
+            ),
             (false, Some(files)) => format!(
                 "and write only its data and temp dirs and files in {}",
                 yep_store::text::escape(&files.display().to_string())
@@ -313,6 +339,34 @@ impl Profile {
         )
     }
 
+    /// The protected paths it may not write, as a clause after "the workspace": " but
+    /// .git/hooks and .vscode", each relative to the workspace; past three, how many more.
+    fn protected_said(&self, workspace: Option<&Path>) -> String {
+        let names: Vec<String> = self
+            .read_only()
+            .iter()
+            .map(|p| {
+                let shown = workspace
+                    .and_then(|w| p.strip_prefix(w.canonicalize().unwrap_or(w.into())).ok())
+                    .unwrap_or(p);
+                yep_store::text::escape(&shown.display().to_string()).into_owned()
+            })
+            .collect();
+        const SHOWN: usize = 3;
+        match names.split_last() {
+            None => String::new(),
+            Some((last, [])) => format!(" but {last}"),
+            Some((last, rest)) if names.len() <= SHOWN => {
+                format!(" but {} and {last}", rest.join(", "))
+            }
+            Some(_) => format!(
+                " but {} and {} more protected paths (docs/sandbox.md)",
+                names[..SHOWN].join(", "),
+                names.len() - SHOWN
+            ),
+        }
+    }
+
     /// The grant that would likely let through the denial a server's last stderr lines
     /// report, as `yep grant` takes it: `workspace:write`, `write:<dir>`, `read:<path>` from
     /// the path the message names (`Permission denied: '/x'`, `EACCES: …, open '/x'`,
@@ -321,7 +375,10 @@ impl Profile {
     pub fn suggest_grant(&self, workspace: Option<&Path>, tail: &[String]) -> Option<String> {
         let denials = tail.iter().rev().filter(|l| {
             let l = l.to_ascii_lowercase();
-            l.contains("permission denied") || l.contains("eacces")
+            l.contains("permission denied")
+                || l.contains("eacces")
+                || l.contains("read-only file system")
+                || l.contains("erofs")
         });
         for line in denials {
             if let Some(addr) = line
@@ -354,6 +411,11 @@ impl Profile {
 
     /// The grant that opens `path` as a denial of it needs.
     fn grant_for(&self, workspace: Option<&Path>, path: &Path) -> Option<String> {
+        // A protected path is lifted by a grant that names it.
+        let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        if let Some(protected) = self.read_only().into_iter().find(|p| real.starts_with(p)) {
+            return Some(format!("write:{}", protected.display()));
+        }
         if workspace.is_some_and(|w| path.starts_with(w)) && self.withheld.is_none() {
             return Some("workspace:write".into());
         }

@@ -296,3 +296,214 @@ fn modes_read_as_written_and_nothing_else() {
     let err = "requried".parse::<Mode>().unwrap_err().to_string();
     assert!(err.contains("required, best-effort, off"), "{err}");
 }
+
+/// A workspace (its real path) with every protected path present: a directory holding a file
+/// `x`, or a file.
+fn protected_workspace(root: &Path) -> PathBuf {
+    let ws = root.join("ws");
+    for name in PROTECTED_WORKSPACE {
+        let path = ws.join(name);
+        match name.contains(".git/") || name.starts_with(".git") {
+            true if name.ends_with("hooks") => touch(&path.join("pre-commit")),
+            true => touch(&path),
+            false if [".claude", ".codex", ".cursor", ".vscode", ".zot"].contains(name) => {
+                touch(&path.join("x"))
+            }
+            false => touch(&path),
+        }
+    }
+    ws.canonicalize().unwrap()
+}
+
+fn writable(ws: &Path, grants: &yep_store::manifest::SandboxGrants) -> Profile {
+    // Its private temp dir, beside the workspace (the system's would hold it).
+    let tmp = ws.with_file_name("private-tmp");
+    let mut at = place(&[], &tmp);
+    at.workspace = Some(ws);
+    Profile::default_for(&at).granted(grants)
+}
+
+fn workspace_write() -> yep_store::manifest::SandboxGrants {
+    yep_store::manifest::SandboxGrants {
+        workspace: Some("write".into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn every_protected_path_present_is_read_only_to_a_server_that_writes_the_workspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = protected_workspace(tmp.path());
+    let profile = writable(&ws, &workspace_write());
+    let want: Vec<PathBuf> = PROTECTED_WORKSPACE.iter().map(|n| ws.join(n)).collect();
+    let mut got: Vec<PathBuf> = profile.read_only().into_iter().cloned().collect();
+    got.sort();
+    let mut want_sorted = want.clone();
+    want_sorted.sort();
+    assert_eq!(got, want_sorted);
+    assert!(
+        profile
+            .said(Some(&ws))
+            .contains("write the workspace but .bash_login, .bash_logout, .bash_profile and 15 more protected paths (docs/sandbox.md), its data"),
+        "{}",
+        profile.said(Some(&ws))
+    );
+    // A server that only reads the workspace has them protected by Landlock alone: nothing
+    // is mounted for it.
+    let reader = writable(&ws, &Default::default());
+    assert!(reader.read_only().is_empty(), "{:?}", reader.read_only());
+}
+
+#[test]
+fn a_write_grant_naming_a_protected_path_lifts_that_one_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = protected_workspace(tmp.path());
+    let mut grants = workspace_write();
+    grants.write = vec![ws.join(".vscode").display().to_string()];
+    let profile = writable(&ws, &grants);
+    let read_only = profile.read_only();
+    assert!(!read_only.contains(&&ws.join(".vscode")), "{read_only:?}");
+    assert_eq!(
+        read_only.len(),
+        PROTECTED_WORKSPACE.len() - 1,
+        "{read_only:?}"
+    );
+    // Granting the workspace itself, or `.git`, lifts nothing.
+    grants.write = vec![
+        ws.display().to_string(),
+        ws.join(".git").display().to_string(),
+    ];
+    let profile = writable(&ws, &grants);
+    assert_eq!(profile.read_only().len(), PROTECTED_WORKSPACE.len());
+    // A denial of a protected path proposes the grant that lifts it.
+    let tail = vec![format!(
+        "sh: 1: cannot create {}/x: Read-only file system",
+        ws.join(".claude").display()
+    )];
+    assert_eq!(
+        profile.suggest_grant(Some(&ws), &tail),
+        Some(format!("write:{}", ws.join(".claude").display()))
+    );
+}
+
+#[test]
+fn a_protected_link_is_judged_by_where_it_leads_and_nothing_outside_is_protected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let ws = root.join("ws");
+    let outside = root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    touch(&ws.join("sub/cursor/x"));
+    std::os::unix::fs::symlink(&outside, ws.join(".vscode")).unwrap();
+    std::os::unix::fs::symlink("sub/cursor", ws.join(".cursor")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", ws.join(".envrc")).unwrap();
+    std::os::unix::fs::symlink(&ws, ws.join(".claude")).unwrap();
+    assert_eq!(protected_paths(&ws), [ws.join("sub/cursor")]);
+}
+
+#[test]
+fn a_git_file_protects_the_hooks_and_config_it_names_only_inside_the_workspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let ws = root.join("ws");
+    // A worktree whose git dir is inside the workspace, with a common dir beside it.
+    let common = ws.join("main-git");
+    let gitdir = common.join("worktrees/wt");
+    touch(&common.join("hooks/pre-commit"));
+    touch(&common.join("config"));
+    touch(&gitdir.join("config"));
+    std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
+    std::fs::write(ws.join(".git"), "gitdir: main-git/worktrees/wt\n").unwrap();
+    assert_eq!(
+        protected_paths(&ws),
+        [
+            common.join("config"),
+            common.join("hooks"),
+            gitdir.join("config")
+        ]
+    );
+    // One whose git dir is outside: nothing of it.
+    let elsewhere = root.join("elsewhere.git");
+    touch(&elsewhere.join("hooks/pre-commit"));
+    touch(&elsewhere.join("config"));
+    let ws2 = root.join("ws2");
+    std::fs::create_dir_all(&ws2).unwrap();
+    std::fs::write(
+        ws2.join(".git"),
+        format!("gitdir: {}\n", elsewhere.display()),
+    )
+    .unwrap();
+    assert!(
+        protected_paths(&ws2).is_empty(),
+        "{:?}",
+        protected_paths(&ws2)
+    );
+}
+
+#[test]
+fn without_namespaces_protected_files_are_missing_best_effort_and_refused_required() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = protected_workspace(tmp.path());
+    let support = Support {
+        namespaces: false,
+        ..Support::current()
+    };
+    let profile = writable(&ws, &workspace_write());
+    let prepared = crate::enforce::prepare_on(&profile, Mode::BestEffort, support)
+        .unwrap()
+        .unwrap();
+    assert!(prepared.missing.contains(&NO_PROTECTED_FILES));
+    assert!(!prepared.protects_files());
+    let refused = crate::enforce::prepare_on(&profile, Mode::Required, support)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(refused.contains(NO_PROTECTED_FILES), "{refused}");
+    // A server that writes none of them needs no namespace.
+    let reader = writable(&ws, &Default::default());
+    let prepared = crate::enforce::prepare_on(&reader, Mode::BestEffort, support)
+        .unwrap()
+        .unwrap();
+    assert!(!prepared.missing.contains(&NO_PROTECTED_FILES));
+}
+
+/// In a forked child: `mounts` applied, then `path` opened for writing; the child's exit code
+/// is 0 when the open failed with `EROFS`, 2 when it succeeded, 3 when the mounts failed.
+fn write_in_child(mounts: &crate::Mounts, path: &std::ffi::CStr) -> i32 {
+    // SAFETY: the child makes system calls on what was built before the fork, and ends with
+    // `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = match mounts.apply() {
+            // SAFETY: open(2) of a NUL-terminated path.
+            Ok(()) => match unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_APPEND) } {
+                fd if fd >= 0 => 2,
+                _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EROFS) => 0,
+                _ => 1,
+            },
+            Err(_) => 3,
+        };
+        // SAFETY: ends the forked child at once.
+        unsafe { libc::_exit(code) }
+    }
+    let mut status = 0;
+    // SAFETY: waitpid writes our own child's status into `status`.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    libc::WEXITSTATUS(status)
+}
+
+#[test]
+fn a_protected_file_is_read_only_in_the_child_alone_as_root_or_not() {
+    if !Support::current().namespaces {
+        eprintln!("skipped: this system makes no user namespaces");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    touch(&ws.join(".envrc"));
+    let mounts = crate::Mounts::new(&protected_paths(&ws)).unwrap();
+    let envrc = std::ffi::CString::new(ws.join(".envrc").display().to_string()).unwrap();
+    assert_eq!(write_in_child(&mounts, &envrc), 0);
+    // The host's view is unchanged.
+    std::fs::write(ws.join(".envrc"), "still mine\n").unwrap();
+}

@@ -263,6 +263,22 @@ impl SandboxGrants {
         out
     }
 
+    /// A warning for each `write:` grant that names a protected workspace path
+    /// ([`PROTECTED_WORKSPACE`]): granted, it lets the server write what runs outside its
+    /// sandbox.
+    pub fn warnings(&self) -> Vec<String> {
+        self.write
+            .iter()
+            .filter_map(|p| {
+                let name = protected_name(Path::new(p))?;
+                Some(format!(
+                    "warning: write {} lifts the protection of {name}: what the server writes there can run outside its sandbox",
+                    crate::text::escape(p)
+                ))
+            })
+            .collect()
+    }
+
     fn limit_values(&self) -> Vec<(&'static str, u64)> {
         let Some(l) = &self.limits else {
             return Vec::new();
@@ -500,6 +516,42 @@ impl SandboxGrants {
     }
 }
 
+/// The paths of a workspace, relative to its root, that run code outside the sandbox when
+/// written: git's hooks and its config (which names programs git runs), the settings of agents
+/// and editors (`.mcp.json`, `.claude/` and the like start servers and hooks), direnv's
+/// `.envrc` and shell rc files. Even `workspace:write` does not let a sandboxed server write
+/// them; a `write:` grant that names one by its absolute path lifts that one alone
+/// (docs/sandbox.md, "Protected workspace files").
+pub const PROTECTED_WORKSPACE: &[&str] = &[
+    ".git/hooks",
+    ".git/config",
+    ".mcp.json",
+    ".claude",
+    ".codex",
+    ".cursor",
+    ".vscode",
+    ".zot",
+    ".envrc",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+];
+
+/// The entry of [`PROTECTED_WORKSPACE`] that `path` ends with (`/src/app/.vscode` is
+/// `.vscode`), if any: a `write:` grant of it is shown with a warning.
+pub fn protected_name(path: &Path) -> Option<&'static str> {
+    PROTECTED_WORKSPACE
+        .iter()
+        .copied()
+        .find(|name| path.ends_with(name))
+}
+
 /// The grant forms, for errors.
 const GRANT_FORMS: &str = "workspace:write, read:<path>, write:<path>, net:<* | address:port | host name [METHODS] [/prefix…] | private>, processes:<n>, open-files:<n>, address-space-mib:<n>";
 
@@ -691,5 +743,25 @@ mod tests {
         assert!(any_method.allows("PATCH", "/v1/x"));
         assert!(RequestRule::parse("").is_none());
         assert!(RequestRule::parse("*").is_some());
+    }
+
+    #[test]
+    fn a_write_grant_naming_a_protected_path_is_warned_of_and_no_other() {
+        let g = SandboxGrants {
+            write: vec![
+                "/srv/ws/.vscode".into(),
+                "/srv/ws/.git/hooks".into(),
+                "~/.bashrc".into(),
+                "/srv/ws/.git".into(),
+                "/srv/ws/vscode".into(),
+            ],
+            read: vec!["/srv/ws/.envrc".into()],
+            ..SandboxGrants::default()
+        };
+        let warned = g.warnings();
+        assert_eq!(warned.len(), 3, "{warned:?}");
+        for (w, name) in warned.iter().zip([".vscode", ".git/hooks", ".bashrc"]) {
+            assert!(w.contains(&format!("protection of {name}:")), "{w}");
+        }
     }
 }

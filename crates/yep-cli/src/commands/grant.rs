@@ -186,6 +186,9 @@ fn widen(
         for line in new {
             let _ = writeln!(err, "  + {}", escape(line));
         }
+        for warning in asked.warnings() {
+            let _ = writeln!(err, "  {warning}");
+        }
         consent.ask(&mut err, "grant it?")
     };
     let granted = home.grant(who, &asked, &may_make(home), &mut ask);

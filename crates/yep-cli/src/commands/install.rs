@@ -301,6 +301,9 @@ pub async fn install(args: InstallArgs, home: &Home) -> anyhow::Result<ExitCode>
         for line in granting.lines() {
             let _ = writeln!(err, "  + {}", escape(&line));
         }
+        for warning in granting.warnings() {
+            let _ = writeln!(err, "  {warning}");
+        }
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
     let zot = yep_host::probe::ZotProbe::new(home, cwd)

@@ -833,7 +833,24 @@ fn doctor_says_how_a_server_runs_contained_and_what_it_was_granted() {
     assert_eq!(contained["status"], "pass", "{contained}");
     assert_eq!(
         contained["detail"],
-        "required: Landlock ABI 7, seccomp on; grants: workspace write"
+        "required: Landlock ABI 7, seccomp on, user namespaces on; grants: workspace write"
+    );
+    // Without user namespaces, its protected workspace files would be writable.
+    let no_userns = row(&fake.yep_with(
+        &["doctor", pkg.to_str().unwrap(), "--json"],
+        "",
+        &[
+            ("YEP_SANDBOX", "best-effort"),
+            ("YEP_SANDBOX_NO_USERNS", "1"),
+        ],
+    ));
+    assert_eq!(no_userns["status"], "warn", "{no_userns}");
+    assert!(
+        no_userns["detail"]
+            .as_str()
+            .unwrap()
+            .contains("user namespaces unavailable; grants: workspace write; this system cannot enforce protected workspace files (user namespaces), so it runs without"),
+        "{no_userns}"
     );
     let short = row(&fake.yep_with(
         &["doctor", pkg.to_str().unwrap(), "--json"],

@@ -110,6 +110,49 @@ fn the_approval_screens_of_a_grant_a_revoke_and_an_update() {
     });
 }
 
+#[test]
+fn a_grant_that_lifts_a_protected_workspace_path_is_warned_of_before_consent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    for dir in [".vscode", ".git/hooks"] {
+        std::fs::create_dir_all(ws.join(dir)).unwrap();
+    }
+    let (vscode, hooks) = (ws.join(".vscode"), ws.join(".git/hooks"));
+    // A package that asks for one in its manifest: its summary warns.
+    let src = tmp.path().join("editor");
+    yep_test_support::Package::at(&src)
+        .manifest(&serde_json::json!({
+            "name": "editor",
+            "version": "1.0.0",
+            "yolop": {
+                "capabilityServer": {"command": "editor-server"},
+                "tools": [{"name": "open", "description": "open a file", "inputSchema": {"type": "object"}}],
+            },
+            "sandbox": {"workspace": "write", "write": [vscode.display().to_string()]},
+        }))
+        .into_dir();
+    let refused = yep(&home, &["install", src.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    // The user asked for one with `yep grant`: the screen warns.
+    notes_package(&tmp.path().join("notes"), &["read"], "1.0.0");
+    ok(&yep(
+        &home,
+        &[
+            "install",
+            tmp.path().join("notes").to_str().unwrap(),
+            "--yes",
+        ],
+    ));
+    let hooks = format!("write:{}", hooks.display());
+    let unasked = yep(&home, &["grant", "notes", "workspace:write", &hooks]);
+    assert!(!unasked.status.success());
+    stable(tmp.path()).bind(|| {
+        insta::assert_snapshot!("install_protected_refused", text(&refused.stderr));
+        insta::assert_snapshot!("grant_protected_unasked", text(&unasked.stderr));
+    });
+}
+
 /// `yep new`'s package `weather` in `tmp`, with every kind of contribution `yep new` writes:
 /// what its `--json` printed.
 fn new_weather(tmp: &Path) -> String {

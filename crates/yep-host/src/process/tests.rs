@@ -335,3 +335,200 @@ async fn a_one_shot_command_runs_in_the_sandbox() {
         "the workspace is read-only to it"
     );
 }
+
+/// The protected directories that hold a file `x` in [`protected_workspace`] (besides
+/// `.git/hooks`, which `git init` fills).
+const PROTECTED_DIRS: &[&str] = &[".claude", ".codex", ".cursor", ".vscode", ".zot"];
+
+/// A workspace under `root` holding a real git repository (`git init`) and every protected
+/// path: the directories each with a file `x`, the files each with a line.
+async fn protected_workspace(root: &std::path::Path) -> PathBuf {
+    let ws = root.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut init = shell(&ws, "git init -q");
+    init.log_path = root.join("init.log");
+    let ran = run_to_end(&init, b"", PATIENT).await.unwrap();
+    assert!(ran.status.is_some_and(|s| s.success()), "{ran:?}");
+    for name in yep_sandbox::PROTECTED_WORKSPACE {
+        let path = ws.join(name);
+        if name.starts_with(".git/") {
+            assert!(path.exists(), "git init made {name}");
+        } else if PROTECTED_DIRS.contains(name) {
+            std::fs::create_dir_all(&path).unwrap();
+            std::fs::write(path.join("x"), "orig\n").unwrap();
+        } else {
+            std::fs::write(&path, "orig\n").unwrap();
+        }
+    }
+    ws.canonicalize().unwrap()
+}
+
+/// Every file under each protected path of `ws`, with its contents.
+fn protected_contents(ws: &std::path::Path) -> Vec<(PathBuf, Vec<u8>)> {
+    fn walk(path: &std::path::Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        match std::fs::read_dir(path) {
+            Ok(dir) => {
+                for entry in dir.flatten() {
+                    walk(&entry.path(), out);
+                }
+            }
+            Err(_) => out.push((path.to_path_buf(), std::fs::read(path).unwrap_or_default())),
+        }
+    }
+    let mut out = Vec::new();
+    for name in yep_sandbox::PROTECTED_WORKSPACE {
+        walk(&ws.join(name), &mut out);
+    }
+    out.sort();
+    out
+}
+
+/// `sh -c script` in `ws`, sandboxed as `required` with `grants`.
+fn contained(
+    ws: &std::path::Path,
+    script: &str,
+    grants: crate::manifest::SandboxGrants,
+) -> SpawnSpec {
+    let mut spec = shell(ws, script);
+    spec.log_path = ws.with_file_name("server.log");
+    spec.sandbox = Some(Sandboxed {
+        mode: yep_sandbox::Mode::Required,
+        package_dir: None,
+        data_dir: None,
+        workspace: Some(ws.to_path_buf()),
+        files: None,
+        grants,
+        name: "protected".into(),
+        on_denied: None,
+        tell_refused_hosts: false,
+        broker: None,
+        learn: None,
+    });
+    spec
+}
+
+fn workspace_write() -> crate::manifest::SandboxGrants {
+    crate::manifest::SandboxGrants {
+        workspace: Some("write".into()),
+        ..Default::default()
+    }
+}
+
+/// Time enough for a few hundred commands and a git commit on a loaded machine.
+const PATIENT: RunLimits = RunLimits {
+    timeout: Duration::from_secs(120),
+    max_stdout: 1 << 20,
+};
+
+/// Each attempt of `attempts` (shell commands, `{}` the path) at `path`, in a subshell, said
+/// as `ESCAPED <command>` when it succeeds.
+fn attempts_at(path: &str, attempts: &[&str]) -> String {
+    attempts
+        .iter()
+        .map(|a| {
+            let command = a.replace("{}", path);
+            format!("( {command} ) 2>/dev/null && echo 'ESCAPED {command}'\n")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_server_that_writes_the_workspace_cannot_write_its_protected_files_but_can_commit() {
+    let fx = tempfile::tempdir().unwrap();
+    let ws = protected_workspace(fx.path()).await;
+    let before = protected_contents(&ws);
+    let file_attempts = [
+        "echo x > {}",
+        "echo x >> {}",
+        "truncate -s 0 {}",
+        "echo y > ./.swap && mv -f ./.swap {}",
+        "rm -f {}",
+        "mv {} ./moved",
+    ];
+    // A directory moved out is copied (a mount point cannot be renamed): the copy is made,
+    // the original stays, and `mv` fails.
+    let dir_attempts = [
+        "echo x > {}/new",
+        "mkdir {}/sub",
+        "ln -s /bin/sh {}/link",
+        "rm -rf {}",
+        "mv {} ./moved",
+    ];
+    let mut script = String::new();
+    for name in yep_sandbox::PROTECTED_WORKSPACE {
+        match ws.join(name).is_dir() {
+            true => {
+                script += &attempts_at(name, &dir_attempts);
+                for file in protected_contents(&ws)
+                    .iter()
+                    .filter(|(p, _)| p.starts_with(ws.join(name)))
+                {
+                    let inner = file.0.strip_prefix(&ws).unwrap().display().to_string();
+                    script += &attempts_at(&inner, &file_attempts);
+                }
+            }
+            false => script += &attempts_at(name, &file_attempts),
+        }
+    }
+    // An ordinary file beside them is made, written and renamed; git adds and commits.
+    script += "rm -f ./.swap; echo ok > plain && echo more >> plain && mv plain plain2 && mkdir -p src && echo a > src/a && echo made\n";
+    script += "git add plain2 src && git -c user.name=t -c user.email=t@example.org commit -qm first && git log --oneline | wc -l\n";
+    let ran = run_to_end(&contained(&ws, &script, workspace_write()), b"", PATIENT)
+        .await
+        .unwrap();
+    let out = String::from_utf8_lossy(&ran.stdout);
+    assert_eq!(out.trim(), "made\n1", "{out}\n{:?}", ran.stderr_tail);
+    assert_eq!(protected_contents(&ws), before, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("plain2")).unwrap(),
+        "ok\nmore\n"
+    );
+}
+
+#[tokio::test]
+async fn a_protected_link_out_of_the_workspace_mounts_nothing_outside() {
+    let fx = tempfile::tempdir().unwrap();
+    let ws = protected_workspace(fx.path()).await;
+    let outside = fx.path().canonicalize().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::remove_dir_all(ws.join(".vscode")).unwrap();
+    std::os::unix::fs::symlink(&outside, ws.join(".vscode")).unwrap();
+    let ran = run_to_end(
+        // Read by the shell itself: its own `/proc/self` is what it may read.
+        &contained(
+            &ws,
+            "while read -r line; do echo \"$line\"; done < /proc/self/mountinfo",
+            workspace_write(),
+        ),
+        b"",
+        PATIENT,
+    )
+    .await
+    .unwrap();
+    let mounts = String::from_utf8_lossy(&ran.stdout);
+    let mounted = |p: &std::path::Path| {
+        let p = p.display().to_string();
+        mounts
+            .lines()
+            .any(|l| l.split(' ').nth(4) == Some(p.as_str()))
+    };
+    assert!(mounted(&ws.join(".claude")), "{mounts}");
+    assert!(mounted(&ws.join(".git/hooks")), "{mounts}");
+    assert!(!mounted(&outside), "{mounts}");
+    assert!(!mounted(&ws.join(".vscode")), "{mounts}");
+}
+
+#[tokio::test]
+async fn a_grant_naming_a_protected_path_lifts_that_one_alone() {
+    let fx = tempfile::tempdir().unwrap();
+    let ws = protected_workspace(fx.path()).await;
+    let mut grants = workspace_write();
+    grants.write = vec![ws.join(".vscode").display().to_string()];
+    let script = "echo x > .vscode/new && echo lifted\n( echo x > .claude/new ) 2>/dev/null && echo ESCAPED .claude\n( echo x >> .git/config ) 2>/dev/null && echo ESCAPED .git/config\n";
+    let ran = run_to_end(&contained(&ws, script, grants), b"", PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "lifted\n", "{ran:?}");
+    assert!(ws.join(".vscode/new").exists());
+    assert!(!ws.join(".claude/new").exists());
+}

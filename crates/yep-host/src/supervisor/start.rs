@@ -36,8 +36,10 @@ impl Extension {
                 "Permission denied",
                 "permission denied",
                 "Operation not permitted",
+                "Read-only file system",
                 "EACCES",
                 "EPERM",
+                "EROFS",
             ]
             .iter()
             .any(|d| l.contains(d))

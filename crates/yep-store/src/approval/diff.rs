@@ -36,6 +36,13 @@ pub fn diff(pinned: &Approval, candidate: &Approval) -> ContributionDiff {
         d.lines.push(format!("+ sandbox {}", escape(&line)));
         d.widened = true;
     }
+    // Each new grant that lifts a protected workspace path says so.
+    d.lines.extend(
+        candidate
+            .granted
+            .without(&pinned.effective_grants())
+            .warnings(),
+    );
     d
 }
 

@@ -332,12 +332,16 @@ pub fn summary(manifest: &Manifest) -> String {
         .flat_map(|(n, m)| mcp_lines(n, m))
         .collect();
     block(&mut out, "mcp", &mcp);
-    let grants: Vec<String> = manifest
+    let mut grants: Vec<String> = manifest
         .sandbox
         .lines()
         .iter()
         .map(|g| field(g, FIELD_CHARS))
         .collect();
+    // A grant that lifts a protected workspace path (`.git/hooks`, `.vscode`…) says so.
+    for warning in manifest.sandbox.warnings() {
+        grants.extend(wrap(&warning, FIELD_CHARS + 8));
+    }
     // Shown when it asks for more than the default profile (docs/sandbox.md).
     if !grants.is_empty() {
         block(&mut out, "sandbox", &grants);
@@ -727,7 +731,8 @@ fn claude_counts(manifest: &Manifest, pin: &crate::claude::ClaudePin) -> String 
 /// How a new manifest differs from the approved one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ContributionDiff {
-    /// `+ …` widens, `- …` narrows, `~ …` changes without widening.
+    /// `+ …` widens, `- …` narrows, `~ …` changes without widening; `warning: …` follows a
+    /// grant that lifts a protected workspace path.
     pub lines: Vec<String>,
     /// Anything added or newly granted: consent is needed again.
     pub widened: bool,
@@ -810,6 +815,7 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ContributionDiff {
             .collect()
     };
     set_diff("sandbox", sandbox(old), sandbox(new), &mut d);
+    d.lines.extend(new.sandbox.without(&old.sandbox).warnings());
     server_changes(old, new, &mut d);
     tool_changes(old, new, &mut d);
     config_changes(old, new, &mut d);

@@ -167,17 +167,24 @@ pub fn sandbox_row(grants: &yep_host::manifest::SandboxGrants, mode: Mode) -> (S
         );
     }
     let support = Support::current();
-    let missing = support.missing();
+    let mut missing = support.missing();
+    // Protected workspace files are kept read-only for a server that may write the
+    // workspace, in namespaces of its own.
+    if !support.namespaces && (grants.writes_workspace() || !grants.write.is_empty()) {
+        missing.push(yep_sandbox::NO_PROTECTED_FILES);
+    }
     let granted = grants.lines();
     let granted = if granted.is_empty() {
         "none (the default profile)".to_string()
     } else {
         granted.join(", ")
     };
+    let on = |yes: bool| if yes { "on" } else { "unavailable" };
     let enforced = format!(
-        "{mode}: Landlock ABI {}, seccomp {}; grants: {granted}",
+        "{mode}: Landlock ABI {}, seccomp {}, user namespaces {}; grants: {granted}",
         support.landlock_abi,
-        if support.seccomp { "on" } else { "unavailable" }
+        on(support.seccomp),
+        on(support.namespaces)
     );
     match (missing.is_empty(), mode) {
         (true, _) => (Status::Pass, enforced),
