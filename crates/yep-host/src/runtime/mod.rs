@@ -86,6 +86,11 @@ pub struct HostOptions {
     /// never stopped. `None` (the default) or zero: never. [`idle_stop_setting`] reads the
     /// user's choice from `settings.toml`.
     pub idle_stop: Option<Duration>,
+    /// Refuse tool arguments (before the call) and results (after it) that carry what looks
+    /// like a credential (`--block-secrets`; [`crate::audit::find_in_value`] lists the
+    /// shapes). On as well when `settings.toml` says `[audit] block_secrets = true`. Off (the
+    /// default): no scan at all.
+    pub block_secrets: bool,
 }
 
 impl Default for HostOptions {
@@ -102,6 +107,7 @@ impl Default for HostOptions {
             server_tools: None,
             claude_tool_names: Default::default(),
             idle_stop: None,
+            block_secrets: false,
         }
     }
 }
