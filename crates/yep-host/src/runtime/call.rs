@@ -495,6 +495,22 @@ impl Call {
     }
 }
 
+/// How a call that failed with `error` ended, as the audit trail says it.
+fn audited_error(error: &HostError) -> audit::Outcome {
+    match error {
+        HostError::Secret(_) => audit::Outcome::Blocked,
+        HostError::Extension(e) if e.is_cancelled() => audit::Outcome::Cancelled,
+        HostError::Extension(e) => match **e {
+            ExtensionError::Remote { .. } | ExtensionError::InvalidArguments { .. } => {
+                audit::Outcome::Error
+            }
+            ExtensionError::Timeout { .. } => audit::Outcome::TimedOut,
+            _ => audit::Outcome::Failed,
+        },
+        _ => audit::Outcome::Failed,
+    }
+}
+
 /// Who decided a call, for the audit trail: a hook that blocked or rewrote it, or a credential
 /// `--block-secrets` found.
 #[derive(Default)]
@@ -562,6 +578,61 @@ impl ExtensionHost {
         match result {
             Ok(value) => CallOutcome::Ok(ToolResult::from_value(value)),
             Err(error) => builtin(error),
+        }
+    }
+
+    /// [`ExtensionHost::call_tool`]: the call, its arguments and result held to
+    /// `--block-secrets`, recorded in the audit trail.
+    pub(super) async fn call_tool_audited(
+        &self,
+        name: &str,
+        args: Value,
+        updates: Option<UpdateSink>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<ToolResult, HostError> {
+        let audited = self
+            .core
+            .audit
+            .as_ref()
+            .map(|_| (Instant::now(), audit::shape(&args)));
+        let result = self.call_tool_scanned(name, args, updates, cancel).await;
+        if let (Some(log), Some((started, args))) = (&self.core.audit, audited) {
+            let how = match &result {
+                Ok(_) => audit::Outcome::Ok,
+                Err(error) => audited_error(error),
+            };
+            let entry =
+                audit::ToolEntry::new(self.serving(name), name, args, how, started.elapsed());
+            log.tool(match &result {
+                Err(HostError::Secret(found)) => entry.blocked_for(found.clone()),
+                _ => entry,
+            });
+        }
+        result
+    }
+
+    /// The call, refused when its arguments or its result carry a credential (with
+    /// `--block-secrets` only).
+    async fn call_tool_scanned(
+        &self,
+        name: &str,
+        args: Value,
+        updates: Option<UpdateSink>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<ToolResult, HostError> {
+        let scan = self.core.block_secrets;
+        if scan && let Some(found) = audit::find_in_value(&args, Carrier::Arguments) {
+            return Err(HostError::Secret(found));
+        }
+        let result = self
+            .call_tool_in_chain(name, args, updates, cancel, Vec::new())
+            .await?;
+        match scan {
+            true => match audit::find_in_text(&result.json(), Carrier::Result) {
+                Some(found) => Err(HostError::Secret(found)),
+                None => Ok(result),
+            },
+            false => Ok(result),
         }
     }
 

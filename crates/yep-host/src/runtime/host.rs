@@ -232,8 +232,7 @@ impl ExtensionHost {
         updates: Option<UpdateSink>,
         cancel: Option<CancellationToken>,
     ) -> Result<ToolResult, HostError> {
-        self.call_tool_in_chain(name, args, updates, cancel, Vec::new())
-            .await
+        self.call_tool_audited(name, args, updates, cancel).await
     }
 
     /// [`ExtensionHost::call_tool`] for a call a server's own tool asked for: `chain` is the

@@ -132,6 +132,10 @@ pub enum HostError {
     Store(Box<StoreError>),
     #[error("the extension host was shut down")]
     ShutDown,
+    /// The call's arguments or result carry what looks like a credential, and
+    /// [`HostOptions::block_secrets`] refuses it. The text names the shape, never the value.
+    #[error("{0}")]
+    Secret(crate::audit::SecretFound),
     #[error("no extension panel is open")]
     NoPanel,
     /// An MCP server's tool that is not what was approved: it is new (`new`), or its
