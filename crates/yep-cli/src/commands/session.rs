@@ -670,11 +670,15 @@ impl Shell {
                 user_message,
             } => Reply::Said {
                 json: json!({ "blocked": {"extension": extension, "reason": reason, "user_message": user_message} }),
-                text: format!(
-                    "blocked by `{}`: {}",
-                    escape(&extension),
-                    escape(user_message.as_deref().unwrap_or(&reason))
-                ),
+                text: match extension.is_empty() {
+                    // yep's own refusal (`--block-secrets`) says so itself.
+                    true => escape(&reason).into_owned(),
+                    false => format!(
+                        "blocked by `{}`: {}",
+                        escape(&extension),
+                        escape(user_message.as_deref().unwrap_or(&reason))
+                    ),
+                },
             },
             CallOutcome::ToolError { extension, message } => Reply::ToolError {
                 sentence: format!("`{extension}` answered `{tool}` with an error: {message}"),

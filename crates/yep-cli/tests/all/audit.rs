@@ -339,3 +339,52 @@ fn an_egress_refusal_and_the_sandbox_denial_it_raises_are_in_the_trail() {
         "{records:#?}"
     );
 }
+
+#[test]
+fn yep_mcp_serve_block_secrets_refuses_a_token_to_an_mcp_client_and_records_it() {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = echo_home(tmp.path());
+    let token = format!("ghp_{}", "Zx9".repeat(12));
+    let mut child = crate::common::Sealed::get()
+        .command(env!("CARGO_BIN_EXE_yep"), &home)
+        .args(["mcp", "serve", "--block-secrets"])
+        .current_dir(tmp.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"text": token}}}),
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let answer = loop {
+        let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if line["id"] == 2 {
+            break line;
+        }
+    };
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let said = answer.to_string();
+    assert_eq!(answer["result"]["isError"], true, "{said}");
+    assert!(
+        said.contains("blocked: the arguments carry what looks like a GitHub token (ghp_…)"),
+        "{said}"
+    );
+    assert!(!said.contains(&token), "{said}");
+    let records = audit(&home, &["--kind", "tool"]);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0]["decision"], "blocked");
+    assert_eq!(records[0]["secret"]["shape"], "github_token");
+}
