@@ -388,3 +388,78 @@ fn yep_mcp_serve_block_secrets_refuses_a_token_to_an_mcp_client_and_records_it()
     assert_eq!(records[0]["decision"], "blocked");
     assert_eq!(records[0]["secret"]["shape"], "github_token");
 }
+
+/// The records of `kind` once `n` of them are there: the shared host writes its trail on a
+/// thread of its own, a moment after it answers.
+fn wait_for(home: &Path, kind: &str, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let records = match home.join("audit.jsonl").exists() {
+            true => audit(home, &["--kind", kind]),
+            false => Vec::new(),
+        };
+        if records.len() >= n || std::time::Instant::now() > deadline {
+            return records;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_agents_own_tool_calls_through_yep_hook_are_recorded_with_the_hooks_decision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = echo_home(tmp.path());
+    let ws = tmp.path().join("project");
+    std::fs::create_dir_all(&ws).unwrap();
+    let event = |name: &str, input: Value| {
+        json!({"session_id": "s", "cwd": ws, "hook_event_name": name, "tool_name": "Bash",
+            "tool_input": input, "tool_use_id": "toolu_1", "tool_response": {"stdout": "out-4711"}})
+        .to_string()
+    };
+    let hook = |input: String| yep_at(Some(&ws), &home, &["hook", "claude"], &input, &[]);
+    let blocked = hook(event(
+        "PreToolUse",
+        json!({"command": "cat /very/private/path", "forbidden": true}),
+    ));
+    assert!(
+        text(&blocked.stdout).contains("deny"),
+        "{}",
+        text(&blocked.stdout)
+    );
+    ok(&hook(event(
+        "PreToolUse",
+        json!({"command": "ls -la /another/private"}),
+    )));
+    ok(&hook(event(
+        "PostToolUse",
+        json!({"command": "ls -la /another/private"}),
+    )));
+    let records = wait_for(&home, "agent_tool", 3);
+    let _ = yep(&home, &["host", "stop"]);
+    assert_eq!(records.len(), 3, "{records:#?}");
+    assert_eq!(
+        (
+            &records[0]["tool"],
+            &records[0]["phase"],
+            &records[0]["decision"]
+        ),
+        (&json!("bash"), &json!("pre"), &json!("blocked"))
+    );
+    assert_eq!(
+        (&records[0]["extension"], &records[0]["by"]),
+        (&json!("echo"), &json!(["echo"]))
+    );
+    assert_eq!(
+        records[0]["args"],
+        json!({"command": "string", "forbidden": "boolean"})
+    );
+    assert_eq!(records[1]["decision"], "allowed");
+    assert_eq!(
+        (&records[2]["phase"], &records[2]["outcome"]),
+        (&json!("post"), &json!("ok"))
+    );
+    let file = std::fs::read_to_string(home.join("audit.jsonl")).unwrap();
+    for value in ["/very/private/path", "/another/private", "out-4711"] {
+        assert!(!file.contains(value), "{value} leaked: {file}");
+    }
+}
