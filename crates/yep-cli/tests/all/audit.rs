@@ -463,3 +463,38 @@ fn an_agents_own_tool_calls_through_yep_hook_are_recorded_with_the_hooks_decisio
         assert!(!file.contains(value), "{value} leaked: {file}");
     }
 }
+
+#[test]
+fn block_secrets_withholds_a_result_that_carries_a_private_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = echo_home(tmp.path());
+    // The echo example's `ask` answers with what the user said: here, a key's first line.
+    let key = "-----BEGIN OPENSSH PRIVATE KEY-----b3BlbnNzaC1rZXktdjE";
+    let out = yep_with_stdin(
+        &home,
+        &[
+            "session",
+            "--json",
+            "--block-secrets",
+            &format!("--answer={key}"),
+        ],
+        "run ask {\"prompt\":\"paste it\"}\nquit\n",
+    );
+    ok(&out);
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("blocked: the result carries what looks like a PEM private key"),
+        "{said}"
+    );
+    assert!(!said.contains("b3BlbnNzaC1rZXktdjE"), "{said}");
+    let records = audit(&home, &["--kind", "tool"]);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(
+        (&records[0]["decision"], &records[0]["outcome"]),
+        (&json!("allowed"), &json!("blocked"))
+    );
+    assert_eq!(
+        records[0]["secret"],
+        json!({"shape": "private_key", "in": "result"})
+    );
+}
