@@ -96,14 +96,10 @@ pub(crate) struct Stamped {
 static OPEN: Mutex<Vec<(PathBuf, Weak<Inner>)>> = Mutex::new(Vec::new());
 
 impl AuditLog {
-    /// The audit trail of `home`, unless its settings turn it off (`[audit] enabled = false`).
-    /// One writer per file in a process: a second call while the first handle lives shares it.
-    pub fn for_home(home: &crate::store::Home) -> Option<AuditLog> {
-        let settings = crate::store::settings::audit(&home.settings_path()).unwrap_or_default();
-        settings.enabled.then(|| AuditLog::open(home.audit_path()))
-    }
-
-    /// The audit trail kept at `path` (rotated at [`AUDIT_CAP_BYTES`]).
+    /// The audit trail kept at `path` (a home's `audit_path()`; rotated at
+    /// [`AUDIT_CAP_BYTES`]). One writer per file in a process: a second call while the first
+    /// handle lives shares it. Whether a home keeps one is its settings' say
+    /// (`yep_store::settings::audit`).
     pub fn open(path: PathBuf) -> AuditLog {
         let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
         open.retain(|(_, weak)| weak.strong_count() > 0);

@@ -87,9 +87,10 @@ pub struct HostOptions {
     /// user's choice from `settings.toml`.
     pub idle_stop: Option<Duration>,
     /// Refuse tool arguments (before the call) and results (after it) that carry what looks
-    /// like a credential (`--block-secrets`; [`crate::audit::find_in_value`] lists the
-    /// shapes). On as well when `settings.toml` says `[audit] block_secrets = true`. Off (the
-    /// default): no scan at all.
+    /// like a credential (`--block-secrets`: AWS access key ids, GitHub, Slack, Google, OpenAI
+    /// and Anthropic tokens, PEM private keys; [`crate::audit::find_in_value`]). On as well
+    /// when `settings.toml` says `[audit] block_secrets = true`. Off (the default): no scan
+    /// at all.
     pub block_secrets: bool,
 }
 
