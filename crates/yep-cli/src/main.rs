@@ -47,6 +47,9 @@ enum Command {
     List(commands::manage::ListArgs),
     /// Show an extension server's stderr log.
     Logs(commands::manage::LogsArgs),
+    /// Show the audit trail: each tool call (the shape of its arguments, never their values),
+    /// sandbox denial and egress decision, oldest first.
+    Audit(commands::audit::Args),
     /// Scaffold a new extension package (Python, TypeScript or Rust).
     New(commands::new::Args),
     /// Spawn an extension's server as the runtime would and grade it (conformance).
@@ -165,6 +168,7 @@ fn main() -> ExitCode {
             Command::Remove(args) => commands::manage::remove(args, &home),
             Command::List(args) => commands::manage::list(args, &home),
             Command::Logs(args) => commands::manage::logs(args, &home),
+            Command::Audit(args) => commands::audit::run(args, &home),
             Command::Session(args) => commands::session::run(args, &home).await,
             Command::Config(cmd) => commands::config::config(cmd, &home),
             Command::Doctor(args) => commands::doctor::run(args, &home).await,

@@ -32,6 +32,7 @@
 #[cfg(test)]
 yep_test_support::seal_this_test_binary!();
 
+pub mod audit;
 pub mod capability;
 pub mod dialect;
 pub mod error;

@@ -52,6 +52,12 @@ impl Home {
         self.root.join("connections.toml")
     }
 
+    /// The audit trail: one JSON object per line for each tool call, sandbox denial and
+    /// egress decision the host saw (rotated to `audit.jsonl.1` … `.3` as it grows).
+    pub fn audit_path(&self) -> PathBuf {
+        self.root.join("audit.jsonl")
+    }
+
     pub fn logs_dir(&self) -> PathBuf {
         self.root.join("logs")
     }

@@ -74,6 +74,36 @@ pub fn top_level_text(path: &Path, key: &str) -> Result<Option<String>, StoreErr
         }))
 }
 
+/// What `settings.toml`'s `[audit]` table says: whether the host keeps the audit trail
+/// (`enabled`, on unless set to `false`) and whether it refuses tool arguments and results
+/// that carry credentials (`block_secrets`, off unless set to `true`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditSettings {
+    pub enabled: bool,
+    pub block_secrets: bool,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        AuditSettings {
+            enabled: true,
+            block_secrets: false,
+        }
+    }
+}
+
+/// The `[audit]` settings; a key that is absent or not a boolean keeps its default.
+pub fn audit(path: &Path) -> Result<AuditSettings, StoreError> {
+    let doc = load(path)?;
+    let table = doc.get("audit");
+    let flag = |key: &str| table.and_then(|t| t.get(key)).and_then(Item::as_bool);
+    let default = AuditSettings::default();
+    Ok(AuditSettings {
+        enabled: flag("enabled").unwrap_or(default.enabled),
+        block_secrets: flag("block_secrets").unwrap_or(default.block_secrets),
+    })
+}
+
 /// The extensions `settings.toml` enables.
 pub fn enabled(path: &Path) -> Result<Vec<String>, StoreError> {
     let doc = load(path)?;
@@ -325,6 +355,18 @@ pub(crate) fn remove_table(path: &Path, key: &str) -> Result<bool, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_audit_trail_is_on_and_secrets_pass_unless_settings_say_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.toml");
+        assert_eq!(audit(&path).unwrap(), AuditSettings::default());
+        std::fs::write(&path, "[audit]\nenabled = false\nblock_secrets = true\n").unwrap();
+        let said = audit(&path).unwrap();
+        assert!(!said.enabled && said.block_secrets);
+        std::fs::write(&path, "[audit]\nenabled = \"no\"\n").unwrap();
+        assert!(audit(&path).unwrap().enabled, "not a boolean: the default");
+    }
 
     #[test]
     fn a_top_level_value_reads_as_written_whatever_its_type() {

@@ -10,7 +10,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use yep_host::audit::{AuditLog, Carrier, Outcome, ToolEntry, find_in_text, find_in_value};
 use yep_host::runtime::launch;
 use yep_host::{Extension, Manifest, ServerSpec, SupervisorOptions, UpdateSink};
 use yep_store::Home;
@@ -34,6 +36,11 @@ pub struct Args {
     /// extension's `request_timeout_ms` config, else 60).
     #[arg(long, value_name = "SECS")]
     timeout: Option<u64>,
+    /// Refuse the call when its arguments or result carry what looks like a credential (an
+    /// AWS key id, a GitHub, Slack, Google, OpenAI or Anthropic token, a PEM private key).
+    /// On as well when settings.toml says `[audit] block_secrets = true`.
+    #[arg(long)]
+    block_secrets: bool,
 }
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
@@ -69,6 +76,22 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         )
     })?;
     let name = spec.name.clone();
+    let said = yep_store::settings::audit(&home.settings_path()).unwrap_or_default();
+    let block_secrets = args.block_secrets || said.block_secrets;
+    let audit = said.enabled.then(|| AuditLog::open(home.audit_path()));
+    supervisor.audit = audit.clone();
+    let audited = Audited {
+        log: audit,
+        extension: name.clone(),
+        tool: args.tool.clone(),
+        args: yep_host::audit::shape(&tool_args),
+        started: Instant::now(),
+    };
+    if block_secrets && let Some(found) = find_in_value(&tool_args, Carrier::Arguments) {
+        let refusal = found.to_string();
+        audited.record(Outcome::Blocked, Some(found));
+        return Err(anyhow::anyhow!(refusal));
+    }
     let ext = Extension::new(spec, supervisor, Arc::new(TerminalEvents::new()));
     if manifest.is_none()
         && let Some(code) = zot_registers(&ext, &args.tool, &name, &manifest_file).await?
@@ -77,6 +100,16 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     }
     let result = call(&ext, &args.tool, tool_args).await;
     ext.stop().await;
+    let found = match &result {
+        Ok(value) if block_secrets => find_in_text(&value.json(), Carrier::Result),
+        _ => None,
+    };
+    if let Some(found) = found {
+        let refusal = found.to_string();
+        audited.record(Outcome::Blocked, Some(found));
+        return Err(anyhow::anyhow!(refusal));
+    }
+    audited.record(outcome(&result), None);
     match result {
         Ok(value) => {
             stdout_line(&serde_json::to_string_pretty(value.value())?);
@@ -101,6 +134,52 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
             }
             Ok(code)
         }
+    }
+}
+
+/// What the audit trail keeps of this call: who serves it, the shape of its arguments, when it
+/// began.
+struct Audited {
+    log: Option<AuditLog>,
+    extension: String,
+    tool: String,
+    args: Box<serde_json::value::RawValue>,
+    started: Instant,
+}
+
+impl Audited {
+    /// Record how the call ended (and the credential that blocked it), written before
+    /// `yep call` exits.
+    fn record(self, how: Outcome, secret: Option<yep_host::audit::SecretFound>) {
+        let Some(log) = self.log else {
+            return;
+        };
+        let entry = ToolEntry::new(
+            self.extension,
+            self.tool,
+            self.args,
+            how,
+            self.started.elapsed(),
+        );
+        log.tool(match secret {
+            Some(found) => entry.blocked_for(found),
+            None => entry,
+        });
+        log.flush(Duration::from_secs(2));
+    }
+}
+
+/// How a call ended, as the audit trail says it.
+fn outcome(result: &Result<yep_host::capability::ToolResult, yep_host::ExtensionError>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Ok,
+        Err(e) if e.is_cancelled() => Outcome::Cancelled,
+        Err(
+            yep_host::ExtensionError::Remote { .. }
+            | yep_host::ExtensionError::InvalidArguments { .. },
+        ) => Outcome::Error,
+        Err(yep_host::ExtensionError::Timeout { .. }) => Outcome::TimedOut,
+        Err(_) => Outcome::Failed,
     }
 }
 

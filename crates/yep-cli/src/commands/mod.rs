@@ -1,5 +1,6 @@
 //! One module per verb.
 
+pub mod audit;
 pub mod call;
 pub mod config;
 pub mod demo;

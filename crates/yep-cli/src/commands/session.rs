@@ -26,6 +26,11 @@ pub struct Args {
     /// Answers to `ui/ask`, used in order (JSON mode); after them questions are cancelled.
     #[arg(long = "answer", value_name = "TEXT")]
     answers: Vec<String>,
+    /// Refuse tool calls whose arguments or results carry what looks like a credential (an
+    /// AWS key id, a GitHub, Slack, Google, OpenAI or Anthropic token, a PEM private key).
+    /// On as well when settings.toml says `[audit] block_secrets = true`.
+    #[arg(long)]
+    block_secrets: bool,
 }
 
 /// Scripted answers for JSON mode.
@@ -56,6 +61,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         ask_sink: Some(ask),
         status_sink: Some(Arc::new(Submitted { json: !interactive })),
         supervisor: yep_host::SupervisorOptions::for_home(home),
+        block_secrets: args.block_secrets,
         ..HostOptions::default()
     };
     // Tools that wait on the user at a panel run only where there is one.
@@ -664,11 +670,15 @@ impl Shell {
                 user_message,
             } => Reply::Said {
                 json: json!({ "blocked": {"extension": extension, "reason": reason, "user_message": user_message} }),
-                text: format!(
-                    "blocked by `{}`: {}",
-                    escape(&extension),
-                    escape(user_message.as_deref().unwrap_or(&reason))
-                ),
+                text: match extension.is_empty() {
+                    // yep's own refusal (`--block-secrets`) says so itself.
+                    true => escape(&reason).into_owned(),
+                    false => format!(
+                        "blocked by `{}`: {}",
+                        escape(&extension),
+                        escape(user_message.as_deref().unwrap_or(&reason))
+                    ),
+                },
             },
             CallOutcome::ToolError { extension, message } => Reply::ToolError {
                 sentence: format!("`{extension}` answered `{tool}` with an error: {message}"),

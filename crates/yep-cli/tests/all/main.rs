@@ -5,6 +5,7 @@
 yep_test_support::seal_this_test_binary!();
 
 mod agents;
+mod audit;
 mod authoring;
 mod broker;
 mod claude;

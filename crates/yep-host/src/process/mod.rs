@@ -76,6 +76,9 @@ pub struct Sandboxed {
     /// profile is built, its environment scrubbed and its `TMPDIR` private as for a contained
     /// run, but nothing is applied, and it runs under `strace`, whatever the mode.
     pub learn: Option<Arc<yep_sandbox::learn::Learning>>,
+    /// The audit trail its egress proxy's decisions (and the secrets it injects) are
+    /// recorded in ([`crate::audit`]); `None` records nothing.
+    pub audit: Option<crate::audit::AuditLog>,
 }
 
 /// Where the sandbox's refusals go ([`Sandboxed::on_denied`]).
@@ -104,7 +107,17 @@ fn start_egress(
 ) -> std::io::Result<Option<Egress>> {
     let on_denied = sandboxed.on_denied.clone();
     let name = sandboxed.name.clone();
+    let audit = sandboxed.audit.clone();
     let report = Arc::new(move |refused: yep_sandbox::egress::Refusal| {
+        if let Some(audit) = &audit {
+            audit.egress(crate::audit::Egress::new(
+                &name,
+                &refused.host,
+                refused.port,
+                false,
+                &refused.grant,
+            ));
+        }
         if let Some(sink) = &on_denied {
             // A refusal no grant lifts (a stray placeholder, a refused certificate) says so
             // itself; one a grant lifts names the command.

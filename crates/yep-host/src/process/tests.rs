@@ -326,6 +326,7 @@ async fn a_one_shot_command_runs_in_the_sandbox() {
         tell_refused_hosts: false,
         broker: None,
         learn: None,
+        audit: None,
     });
     let ran = run_to_end(&spec, b"", QUICK).await.unwrap();
     assert_eq!(String::from_utf8_lossy(&ran.stdout), "ran\n", "{ran:?}");

@@ -6,6 +6,7 @@
 
 use super::trace::{call_span, tool_event};
 use super::{ExtensionHost, HookNote, PreDecision, UnavailableHook};
+use crate::audit::{self, AgentEntry, Carrier, Decision, Record};
 use crate::capability::Status;
 use crate::capability::TraceEvent;
 use serde::{Deserialize, Serialize};
@@ -131,6 +132,21 @@ impl AgentAnswer {
     }
 }
 
+/// What the hooks decided on an agent's tool call, as the audit trail says it: blocked, asked,
+/// rewritten or allowed, and by whom.
+fn decided(entry: &mut AgentEntry, decision: &PreDecision, asked: Option<&(String, String)>) {
+    let (how, by) = match (decision, asked) {
+        (PreDecision::Block { extension, .. }, _) => (Decision::Blocked, vec![extension.clone()]),
+        (PreDecision::Allow { .. }, Some((by, _))) => (Decision::Asked, vec![by.clone()]),
+        (PreDecision::Allow { rewritten_by, .. }, None) if !rewritten_by.is_empty() => {
+            (Decision::Rewritten, rewritten_by.clone())
+        }
+        (PreDecision::Allow { .. }, None) => (Decision::Allowed, Vec::new()),
+    };
+    entry.decision = Some(how);
+    entry.by = by;
+}
+
 /// A lifecycle event of the agent's session, as extensions that observe it get it.
 fn lifecycle(host: &ExtensionHost, event_type: &str, data: Value) -> TraceEvent {
     let n = host.core.agent.events.fetch_add(1, Ordering::Relaxed) + 1;
@@ -211,7 +227,19 @@ impl ExtensionHost {
                     "tool.started",
                     json!({ "tool": tool }),
                 ));
+                let shape = self.core.audit.as_ref().map(|_| audit::shape(&args));
+                if self.core.block_secrets
+                    && let Some(found) = audit::find_in_value(&args, Carrier::Arguments)
+                {
+                    let refusal = found.to_string();
+                    self.audit_agent(&tool, shape, |e| {
+                        e.decision = Some(Decision::Blocked);
+                        e.secret = Some(found);
+                    });
+                    return AgentAnswer::blocked("yep".into(), refusal, None);
+                }
                 let (decision, asked) = self.pre_tool_use_asking_caller(&tool, args.clone()).await;
+                self.audit_agent(&tool, shape, |e| decided(e, &decision, asked.as_ref()));
                 match decision {
                     PreDecision::Block {
                         extension,
@@ -253,6 +281,14 @@ impl ExtensionHost {
                     "tool.completed",
                     json!({ "tool": tool }),
                 ));
+                let shape = self.core.audit.as_ref().map(|_| audit::shape(&args));
+                self.audit_agent(&tool, shape, |e| {
+                    e.phase = "post";
+                    e.outcome = Some(match error.is_some() {
+                        true => audit::Outcome::Error,
+                        false => audit::Outcome::Ok,
+                    });
+                });
                 let value = crate::capability::ToolResult::from(result);
                 let outcome = match &error {
                     Some(message) => Err(message.as_str()),
@@ -279,6 +315,34 @@ impl ExtensionHost {
                 }
             }
         }
+    }
+
+    /// Record one of the agent's own tool calls (`args`: its shape, `None` when the audit
+    /// trail is off), as `fill` says it went.
+    fn audit_agent(
+        &self,
+        tool: &str,
+        args: Option<Box<serde_json::value::RawValue>>,
+        fill: impl FnOnce(&mut AgentEntry),
+    ) {
+        let (Some(audit), Some(args)) = (&self.core.audit, args) else {
+            return;
+        };
+        let mut entry = AgentEntry {
+            extension: String::new(),
+            tool: tool.to_string(),
+            phase: "pre",
+            args,
+            decision: None,
+            by: Vec::new(),
+            outcome: None,
+            secret: None,
+        };
+        fill(&mut entry);
+        if let Some(first) = entry.by.first() {
+            entry.extension = first.clone();
+        }
+        audit.record(Record::AgentTool(entry));
     }
 
     /// The extensions' prompt blocks for the agent's `turn`, one note each: all of them at a

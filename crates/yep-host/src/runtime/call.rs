@@ -2,7 +2,9 @@
 //! [`Call`] with progress, cancellation and a timeout, and it ends in one [`CallOutcome`] that
 //! tells every way a call can end apart.
 
+use super::table::Serves;
 use super::{BuiltinError, ExtensionHost, HookNote, HostError, PreDecision};
+use crate::audit::{self, Carrier};
 use crate::capability::{HostToolError, Progress, ToolResult, UpdateSink};
 use crate::supervisor::ExtensionError;
 use crate::text::escape;
@@ -12,7 +14,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -110,6 +112,27 @@ impl CallOutcome {
         }
     }
 
+    /// What the audit trail says of how it ended.
+    fn audited(&self) -> audit::Outcome {
+        match self {
+            CallOutcome::Ok(_) => audit::Outcome::Ok,
+            CallOutcome::ToolError { .. } => audit::Outcome::Error,
+            CallOutcome::Blocked { .. } => audit::Outcome::Blocked,
+            CallOutcome::Cancelled => audit::Outcome::Cancelled,
+            CallOutcome::TimedOut { .. } => audit::Outcome::TimedOut,
+            CallOutcome::Failed { .. } => audit::Outcome::Failed,
+        }
+    }
+
+    /// yep's own refusal of a call that carries what looks like a credential.
+    fn secret(found: &audit::SecretFound) -> CallOutcome {
+        CallOutcome::Blocked {
+            extension: String::new(),
+            reason: found.to_string(),
+            user_message: None,
+        }
+    }
+
     fn from_error(error: HostError) -> CallOutcome {
         let HostError::Extension(ext) = &error else {
             return CallOutcome::Failed { error, log: None };
@@ -150,6 +173,10 @@ impl std::fmt::Display for CallOutcome {
                     escape(message)
                 )
             }
+            // yep's own refusal (`--block-secrets`) says so itself.
+            CallOutcome::Blocked {
+                extension, reason, ..
+            } if extension.is_empty() => f.write_str(&escape(reason)),
             CallOutcome::Blocked {
                 extension, reason, ..
             } => write!(f, "blocked by extension `{extension}`: {}", escape(reason)),
@@ -296,10 +323,17 @@ impl Call {
             }
         };
         // The arguments the tool was sent, once the pre hooks let it run (with hooks only),
-        // and what the pre hooks said beside their decision.
+        // what the pre hooks said beside their decision, and who decided.
         let sent: Mutex<Option<Value>> = Mutex::default();
         let pre_context: Mutex<Vec<HookNote>> = Mutex::default();
+        let decided: Mutex<Decided> = Mutex::default();
         let (host, name, hooks) = (self.host.clone(), self.name.clone(), self.hooks);
+        // The audit trail keeps the arguments' shape (bounded work), taken before they move.
+        let audited = host
+            .core
+            .audit
+            .as_ref()
+            .map(|_| (Instant::now(), audit::shape(&self.args)));
         // Every caller's tool use reaches the trace extensions, whoever made the call.
         let span = host
             .tracing()
@@ -316,7 +350,21 @@ impl Call {
         let outcome = tokio::select! {
             biased;
             () = cancelled => CallOutcome::Cancelled,
-            outcome = self.hooks_and_call(&sent, &pre_context) => outcome,
+            outcome = self.hooks_and_call(&sent, &pre_context, &decided) => outcome,
+        };
+        let mut decided = decided.into_inner().unwrap_or_else(|p| p.into_inner());
+        let outcome = match outcome {
+            CallOutcome::Ok(result) if host.core.block_secrets => {
+                match audit::find_in_text(&result.json(), Carrier::Result) {
+                    Some(found) => {
+                        let withheld = CallOutcome::secret(&found);
+                        decided.secret = Some(found);
+                        withheld
+                    }
+                    None => CallOutcome::Ok(result),
+                }
+            }
+            outcome => outcome,
         };
         let sent = sent.into_inner().unwrap_or_else(|p| p.into_inner());
         let mut report = Report::of(outcome);
@@ -343,14 +391,27 @@ impl Call {
                 json!({ "tool": name, "ok": ok }),
             ));
         }
+        if let (Some(audit), Some((started, args))) = (&host.core.audit, audited) {
+            let entry = audit::ToolEntry::new(
+                host.serving(&name),
+                name,
+                args,
+                report.outcome.audited(),
+                started.elapsed(),
+            );
+            audit.tool(decided.into_entry(entry));
+        }
         report
     }
 
-    /// The pre hooks (when asked for), then the call within its timeout.
+    /// The pre hooks (when asked for), then the call within its timeout. With
+    /// `--block-secrets`, arguments that carry a credential are refused before any hook or
+    /// tool sees them, and again once a hook rewrote them.
     async fn hooks_and_call(
         self,
         sent: &Mutex<Option<Value>>,
         pre_context: &Mutex<Vec<HookNote>>,
+        decided: &Mutex<Decided>,
     ) -> CallOutcome {
         let Call {
             host,
@@ -363,18 +424,47 @@ impl Call {
             for_server,
             ..
         } = self;
+        let decide =
+            |f: &dyn Fn(&mut Decided)| f(&mut decided.lock().unwrap_or_else(|p| p.into_inner()));
+        let scan = |args: &Value| {
+            let found = audit::find_in_value(args, Carrier::Arguments)?;
+            let refused = CallOutcome::secret(&found);
+            decide(&|d| d.secret = Some(found.clone()));
+            Some(refused)
+        };
+        if host.core.block_secrets
+            && let Some(refused) = scan(&args)
+        {
+            return refused;
+        }
         let args = match hooks {
             false => args,
             true => match host.pre_tool_use(&name, args).await {
-                PreDecision::Allow { args, context, .. } => {
+                PreDecision::Allow {
+                    args,
+                    context,
+                    rewritten_by,
+                    ..
+                } => {
                     *pre_context.lock().unwrap_or_else(|p| p.into_inner()) = context;
-                    args
+                    if rewritten_by.is_empty() {
+                        args
+                    } else {
+                        decide(&|d| d.rewritten(&rewritten_by));
+                        if host.core.block_secrets
+                            && let Some(refused) = scan(&args)
+                        {
+                            return refused;
+                        }
+                        args
+                    }
                 }
                 PreDecision::Block {
                     extension,
                     reason,
                     user_message,
                 } => {
+                    decide(&|d| d.blocked_by(&extension));
                     return CallOutcome::Blocked {
                         extension,
                         reason,
@@ -402,6 +492,56 @@ impl Call {
             Ok(value) => CallOutcome::Ok(value),
             Err(error) => host.failed(error),
         }
+    }
+}
+
+/// How a call that failed with `error` ended, as the audit trail says it.
+fn audited_error(error: &HostError) -> audit::Outcome {
+    match error {
+        HostError::Secret(_) => audit::Outcome::Blocked,
+        HostError::Extension(e) if e.is_cancelled() => audit::Outcome::Cancelled,
+        HostError::Extension(e) => match **e {
+            ExtensionError::Remote { .. } | ExtensionError::InvalidArguments { .. } => {
+                audit::Outcome::Error
+            }
+            ExtensionError::Timeout { .. } => audit::Outcome::TimedOut,
+            _ => audit::Outcome::Failed,
+        },
+        _ => audit::Outcome::Failed,
+    }
+}
+
+/// Who decided a call, for the audit trail: a hook that blocked or rewrote it, or a credential
+/// `--block-secrets` found.
+#[derive(Default)]
+struct Decided {
+    decision: audit::Decision,
+    by: Vec<String>,
+    secret: Option<audit::SecretFound>,
+}
+
+impl Decided {
+    fn rewritten(&mut self, by: &[String]) {
+        self.decision = audit::Decision::Rewritten;
+        self.by = by.to_vec();
+    }
+
+    fn blocked_by(&mut self, extension: &str) {
+        self.decision = audit::Decision::Blocked;
+        self.by = vec![extension.to_string()];
+    }
+
+    /// `entry` as this says it was decided.
+    fn into_entry(self, entry: audit::ToolEntry) -> audit::ToolEntry {
+        let mut entry = match self.secret {
+            Some(found) => entry.blocked_for(found),
+            None => entry,
+        };
+        if entry.decision == audit::Decision::Allowed {
+            entry.decision = self.decision;
+        }
+        entry.by = self.by;
+        entry
     }
 }
 
@@ -438,6 +578,70 @@ impl ExtensionHost {
         match result {
             Ok(value) => CallOutcome::Ok(ToolResult::from_value(value)),
             Err(error) => builtin(error),
+        }
+    }
+
+    /// [`ExtensionHost::call_tool`]: the call, its arguments and result held to
+    /// `--block-secrets`, recorded in the audit trail.
+    pub(super) async fn call_tool_audited(
+        &self,
+        name: &str,
+        args: Value,
+        updates: Option<UpdateSink>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<ToolResult, HostError> {
+        let audited = self
+            .core
+            .audit
+            .as_ref()
+            .map(|_| (Instant::now(), audit::shape(&args)));
+        let result = self.call_tool_scanned(name, args, updates, cancel).await;
+        if let (Some(log), Some((started, args))) = (&self.core.audit, audited) {
+            let how = match &result {
+                Ok(_) => audit::Outcome::Ok,
+                Err(error) => audited_error(error),
+            };
+            let entry =
+                audit::ToolEntry::new(self.serving(name), name, args, how, started.elapsed());
+            log.tool(match &result {
+                Err(HostError::Secret(found)) => entry.blocked_for(found.clone()),
+                _ => entry,
+            });
+        }
+        result
+    }
+
+    /// The call, refused when its arguments or its result carry a credential (with
+    /// `--block-secrets` only).
+    async fn call_tool_scanned(
+        &self,
+        name: &str,
+        args: Value,
+        updates: Option<UpdateSink>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<ToolResult, HostError> {
+        let scan = self.core.block_secrets;
+        if scan && let Some(found) = audit::find_in_value(&args, Carrier::Arguments) {
+            return Err(HostError::Secret(found));
+        }
+        let result = self
+            .call_tool_in_chain(name, args, updates, cancel, Vec::new())
+            .await?;
+        match scan {
+            true => match audit::find_in_text(&result.json(), Carrier::Result) {
+                Some(found) => Err(HostError::Secret(found)),
+                None => Ok(result),
+            },
+            false => Ok(result),
+        }
+    }
+
+    /// The extension (or MCP server) that serves tool `name`; empty when none does.
+    fn serving(&self, name: &str) -> String {
+        match self.table.borrow().route(name).map(|route| &route.to) {
+            Ok(Serves::Extension(loaded)) => loaded.name.clone(),
+            Ok(Serves::Mcp(entry)) => entry.source.name.clone(),
+            Err(_) => String::new(),
         }
     }
 

@@ -160,6 +160,8 @@ pub(crate) struct HostEvents {
     pub(crate) activated: Mutex<std::collections::BTreeSet<(String, String)>>,
     /// The one active extension panel.
     pub(crate) panel: tokio::sync::watch::Sender<Option<super::ActivePanel>>,
+    /// The audit trail the sandbox's denials are recorded in; set at start when it is kept.
+    pub(crate) audit: std::sync::OnceLock<crate::audit::AuditLog>,
 }
 
 /// The question queue: whether one is open, and who waits, in the order they were asked.
@@ -214,6 +216,7 @@ impl HostEvents {
             host: std::sync::OnceLock::new(),
             panel: tokio::sync::watch::Sender::new(None),
             activated: Mutex::default(),
+            audit: std::sync::OnceLock::new(),
         }
     }
 
@@ -338,6 +341,9 @@ impl Events for HostEvents {
         // nothing of it.
         if let HealthEvent::Failed { extension, .. } = &event {
             self.close_panel_of(extension);
+        }
+        if let (Some(audit), HealthEvent::SandboxDenied { .. }) = (self.audit.get(), &event) {
+            audit.sandbox_denied(&event);
         }
         self.record_run(&event);
         self.health.report(event);

@@ -87,15 +87,30 @@ impl ExtensionHost {
     pub async fn start(
         home: Home,
         session: Session,
-        opts: HostOptions,
+        mut opts: HostOptions,
     ) -> Result<ExtensionHost, HostError> {
         let events = Arc::new(HostEvents::new(
             opts.status_sink.clone(),
             opts.ask_sink.clone(),
         ));
-        // Its secrets, lock and packages never reach a server by way of the workspace.
+        // Its secrets, lock and packages (and the audit trail) never reach a server by way of
+        // the workspace.
         yep_sandbox::protect(&home.root);
+        let said = crate::store::settings::audit(&home.settings_path()).unwrap_or_default();
+        let audit = match &opts.supervisor.audit {
+            Some(audit) => Some(audit.clone()),
+            None => said
+                .enabled
+                .then(|| crate::audit::AuditLog::open(home.audit_path())),
+        };
+        opts.supervisor.audit = audit.clone();
+        if let Some(audit) = &audit {
+            let _ = events.audit.set(audit.clone());
+        }
+        let block_secrets = opts.block_secrets || said.block_secrets;
         let core = Arc::new(Core {
+            audit,
+            block_secrets,
             home,
             session_id: session.id,
             workspace_root: Mutex::new(session.workspace_root),
@@ -217,8 +232,7 @@ impl ExtensionHost {
         updates: Option<UpdateSink>,
         cancel: Option<CancellationToken>,
     ) -> Result<ToolResult, HostError> {
-        self.call_tool_in_chain(name, args, updates, cancel, Vec::new())
-            .await
+        self.call_tool_audited(name, args, updates, cancel).await
     }
 
     /// [`ExtensionHost::call_tool`] for a call a server's own tool asked for: `chain` is the
@@ -509,5 +523,13 @@ impl ExtensionHost {
         if self.commands.send(Command::Shutdown(reply)).is_ok() {
             let _ = done.await;
         }
+        // What was recorded is on disk before a short-lived process exits.
+        if let Some(audit) = self.core.audit.clone() {
+            let flushed = tokio::task::spawn_blocking(move || audit.flush(AUDIT_FLUSH));
+            let _ = flushed.await;
+        }
     }
 }
+
+/// The longest shutdown waits for the audit trail's writer.
+const AUDIT_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);

@@ -25,6 +25,11 @@ pub(crate) struct Core {
     pub(super) shut: AtomicBool,
     /// What the events of an agent that runs its own tools need kept between them.
     pub(super) agent: super::agent::AgentState,
+    /// The audit trail every tool call is recorded in; `None` when settings turn it off.
+    pub(super) audit: Option<crate::audit::AuditLog>,
+    /// Refuse arguments and results that carry credentials: the embedder's
+    /// [`HostOptions::block_secrets`] or the home's `[audit] block_secrets`.
+    pub(super) block_secrets: bool,
 }
 
 impl Core {

@@ -86,6 +86,12 @@ pub struct HostOptions {
     /// never stopped. `None` (the default) or zero: never. [`idle_stop_setting`] reads the
     /// user's choice from `settings.toml`.
     pub idle_stop: Option<Duration>,
+    /// Refuse tool arguments (before the call) and results (after it) that carry what looks
+    /// like a credential (`--block-secrets`: AWS access key ids, GitHub, Slack, Google, OpenAI
+    /// and Anthropic tokens, PEM private keys; [`crate::audit::find_in_value`]). On as well
+    /// when `settings.toml` says `[audit] block_secrets = true`. Off (the default): no scan
+    /// at all.
+    pub block_secrets: bool,
 }
 
 impl Default for HostOptions {
@@ -102,6 +108,7 @@ impl Default for HostOptions {
             server_tools: None,
             claude_tool_names: Default::default(),
             idle_stop: None,
+            block_secrets: false,
         }
     }
 }
@@ -126,6 +133,10 @@ pub enum HostError {
     Store(Box<StoreError>),
     #[error("the extension host was shut down")]
     ShutDown,
+    /// The call's arguments or result carry what looks like a credential, and
+    /// [`HostOptions::block_secrets`] refuses it. The text names the shape, never the value.
+    #[error("{0}")]
+    Secret(crate::audit::SecretFound),
     #[error("no extension panel is open")]
     NoPanel,
     /// An MCP server's tool that is not what was approved: it is new (`new`), or its

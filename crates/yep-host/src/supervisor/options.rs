@@ -56,6 +56,9 @@ pub struct SupervisorOptions {
     /// Run it outside the sandbox under `strace`, to learn what it needs
     /// ([`yep_sandbox::learn`]; `yep doctor --sandbox-learn`).
     pub learn: Option<Arc<yep_sandbox::learn::Learning>>,
+    /// Where what the sandbox and the egress proxy decided is recorded
+    /// ([`crate::audit`]); `ExtensionHost::start` fills it from the home's settings.
+    pub audit: Option<crate::audit::AuditLog>,
 }
 
 impl SupervisorOptions {
@@ -88,6 +91,7 @@ impl Default for SupervisorOptions {
             interactive_ui: false,
             sandbox: crate::settings::UNSET_MODE,
             learn: None,
+            audit: None,
         }
     }
 }

@@ -155,6 +155,7 @@ impl ServerSpec {
                 tell_refused_hosts: false,
                 broker: self.broker.clone(),
                 learn: opts.learn.clone(),
+                audit: opts.audit.clone(),
             }),
         }
     }

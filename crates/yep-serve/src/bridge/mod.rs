@@ -295,6 +295,10 @@ impl Bridge {
         Ok(match outcome {
             CallOutcome::Ok(value) => from_json("tools/call", result_json(value))?,
             CallOutcome::ToolError { message, .. } => error_result(&message),
+            // yep's own refusal (`--block-secrets`) says so itself.
+            CallOutcome::Blocked {
+                extension, reason, ..
+            } if extension.is_empty() => error_result(&reason),
             CallOutcome::Blocked {
                 extension, reason, ..
             } => error_result(&format!("blocked by extension `{extension}`: {reason}")),

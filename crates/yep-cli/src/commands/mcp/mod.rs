@@ -85,7 +85,7 @@ pub enum McpCommand {
 impl McpCommand {
     /// Whether this is a stdio `yep mcp serve` that attaches to the home's shared host.
     pub fn attaches(&self) -> bool {
-        matches!(self, McpCommand::Serve(serve) if serve.http.is_none() && !serve.no_shared)
+        matches!(self, McpCommand::Serve(serve) if serve.http.is_none() && !serve.no_shared && !serve.block_secrets)
     }
 }
 

@@ -43,12 +43,18 @@ pub struct ServeArgs {
     /// start for it and stop when it ends (`yep host status` shows the shared one).
     #[arg(long, conflicts_with = "http")]
     pub(super) no_shared: bool,
+    /// Refuse tool calls whose arguments or results carry what looks like a credential (an
+    /// AWS key id, a GitHub, Slack, Google, OpenAI or Anthropic token, a PEM private key).
+    /// The shared host refuses them when settings.toml says `[audit] block_secrets = true`;
+    /// this flag serves the session with a host of its own that does.
+    #[arg(long)]
+    pub(super) block_secrets: bool,
 }
 
 /// `yep mcp serve`: attached to the shared host when it can be (stdio, not `--no-shared`),
 /// else with a host of its own.
 pub(super) async fn run(args: ServeArgs, home: &Home) -> anyhow::Result<ExitCode> {
-    if !args.no_shared && args.http.is_none() {
+    if !args.no_shared && !args.block_secrets && args.http.is_none() {
         match attach(home, args.deferred).await {
             Ok(()) => return Ok(ExitCode::SUCCESS),
             Err(yep_serve::shared::AttachError::Refused(e)) => {
@@ -79,6 +85,7 @@ pub(super) async fn run(args: ServeArgs, home: &Home) -> anyhow::Result<ExitCode
     let access = Access {
         allow_remote: args.allow_remote,
         no_token: args.insecure_no_token_for_testing,
+        block_secrets: args.block_secrets,
     };
     serve(home, args.deferred, args.http, access, limits).await
 }
@@ -100,6 +107,8 @@ struct Access {
     allow_remote: bool,
     /// `--insecure-no-token-for-testing`: loopback only, no token.
     no_token: bool,
+    /// `--block-secrets`: credentials in arguments or results are refused.
+    block_secrets: bool,
 }
 
 /// `yep mcp serve`: the host of the enabled packages as one MCP server, on stdio until the
@@ -148,6 +157,7 @@ async fn serve(
         ask_sink: Some(Arc::new(AskClients(clients.clone()))),
         status_sink: Some(Arc::new(StatusToClients(clients.clone()))),
         supervisor: yep_host::SupervisorOptions::for_home(home),
+        block_secrets: access.block_secrets,
         ..yep_host::HostOptions::default()
     };
     let session = yep_host::Session {
