@@ -327,8 +327,44 @@ fn a_brokered_secret_reaches_its_host_only_with_every_real_client() {
         "{said}"
     );
 
-    // The value is in connections.toml and nowhere else of the home (logs, settings, lock),
-    // and never in what yep printed.
+    // The audit trail has each decision: the call, the injection (the secret's name and
+    // host), the egress let through and refused, and the denial.
+    let audit = ok(&fake.yep(&["audit", "--json"], ""));
+    let records: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let has = |pred: &dyn Fn(&Value) -> bool| records.iter().any(pred);
+    assert!(
+        has(&|r| r["kind"] == "tool" && r["tool"] == "fetch"),
+        "{audit}"
+    );
+    assert!(
+        has(&|r| r["kind"] == "injection" && r["host"] == "api.test" && r["secret"] == "token"),
+        "{audit}"
+    );
+    assert!(
+        has(&|r| r["kind"] == "egress"
+            && r["host"] == "api.test"
+            && r["allowed"] == true
+            && r["path"] == "/python"
+            && r["rule"] == format!("net:{api}")),
+        "{audit}"
+    );
+    assert!(
+        has(&|r| r["kind"] == "egress"
+            && r["host"] == "other.test"
+            && r["allowed"] == false
+            && r["rule"] == "placeholder of token"),
+        "{audit}"
+    );
+    assert!(
+        has(&|r| r["kind"] == "egress" && r["host"] == "evil.test" && r["allowed"] == false),
+        "{audit}"
+    );
+    assert!(has(&|r| r["kind"] == "sandbox_denied"), "{audit}");
+    // The value is in connections.toml and nowhere else of the home (logs, settings, lock,
+    // the audit trail), and never in what yep printed.
     assert!(!said.contains(VALUE), "{said}");
     for file in walk(&fake.yep_home()) {
         let body = std::fs::read(&file).unwrap_or_default();

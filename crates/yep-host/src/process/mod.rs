@@ -107,17 +107,7 @@ fn start_egress(
 ) -> std::io::Result<Option<Egress>> {
     let on_denied = sandboxed.on_denied.clone();
     let name = sandboxed.name.clone();
-    let audit = sandboxed.audit.clone();
     let report = Arc::new(move |refused: yep_sandbox::egress::Refusal| {
-        if let Some(audit) = &audit {
-            audit.egress(crate::audit::Egress::new(
-                &name,
-                &refused.host,
-                refused.port,
-                false,
-                &refused.grant,
-            ));
-        }
         if let Some(sink) = &on_denied {
             // A refusal no grant lifts (a stray placeholder, a refused certificate) says so
             // itself; one a grant lifts names the command.
@@ -153,12 +143,59 @@ fn start_egress(
         allowed,
         broker: sandboxed.broker.clone(),
         on_refused: Some(report),
+        on_decided: sandboxed
+            .audit
+            .clone()
+            .map(|audit| audited(audit, sandboxed.name.clone())),
         ..Default::default()
     };
     let mut proxy = yep_sandbox::egress::EgressProxy::start(&sandboxed.name, setup)?;
     proxy.write_trust(tmp)?;
     profile.proxy = Some(proxy.port());
     Ok(Some(proxy))
+}
+
+/// Every decision of `name`'s egress proxy, into the audit trail: each request let through
+/// or refused (with the grant that let it, or would), and each brokered secret put into one
+/// (its name, never its value).
+#[cfg(feature = "egress")]
+fn audited(
+    audit: crate::audit::AuditLog,
+    name: String,
+) -> Arc<dyn Fn(yep_sandbox::egress::Decision) + Send + Sync> {
+    use crate::audit::{Egress, Injection};
+    use yep_sandbox::egress::{Decision, Reason};
+    Arc::new(move |decision| match decision {
+        Decision::Allowed {
+            host,
+            port,
+            method,
+            path,
+            rule,
+        } => {
+            let egress = Egress::new(&name, host, port, true, rule);
+            audit.egress(match (method, path) {
+                (Some(method), Some(path)) => egress.request(method, &path),
+                _ => egress,
+            });
+        }
+        Decision::Injected { host, secret, .. } => {
+            audit.injection(Injection::new(&name, host, secret));
+        }
+        Decision::Refused(refused) => {
+            let rule = match &refused.reason {
+                Reason::Placeholder { secret } => format!("placeholder of {secret}"),
+                Reason::Certificate { .. } => "certificate refused by the client".into(),
+                _ => refused.grant.clone(),
+            };
+            let egress = Egress::new(&name, &refused.host, refused.port, false, rule);
+            audit.egress(match &refused.reason {
+                Reason::Request { method, path, .. } => egress.request(method, path),
+                _ => egress,
+            });
+        }
+        _ => {}
+    })
 }
 
 #[cfg(not(feature = "egress"))]

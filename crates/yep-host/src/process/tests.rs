@@ -403,6 +403,7 @@ fn contained(
         on_denied: None,
         tell_refused_hosts: false,
         broker: None,
+        audit: None,
         learn: None,
     });
     spec

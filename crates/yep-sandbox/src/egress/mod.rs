@@ -152,12 +152,14 @@ pub struct Setup {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Decision {
-    /// A tunnel or request let through: the method and path when the proxy read them.
+    /// A tunnel or request let through by grant `rule` (`net:api.github.com`): the method
+    /// and path when the proxy read them.
     Allowed {
         host: String,
         port: u16,
         method: Option<String>,
         path: Option<String>,
+        rule: String,
     },
     /// Brokered secret `secret` (its field's name, never its value) put into a request.
     Injected {
@@ -410,6 +412,7 @@ async fn answer(
                 port,
                 method: None,
                 path: None,
+                rule: shared.allowed.rule_for(&host, port),
             });
             tunnel(&shared, slot, request, upstream)
         }
@@ -495,6 +498,7 @@ impl Shared {
             port,
             method: Some(parts.method.as_str().to_string()),
             path: Some(shown(parts.uri.path())),
+            rule: self.allowed.rule_for(host, port),
         });
         for secret in put {
             self.decided(|| Decision::Injected {

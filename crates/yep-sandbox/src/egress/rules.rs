@@ -19,8 +19,8 @@ pub(super) struct Rule {
     port: Option<u16>,
     /// What requests it lets through, when it says (`GET,POST /repos/me/`); `None` is all.
     request: Option<yep_store::grants::RequestRule>,
-    /// The entry as written, when it has a request rule: what a refusal names.
-    written: Option<String>,
+    /// The entry as written (its words one space apart): what a decision names.
+    written: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,10 +108,19 @@ impl Allowed {
             true => Ok(()),
             false => Err(matching
                 .iter()
-                .filter_map(|r| r.written.as_deref())
+                .map(|r| r.written.as_str())
                 .collect::<Vec<_>>()
                 .join("`, `")),
         }
+    }
+
+    /// The grant entry that lets `host:port` through (the first that names it), as written.
+    pub(super) fn rule_for(&self, host: &str, port: u16) -> String {
+        self.rules
+            .iter()
+            .find(|r| r.matches(host, port))
+            .map(|r| format!("net:{}", r.written))
+            .unwrap_or_default()
     }
 }
 
@@ -145,7 +154,7 @@ pub(super) fn parse_rule(entry: &str) -> Option<Rule> {
         let request = yep_store::grants::RequestRule::parse(rest)?;
         let mut rule = parse_rule(host)?;
         rule.request = Some(request);
-        rule.written = Some(entry.split_whitespace().collect::<Vec<_>>().join(" "));
+        rule.written = entry.split_whitespace().collect::<Vec<_>>().join(" ");
         return Some(rule);
     }
     let (host, port) = split_host_port(entry)?;
@@ -162,7 +171,7 @@ pub(super) fn parse_rule(entry: &str) -> Option<Rule> {
             host: HostPattern::Below(suffix),
             port,
             request: None,
-            written: None,
+            written: entry.to_string(),
         });
     }
     let host = normalize_host(host)?;
@@ -170,7 +179,7 @@ pub(super) fn parse_rule(entry: &str) -> Option<Rule> {
         host: HostPattern::Exact(host),
         port,
         request: None,
-        written: None,
+        written: entry.to_string(),
     })
 }
 
