@@ -110,9 +110,10 @@ fn allocations_of_a_copy(value: &serde_json::Value) -> f64 {
 }
 
 /// The most a warm call may allocate in the host (all threads, the reader's included): about
-/// 12 on the machine this was set on. The call path allocates per call: the request line, its
-/// id's slot and oneshot, the answer's text; and the runtime's bookkeeping (the tool's name,
-/// its call id). Parsing the answer into a value, or a copy of it or of the arguments, pushes
+/// 12 on the machine this was set on, 15 with the audit trail on (the arguments' shape and the
+/// serving extension's name; the trail's writer reuses its buffers). The call path allocates
+/// per call: the request line, its id's slot and oneshot, the answer's text; and the
+/// runtime's bookkeeping (the tool's name, its call id). Parsing the answer into a value, or a copy of it or of the arguments, pushes
 /// it past this.
 const MAX_ALLOCATIONS_PER_CALL: f64 = 16.0;
 

@@ -29,15 +29,16 @@ pub(super) fn run(
     dropped: &AtomicU64,
     progress: &Progress,
 ) {
-    let mut buf = Vec::with_capacity(16 * 1024);
+    // Both kept from batch to batch: a record costs the writer no allocation of its own.
+    let (mut buf, mut body) = (Vec::with_capacity(16 * 1024), Vec::with_capacity(1024));
     while let Ok(first) = queue.recv() {
         buf.clear();
         let mut n = 1;
-        line(&mut buf, &first);
+        line(&mut buf, &mut body, &first);
         while n < BATCH {
             match queue.try_recv() {
                 Ok(next) => {
-                    line(&mut buf, &next);
+                    line(&mut buf, &mut body, &next);
                     n += 1;
                 }
                 Err(_) => break,
@@ -52,7 +53,7 @@ pub(super) fn run(
                     count: lost,
                 },
             };
-            line(&mut buf, &note);
+            line(&mut buf, &mut body, &note);
         }
         if let Err(error) = sink.write(&buf) {
             tracing::debug!(
@@ -64,16 +65,18 @@ pub(super) fn run(
     }
 }
 
-/// `record` as one line: `{"ts":…,"kind":…,…}\n`.
-fn line(buf: &mut Vec<u8>, stamped: &Stamped) {
-    let ts = humantime::format_rfc3339_millis(stamped.at).to_string();
-    let Ok(body) = serde_json::to_vec(&stamped.record) else {
+/// `record` as one line, `{"ts":…,"kind":…,…}\n`, onto `buf`; `body` is scratch.
+fn line(buf: &mut Vec<u8>, body: &mut Vec<u8>, stamped: &Stamped) {
+    body.clear();
+    if serde_json::to_writer(&mut *body, &stamped.record).is_err() || body.len() < 2 {
         return;
-    };
+    }
     // The body is an object (`{"kind":…}`): the time goes first, inside it.
-    buf.extend_from_slice(b"{\"ts\":\"");
-    buf.extend_from_slice(ts.as_bytes());
-    buf.extend_from_slice(b"\",");
+    let _ = write!(
+        buf,
+        "{{\"ts\":\"{}\",",
+        humantime::format_rfc3339_millis(stamped.at)
+    );
     buf.extend_from_slice(&body[1..]);
     buf.push(b'\n');
 }
