@@ -211,10 +211,13 @@ impl Profile {
             _ => (Vec::new(), None),
         };
         // Judged from the workspace itself, opened whole or in parts: its root holds them.
-        let protected = match workspace.is_empty() {
+        let mut protected = match workspace.is_empty() {
             true => Vec::new(),
             false => place.workspace.map(protected_paths).unwrap_or_default(),
         };
+        // A zot extension's own files (`.zot`) stay its own: it writes them whatever else it
+        // was granted, and protecting them from it would take away only its scratchpad.
+        protected.retain(|p| !files.iter().any(|f| same_place(p, f)));
         Profile {
             read,
             write,
@@ -469,4 +472,10 @@ pub struct Denial {
     pub grant: String,
     /// The sentence to tell, naming the server, the target and the command that grants it.
     pub message: String,
+}
+
+/// Whether `a` and `b` name the same place, links resolved where they can be.
+fn same_place(a: &Path, b: &Path) -> bool {
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    a == b || real(a) == real(b)
 }

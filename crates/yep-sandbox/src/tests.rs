@@ -355,6 +355,32 @@ fn every_protected_path_present_is_read_only_to_a_server_that_writes_the_workspa
 }
 
 #[test]
+fn a_zot_extensions_own_files_are_not_protected_from_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = protected_workspace(tmp.path());
+    let private = ws.with_file_name("private-tmp");
+    let own = ws.join(".zot");
+    let mut at = place(&[], &private);
+    at.workspace = Some(&ws);
+    at.files = Some(&own);
+    let zot = Profile::default_for(&at).granted(&workspace_write());
+    assert_eq!(zot.files, std::slice::from_ref(&own));
+    let read_only = zot.read_only();
+    assert!(!read_only.contains(&&own), "{read_only:?}");
+    assert_eq!(
+        read_only.len(),
+        PROTECTED_WORKSPACE.len() - 1,
+        "{read_only:?}"
+    );
+    // Any other server that writes the workspace finds it read-only.
+    assert!(
+        writable(&ws, &workspace_write())
+            .read_only()
+            .contains(&&own)
+    );
+}
+
+#[test]
 fn a_write_grant_naming_a_protected_path_lifts_that_one_alone() {
     let tmp = tempfile::tempdir().unwrap();
     let ws = protected_workspace(tmp.path());
