@@ -386,8 +386,9 @@ impl Manifest {
                     ));
                 }
                 if let Some(broker) = prop.get("broker") {
-                    let binding = serde_json::from_value::<crate::broker::Binding>(broker.clone())
-                        .map_err(|e| format!("config field {name}: broker: {e}"))?;
+                    let binding =
+                        serde_json::from_value::<crate::broker::binding::Binding>(broker.clone())
+                            .map_err(|e| format!("config field {name}: broker: {e}"))?;
                     let secret = prop.get("secret").and_then(Value::as_bool) == Some(true);
                     binding
                         .validate()

@@ -20,7 +20,7 @@ pub struct ConfigField {
     /// [`crate::broker`]); one that does not read is kept with no hosts, which nothing
     /// accepts, so its secret is never given in the clear instead.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub broker: Option<crate::broker::Binding>,
+    pub broker: Option<crate::broker::binding::Binding>,
 }
 
 /// The config fields a manifest declares, in schema order.
@@ -993,7 +993,8 @@ fn config_changes(old: &Manifest, new: &Manifest, d: &mut ContributionDiff) {
         let Some(was) = old_fields.iter().find(|o| o.name == f.name) else {
             continue;
         };
-        let hosts = |b: &Option<crate::broker::Binding>| b.as_ref().map(|b| b.hosts.clone());
+        let hosts =
+            |b: &Option<crate::broker::binding::Binding>| b.as_ref().map(|b| b.hosts.clone());
         let (then, now) = (hosts(&was.broker), hosts(&f.broker));
         let new_hosts: Vec<&String> = match (&then, &now) {
             (Some(then), Some(now)) => now.iter().filter(|h| !then.contains(h)).collect(),
