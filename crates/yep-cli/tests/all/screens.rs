@@ -112,7 +112,13 @@ fn the_approval_screens_of_a_grant_a_revoke_and_an_update() {
 
 #[test]
 fn a_grant_that_lifts_a_protected_workspace_path_is_warned_of_before_consent() {
-    let tmp = tempfile::tempdir().unwrap();
+    // A path of one length wherever the tests run (a fresh clone's nested temp dir is
+    // longer): the screens wrap and cut long paths, and the snapshots hold what they show.
+    let tmp = tempfile::Builder::new()
+        .prefix("yp")
+        .rand_bytes(6)
+        .tempdir_in("/tmp")
+        .unwrap();
     let home = tmp.path().join("home");
     let ws = tmp.path().join("ws");
     for dir in [".vscode", ".git/hooks"] {

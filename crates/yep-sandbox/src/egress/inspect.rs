@@ -47,7 +47,15 @@ impl Held {
                         value.set_sensitive(true);
                         Some((name, value))
                     }
-                    _ => None?,
+                    _ => {
+                        tracing::warn!(
+                            "egress proxy of {}: the brokered secret `{}` makes no valid {} header (a control character in it?); it goes nowhere",
+                            shown(package),
+                            shown(&brokered.field),
+                            shown(name)
+                        );
+                        return None;
+                    }
                 }
             }
         };
