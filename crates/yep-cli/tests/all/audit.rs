@@ -20,7 +20,7 @@ fn echo_package(dir: &Path) -> PathBuf {
 }
 
 /// A home in `dir` with the echo example installed and enabled.
-fn echo_home(dir: &Path) -> PathBuf {
+pub(crate) fn echo_home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     let pkg = echo_package(dir);
     ok(&yep(&home, &["install", pkg.to_str().unwrap(), "--yes"]));

@@ -1420,3 +1420,76 @@ fn an_mcp_server_started_through_npx_is_waited_for_past_the_ordinary_deadline_an
         "{said}"
     );
 }
+
+/// Claude Code 2.1.280 and later send `initialize` on stdio even after a `server/discover`
+/// that succeeded (anthropics/claude-code#96183): `yep mcp serve` answers both, and the
+/// session then works at the version `initialize` named.
+#[test]
+fn initialize_after_a_successful_server_discover_on_stdio_is_answered() {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = crate::audit::echo_home(tmp.path());
+    let mut child = common::Sealed::get()
+        .command(env!("CARGO_BIN_EXE_yep"), &home)
+        .args(["mcp", "serve"])
+        .current_dir(tmp.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.328"}}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "claude-code", "version": "2.1.328"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"text": "after both"}}}),
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers = std::collections::BTreeMap::new();
+    while answers.len() < 4 {
+        let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if let Some(id) = line["id"].as_u64() {
+            answers.insert(id, line);
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let discovered = &answers[&1]["result"];
+    assert!(
+        discovered["supportedVersions"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("2026-07-28"))),
+        "{:#}",
+        answers[&1]
+    );
+    let initialized = &answers[&2]["result"];
+    assert_eq!(
+        initialized["protocolVersion"], "2025-11-25",
+        "{:#}",
+        answers[&2]
+    );
+    assert_eq!(
+        initialized["serverInfo"]["name"], "yep",
+        "{:#}",
+        answers[&2]
+    );
+    let tools = answers[&3]["result"]["tools"].as_array().unwrap();
+    assert!(
+        tools.iter().any(|t| t["name"] == "echo"),
+        "{:#}",
+        answers[&3]
+    );
+    let said = answers[&4]["result"].to_string();
+    assert!(said.contains("after both"), "{said}");
+}
