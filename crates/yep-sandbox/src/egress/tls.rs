@@ -78,10 +78,16 @@ impl Ca {
 
     fn read_or_make(dir: &Path) -> std::io::Result<Ca> {
         let (key_path, pem_path) = (dir.join("ca.key"), dir.join("ca.pem"));
-        let key = match (
-            std::fs::read_to_string(&key_path),
-            std::fs::read_to_string(&pem_path),
-        ) {
+        // Regular files of the home, read bounded: a planted link, FIFO or huge file is no CA
+        // (a new one replaces it), and never hangs or floods the read.
+        let read = |path: &Path| {
+            yep_store::fsutil::read_regular_string(
+                path,
+                64 * 1024,
+                yep_store::fsutil::Links::Refuse,
+            )
+        };
+        let key = match (read(&key_path), read(&pem_path)) {
             (Ok(key), Ok(pem)) => {
                 let key = KeyPair::from_pem(&key).map_err(|e| tls_error("yep's CA key", e))?;
                 return Ca::with(key, pem);

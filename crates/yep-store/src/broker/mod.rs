@@ -76,7 +76,10 @@ pub fn holds_placeholder(text: &str) -> bool {
 /// The home's placeholder key: 32 random bytes in `<dir>/key`, made at first use.
 fn key(dir: &Path) -> Result<Vec<u8>, StoreError> {
     let path = dir.join("key");
-    if let Ok(bytes) = std::fs::read(&path)
+    // A regular file of the home, read bounded: a planted link or FIFO is no key (it is
+    // replaced), and never hangs or floods the read.
+    let read = |path: &Path| crate::fsutil::read_regular(path, 32, crate::fsutil::Links::Refuse);
+    if let Ok(bytes) = read(&path)
         && bytes.len() == 32
     {
         return Ok(bytes);
@@ -93,7 +96,7 @@ fn key(dir: &Path) -> Result<Vec<u8>, StoreError> {
         crate::error::io(format!("failed to write {}", path.display())),
     )?;
     // Two first uses at once: whichever write landed is the key.
-    std::fs::read(&path).map_err(crate::error::io(format!(
+    read(&path).map_err(crate::error::io(format!(
         "failed to read {}",
         path.display()
     )))
@@ -287,6 +290,37 @@ mod tests {
         assert!(bind(&home, "gh", "X", &binding(&[], None, None)).is_err());
         // The value's table still reads as secrets only.
         assert!(config::secrets(&home, "gh").unwrap().is_empty());
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_planted_fifo_or_link_for_the_key_is_replaced_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::resolve(Some(dir.path().join("home")));
+        let broker = super::dir(&home);
+        std::fs::create_dir_all(&broker).unwrap();
+        let key = broker.join("key");
+        let fifo = std::ffi::CString::new(key.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the path it is given.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        // Reading a FIFO no one writes would hang: it is refused and replaced.
+        let p = placeholder(&home, "gh", "TOKEN").unwrap();
+        assert!(std::fs::metadata(&key).unwrap().is_file());
+        assert_eq!(p, placeholder(&home, "gh", "TOKEN").unwrap());
+        // A link to a file of 32 bytes elsewhere is not taken as the key.
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, [7u8; 32]).unwrap();
+        std::fs::remove_file(&key).unwrap();
+        std::os::unix::fs::symlink(&outside, &key).unwrap();
+        let q = placeholder(&home, "gh", "TOKEN").unwrap();
+        assert_ne!(p, q);
+        assert_eq!(std::fs::read(&outside).unwrap(), [7u8; 32]);
+        assert!(
+            !std::fs::symlink_metadata(&key)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 
     #[test]
