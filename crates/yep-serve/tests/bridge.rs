@@ -381,16 +381,23 @@ async fn rmcps_client_gets_prompts_resources_and_list_changed_through_the_bridge
         .expect("tools/list_changed");
     let resources = peer.list_all_resources().await.unwrap();
     let uris: Vec<String> = resources.iter().map(|r| r.uri.to_string()).collect();
-    assert_eq!(uris, ["skill://skilled/notes"]);
-    let read = peer
-        .read_resource(serde_json::from_value(json!({"uri": "skill://skilled/notes"})).unwrap())
-        .await
-        .unwrap();
-    assert!(
-        serde_json::to_string(&read)
-            .unwrap()
-            .contains("Write them down.")
+    assert_eq!(
+        uris,
+        ["skill://skilled/notes/SKILL.md", "skill://index.json"]
     );
+    // Read at its SEP-2640 URI, and at the one before it (kept for one release).
+    for uri in ["skill://skilled/notes/SKILL.md", "skill://skilled/notes"] {
+        let read = peer
+            .read_resource(serde_json::from_value(json!({ "uri": uri })).unwrap())
+            .await
+            .unwrap();
+        assert!(
+            serde_json::to_string(&read)
+                .unwrap()
+                .contains("Write them down."),
+            "{uri}"
+        );
+    }
     let tools = peer.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "t9"));
     forward.abort();
@@ -847,13 +854,20 @@ fn a_skill_turned_into_a_fifo_stalls_no_client_and_is_skipped_with_a_warning() {
     let listed = listed.expect("resources/list was never answered");
     for list in listed {
         let uris: Vec<String> = list.unwrap().iter().map(|r| r.uri.to_string()).collect();
-        assert_eq!(uris, ["skill://skill-fifo/notes"], "the FIFO is skipped");
+        assert_eq!(
+            uris,
+            ["skill://skill-fifo/notes/SKILL.md", "skill://index.json"],
+            "the FIFO is skipped"
+        );
     }
     for one in read.expect("resources/read was never answered") {
         let err = one
             .expect_err("a FIFO skill has no text to read")
             .to_string();
-        assert!(err.contains("no skill at skill://skill-fifo/x"), "{err}");
+        assert!(
+            err.contains("no skill file at skill://skill-fifo/x"),
+            "{err}"
+        );
     }
     assert!(
         warnings.iter().any(|w| w.contains("extension `skill-fifo`")

@@ -284,7 +284,7 @@ fn session(cwd: &Path, home: &Path, input: &str) -> (Vec<Value>, Vec<String>) {
 
 /// What `steps` gave through `yep mcp serve`, driven by the official MCP SDK's client
 /// (`tests/mcp/claude_client.py`).
-fn over_mcp(home: &Path, cwd: &Path, steps: &[Value]) -> Vec<Value> {
+pub(crate) fn over_mcp(home: &Path, cwd: &Path, steps: &[Value]) -> Vec<Value> {
     let script = format!("{}/tests/mcp/claude_client.py", env!("CARGO_MANIFEST_DIR"));
     let python = std::env::var("YEP_MCP_PYTHON")
         .ok()

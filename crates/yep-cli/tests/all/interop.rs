@@ -346,9 +346,14 @@ fn inspector_sees_the_extensions(tmp: &Path, target: &[&str]) {
     let resources = run(&["--method", "resources/list"]);
     assert_eq!(
         names(&resources, "resources", "uri"),
-        ["skill://lazy/notes"]
+        ["skill://lazy/notes/SKILL.md", "skill://index.json"]
     );
-    let read = run(&["--method", "resources/read", "--uri", "skill://lazy/notes"]);
+    let read = run(&[
+        "--method",
+        "resources/read",
+        "--uri",
+        "skill://lazy/notes/SKILL.md",
+    ]);
     assert!(
         read["contents"][0]["text"]
             .as_str()
@@ -443,7 +448,7 @@ fn yep_mcp_serve_speaks_each_mcp_revision_to_the_official_typescript_client() {
             assert_eq!(report["prompts"], json!(["echo:ping"]), "{about}");
             assert_eq!(
                 report["resources"],
-                json!(["skill://lazy/notes"]),
+                json!(["skill://lazy/notes/SKILL.md", "skill://index.json"]),
                 "{about}"
             );
             // The same tools in the same order: listed twice, and at every revision.

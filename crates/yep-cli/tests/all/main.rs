@@ -30,6 +30,7 @@ mod sandbox;
 mod screens;
 mod sdks;
 mod shared_host;
+mod skills;
 mod store;
 mod yolop;
 mod zot;

@@ -1095,8 +1095,14 @@ fn check_bridge_report(report: &Value) {
     assert!(report["statuses_at_info"].as_u64() > Some(0), "{report}");
     assert_eq!(report["prompts"], json!(["echo:ping"]));
     assert_eq!(report["prompt_text"], "pong");
-    assert_eq!(report["resources"], json!(["skill://lazy/notes"]));
-    assert_eq!(report["templates"], json!(["skill://{extension}/{name}"]));
+    assert_eq!(
+        report["resources"],
+        json!(["skill://index.json", "skill://lazy/notes/SKILL.md"])
+    );
+    assert_eq!(
+        report["templates"],
+        json!(["skill://{extension}/{name}/SKILL.md"])
+    );
     assert_eq!(report["completions_advertised"], true, "{report}");
     assert_eq!(report["completions"], json!([]), "{report}");
     assert!(

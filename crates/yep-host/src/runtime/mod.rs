@@ -17,12 +17,14 @@ mod panel;
 mod prompt;
 mod registry;
 mod setup;
+mod skill_files;
 mod table;
 mod tools;
 mod trace;
 
 pub use agent::{AgentAnswer, AgentEvent, Verdict};
 pub use call::{Call, CallOutcome, PROGRESS_BUFFER, ProgressStream};
+pub use contrib::{Agent, Skill};
 pub use events::{AskSink, BuiltinError, Denied, DynAskSink, ServerTools, StatusEntry, StatusSink};
 pub use hooks::{HookNote, MAX_HOOK_TIMEOUT_MS, PreDecision, UnavailableHook};
 pub(crate) use host::WeakHost;
@@ -33,6 +35,10 @@ pub use mcp::McpSource;
 pub(crate) use mcp::{MCP_PREFIX, McpState};
 pub use panel::ActivePanel;
 pub use setup::setup;
+pub use skill_files::{
+    Frontmatter, SKILL_MAX_BYTES, SKILL_MAX_FILES, SkillFile, SkillTree, skill_digest,
+    skill_frontmatter,
+};
 pub use tools::{SEARCH_TOOLS, ToolDefinition};
 pub use trace::TraceEvent;
 

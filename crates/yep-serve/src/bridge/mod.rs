@@ -5,8 +5,9 @@
 //! - `tools/list` is the host's table; `tools/call` is [`ExtensionHost::run_tool`]: the pre
 //!   hooks (a block is `isError` with the reason, a rewrite is what runs), the call, the post
 //!   hooks. Progress becomes `notifications/progress`; `notifications/cancelled` cancels it.
-//! - Slash commands are prompts (`prompts/get` runs one); skills are read-only resources;
-//!   status changes go out as `notifications/message`.
+//! - Slash commands are prompts (`prompts/get` runs one); skills are served as MCP's skills
+//!   extension serves them (`skills`: `skills/list`, `skills/get`, their files as read-only
+//!   resources); status changes go out as `notifications/message`.
 //! - A question from an extension becomes `elicitation/create` to a client that declared
 //!   elicitation; a secret one never does (the user is pointed at `yep secret set`).
 //! - A table change (an extension enabled elsewhere, an MCP server's new list) is
@@ -15,6 +16,7 @@
 mod clients;
 mod http;
 mod rounds;
+mod skills;
 
 pub use clients::{
     AMBIGUOUS_CALLER, AskClients, Clients, NO_CALLER, NO_ELICITATION, NO_ELICITATION_CALLER,
@@ -39,8 +41,10 @@ use std::sync::{Arc, Mutex};
 use yep_host::capability::ToolResult;
 use yep_host::runtime::{CallOutcome, ExtensionHost, SEARCH_TOOLS, ToolDefinition};
 
-/// The scheme of a skill's resource uri: `skill://<extension>/<name>`.
+/// The scheme of a skill's resource URIs: `skill://<extension>/<name>/SKILL.md` and the
+/// skill's other files under `skill://<extension>/<name>/` (SEP-2640).
 pub const SKILL_SCHEME: &str = "skill://";
+pub use skills::INDEX_URI;
 
 /// One client's view of the host. Each MCP session gets its own ([`Bridge::for_client`]),
 /// so the host can tell whose call a question belongs to.
@@ -338,6 +342,14 @@ impl ServerHandler for Bridge {
             .enable_logging()
             .build();
         let mut capabilities = capabilities;
+        // Skills (SEP-2640), at every revision, with their directories readable.
+        capabilities.extensions = Some(
+            [(
+                rmcp::model::SKILLS_EXTENSION_ID.to_string(),
+                serde_json::Map::from_iter([("directoryRead".to_string(), Value::Bool(true))]),
+            )]
+            .into(),
+        );
         // `completion/complete` is answered (rmcp's default, once advertised) with no
         // suggestions: a command's argument is free text.
         capabilities.completions = Some(rmcp::model::JsonObject::new());
@@ -435,6 +447,30 @@ impl ServerHandler for Bridge {
         Ok(self.rounds.next(running, &context.ct).await)
     }
 
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
+        skills::list(&self.host, request).await
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, McpError> {
+        skills::get(&self.host, request).await
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: rmcp::model::ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        skills::read_directory(&self.host, request).await
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -498,33 +534,19 @@ impl ServerHandler for Bridge {
     ) -> Result<ListResourcesResult, McpError> {
         // Skills are files of the packages: read on a blocking thread, never a runtime worker
         // (a slow disk, or a file an extension swapped, must not stall every client).
-        let host = self.host.clone();
-        let skills = tokio::task::spawn_blocking(move || host.skills())
-            .await
-            .map_err(|e| McpError::internal_error(format!("failed to list skills: {e}"), None))?;
-        let resources: Vec<Value> = skills
-            .into_iter()
-            .map(|s| {
-                json!({
-                    "uri": format!("{SKILL_SCHEME}{}/{}", s.extension, s.name),
-                    "name": s.name,
-                    "description": s.description,
-                    "mimeType": "text/markdown",
-                })
-            })
-            .collect();
+        let resources = skills::resources(&self.host).await?;
         from_json("resources/list", json!({ "resources": resources }))
     }
 
-    /// One template: every skill is `skill://<extension>/<name>`, read as `resources/read`
-    /// reads it.
+    /// One template: every skill is `skill://<extension>/<name>/SKILL.md`, read as
+    /// `resources/read` reads it.
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
         let template = json!({
-            "uriTemplate": format!("{SKILL_SCHEME}{{extension}}/{{name}}"),
+            "uriTemplate": format!("{SKILL_SCHEME}{{extension}}/{{name}}/SKILL.md"),
             "name": "skill",
             "description": "A skill of an enabled extension (its SKILL.md)",
             "mimeType": "text/markdown",
@@ -540,25 +562,12 @@ impl ServerHandler for Bridge {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let not_found =
-            || McpError::resource_not_found(format!("no skill at {}", request.uri), None);
-        let (extension, name) = request
-            .uri
-            .strip_prefix(SKILL_SCHEME)
-            .and_then(|rest| rest.split_once('/'))
-            .ok_or_else(not_found)?;
-        let (host, scope, name) = (
-            self.host.clone(),
-            format!("ext:{extension}"),
-            name.to_string(),
-        );
-        let text = tokio::task::spawn_blocking(move || host.read_skill(&scope, &name))
-            .await
-            .map_err(|e| McpError::internal_error(format!("failed to read a skill: {e}"), None))?
-            .ok_or_else(not_found)?;
-        let result = json!({
-            "contents": [{"uri": request.uri, "mimeType": "text/markdown", "text": text}],
-        });
+        let contents = skills::read(&self.host, &request.uri)
+            .await?
+            .ok_or_else(|| {
+                McpError::resource_not_found(format!("no skill file at {}", request.uri), None)
+            })?;
+        let result = json!({ "contents": [contents] });
         Ok(ReadResourceResponse::Complete(from_json(
             "resources/read",
             result,
