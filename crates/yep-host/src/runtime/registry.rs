@@ -127,9 +127,10 @@ impl Registry {
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(_) => return Err(HostError::ShutDown),
         };
+        // Gone: not in the next table (left, or loaded again with other switches).
         let gone: Vec<_> = old
             .loaded()
-            .filter(|l| !wanted.contains(&l.name))
+            .filter(|l| !next.iter().any(|n| Arc::ptr_eq(n, l)))
             .cloned()
             .collect();
         let names = |list: &[Arc<Loaded>]| list.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
@@ -143,6 +144,7 @@ impl Registry {
         let gone_mcp: Vec<_> = old.mcp.iter().filter(|e| !kept(&mcp, e)).cloned().collect();
         let new_mcp: Vec<_> = mcp.iter().filter(|e| !kept(&old.mcp, e)).cloned().collect();
         if names(&next) == names(&old_loaded)
+            && gone.is_empty()
             && gone_names(&unloaded) == gone_names(&old_unloaded)
             && gone_mcp.is_empty()
             && new_mcp.is_empty()
