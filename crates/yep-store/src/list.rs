@@ -39,6 +39,11 @@ pub struct Listed {
     /// What of it the user switched off (`yep disable <name> --hook/--server/--command`).
     #[serde(skip_serializing_if = "Off::is_empty")]
     pub off: Off,
+    /// Its MCP servers that run as one process with other extensions' identical ones, each
+    /// as `<ext>__<server>` with the others it shares with (filled by the caller, which runs
+    /// the host's rule).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<Vec<String>>,
     /// Trace events the last session dropped (trace extensions only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_dropped: Option<u64>,
@@ -100,6 +105,7 @@ impl Home {
                     sandbox: Vec::new(),
                     config: Vec::new(),
                     off: offs(&entry.name),
+                    shared: Vec::new(),
                     trace_dropped: state::trace_dropped(self, &entry.name),
                     state: run,
                     failure,

@@ -237,7 +237,18 @@ pub fn remove(args: NameArgs, home: &Home) -> anyhow::Result<ExitCode> {
 }
 
 pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
-    let rows = home.list()?;
+    let mut rows = home.list()?;
+    // Which of their MCP servers run as one process, by the host's rule.
+    let workspace = std::env::current_dir().unwrap_or_default();
+    let shared = yep_host::runtime::mcp::shared_servers(home, &workspace);
+    for row in &mut rows {
+        let own = format!("{}__", row.name);
+        row.shared = shared
+            .iter()
+            .filter(|group| group.iter().any(|s| s.starts_with(&own)))
+            .cloned()
+            .collect();
+    }
     if args.json {
         stdout_line(&serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
@@ -272,6 +283,19 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
             continue;
         }
         stdout_line(&format!("  contributes {}", r.contributes.join(", ")));
+        for group in &r.shared {
+            let own = format!("{}__", r.name);
+            let (mine, others): (Vec<&String>, Vec<&String>) =
+                group.iter().partition(|s| s.starts_with(&own));
+            let others: Vec<String> = others.iter().map(|s| escape(s).into_owned()).collect();
+            for server in mine {
+                stdout_line(&format!(
+                    "  MCP server {} runs as one process with {}",
+                    escape(server),
+                    others.join(", ")
+                ));
+            }
+        }
         if !r.off.is_empty() {
             stdout_line(&format!(
                 "  off (switched off by you): {}",

@@ -282,3 +282,91 @@ fn over_mcp(cwd: &Path, home: &Path, requests: &[Value]) -> Vec<Value> {
     }
     answers
 }
+
+#[test]
+fn identical_servers_of_two_plugins_run_as_one_process_and_yep_list_names_both() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    // One server outside both plugins, which notes each start.
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let rmcp = Path::new(env!("CARGO_BIN_EXE_yep")).with_file_name("yep-bench-rmcp");
+    std::fs::copy(&rmcp, bin.join("yep-bench-rmcp")).unwrap();
+    let serve = bin.join("serve");
+    std::fs::write(
+        &serve,
+        format!(
+            "#!/bin/sh\necho $$ >> \"$CLAUDE_PLUGIN_DATA/started\"\nexec \"{}\"\n",
+            bin.join("yep-bench-rmcp").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&serve, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Each start, in the data dir it runs with (the sandbox lets it write there only).
+    let starts = |home: &Path| -> Vec<(String, usize)> {
+        let mut seen = Vec::new();
+        for dir in std::fs::read_dir(home.join("data")).unwrap() {
+            let dir = dir.unwrap().path();
+            if let Ok(text) = std::fs::read_to_string(dir.join("started")) {
+                let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+                seen.push((name, text.lines().count()));
+                std::fs::remove_file(dir.join("started")).unwrap();
+            }
+        }
+        seen
+    };
+    for name in ["p", "q"] {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(".mcp.json"),
+            json!({"srv": {"command": serve}}).to_string(),
+        )
+        .unwrap();
+        ok(&yep(&home, &["install", dir.to_str().unwrap(), "--yes"]));
+        ok(&yep(&home, &["enable", name]));
+    }
+    let listed = ok(&yep_in(tmp.path(), &home, &["list"], ""));
+    assert!(
+        listed.contains("MCP server p__srv runs as one process with q__srv")
+            && listed.contains("MCP server q__srv runs as one process with p__srv"),
+        "{listed}"
+    );
+    let json: Value = serde_json::from_str(&ok(&yep(&home, &["list", "--json"]))).unwrap();
+    assert_eq!(json[0]["shared"], json!([["p__srv", "q__srv"]]), "{json}");
+    // Approving started each once; a session starts one for both.
+    assert_eq!(starts(&home).len(), 2);
+    let answers = session(
+        tmp.path(),
+        &home,
+        "tools\ncall mcp__p__srv__echo {\"text\": \"p\"}\ncall mcp__q__srv__echo {\"text\": \"q\"}\nquit\n",
+    );
+    let tools = answers[0]["tools"].to_string();
+    assert!(
+        tools.contains("mcp__p__srv__echo") && tools.contains("mcp__q__srv__echo"),
+        "{tools}"
+    );
+    assert_eq!(
+        answers[1]["result"]["content"][0]["text"],
+        r#"{"echoed":"p"}"#
+    );
+    assert_eq!(
+        answers[2]["result"]["content"][0]["text"],
+        r#"{"echoed":"q"}"#
+    );
+    // One start, in a data dir of its own: neither plugin's.
+    let started = starts(&home);
+    assert_eq!(started.len(), 1, "{started:?}");
+    assert!(
+        started[0].0.starts_with("mcp.shared.") && started[0].1 == 1,
+        "{started:?}"
+    );
+    // A grant for one of them alone makes them two.
+    ok(&yep(
+        &home,
+        &["grant", "p__srv", "net:example.com", "--yes"],
+    ));
+    let listed = ok(&yep_in(tmp.path(), &home, &["list"], ""));
+    assert!(!listed.contains("runs as one process"), "{listed}");
+}

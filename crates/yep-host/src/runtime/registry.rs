@@ -142,6 +142,9 @@ impl Registry {
             list.iter().any(|other| Arc::ptr_eq(other, e))
         };
         let gone_mcp: Vec<_> = old.mcp.iter().filter(|e| !kept(&mcp, e)).cloned().collect();
+        // A process shared with a server that stays is not stopped with the one that goes.
+        let running: Vec<_> = mcp.iter().map(|k| Arc::clone(&k.ext)).collect();
+        let still_runs = |e: &Arc<mcp::McpEntry>| running.iter().any(|k| Arc::ptr_eq(k, &e.ext));
         let new_mcp: Vec<_> = mcp.iter().filter(|e| !kept(&old.mcp, e)).cloned().collect();
         if names(&next) == names(&old_loaded)
             && gone.is_empty()
@@ -165,7 +168,7 @@ impl Registry {
                 crate::store::state::clear_run(&home, l.ext.name());
             });
         }
-        for e in gone_mcp {
+        for e in gone_mcp.iter().filter(|e| !still_runs(e)).cloned() {
             let home = self.core.home.clone();
             stops.spawn(async move {
                 e.ext.close().await;
