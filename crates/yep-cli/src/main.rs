@@ -36,10 +36,10 @@ enum Command {
     Install(commands::install::InstallArgs),
     /// Fetch installed extensions again; a change that asks for more needs consent.
     Update(commands::install::UpdateArgs),
-    /// Enable an installed extension (settings.toml).
+    /// Enable an installed extension, or one hook, MCP server or command of it (settings.toml).
     Enable(commands::manage::EnableArgs),
-    /// Disable an extension (settings.toml).
-    Disable(commands::manage::NameArgs),
+    /// Disable an extension, or one hook, MCP server or command of it (settings.toml).
+    Disable(commands::manage::DisableArgs),
     /// Delete an extension: package, lock entry, enable entry, config, stored secrets, data.
     #[command(alias = "uninstall")]
     Remove(commands::manage::NameArgs),
@@ -164,7 +164,7 @@ fn main() -> ExitCode {
             Command::Install(args) => commands::install::install(args, &home).await,
             Command::Update(args) => commands::install::update(args, &home).await,
             Command::Enable(args) => commands::manage::enable_with(args, &home).await,
-            Command::Disable(args) => commands::manage::enable(args, &home, false).await,
+            Command::Disable(args) => commands::manage::disable(args, &home).await,
             Command::Remove(args) => commands::manage::remove(args, &home),
             Command::List(args) => commands::manage::list(args, &home),
             Command::Logs(args) => commands::manage::logs(args, &home),

@@ -92,6 +92,25 @@ pub enum StoreError {
     /// The name, and a `; did you mean …` suffix when an installed name is close.
     #[error("no extension named `{0}` is installed{1}")]
     NotInstalled(String, String),
+    /// A switch (`--hook`, `--server`, `--command`) that names nothing the package declares;
+    /// `declared` is what it does declare of that kind.
+    #[error(
+        "`{}` declares no {} `{}`; {}",
+        text::escape(name),
+        kind.word(),
+        text::escape(item),
+        if declared.is_empty() {
+            format!("it declares no {}", kind.word())
+        } else {
+            format!("its {}s: {}", kind.word(), text::escape(&declared.join(", ")))
+        }
+    )]
+    NotDeclared {
+        name: String,
+        kind: crate::components::Component,
+        item: String,
+        declared: Vec<String>,
+    },
     #[error("not approved: {0}")]
     Declined(String),
     #[error("--locked: {0}")]

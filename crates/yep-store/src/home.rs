@@ -1,6 +1,7 @@
 //! The home directory: where each of its files is, its mutation lock, and the verbs that
 //! change an installed extension's standing (enable, disable, remove).
 
+use crate::components::{Component, Declared};
 use crate::fsutil::remove_tree;
 use crate::journal::Journal;
 use crate::lockfile::Lockfile;
@@ -173,6 +174,43 @@ impl Home {
         settings::set_enabled(&self.settings_path(), name, on)
     }
 
+    /// Switch `item`, a `kind` of installed extension `name`, off (`on` false) or on again,
+    /// whether or not the extension is enabled. Returns whether anything changed. An item it
+    /// does not declare is refused, naming what it declares; one switched off that an update
+    /// took away may still be switched on.
+    pub fn set_component(
+        &self,
+        name: &str,
+        kind: Component,
+        item: &str,
+        on: bool,
+    ) -> Result<bool, StoreError> {
+        check_name(name)?;
+        if self.surely_not_installed(name) {
+            return Err(self.not_installed(name));
+        }
+        let _lock = self.lock()?;
+        let lock = self.lockfile()?;
+        let entry = lock.get(name).ok_or_else(|| self.not_installed(name))?;
+        let manifest = match entry.approved() {
+            Some(m) => m,
+            None => self.package_manifest(entry)?,
+        };
+        let declared = Declared::of(&manifest, entry.claude.as_ref());
+        let path = self.settings_path();
+        let was_off = settings::off(&path, name)?.set(kind).contains(item);
+        let undoable = on && was_off;
+        if !(declared.has(kind, item) || undoable) {
+            return Err(StoreError::NotDeclared {
+                name: name.to_string(),
+                kind,
+                item: item.to_string(),
+                declared: declared.list(kind).to_vec(),
+            });
+        }
+        settings::set_off(&path, name, kind, item, !on)
+    }
+
     /// `name` is not installed: the error, with the closest installed name when one is close.
     pub fn not_installed(&self, name: &str) -> StoreError {
         let installed = self.lockfile().map(|l| l.extensions).unwrap_or_default();
@@ -223,6 +261,7 @@ impl Home {
     pub(crate) fn forget_state(&self, name: &str) -> Result<(), StoreError> {
         settings::set_enabled(&self.settings_path(), name, false)?;
         settings::remove_config(&self.settings_path(), name)?;
+        settings::remove_off(&self.settings_path(), name)?;
         settings::remove_secrets(&self.connections_path(), name)?;
         // What it wrote for itself (tokens, caches) is its own too.
         remove_tree(&self.data_dir(name)).map_err(io(format!(

@@ -2,6 +2,7 @@
 //! diff against what was approved), then commit through the journal.
 
 use crate::approval::{self, Approval, Decision, Moment, PackageKind, decide};
+use crate::components::Component;
 use crate::fetch::{self, FetchError, Registry};
 use crate::grants::SandboxGrants;
 use crate::home::check_name;
@@ -271,7 +272,7 @@ impl Home {
             source: fetched.lock_source.to_string(),
             content_hash: fetched.hash.clone(),
             outcome: Outcome::Unchanged,
-            summary: install_summary(&fetched, &approved),
+            summary: install_summary(&fetched, &approved) + &self.off_note(&fetched, &approved),
             diff: None,
             binary: None,
             ignored: ignored_keys(approved.zot_ext.as_deref()),
@@ -796,6 +797,37 @@ fn replaces(
 
 /// The consent summary: the package's own screen, then where it comes from, where it is
 /// listed, the name it installs as, and what it replaces.
+impl Home {
+    /// What the user switched off of the package an update or a reinstall replaces: it stays
+    /// off, and the consent screen says so (and which switches name nothing it declares now).
+    fn off_note(&self, fetched: &Fetched, approved: &Approved) -> String {
+        if fetched.previous.is_none() || fetched.replacing {
+            return String::new();
+        }
+        let name = &approved.manifest.name;
+        let off = crate::settings::off(&self.settings_path(), name).unwrap_or_default();
+        let declared =
+            crate::components::Declared::of(&approved.manifest, approved.claude_pin.as_ref());
+        let mut note = String::new();
+        for kind in [Component::Hook, Component::Server, Component::Command] {
+            for item in off.set(kind) {
+                let gone = match declared.has(kind, item) {
+                    true => "",
+                    false => " (no longer declared)",
+                };
+                note.push_str(&format!(
+                    "\n  off       {} {}{gone}: switched off by you, and stays off (`yep enable {name} --{} {}` turns it on)",
+                    kind.word(),
+                    crate::text::escape(item),
+                    kind.word(),
+                    crate::text::escape(item),
+                ));
+            }
+        }
+        note
+    }
+}
+
 fn install_summary(fetched: &Fetched, approved: &Approved) -> String {
     let manifest = &approved.manifest;
     let mut summary = match &approved.claude_pin {

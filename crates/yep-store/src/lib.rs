@@ -14,6 +14,7 @@ pub mod approval;
 pub mod broker;
 pub mod claude;
 pub mod code;
+pub mod components;
 pub mod config;
 pub mod fetch;
 pub mod fsutil;

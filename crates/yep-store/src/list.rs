@@ -1,6 +1,7 @@
 //! `yep list`: each installed extension with its state, what it contributes, its grants and
 //! which of its config fields are set.
 
+use crate::components::Off;
 use crate::package::{command_resolves, contributions};
 use crate::summary::config_fields;
 use crate::{Home, StoreError, config, settings, state};
@@ -35,6 +36,14 @@ pub struct Listed {
     /// `net port 8080`); empty for none.
     pub sandbox: Vec<String>,
     pub config: Vec<ConfigStatus>,
+    /// What of it the user switched off (`yep disable <name> --hook/--server/--command`).
+    #[serde(skip_serializing_if = "Off::is_empty")]
+    pub off: Off,
+    /// Its MCP servers that run as one process with other extensions' identical ones, each
+    /// as `<ext>__<server>` with the others it shares with (filled by the caller, which runs
+    /// the host's rule).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<Vec<String>>,
     /// Trace events the last session dropped (trace extensions only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_dropped: Option<u64>,
@@ -63,6 +72,7 @@ impl Home {
         let _lock = self.read_lock()?;
         let lock = self.lockfile()?;
         let enabled = settings::enabled(&self.settings_path())?;
+        let offs = |name: &str| settings::off(&self.settings_path(), name).unwrap_or_default();
         Ok(lock
             .extensions
             .iter()
@@ -94,6 +104,8 @@ impl Home {
                         .map(|m| format!("{}@{}", m.entry, m.name)),
                     sandbox: Vec::new(),
                     config: Vec::new(),
+                    off: offs(&entry.name),
+                    shared: Vec::new(),
                     trace_dropped: state::trace_dropped(self, &entry.name),
                     state: run,
                     failure,

@@ -316,6 +316,98 @@ pub fn remove_config(path: &Path, name: &str) -> Result<bool, StoreError> {
     Ok(removed)
 }
 
+/// What of extension `name` the user switched off: `[off."ext:<name>"]`, whose `hooks`,
+/// `servers` and `commands` are arrays of names. Absent (an older settings file), or of the
+/// wrong shape (a planted one), nothing is off; an entry that is not a string is skipped.
+pub fn off(path: &Path, name: &str) -> Result<crate::components::Off, StoreError> {
+    use crate::components::{Component, Off};
+    let doc = load(path)?;
+    let mut off = Off::default();
+    let Some(table) = doc
+        .get("off")
+        .and_then(|t| t.get(capability_ref(name).as_str()))
+        .and_then(Item::as_table_like)
+    else {
+        return Ok(off);
+    };
+    for kind in [Component::Hook, Component::Server, Component::Command] {
+        let items = table
+            .get(kind.key())
+            .and_then(Item::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(String::from));
+        off.set_mut(kind).extend(items);
+    }
+    Ok(off)
+}
+
+/// Switch `item` (a `kind` of extension `name`) off, or on again. Returns whether anything
+/// changed; the table of an extension nothing of which is off is dropped.
+pub fn set_off(
+    path: &Path,
+    name: &str,
+    kind: crate::components::Component,
+    item: &str,
+    switched_off: bool,
+) -> Result<bool, StoreError> {
+    let mut now = off(path, name)?;
+    let changed = match switched_off {
+        true => now.set_mut(kind).insert(item.to_string()),
+        false => now.set_mut(kind).remove(item),
+    };
+    if !changed {
+        return Ok(false);
+    }
+    let mut doc = load(path)?;
+    if doc.get("off").and_then(Item::as_table).is_none() {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        doc.insert("off", Item::Table(t));
+    }
+    let tables = doc
+        .get_mut("off")
+        .and_then(Item::as_table_mut)
+        .ok_or_else(|| not_a_table(path, "off"))?;
+    let key = capability_ref(name);
+    if now.is_empty() {
+        tables.remove(&key);
+    } else {
+        let mut table = Table::new();
+        for kind in [
+            crate::components::Component::Hook,
+            crate::components::Component::Server,
+            crate::components::Component::Command,
+        ] {
+            let set = now.set(kind);
+            if !set.is_empty() {
+                let array: toml_edit::Array = set.iter().map(String::as_str).collect();
+                table.insert(kind.key(), value(array));
+            }
+        }
+        tables.insert(&key, Item::Table(table));
+    }
+    store(path, &doc, MODE_DEFAULT)?;
+    Ok(true)
+}
+
+/// Forget what of extension `name` was switched off (it is removed).
+pub fn remove_off(path: &Path, name: &str) -> Result<bool, StoreError> {
+    if !path.exists() {
+        return Ok(false);
+    }
+    let mut doc = load(path)?;
+    let removed = doc
+        .get_mut("off")
+        .and_then(Item::as_table_mut)
+        .and_then(|t| t.remove(&capability_ref(name)))
+        .is_some();
+    if removed {
+        store(path, &doc, MODE_DEFAULT)?;
+    }
+    Ok(removed)
+}
+
 /// Forget an extension's stored secrets (`[ext:<name>]` in `connections.toml`).
 pub fn remove_secrets(path: &Path, name: &str) -> Result<bool, StoreError> {
     remove_table(path, &capability_ref(name))

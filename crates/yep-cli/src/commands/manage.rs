@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use yep_host::settings::sandbox_mode_or_required;
 use yep_store::Home;
+use yep_store::components::Component;
 use yep_store::text::{escape, escape_multiline};
 
 #[derive(clap::Args)]
@@ -18,11 +19,51 @@ pub struct NameArgs {
     json: bool,
 }
 
+/// One hook, MCP server or command of a package, switched alone (`--hook`, `--server`,
+/// `--command`); none given: the whole package.
+#[derive(clap::Args)]
+pub struct Switches {
+    /// A hook, as `event` (every hook of it) or `event:matcher` (`PreToolUse:Bash`); repeatable.
+    #[arg(long = "hook", value_name = "EVENT[:MATCHER]")]
+    hooks: Vec<String>,
+    /// An MCP server it declares, by its name in the package; repeatable.
+    #[arg(long = "server", value_name = "NAME")]
+    servers: Vec<String>,
+    /// A command it declares, by its name without the package's (`review`); repeatable.
+    #[arg(long = "command", value_name = "NAME")]
+    commands: Vec<String>,
+}
+
+impl Switches {
+    fn items(&self) -> Vec<(Component, &str)> {
+        let kinds = [
+            (Component::Hook, &self.hooks),
+            (Component::Server, &self.servers),
+            (Component::Command, &self.commands),
+        ];
+        kinds
+            .into_iter()
+            .flat_map(|(kind, items)| items.iter().map(move |i| (kind, i.as_str())))
+            .collect()
+    }
+}
+
+/// `yep disable`: the name, or components of it.
+#[derive(clap::Args)]
+pub struct DisableArgs {
+    #[command(flatten)]
+    name: NameArgs,
+    #[command(flatten)]
+    switches: Switches,
+}
+
 /// `yep enable`: the name, and how its hooks fail.
 #[derive(clap::Args)]
 pub struct EnableArgs {
     #[command(flatten)]
     name: NameArgs,
+    #[command(flatten)]
+    switches: Switches,
     /// A hook of it that crashes, hangs, is missing or cannot start blocks the call (by
     /// default a Claude Code plugin's hooks, like Claude Code's, let it go on, and say so).
     #[arg(long, conflicts_with = "fail_open")]
@@ -48,8 +89,64 @@ pub struct LogsArgs {
     follow: bool,
 }
 
+/// `yep disable`: the package, or the components named.
+pub async fn disable(args: DisableArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    match args.switches.items().is_empty() {
+        true => enable(args.name, home, false).await,
+        false => switch(&args.name, &args.switches, home, false),
+    }
+}
+
+/// `yep enable/disable <name> --hook/--server/--command`: each component named switched on
+/// or off, apart from the package's own state, in turn: the first that names nothing it
+/// declares stops there, with the error.
+fn switch(args: &NameArgs, switches: &Switches, home: &Home, on: bool) -> anyhow::Result<ExitCode> {
+    let mut changed = Vec::new();
+    for (kind, item) in switches.items() {
+        changed.push((kind, item, home.set_component(&args.name, kind, item, on)?));
+    }
+    let state = if on { "on" } else { "off" };
+    let off = yep_store::settings::off(&home.settings_path(), &args.name)?;
+    if args.json {
+        let switched: Vec<_> = changed
+            .iter()
+            .map(|(kind, item, changed)| {
+                serde_json::json!({"kind": kind, "name": item, "changed": changed})
+            })
+            .collect();
+        stdout_line(
+            &serde_json::json!({
+                "name": args.name,
+                "on": on,
+                "changed": changed.iter().any(|(_, _, c)| *c),
+                "components": switched,
+                "off": off,
+            })
+            .to_string(),
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (kind, item, changed) in changed {
+        let (kind, item) = (kind.word(), escape(item));
+        stdout_line(&match changed {
+            true => format!("{} {kind} {item}: switched {state}", args.name),
+            false => format!("{} {kind} {item} was already {state}", args.name),
+        });
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `yep enable`, with how its hooks fail when asked.
 pub async fn enable_with(args: EnableArgs, home: &Home) -> anyhow::Result<ExitCode> {
+    if !args.switches.items().is_empty() {
+        if args.fail_closed || args.fail_open {
+            return Err(crate::output::hinted(
+                "--fail-closed and --fail-open are about the whole package, not one component",
+                &["run them apart: `yep enable <name> --fail-closed`"],
+            ));
+        }
+        return switch(&args.name, &args.switches, home, true);
+    }
     let name = args.name.name.clone();
     // Enabled first: the entry is what carries the choice.
     let enabled = home.set_enabled(&name, true)?;
@@ -140,7 +237,18 @@ pub fn remove(args: NameArgs, home: &Home) -> anyhow::Result<ExitCode> {
 }
 
 pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
-    let rows = home.list()?;
+    let mut rows = home.list()?;
+    // Which of their MCP servers run as one process, by the host's rule.
+    let workspace = std::env::current_dir().unwrap_or_default();
+    let shared = yep_host::runtime::mcp::shared_servers(home, &workspace);
+    for row in &mut rows {
+        let own = format!("{}__", row.name);
+        row.shared = shared
+            .iter()
+            .filter(|group| group.iter().any(|s| s.starts_with(&own)))
+            .cloned()
+            .collect();
+    }
     if args.json {
         stdout_line(&serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
@@ -175,6 +283,25 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
             continue;
         }
         stdout_line(&format!("  contributes {}", r.contributes.join(", ")));
+        for group in &r.shared {
+            let own = format!("{}__", r.name);
+            let (mine, others): (Vec<&String>, Vec<&String>) =
+                group.iter().partition(|s| s.starts_with(&own));
+            let others: Vec<String> = others.iter().map(|s| escape(s).into_owned()).collect();
+            for server in mine {
+                stdout_line(&format!(
+                    "  MCP server {} runs as one process with {}",
+                    escape(server),
+                    others.join(", ")
+                ));
+            }
+        }
+        if !r.off.is_empty() {
+            stdout_line(&format!(
+                "  off (switched off by you): {}",
+                r.off.lines().join(", ")
+            ));
+        }
         if let Some(listed) = &r.marketplace {
             stdout_line(&format!("  from marketplace: {}", escape(listed)));
         }

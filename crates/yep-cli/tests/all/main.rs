@@ -11,6 +11,7 @@ mod broker;
 mod claude;
 mod cli;
 mod common;
+mod components;
 mod conformance;
 mod docs;
 mod doctor_conformance;

@@ -411,6 +411,17 @@ impl ExtensionHost {
                     .cloned()
             })
             .ok_or_else(unknown)?;
+        if let Some(off) = loaded
+            .off
+            .commands
+            .iter()
+            .find(|c| c.eq_ignore_ascii_case(name))
+        {
+            return Err(HostError::CommandOff {
+                extension: loaded.name.clone(),
+                command: off.clone(),
+            });
+        }
         let commands = &loaded.manifest.yolop.commands;
         let registered = commands
             .iter()

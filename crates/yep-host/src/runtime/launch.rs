@@ -92,6 +92,8 @@ pub struct Launch {
     pub supervisor: SupervisorOptions,
     /// Start it with the session, whatever it contributes (zot starts every extension).
     pub eager: bool,
+    /// What of it the user switched off, already left out of `manifest` and its dialect.
+    pub off: crate::store::components::Off,
     /// Things the user should hear about: a clamped hook ([`HealthEvent::Warning`]), an edited
     /// linked package ([`HealthEvent::Drifted`]). Each shows as its message.
     pub warnings: Vec<HealthEvent>,
@@ -151,7 +153,17 @@ pub(super) fn installed_naming(
         });
     }
     let dir = home.package_dir(name);
-    let (manifest, warnings) = approved_manifest(home, name, &entry, drift)?;
+    let (mut manifest, warnings) = approved_manifest(home, name, &entry, drift)?;
+    // What the user switched off never runs: out of the manifest (its hooks, MCP servers and
+    // commands) and out of a plugin's pin (the hooks and commands its dialect runs).
+    let off = crate::store::settings::off(&home.settings_path(), name).map_err(|e| {
+        LaunchError::Config {
+            extension: extension(),
+            source: Box::new(e),
+        }
+    })?;
+    let mut claude = entry.claude.clone();
+    off.apply(&mut manifest, claude.as_mut());
     let mut spec = server_spec(home, name, &manifest, &dir, workspace_root);
     spec.session_id = session_id.to_string();
     // Its data dir (`YEP_DATA_DIR`, zot's `data_dir`) is the one place of its own it writes.
@@ -189,16 +201,17 @@ pub(super) fn installed_naming(
         ca_dir: crate::store::broker::dir(home),
         secrets: brokered,
     });
-    if let Some(pin) = &entry.claude {
+    if let Some(pin) = claude {
         // A plugin has no server: its dialect runs its pinned hooks and commands, each a
         // short-lived process contained as a server would be, with state in its data dir.
         let data = home.data_dir(name);
         let _ = std::fs::create_dir_all(&data);
         spec.data_dir = Some(data);
-        claude_wire(pin.clone(), &spec, &mut supervisor, tool_names);
+        claude_wire(pin, &spec, &mut supervisor, tool_names);
     }
     Ok(Launch {
         eager: entry.zot.is_some(),
+        off,
         manifest,
         spec,
         supervisor,
@@ -489,6 +502,7 @@ pub(crate) fn project(
     Project::Approved {
         launch: Box::new(Launch {
             eager: false,
+            off: Default::default(),
             manifest,
             spec,
             supervisor,

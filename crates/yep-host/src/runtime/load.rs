@@ -134,6 +134,7 @@ impl Core {
             self.report(event);
         }
         let manifest = launch.manifest;
+        let off = launch.off;
         // Its dialect says whether it is owed every event it observes (a pinned zot one).
         let lossless = launch.supervisor.dialect.lossless_traces();
         let ext = Extension::new(
@@ -149,6 +150,7 @@ impl Core {
             eager: launch.eager,
             name: name.to_string(),
             manifest,
+            off,
             ext,
             warned_pid: Mutex::new(None),
             prompt: Mutex::default(),
@@ -222,8 +224,11 @@ impl Core {
         let mut added = Vec::new();
         // The workspace's own config is decided here, from the workspace, not from settings.
         let project = crate::store::claude::project::PROJECT;
+        let settings = self.home.settings_path();
         for name in wanted.iter().filter(|n| *n != project) {
-            match old.loaded().find(|l| &l.name == name) {
+            // A switch the user turned since it loaded loads it again, without what is off.
+            let off = crate::store::settings::off(&settings, name).unwrap_or_default();
+            match old.loaded().find(|l| &l.name == name && l.off == off) {
                 Some(l) => next.push(Arc::clone(l)),
                 None => match self.load(name) {
                     Ok(l) => {

@@ -131,6 +131,13 @@ pub enum HostError {
     NotServed { extension: String, tool: String },
     #[error("no command named `{0}` (commands are `<extension>:<name>`)")]
     UnknownCommand(String),
+    /// A command the user switched off (`yep disable <extension> --command <command>`).
+    #[error(
+        "command `{extension}:{}` is switched off; `yep enable {extension} --command {}` turns it on",
+        crate::text::escape(command),
+        crate::text::escape(command)
+    )]
+    CommandOff { extension: String, command: String },
     #[error("extension `{0}` is not enabled in this session")]
     NotLoaded(String),
     #[error(transparent)]
@@ -206,6 +213,7 @@ impl HostError {
         match self {
             HostError::NotServed { extension, .. } => Some(extension),
             HostError::NotLoaded(name) => Some(name),
+            HostError::CommandOff { extension, .. } => Some(extension),
             HostError::Activate { extension, .. } => Some(extension),
             _ => None,
         }

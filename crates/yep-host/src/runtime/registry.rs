@@ -127,9 +127,10 @@ impl Registry {
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(_) => return Err(HostError::ShutDown),
         };
+        // Gone: not in the next table (left, or loaded again with other switches).
         let gone: Vec<_> = old
             .loaded()
-            .filter(|l| !wanted.contains(&l.name))
+            .filter(|l| !next.iter().any(|n| Arc::ptr_eq(n, l)))
             .cloned()
             .collect();
         let names = |list: &[Arc<Loaded>]| list.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
@@ -141,8 +142,12 @@ impl Registry {
             list.iter().any(|other| Arc::ptr_eq(other, e))
         };
         let gone_mcp: Vec<_> = old.mcp.iter().filter(|e| !kept(&mcp, e)).cloned().collect();
+        // A process shared with a server that stays is not stopped with the one that goes.
+        let running: Vec<_> = mcp.iter().map(|k| Arc::clone(&k.ext)).collect();
+        let still_runs = |e: &Arc<mcp::McpEntry>| running.iter().any(|k| Arc::ptr_eq(k, &e.ext));
         let new_mcp: Vec<_> = mcp.iter().filter(|e| !kept(&old.mcp, e)).cloned().collect();
         if names(&next) == names(&old_loaded)
+            && gone.is_empty()
             && gone_names(&unloaded) == gone_names(&old_unloaded)
             && gone_mcp.is_empty()
             && new_mcp.is_empty()
@@ -163,7 +168,7 @@ impl Registry {
                 crate::store::state::clear_run(&home, l.ext.name());
             });
         }
-        for e in gone_mcp {
+        for e in gone_mcp.iter().filter(|e| !still_runs(e)).cloned() {
             let home = self.core.home.clone();
             stops.spawn(async move {
                 e.ext.close().await;

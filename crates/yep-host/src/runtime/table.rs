@@ -14,6 +14,8 @@ pub(crate) struct Loaded {
     /// Started with the session whatever it contributes.
     pub(super) eager: bool,
     pub(crate) manifest: Manifest,
+    /// What of it the user switched off (already out of `manifest`): a change reloads it.
+    pub(crate) off: crate::store::components::Off,
     pub(crate) ext: Extension,
     /// The pid whose refused (unapproved) tools were already logged.
     pub(super) warned_pid: Mutex<Option<u32>>,

@@ -144,6 +144,11 @@ impl Extension {
         &self.spec.name
     }
 
+    /// How it is supervised.
+    pub(crate) fn opts(&self) -> &SupervisorOptions {
+        &self.opts
+    }
+
     pub(crate) fn spec(&self) -> &ServerSpec {
         &self.spec
     }

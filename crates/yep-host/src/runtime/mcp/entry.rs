@@ -26,7 +26,11 @@ pub(crate) struct McpEntry {
     /// What [`McpEntry::approves`] found for the running server's list: kept for as long as
     /// that list stands, so a call hashes its tool once per list, not once per call.
     verdicts: std::sync::Mutex<Verdicts>,
-    pub(crate) ext: Extension,
+    /// Its server: its own, or one process shared with the identical servers of other
+    /// extensions ([`share_key`]).
+    pub(crate) ext: Arc<Extension>,
+    /// The other servers (`<ext>__<server>`) its process is shared with.
+    pub(crate) shared_with: Vec<String>,
 }
 
 /// [`McpEntry::approves`]'s verdicts on one list ([`Peer::listing`]), by tool: only tools on
@@ -98,7 +102,8 @@ impl McpEntry {
             cached,
             listed: std::sync::Mutex::new(None),
             verdicts: std::sync::Mutex::default(),
-            ext,
+            ext: Arc::new(ext),
+            shared_with: Vec::new(),
         })
     }
 
@@ -187,6 +192,7 @@ impl McpEntry {
                 .collect(),
             withheld: withheld.iter().map(ToString::to_string).collect(),
             message: self.blocked.clone(),
+            shared_with: self.shared_with.clone(),
         }
     }
 }
@@ -207,6 +213,9 @@ pub struct McpState {
     /// Why it does not start, when it does not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The other extensions' servers its one process serves too.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared_with: Vec<String>,
 }
 
 /// An MCP server's events: the host's, and a new table when its tools may have changed (it
@@ -254,6 +263,76 @@ impl Events for McpEvents {
     }
 }
 
+/// What makes MCP servers of several extensions one process, or `None` for one that runs
+/// alone. The rule (docs/plugins.md): two extensions' approved stdio servers share when what
+/// would run is the same (command and arguments as expanded, launcher packages resolved), with
+/// the same environment (names and values; only the package's own directory variables may
+/// differ, and the shared process gets its own data dir, neither extension's), the same
+/// sandbox grants (the user's included) and the same working directory, and neither holds a
+/// brokered secret. So the one process gets exactly what each approved, and no extension's
+/// calls reach another's secrets, files or wider grants.
+fn share_key(entry: &McpEntry) -> Option<String> {
+    match entry.blocked {
+        Some(_) => None,
+        None => key_of(&entry.source, entry.ext.spec()),
+    }
+}
+
+/// [`share_key`] of an approved `source` that runs as `spec`.
+fn key_of(source: &McpSource, spec: &crate::supervisor::ServerSpec) -> Option<String> {
+    if !matches!(source.origin, Origin::Extension(_)) || source.server.transport != "stdio" {
+        return None;
+    }
+    if spec.broker.as_ref().is_some_and(|b| !b.secrets.is_empty()) || spec.cwd.is_some() {
+        return None;
+    }
+    let env: std::collections::BTreeMap<&str, &str> = spec
+        .env
+        .iter()
+        .filter(|(k, _)| !super::PACKAGE_VARS.contains(&k.as_str()))
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let grants = serde_json::to_value(&spec.sandbox_grants).ok()?;
+    Some(serde_json::json!([spec.command, spec.args, env, grants]).to_string())
+}
+
+/// The enabled extensions' MCP servers that a session in `workspace` runs as one process
+/// ([`share_key`]), each group by name (`<ext>__<server>`), for `yep list`.
+pub fn shared_servers(home: &Home, workspace: &Path) -> Vec<Vec<String>> {
+    let Ok(extensions) = super::enabled_manifests(home) else {
+        return Vec::new();
+    };
+    let Ok(lock) = home.lockfile() else {
+        return Vec::new();
+    };
+    let sources = super::sources(home, &extensions, workspace, &mut |_| {});
+    let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for source in sources {
+        let pin = crate::store::mcp::pin_in(&lock, &source.name, &source.origin);
+        if source.blocked(pin.as_ref()).is_some() {
+            continue;
+        }
+        let base = SupervisorOptions::default();
+        let Ok((spec, _)) = launch(home, &source, workspace, &base, Package::of(pin.as_ref()))
+        else {
+            continue;
+        };
+        if let Some(key) = key_of(&source, &spec) {
+            groups.entry(key).or_default().push(source.name);
+        }
+    }
+    groups.into_values().filter(|g| g.len() > 1).collect()
+}
+
+/// The data dir of a shared server: the home's, named for what it runs (no extension's name
+/// has a `.`, so it is none of theirs).
+fn shared_data_dir(home: &Home, key: &str) -> std::path::PathBuf {
+    home.data_dir(&format!(
+        "mcp.shared.{}",
+        &crate::store::hash::sha256_hex(key.as_bytes())[..12]
+    ))
+}
+
 /// Which of `sources` the session runs, keeping `old` entries that are still the same.
 pub(crate) fn entries(
     home: &Home,
@@ -264,7 +343,7 @@ pub(crate) fn entries(
     events: &Arc<dyn Events>,
     warn: &mut dyn FnMut(Option<String>, String),
 ) -> Vec<Arc<McpEntry>> {
-    let mut out = Vec::new();
+    let mut out: Vec<Result<Arc<McpEntry>, McpEntry>> = Vec::new();
     // One read of the lock for every server's pin.
     let lock = home.lockfile().map_err(|e| crate::error::report(&e));
     for source in sources {
@@ -277,7 +356,7 @@ pub(crate) fn entries(
             }
         };
         if let Some(kept) = old.iter().find(|e| e.same(&source, pin.as_ref())) {
-            out.push(Arc::clone(kept));
+            out.push(Ok(Arc::clone(kept)));
             continue;
         }
         match McpEntry::new(home, source, pin, workspace, base, Arc::clone(events)) {
@@ -285,12 +364,67 @@ pub(crate) fn entries(
                 if let Some(why) = &entry.blocked {
                     warn(Some(name), why.clone());
                 }
-                out.push(Arc::new(entry));
+                out.push(Err(entry));
             }
             Err(why) => warn(Some(name), why.to_string()),
         }
     }
-    out
+    share(home, &mut out, events);
+    out.into_iter()
+        .map(|e| e.unwrap_or_else(Arc::new))
+        .collect()
+}
+
+/// Give the new entries of `out` (`Err`) that are the same server ([`share_key`]) one process:
+/// the first one's, run with a data dir of its own. A kept entry keeps its process; one that
+/// is new beside it runs its own until the next session.
+fn share(home: &Home, out: &mut [Result<Arc<McpEntry>, McpEntry>], events: &Arc<dyn Events>) {
+    let mut groups: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+    for (i, entry) in out.iter().enumerate() {
+        if let Err(entry) = entry
+            && let Some(key) = share_key(entry)
+        {
+            groups.entry(key).or_default().push(i);
+        }
+    }
+    for (key, members) in groups.into_iter().filter(|(_, m)| m.len() > 1) {
+        let Err(first) = &out[members[0]] else {
+            continue;
+        };
+        let mut spec = first.ext.spec().clone();
+        let data = shared_data_dir(home, &key);
+        let _ = std::fs::create_dir_all(&data);
+        let shown = data.to_string_lossy().into_owned();
+        // Its package directory stays the first's (code, read-only); its data dir is its own.
+        for (k, v) in spec.env.iter_mut() {
+            if super::PACKAGE_VARS[2..].contains(&k.as_str()) {
+                *v = shown.clone();
+            }
+        }
+        spec.data_dir = Some(data);
+        let ext = Arc::new(Extension::new(
+            spec,
+            first.ext.opts().clone(),
+            Arc::new(McpEvents {
+                name: first.source.name.clone(),
+                inner: Arc::clone(events),
+            }),
+        ));
+        let names: Vec<String> = members
+            .iter()
+            .filter_map(|&i| out[i].as_ref().err().map(|e| e.source.name.clone()))
+            .collect();
+        for &i in &members {
+            if let Err(entry) = &mut out[i] {
+                entry.ext = Arc::clone(&ext);
+                entry.shared_with = names
+                    .iter()
+                    .filter(|n| **n != entry.source.name)
+                    .cloned()
+                    .collect();
+            }
+        }
+    }
 }
 
 /// Start, in the background, each approved server of `entries` whose tools were never cached

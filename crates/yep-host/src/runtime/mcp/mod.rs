@@ -16,6 +16,7 @@ pub use approve::{
     APPROVE, McpProbeError, Pinned, approve, approve_with, candidate, probe, record,
 };
 pub(crate) use entry::McpState;
+pub use entry::shared_servers;
 pub(crate) use entry::{McpEntry, entries, learn};
 pub use launch::McpLaunchError;
 pub use launch::{Package, launch};

@@ -584,9 +584,12 @@ pub fn enabled_manifests(home: &Home) -> Result<Vec<(String, Manifest)>, crate::
         .into_iter()
         .filter_map(|name| {
             let entry = lock.get(&name)?;
-            let manifest = entry
+            let mut manifest = entry
                 .approved()
                 .or_else(|| home.package_manifest(entry).ok())?;
+            // A server the user switched off is none of the session's.
+            let off = crate::store::settings::off(&home.settings_path(), &name).ok()?;
+            off.apply(&mut manifest, None);
             Some((name, manifest))
         })
         .collect())
