@@ -515,6 +515,11 @@ pub struct McpPin {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub as_written: bool,
     pub tools: BTreeMap<String, String>,
+    /// The skills it offered (MCP's skills extension), by name, each with the hash of its
+    /// files ([`crate::mcp_skills::skill_hash`]): the copies kept with the approval are what
+    /// a session serves ([`crate::mcp_skills`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skills: BTreeMap<String, String>,
 }
 
 /// Where an MCP server's definition comes from.
@@ -680,11 +685,16 @@ pub fn pin_in(lock: &crate::lockfile::Lockfile, name: &str, origin: &Origin) -> 
 
 /// The cache of an approved server's tools, under a name no server name can steer.
 fn cache_path(home: &Home, name: &str, origin: &Origin) -> std::path::PathBuf {
-    let key = format!("{name}\0{}", origin.workspace().unwrap_or_default());
     home.root
         .join("cache")
         .join("mcp")
-        .join(format!("{}.json", crate::hash::sha256_hex(key.as_bytes())))
+        .join(format!("{}.json", cache_key(name, origin)))
+}
+
+/// Server `name` at `origin` as a file name no server name can steer.
+pub(crate) fn cache_key(name: &str, origin: &Origin) -> String {
+    let key = format!("{name}\0{}", origin.workspace().unwrap_or_default());
+    crate::hash::sha256_hex(key.as_bytes())
 }
 
 /// What an approval of an MCP server covers besides its tools.
@@ -711,6 +721,7 @@ impl<'a> Approved<'a> {
             install: self.install.cloned(),
             as_written: self.as_written,
             tools: tools.iter().map(|t| (t.name.clone(), t.hash())).collect(),
+            skills: BTreeMap::new(),
         }
     }
 
@@ -734,12 +745,16 @@ pub fn record(
     origin: &Origin,
     approved: Approved<'_>,
     tools: &[McpTool],
+    skills: BTreeMap<String, String>,
 ) -> Result<McpPin, StoreError> {
     check_list(tools).map_err(|cap| StoreError::McpToolList {
         server: name.to_string(),
         cap,
     })?;
-    let pin = approved.pin(name, origin, tools);
+    let pin = McpPin {
+        skills,
+        ..approved.pin(name, origin, tools)
+    };
     let _lock = home.lock()?;
     // The cache first: a crash between the two leaves a cache no pin vouches for, never a pin
     // without its tools.
@@ -905,6 +920,7 @@ mod pin_tests {
                 &Origin::Home,
                 Approved::of(&spec, None),
                 tools,
+                Default::default(),
             )
             .unwrap_err();
             assert!(
@@ -956,6 +972,7 @@ mod pin_tests {
             &Origin::Home,
             Approved::of(&spec, None),
             &fits,
+            Default::default(),
         )
         .unwrap();
         let cache = cache_path(&home, "big", &Origin::Home);
@@ -996,6 +1013,7 @@ mod pin_tests {
             &ws,
             Approved::of(&spec, None),
             &[tool("a", "x"), tool("b", "y")],
+            Default::default(),
         )
         .unwrap();
         assert_eq!(super::pin(&home, "s", &ws).unwrap(), Some(pin.clone()));

@@ -265,7 +265,7 @@ elif command == "flood":
 }
 
 /// `yep session --json`'s answers to `input` (warnings apart), and its warnings.
-fn session(cwd: &Path, home: &Path, input: &str) -> (Vec<Value>, Vec<String>) {
+pub(crate) fn session(cwd: &Path, home: &Path, input: &str) -> (Vec<Value>, Vec<String>) {
     let out = common::yep_in(cwd, home, &["session", "--json"], input);
     let lines: Vec<Value> = text(&out.stdout)
         .lines()

@@ -205,3 +205,117 @@ fn the_python_sdks_client_lists_and_fetches_a_plugins_skill_and_nothing_beside_i
         .collect();
     assert_eq!(seen[9..].to_vec(), digests);
 }
+
+/// A skill directory `release-notes` (a SKILL.md and a template) under `dir`, with `body` in
+/// its SKILL.md.
+fn release_notes(dir: &Path, body: &str) {
+    let skill = dir.join("release-notes");
+    std::fs::create_dir_all(skill.join("templates")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        format!("---\nname: release-notes\ndescription: How to write release notes\n---\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::write(skill.join("templates/entry.md"), "- what changed\n").unwrap();
+}
+
+/// A server on the official Python SDK offers a skill (`tests/mcp/skills_server.py`): `yep mcp
+/// add` reads it whole, checks it and pins it with the server's tools; `yep session` lists it
+/// and `yep mcp serve` serves it onward, as approved, even after the server changes it; `yep
+/// trust` shows the change and pins the new one.
+#[test]
+fn an_mcp_servers_skills_are_pinned_with_its_approval_listed_and_served_onward() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let skills = tmp.path().join("offered");
+    release_notes(&skills, "# Release notes\nUse templates/entry.md.");
+    let server = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/skills_server.py");
+    let python = std::env::var("YEP_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let added = common::yep_in(
+        tmp.path(),
+        &home,
+        &[
+            "mcp",
+            "add",
+            "notes",
+            "--",
+            &python,
+            server,
+            skills.to_str().unwrap(),
+        ],
+        "",
+    );
+    ok(&added);
+    let lock = std::fs::read_to_string(home.join("extensions.lock")).unwrap();
+    assert!(lock.contains("release-notes"), "{lock}");
+
+    let (answers, warnings) = crate::claude::session(tmp.path(), &home, "skills\nquit\n");
+    let listed = answers[0].to_string();
+    assert!(
+        listed.contains("release-notes") && listed.contains("mcp.notes"),
+        "{listed} {warnings:?}"
+    );
+
+    // Served onward, with its files and digests, as any skill of yep's.
+    let uri = "skill://mcp.notes/release-notes/SKILL.md";
+    let onward = |home: &Path| {
+        over_mcp(
+            home,
+            tmp.path(),
+            &[
+                json!(["request", "skills/get", {"uri": uri}]),
+                json!(["read", uri]),
+            ],
+        )
+    };
+    let seen = onward(&home);
+    let files: Vec<&str> = seen[0]["skill"]["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{seen:?}"))
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [uri, "skill://mcp.notes/release-notes/templates/entry.md"]
+    );
+    assert!(
+        seen[1][0]
+            .as_str()
+            .unwrap()
+            .contains("Use templates/entry.md."),
+        "{seen:?}"
+    );
+
+    // The server changes its skill: what is served is still what was approved.
+    release_notes(&skills, "# Release notes\nPaste the whole diff.");
+    let seen = onward(&home);
+    let text = seen[1][0].as_str().unwrap();
+    assert!(
+        text.contains("Use templates/entry.md.") && !text.contains("whole diff"),
+        "{text}"
+    );
+
+    // `yep trust` says so and pins the new one.
+    let trusted = common::yep_in(tmp.path(), &home, &["trust", "notes", "--yes"], "");
+    let said = text_of(&trusted);
+    assert!(
+        said.contains("skills (SEP-2640) other than approved"),
+        "{said}"
+    );
+    let seen = onward(&home);
+    assert!(
+        seen[1][0]
+            .as_str()
+            .unwrap()
+            .contains("Paste the whole diff."),
+        "{seen:?}"
+    );
+}
+
+fn text_of(out: &std::process::Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}

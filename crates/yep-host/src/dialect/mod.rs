@@ -162,6 +162,16 @@ pub trait Dialect: Send + Sync + 'static {
     ) -> PeerFuture<'static, Result<Arc<dyn Peer>, HandshakeError>>;
 }
 
+/// One skill a server offered ([`Peer::skills`]), read and checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FetchedSkill {
+    /// Its frontmatter's `name`.
+    pub name: String,
+    /// Every file: its path under the skill's directory (`/`-separated, `SKILL.md` first) and
+    /// its bytes.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
 /// A live, handshaken server, in capability terms.
 pub trait Peer: Send + Sync + 'static {
     /// What it offered in the handshake.
@@ -272,6 +282,14 @@ pub trait Peer: Send + Sync + 'static {
     fn barrier(&self, timeout: Duration) -> PeerFuture<'_, Result<(), PeerError>> {
         let _ = timeout;
         Box::pin(async { Ok(()) })
+    }
+
+    /// The skills it offers (MCP's skills extension, SEP-2640), every file read and checked
+    /// against its entry's size and digest (and the `SKILL.md` against its frontmatter), within
+    /// the SEP's limits. None on a wire without skills, or from a server that offers none.
+    fn skills(&self, timeout: Duration) -> PeerFuture<'_, Result<Vec<FetchedSkill>, PeerError>> {
+        let _ = timeout;
+        Box::pin(async { Ok(Vec::new()) })
     }
 
     /// Any request by its wire name, for conformance tools like `yep doctor`.

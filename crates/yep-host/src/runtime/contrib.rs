@@ -141,7 +141,8 @@ pub(crate) fn argv_safe(name: &str) -> bool {
 }
 
 impl ExtensionHost {
-    /// The skills of enabled extensions that declare `skills`. A file that resolves outside
+    /// The skills of enabled extensions that declare `skills`, then those approved MCP servers
+    /// offered (kept with the approval, extension `mcp.<server>`). A file that resolves outside
     /// its package (a symlink out), or that is not a regular file of at most
     /// `MAX_SKILL_BYTES` (a FIFO, a device), is refused with a warning.
     ///
@@ -238,6 +239,47 @@ impl ExtensionHost {
                     description: description.unwrap_or_default(),
                     scope: format!("ext:{}", l.name),
                     extension: l.name.clone(),
+                    path: file,
+                };
+                if !each(skill, text) {
+                    return;
+                }
+            }
+        }
+        self.each_mcp_skill(each);
+    }
+
+    /// Each skill an approved MCP server offered (SEP-2640), as kept with its approval, to
+    /// `each` until it returns false. Its extension is `mcp.<server>`.
+    fn each_mcp_skill(&self, each: &mut dyn FnMut(Skill, String) -> bool) {
+        let Ok(lock) = self.core.home.lockfile() else {
+            return;
+        };
+        for source in self.mcp_sources() {
+            let Some(pin) = crate::store::mcp::pin_in(&lock, &source.name, &source.origin) else {
+                continue;
+            };
+            if pin.skills.is_empty() || source.unapproved(Some(&pin)).is_some() {
+                continue;
+            }
+            let dir =
+                crate::store::mcp_skills::skills_dir(&self.core.home, &source.name, &source.origin);
+            for name in pin.skills.keys() {
+                let file = dir.join(name).join("SKILL.md");
+                let Ok(text) = read_skill_file(&file) else {
+                    self.warn(format!(
+                        "MCP server `{}`: its approved skill `{name}` is missing from {}",
+                        source.name,
+                        dir.display()
+                    ));
+                    continue;
+                };
+                let (_, description) = front_matter(&text);
+                let skill = Skill {
+                    name: name.clone(),
+                    description: description.unwrap_or_default(),
+                    scope: format!("mcp:{}", source.name),
+                    extension: format!("mcp.{}", source.name),
                     path: file,
                 };
                 if !each(skill, text) {

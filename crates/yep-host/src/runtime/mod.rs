@@ -36,8 +36,8 @@ pub(crate) use mcp::{MCP_PREFIX, McpState};
 pub use panel::ActivePanel;
 pub use setup::setup;
 pub use skill_files::{
-    Frontmatter, SKILL_MAX_BYTES, SKILL_MAX_FILES, SkillFile, SkillTree, skill_digest,
-    skill_frontmatter,
+    Frontmatter, FrontmatterError, SKILL_MAX_BYTES, SKILL_MAX_FILES, SkillFile, SkillTree,
+    skill_digest, skill_frontmatter,
 };
 pub use tools::{SEARCH_TOOLS, ToolDefinition};
 pub use trace::TraceEvent;

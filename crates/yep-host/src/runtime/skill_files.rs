@@ -10,14 +10,13 @@
 
 use super::ExtensionHost;
 use super::contrib::Skill;
+pub use crate::store::skill::{
+    Frontmatter, FrontmatterError, SKILL_MAX_BYTES, SKILL_MAX_FILES, skill_digest,
+    skill_frontmatter,
+};
 use serde_json::{Map, Value};
-use sha2::Digest;
 use std::path::{Path, PathBuf};
 
-/// The most files one skill serves (the SEP's `SKILL_LIMITS.files`).
-pub const SKILL_MAX_FILES: usize = 512;
-/// The most bytes one skill serves, its files together (the SEP's `SKILL_LIMITS.bytes`).
-pub const SKILL_MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// How deep a skill's directories are walked.
 const MAX_DEPTH: usize = 8;
 
@@ -68,62 +67,11 @@ impl SkillTree {
     }
 }
 
-/// A `SKILL.md` frontmatter as JSON.
-pub type Frontmatter = Map<String, Value>;
-
-/// `sha256:` and the lowercase hex digest of `bytes`, as SEP-2640 spells a file's digest.
-pub fn skill_digest(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let hash = sha2::Sha256::digest(bytes);
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for b in hash.iter() {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}
-
-/// The frontmatter of a `SKILL.md` (the YAML between its first two `---` lines, a BOM and
-/// CRLF line ends allowed) as a JSON object, and the markdown after it. `Ok(None)` when the
-/// text has no frontmatter; an error when it has one that is not a YAML mapping JSON can hold.
-pub fn skill_frontmatter(text: &str) -> Result<Option<(Frontmatter, &str)>, String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return Ok(None);
-    };
-    let mut offset = 0;
-    let mut end = None;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end_matches(['\r', '\n']) == "---" {
-            end = Some((offset, offset + line.len()));
-            break;
-        }
-        offset += line.len();
-    }
-    let Some((yaml_end, body_start)) = end else {
-        return Err("its frontmatter has no closing `---` line".into());
-    };
-    let yaml = &rest[..yaml_end];
-    let value: Value = match yaml.trim().is_empty() {
-        true => Value::Object(Map::new()),
-        false => serde_yaml_ng::from_str(yaml)
-            .map_err(|e| format!("its frontmatter is not YAML that JSON can hold: {e}"))?,
-    };
-    match value {
-        Value::Object(map) => Ok(Some((map, &rest[body_start..]))),
-        Value::Null => Ok(Some((Map::new(), &rest[body_start..]))),
-        _ => Err("its frontmatter is not a mapping".into()),
-    }
-}
-
 /// `text` with `name` and `description` in its frontmatter, as the host knows the skill:
 /// unchanged (but for a byte order mark) when the frontmatter has both as strings, else with the missing ones written in
 /// (as JSON strings, which YAML reads as they are), and a frontmatter made when it has none.
 /// The frontmatter as JSON comes with it.
-fn served_skill_md(text: &str, skill: &Skill) -> Result<(String, Map<String, Value>), String> {
+fn served_skill_md(text: &str, skill: &Skill) -> Result<(String, Frontmatter), FrontmatterError> {
     let (mut frontmatter, has_block) = match skill_frontmatter(text)? {
         Some((map, _)) => (map, true),
         None => (Map::new(), false),
@@ -136,7 +84,7 @@ fn served_skill_md(text: &str, skill: &Skill) -> Result<(String, Map<String, Val
     for (key, value) in [("name", &skill.name), ("description", &description)] {
         match frontmatter.get(key) {
             Some(Value::String(_)) => {}
-            Some(_) => return Err(format!("its frontmatter's `{key}` is not a string")),
+            Some(_) => return Err(FrontmatterError::NotText(key)),
             None => {
                 frontmatter.insert(key.into(), Value::String(value.clone()));
                 missing.push_str(&format!("{key}: {}\n", Value::String(value.clone())));
@@ -311,29 +259,6 @@ mod tests {
             extension: "x".into(),
             path: PathBuf::from("/nowhere/SKILL.md"),
         }
-    }
-
-    #[test]
-    fn a_digest_is_sha256_in_lowercase_hex() {
-        assert_eq!(
-            skill_digest(b""),
-            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        );
-    }
-
-    #[test]
-    fn frontmatter_is_read_as_yaml_into_json() {
-        let text = "\u{feff}---\r\nname: pdf\r\ndescription: \"Fill: forms\"\r\nallowed-tools: [Read, Bash]\r\nversion: 2\r\n---\r\n# Body\r\n";
-        let (map, body) = skill_frontmatter(text).unwrap().unwrap();
-        assert_eq!(
-            Value::Object(map),
-            serde_json::json!({"name": "pdf", "description": "Fill: forms",
-                "allowed-tools": ["Read", "Bash"], "version": 2})
-        );
-        assert_eq!(body, "# Body\r\n");
-        assert_eq!(skill_frontmatter("# none").unwrap(), None);
-        assert!(skill_frontmatter("---\nname: x\n").is_err());
-        assert!(skill_frontmatter("---\n- a\n---\n").is_err());
     }
 
     #[test]

@@ -222,6 +222,7 @@ mod tests {
                     .iter()
                     .map(|(n, h)| (n.to_string(), h.to_string()))
                     .collect(),
+                skills: Default::default(),
             })
         };
         let old = pin("s1", &[("read", "h1"), ("list", "h2")]);

@@ -13,7 +13,7 @@ use yep_store::Home;
 use yep_store::approval::{Approval, Decision, Moment, decide};
 use yep_store::code::{MAX_CODE_BYTES, MAX_CODE_FILES};
 use yep_store::launcher::Installed;
-use yep_store::mcp::{McpPin, McpTool, ToolChange};
+use yep_store::mcp::{McpPin, ToolChange};
 use yep_store::text::{escape, escape_controls};
 
 #[derive(clap::Args)]
@@ -232,14 +232,16 @@ async fn trust_server(
             escape_controls(&e.to_string())
         )
     })?;
-    let tools = match list_tools(home, source, &workspace()?, &staged).await {
-        Ok(tools) => tools,
+    let probed = match list_tools(home, source, &workspace()?, &staged).await {
+        Ok(probed) => probed,
         Err(why) => {
             staged.discard(home);
             return Err(why);
         }
     };
-    let changes: Vec<ToolChange> = yep_store::mcp::diff(pin.as_ref(), &tools);
+    let tools = &probed.tools;
+    let skills_moved = probed.skills_moved(pin.as_ref());
+    let changes: Vec<ToolChange> = yep_store::mcp::diff(pin.as_ref(), tools);
     let package = package_moved(pin.as_ref(), &staged);
     let mut outcome = Trusted {
         name: source.name.clone(),
@@ -257,7 +259,7 @@ async fn trust_server(
             &pin.as_ref()
                 .map(|p| yep_store::mcp::cached(home, &source.origin, p))
                 .unwrap_or_default(),
-            &tools,
+            tools,
         ),
         approved: false,
         tools: tools.iter().map(|t| t.name.clone()).collect(),
@@ -265,22 +267,38 @@ async fn trust_server(
         install: staged.install.clone(),
     };
     let pinned = pin.clone().map(Approval::of_mcp);
-    let candidate = yep_host::runtime::mcp::candidate(source, &staged, &tools);
+    let candidate = yep_host::runtime::mcp::candidate(source, &staged, tools);
     // What runs now was approved (`blocked` also says so for what a pin cannot show: one
     // from before yep installed launchers' packages).
     if matches!(
         decide(pinned.as_ref(), &candidate, Moment::Trust),
         Decision::Run
     ) && !definition_changed
+        && !skills_moved
     {
-        return unchanged(args, home, source, &staged, &tools, outcome);
+        return unchanged(args, home, source, &staged, &probed, outcome);
+    }
+    if skills_moved {
+        let names: Vec<String> = probed
+            .skills
+            .iter()
+            .map(|s| escape(&s.name).into_owned())
+            .collect();
+        eprintln!(
+            "  skills (SEP-2640) other than approved; it offers now: {}",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
     }
     let approved = show_changes(home, source, &staged, &changes, &outcome, consent);
     if !approved {
         staged.discard(home);
         return Err(refused(consent, &source.name, "the changes"));
     }
-    yep_host::runtime::mcp::record(home, source, &staged, &tools).map_err(|e| match e {
+    yep_host::runtime::mcp::record(home, source, &staged, &probed).map_err(|e| match e {
         yep_store::StoreError::McpToolList { .. } => hinted(e.to_string(), &[&over_cap_hint()]),
         other => other.into(),
     })?;
@@ -342,7 +360,7 @@ async fn list_tools(
     source: &McpSource,
     here: &std::path::Path,
     staged: &Staged,
-) -> anyhow::Result<Vec<McpTool>> {
+) -> anyhow::Result<yep_host::runtime::mcp::Probed> {
     probe(
         home,
         source,
@@ -387,11 +405,11 @@ fn unchanged(
     home: &Home,
     source: &McpSource,
     staged: &Staged,
-    tools: &[McpTool],
+    probed: &yep_host::runtime::mcp::Probed,
     mut outcome: Trusted,
 ) -> anyhow::Result<ExitCode> {
     if staged.fresh {
-        yep_host::runtime::mcp::record(home, source, staged, tools)?;
+        yep_host::runtime::mcp::record(home, source, staged, probed)?;
     }
     outcome.approved = true;
     if args.json {

@@ -9,6 +9,7 @@
 #[cfg(feature = "mcp-http")]
 pub mod credentials;
 pub mod revision;
+mod skills;
 
 use super::{Dialect, HandshakeError, Hello, Peer, PeerError, PeerFuture, Streams};
 use crate::capability::{Events, Offer, OfferedTool, Progress, RemoteError, ToolCall, ToolResult};
@@ -1027,7 +1028,7 @@ async fn cancel_on_wire(peer: &RmcpPeer<RoleClient>, id: rmcp::model::RequestId,
     let _ = peer.send_notification(notification.into()).await;
 }
 
-fn failed(method: &str, error: impl std::fmt::Display) -> PeerError {
+pub(super) fn failed(method: &str, error: impl std::fmt::Display) -> PeerError {
     PeerError::call(
         method,
         CallError::Remote(RemoteError {
@@ -1109,6 +1110,13 @@ impl Peer for McpPeer {
                 format!("it still wanted input after {MAX_INPUT_ROUNDS} rounds of answers"),
             ))
         })
+    }
+
+    fn skills(
+        &self,
+        timeout: Duration,
+    ) -> PeerFuture<'_, Result<Vec<super::FetchedSkill>, PeerError>> {
+        Box::pin(skills::fetch(&self.peer, &self.offer.name, timeout))
     }
 
     fn request(

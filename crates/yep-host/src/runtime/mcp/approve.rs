@@ -6,6 +6,7 @@ use super::{
     McpLaunchError, McpSource, Package, StageOptions, Staged, launch, log_stem, pinned_form, stage,
 };
 use crate::capability::{Events, Question};
+use crate::dialect::FetchedSkill;
 use crate::store::Home;
 use crate::store::code::CodeError;
 use crate::store::launcher::{self, InstallError, Installed};
@@ -79,19 +80,70 @@ pub async fn probe(
     workspace: &Path,
     base: &SupervisorOptions,
     package: Package<'_>,
-) -> Result<Vec<McpTool>, McpProbeError> {
+) -> Result<Probed, McpProbeError> {
     // Code that cannot be pinned is never run to be approved.
     if let Some(Err(why)) = &source.code {
         return Err(McpProbeError::Unpinnable(why.clone()));
     }
     let (spec, opts) = launch(home, source, workspace, base, package)?;
+    let wait = opts.handshake_timeout;
     let ext = Extension::new(spec, opts, Arc::new(crate::capability::NoEvents));
     let listed = match ext.live().await {
-        Ok(live) => Ok(live.peer().listed()),
+        Ok(live) => {
+            let tools = live.peer().listed();
+            // Its skills are read whole now, checked, and kept with the approval; a server
+            // whose skills cannot be read is approved without them, said so.
+            let skills = match live.peer().skills(wait).await {
+                Ok(skills) => skills,
+                Err(e) => {
+                    tracing::warn!(
+                        "MCP server `{}`: its skills are not pinned: {}",
+                        source.name,
+                        crate::error::report(&e)
+                    );
+                    Vec::new()
+                }
+            };
+            Ok((tools, skills))
+        }
         Err(e) => Err(McpProbeError::Start(Box::new(e))),
     };
     ext.stop().await;
-    Ok(listed?.iter().map(pinned_form).collect())
+    let (tools, skills) = listed?;
+    Ok(Probed {
+        tools: tools.iter().map(pinned_form).collect(),
+        skills,
+    })
+}
+
+/// What a probe found: the tools in their pinned form, and the skills, read and checked.
+#[derive(Debug, Default)]
+pub struct Probed {
+    pub tools: Vec<McpTool>,
+    pub skills: Vec<FetchedSkill>,
+}
+
+impl Probed {
+    /// Whether its skills are other than the ones `pin` approved.
+    pub fn skills_moved(&self, pin: Option<&McpPin>) -> bool {
+        let now: std::collections::BTreeMap<&str, String> = self
+            .skills
+            .iter()
+            .map(|s| {
+                (
+                    s.name.as_str(),
+                    crate::store::mcp_skills::skill_hash(&s.files),
+                )
+            })
+            .collect();
+        let before = pin.map(|p| &p.skills);
+        let before: std::collections::BTreeMap<&str, String> = before
+            .into_iter()
+            .flatten()
+            .map(|(n, h)| (n.as_str(), h.clone()))
+            .collect();
+        now != before
+    }
 }
 
 /// What an approval pinned: the tools, and the package installed for a launcher.
@@ -126,37 +178,46 @@ pub async fn approve_with(
     opts: &StageOptions,
 ) -> Result<Pinned, McpProbeError> {
     let staged = stage(home, source, opts).await?;
-    let tools = match probe(home, source, workspace, base, staged.package()).await {
-        Ok(tools) => tools,
+    let probed = match probe(home, source, workspace, base, staged.package()).await {
+        Ok(probed) => probed,
         Err(e) => {
             staged.discard(home);
             return Err(e);
         }
     };
-    if let Err(e) = record(home, source, &staged, &tools) {
+    if let Err(e) = record(home, source, &staged, &probed) {
         staged.discard(home);
         return Err(McpProbeError::Record(Box::new(e)));
     }
     Ok(Pinned {
-        tools,
+        tools: probed.tools,
         install: staged.install,
     })
 }
 
-/// Pin `tools` of `source` with its package as `staged`, and remove the server's installs
-/// nothing pins any more.
+/// Pin what `probed` found of `source` (its tools; its skills, kept whole) with its package as
+/// `staged`, and remove the server's installs nothing pins any more.
 pub fn record(
     home: &Home,
     source: &McpSource,
     staged: &Staged,
-    tools: &[McpTool],
+    probed: &Probed,
 ) -> Result<McpPin, crate::store::StoreError> {
+    let skills: Vec<(String, crate::store::mcp_skills::SkillFiles)> = probed
+        .skills
+        .iter()
+        .map(|s| (s.name.clone(), s.files.clone()))
+        .collect();
+    // The files first: a crash between the two leaves files no pin vouches for, never a pin
+    // without its files.
+    let skills = crate::store::mcp_skills::keep(home, &source.name, &source.origin, &skills)?;
     let pin = crate::store::mcp::record(
         home,
         &source.name,
         &source.origin,
         approved_as(source, staged),
-        tools,
+        &probed.tools,
+        skills,
     )?;
     let keep: Vec<&str> = staged.install.iter().map(|i| i.dir.as_str()).collect();
     for dir in &keep {

@@ -468,6 +468,7 @@ mod tests {
             install: None,
             as_written: false,
             tools: [("echo".to_string(), pinned_form(&approved).hash())].into(),
+            skills: Default::default(),
         };
         let mut verdicts = Verdicts::default();
         let first = Arc::new(vec![approved.clone()]);

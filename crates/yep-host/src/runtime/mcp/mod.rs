@@ -13,7 +13,7 @@ mod stage;
 
 pub(crate) use approve::ask_approval;
 pub use approve::{
-    APPROVE, McpProbeError, Pinned, approve, approve_with, candidate, probe, record,
+    APPROVE, McpProbeError, Pinned, Probed, approve, approve_with, candidate, probe, record,
 };
 pub(crate) use entry::McpState;
 pub use entry::shared_servers;
