@@ -91,6 +91,10 @@ pub enum HealthEvent {
         #[serde(rename = "after_ms", serialize_with = "as_ms")]
         after: std::time::Duration,
     },
+    /// An MCP server did not answer `tools/list` within its deadline at start
+    /// ([`crate::HostOptions::mcp_list_deadline`]): the session serves the tools its approval
+    /// pinned, and the list is still waited for. Its status says `slow` until it comes.
+    Slow { extension: String, message: String },
     /// This stream fell behind and missed `missed` events (they are still in `warnings()`
     /// when they were problems).
     Lagged { missed: u64 },
@@ -107,6 +111,7 @@ impl HealthEvent {
             | HealthEvent::RefusedTool { extension, .. }
             | HealthEvent::HookError { extension, .. }
             | HealthEvent::SandboxDenied { extension, .. }
+            | HealthEvent::Slow { extension, .. }
             | HealthEvent::Idle { extension, .. } => Some(extension),
             HealthEvent::Warning { extension, .. } => extension.as_deref(),
             HealthEvent::Lagged { .. } => None,
@@ -121,6 +126,7 @@ impl HealthEvent {
             | HealthEvent::RefusedTool { message, .. }
             | HealthEvent::HookError { message, .. }
             | HealthEvent::SandboxDenied { message, .. }
+            | HealthEvent::Slow { message, .. }
             | HealthEvent::Warning { message, .. } => Some(message),
             HealthEvent::Started { .. }
             | HealthEvent::Restarted { .. }
@@ -134,6 +140,7 @@ impl HealthEvent {
         match self {
             HealthEvent::Failed { message, .. }
             | HealthEvent::Drifted { message, .. }
+            | HealthEvent::Slow { message, .. }
             | HealthEvent::Warning { message, .. } => cap(message),
             HealthEvent::RefusedTool { tool, message, .. }
             | HealthEvent::HookError { tool, message, .. } => {

@@ -490,6 +490,7 @@ async fn connect_http(
         host_home: None,
         login: None,
         handshake_only: Default::default(),
+        list_deadline: None,
     };
     let streams = Streams::Other {
         reader: Box::new(tokio::io::empty()),

@@ -62,6 +62,7 @@ pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
         status_sink: Some(Arc::new(Submitted { json: !interactive })),
         supervisor: yep_host::SupervisorOptions::for_home(home),
         block_secrets: args.block_secrets,
+        mcp_list_deadline: yep_host::runtime::mcp_list_deadline_setting(home)?,
         ..HostOptions::default()
     };
     // Tools that wait on the user at a panel run only where there is one.

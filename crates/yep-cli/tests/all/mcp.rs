@@ -1499,3 +1499,98 @@ fn initialize_after_a_successful_server_discover_on_stdio_is_answered() {
     let said = answers[&4]["result"].to_string();
     assert!(said.contains("after both"), "{said}");
 }
+
+/// A server that hangs in `tools/list` (but answers `initialize` and calls) does not stall the
+/// session past `mcp_list_deadline`: the tools pinned at approval are served and called, the
+/// server is marked slow (health and `mcp status`), and once its list comes it is not.
+#[test]
+fn a_server_slow_to_list_its_tools_is_served_its_pinned_list_until_the_list_comes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/hang_list_server.py");
+    let hang = tmp.path().join("hang");
+    let hang_arg = hang.display().to_string();
+    // Approved (its tools pinned) while it lists at once.
+    let grant = format!("read:{}", tmp.path().display());
+    ok(&common::yep_in(
+        tmp.path(),
+        &home,
+        &[
+            "mcp",
+            "add",
+            "hang",
+            "--grant",
+            &grant,
+            "--",
+            &mcp_python(),
+            script,
+            &hang_arg,
+        ],
+        "",
+    ));
+    // From now on its list takes 3 s, past a deadline of 1 s (a top-level key: first).
+    std::fs::write(&hang, "3").unwrap();
+    let settings = home.join("settings.toml");
+    let written = std::fs::read_to_string(&settings).unwrap_or_default();
+    std::fs::write(&settings, format!("mcp_list_deadline = \"1s\"\n{written}")).unwrap();
+
+    let out = common::yep_in(
+        tmp.path(),
+        &home,
+        &["session", "--json"],
+        concat!(
+            "call mcp__hang__echo {\"text\": \"hi\"}\n",
+            "mcp status\n",
+            "tools\n",
+            // Long past its list's 3 s: the list has come by its end.
+            "call mcp__hang__wait {\"seconds\": 8}\n",
+            "mcp status\n",
+            "call mcp__hang__echo {\"text\": \"again\"}\n",
+            "quit\n",
+        ),
+    );
+    let all: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    let said = format!("{all:#?}\n{}", text(&out.stderr));
+    let lines: Vec<&Value> = all.iter().filter(|l| l.get("warning").is_none()).collect();
+    // The call went to the server while its list had not come.
+    assert_eq!(lines[0]["result"]["content"][0]["text"], "hi", "{said}");
+    let status = &lines[1]["mcp_status"][0];
+    assert_eq!(status["state"], "started", "{said}");
+    assert!(
+        status["slow"]
+            .as_str()
+            .is_some_and(|s| s.contains("tools/list did not answer within 1s")),
+        "{said}"
+    );
+    assert_eq!(
+        status["tools"],
+        json!(["mcp__hang__echo", "mcp__hang__wait"]),
+        "{said}"
+    );
+    let names = tool_names(lines[2]);
+    assert!(
+        names.contains(&"mcp__hang__echo".to_string())
+            && names.contains(&"mcp__hang__wait".to_string()),
+        "{said}"
+    );
+    // The health stream said so, naming the server.
+    assert!(
+        all.iter().any(|l| l["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("mcp.hang") && w.contains("tools/list did not answer"))),
+        "{said}"
+    );
+    assert_eq!(lines[3]["result"]["content"][0]["text"], "waited", "{said}");
+    // Its list came: no longer slow, its tools as it listed them (still what was pinned).
+    let status = &lines[4]["mcp_status"][0];
+    assert!(status.get("slow").is_none(), "{said}");
+    assert_eq!(
+        status["tools"],
+        json!(["mcp__hang__echo", "mcp__hang__wait"]),
+        "{said}"
+    );
+    assert_eq!(lines[5]["result"]["content"][0]["text"], "again", "{said}");
+}

@@ -196,6 +196,13 @@ pub trait Peer: Send + Sync + 'static {
         Arc::new(self.listed())
     }
 
+    /// Whether its first list has not come yet: it missed its deadline at start (an MCP
+    /// server slow in `tools/list`), so [`Peer::listed`] is not its list, and the host serves
+    /// the one its approval pinned meanwhile. Never, by default.
+    fn list_pending(&self) -> bool {
+        false
+    }
+
     /// Call a tool; updates stream to `call.updates` and reset the timeout; `call.cancel`
     /// (or dropping the future) cancels on the wire.
     fn call_tool(

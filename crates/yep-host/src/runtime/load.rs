@@ -295,7 +295,7 @@ impl Core {
             sources,
             old,
             &self.workspace_root(),
-            &self.opts.supervisor,
+            &self.opts,
             &events,
             &mut |extension, message| self.report(HealthEvent::Warning { extension, message }),
         )

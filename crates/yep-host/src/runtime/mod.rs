@@ -32,6 +32,7 @@ pub use host::{CommandInfo, ExtensionHost};
 pub use idle::{ServerInfo, ServerState, duration_setting, idle_stop_setting};
 pub use intercept::{MessageDecision, TurnDecision};
 pub use mcp::McpSource;
+pub use mcp::mcp_list_deadline_setting;
 pub(crate) use mcp::{MCP_PREFIX, McpState};
 pub use panel::ActivePanel;
 pub use setup::setup;
@@ -98,6 +99,13 @@ pub struct HostOptions {
     /// when `settings.toml` says `[audit] block_secrets = true`. Off (the default): no scan
     /// at all.
     pub block_secrets: bool,
+    /// How long an MCP server's first `tools/list` may take before the session serves the
+    /// tools its approval pinned in its place, marks it slow (the health stream's `Slow`,
+    /// `mcp_status()`'s `slow`) and waits on for the list in the background. Ten seconds by
+    /// default; [`mcp_list_deadline_setting`] reads the user's choice from `settings.toml`.
+    /// `None`: a server is waited for as long as its handshake may take, as is one with no
+    /// pinned list whatever this says.
+    pub mcp_list_deadline: Option<Duration>,
 }
 
 impl Default for HostOptions {
@@ -115,6 +123,7 @@ impl Default for HostOptions {
             claude_tool_names: Default::default(),
             idle_stop: None,
             block_secrets: false,
+            mcp_list_deadline: Some(mcp::DEFAULT_MCP_LIST_DEADLINE),
         }
     }
 }

@@ -158,6 +158,7 @@ async fn serve(
         status_sink: Some(Arc::new(StatusToClients(clients.clone()))),
         supervisor: yep_host::SupervisorOptions::for_home(home),
         block_secrets: access.block_secrets,
+        mcp_list_deadline: yep_host::runtime::mcp_list_deadline_setting(home)?,
         ..yep_host::HostOptions::default()
     };
     let session = yep_host::Session {

@@ -47,6 +47,11 @@ pub struct Mcp {
     /// `initialize`): from then on it is asked `server/discover` alone, with the whole
     /// handshake's time to answer.
     pub discover_only: Arc<std::sync::atomic::AtomicBool>,
+    /// How long `tools/list` may take at start before the handshake ends without it
+    /// ([`Peer::list_pending`]): the host serves the list the server's approval pinned
+    /// meanwhile, and the list is waited for in the background. `None`: it is waited for as
+    /// long as the handshake may take, and not listing in that time fails the start.
+    pub list_deadline: Option<Duration>,
 }
 
 /// The lifecycle every MCP client here offers first: 2026-07-28, falling back to the
@@ -83,6 +88,7 @@ impl Dialect for Mcp {
         let host_home = self.host_home.clone();
         let handshake_only = Arc::clone(&self.handshake_only);
         let discover_only = Arc::clone(&self.discover_only);
+        let list_deadline = self.list_deadline;
         Box::pin(async move {
             use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
             use std::sync::atomic::Ordering::SeqCst;
@@ -152,7 +158,7 @@ impl Dialect for Mcp {
                 },
             )
             .await?;
-            let finished = finish(served, client, &hello, host_home).await;
+            let finished = finish(served, client, &hello, host_home, list_deadline).await;
             // Too slow for the probe (a loaded machine, a big SDK to import), and 2026-07-28
             // only: it refused `initialize`. Started again and asked `server/discover` alone.
             if finished.is_err() && was_silent && late_modern.load(SeqCst) {
@@ -180,6 +186,8 @@ pub struct McpHttp {
     /// As [`Mcp::handshake_only`]: set once the server answered `server/discover` with
     /// something else than that revision's answer or an error.
     pub handshake_only: Arc<std::sync::atomic::AtomicBool>,
+    /// As [`Mcp::list_deadline`].
+    pub list_deadline: Option<Duration>,
 }
 
 #[cfg(feature = "mcp-http")]
@@ -207,6 +215,7 @@ impl Dialect for McpHttp {
         let host_home = self.host_home.clone();
         let login = self.login.clone();
         let handshake_only = Arc::clone(&self.handshake_only);
+        let list_deadline = self.list_deadline;
         Box::pin(async move {
             let mut custom = HashMap::new();
             for (name, value) in headers {
@@ -297,7 +306,7 @@ impl Dialect for McpHttp {
                 Ok(Err(e)) => return Err(e),
                 other => other,
             };
-            finish(served, client, &hello, host_home).await
+            finish(served, client, &hello, host_home, list_deadline).await
         })
     }
 }
@@ -356,6 +365,8 @@ pub fn home_id(home: &crate::store::Home) -> String {
 }
 
 /// The rest of the handshake, once `initialize` was sent: list the tools and make the peer.
+/// A list that takes longer than `list_deadline` is waited for in the background
+/// ([`Client::list_late`]), and the peer says so meanwhile ([`Peer::list_pending`]).
 async fn finish<E: std::fmt::Display>(
     served: Result<
         Result<rmcp::service::RunningService<RoleClient, Client>, E>,
@@ -364,6 +375,7 @@ async fn finish<E: std::fmt::Display>(
     client: Client,
     hello: &Hello,
     host_home: Option<String>,
+    list_deadline: Option<Duration>,
 ) -> Result<Arc<dyn Peer>, HandshakeError> {
     let started = served
         .map_err(|_| {
@@ -383,31 +395,53 @@ async fn finish<E: std::fmt::Display>(
         started.cancellation_token().cancel();
         return Err(HandshakeError::IsThisHost);
     }
-    let tools = tokio::time::timeout(hello.timeout, list(&peer, &hello.extension))
-        .await
-        .map_err(|_| HandshakeError::Malformed("tools/list did not answer".into()))?
-        .map_err(|e| match e {
-            ListError::Cap(cap) => HandshakeError::OfferPastCap(cap),
-            // Open to `initialize`, closed after it: a login (or more access) is wanted.
-            ListError::Service(e) if e.auth_challenge().is_some() => {
-                HandshakeError::LoginWanted(format!(
-                    "tools/list was refused: it wants a login{}: `yep mcp login`",
-                    match e
-                        .auth_challenge()
-                        .is_some_and(|c| c.contains("insufficient_scope"))
-                    {
-                        true => " with more access",
-                        false => "",
-                    }
-                ))
+    let listing = {
+        let (peer, extension) = (peer.clone(), hello.extension.clone());
+        async move { list(&peer, &extension).await }
+    };
+    let mut listing: Listing = Box::pin(listing);
+    // A deadline past the handshake's own changes nothing.
+    let deadline = list_deadline.filter(|d| *d < hello.timeout);
+    let mut late = false;
+    let tools = match tokio::time::timeout(deadline.unwrap_or(hello.timeout), &mut listing).await {
+        Ok(listed) => listed,
+        Err(_) => match deadline {
+            Some(deadline) => {
+                late = true;
+                client.list_late(listing, deadline);
+                Ok(Vec::new())
             }
-            service => HandshakeError::Malformed(service.to_string()),
-        })?;
+            None => {
+                return Err(HandshakeError::Malformed(
+                    "tools/list did not answer".into(),
+                ));
+            }
+        },
+    };
+    let tools = tools.map_err(|e| match e {
+        ListError::Cap(cap) => HandshakeError::OfferPastCap(cap),
+        // Open to `initialize`, closed after it: a login (or more access) is wanted.
+        ListError::Service(e) if e.auth_challenge().is_some() => {
+            HandshakeError::LoginWanted(format!(
+                "tools/list was refused: it wants a login{}: `yep mcp login`",
+                match e
+                    .auth_challenge()
+                    .is_some_and(|c| c.contains("insufficient_scope"))
+                {
+                    true => " with more access",
+                    false => "",
+                }
+            ))
+        }
+        service => HandshakeError::Malformed(service.to_string()),
+    })?;
     let name = peer
         .peer_info()
         .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
         .unwrap_or_default();
-    *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(tools.clone());
+    if !late {
+        *client.listed.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(tools.clone());
+    }
     let version = peer
         .peer_info()
         .map(|info| info.protocol_version.to_string())
@@ -478,6 +512,11 @@ async fn listen(peer: RmcpPeer<RoleClient>, client: Client) {
         }
     }
 }
+
+/// A server's tool list on its way ([`list`]).
+type Listing = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<OfferedTool>, ListError>> + Send>,
+>;
 
 /// The most `tools/list` pages read; a server that pages on and on is cut there.
 pub(crate) const MAX_PAGES: usize = 64;
@@ -606,6 +645,8 @@ struct Client {
     relist: Arc<Relist>,
     /// Where an HTTP server's OAuth login is kept (home, server name).
     login: Option<(crate::store::Home, String)>,
+    /// Its first `tools/list` missed the deadline and has not answered yet.
+    pending: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Client {
@@ -617,6 +658,7 @@ impl Client {
             listed: Arc::default(),
             relist: Arc::default(),
             login: None,
+            pending: Arc::default(),
         }
     }
 }
@@ -777,6 +819,45 @@ impl Client {
         Ok((!answers.is_empty()).then_some(answers))
     }
 
+    /// A first `tools/list` that missed `deadline`: the server is marked slow (the health
+    /// stream says so, and [`Peer::list_pending`] until it answers), and its answer is waited
+    /// for in the background for as long as the connection lasts. When it comes, it is the
+    /// list, and the host hears of it as of a changed list.
+    fn list_late(&self, listing: Listing, deadline: Duration) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.pending.store(true, SeqCst);
+        self.events.health(crate::health::HealthEvent::Slow {
+            extension: self.extension.clone(),
+            message: slow_message(&self.extension, deadline),
+        });
+        let client = self.clone();
+        tokio::spawn(async move {
+            let tools = match listing.await {
+                Ok(tools) => tools,
+                // Nothing of a list past the caps is offered, as after list_changed.
+                Err(ListError::Cap(cap)) => {
+                    tracing::warn!(extension = %client.extension, "its late tool list is refused: {cap}");
+                    Vec::new()
+                }
+                // The connection ended, or the server refused to list: it stays slow, served
+                // the pinned list, until it lists (after list_changed) or starts again.
+                Err(e) => {
+                    tracing::warn!(extension = %client.extension, "{e} after the deadline");
+                    return;
+                }
+            };
+            client.take_list(tools);
+        });
+    }
+
+    /// `tools` is the server's list now: it is no longer slow, and the host hears of it.
+    fn take_list(&self, tools: Vec<OfferedTool>) {
+        *self.listed.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(tools);
+        self.pending
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        self.events.tools_changed(&self.extension);
+    }
+
     /// The list is read again off the caller's task (its answer comes through the same
     /// service loop), then the host hears of it. One listing runs at a time, at most one per
     /// [`RELIST_SPACING`]: notices that come meanwhile are answered by one more listing after
@@ -796,17 +877,11 @@ impl Client {
                     let listed =
                         tokio::time::timeout(RELIST_TIMEOUT, list(&peer, &client.extension)).await;
                     match listed {
-                        Ok(Ok(tools)) => {
-                            *client.listed.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Arc::new(tools);
-                            client.events.tools_changed(&client.extension);
-                        }
+                        Ok(Ok(tools)) => client.take_list(tools),
                         Ok(Err(ListError::Cap(cap))) => {
                             // Nothing of a list past the caps is offered: not a part of it,
                             // nor the list it replaces, which the server no longer serves.
-                            *client.listed.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Arc::default();
-                            client.events.tools_changed(&client.extension);
+                            client.take_list(Vec::new());
                             tracing::warn!(extension = %client.extension, "its tool list after list_changed is refused: {cap}")
                         }
                         // A server gone (stopped, or its exit reported where it happened):
@@ -829,6 +904,14 @@ impl Client {
             }
         });
     }
+}
+
+/// Why a server is slow: its `tools/list` missed `deadline` at start.
+pub(crate) fn slow_message(extension: &str, deadline: Duration) -> String {
+    format!(
+        "extension `{extension}`: tools/list did not answer within {}; the tools pinned at its approval are served until it does",
+        humantime::format_duration(deadline)
+    )
 }
 
 /// An answer as the field's type wants it: a number, a boolean, or the text.
@@ -1056,6 +1139,12 @@ impl Peer for McpPeer {
 
     fn listing(&self) -> Arc<Vec<OfferedTool>> {
         Arc::clone(&self.listed.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn list_pending(&self) -> bool {
+        self.client
+            .pending
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn call_tool(

@@ -1,7 +1,7 @@
 //! One MCP server in the session: its approval, the tools it offers (held to the pin), where
 //! it stands, and which of the sources a session runs.
 
-use super::{McpLaunchError, McpSource, Package, launch, pinned_form, tool_name};
+use super::{McpLaunchError, McpSource, Package, launch, launch_with, pinned_form, tool_name};
 use crate::capability::{Events, HostToolCall, HostToolError, LogLevel, OfferedTool, Question};
 use crate::health::HealthEvent;
 use crate::store::Home;
@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One MCP server in the session.
 pub(crate) struct McpEntry {
@@ -31,6 +32,9 @@ pub(crate) struct McpEntry {
     pub(crate) ext: Arc<Extension>,
     /// The other servers (`<ext>__<server>`) its process is shared with.
     pub(crate) shared_with: Vec<String>,
+    /// How long its first `tools/list` may take before [`McpEntry::cached`] is served in its
+    /// place: only when there is such a list ([`crate::HostOptions::mcp_list_deadline`]).
+    list_deadline: Option<Duration>,
 }
 
 /// [`McpEntry::approves`]'s verdicts on one list ([`Peer::listing`]), by tool: only tools on
@@ -78,6 +82,7 @@ impl McpEntry {
         pin: Option<McpPin>,
         workspace: &Path,
         base: &SupervisorOptions,
+        list_deadline: Option<Duration>,
         events: Arc<dyn Events>,
     ) -> Result<McpEntry, McpLaunchError> {
         let blocked = source.unapproved(pin.as_ref());
@@ -85,7 +90,10 @@ impl McpEntry {
             (Some(pin), None) => crate::store::mcp::cached(home, &source.origin, pin),
             _ => Vec::new(),
         };
-        let (spec, opts) = launch(home, &source, workspace, base, Package::of(pin.as_ref()))?;
+        // A server with no pinned list to serve meanwhile is waited for, as ever.
+        let list_deadline = list_deadline.filter(|_| !cached.is_empty());
+        let package = Package::of(pin.as_ref());
+        let (spec, opts) = launch_with(home, &source, workspace, base, package, list_deadline)?;
         let name = source.name.clone();
         let ext = Extension::new(
             spec,
@@ -104,6 +112,7 @@ impl McpEntry {
             verdicts: std::sync::Mutex::default(),
             ext: Arc::new(ext),
             shared_with: Vec::new(),
+            list_deadline,
         })
     }
 
@@ -119,6 +128,10 @@ impl McpEntry {
         let (Some(pin), None) = (&self.pin, &self.blocked) else {
             return (Vec::new(), Vec::new());
         };
+        // Running, but its list has not come: the approved list until it does.
+        if self.slow() {
+            return (self.cached.clone(), Vec::new());
+        }
         let listed = match self.note_listed() {
             Some(listed) => listed,
             None => match self.last_listed() {
@@ -142,6 +155,10 @@ impl McpEntry {
     pub(crate) fn note_listed(&self) -> Option<Vec<McpTool>> {
         let listed: Vec<McpTool> = {
             let live = self.ext.running()?;
+            // Not its list yet (a slow server's): nothing to remember.
+            if live.peer().list_pending() {
+                return None;
+            }
             live.peer().listed().iter().map(pinned_form).collect()
         };
         *self.listed.lock().unwrap_or_else(|p| p.into_inner()) = Some(listed.clone());
@@ -156,11 +173,24 @@ impl McpEntry {
             .clone()
     }
 
-    /// Whether the running server's `tool` is still what was approved.
+    /// Whether its server runs and its first list missed the deadline and has not come yet:
+    /// the approved list ([`McpEntry::cached`]) is served meanwhile.
+    pub(crate) fn slow(&self) -> bool {
+        self.ext
+            .running()
+            .is_some_and(|live| live.peer().list_pending())
+    }
+
+    /// Whether the running server's `tool` is still what was approved. While the server's
+    /// list has not come ([`McpEntry::slow`]), a tool of the approved list is: the call goes
+    /// to the server, as any does.
     pub(crate) fn approves(&self, peer: &dyn crate::dialect::Peer, tool: &str) -> bool {
         let Some(pin) = &self.pin else {
             return false;
         };
+        if peer.list_pending() {
+            return pin.tools.contains_key(tool) && self.cached.iter().any(|t| t.name == tool);
+        }
         self.verdicts
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -193,6 +223,14 @@ impl McpEntry {
             withheld: withheld.iter().map(ToString::to_string).collect(),
             message: self.blocked.clone(),
             shared_with: self.shared_with.clone(),
+            slow: match (self.slow(), self.list_deadline) {
+                (true, Some(deadline)) => Some(format!(
+                    "tools/list did not answer within {}; the {} tools pinned at approval are served until it does",
+                    humantime::format_duration(deadline),
+                    self.cached.len()
+                )),
+                _ => None,
+            },
         }
     }
 }
@@ -216,6 +254,10 @@ pub struct McpState {
     /// The other extensions' servers its one process serves too.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shared_with: Vec<String>,
+    /// Why it is slow, while it is: it runs, but its `tools/list` missed its deadline at start
+    /// and has not answered yet, so `tools` are the ones pinned at approval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow: Option<String>,
 }
 
 /// An MCP server's events: the host's, and a new table when its tools may have changed (it
@@ -339,7 +381,7 @@ pub(crate) fn entries(
     sources: Vec<McpSource>,
     old: &[Arc<McpEntry>],
     workspace: &Path,
-    base: &SupervisorOptions,
+    opts: &crate::HostOptions,
     events: &Arc<dyn Events>,
     warn: &mut dyn FnMut(Option<String>, String),
 ) -> Vec<Arc<McpEntry>> {
@@ -359,7 +401,16 @@ pub(crate) fn entries(
             out.push(Ok(Arc::clone(kept)));
             continue;
         }
-        match McpEntry::new(home, source, pin, workspace, base, Arc::clone(events)) {
+        let entry = McpEntry::new(
+            home,
+            source,
+            pin,
+            workspace,
+            &opts.supervisor,
+            opts.mcp_list_deadline,
+            Arc::clone(events),
+        );
+        match entry {
             Ok(entry) => {
                 if let Some(why) = &entry.blocked {
                     warn(Some(name), why.clone());

@@ -11,6 +11,7 @@ use crate::supervisor::{ServerSpec, SupervisorOptions};
 use std::path::{Path, PathBuf};
 #[cfg(feature = "mcp")]
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Why an MCP server cannot be run as it is defined ([`launch`]).
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +66,19 @@ pub fn launch(
     workspace: &Path,
     base: &SupervisorOptions,
     package: Package<'_>,
+) -> Result<(ServerSpec, SupervisorOptions), McpLaunchError> {
+    launch_with(home, source, workspace, base, package, None)
+}
+
+/// [`launch`], its first `tools/list` given `list_deadline` ([`crate::dialect::mcp::Mcp::list_deadline`]):
+/// for a session's server that has a pinned list to serve meanwhile.
+pub(crate) fn launch_with(
+    home: &Home,
+    source: &McpSource,
+    workspace: &Path,
+    base: &SupervisorOptions,
+    package: Package<'_>,
+    list_deadline: Option<Duration>,
 ) -> Result<(ServerSpec, SupervisorOptions), McpLaunchError> {
     let package_dir = match &source.origin {
         Origin::Extension(ext) => home.package_dir(ext),
@@ -129,7 +143,7 @@ pub fn launch(
             home.logs_dir(),
         )
     };
-    let opts = supervisor_options(home, source, base)?;
+    let opts = supervisor_options(home, source, base, list_deadline)?;
     Ok((spec, opts))
 }
 
@@ -297,6 +311,7 @@ fn supervisor_options(
     home: &Home,
     source: &McpSource,
     base: &SupervisorOptions,
+    list_deadline: Option<Duration>,
 ) -> Result<SupervisorOptions, McpLaunchError> {
     // Only the MCP features' transports change it.
     #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
@@ -310,6 +325,7 @@ fn supervisor_options(
         "stdio" => {
             opts.dialect = Arc::new(crate::dialect::mcp::Mcp {
                 host_home: Some(crate::dialect::mcp::home_id(home)),
+                list_deadline,
                 ..Default::default()
             })
         }
@@ -334,12 +350,13 @@ fn supervisor_options(
                 host_home: Some(crate::dialect::mcp::home_id(home)),
                 login: Some((home.clone(), source.name.clone())),
                 handshake_only: Default::default(),
+                list_deadline,
             });
             opts.transport = Some(Arc::new(Remote));
         }
         other => {
             // A build without the MCP features has nothing to run either with.
-            let _unused = (home, &opts);
+            let _unused = (home, &opts, list_deadline);
             return Err(McpLaunchError::Transport {
                 server: source.name.clone(),
                 transport: other.to_string(),

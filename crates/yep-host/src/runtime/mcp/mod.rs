@@ -19,6 +19,7 @@ pub(crate) use entry::McpState;
 pub use entry::shared_servers;
 pub(crate) use entry::{McpEntry, entries, learn};
 pub use launch::McpLaunchError;
+pub(crate) use launch::launch_with;
 pub use launch::{Package, launch};
 pub use sources::{McpSource, Unapproved, enabled_manifests, sources};
 pub(crate) use sources::{PACKAGE_VARS, package_vars};
@@ -29,6 +30,23 @@ use crate::manifest::McpServer;
 use crate::store::mcp::{McpTool, Origin};
 use serde_json::Value;
 use std::time::Duration;
+
+/// How long an MCP server's first `tools/list` may take before a session serves its pinned
+/// list in its place, when `settings.toml` does not say (as docker-agent skips such a server).
+pub(crate) const DEFAULT_MCP_LIST_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The `settings.toml` key [`mcp_list_deadline_setting`] reads.
+pub(crate) const MCP_LIST_DEADLINE_KEY: &str = "mcp_list_deadline";
+
+/// How long `home` lets an MCP server's first `tools/list` take before a session serves the
+/// tools its approval pinned: its `mcp_list_deadline` setting (`"10s"`, any [`humantime`]
+/// duration), `None` for `"off"` or `"0"` (wait as long as the handshake may take), ten
+/// seconds when it has none. For [`crate::HostOptions::mcp_list_deadline`].
+pub fn mcp_list_deadline_setting(
+    home: &crate::store::Home,
+) -> Result<Option<Duration>, super::idle::IdleStopError> {
+    super::duration_setting(home, MCP_LIST_DEADLINE_KEY, Some(DEFAULT_MCP_LIST_DEADLINE))
+}
 
 /// The prefix of every MCP tool's name in the table; no extension tool may take it.
 pub(crate) const MCP_PREFIX: &str = "mcp__";
