@@ -127,9 +127,10 @@ impl Sealed {
 
 /// The test harness's own settings (`scripts/test` sets them, or a developer: which peers and
 /// corpora the tests use), which yep itself never reads: a sealed test process keeps them.
-const HARNESS: [&str; 7] = [
+const HARNESS: [&str; 8] = [
     "YEP_PEERS",
     "YEP_NODE22_BIN",
+    "YEP_CONFORMANCE_BIN",
     "YEP_AGENTS_BIN",
     "YEP_MCP_PYTHON",
     "YEP_CLAUDE_INTEROP",

@@ -36,6 +36,24 @@ fn asked(ctx: &yep_sdk::Context, params: UiAskParams) -> Result<Value, ToolError
     content(json!([{ "type": "text", "text": text }]))
 }
 
+/// Three statuses while it runs (each a `notifications/message` to a client that hears them).
+fn logging(_: &Value, ctx: &yep_sdk::Context) -> Result<Value, ToolError> {
+    for (i, text) in [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if i > 0 && ctx.sleep(Duration::from_millis(50)) {
+            return Err(ToolError::new("cancelled"));
+        }
+        ctx.status(text, StatusLevel::Ok);
+    }
+    content(json!([{"type": "text", "text": "Tool with logging executed successfully"}]))
+}
+
 fn main() -> std::io::Result<()> {
     Server::new("conformance")
         .tool("test_simple_text", |_, _| {
@@ -61,22 +79,10 @@ fn main() -> std::io::Result<()> {
                     "text": "{\"test\":\"data\",\"value\":123}"}}
             ]))
         })
-        .tool("test_tool_with_logging", |_, ctx| {
-            for (i, text) in [
-                "Tool execution started",
-                "Tool processing data",
-                "Tool execution completed",
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                if i > 0 && ctx.sleep(Duration::from_millis(50)) {
-                    return Err(ToolError::new("cancelled"));
-                }
-                ctx.status(text, StatusLevel::Ok);
-            }
-            content(json!([{"type": "text", "text": "Tool with logging executed successfully"}]))
-        })
+        .tool("test_tool_with_logging", logging)
+        // The 0.2 suite's name for it: a log a 2026-07-28 client did not ask for (no
+        // `logLevel` in the request's `_meta`) must not reach it.
+        .tool("test_logging_tool", logging)
         .tool("test_error_handling", |_, _| {
             Err(ToolError::new(
                 "This tool intentionally returns an error for testing",

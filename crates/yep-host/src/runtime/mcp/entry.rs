@@ -339,7 +339,7 @@ fn key_of(source: &McpSource, spec: &crate::supervisor::ServerSpec) -> Option<St
 }
 
 /// The enabled extensions' MCP servers that a session in `workspace` runs as one process
-/// ([`share_key`]), each group by name (`<ext>__<server>`), for `yep list`.
+/// (`share_key`), each group by name (`<ext>__<server>`), for `yep list`.
 pub fn shared_servers(home: &Home, workspace: &Path) -> Vec<Vec<String>> {
     let Ok(extensions) = super::enabled_manifests(home) else {
         return Vec::new();
