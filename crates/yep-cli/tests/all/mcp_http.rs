@@ -173,3 +173,53 @@ fn sessions_past_the_cap_evict_unused_ones_and_keep_the_one_in_use() {
     let mut oldest = opened.into_iter().next().unwrap();
     assert_eq!(oldest.call("tools/list", json!({})), Err(404));
 }
+
+/// A JSON-RPC batch (MCP took batches out at 2025-06-18) is refused whole, on HTTP with `400`
+/// and a JSON-RPC `-32600` that says why, on stdio with `-32600`; neither runs a message of
+/// it, and each goes on serving.
+#[test]
+fn a_json_rpc_batch_is_refused_whole_and_the_server_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = fixture_home(tmp.path());
+    let (_server, url, _) = serve_http(&home, "127.0.0.1:0", &[]);
+    let (addr, token) = target(&home, &url);
+    let mut session = McpSession::open(addr, &token).unwrap();
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "t1", "arguments": {"n": 1}}},
+        {"jsonrpc": "2.0", "id": 8, "method": "tools/list"},
+    ]);
+    let refused = session.post(&batch).unwrap();
+    assert_eq!(refused.status, 400);
+    let said = refused.messages();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0]["error"]["code"], -32600, "{said:?}");
+    assert!(
+        said[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("JSON-RPC batches are not accepted"),
+        "{said:?}"
+    );
+    // The session goes on.
+    let listed = session.call("tools/list", json!({})).unwrap();
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+
+    // On stdio: the batch is answered -32600 and nothing of it runs; the next message is
+    // answered.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    let input = format!(
+        "{init}\n{}\n{batch}\n{}\n",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
+    );
+    let out = yep_with_stdin(&home, &["mcp", "serve"], &input);
+    let answers: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<&serde_json::Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [&json!(1), &json!(null), &json!(9)], "{answers:?}");
+    assert_eq!(answers[1]["error"]["code"], -32600, "{answers:?}");
+}

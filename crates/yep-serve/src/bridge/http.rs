@@ -267,7 +267,10 @@ pub async fn serve_http_with(
                         );
                         return Ok::<_, std::convert::Infallible>(refused);
                     }
-                    tower_service::Service::call(&mut service, request).await
+                    match one_message(request).await {
+                        Ok(request) => tower_service::Service::call(&mut service, request).await,
+                        Err(refused) => Ok(refused),
+                    }
                 }
             });
         let connection = http1.serve_connection(hyper_util::rt::TokioIo::new(stream), handler);
@@ -281,6 +284,74 @@ pub async fn serve_http_with(
             drop(slot);
         });
     }
+}
+
+/// The largest request body read (rmcp's own cap): a longer one is refused with `413`.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// What JSON-RPC batches get: MCP took them out at revision 2025-06-18.
+const NO_BATCHES: &str = "JSON-RPC batches are not accepted: send one message per request \
+    (MCP removed batches at revision 2025-06-18)";
+
+/// `request` with its body read (at most [`MAX_BODY`]), or the answer it gets instead: a
+/// JSON-RPC batch (an array) is refused with `400` and a JSON-RPC `-32600` that says why, as
+/// stdio refuses one, not rmcp's `415` that says the body could not be read.
+async fn one_message(
+    request: http::Request<hyper::body::Incoming>,
+) -> Result<
+    http::Request<http_body_util::Full<hyper::body::Bytes>>,
+    http::Response<
+        http_body_util::combinators::BoxBody<hyper::body::Bytes, std::convert::Infallible>,
+    >,
+> {
+    use http_body_util::BodyExt;
+    let answer = |status: http::StatusCode, body: String, json: bool| {
+        let mut response =
+            http::Response::new(http_body_util::Full::new(hyper::body::Bytes::from(body)).boxed());
+        *response.status_mut() = status;
+        if json {
+            response.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+        }
+        response
+    };
+    let (parts, body) = request.into_parts();
+    let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            let too_large = e.is::<http_body_util::LengthLimitError>();
+            return Err(match too_large {
+                true => answer(
+                    http::StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("a request body is at most {MAX_BODY} bytes"),
+                    false,
+                ),
+                false => answer(
+                    http::StatusCode::BAD_REQUEST,
+                    format!("the request body could not be read: {e}"),
+                    false,
+                ),
+            });
+        }
+    };
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        let error = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": -32600, "message": NO_BATCHES},
+        });
+        return Err(answer(
+            http::StatusCode::BAD_REQUEST,
+            error.to_string(),
+            true,
+        ));
+    }
+    Ok(http::Request::from_parts(
+        parts,
+        http_body_util::Full::new(bytes),
+    ))
 }
 
 /// The first wait after a failed accept, doubled on each failure in a row.
