@@ -96,6 +96,8 @@ async fn own_host(
     };
     let opts = HostOptions {
         supervisor: yep_host::supervisor::SupervisorOptions::for_home(home),
+        mcp_list_deadline: yep_host::runtime::mcp_list_deadline_setting(home)
+            .unwrap_or_else(|_| HostOptions::default().mcp_list_deadline),
         ..HostOptions::default()
     };
     let host = ExtensionHost::start(home.clone(), own, opts)

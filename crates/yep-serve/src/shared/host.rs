@@ -338,6 +338,12 @@ impl Shared {
             idle_stop: self.config.idle_stop,
             // Contained as the home says, read when the workspace opens.
             supervisor: yep_host::supervisor::SupervisorOptions::for_home(&self.home),
+            // As the home says too; a setting that is not a duration is the default, warned.
+            mcp_list_deadline: yep_host::runtime::mcp_list_deadline_setting(&self.home)
+                .unwrap_or_else(|e| {
+                    tracing::warn!("{e}; the default is used");
+                    HostOptions::default().mcp_list_deadline
+                }),
             ..HostOptions::default()
         };
         let session = Session {
