@@ -37,7 +37,7 @@ fn conformance_home(tmp: &Path) -> PathBuf {
     );
     manifest["yolop"]["capabilityServer"]["command"] = json!(server);
     std::fs::write(src.join("plugin.json"), manifest.to_string()).unwrap();
-    copy_dir(&example.join("skills"), &src.join("skills"));
+    common::copy_tree(&example.join("skills"), &src.join("skills"));
     ok(&yep_with_stdin(
         &home,
         &["install", src.to_str().unwrap(), "--yes"],
@@ -45,19 +45,6 @@ fn conformance_home(tmp: &Path) -> PathBuf {
     ));
     ok(&yep_with_stdin(&home, &["enable", "conformance"], ""));
     home
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let path = entry.path();
-        match path.is_dir() {
-            true => copy_dir(&path, &to.join(entry.file_name())),
-            false => {
-                std::fs::copy(&path, to.join(entry.file_name())).unwrap();
-            }
-        }
-    }
 }
 
 /// Each scenario's checks as the suite wrote them under `out` (`server-<scenario>-<time>/`,

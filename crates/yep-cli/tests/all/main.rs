@@ -13,6 +13,7 @@ mod cli;
 mod common;
 mod components;
 mod conformance;
+mod corpora;
 mod docs;
 mod doctor_conformance;
 mod fresh_clone;
