@@ -29,6 +29,7 @@ pub mod mcp_skills;
 pub mod progress;
 pub mod settings;
 pub mod skill;
+pub mod snapshot;
 pub mod source;
 pub mod state;
 pub mod summary;

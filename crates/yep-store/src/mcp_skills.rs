@@ -7,7 +7,7 @@
 use crate::mcp::{Origin, cache_key};
 use crate::{Home, StoreError};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A skill's files: each path under its directory (`/`-separated) and its bytes.
 pub type SkillFiles = Vec<(String, Vec<u8>)>;
@@ -32,15 +32,9 @@ pub fn skill_hash(files: &[(String, Vec<u8>)]) -> String {
     crate::hash::sha256_hex(listing.as_bytes())
 }
 
-/// Whether `name` can be a directory of its own: no separator, no `.` or `..`, no NUL (a
-/// name SEP-2640 allows always can).
-fn plain(name: &str) -> bool {
-    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
-}
-
 /// Keep `skills` (each a name and its files, paths relative and plain) as server `name` at
-/// `origin`'s approved skills, in place of any kept before: written whole beside the old
-/// copy, then swapped in. Their hashes, by name, for the pin.
+/// `origin`'s approved skills, in place of any kept before ([`crate::snapshot::keep`]). Their
+/// hashes, by name, for the pin. A skill whose name is not one path segment is left out.
 pub fn keep(
     home: &Home,
     name: &str,
@@ -48,35 +42,23 @@ pub fn keep(
     skills: &[(String, SkillFiles)],
 ) -> Result<BTreeMap<String, String>, StoreError> {
     let dir = skills_dir(home, name, origin);
-    let fresh = dir.with_extension(format!("new-{}", std::process::id()));
-    let io = |what: &Path| crate::io(format!("failed to write {}", what.display()));
-    let _ = std::fs::remove_dir_all(&fresh);
     let mut pinned = BTreeMap::new();
-    for (skill, files) in skills {
-        if !plain(skill) || pinned.contains_key(skill) {
+    let mut files = Vec::new();
+    for (skill, skill_files) in skills {
+        if skill.contains('/') || !crate::snapshot::plain(skill) || pinned.contains_key(skill) {
             continue;
         }
-        for (path, bytes) in files {
-            if !path.split('/').all(plain) {
-                continue;
-            }
-            let file = fresh.join(skill).join(path);
-            if let Some(parent) = file.parent() {
-                std::fs::create_dir_all(parent).map_err(io(parent))?;
-            }
-            std::fs::write(&file, bytes).map_err(io(&file))?;
+        for (path, bytes) in skill_files {
+            files.push((format!("{skill}/{path}"), bytes.clone()));
         }
-        pinned.insert(skill.clone(), skill_hash(files));
+        pinned.insert(skill.clone(), skill_hash(skill_files));
     }
-    if pinned.is_empty() {
-        let _ = std::fs::remove_dir_all(&fresh);
-        let _ = crate::fsutil::remove_tree(&dir);
-        return Ok(pinned);
+    match pinned.is_empty() {
+        true => {
+            let _ = crate::fsutil::remove_tree(&dir);
+        }
+        false => crate::snapshot::keep(&dir, &files)?,
     }
-    let old = dir.with_extension(format!("old-{}", std::process::id()));
-    let _ = std::fs::rename(&dir, &old);
-    std::fs::rename(&fresh, &dir).map_err(io(&dir))?;
-    let _ = crate::fsutil::remove_tree(&old);
     Ok(pinned)
 }
 

@@ -115,7 +115,7 @@ impl Approver for Consent {
         let mut err = std::io::stderr().lock();
         // Escaped field by field already; the whole screen once more, as a last resort.
         let _ = writeln!(err, "{}", escape_controls(summary));
-        if let Some(d) = diff {
+        if let Some(d) = diff.filter(|d| !d.is_empty()) {
             let _ = writeln!(
                 err,
                 "changes against what you approved:\n{}",

@@ -195,6 +195,51 @@ fn hash_of(dir: &Path, approval: &Approval) -> Result<String, StoreError> {
 }
 
 /// The canonical form of `workspace`, as pins name it.
+/// The files `project`'s approval covers, as they are now, by their paths in `workspace`: its
+/// settings files, its parts, and the code its hooks run from the workspace. `None` past the
+/// snapshot's caps.
+fn project_files(workspace: &Path, project: &Project) -> Option<crate::snapshot::Files> {
+    use crate::fsutil::{Links, read_regular};
+    let mut files = Vec::new();
+    let add_dir = |dir: &Path, prefix: &str, files: &mut crate::snapshot::Files| {
+        let found = crate::snapshot::read(dir)?;
+        files.extend(found.into_iter().map(|(p, b)| (format!("{prefix}{p}"), b)));
+        Some(())
+    };
+    for file in SETTINGS {
+        if let Ok(bytes) = read_regular(
+            &project.dir.join(file),
+            super::MAX_PART_BYTES,
+            Links::Refuse,
+        ) {
+            files.push((format!(".claude/{file}"), bytes));
+        }
+    }
+    for part in PARTS {
+        let dir = project.dir.join(part);
+        if dir.is_dir() {
+            add_dir(&dir, &format!(".claude/{part}/"), &mut files)?;
+        }
+    }
+    for path in &project.code.paths {
+        match path.strip_suffix('/') {
+            Some(dir) => add_dir(&workspace.join(dir), path, &mut files)?,
+            None => {
+                let bytes = read_regular(
+                    &workspace.join(path),
+                    crate::snapshot::MAX_BYTES,
+                    Links::Refuse,
+                )
+                .ok()?;
+                files.push((path.clone(), bytes));
+            }
+        }
+    }
+    files.sort();
+    files.dedup_by(|a, b| a.0 == b.0);
+    (files.len() <= crate::snapshot::MAX_FILES).then_some(files)
+}
+
 fn key(workspace: &Path) -> String {
     workspace
         .canonicalize()
@@ -228,11 +273,40 @@ impl Home {
             claude: project.approval.pin.clone(),
             code: project.code.hash.clone(),
         });
+        // The files approved, kept first (a crash between the two leaves a copy no pin
+        // vouches for, never a pin without its copy), so the next change can be shown.
+        match project_files(workspace, project) {
+            Some(files) => crate::snapshot::keep(&self.project_snapshot_dir(workspace), &files)?,
+            None => {
+                let _ = crate::fsutil::remove_tree(&self.project_snapshot_dir(workspace));
+            }
+        }
         lock.save(&self.lock_path()).map_err(crate::io(format!(
             "failed to write {}",
             self.lock_path().display()
         )))?;
         Ok(())
+    }
+
+    /// Where the files of `workspace`'s config approval are kept ([`crate::snapshot`]).
+    fn project_snapshot_dir(&self, workspace: &Path) -> PathBuf {
+        let digest = Sha256::digest(key(workspace).as_bytes());
+        let short: String = crate::hash::hex(&digest).chars().take(16).collect();
+        self.root.join("cache").join("projects").join(short)
+    }
+
+    /// What moved in the files `project` runs since its approval in `workspace` was given: each
+    /// settings file, hook script, command, skill and agent, and the code its hooks run from the
+    /// workspace. `None` when no copy was kept (an approval from before yep kept one) or the
+    /// files are past the snapshot's caps.
+    pub fn project_changes(
+        &self,
+        workspace: &Path,
+        project: &Project,
+    ) -> Option<Vec<crate::snapshot::Change>> {
+        let before = crate::snapshot::read(&self.project_snapshot_dir(workspace))?;
+        let now = project_files(workspace, project)?;
+        Some(crate::snapshot::changes(&before, &now))
     }
 
     /// Where `workspace`'s config keeps its state: one data dir per workspace.

@@ -91,6 +91,10 @@ fn trust_project(args: &TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     }
     if why != Asked::Never {
         summary.push_str(&format!("\n  not approved{}", why.since()));
+        // What runs is the files' content: each file that moved, and how.
+        if let Some(changes) = home.project_changes(&workspace, &project) {
+            summary.push_str(&changed_files(&changes));
+        }
     }
     // What its hooks, commands and skills add, in the one approval model's diff.
     let held = |pin: &yep_store::claude::ClaudePin| yep_store::approval::Approval {
@@ -110,6 +114,45 @@ fn trust_project(args: &TrustArgs, home: &Home) -> anyhow::Result<ExitCode> {
     home.trust_project(&workspace, &project)?;
     report_trust(args, &project.hash, true, "approved");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The most lines of diff shown for one file, and for all.
+const DIFF_LINES_PER_FILE: usize = 40;
+const DIFF_LINES: usize = 200;
+
+/// `changes` as consent-screen lines: each file added, removed or changed, a text file's lines
+/// that changed (with context), each escaped, at most [`DIFF_LINES_PER_FILE`] a file and
+/// [`DIFF_LINES`] in all.
+fn changed_files(changes: &[yep_store::snapshot::Change]) -> String {
+    use yep_store::snapshot::Change;
+    let mut out = String::from("\n  files changed since the approval:");
+    if changes.is_empty() {
+        out.push_str(" (none)");
+    }
+    let mut shown = 0;
+    for change in changes {
+        let (sign, path, lines) = match change {
+            Change::Added(path) => ("+", path, None),
+            Change::Removed(path) => ("-", path, None),
+            Change::Changed(path, lines) => ("~", path, Some(lines)),
+        };
+        out.push_str(&format!("\n    {sign} {}", escape(path)));
+        match lines {
+            Some(None) => out.push_str(" (not text)"),
+            Some(Some(lines)) => {
+                let room = DIFF_LINES_PER_FILE.min(DIFF_LINES.saturating_sub(shown));
+                for line in lines.iter().take(room) {
+                    out.push_str(&format!("\n        {}", escape(line)));
+                }
+                shown += lines.len().min(room);
+                if lines.len() > room {
+                    out.push_str(&format!("\n        … {} more lines", lines.len() - room));
+                }
+            }
+            None => {}
+        }
+    }
+    out
 }
 
 fn report_trust(args: &TrustArgs, hash: &str, changed: bool, said: &str) {
