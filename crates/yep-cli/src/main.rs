@@ -13,7 +13,8 @@ use std::process::ExitCode;
 #[command(
     name = "yep",
     version,
-    about = "Install, author and debug extensions for AI coding agents: YEP and zot extensions, and MCP servers"
+    about = "Install, author and run extensions for AI coding agents, contained: Claude Code, Codex and Agent Plugins packages, YEP and zot extensions, and MCP servers",
+    long_about = "Install, author and run extensions for AI coding agents, contained: Claude Code, Codex and Agent Plugins packages, YEP and zot extensions, and MCP servers\nEach runs in a sandbox (Landlock, seccomp, an egress proxy). Any MCP agent gets their tools (`yep mcp serve`); Claude Code, Codex and Gemini CLI run their hooks on the agent's own tools (`yep hooks config <agent>`)."
 )]
 struct Cli {
     /// The yep home (extensions, settings, logs). Defaults to `$YEP_HOME`, then `<config dir>/yep`.

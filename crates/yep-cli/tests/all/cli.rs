@@ -1006,10 +1006,14 @@ fn the_top_level_help_names_every_kind_yep_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let help = text(&yep(tmp.path(), &["--help"]).stdout);
     let first = help.lines().next().unwrap();
-    assert!(
-        first.contains("YEP and zot extensions, and MCP servers"),
-        "{first}"
-    );
+    for kind in [
+        "Claude Code, Codex and Agent Plugins packages",
+        "YEP and zot extensions, and MCP servers",
+    ] {
+        assert!(first.contains(kind), "{first}");
+    }
+    // The second line says how they are contained and reach the agents.
+    assert!(help.contains("`yep hooks config <agent>`"), "{help}");
     // `yep new --lang` says what each language writes.
     let new = text(&yep(tmp.path(), &["new", "--help"]).stdout);
     assert!(new.contains("JavaScript for Node 18+"), "{new}");
