@@ -99,6 +99,123 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     check_links(to)
 }
 
+/// The file that names what a path install leaves out, as `.gitignore` does (and beside it).
+pub const YEPIGNORE: &str = ".yepignore";
+
+/// Copy a package from a directory as [`copy_tree`] does, but without what its own
+/// `.gitignore` and [`YEPIGNORE`] files leave out (at any depth; not those above it, nor the
+/// user's global ones, so the same directory installs the same everywhere): a Rust package's
+/// `target/` stays behind. What the package's manifests name (`bin/server`, a hook's script)
+/// is copied even when ignored, so that an ignored build output the manifest runs still
+/// works. The bytes copied.
+pub fn copy_package(from: &Path, to: &Path) -> std::io::Result<u64> {
+    let walk = ignore::WalkBuilder::new(from)
+        .standard_filters(false)
+        .git_ignore(true)
+        .require_git(false)
+        .add_custom_ignore_filename(YEPIGNORE)
+        .parents(false)
+        .follow_links(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    std::fs::create_dir_all(to)?;
+    let mut total = 0;
+    for entry in walk {
+        let entry = entry.map_err(std::io::Error::other)?;
+        let rel = entry
+            .path()
+            .strip_prefix(from)
+            .map_err(std::io::Error::other)?;
+        if rel.as_os_str().is_empty() {
+            continue;
+        }
+        total += copy_one(entry.path(), &to.join(rel))?;
+    }
+    for named in named_paths(from) {
+        let dst = to.join(named.strip_prefix(from).map_err(std::io::Error::other)?);
+        if std::fs::symlink_metadata(&dst).is_err() {
+            if let Some(parent) = dst.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            total += copy_one(&named, &dst)?;
+        }
+    }
+    // Judged on the copy, which is ours: the source may change while it is read.
+    check_links(to)?;
+    Ok(total)
+}
+
+/// Copy one entry of a package: a directory whole (as [`copy_tree`]), a link as a link, a
+/// regular file with its mode. The bytes of a file copied.
+fn copy_one(src: &Path, dst: &Path) -> std::io::Result<u64> {
+    let kind = std::fs::symlink_metadata(src)?.file_type();
+    if kind.is_dir() {
+        std::fs::create_dir_all(dst)?;
+        Ok(0)
+    } else if kind.is_symlink() {
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(std::fs::read_link(src)?, dst)?;
+        Ok(0)
+    } else {
+        copy_file(src, dst)?;
+        Ok(std::fs::metadata(dst)?.len())
+    }
+}
+
+/// The files and directories inside `root` that its manifests name as paths (each word of a
+/// string value, `./` and a `${...}/` root variable taken off): what a package runs, copied
+/// even when an ignore file leaves it out.
+fn named_paths(root: &Path) -> Vec<std::path::PathBuf> {
+    const MANIFESTS: [&str; 6] = [
+        "plugin.json",
+        ".claude-plugin/plugin.json",
+        ".codex-plugin/plugin.json",
+        ".mcp.json",
+        "hooks/hooks.json",
+        "manifest.json",
+    ];
+    fn strings<'a>(value: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+        match value {
+            serde_json::Value::String(s) => out.push(s),
+            serde_json::Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+            serde_json::Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let Ok(real_root) = root.canonicalize() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for manifest in MANIFESTS {
+        let Ok(text) = read_regular_string(&root.join(manifest), 1 << 20, Links::Refuse) else {
+            continue;
+        };
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        let mut values = Vec::new();
+        strings(&value, &mut values);
+        for word in values.iter().flat_map(|v| v.split_whitespace()) {
+            let word = word.trim_matches(['"', '\'']);
+            let word = match word.strip_prefix("${") {
+                Some(rest) => rest.split_once("}/").map_or("", |(_, path)| path),
+                None => word.strip_prefix("./").unwrap_or(word),
+            };
+            if word.is_empty() || !stays_inside(word) {
+                continue;
+            }
+            let path = root.join(word);
+            let inside = path
+                .canonicalize()
+                .is_ok_and(|real| real.starts_with(&real_root) && real != real_root);
+            if inside && !found.contains(&path) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
 fn copy_entries(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {

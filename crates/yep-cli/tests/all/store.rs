@@ -1905,3 +1905,52 @@ fn install_and_enable_warn_when_a_server_command_resolves_nowhere() {
         text(&out.stderr)
     );
 }
+
+/// A path install leaves out what the package's own `.gitignore` and `.yepignore` leave out (a
+/// Rust package's `target/`), keeps what its manifest runs even when ignored, and warns of a
+/// copy past 50 MiB.
+#[test]
+fn a_path_install_leaves_out_what_the_packages_ignore_files_do() {
+    let env = Env::new();
+    let dir = env.package("ignoring", "ignoring", "1.0.0", facet());
+    std::fs::write(dir.join(".gitignore"), "/target\n*.log\n").unwrap();
+    std::fs::write(dir.join(".yepignore"), "bin/\nscratch/\n").unwrap();
+    std::fs::create_dir_all(dir.join("target/release")).unwrap();
+    std::fs::write(dir.join("target/release/big"), vec![0u8; 1 << 20]).unwrap();
+    std::fs::write(dir.join("debug.log"), "noise").unwrap();
+    std::fs::create_dir_all(dir.join("scratch")).unwrap();
+    std::fs::write(dir.join("scratch/notes"), "mine").unwrap();
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::write(dir.join("docs/keep.md"), "kept").unwrap();
+    // The manifest runs `server` from `bin/`: ignored, and copied all the same.
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("plugin.json")).unwrap()).unwrap();
+    manifest["yolop"]["capabilityServer"]["command"] = json!("bin/server");
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    env.ok(&["install", dir.to_str().unwrap(), "--yes"]);
+    let copy = env.home().join("extensions/ignoring");
+    for kept in [
+        "plugin.json",
+        "bin/server",
+        "docs/keep.md",
+        ".gitignore",
+        ".yepignore",
+    ] {
+        assert!(copy.join(kept).is_file(), "{kept} was left out");
+    }
+    for left in ["target", "debug.log", "scratch"] {
+        assert!(!copy.join(left).exists(), "{left} was copied");
+    }
+
+    // Past 50 MiB it is said, with what to do about it.
+    let big = env.package("big", "big", "1.0.0", facet());
+    let file = std::fs::File::create(big.join("data.bin")).unwrap();
+    file.set_len(51 << 20).unwrap();
+    let out = env.yep(&["install", big.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("copied 51 MiB of") && said.contains("`.yepignore`"),
+        "{said}"
+    );
+}

@@ -3,7 +3,6 @@
 //! server binary (`fetch/download.rs`: checksum verified before anything is written, unpacked
 //! by `fetch/archive.rs` without trusting archive paths).
 
-use super::fsutil::copy_tree;
 use std::path::Path;
 
 // The downloads (ureq, with its TLS stack) and the archives (tar, flate2) are the store's
@@ -263,9 +262,23 @@ fn clone_args(url: &str, full: bool, dest: &str) -> Vec<String> {
     args
 }
 
-/// Copy a local package.
+/// A path install that copies more than this into the home is warned of.
+pub const LARGE_COPY: u64 = 50 * 1024 * 1024;
+
+/// Copy a local package, without what its `.gitignore` and `.yepignore` leave out
+/// ([`crate::fsutil::copy_package`]); past [`LARGE_COPY`] the copy is warned of.
 pub fn fetch_path(from: &Path, dest: &Path) -> Result<(), FetchError> {
-    copy_tree(from, dest).map_err(io(format!("failed to copy {}", from.display())))
+    let copied = crate::fsutil::copy_package(from, dest)
+        .map_err(io(format!("failed to copy {}", from.display())))?;
+    if copied > LARGE_COPY {
+        tracing::warn!(
+            "copied {} MiB of {} into the home: a `.yepignore` (as .gitignore) in it leaves out \
+             what the package does not need to run",
+            copied >> 20,
+            crate::text::escape(&from.display().to_string())
+        );
+    }
+    Ok(())
 }
 
 /// This host's target triple, as prebuilt binaries are named.
