@@ -183,6 +183,18 @@ pub enum StoreError {
         /// Why the entry was skipped when the catalogue was read (escaped).
         skipped: Option<String>,
     },
+    /// A bare name that several added marketplaces list: which one is meant is the user's to
+    /// say.
+    #[error(
+        "`{}` is listed by the marketplaces {}: say which one, as `yep install {}@<marketplace>`",
+        text::escape(plugin),
+        marketplaces.iter().map(|m| format!("`{}`", text::escape(m))).collect::<Vec<_>>().join(" and "),
+        text::escape(plugin)
+    )]
+    ListedInSeveral {
+        plugin: String,
+        marketplaces: Vec<String>,
+    },
     /// A marketplace entry's relative source leads out of the marketplace (through a link).
     #[error(
         "the source of `{}` in marketplace `{}`, \"{}\", leaves the marketplace",

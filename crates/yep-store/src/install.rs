@@ -194,12 +194,26 @@ impl Home {
         let source = SourceSpec::parse(spec)?;
         let _lock = self.lock()?;
         // `<plugin>@<marketplace>` when a marketplace of that name is added; else the
-        // crates.io `<name>@<version>` it always was.
+        // crates.io `<name>@<version>` it always was. A bare `<plugin>` that one added
+        // marketplace lists is that plugin (several: the user says which); else crates.io.
         let via = match &source {
             SourceSpec::Bare {
                 name,
                 version: Some(market),
             } => marketplace::resolve(self, name, market)?,
+            SourceSpec::Bare {
+                name,
+                version: None,
+            } => match marketplace::offering(self, name)?.as_slice() {
+                [] => None,
+                [market] => marketplace::resolve(self, name, market)?,
+                several => {
+                    return Err(StoreError::ListedInSeveral {
+                        plugin: name.clone(),
+                        marketplaces: several.to_vec(),
+                    });
+                }
+            },
             _ => None,
         };
         if via.is_some() && opts.subdir.is_some() {

@@ -522,6 +522,17 @@ pub fn resolve(home: &Home, plugin: &str, market: &str) -> Result<Option<Resolve
     }
 }
 
+/// The added marketplaces whose catalogue lists `plugin` (by its name now, not a rename), by
+/// name: what a bare `yep install <plugin>` looks at before crates.io. A catalogue that cannot
+/// be read is passed over.
+pub fn offering(home: &Home, plugin: &str) -> Result<Vec<String>, StoreError> {
+    Ok(registered(home)?
+        .into_iter()
+        .filter(|r| read(&r.root).is_ok_and(|m| m.entries.iter().any(|e| e.name == plugin)))
+        .map(|r| r.name)
+        .collect())
+}
+
 /// `plugin` as `registered`'s catalogue lists it, following its renames: a relative source
 /// is a directory of the marketplace (of a git one, its repository at its commit) that must
 /// stay inside it; a git source is that repository, at its `sha` (else its `ref`).
