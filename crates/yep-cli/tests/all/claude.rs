@@ -1516,3 +1516,43 @@ fn a_hook_that_never_exits_is_killed_at_its_timeout_with_its_child_and_on_error_
     );
     gone("the hook or its child outlived its timeout, failing closed");
 }
+
+/// A SessionStart hook that runs past its timeout (a pip install with no network): the
+/// warning names the plugin, the hook's command and its log, never a "last good text" there
+/// is none of; and `yep logs <plugin>` shows what the hook wrote to stderr.
+#[test]
+fn a_session_start_hook_past_its_timeout_names_the_plugin_the_command_and_its_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let plugin = tmp.path().join("slowstart");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(plugin.join("hooks")).unwrap();
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "slowstart", "version": "1.0.0"}"#,
+    )
+    .unwrap();
+    let command = "echo 'pip: could not reach pypi.org' >&2; sleep 30";
+    let hooks = serde_json::json!({"hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": command, "timeout": 3}]}
+    ]}});
+    std::fs::write(plugin.join("hooks/hooks.json"), hooks.to_string()).unwrap();
+    install(&home, &plugin);
+    ok(&yep(&home, &["enable", "slowstart"]));
+    // Asked at once, and again once the hook's timeout has passed.
+    let (_, warnings) = session(tmp.path(), &home, "prompt\n");
+    let all = warnings.join("\n");
+    assert!(!all.contains("last good text"), "{all}");
+    let running = warnings
+        .iter()
+        .find(|w| w.contains("SessionStart"))
+        .unwrap_or_else(|| panic!("no SessionStart warning: {all}"));
+    assert!(
+        running.contains("plugin `slowstart`")
+            && running.contains(command)
+            && running.contains("slowstart.log"),
+        "{running}"
+    );
+    let logs = ok(&yep(&home, &["logs", "slowstart"]));
+    assert!(logs.contains("pip: could not reach pypi.org"), "{logs}");
+}
