@@ -1556,3 +1556,22 @@ fn a_session_start_hook_past_its_timeout_names_the_plugin_the_command_and_its_lo
     let logs = ok(&yep(&home, &["logs", "slowstart"]));
     assert!(logs.contains("pip: could not reach pypi.org"), "{logs}");
 }
+
+/// A `.claude/` that holds only hookify's rule files is no config to run: a session says
+/// nothing of it.
+#[test]
+fn a_claude_dir_of_only_hookify_rules_is_passed_over_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    std::fs::write(
+        ws.join(".claude/hookify.x.local.md"),
+        "---\nname: warn-rm\nenabled: true\nevent: bash\npattern: rm -rf\n---\nCareful.\n",
+    )
+    .unwrap();
+    let out = common::yep_in(&ws, &home, &["session"], "prompt\n");
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains(".claude"), "{said}");
+}
