@@ -130,7 +130,13 @@ fn main() -> ExitCode {
     // A session shows the host's warnings itself (`warning: …`, or `{"warning": …}` with
     // `--json`): the host's log of them would say each twice.
     let shows_warnings = matches!(cli.command, Command::Session(_));
-    init_tracing(cli.verbose, shows_warnings);
+    // The shared host's log says when it started, stopped and why: the place a session that
+    // lost it points at.
+    let host = matches!(
+        cli.command,
+        Command::Host(commands::host::HostCommand::Serve)
+    );
+    init_tracing(cli.verbose, shows_warnings, host);
     let home = yep_store::Home::resolve(cli.home);
     // Its secrets, lock and packages never reach a server by way of the workspace.
     yep_sandbox::protect(&home.root);
@@ -198,11 +204,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(verbose: u8, shows_warnings: bool) {
+fn init_tracing(verbose: u8, shows_warnings: bool, host: bool) {
     use std::io::IsTerminal;
     // What the host says while a start takes long (a `go run .` building) is shown too.
     let default = match verbose {
         0 if shows_warnings => "warn,rmcp=off,yep_host::health=error,yep_host::progress=info",
+        0 if host => "warn,rmcp=off,yep_host::progress=info,yep_serve::shared=info",
         // rmcp logs what it meets at error level; the host reports each as its own error.
         0 => "warn,rmcp=off,yep_host::progress=info",
         1 => "debug",

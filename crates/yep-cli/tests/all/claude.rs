@@ -1564,3 +1564,62 @@ fn trust_project_names_each_changed_file_and_shows_its_diff() {
     );
     common::assert_nothing_hidden(&said);
 }
+
+/// A SessionStart hook that runs past its timeout (a pip install with no network): the
+/// warning names the plugin, the hook's command and its log, never a "last good text" there
+/// is none of; and `yep logs <plugin>` shows what the hook wrote to stderr.
+#[test]
+fn a_session_start_hook_past_its_timeout_names_the_plugin_the_command_and_its_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let plugin = tmp.path().join("slowstart");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(plugin.join("hooks")).unwrap();
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "slowstart", "version": "1.0.0"}"#,
+    )
+    .unwrap();
+    let command = "echo 'pip: could not reach pypi.org' >&2; sleep 30";
+    let hooks = serde_json::json!({"hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": command, "timeout": 3}]}
+    ]}});
+    std::fs::write(plugin.join("hooks/hooks.json"), hooks.to_string()).unwrap();
+    install(&home, &plugin);
+    ok(&yep(&home, &["enable", "slowstart"]));
+    // Asked at once, and again once the hook's timeout has passed.
+    let (_, warnings) = session(tmp.path(), &home, "prompt\n");
+    let all = warnings.join("\n");
+    assert!(!all.contains("last good text"), "{all}");
+    let running = warnings
+        .iter()
+        .find(|w| w.contains("SessionStart"))
+        .unwrap_or_else(|| panic!("no SessionStart warning: {all}"));
+    assert!(
+        running.contains("plugin `slowstart`")
+            && running.contains(command)
+            && running.contains("slowstart.log"),
+        "{running}"
+    );
+    let logs = ok(&yep(&home, &["logs", "slowstart"]));
+    assert!(logs.contains("pip: could not reach pypi.org"), "{logs}");
+}
+
+/// A `.claude/` that holds only hookify's rule files is no config to run: a session says
+/// nothing of it.
+#[test]
+fn a_claude_dir_of_only_hookify_rules_is_passed_over_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    std::fs::write(
+        ws.join(".claude/hookify.x.local.md"),
+        "---\nname: warn-rm\nenabled: true\nevent: bash\npattern: rm -rf\n---\nCareful.\n",
+    )
+    .unwrap();
+    let out = common::yep_in(&ws, &home, &["session"], "prompt\n");
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains(".claude"), "{said}");
+}

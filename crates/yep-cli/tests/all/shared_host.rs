@@ -436,6 +436,18 @@ fn a_host_killed_mid_call_fails_the_call_at_once_and_the_next_call_starts_a_new_
             && said.contains("the next request starts a new one"),
         "{said}"
     );
+    // The log it points at says what became of the host: it started, and was lost mid-call.
+    let log = std::fs::read_to_string(home.join("logs/host.log")).unwrap();
+    assert!(
+        said.contains(&home.join("logs/host.log").display().to_string()),
+        "{said}"
+    );
+    assert!(log.contains(&format!("(pid {host}) serving")), "{log}");
+    assert!(
+        log.contains("the shared host closed its connection with 1 request(s) unanswered")
+            && log.contains("killed (SIGKILL, the OOM killer) or crashed"),
+        "{log}"
+    );
     // The dead host's server sees its stdin close and exits (its stderr is gone too).
     wait_until(
         "the orphaned echo server exits",
@@ -447,6 +459,17 @@ fn a_host_killed_mid_call_fails_the_call_at_once_and_the_next_call_starts_a_new_
     let new = status(&home)["pid"].as_u64().unwrap();
     assert_ne!(new, host);
     assert_eq!(hosts_of(&home), [new as u32]);
+    // A host stopped by a signal says so.
+    // SAFETY: a signal to the host this test started (through its session).
+    assert_eq!(unsafe { libc::kill(new as i32, libc::SIGTERM) }, 0);
+    wait_until("the host stops on SIGTERM", Duration::from_secs(10), || {
+        !alive(new)
+    });
+    let log = std::fs::read_to_string(home.join("logs/host.log")).unwrap();
+    assert!(
+        log.contains("stopping: SIGTERM received") && log.contains(&format!("(pid {new}) stopped")),
+        "{log}"
+    );
     // The requests the dead host had answered (it wrote those answers to the agent itself,
     // and told the client) got no second answer: the client's errors, sent at once, came
     // before the next call's answer.
@@ -1042,4 +1065,55 @@ fn a_session_in_the_home_directory_is_served_by_a_host_of_its_own() {
         "{welcome}"
     );
     other.close();
+}
+
+#[test]
+fn a_session_on_another_path_is_served_with_its_own_and_the_first_one_s_failure_does_not_stick() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = home_with(tmp.path(), "");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    // A server named by a bare command that only a directory the second shell put on PATH
+    // holds (a tool installed after the first session started).
+    let tools = tmp.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let server = tools.join("yep-path-only-server");
+    if std::fs::hard_link(bin("yep-bench-rmcp"), &server).is_err() {
+        std::fs::copy(bin("yep-bench-rmcp"), &server).unwrap();
+    }
+    let old_path = std::env::var("PATH").unwrap();
+    let new_path = format!("{}:{old_path}", tools.display());
+    ok(&common::yep_with_env(
+        &home,
+        &["mcp", "add", "late", "--", "yep-path-only-server"],
+        "",
+        &[("PATH", &new_path)],
+    ));
+    let mut first = Session::start(&home, &ws, &[("PATH", &old_path)], false);
+    let failed = first.call("mcp__late__echo", json!({"text": "x"}));
+    assert!(
+        failed.get("error").is_some() || failed["result"]["isError"] == true,
+        "the first session found a server its PATH lacks: {failed}"
+    );
+    echoed(&first.call("echo", json!({"text": "a"})));
+    // The second session's call works with no `yep host stop` between.
+    let mut second = Session::start(&home, &ws, &[("PATH", &new_path)], false);
+    let reached = second.call("mcp__late__echo", json!({"text": "from the new shell"}));
+    assert!(
+        reached.get("result").is_some() && reached["result"]["isError"] != true,
+        "{reached}"
+    );
+    assert!(
+        reached.to_string().contains("from the new shell"),
+        "{reached}"
+    );
+    echoed(&second.call("echo", json!({"text": "b"})));
+    // The first session still shares the host it started; the second was not served by it.
+    assert_eq!(hosts_of(&home).len(), 1);
+    assert_eq!(status(&home)["sessions"], 1, "{}", status(&home));
+    let said = second.close();
+    assert!(said.contains("another environment (PATH)"), "{said}");
+    first.close();
+    let log = std::fs::read_to_string(home.join("logs/host.log")).unwrap_or_default();
+    assert!(log.contains("another environment (PATH)"), "{log}");
 }

@@ -117,22 +117,43 @@ impl ExtensionHost {
             let dynamic = match cached {
                 Some(t) => t,
                 None => {
-                    // The budget covers starting the server too.
-                    let fetched = tokio::time::timeout(
-                        self.core.opts.prompt_timeout,
-                        l.ext
-                            .with_peer(|p, _| p.prompt(self.core.opts.prompt_timeout)),
+                    // The budget covers starting the server too: the server is given what
+                    // is left of it, so it can say what it still waits on in time.
+                    let deadline = tokio::time::Instant::now() + self.core.opts.prompt_timeout;
+                    let fetched = tokio::time::timeout_at(
+                        deadline,
+                        l.ext.with_peer(|p, _| {
+                            p.prompt(
+                                deadline.saturating_duration_since(tokio::time::Instant::now()),
+                            )
+                        }),
                     )
                     .await;
+                    // A server's own error names its extension already.
                     let fresh = match fetched
-                        .map_err(|_| "timed out".to_string())
+                        .map_err(|_| {
+                            format!(
+                                "extension `{}`: dynamic prompt timed out after {:?}",
+                                l.name, self.core.opts.prompt_timeout
+                            )
+                        })
                         .and_then(|r| r.map_err(|e| e.to_string()))
                     {
                         Ok(text) => Some(text.trim().to_string()).filter(|t| !t.is_empty()),
                         Err(err) => {
+                            let kept = l
+                                .prompt
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .last_good
+                                .is_some();
+                            let instead = match kept {
+                                true => "the last good text is used",
+                                false => "this turn's prompt goes without its text",
+                            };
                             self.core.report(crate::health::HealthEvent::Warning {
                                 extension: Some(l.name.clone()),
-                                message: format!("extension `{}`: dynamic prompt failed, using the last good text: {err}", l.name),
+                                message: format!("{err}; {instead}"),
                             });
                             None
                         }

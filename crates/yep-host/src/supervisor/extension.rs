@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 /// coarse monotonic clock, which the vDSO reads without the timestamp counter (a tick's
 /// resolution, a few ms, is plenty for idle stops of seconds or minutes, and two reads per
 /// call of the precise clock were ~2% of a host's CPU under many calls at once); elsewhere,
-/// or should that read fail, the time since `born`.
+/// or should that read fail, the time since `born`. It reads up to a tick behind the precise
+/// clock, more while a loaded machine delays its tick, so an idle time may read that much
+/// off: nothing may depend on it to better than that (the idle tests allow half an idle stop).
 pub(super) fn use_clock(born: Instant) -> u64 {
     #[cfg(target_os = "linux")]
     {

@@ -210,10 +210,13 @@ async fn a_call_running_past_the_idle_stop_is_not_cut_short_nor_counted_idle_whe
     let ended = Instant::now();
     assert_eq!(answer["args"]["sleep_ms"], 3000);
 
-    // Idle from the call's end, not its start: stopped an idle stop later, not at once.
+    // Idle from the call's end, not its start: stopped about an idle stop later, not at
+    // once. Idle time is on the coarse clock, which reads a tick behind (more while a loaded
+    // machine delays its tick), so the stop may come that much early: half an idle stop
+    // tells "later" from "at once" whatever the clock's lag.
     within_bound("the idle stop", || host.pid("slow").is_none()).await;
     assert!(
-        ended.elapsed() >= IDLE,
+        ended.elapsed() >= IDLE / 2,
         "stopped {:?} after the call ended",
         ended.elapsed()
     );
@@ -251,13 +254,10 @@ async fn without_an_idle_stop_a_server_runs_on() {
     let info = server(&host, "awake");
     assert_eq!(info.state, ServerState::Running);
     assert_eq!(info.stops_in, None, "no idle stop, so none is due");
-    // Idle time is read from a coarse clock (a few ms a tick): it may read a hair under
-    // the sleep it followed.
-    let coarse = Duration::from_millis(20);
-    assert!(
-        info.idle.is_some_and(|d| d + coarse >= IDLE * 2),
-        "{info:?}"
-    );
+    // Idle time is read from the coarse clock: a tick behind (a few ms), more while a loaded
+    // machine delays its tick, so it may read under the sleep it followed. Idle for more than
+    // an idle stop, and never stopped, is what this test is for.
+    assert!(info.idle.is_some_and(|d| d >= IDLE), "{info:?}");
     host.shutdown().await;
 }
 

@@ -52,7 +52,8 @@ fn read_input(agent: Agent) -> Result<Input, String> {
 }
 
 /// The chain's answer to `input`'s event, from the shared host of its workspace; a workspace
-/// the shared host never serves (the home, `/`) is served by a host of this process's own.
+/// the shared host never serves (the home, `/`), or whose environment is not the host's, is
+/// served by a host of this process's own.
 async fn answer(home: &Home, input: &Input, start: &Starter) -> Result<AgentAnswer, String> {
     let Some(event) = &input.event else {
         return Ok(AgentAnswer::default());
@@ -61,7 +62,9 @@ async fn answer(home: &Home, input: &Input, start: &Starter) -> Result<AgentAnsw
     let session = input.session.clone();
     match crate::shared::hook(home, workspace.clone(), session.clone(), event, start).await {
         Ok(answer) => Ok(answer),
-        Err(AttachError::Unshared(_)) => own_host(home, workspace, session, event.clone()).await,
+        Err(AttachError::Unshared(_) | AttachError::OtherEnv(_)) => {
+            own_host(home, workspace, session, event.clone()).await
+        }
         Err(e) => Err(e.to_string()),
     }
 }

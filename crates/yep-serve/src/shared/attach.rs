@@ -41,6 +41,10 @@ pub enum AttachError {
     /// A session the shared host never serves (its workspace holds the home): why.
     #[error("{0}: a shared host never serves it")]
     Unshared(String),
+    /// A session whose environment is not the shared host's where its servers would see it:
+    /// the variables that differ. Its caller serves it with a host of its own.
+    #[error("the shared host runs with another {0} than this session's")]
+    OtherEnv(String),
     #[error("the shared host's socket: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -72,6 +76,8 @@ enum Found {
     OtherVersion(String),
     /// A host of our version that will not serve this: its reason.
     Refused(String),
+    /// A host of our version whose environment is not this client's: what differs.
+    OtherEnv(String),
 }
 
 /// Ask the host at `path` something ([`Purpose::Status`], [`Purpose::Stop`]): its welcome.
@@ -109,6 +115,13 @@ async fn try_once(path: &Path, hello: &Hello) -> Found {
             Found::OtherVersion(welcome.version)
         }
         Ok((_, _, Welcome { error: Some(e), .. })) => Found::Refused(e),
+        Ok((
+            _,
+            _,
+            Welcome {
+                own_host: Some(e), ..
+            },
+        )) => Found::OtherEnv(e),
         Ok((reader, writer, _)) => Found::Attached(reader, writer),
     }
 }
@@ -123,6 +136,7 @@ async fn connect(
     match try_once(&path, hello).await {
         Found::Attached(r, w) => return Ok((r, w)),
         Found::Refused(e) => return Err(AttachError::Refused(e)),
+        Found::OtherEnv(e) => return Err(AttachError::OtherEnv(e)),
         Found::Nobody(_) | Found::OtherVersion(_) => {}
     }
     yep_host::store::fsutil::create_private_dir(&super::run_dir(home))?;
@@ -131,6 +145,7 @@ async fn connect(
     let why = match try_once(&path, hello).await {
         Found::Attached(r, w) => return Ok((r, w)),
         Found::Refused(e) => return Err(AttachError::Refused(e)),
+        Found::OtherEnv(e) => return Err(AttachError::OtherEnv(e)),
         Found::Nobody(why) => why,
         Found::OtherVersion(v) => {
             tracing::info!(
@@ -145,6 +160,7 @@ async fn connect(
     match try_once(&path, hello).await {
         Found::Attached(r, w) => Ok((r, w)),
         Found::Refused(e) => Err(AttachError::Refused(e)),
+        Found::OtherEnv(e) => Err(AttachError::OtherEnv(e)),
         Found::Nobody(e) | Found::OtherVersion(e) => Err(AttachError::Start(format!(
             "it started but does not answer: {e}"
         ))),
@@ -309,7 +325,7 @@ pub async fn hook_if_running(
     match try_once(&path, &hello).await {
         Found::Attached(reader, writer) => exchange(reader, writer, event).await.map(Some),
         Found::Refused(e) => Err(AttachError::Refused(e)),
-        Found::Nobody(_) | Found::OtherVersion(_) => Ok(None),
+        Found::Nobody(_) | Found::OtherVersion(_) | Found::OtherEnv(_) => Ok(None),
     }
 }
 
@@ -330,6 +346,7 @@ fn hook_hello(
         yep_shared_host: PROTOCOL,
         version: version(),
         key: super::attach_key(home)?,
+        env: Some(super::session_env()),
         purpose: Purpose::Hook { workspace, session },
     })
 }
@@ -372,6 +389,7 @@ pub async fn control(home: &Home, purpose: Purpose) -> Result<Option<Welcome>, A
         yep_shared_host: PROTOCOL,
         version: version(),
         key: super::attach_key(home)?,
+        env: None,
         purpose,
     };
     match handshake(&socket_path(home), &hello).await {
@@ -455,10 +473,12 @@ pub async fn attach_stdio(
         )));
     }
     let key = super::attach_key(home)?;
+    let env = super::session_env();
     let session = |hand_off| Hello {
         yep_shared_host: PROTOCOL,
         version: version(),
         key: key.clone(),
+        env: Some(env.clone()),
         purpose: Purpose::Session {
             workspace: workspace.clone(),
             deferred,
@@ -848,8 +868,32 @@ async fn fail_waiting(link: &Mutex<Link>, out: &Out, log: &Path) {
         "yep's shared host stopped during this request (it crashed or was killed; its log: {}); the next request starts a new one",
         log.display()
     );
+    if !waiting.is_empty() {
+        note_lost(log, waiting.len());
+    }
     for id in waiting {
         let _ = write_out(out, &error_line(&id, -32603, &message)).await;
+    }
+}
+
+/// Say in the host's log that a session lost the host with `unanswered` requests: a host
+/// killed with SIGKILL (or by the OOM killer) writes nothing on its way out, and the error the
+/// session got points here.
+fn note_lost(log: &Path, unanswered: usize) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let line = format!(
+        "{} session pid {}: the shared host closed its connection with {unanswered} request(s) unanswered; unless a line above says why it stopped, it was killed (SIGKILL, the OOM killer) or crashed\n",
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
+        std::process::id()
+    );
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(log);
+    if let Ok(mut file) = file {
+        let _ = file.write_all(line.as_bytes());
     }
 }
 

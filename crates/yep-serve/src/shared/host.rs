@@ -3,8 +3,9 @@
 //! of its workspace's [`ExtensionHost`].
 
 use super::{
-    Answered, Hello, HostStatus, Key, PROTOCOL, Purpose, ServerStatus, Welcome, WorkspaceStatus,
-    attach_key, key_path, lock, read_hello, rss_kib, same_user, socket_path, version,
+    Answered, Hello, HostStatus, Key, PROTOCOL, Purpose, ServerStatus, SessionEnv, Welcome,
+    WorkspaceStatus, attach_key, key_path, lock, read_hello, rss_kib, same_user, socket_path,
+    version,
 };
 use crate::bridge::{AskClients, Bridge, Clients, StatusToClients};
 use std::collections::HashMap;
@@ -104,6 +105,19 @@ pub async fn serve(
     let sweep_every =
         (shared.config.linger / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
     let mut sweep = tokio::time::interval(sweep_every);
+    // A signal's stop is said in the log: it is where a session that lost the host points.
+    use tokio::signal::unix::{SignalKind, signal};
+    let (mut term, mut int, mut hup) = (
+        signal(SignalKind::terminate()).ok(),
+        signal(SignalKind::interrupt()).ok(),
+        signal(SignalKind::hangup()).ok(),
+    );
+    async fn received(s: &mut Option<tokio::signal::unix::Signal>) {
+        match s {
+            Some(s) => _ = s.recv().await,
+            None => std::future::pending().await,
+        }
+    }
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -116,6 +130,9 @@ pub async fn serve(
                 }
             },
             _ = shared.stop.cancelled() => break,
+            _ = received(&mut term) => break tracing::warn!("stopping: SIGTERM received"),
+            _ = received(&mut int) => break tracing::warn!("stopping: SIGINT received"),
+            _ = received(&mut hup) => break tracing::warn!("stopping: SIGHUP received"),
             _ = sweep.tick() => {
                 if shared.sweep().await {
                     break;
@@ -168,6 +185,7 @@ async fn running_here(path: &Path, key: &Key) -> Option<u32> {
         yep_shared_host: PROTOCOL,
         version: version(),
         key: key.clone(),
+        env: None,
         purpose: Purpose::Status,
     };
     let welcome = super::attach::ask(path, &hello).await.ok()?;
@@ -388,6 +406,7 @@ impl Shared {
             version: version(),
             pid: std::process::id(),
             error: None,
+            own_host: None,
             status: None,
         };
         // Another version's client may ask for the status or a stop (`yep host stop` after an
@@ -428,6 +447,7 @@ impl Shared {
             let _ = send(&mut write, &welcome).await;
             return;
         }
+        let env = hello.env;
         match hello.purpose {
             Purpose::Status => {
                 welcome.status = Some(self.status().await);
@@ -439,7 +459,8 @@ impl Shared {
                 self.stop.cancel();
             }
             Purpose::Hook { workspace, session } => {
-                self.hook(reader, write, welcome, workspace, session).await
+                self.hook(reader, write, welcome, (workspace, env), session)
+                    .await
             }
             Purpose::Session {
                 workspace,
@@ -448,6 +469,7 @@ impl Shared {
             } => {
                 let session = SessionAsked {
                     workspace,
+                    env,
                     deferred,
                     hand_off,
                 };
@@ -467,10 +489,14 @@ impl Shared {
     ) {
         let SessionAsked {
             workspace,
+            env,
             deferred,
             hand_off,
         } = asked;
-        let Some(hold) = self.hold(&mut write, welcome, &workspace).await else {
+        let Some(hold) = self
+            .hold(&mut write, welcome, &workspace, env.as_ref())
+            .await
+        else {
             return;
         };
         let bridge = hold.workspace.bridge.for_session(deferred);
@@ -499,12 +525,17 @@ impl Shared {
     }
 
     /// Hold workspace `workspace`'s host (started on its first session) and send the
-    /// welcome; `None` once the welcome said why not.
+    /// welcome; `None` once the welcome said why not. A session whose environment `env` is
+    /// not this host's where a server would see it is told to serve itself
+    /// ([`Welcome::own_host`]): a server is never started for one session with another's
+    /// `PATH` or secrets, and one that failed for want of a session's `PATH` is not that
+    /// session's failure.
     async fn hold(
         self: &Arc<Self>,
         write: &mut tokio::net::unix::OwnedWriteHalf,
         mut welcome: Welcome,
         workspace: &Path,
+        env: Option<&SessionEnv>,
     ) -> Option<Hold> {
         let shown = || yep_host::text::escape(&workspace.display().to_string()).into_owned();
         let refused = if !workspace.is_absolute() || !workspace.is_dir() {
@@ -524,6 +555,22 @@ impl Shared {
                 .await
                 .map_err(|e| yep_host::error::report(&e)),
         };
+        // After the start: its servers' definitions name the variables that matter too.
+        let differs = match (&hold, env) {
+            (Ok(_), Some(env)) => super::env_differs(env),
+            _ => Vec::new(),
+        };
+        if !differs.is_empty() {
+            drop(hold);
+            let what = format!("environment ({})", differs.join(", "));
+            tracing::info!(
+                "a session of {} has another {what}: it is served by a host of its own",
+                shown()
+            );
+            welcome.own_host = Some(what);
+            let _ = send(write, &welcome).await;
+            return None;
+        }
         match hold {
             Ok(hold) => send(write, &welcome).await.is_ok().then_some(hold),
             Err(why) => {
@@ -541,10 +588,13 @@ impl Shared {
         mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
         mut write: tokio::net::unix::OwnedWriteHalf,
         welcome: Welcome,
-        workspace: PathBuf,
+        (workspace, env): (PathBuf, Option<SessionEnv>),
         session: Option<String>,
     ) {
-        let Some(hold) = self.hold(&mut write, welcome, &workspace).await else {
+        let Some(hold) = self
+            .hold(&mut write, welcome, &workspace, env.as_ref())
+            .await
+        else {
             return;
         };
         let read = tokio::time::timeout(
@@ -665,6 +715,7 @@ async fn send<W: tokio::io::AsyncWrite + Unpin>(
 /// whether the host writes to the agent itself.
 struct SessionAsked {
     workspace: PathBuf,
+    env: Option<SessionEnv>,
     deferred: bool,
     hand_off: bool,
 }

@@ -188,6 +188,43 @@ pub fn attach_key(home: &yep_host::store::Home) -> std::io::Result<Key> {
     })
 }
 
+/// A client's environment, as UTF-8 names and values (others are left out, on both sides).
+pub type SessionEnv = std::collections::BTreeMap<String, String>;
+
+/// This process's environment, as a [`Hello`] carries it. It goes only to the same user's
+/// host, over the owner-only socket and behind the attach key, which compares it and keeps
+/// nothing of it.
+pub fn session_env() -> SessionEnv {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+/// The variables a server of this process can see whose values in `session` are not this
+/// process's own: [`yep_sandbox::ENV_ALLOWED`] (`PATH` first among them), the locale's `LC_*`
+/// and every variable a server's definition has named (`${VAR}`). Empty when a host started
+/// with this process's environment may serve `session`.
+pub fn env_differs(session: &SessionEnv) -> Vec<String> {
+    let mine = session_env();
+    let mut names: std::collections::BTreeSet<String> = yep_sandbox::ENV_ALLOWED
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    names.extend(yep_host::runtime::mcp::host_vars_read());
+    let locale = |env: &SessionEnv| -> Vec<String> {
+        env.keys()
+            .filter(|k| k.starts_with("LC_"))
+            .cloned()
+            .collect()
+    };
+    names.extend(locale(session));
+    names.extend(locale(&mine));
+    names
+        .into_iter()
+        .filter(|n| mine.get(n) != session.get(n))
+        .collect()
+}
+
 /// The client's first line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Hello {
@@ -198,6 +235,10 @@ pub struct Hello {
     /// The home's attach key ([`attach_key`]): without it the host serves nothing.
     #[serde(default)]
     pub key: Key,
+    /// A session's or event's environment ([`session_env`]): the host serves it only when
+    /// the variables its servers see have the values the host's own have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<SessionEnv>,
     /// What the connection is for.
     #[serde(flatten)]
     pub purpose: Purpose,
@@ -254,6 +295,10 @@ pub struct Welcome {
     /// Why the host will not serve this connection, when it will not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why the client should serve this session (or event) with a host of its own: its
+    /// environment is not the host's in a variable the host's servers see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_host: Option<String>,
     /// The answer to [`Purpose::Status`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<HostStatus>,

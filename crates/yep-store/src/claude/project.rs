@@ -155,6 +155,9 @@ pub fn read(workspace: &Path) -> Result<Option<Project>, StoreError> {
     };
     let plugin = match ClaudePlugin::load(&dir, &overrides) {
         Ok(plugin) => plugin,
+        // No hooks in its settings and no component directory: what else is there (hookify's
+        // `hookify.*.local.md` rules, a settings file of permissions) is nothing yep runs.
+        Err(super::ClaudeError::NotAPlugin { .. }) => return Ok(None),
         Err(e) => return Err(StoreError::Marketplace(e.to_string())),
     };
     let approval = match plugin.approved() {

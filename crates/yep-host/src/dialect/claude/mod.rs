@@ -517,6 +517,32 @@ impl ClaudePeer {
         Ok(said)
     }
 
+    /// Why the SessionStart text is not there after `waited`: which of the plugin's hooks
+    /// run, how long each may, and where their stderr goes (`yep logs <plugin>`).
+    fn still_starting(&self, waited: Duration) -> PeerError {
+        let hooks: Vec<String> = self
+            .lifecycle_hooks(Event::SessionStart, Some("startup"))
+            .iter()
+            .filter(|h| !h.is_async)
+            .map(|h| {
+                format!(
+                    "`{}` (its timeout is {} s)",
+                    escape(&h.command),
+                    h.effective_timeout()
+                )
+            })
+            .collect();
+        let message = format!(
+            "plugin `{}`'s SessionStart hook {} still runs after {:.1} s; its stderr: {} (`yep logs {}`)",
+            self.extension,
+            hooks.join(", "),
+            waited.as_secs_f64(),
+            self.plan.spawn.log_path.display(),
+            self.extension
+        );
+        PeerError::call("prompt", CallError::Remote(RemoteError::new(0, message)))
+    }
+
     fn failure(&self, event: Event, why: Vec<String>) -> PeerError {
         PeerError::call(
             event.name(),
@@ -664,8 +690,16 @@ impl Peer for ClaudePeer {
         })
     }
 
-    fn prompt(&self, _timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>> {
-        Box::pin(async move { Ok(self.session_context().await.to_string()) })
+    fn prompt(&self, timeout: Duration) -> PeerFuture<'_, Result<String, PeerError>> {
+        Box::pin(async move {
+            // Answered before the caller's own deadline, so a wait is told with what it waits
+            // on: the plugin, its hooks' commands and the log their stderr goes to.
+            let wait = timeout.saturating_sub(timeout / 5);
+            match tokio::time::timeout(wait, self.session_context()).await {
+                Ok(text) => Ok(text.to_string()),
+                Err(_) => Err(self.still_starting(wait)),
+            }
+        })
     }
 
     fn command(

@@ -21,7 +21,7 @@ pub(crate) use entry::{McpEntry, entries, learn};
 pub use launch::McpLaunchError;
 pub(crate) use launch::launch_with;
 pub use launch::{Package, launch};
-pub use sources::{McpSource, Unapproved, enabled_manifests, sources};
+pub use sources::{McpSource, Unapproved, enabled_manifests, host_vars_read, sources};
 pub(crate) use sources::{PACKAGE_VARS, package_vars};
 pub use stage::{StageOptions, Staged, stage};
 

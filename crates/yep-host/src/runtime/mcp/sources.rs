@@ -283,6 +283,25 @@ fn put(out: &mut Vec<McpSource>, source: McpSource) {
     out.push(source);
 }
 
+/// The host variables a server's definition named (`${VAR}`), as this process has read them:
+/// a host shared by sessions serves only those whose values of them are its own.
+static HOST_VARS_READ: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+
+/// Host variable `name`, noted in [`host_vars_read`].
+fn host_var(name: &str) -> Option<String> {
+    HOST_VARS_READ
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(name.to_string());
+    std::env::var(name).ok()
+}
+
+/// The names of the host variables this process has put into a server's definition so far.
+pub fn host_vars_read() -> Vec<String> {
+    let read = HOST_VARS_READ.lock().unwrap_or_else(|p| p.into_inner());
+    read.iter().cloned().collect()
+}
+
 /// Extension `ext`'s `mcpServers` as `<ext>__<server>`, put in `out`, `${VAR}` expanded from
 /// its package's own directories, its secrets and the environment as [`sources`] says.
 fn extension_servers(
@@ -299,7 +318,7 @@ fn extension_servers(
             .find(|(k, _)| *k == name)
             .map(|(_, v)| v.clone())
             .or_else(|| secrets.get(name).map(|s| s.expose().to_string()))
-            .or_else(|| std::env::var(name).ok())
+            .or_else(|| host_var(name))
     };
     let declared: BTreeSet<String> = crate::store::summary::config_fields(manifest)
         .into_iter()
