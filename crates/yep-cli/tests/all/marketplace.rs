@@ -564,3 +564,55 @@ fn an_update_follows_a_git_marketplace_to_a_new_rev_and_shows_the_diff() {
         serde_json::from_str(&ok(&yep(&home, &["marketplace", "list", "--json"]))).unwrap();
     assert_eq!(listed[0]["rev"], second.as_str());
 }
+
+/// A bare name that an added marketplace lists is that plugin: `yep install tidy` installs it
+/// from there and asks crates.io nothing. Listed by two, the user is asked which; listed by
+/// none, crates.io as ever.
+#[test]
+fn a_bare_name_an_added_marketplace_lists_installs_from_it_and_two_are_asked_about() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let market = our_marketplace(
+        &tmp.path().join("market"),
+        json!([{"name": "tidy", "source": "./plugins/tidy"}]),
+        json!({}),
+    );
+    tidy_plugin(&market.join("plugins/tidy"), "tidy");
+    ok(&yep(
+        &home,
+        &["marketplace", "add", market.to_str().unwrap()],
+    ));
+    let registry = EmptyRegistry::start();
+    let installed = registry.yep(&home, &["install", "tidy", "--yes"]);
+    assert!(ok(&installed).starts_with("installed tidy from path "));
+    assert_eq!(
+        locked(&home, "tidy")["claude"]["marketplace"]["name"].as_str(),
+        Some("ours")
+    );
+    assert!(registry.requests.lock().unwrap().is_empty());
+
+    // A second marketplace that lists it too: which one is for the user to say.
+    let other = tmp.path().join("other");
+    std::fs::create_dir_all(other.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        other.join(".claude-plugin/marketplace.json"),
+        json!({"name": "theirs", "owner": {"name": "them"},
+               "plugins": [{"name": "tidy", "source": "./tidy"}]})
+        .to_string(),
+    )
+    .unwrap();
+    tidy_plugin(&other.join("tidy"), "tidy");
+    ok(&yep(
+        &home,
+        &["marketplace", "add", other.to_str().unwrap()],
+    ));
+    let said = refused(&registry.yep(&home, &["install", "tidy", "--yes", "--replace"]));
+    assert!(
+        said.contains("`tidy` is listed by the marketplaces `ours` and `theirs`: say which one, as `yep install tidy@<marketplace>`"),
+        "{said}"
+    );
+    // A name no marketplace lists goes to crates.io.
+    let said = refused(&registry.yep(&home, &["install", "sweep", "--yes"]));
+    assert!(said.contains("no extension `sweep` on crates.io"), "{said}");
+    assert!(!registry.requests.lock().unwrap().is_empty());
+}
