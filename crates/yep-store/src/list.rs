@@ -2,7 +2,7 @@
 //! which of its config fields are set.
 
 use crate::components::Off;
-use crate::package::{command_resolves, contributions};
+use crate::package::command_resolves;
 use crate::summary::config_fields;
 use crate::{Home, StoreError, config, settings, state};
 use serde::Serialize;
@@ -35,6 +35,9 @@ pub struct Listed {
     /// What its approval grants beyond the sandbox's default profile (`workspace write`,
     /// `net port 8080`); empty for none.
     pub sandbox: Vec<String>,
+    /// It runs something, contained: a server, hooks, MCP servers or a command's inline
+    /// shell lines (what the sandbox line is about).
+    pub runs: bool,
     pub config: Vec<ConfigStatus>,
     /// What of it the user switched off (`yep disable <name> --hook/--server/--command`).
     #[serde(skip_serializing_if = "Off::is_empty")]
@@ -103,6 +106,7 @@ impl Home {
                         .and_then(|pin| pin.marketplace.as_ref())
                         .map(|m| format!("{}@{}", m.entry, m.name)),
                     sandbox: Vec::new(),
+                    runs: false,
                     config: Vec::new(),
                     off: offs(&entry.name),
                     shared: Vec::new(),
@@ -124,7 +128,17 @@ impl Home {
                             .as_deref()
                             .is_some_and(|c| command_resolves(c, &dir));
                         row.tools = m.yolop.tools.iter().map(|t| t.name.clone()).collect();
-                        row.contributes = contributions(&m);
+                        // A plugin's hooks as its consent screen counts them (each command
+                        // of each matcher), not its events.
+                        row.contributes =
+                            crate::package::contributions_of(&m, entry.claude.as_ref());
+                        row.runs = m.yolop.capability_server.is_some()
+                            || !m.yolop.hooks.is_empty()
+                            || !m.yolop.mcp_servers.is_empty()
+                            || entry.claude.as_ref().is_some_and(|pin| {
+                                !pin.hooks.is_empty()
+                                    || pin.commands.iter().any(|c| !c.inline.is_empty())
+                            });
                         match row.lsp_servers.len() {
                             0 => {}
                             1 => row.contributes.push("1 LSP server (not run)".into()),

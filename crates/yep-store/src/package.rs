@@ -289,6 +289,12 @@ impl Home {
 
 /// The facets a manifest contributes, as short words.
 pub fn contributions(m: &Manifest) -> Vec<String> {
+    contributions_of(m, None)
+}
+
+/// [`contributions`], a plugin's hooks counted from its pin (each command of each matcher,
+/// as its consent screen counts them).
+pub fn contributions_of(m: &Manifest, pin: Option<&crate::claude::ClaudePin>) -> Vec<String> {
     let f = &m.yolop;
     let mut out = Vec::new();
     let mut count = |n: usize, what: &str| {
@@ -297,7 +303,7 @@ pub fn contributions(m: &Manifest) -> Vec<String> {
         }
     };
     count(f.tools.len(), "tool");
-    count(f.hooks.len(), "hook");
+    count(pin.map_or(f.hooks.len(), |p| p.hooks.len()), "hook");
     count(f.commands.len(), "command");
     count(f.mcp_servers.len(), "mcp server");
     out.extend(summary::flags(m).into_iter().map(String::from));

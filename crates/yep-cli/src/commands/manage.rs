@@ -305,7 +305,7 @@ pub fn list(args: ListArgs, home: &Home) -> anyhow::Result<ExitCode> {
         if let Some(listed) = &r.marketplace {
             stdout_line(&format!("  from marketplace: {}", escape(listed)));
         }
-        if r.server_command.is_some() {
+        if r.runs {
             stdout_line(&format!(
                 "  sandbox: {}",
                 super::grant::profile_text(&r.sandbox, sandbox_mode_or_required(home))
