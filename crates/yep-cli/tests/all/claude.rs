@@ -457,6 +457,8 @@ fn anthropics_plugins_run_unmodified_their_prompt_commands_skills_and_hooks() {
     std::fs::write(ws.join("committed.txt"), "one\n").unwrap();
     git(&ws, &["add", "."]);
     git(&ws, &["commit", "-qm", "one"]);
+    git(&ws, &["checkout", "-qb", "topic-branch"]);
+    std::fs::write(ws.join("committed.txt"), "one\nchanged-line\n").unwrap();
     std::fs::write(ws.join("brand-new.txt"), "two\n").unwrap();
     let (answers, warnings) = session(
         &ws,
@@ -499,17 +501,31 @@ fn anthropics_plugins_run_unmodified_their_prompt_commands_skills_and_hooks() {
             "{command}: {commands:?}"
         );
     }
-    // /commit-commands:commit holds the repository's real `git status`, run in the sandbox;
-    // what its allowed-tools do not permit is said, not run.
+    // /commit-commands:commit holds the repository's real `git status`, run in the sandbox,
+    // and, as in Claude Code, the read-only git its allowed-tools do not name: `git diff
+    // HEAD`, `git branch --show-current` and `git log --oneline -10`.
     let commit = answers[2]["message"].as_str().unwrap();
     assert!(
         commit.contains("Untracked files:") && commit.contains("brand-new.txt"),
         "{commit}"
     );
+    assert!(commit.contains("+changed-line"), "git diff HEAD: {commit}");
     assert!(
-        commit.contains("[not run: this command's allowed-tools do not permit `git diff HEAD`]"),
-        "{commit}"
+        commit
+            .lines()
+            .any(|l| l.trim_start_matches("- Current branch: ") == "topic-branch"),
+        "git branch --show-current: {commit}"
     );
+    assert!(
+        commit.lines().any(|l| l
+            .trim_start_matches("- Recent commits: ")
+            .split_once(' ')
+            .is_some_and(|(hash, subject)| subject == "one"
+                && hash.len() >= 7
+                && hash.bytes().all(|b| b.is_ascii_hexdigit()))),
+        "git log --oneline -10: {commit}"
+    );
+    assert!(!commit.contains("[not run"), "{commit}");
     // $ARGUMENTS is the argument text.
     let example = answers[3]["message"].as_str().unwrap();
     assert!(
@@ -1289,6 +1305,11 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
     let ws = tmp.path().join("repo");
     std::fs::create_dir_all(&ws).unwrap();
     git(&ws, &["init", "-q"]);
+    std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+    git(&ws, &["add", "."]);
+    git(&ws, &["commit", "-qm", "first-commit"]);
+    git(&ws, &["branch", "doomed"]);
+    std::fs::write(ws.join("a.txt"), "b\n").unwrap();
     let blocked = [
         "rm -rf /x/y",
         "true && rm -rf /x/y",
@@ -1305,11 +1326,11 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
         .chain(&allowed)
         .map(|c| format!("run Bash {}\n", serde_json::json!({ "command": c })))
         .collect::<String>()
-        + "command compound-commands:status\nquit\n";
+        + "command compound-commands:status\ncommand compound-commands:readonly\nquit\n";
     let (answers, _) = session(&ws, &home, &input);
     assert_eq!(
         answers.len(),
-        blocked.len() + allowed.len() + 1,
+        blocked.len() + allowed.len() + 2,
         "{answers:?}"
     );
     for (command, answer) in blocked.iter().chain(&allowed).zip(&answers) {
@@ -1318,10 +1339,10 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
             true => "blocked: rm is not allowed here".to_string(),
             false => serde_json::json!({ "command": command }).to_string(),
         };
-        assert_eq!(said, expected, "{command:?}");
+        assert_eq!(said, expected, "{command:?}: {answer}");
     }
     // Of the command's inline commands only the one that is all `git status` ran.
-    let message = answers.last().unwrap()["message"].as_str().unwrap();
+    let message = answers[answers.len() - 2]["message"].as_str().unwrap();
     for line in [
         "And: [not run: this command's allowed-tools do not permit `git status && echo pwned-by-and`]",
         "Then: [not run: this command's allowed-tools do not permit `git status; touch pwned-file`]",
@@ -1334,6 +1355,26 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
     for file in ["pwned-file", "pwned-sub"] {
         assert!(!ws.join(file).exists(), "{file} was made");
     }
+    // With no allowed-tools, read-only git runs (every part of a compound line read-only);
+    // a line that can write, or redirects to a file, does not.
+    let message = answers.last().unwrap()["message"].as_str().unwrap();
+    let branch = git(&ws, &["branch", "--show-current"]);
+    assert!(message.contains(&format!("Branch: {branch}")), "{message}");
+    assert!(
+        message.contains("M a.txt") && message.contains("first-commit"),
+        "{message}"
+    );
+    for line in [
+        "Delete: [not run: this command's allowed-tools do not permit `git branch -D doomed`]",
+        "Redirect: [not run: this command's allowed-tools do not permit `git diff > pwned-out`]",
+        "Output: [not run: this command's allowed-tools do not permit `git diff --output=pwned-output`]",
+    ] {
+        assert!(message.contains(line), "{line}\n{message}");
+    }
+    for file in ["pwned-out", "pwned-output"] {
+        assert!(!ws.join(file).exists(), "{file} was made");
+    }
+    assert_eq!(git(&ws, &["branch", "--list", "doomed"]).trim(), "doomed");
 }
 
 #[test]

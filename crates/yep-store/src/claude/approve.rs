@@ -26,7 +26,8 @@ pub struct PinnedCommand {
 }
 
 impl PinnedCommand {
-    /// Its inline commands that none of its `allowed-tools` rules permit.
+    /// Its inline commands that none of its `allowed-tools` rules permit and that do not only
+    /// read (Claude Code runs those with no rule: [`super::readonly`]).
     pub fn not_permitted(&self) -> Vec<&str> {
         let rules: Vec<_> = self
             .allowed_tools
@@ -35,7 +36,7 @@ impl PinnedCommand {
             .collect();
         self.inline
             .iter()
-            .filter(|c| !super::rules::any_allows(&rules, c))
+            .filter(|c| !super::rules::any_allows(&rules, c) && !super::readonly::is_read_only(c))
             .map(String::as_str)
             .collect()
     }
@@ -689,7 +690,9 @@ mod tests {
     fn inline_commands_outside_allowed_tools_are_named() {
         let mut c = pin().commands.remove(0);
         c.inline.push("git diff HEAD".into());
-        assert_eq!(c.not_permitted(), ["git diff HEAD"]);
+        c.inline.push("git diff HEAD > out".into());
+        // Read-only ones run as they do in Claude Code; the rest need a rule.
+        assert_eq!(c.not_permitted(), ["git diff HEAD > out"]);
     }
 
     #[test]
