@@ -501,6 +501,17 @@ fn anthropics_plugins_run_unmodified_their_prompt_commands_skills_and_hooks() {
             "{command}: {commands:?}"
         );
     }
+    // A command's argument-hint is said with it; a plugin's commands keep its name.
+    let example = answers[1]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "example-plugin:example-command")
+        .unwrap();
+    assert_eq!(
+        example["argument_hint"], "<required-arg> [optional-arg]",
+        "{example}"
+    );
     // /commit-commands:commit holds the repository's real `git status`, run in the sandbox,
     // and, as in Claude Code, the read-only git its allowed-tools do not name: `git diff
     // HEAD`, `git branch --show-current` and `git log --oneline -10`.
@@ -837,7 +848,7 @@ fn a_workspaces_claude_hooks_do_not_run_until_trusted_and_not_again_once_they_ch
     .unwrap();
     std::fs::write(
         ws.join(".claude/commands/hello.md"),
-        "---\ndescription: greet\n---\nSay hello to $ARGUMENTS.\n",
+        "---\ndescription: greet\nargument-hint: <who to greet>\n---\nSay hello to $ARGUMENTS.\n",
     )
     .unwrap();
     let run = "run Bash {\"command\": \"ls\"}\ncommand project:hello world\nquit\n";
@@ -887,6 +898,63 @@ fn a_workspaces_claude_hooks_do_not_run_until_trusted_and_not_again_once_they_ch
         "{answers:?}"
     );
     assert_eq!(project_markers(&home).len(), 1);
+
+    // Its command goes by the name Claude Code gives it, `/hello`, its argument-hint said;
+    // `project:hello` still runs it.
+    let (answers, _) = session(
+        &ws,
+        &home,
+        "commands\ncommand hello you\ncommand /hello there\nquit\n",
+    );
+    let listed = answers[0]["commands"].as_array().unwrap();
+    let hello = listed
+        .iter()
+        .find(|c| c["name"] == "hello")
+        .unwrap_or_else(|| panic!("{listed:?}"));
+    assert_eq!(hello["argument_hint"], "<who to greet>", "{hello}");
+    assert_eq!(hello["description"], "greet", "{hello}");
+    assert!(
+        !listed.iter().any(|c| c["name"] == "project:hello"),
+        "{listed:?}"
+    );
+    for (answer, who) in answers[1..].iter().zip(["you", "there"]) {
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("Say hello to {who}.")),
+            "{answers:?}"
+        );
+    }
+    // Over MCP too: the prompt is `hello`, its argument described by the hint.
+    let seen = over_mcp(
+        &home,
+        &ws,
+        &[
+            serde_json::json!(["request", "prompts/list", {}]),
+            serde_json::json!(["prompt", "hello", {"arguments": "mcp"}]),
+            serde_json::json!(["prompt", "project:hello", {"arguments": "old name"}]),
+        ],
+    );
+    let prompts = seen[0]["prompts"].as_array().unwrap();
+    let hello = prompts
+        .iter()
+        .find(|p| p["name"] == "hello")
+        .unwrap_or_else(|| panic!("{seen:?}"));
+    assert_eq!(hello["arguments"][0]["name"], "arguments", "{hello}");
+    assert_eq!(
+        hello["arguments"][0]["description"], "<who to greet>",
+        "{hello}"
+    );
+    assert!(
+        seen[1][0].as_str().unwrap().contains("Say hello to mcp."),
+        "{seen:?}"
+    );
+    assert!(
+        seen[2][0]
+            .as_str()
+            .unwrap()
+            .contains("Say hello to old name."),
+        "{seen:?}"
+    );
 
     // Another workspace with the same files is not approved by this one's approval.
     let other = tmp.path().join("other");

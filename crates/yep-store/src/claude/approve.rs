@@ -5,8 +5,8 @@
 
 use super::{ClaudePlugin, CommandHook, Overrides, PluginKind};
 use crate::manifest::{
-    CommandDef, Facet, HookDef, HookEvent, MAX_HOOK_TIMEOUT_MS, Manifest, ManifestError, OnError,
-    valid_item_name, valid_name,
+    CommandArg, CommandDef, Facet, HookDef, HookEvent, MAX_HOOK_TIMEOUT_MS, Manifest,
+    ManifestError, OnError, valid_item_name, valid_name,
 };
 use crate::text::escape;
 use serde::{Deserialize, Serialize};
@@ -247,14 +247,20 @@ impl ClaudePlugin {
                 ));
                 continue;
             }
-            let description = match &c.argument_hint {
-                Some(hint) => format!("{} (arguments: {hint})", c.description),
-                None => c.description.clone(),
-            };
+            // Its `argument-hint` describes its one argument, the argument text.
+            let args = c
+                .argument_hint
+                .iter()
+                .map(|hint| CommandArg {
+                    name: "arguments".into(),
+                    description: hint.clone(),
+                    required: false,
+                })
+                .collect();
             commands.push(CommandDef {
                 name: c.name.clone(),
-                description,
-                args: Vec::new(),
+                description: c.description.clone(),
+                args,
             });
             pinned_commands.push(PinnedCommand {
                 name: c.name.clone(),

@@ -529,7 +529,14 @@ fn every_corpus_plugin_approves_to_a_manifest_yep_accepts() {
     assert_eq!(y.commands.len(), 2);
     assert_eq!(
         y.commands[0].description,
-        "An example slash command that demonstrates command frontmatter options (legacy format) (arguments: <required-arg> [optional-arg])"
+        "An example slash command that demonstrates command frontmatter options (legacy format)"
+    );
+    // Its argument-hint describes its argument.
+    assert_eq!(y.commands[0].args.len(), 1);
+    assert_eq!(y.commands[0].args[0].name, "arguments");
+    assert_eq!(
+        y.commands[0].args[0].description,
+        "<required-arg> [optional-arg]"
     );
     assert_eq!(y.mcp_servers["example-server"].transport, "http");
     assert_eq!(example.pin.skills, ["example-command", "example-skill"]);
