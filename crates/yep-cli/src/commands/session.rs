@@ -705,7 +705,7 @@ impl Shell {
                 format!("no tool named `{name}`; type `tools` to list them")
             }
             HostError::UnknownCommand(name) => format!(
-                "no command named `{name}` (commands are `<extension>:<name>`); type `commands` to list them"
+                "no command named `{name}` (commands are `<extension>:<name>`, a trusted workspace's own `<name>`); type `commands` to list them"
             ),
             HostError::NotLoaded(name)
                 if self

@@ -457,6 +457,8 @@ fn anthropics_plugins_run_unmodified_their_prompt_commands_skills_and_hooks() {
     std::fs::write(ws.join("committed.txt"), "one\n").unwrap();
     git(&ws, &["add", "."]);
     git(&ws, &["commit", "-qm", "one"]);
+    git(&ws, &["checkout", "-qb", "topic-branch"]);
+    std::fs::write(ws.join("committed.txt"), "one\nchanged-line\n").unwrap();
     std::fs::write(ws.join("brand-new.txt"), "two\n").unwrap();
     let (answers, warnings) = session(
         &ws,
@@ -499,17 +501,42 @@ fn anthropics_plugins_run_unmodified_their_prompt_commands_skills_and_hooks() {
             "{command}: {commands:?}"
         );
     }
-    // /commit-commands:commit holds the repository's real `git status`, run in the sandbox;
-    // what its allowed-tools do not permit is said, not run.
+    // A command's argument-hint is said with it; a plugin's commands keep its name.
+    let example = answers[1]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "example-plugin:example-command")
+        .unwrap();
+    assert_eq!(
+        example["argument_hint"], "<required-arg> [optional-arg]",
+        "{example}"
+    );
+    // /commit-commands:commit holds the repository's real `git status`, run in the sandbox,
+    // and, as in Claude Code, the read-only git its allowed-tools do not name: `git diff
+    // HEAD`, `git branch --show-current` and `git log --oneline -10`.
     let commit = answers[2]["message"].as_str().unwrap();
     assert!(
         commit.contains("Untracked files:") && commit.contains("brand-new.txt"),
         "{commit}"
     );
+    assert!(commit.contains("+changed-line"), "git diff HEAD: {commit}");
     assert!(
-        commit.contains("[not run: this command's allowed-tools do not permit `git diff HEAD`]"),
-        "{commit}"
+        commit
+            .lines()
+            .any(|l| l.trim_start_matches("- Current branch: ") == "topic-branch"),
+        "git branch --show-current: {commit}"
     );
+    assert!(
+        commit.lines().any(|l| l
+            .trim_start_matches("- Recent commits: ")
+            .split_once(' ')
+            .is_some_and(|(hash, subject)| subject == "one"
+                && hash.len() >= 7
+                && hash.bytes().all(|b| b.is_ascii_hexdigit()))),
+        "git log --oneline -10: {commit}"
+    );
+    assert!(!commit.contains("[not run"), "{commit}");
     // $ARGUMENTS is the argument text.
     let example = answers[3]["message"].as_str().unwrap();
     assert!(
@@ -821,7 +848,7 @@ fn a_workspaces_claude_hooks_do_not_run_until_trusted_and_not_again_once_they_ch
     .unwrap();
     std::fs::write(
         ws.join(".claude/commands/hello.md"),
-        "---\ndescription: greet\n---\nSay hello to $ARGUMENTS.\n",
+        "---\ndescription: greet\nargument-hint: <who to greet>\n---\nSay hello to $ARGUMENTS.\n",
     )
     .unwrap();
     let run = "run Bash {\"command\": \"ls\"}\ncommand project:hello world\nquit\n";
@@ -871,6 +898,63 @@ fn a_workspaces_claude_hooks_do_not_run_until_trusted_and_not_again_once_they_ch
         "{answers:?}"
     );
     assert_eq!(project_markers(&home).len(), 1);
+
+    // Its command goes by the name Claude Code gives it, `/hello`, its argument-hint said;
+    // `project:hello` still runs it.
+    let (answers, _) = session(
+        &ws,
+        &home,
+        "commands\ncommand hello you\ncommand /hello there\nquit\n",
+    );
+    let listed = answers[0]["commands"].as_array().unwrap();
+    let hello = listed
+        .iter()
+        .find(|c| c["name"] == "hello")
+        .unwrap_or_else(|| panic!("{listed:?}"));
+    assert_eq!(hello["argument_hint"], "<who to greet>", "{hello}");
+    assert_eq!(hello["description"], "greet", "{hello}");
+    assert!(
+        !listed.iter().any(|c| c["name"] == "project:hello"),
+        "{listed:?}"
+    );
+    for (answer, who) in answers[1..].iter().zip(["you", "there"]) {
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("Say hello to {who}.")),
+            "{answers:?}"
+        );
+    }
+    // Over MCP too: the prompt is `hello`, its argument described by the hint.
+    let seen = over_mcp(
+        &home,
+        &ws,
+        &[
+            serde_json::json!(["request", "prompts/list", {}]),
+            serde_json::json!(["prompt", "hello", {"arguments": "mcp"}]),
+            serde_json::json!(["prompt", "project:hello", {"arguments": "old name"}]),
+        ],
+    );
+    let prompts = seen[0]["prompts"].as_array().unwrap();
+    let hello = prompts
+        .iter()
+        .find(|p| p["name"] == "hello")
+        .unwrap_or_else(|| panic!("{seen:?}"));
+    assert_eq!(hello["arguments"][0]["name"], "arguments", "{hello}");
+    assert_eq!(
+        hello["arguments"][0]["description"], "<who to greet>",
+        "{hello}"
+    );
+    assert!(
+        seen[1][0].as_str().unwrap().contains("Say hello to mcp."),
+        "{seen:?}"
+    );
+    assert!(
+        seen[2][0]
+            .as_str()
+            .unwrap()
+            .contains("Say hello to old name."),
+        "{seen:?}"
+    );
 
     // Another workspace with the same files is not approved by this one's approval.
     let other = tmp.path().join("other");
@@ -1289,6 +1373,11 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
     let ws = tmp.path().join("repo");
     std::fs::create_dir_all(&ws).unwrap();
     git(&ws, &["init", "-q"]);
+    std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+    git(&ws, &["add", "."]);
+    git(&ws, &["commit", "-qm", "first-commit"]);
+    git(&ws, &["branch", "doomed"]);
+    std::fs::write(ws.join("a.txt"), "b\n").unwrap();
     let blocked = [
         "rm -rf /x/y",
         "true && rm -rf /x/y",
@@ -1305,11 +1394,11 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
         .chain(&allowed)
         .map(|c| format!("run Bash {}\n", serde_json::json!({ "command": c })))
         .collect::<String>()
-        + "command compound-commands:status\nquit\n";
+        + "command compound-commands:status\ncommand compound-commands:readonly\nquit\n";
     let (answers, _) = session(&ws, &home, &input);
     assert_eq!(
         answers.len(),
-        blocked.len() + allowed.len() + 1,
+        blocked.len() + allowed.len() + 2,
         "{answers:?}"
     );
     for (command, answer) in blocked.iter().chain(&allowed).zip(&answers) {
@@ -1318,10 +1407,10 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
             true => "blocked: rm is not allowed here".to_string(),
             false => serde_json::json!({ "command": command }).to_string(),
         };
-        assert_eq!(said, expected, "{command:?}");
+        assert_eq!(said, expected, "{command:?}: {answer}");
     }
     // Of the command's inline commands only the one that is all `git status` ran.
-    let message = answers.last().unwrap()["message"].as_str().unwrap();
+    let message = answers[answers.len() - 2]["message"].as_str().unwrap();
     for line in [
         "And: [not run: this command's allowed-tools do not permit `git status && echo pwned-by-and`]",
         "Then: [not run: this command's allowed-tools do not permit `git status; touch pwned-file`]",
@@ -1334,6 +1423,26 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
     for file in ["pwned-file", "pwned-sub"] {
         assert!(!ws.join(file).exists(), "{file} was made");
     }
+    // With no allowed-tools, read-only git runs (every part of a compound line read-only);
+    // a line that can write, or redirects to a file, does not.
+    let message = answers.last().unwrap()["message"].as_str().unwrap();
+    let branch = git(&ws, &["branch", "--show-current"]);
+    assert!(message.contains(&format!("Branch: {branch}")), "{message}");
+    assert!(
+        message.contains("M a.txt") && message.contains("first-commit"),
+        "{message}"
+    );
+    for line in [
+        "Delete: [not run: this command's allowed-tools do not permit `git branch -D doomed`]",
+        "Redirect: [not run: this command's allowed-tools do not permit `git diff > pwned-out`]",
+        "Output: [not run: this command's allowed-tools do not permit `git diff --output=pwned-output`]",
+    ] {
+        assert!(message.contains(line), "{line}\n{message}");
+    }
+    for file in ["pwned-out", "pwned-output"] {
+        assert!(!ws.join(file).exists(), "{file} was made");
+    }
+    assert_eq!(git(&ws, &["branch", "--list", "doomed"]).trim(), "doomed");
 }
 
 #[test]

@@ -602,7 +602,7 @@ fn session_errors_name_session_commands() {
         errors,
         [
             "no tool named `nosuch`; type `tools` to list them",
-            "no command named `echo:nope` (commands are `<extension>:<name>`); type `commands` to list them",
+            "no command named `echo:nope` (commands are `<extension>:<name>`, a trusted workspace's own `<name>`); type `commands` to list them",
             "no extension named `ech` is installed; did you mean `echo`?",
             "extension `echo` is not enabled in this session; `enable echo` enables it",
             "unknown command `frobnicate`; type `help` to list the commands",

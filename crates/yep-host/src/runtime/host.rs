@@ -23,9 +23,13 @@ use tokio_util::sync::CancellationToken;
 /// A slash command.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandInfo {
-    /// `<ext>:<name>`.
+    /// `<ext>:<name>`; a trusted workspace's own command by its name alone (`hello`, as
+    /// Claude Code names it), which `project:hello` also runs.
     pub name: String,
     pub description: String,
+    /// What its argument text is (a Claude Code command's `argument-hint`), when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
 }
 
 /// Dropped with the last handle of a host.
@@ -376,18 +380,47 @@ impl ExtensionHost {
 
     /// Every slash command, as `<ext>:<name>`.
     pub fn commands(&self) -> Vec<CommandInfo> {
-        self.loaded()
+        use crate::store::claude::project::PROJECT;
+        let mut commands: Vec<CommandInfo> = self
+            .loaded()
             .iter()
             .flat_map(|l| {
-                l.manifest.yolop.commands.iter().map(move |c| CommandInfo {
-                    name: format!("{}:{}", l.name, c.name),
-                    description: c.description.clone(),
+                l.manifest.yolop.commands.iter().map(move |c| {
+                    let hint: Vec<String> = c
+                        .args
+                        .iter()
+                        .map(|a| match a.description.is_empty() {
+                            true => format!("<{}>", a.name),
+                            false => a.description.clone(),
+                        })
+                        .collect();
+                    CommandInfo {
+                        name: format!("{}:{}", l.name, c.name),
+                        description: c.description.clone(),
+                        argument_hint: (!hint.is_empty()).then(|| hint.join(" ")),
+                    }
                 })
             })
-            .collect()
+            .collect();
+        // The workspace's own commands go by the name Claude Code gives them, `/hello`, where
+        // no other command is listed by that name (none is: the others all hold a `:`).
+        let full: Vec<String> = commands.iter().map(|c| c.name.clone()).collect();
+        for c in &mut commands {
+            if let Some(bare) = c
+                .name
+                .strip_prefix(PROJECT)
+                .and_then(|n| n.strip_prefix(':'))
+                && !full.iter().any(|n| n == bare)
+            {
+                c.name = bare.to_string();
+            }
+        }
+        commands
     }
 
-    /// Run `<ext>:<name>` (or `/<ext>:<name>`, as install shows it) with the raw argument text.
+    /// Run `<ext>:<name>` (or `/<ext>:<name>`, as install shows it) with the raw argument text;
+    /// a name with no extension (`hello`, `/hello`) is the trusted workspace's own command, as
+    /// Claude Code names it.
     pub async fn execute_command(
         &self,
         command: &str,
@@ -398,7 +431,9 @@ impl ExtensionHost {
         }
         let unknown = || HostError::UnknownCommand(command.to_string());
         let spelled = command.strip_prefix('/').unwrap_or(command);
-        let (ext, name) = spelled.split_once(':').ok_or_else(unknown)?;
+        let (ext, name) = spelled
+            .split_once(':')
+            .unwrap_or((crate::store::claude::project::PROJECT, spelled));
         // Each part exactly, else whatever the case (zot's lookup, over the whole name): the
         // server hears the spelling it registered.
         let table = self.snapshot();

@@ -481,10 +481,14 @@ impl ServerHandler for Bridge {
             .commands()
             .into_iter()
             .map(|c| {
+                // A Claude Code command's argument-hint says what its argument text is.
+                let about = c
+                    .argument_hint
+                    .unwrap_or_else(|| "the command's argument text".into());
                 json!({
                     "name": c.name,
                     "description": c.description,
-                    "arguments": [{"name": "arguments", "description": "the command's argument text", "required": false}],
+                    "arguments": [{"name": "arguments", "description": about, "required": false}],
                 })
             })
             .collect();
@@ -504,10 +508,14 @@ impl ServerHandler for Bridge {
             .unwrap_or_default()
             .to_string();
         // A question the command's extension asks meanwhile goes to this client.
-        let extension = request.name.split_once(':').map(|(e, _)| e.to_string());
-        let _in_flight = self
-            .clients
-            .calling(extension.unwrap_or_default(), self.client, None);
+        // A name with no extension is the workspace's own command (`hello`).
+        let extension = request
+            .name
+            .trim_start_matches('/')
+            .split_once(':')
+            .map_or(yep_host::store::claude::project::PROJECT, |(e, _)| e)
+            .to_string();
+        let _in_flight = self.clients.calling(extension, self.client, None);
         let ran = self
             .host
             .execute_command(&request.name, &arguments)

@@ -5,8 +5,8 @@
 
 use super::{ClaudePlugin, CommandHook, Overrides, PluginKind};
 use crate::manifest::{
-    CommandDef, Facet, HookDef, HookEvent, MAX_HOOK_TIMEOUT_MS, Manifest, ManifestError, OnError,
-    valid_item_name, valid_name,
+    CommandArg, CommandDef, Facet, HookDef, HookEvent, MAX_HOOK_TIMEOUT_MS, Manifest,
+    ManifestError, OnError, valid_item_name, valid_name,
 };
 use crate::text::escape;
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,8 @@ pub struct PinnedCommand {
 }
 
 impl PinnedCommand {
-    /// Its inline commands that none of its `allowed-tools` rules permit.
+    /// Its inline commands that none of its `allowed-tools` rules permit and that do not only
+    /// read (Claude Code runs those with no rule: [`super::readonly`]).
     pub fn not_permitted(&self) -> Vec<&str> {
         let rules: Vec<_> = self
             .allowed_tools
@@ -35,7 +36,7 @@ impl PinnedCommand {
             .collect();
         self.inline
             .iter()
-            .filter(|c| !super::rules::any_allows(&rules, c))
+            .filter(|c| !super::rules::any_allows(&rules, c) && !super::readonly::is_read_only(c))
             .map(String::as_str)
             .collect()
     }
@@ -246,14 +247,20 @@ impl ClaudePlugin {
                 ));
                 continue;
             }
-            let description = match &c.argument_hint {
-                Some(hint) => format!("{} (arguments: {hint})", c.description),
-                None => c.description.clone(),
-            };
+            // Its `argument-hint` describes its one argument, the argument text.
+            let args = c
+                .argument_hint
+                .iter()
+                .map(|hint| CommandArg {
+                    name: "arguments".into(),
+                    description: hint.clone(),
+                    required: false,
+                })
+                .collect();
             commands.push(CommandDef {
                 name: c.name.clone(),
-                description,
-                args: Vec::new(),
+                description: c.description.clone(),
+                args,
             });
             pinned_commands.push(PinnedCommand {
                 name: c.name.clone(),
@@ -689,7 +696,9 @@ mod tests {
     fn inline_commands_outside_allowed_tools_are_named() {
         let mut c = pin().commands.remove(0);
         c.inline.push("git diff HEAD".into());
-        assert_eq!(c.not_permitted(), ["git diff HEAD"]);
+        c.inline.push("git diff HEAD > out".into());
+        // Read-only ones run as they do in Claude Code; the rest need a rule.
+        assert_eq!(c.not_permitted(), ["git diff HEAD > out"]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod frontmatter;
 pub mod hooks;
 mod mcp_json;
 pub mod project;
+pub mod readonly;
 pub mod rules;
 pub mod shell;
 

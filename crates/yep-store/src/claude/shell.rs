@@ -27,6 +27,9 @@ pub struct Subcommand {
     /// The command past the wrappers that also change who runs it (`sudo`, `doas`), when
     /// that differs from [`Subcommand::unwrapped`]: for a guard only, never to allow it.
     pub escalated: Option<(String, String)>,
+    /// Whether variable assignments led it (`GIT_EXTERNAL_DIFF=x git diff`), which the words
+    /// above leave out: they can change what it does.
+    pub assigns: bool,
 }
 
 impl Subcommand {
@@ -360,10 +363,13 @@ impl Scan<'_> {
     fn end_command(&mut self, words: &mut Vec<Word>) {
         let taken = std::mem::take(words);
         let mut skip = 0;
+        let mut assigns = false;
         while let Some(w) = taken.get(skip) {
-            if !(is_assignment(&w.raw) || LEADING_WORDS.contains(&w.raw.as_str())) {
+            let assignment = is_assignment(&w.raw);
+            if !(assignment || LEADING_WORDS.contains(&w.raw.as_str())) {
                 break;
             }
+            assigns |= assignment;
             skip += 1;
             // `time -p`: the keyword's one option.
             if w.raw == "time" && taken.get(skip).is_some_and(|o| o.raw == "-p") {
@@ -396,6 +402,7 @@ impl Scan<'_> {
             plain,
             unwrapped,
             escalated,
+            assigns,
         });
     }
 }
