@@ -52,7 +52,8 @@ wire! {
 
 wire! {
     pub struct CapabilityParams {
-        #[serde(default)]
+        /// The server's static system-prompt text: left out (or `null`) when it has none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub prompt: Option<PromptParams>,
         /// Tool names the server actually serves this run. The definitions
         /// (description/schema/policy) live in the package manifest; the

@@ -215,8 +215,18 @@ fn print(report: &mut Report, json: bool) -> anyhow::Result<ExitCode> {
     if json {
         stdout_line(&serde_json::to_string_pretty(&report)?);
     } else {
+        // One column for the names, as wide as the longest (`conformance/hook-answers`), so the
+        // details line up; a name past 32 characters takes its own width.
+        let width = report
+            .checks
+            .iter()
+            .map(|c| c.name.chars().count())
+            .filter(|&n| n <= 32)
+            .max()
+            .unwrap_or(16)
+            .max(16);
         for c in &report.checks {
-            let row = format!("  {:<16} {}", c.name, escape_multiline(&c.detail));
+            let row = format!("  {:<width$} {}", c.name, escape_multiline(&c.detail));
             let (mark, colour) = match c.status {
                 Status::Pass => ("pass", Colour::Green),
                 Status::Warn => ("WARN", Colour::Yellow),

@@ -43,7 +43,35 @@ impl AskSink for Scripted {
     }
 }
 
-const HELP: &str = "commands: help | tools | run <tool> <json> | call <tool> <json> | pre <tool> <json> | post <tool> <json> | prompt | system-prompt <text> | turn [step] | message <text> | submit <text> | stop [again] | emit <event> [json] | panel | key <name> [text] | commands | command <ext:name> [args] | status | skills | agents | mcp | mcp status | mcp list-tools <server> | reload <name> | enable <name> | disable <name> | quit";
+/// `help`: one verb a line, with what it does.
+const HELP: &str = "\
+help                          this list
+tools                         the tools the session offers
+run <tool> <json>             a tool as an agent runs it: pre hooks, the call, post hooks
+call <tool> <json>            the tool alone, past every hook
+pre <tool> <json>             only the pre hooks: their decision, no call
+post <tool> <json>            only the post hooks
+prompt                        the system-prompt text the extensions add
+system-prompt <text>          the agent's own prompt, through the extensions' intercepts
+turn [step]                   a turn starts (step 1 unless given): the turn intercepts
+message <text>                the model's message, through the message intercepts
+submit <text>                 a prompt submitted, through the prompt-submit hooks
+stop [again]                  the stop hooks, as when the agent would stop
+emit <event> [json]           an event to the extensions that observe it
+panel                         the active panel, if an extension shows one
+key <name> [text]             a key pressed in the panel
+commands                      the slash commands the extensions offer
+command <ext:name> [args]     run a slash command
+status                        each extension's status line
+skills                        the skills the session sees
+agents                        the agent definitions plugins ship (listed, never run)
+mcp                           the MCP servers, with their state
+mcp status                    each MCP server's approval, state and withheld tools
+mcp list-tools <server>       an MCP server's tools as listed now
+reload <name>                 restart an extension
+enable <name>                 enable an installed extension (in settings too)
+disable <name>                disable an extension (in settings too)
+quit                          end the session (Ctrl-D too)";
 
 pub async fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let interactive =

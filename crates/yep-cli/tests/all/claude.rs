@@ -1412,9 +1412,9 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
     // Of the command's inline commands only the one that is all `git status` ran.
     let message = answers[answers.len() - 2]["message"].as_str().unwrap();
     for line in [
-        "And: [not run: this command's allowed-tools do not permit `git status && echo pwned-by-and`]",
-        "Then: [not run: this command's allowed-tools do not permit `git status; touch pwned-file`]",
-        "Sub: [not run: this command's allowed-tools do not permit `git status $(touch pwned-sub)`]",
+        "And: [not run: `git status && echo pwned-by-and` is not read-only, and this command's allowed-tools do not permit it]",
+        "Then: [not run: `git status; touch pwned-file` is not read-only, and this command's allowed-tools do not permit it]",
+        "Sub: [not run: `git status $(touch pwned-sub)` is not read-only, and this command's allowed-tools do not permit it]",
     ] {
         assert!(message.contains(line), "{line}\n{message}");
     }
@@ -1433,9 +1433,9 @@ fn an_if_rule_fires_on_any_part_of_a_compound_command_and_allowed_tools_need_eve
         "{message}"
     );
     for line in [
-        "Delete: [not run: this command's allowed-tools do not permit `git branch -D doomed`]",
-        "Redirect: [not run: this command's allowed-tools do not permit `git diff > pwned-out`]",
-        "Output: [not run: this command's allowed-tools do not permit `git diff --output=pwned-output`]",
+        "Delete: [not run: `git branch -D doomed` is not read-only, and this command's allowed-tools do not permit it]",
+        "Redirect: [not run: `git diff > pwned-out` is not read-only, and this command's allowed-tools do not permit it]",
+        "Output: [not run: `git diff --output=pwned-output` is not read-only, and this command's allowed-tools do not permit it]",
     ] {
         assert!(message.contains(line), "{line}\n{message}");
     }

@@ -112,6 +112,8 @@ pub fn read(workspace: &Path) -> Result<Option<Project>, StoreError> {
         return Ok(None);
     }
     let mut hooks = Map::new();
+    // What the settings hold that yep does not apply, said on the consent screen.
+    let mut ignored = Vec::new();
     for file in SETTINGS {
         let path = dir.join(file);
         if !path.is_file() {
@@ -130,6 +132,12 @@ pub fn read(workspace: &Path) -> Result<Option<Project>, StoreError> {
                 escape(&e.to_string())
             ))
         })?;
+        if settings.get("permissions").is_some() {
+            ignored.push(format!(
+                ".claude/{file} `permissions`: Claude Code's own rules for its tools, not applied \
+                 by yep (its sandbox and hooks are)"
+            ));
+        }
         // Each event's matchers add up, the local file's after the shared one's.
         for (event, groups) in settings["hooks"].as_object().into_iter().flatten() {
             let merged = hooks
@@ -160,12 +168,13 @@ pub fn read(workspace: &Path) -> Result<Option<Project>, StoreError> {
         Err(super::ClaudeError::NotAPlugin { .. }) => return Ok(None),
         Err(e) => return Err(StoreError::Marketplace(e.to_string())),
     };
-    let approval = match plugin.approved() {
+    let mut approval = match plugin.approved() {
         Ok(approval) => approval,
         // Nothing of it runs (no hooks, commands or skills): there is nothing to approve.
         Err(super::ApproveError::NothingYepRuns { .. }) => return Ok(None),
         Err(e) => return Err(StoreError::Marketplace(e.to_string())),
     };
+    approval.notes.extend(ignored);
     let hash = hash_of(&dir, &approval)?;
     let canonical = workspace
         .canonicalize()

@@ -592,10 +592,12 @@ fn claude_kind(manifest: &Manifest, pin: &crate::claude::ClaudePin, width: usize
         PluginKind::Codex => CODEX_MANIFEST_FILE,
         PluginKind::AgentPlugin => "plugin.json",
     };
-    let mut kind = vec![
-        format!("{} ({file})", pin.kind.label()),
-        "installing ran nothing".into(),
-    ];
+    // A workspace's own config is approved, not installed.
+    let ran = match manifest.name == crate::claude::project::PROJECT {
+        true => "nothing of it has run",
+        false => "installing ran nothing",
+    };
+    let mut kind = vec![format!("{} ({file})", pin.kind.label()), ran.into()];
     if manifest
         .yolop
         .mcp_servers
@@ -664,13 +666,19 @@ fn claude_inline(plugin: &str, pin: &crate::claude::ClaudePin) -> Vec<String> {
         .flat_map(|c| c.inline.iter().map(move |i| (c, i)))
         .collect();
     let (shown, more) = cut(&runs);
-    // Only what a command's allowed-tools permit runs; the rest stays in its text, not run.
+    // Only what is read-only, or what a command's allowed-tools permit, runs; the rest stays
+    // in its text, not run. One heading for each run of lines a command runs alike.
+    let mut last: Option<(&str, bool)> = None;
     for (c, command) in shown {
-        let verb = match c.not_permitted().contains(&command.as_str()) {
-            true => "does not run (its allowed-tools do not permit it)",
-            false => "runs",
-        };
-        inline.push(format!("/{plugin}:{} {verb}", escape(&c.name)));
+        let runs = !c.not_permitted().contains(&command.as_str());
+        if last != Some((c.name.as_str(), runs)) {
+            let verb = match runs {
+                true => "runs",
+                false => "does not run (not read-only, and its allowed-tools do not permit it)",
+            };
+            inline.push(format!("/{plugin}:{} {verb}", escape(&c.name)));
+            last = Some((c.name.as_str(), runs));
+        }
         inline.extend(command_lines(command).into_iter().map(|l| format!("  {l}")));
     }
     inline.extend(more);

@@ -130,7 +130,9 @@ where
                 Ran::Failed(why) => format!("[`{command}` failed: {why}]"),
             },
             false => {
-                format!("[not run: this command's allowed-tools do not permit `{command}`]")
+                format!(
+                    "[not run: `{command}` is not read-only, and this command's allowed-tools do not permit it]"
+                )
             }
         };
         out.push_str(&said);
@@ -238,7 +240,7 @@ mod tests {
         .await;
         assert_eq!(
             expanded,
-            "Status: ran git status\nDiff: [not run: this command's allowed-tools do not permit `git diff HEAD`]\nArgs: x"
+            "Status: ran git status\nDiff: [not run: `git diff HEAD` is not read-only, and this command's allowed-tools do not permit it]\nArgs: x"
         );
         let failed = expand(
             "!`false`",
