@@ -62,7 +62,7 @@ pub fn run(args: Args, home: &Home) -> anyhow::Result<ExitCode> {
     let path = home.audit_path();
     let files = yep_host::audit::files(&path);
     if files.is_empty() {
-        return Err(no_trail(home, &path));
+        return no_trail(home, &path);
     }
     let mut kept = Vec::new();
     let mut skipped = 0usize;
@@ -124,14 +124,21 @@ fn since(text: &str) -> anyhow::Result<SystemTime> {
     })
 }
 
-/// The error for a home with no trail yet: why there may be none.
-fn no_trail(home: &Home, path: &std::path::Path) -> anyhow::Error {
+/// A home with no trail yet. Nothing has run yet: nothing to show, said on stderr (a new
+/// home's `yep audit` is no error). The trail turned off: an error, saying so.
+fn no_trail(home: &Home, path: &std::path::Path) -> anyhow::Result<ExitCode> {
     let settings = yep_store::settings::audit(&home.settings_path()).unwrap_or_default();
-    let why = match settings.enabled {
-        true => "yep writes it as a session, `yep mcp serve` or `yep call` runs tools",
-        false => "settings.toml turns it off (`[audit] enabled = false`)",
-    };
-    hinted(format!("no audit trail yet at {}", path.display()), &[why])
+    if !settings.enabled {
+        return Err(hinted(
+            format!("no audit trail at {}", path.display()),
+            &["settings.toml turns it off (`[audit] enabled = false`)"],
+        ));
+    }
+    eline!(
+        "no audit records yet: yep writes them to {} as a session, `yep mcp serve` or `yep call` runs tools",
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The records as a table: time, kind, extension, and what each kind says.

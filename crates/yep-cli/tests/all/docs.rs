@@ -317,3 +317,132 @@ fn the_marketplace_plugin_in_docs_plugins_md_installs_and_runs_as_written() {
         assert!(doc.contains(line), "docs/plugins.md no longer shows {line}");
     }
 }
+
+/// The README's `yep` commands, each line of its `sh` blocks as written, in order, in one home
+/// and one directory. A placeholder (`<name>`, `<plugin>@<marketplace>`, `<dir | git-url>`)
+/// becomes `nothing`, a name nothing has, and a URL a directory that is not there; an optional
+/// `[…]` is left out, and of `a|b|c` the first is taken. Every line must name a verb and
+/// flags the CLI has (no usage error, exit 2); a line with no placeholder must succeed. The
+/// registry is a closed port: nothing reaches crates.io.
+#[test]
+fn the_readmes_commands_run_as_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let cwd = tmp.path().join("work");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let env = [
+        ("YEP_SPARSE_INDEX", "http://127.0.0.1:9/index/"),
+        ("YEP_CRATE_DOWNLOAD", "http://127.0.0.1:9/dl/{crate}"),
+    ];
+    let mut ran = 0;
+    for (n, line) in shell_lines(&readme) {
+        for command in line.split("&&").map(str::trim) {
+            let Some(args) = command.strip_prefix("yep ") else {
+                continue;
+            };
+            let (args, placeholders) = as_run(args);
+            let words: Vec<&str> = args.split_whitespace().collect();
+            let out = common::yep_at(Some(&cwd), &home, &words, "", &env);
+            let said = format!(
+                "README.md:{n}: yep {args}\n{}{}",
+                text(&out.stdout),
+                text(&out.stderr)
+            );
+            assert_ne!(out.status.code(), Some(2), "a usage error: {said}");
+            if !placeholders {
+                assert!(out.status.success(), "{said}");
+            }
+            ran += 1;
+        }
+    }
+    assert!(ran >= 20, "only {ran} commands found in the README");
+}
+
+/// Each line of `doc`'s `sh` blocks, with its number, its comment taken off.
+fn shell_lines(doc: &str) -> Vec<(usize, String)> {
+    let mut in_sh = false;
+    let mut out = Vec::new();
+    for (n, line) in doc.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if let Some(lang) = trimmed.strip_prefix("```") {
+            in_sh = !in_sh && lang.trim() == "sh";
+            continue;
+        }
+        if in_sh {
+            // A comment starts at ` #` (no `#` inside the commands themselves).
+            let code = line.split(" #").next().unwrap_or(line).trim();
+            if !code.is_empty() {
+                out.push((n + 1, code.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// `args` as the test runs it (see [`the_readmes_commands_run_as_written`]), and whether it
+/// had a placeholder.
+fn as_run(args: &str) -> (String, bool) {
+    let mut out = String::new();
+    let mut placeholders = false;
+    let mut rest = args;
+    while let Some(i) = rest.find(['<', '[']) {
+        out.push_str(&rest[..i]);
+        let close = if rest.as_bytes()[i] == b'<' { '>' } else { ']' };
+        let Some(end) = rest[i..].find(close) else {
+            break;
+        };
+        // `<dir | git-url[@rev]>`: the `]` inside is the placeholder's own.
+        let end = match close {
+            '>' => end,
+            _ => rest[i..].find(']').unwrap_or(end),
+        };
+        if close == '>' {
+            out.push_str("nothing");
+            placeholders = true;
+        }
+        rest = &rest[i + end + 1..];
+        // A `]` left over from `[@rev]>`.
+        rest = rest.strip_prefix(']').unwrap_or(rest);
+    }
+    out.push_str(rest);
+    let words: Vec<String> = out
+        .split_whitespace()
+        .map(|w| {
+            let w = w.split('|').next().unwrap_or(w).trim_matches('\'');
+            match w.contains("://") {
+                true => "./no-such-directory".to_string(),
+                false => w.to_string(),
+            }
+        })
+        .collect();
+    (words.join(" "), placeholders)
+}
+
+#[test]
+fn a_readme_line_is_run_with_its_placeholders_filled() {
+    assert_eq!(
+        as_run("install <dir | git-url[@rev]> --yes"),
+        ("install nothing --yes".into(), true)
+    );
+    assert_eq!(
+        as_run("install <plugin>@<marketplace>"),
+        ("install nothing@nothing".into(), true)
+    );
+    assert_eq!(
+        as_run("manifest sync ./weather [--check] [--json]"),
+        ("manifest sync ./weather".into(), false)
+    );
+    assert_eq!(
+        as_run("new weather --lang python|typescript|rust --hook 'pre_tool_use:*'"),
+        (
+            "new weather --lang python --hook pre_tool_use:*".into(),
+            false
+        )
+    );
+    assert_eq!(
+        as_run("marketplace add https://github.com/<owner>/<marketplace>"),
+        ("marketplace add ./no-such-directory".into(), true)
+    );
+    assert_eq!(as_run("update [name]"), ("update".into(), false));
+}

@@ -82,7 +82,7 @@ fn doctor_conformance_passes_the_installed_echo_example_on_every_transcript() {
         "",
     ));
     assert!(
-        human.contains("pass  conformance/ui-ask the reference ask tool"),
+        human.contains("pass  conformance/ui-ask         the reference ask tool"),
         "{human}"
     );
     assert!(human.ends_with("ok: no failures\n"), "{human}");
@@ -188,11 +188,11 @@ fn doctor_conformance_fails_what_a_server_breaks_and_skips_what_its_manifest_doe
     );
     let human = text(&out.stdout);
     assert!(
-        human.contains("FAIL  conformance/tool-call step 5 (expect)"),
+        human.contains("FAIL  conformance/tool-call      step 5 (expect)"),
         "{human}"
     );
     assert!(
-        human.contains("skip  conformance/progress the manifest does not declare"),
+        human.contains("skip  conformance/progress       the manifest does not declare"),
         "{human}"
     );
     assert!(human.ends_with("failed: see FAIL above\n"), "{human}");

@@ -508,9 +508,11 @@ fn every_corpus_plugin_approves_to_a_manifest_yep_accepts() {
         "{summary}"
     );
     assert!(summary.contains("`git log --oneline -10`"), "{summary}");
-    // Read-only git its allowed-tools do not name runs, and is said to.
+    // Read-only git its allowed-tools do not name runs, and is said to, under one heading.
     assert!(
-        summary.contains("/commit-commands:commit runs\n              `git log --oneline -10`"),
+        summary.contains(
+            "/commit-commands:commit runs\n              `git status`\n              `git diff HEAD`\n              `git branch --show-current`\n              `git log --oneline -10`"
+        ),
         "{summary}"
     );
     assert!(!summary.contains("does not run"), "{summary}");
