@@ -1080,55 +1080,6 @@ fn fixture(tmp: &Path, name: &str) -> std::path::PathBuf {
     dir
 }
 
-/// `yep mcp serve` on `home` in `cwd`, spoken to in raw JSON-RPC, initialized, asked
-/// `requests` in turn: their answers.
-fn raw_over_mcp(cwd: &Path, home: &Path, requests: &[Value]) -> Vec<Value> {
-    use std::io::{BufRead, Write};
-    #[allow(clippy::disallowed_methods)] // the CLI under test, as an agent starts it
-    let child = crate::common::yep_command()
-        .args(["--home", home.to_str().unwrap(), "mcp", "serve"])
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut server = common::Serving(child);
-    let mut stdin = server.0.stdin.take().unwrap();
-    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
-    let mut answer = |id: usize| loop {
-        let mut line = String::new();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "yep mcp serve ended"
-        );
-        let message: Value = serde_json::from_str(&line).unwrap_or_default();
-        if message["id"] == id {
-            break message;
-        }
-    };
-    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "claude-test", "version": "1"}}});
-    writeln!(stdin, "{initialize}").unwrap();
-    answer(0);
-    writeln!(
-        stdin,
-        "{}",
-        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    let mut answers = Vec::new();
-    for (i, request) in requests.iter().enumerate() {
-        let mut request = request.clone();
-        request["jsonrpc"] = "2.0".into();
-        request["id"] = (i + 1).into();
-        writeln!(stdin, "{request}").unwrap();
-        answers.push(answer(i + 1));
-    }
-    answers
-}
-
 /// The package's and data dir's paths of installed plugin `plugin`, as [`served`] lists them.
 fn own_dirs(home: &Path, plugin: &str) -> Vec<String> {
     let root = home.join("extensions").join(plugin).display().to_string();
@@ -1286,7 +1237,7 @@ fn a_codex_plugin_runs_its_skills_mcp_server_and_hooks_as_codexs_docs_say() {
     );
 
     // An MCP client reads the skill as a resource.
-    let read = raw_over_mcp(
+    let read = common::raw_over_mcp(
         tmp.path(),
         &home,
         &[
@@ -1339,7 +1290,7 @@ fn an_agent_plugins_package_runs_its_skills_and_mcp_server_as_the_spec_says() {
         answers[1]["result"]["content"][0]["text"], r#"{"echoed":"kept"}"#,
         "{answers:?} {warnings:?}"
     );
-    let read = raw_over_mcp(
+    let read = common::raw_over_mcp(
         tmp.path(),
         &home,
         &[

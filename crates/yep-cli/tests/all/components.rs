@@ -66,14 +66,9 @@ fn write_plugin(p: &Path, post: bool) {
     std::fs::write(p.join("hooks/hooks.json"), hooks.to_string()).unwrap();
 }
 
-/// `yep session --json`'s lines for `input`.
+/// `yep session --json`'s answers to `input`, warnings apart.
 fn session(cwd: &Path, home: &Path, input: &str) -> Vec<Value> {
-    let out = yep_in(cwd, home, &["session", "--json"], input);
-    text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|l| l.get("warning").is_none())
-        .collect()
+    crate::claude::session(cwd, home, input).0
 }
 
 /// Whether the hook or server that touches `file` in the plugin's data dir ran; the file is
@@ -139,7 +134,7 @@ fn a_switched_off_server_does_not_start_and_its_tools_are_absent() {
     // No process of it ever ran.
     assert!(!ran(&home, "noted-started"));
     // Through `yep mcp serve` neither.
-    let listed = over_mcp(tmp.path(), &home, &[json!({"method": "tools/list"})]);
+    let listed = common::raw_over_mcp(tmp.path(), &home, &[json!({"method": "tools/list"})]);
     let names = listed[0]["result"]["tools"].to_string();
     assert!(
         names.contains("mcp__p__files__echo") && !names.contains("noted"),
@@ -233,54 +228,6 @@ fn a_switched_off_hook_stays_off_across_an_update_and_the_consent_screen_says_so
         json[0]["off"],
         json!({"hooks": ["PreToolUse:Bash"], "servers": ["noted"], "commands": ["tidy"]})
     );
-}
-
-/// `yep mcp serve` on `home` in `cwd`, in raw JSON-RPC, initialized, asked `requests` in turn.
-fn over_mcp(cwd: &Path, home: &Path, requests: &[Value]) -> Vec<Value> {
-    use std::io::{BufRead, Write};
-    #[allow(clippy::disallowed_methods)] // the CLI under test, as an agent starts it
-    let child = common::yep_command()
-        .args(["--home", home.to_str().unwrap(), "mcp", "serve"])
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut server = common::Serving(child);
-    let mut stdin = server.0.stdin.take().unwrap();
-    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
-    let mut answer = |id: usize| loop {
-        let mut line = String::new();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "yep mcp serve ended"
-        );
-        let message: Value = serde_json::from_str(&line).unwrap_or_default();
-        if message["id"] == id {
-            break message;
-        }
-    };
-    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "components-test", "version": "1"}}});
-    writeln!(stdin, "{initialize}").unwrap();
-    answer(0);
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    let mut answers = Vec::new();
-    for (i, request) in requests.iter().enumerate() {
-        let mut request = request.clone();
-        request["jsonrpc"] = "2.0".into();
-        request["id"] = (i + 1).into();
-        writeln!(stdin, "{request}").unwrap();
-        answers.push(answer(i + 1));
-    }
-    answers
 }
 
 #[test]

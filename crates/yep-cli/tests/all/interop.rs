@@ -410,22 +410,10 @@ fn the_mcp_inspector_cli_works_over_http_with_the_bearer_token_and_not_without()
 
 /// The official TypeScript client (`tests/mcp/ts_revisions.mjs`) at `revision`, against
 /// `yep mcp serve` reached as `target`: its report.
-#[allow(clippy::disallowed_methods)] // the official SDK's client, under which yep runs
 fn ts_client(revision: &str, target: &[&str]) -> Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/ts_revisions.mjs");
-    assert!(
-        std::env::var_os("npm_config_prefix").is_some(),
-        "run through scripts/test, which installs the TypeScript client and says where"
-    );
-    let out = std::process::Command::new("node")
-        .arg(script)
-        .arg(revision)
-        .args(target)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+    let mut args = vec![revision];
+    args.extend(target);
+    common::node_report("ts_revisions.mjs", &args)
 }
 
 #[test]

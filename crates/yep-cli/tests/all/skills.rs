@@ -63,21 +63,9 @@ fn forms_files() -> Vec<String> {
 }
 
 /// `tests/mcp/ts_skills.mjs` at `revision` against `yep mcp serve` on stdio: its report.
-#[allow(clippy::disallowed_methods)] // the official SDK's client, under which yep runs
 fn ts_skills(revision: &str, home: &Path) -> Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/ts_skills.mjs");
-    assert!(
-        std::env::var_os("npm_config_prefix").is_some(),
-        "run through scripts/test, which installs the TypeScript client and says where"
-    );
-    let out = std::process::Command::new("node")
-        .arg(script)
-        .args([revision, env!("CARGO_BIN_EXE_yep"), home.to_str().unwrap()])
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+    let args = [revision, env!("CARGO_BIN_EXE_yep"), home.to_str().unwrap()];
+    common::node_report("ts_skills.mjs", &args)
 }
 
 #[test]

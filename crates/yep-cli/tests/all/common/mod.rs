@@ -275,3 +275,77 @@ pub fn stable(tmp: &Path) -> insta::Settings {
     settings.add_filter(r"\b(in|after) \d+ ?(ms|s)\b", "$1 [DURATION]");
     settings
 }
+
+/// `yep mcp serve` on `home` in `cwd`, spoken to in raw JSON-RPC, initialized, asked
+/// `requests` in turn: their answers.
+pub fn raw_over_mcp(
+    cwd: &Path,
+    home: &Path,
+    requests: &[serde_json::Value],
+) -> Vec<serde_json::Value> {
+    use std::io::{BufRead, Write};
+    #[allow(clippy::disallowed_methods)] // the CLI under test, as an agent starts it
+    let child = yep_command()
+        .args(["--home", home.to_str().unwrap(), "mcp", "serve"])
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = Serving(child);
+    let mut stdin = server.0.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
+    let mut answer = |id: usize| loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "yep mcp serve ended"
+        );
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        if message["id"] == id {
+            break message;
+        }
+    };
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "claude-test", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    answer(0);
+    writeln!(
+        stdin,
+        "{}",
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    let mut answers = Vec::new();
+    for (i, request) in requests.iter().enumerate() {
+        let mut request = request.clone();
+        request["jsonrpc"] = "2.0".into();
+        request["id"] = (i + 1).into();
+        writeln!(stdin, "{request}").unwrap();
+        answers.push(answer(i + 1));
+    }
+    answers
+}
+
+/// `node tests/mcp/<script> <args>` (an official TypeScript SDK's client, driving the CLI under
+/// test) and the one JSON report it prints.
+#[allow(clippy::disallowed_methods)] // the official SDK's client, under which yep runs
+pub fn node_report(script: &str, args: &[&str]) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp")
+        .join(script);
+    assert!(
+        std::env::var_os("npm_config_prefix").is_some(),
+        "run through scripts/test, which installs the TypeScript client and says where"
+    );
+    let out = Command::new("node")
+        .arg(script)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+}
