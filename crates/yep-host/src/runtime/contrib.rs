@@ -42,27 +42,12 @@ fn read_skill_file(real: &Path) -> std::io::Result<String> {
     read_regular_string(real, MAX_SKILL_BYTES, Links::Refuse)
 }
 
-/// `name:` and `description:` from a `---` front matter block.
+/// `name:` and `description:` from a `---` front matter block, read as Claude Code reads it
+/// ([`crate::store::claude::frontmatter`]).
 fn front_matter(text: &str) -> (Option<String>, Option<String>) {
-    let mut lines = text.lines();
-    if lines.next().map(str::trim) != Some("---") {
-        return (None, None);
-    }
-    let (mut name, mut description) = (None, None);
-    for line in lines {
-        if line.trim() == "---" {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':') {
-            let v = v.trim().trim_matches(['"', '\'']).to_string();
-            match k.trim() {
-                "name" => name = Some(v),
-                "description" => description = Some(v),
-                _ => {}
-            }
-        }
-    }
-    (name, description)
+    let read = crate::store::claude::frontmatter::Frontmatter::parse(text);
+    let field = |key: &str| read.scalar(key).map(String::from);
+    (field("name"), field("description"))
 }
 
 /// `SKILL.md` files under `dir`, at most three levels down.
