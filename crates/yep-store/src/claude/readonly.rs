@@ -296,7 +296,7 @@ const COMMANDS: &[ReadOnly] = &[
     },
 ];
 
-/// Whether every simple command of the Bash line `line` only reads ([`COMMANDS`]). A line that
+/// Whether every simple command of the Bash line `line` only reads (`COMMANDS`). A line that
 /// cannot be read for certain, or has no command, is not.
 pub fn is_read_only(line: &str) -> bool {
     match subcommands(line) {
