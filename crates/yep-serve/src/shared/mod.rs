@@ -188,26 +188,34 @@ pub fn attach_key(home: &yep_host::store::Home) -> std::io::Result<Key> {
     })
 }
 
-/// A client's environment, as UTF-8 names and values (others are left out, on both sides).
+/// A client's environment: each UTF-8 variable's name, and a digest of its value (never the
+/// value: a shell's environment holds credentials, and the host needs only to compare).
 pub type SessionEnv = std::collections::BTreeMap<String, String>;
 
-/// This process's environment, as a [`Hello`] carries it. It goes only to the same user's
-/// host, over the owner-only socket and behind the attach key, which compares it and keeps
-/// nothing of it.
+/// This process's environment, as a [`Hello`] carries it: names and digests of values.
 pub fn session_env() -> SessionEnv {
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .map(|(k, v)| {
+            let digest = yep_host::store::hash::sha256_hex(format!("yep-env\0{v}").as_bytes());
+            (k, digest)
+        })
         .collect()
 }
 
+/// What a terminal says of itself alone: two sessions that differ only in these share a host.
+const DISPLAY_ONLY: [&str; 3] = ["TERM", "COLORTERM", "NO_COLOR"];
+
 /// The variables a server of this process can see whose values in `session` are not this
-/// process's own: [`yep_sandbox::ENV_ALLOWED`] (`PATH` first among them), the locale's `LC_*`
-/// and every variable a server's definition has named (`${VAR}`). Empty when a host started
-/// with this process's environment may serve `session`.
+/// process's own: [`yep_sandbox::ENV_ALLOWED`] (`PATH` first among them) but what only
+/// describes a terminal ([`DISPLAY_ONLY`]), the locale's `LC_*` and every variable a server's
+/// definition has named (`${VAR}`). Empty when a host started with this process's environment
+/// may serve `session`.
 pub fn env_differs(session: &SessionEnv) -> Vec<String> {
     let mine = session_env();
     let mut names: std::collections::BTreeSet<String> = yep_sandbox::ENV_ALLOWED
         .iter()
+        .filter(|n| !DISPLAY_ONLY.contains(n))
         .map(|n| n.to_string())
         .collect();
     names.extend(yep_host::runtime::mcp::host_vars_read());
