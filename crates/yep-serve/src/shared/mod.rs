@@ -208,7 +208,7 @@ const DISPLAY_ONLY: [&str; 3] = ["TERM", "COLORTERM", "NO_COLOR"];
 
 /// The variables a server of this process can see whose values in `session` are not this
 /// process's own: [`yep_sandbox::ENV_ALLOWED`] (`PATH` first among them) but what only
-/// describes a terminal ([`DISPLAY_ONLY`]), the locale's `LC_*` and every variable a server's
+/// describes a terminal (`DISPLAY_ONLY`), the locale's `LC_*` and every variable a server's
 /// definition has named (`${VAR}`). Empty when a host started with this process's environment
 /// may serve `session`.
 pub fn env_differs(session: &SessionEnv) -> Vec<String> {
