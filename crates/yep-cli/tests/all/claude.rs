@@ -1589,7 +1589,8 @@ fn trust_project_names_each_changed_file_and_shows_its_diff() {
     std::fs::write(
         ws.join(".claude/settings.json"),
         serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
-            {"type": "command", "command": ".claude/hooks/guard.sh"}]}]}})
+            {"type": "command", "command": ".claude/hooks/guard.sh"}]}]},
+            "permissions": {"allow": ["Bash(npm test:*)"]}})
         .to_string(),
     )
     .unwrap();
@@ -1616,6 +1617,13 @@ fn trust_project_names_each_changed_file_and_shows_its_diff() {
     assert!(
         !said.contains('\u{202e}'),
         "a hidden character reached the terminal: {said}"
+    );
+    // A workspace's config is approved, not installed; its permissions are Claude Code's.
+    assert!(said.contains("nothing of it has run"), "{said}");
+    assert!(!said.contains("installing ran nothing"), "{said}");
+    assert!(
+        said.contains("note      .claude/settings.json `permissions`: Claude Code's own rules for"),
+        "{said}"
     );
     // No empty "changes against what you approved:" header.
     assert!(

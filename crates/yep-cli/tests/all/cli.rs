@@ -610,6 +610,27 @@ fn session_errors_name_session_commands() {
     );
 }
 
+/// `help` lists one verb a line, each with what it does, and every verb the session answers.
+#[test]
+fn session_help_is_one_verb_a_line() {
+    let home = tempfile::tempdir().unwrap();
+    let lines = json_session(home.path(), "help\nquit\n");
+    let help = lines[0]["help"].as_str().unwrap();
+    let rows: Vec<&str> = help.lines().collect();
+    assert!(rows.len() >= 25, "{help}");
+    for row in &rows {
+        assert!(row.len() <= 100, "a long line: {row}");
+        let (verb, said) = row.split_once("  ").unwrap_or((row, ""));
+        assert!(
+            !said.trim().is_empty(),
+            "`{verb}` says nothing of what it does"
+        );
+    }
+    for verb in ["tools", "run <tool> <json>", "mcp status", "quit"] {
+        assert!(rows.iter().any(|r| r.starts_with(verb)), "{verb}: {help}");
+    }
+}
+
 #[test]
 fn session_json_reports_warnings_at_start_and_when_they_arise() {
     let home = tempfile::tempdir().unwrap();
