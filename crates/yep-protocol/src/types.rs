@@ -544,6 +544,12 @@ mod tests {
         assert_eq!(status.level, StatusLevel::Ok);
         let init: InitializeResult = serde_json::from_value(json!({"extra": 1})).unwrap();
         assert!(init.capability_params.prompt.is_none());
+        // No prompt is no member (the corpus's `prompt?`), and a `null` one reads as none.
+        let sent = serde_json::to_value(&init).unwrap();
+        assert!(sent["capability_params"].get("prompt").is_none(), "{sent}");
+        let null: InitializeResult =
+            serde_json::from_value(json!({"capability_params": {"prompt": null}})).unwrap();
+        assert!(null.capability_params.prompt.is_none());
     }
 
     #[test]
