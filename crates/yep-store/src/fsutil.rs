@@ -137,7 +137,11 @@ pub fn copy_package(from: &Path, to: &Path) -> std::io::Result<u64> {
             if let Some(parent) = dst.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            total += copy_one(&named, &dst)?;
+            // A directory named is copied whole, as it is.
+            match std::fs::symlink_metadata(&named)?.is_dir() {
+                true => copy_entries(&named, &dst)?,
+                false => total += copy_one(&named, &dst)?,
+            }
         }
     }
     // Judged on the copy, which is ours: the source may change while it is read.
@@ -555,6 +559,34 @@ pub fn stays_inside(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_package_copy_leaves_out_what_it_ignores_but_what_its_manifests_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (from, to) = (tmp.path().join("pkg"), tmp.path().join("copy"));
+        for dir in ["target/debug", "assets/icons", "sub/build"] {
+            std::fs::create_dir_all(from.join(dir)).unwrap();
+        }
+        std::fs::write(from.join(".gitignore"), "/target\nassets/\n").unwrap();
+        std::fs::write(from.join("sub/.yepignore"), "build\n").unwrap();
+        std::fs::write(from.join("target/debug/big"), "x").unwrap();
+        std::fs::write(from.join("assets/icons/a.png"), "png").unwrap();
+        std::fs::write(from.join("sub/build/out"), "o").unwrap();
+        std::fs::write(from.join("sub/keep"), "k").unwrap();
+        // The manifest names the ignored `assets` directory (and a path out, which is not one).
+        std::fs::write(
+            from.join("plugin.json"),
+            r#"{"name": "p", "icons": "${CLAUDE_PLUGIN_ROOT}/assets", "x": "../outside"}"#,
+        )
+        .unwrap();
+        copy_package(&from, &to).unwrap();
+        assert!(
+            to.join("assets/icons/a.png").is_file(),
+            "a named directory is copied whole"
+        );
+        assert!(to.join("sub/keep").is_file() && to.join("plugin.json").is_file());
+        assert!(!to.join("target").exists() && !to.join("sub/build").exists());
+    }
 
     /// `read` run on a thread of its own, or `None` when it has not returned within 10 s (it
     /// hangs: the test fails instead of waiting with it).
