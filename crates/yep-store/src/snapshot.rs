@@ -26,7 +26,8 @@ pub fn keep(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
     let fresh = sibling(dir, "new");
     let io = |what: &Path| crate::io(format!("failed to write {}", what.display()));
     let _ = std::fs::remove_dir_all(&fresh);
-    std::fs::create_dir_all(&fresh).map_err(io(&fresh))?;
+    // Owner-only: what a workspace's scripts or a server's skills say is nobody else's.
+    crate::fsutil::create_private_dir(&fresh).map_err(io(&fresh))?;
     for (path, bytes) in files.iter().filter(|(p, _)| plain(p)) {
         let file = fresh.join(path);
         if let Some(parent) = file.parent() {
@@ -178,6 +179,9 @@ mod tests {
         let dir = tmp.path().join("snap");
         keep(&dir, &files(&[("x/y.md", "1"), ("../out", "no")])).unwrap();
         assert_eq!(read(&dir).unwrap(), files(&[("x/y.md", "1")]));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "a snapshot is the owner's alone: {mode:o}");
         keep(&dir, &files(&[("z", "2")])).unwrap();
         assert_eq!(read(&dir).unwrap(), files(&[("z", "2")]));
         assert!(!tmp.path().join("out").exists());

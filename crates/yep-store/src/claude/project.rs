@@ -208,8 +208,10 @@ fn hash_of(dir: &Path, approval: &Approval) -> Result<String, StoreError> {
 
 /// The canonical form of `workspace`, as pins name it.
 /// The files `project`'s approval covers, as they are now, by their paths in `workspace`: its
-/// settings files, its parts, and the code its hooks run from the workspace. `None` past the
-/// snapshot's caps.
+/// parts (hook scripts, commands, skills, agents) and the code its hooks run from the
+/// workspace. Not its settings files: what their hooks say is in the approval's own diff, and
+/// a `settings.local.json` may hold tokens (`env`), which no copy in the home should. `None`
+/// past the snapshot's caps.
 fn project_files(workspace: &Path, project: &Project) -> Option<crate::snapshot::Files> {
     use crate::fsutil::{Links, read_regular};
     let mut files = Vec::new();
@@ -218,15 +220,6 @@ fn project_files(workspace: &Path, project: &Project) -> Option<crate::snapshot:
         files.extend(found.into_iter().map(|(p, b)| (format!("{prefix}{p}"), b)));
         Some(())
     };
-    for file in SETTINGS {
-        if let Ok(bytes) = read_regular(
-            &project.dir.join(file),
-            super::MAX_PART_BYTES,
-            Links::Refuse,
-        ) {
-            files.push((format!(".claude/{file}"), bytes));
-        }
-    }
     for part in PARTS {
         let dir = project.dir.join(part);
         if dir.is_dir() {
