@@ -22,6 +22,11 @@ enum Refused {
     TooMany,
     #[error("its files are over {} MiB", SKILL_MAX_BYTES >> 20)]
     TooLarge,
+    #[error(
+        "the server's skills are over {} MiB together: the rest are left out",
+        MAX_TOTAL_BYTES >> 20
+    )]
+    PastTheServersBudget,
     #[error("{0} is not a file under the skill's directory")]
     Outside(String),
     #[error("reading {uri} failed: {why}")]
@@ -43,6 +48,10 @@ enum Refused {
 /// The most skills one server has read.
 const MAX_SKILLS: usize = 256;
 
+/// The most bytes of skills one server has read, all its skills together: each is held in
+/// memory until it is kept, and a server that lists many large ones must not exhaust it.
+const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
+
 /// `peer`'s skills, each read whole, all of it within `timeout`. A server that does not
 /// declare the extension has none.
 pub(super) async fn fetch(
@@ -63,9 +72,10 @@ pub(super) async fn fetch(
             .await
             .map_err(|e| failed(format!("skills/list failed: {e}")))?;
         let mut skills = Vec::new();
+        let mut budget = MAX_TOTAL_BYTES;
         for skill in listed.into_iter().take(MAX_SKILLS) {
             let name = skill.name().to_string();
-            match read_skill(peer, &skill).await {
+            match read_skill(peer, &skill, &mut budget).await {
                 Ok(files) => skills.push(FetchedSkill { name, files }),
                 Err(why) => tracing::warn!(
                     "MCP server `{extension}`: skill `{}` is left out: {why}",
@@ -87,6 +97,7 @@ pub(super) async fn fetch(
 async fn read_skill(
     peer: &RmcpPeer<RoleClient>,
     skill: &rmcp::model::Skill,
+    budget: &mut u64,
 ) -> Result<Vec<(String, Vec<u8>)>, Refused> {
     skill.validate()?;
     let SkillResources::Files(entries) = &skill.resources else {
@@ -95,14 +106,20 @@ async fn read_skill(
     if entries.len() > SKILL_MAX_FILES {
         return Err(Refused::TooMany);
     }
+    // What it says it holds, before any of it is read (each file is held to its size).
+    let declared = entries
+        .iter()
+        .fold(0u64, |sum, e| sum.saturating_add(e.size));
+    if declared > SKILL_MAX_BYTES {
+        return Err(Refused::TooLarge);
+    }
+    if declared > *budget {
+        return Err(Refused::PastTheServersBudget);
+    }
+    *budget -= declared;
     let root = skill.uri.strip_suffix("SKILL.md").unwrap_or(&skill.uri);
-    let mut total = 0u64;
     let mut files = Vec::new();
     for entry in entries {
-        total += entry.size;
-        if total > SKILL_MAX_BYTES {
-            return Err(Refused::TooLarge);
-        }
         let path = relative(root, &entry.uri).ok_or_else(|| Refused::Outside(entry.uri.clone()))?;
         let read = peer
             .read_resource(ReadResourceRequestParams::new(entry.uri.clone()))
